@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# One entry point for developers and CI: installs what is missing, builds, and runs.
+#   scripts/dev.sh setup   install missing Debian packages, check the CUDA toolkit
+#   scripts/dev.sh build   setup + configure + build (ninja, build/)
+#   scripts/dev.sh demo    build + run the main job
+#   scripts/dev.sh test    build + run the whole test suite (ctest)
+# Environment: TALLY_BUILD_DIR (default build), TALLY_CUDA_ROOT (default /usr/local/cuda),
+# TALLY_JOBS (default: number of cores).
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build_dir=${TALLY_BUILD_DIR:-$root/build}
+cuda_root=${TALLY_CUDA_ROOT:-/usr/local/cuda}
+jobs=${TALLY_JOBS:-$(nproc)}
+
+# Debian packages the build and the tests need (compilers, libraries, the fuzzer runtime).
+packages=(cmake ninja-build g++ pkgconf clang llvm libclang-rt-14-dev
+          libabsl-dev libfmt-dev catch2 libzstd-dev liblz4-dev libboost-dev)
+
+setup() {
+  local missing=()
+  for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if ((${#missing[@]})); then
+    echo "setup: installing ${missing[*]}"
+    local sudo=()
+    [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+    "${sudo[@]}" apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends \
+      "${missing[@]}" >/dev/null
+  fi
+  if [ ! -x "$cuda_root/bin/nvcc" ] || [ ! -x "$cuda_root/bin/ptxas" ]; then
+    echo "setup: no CUDA toolkit at $cuda_root (nvcc and ptxas are needed to build the test" >&2
+    echo "       programs and to validate PTX). Install the CUDA 13 toolkit there or set" >&2
+    echo "       TALLY_CUDA_ROOT to where it is." >&2
+    exit 1
+  fi
+}
+
+build() {
+  setup
+  cmake -S "$root" -B "$build_dir" -G Ninja -DTALLY_CUDA_ROOT="$cuda_root" >/dev/null
+  cmake --build "$build_dir" -j "$jobs"
+}
+
+demo() {
+  build
+  "$root/scripts/demo.sh" "$build_dir"
+}
+
+run_tests() {
+  build
+  ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" "$@"
+}
+
+case "${1:-}" in
+  setup) setup ;;
+  build) build ;;
+  demo) demo ;;
+  test) shift; run_tests "$@" ;;
+  *) sed -n '2,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2 ;;
+esac
