@@ -16,7 +16,6 @@ struct ParamLayout {
   uint32_t size = 0;
   uint32_t alignment = 1;
   uint32_t offset = 0;
-  bool is_pointer = false;  // declared `.ptr` or a 64-bit integer (may hold a device address)
   friend bool operator==(const ParamLayout&, const ParamLayout&) = default;
 };
 
@@ -24,13 +23,15 @@ struct KernelSignature {
   std::string name;       // as in the PTX (mangled)
   std::string demangled;  // C++ demangled name, or the name itself when not mangled
   std::vector<ParamLayout> params;
-  uint32_t param_buffer_size = 0;  // offset + size of the last param, rounded to its alignment
+  uint32_t param_buffer_size = 0;  // offset + size of the last parameter (0 without any)
 };
 
 // Size in bytes of a PTX scalar type (`u32` -> 4, `f16x2` -> 4); 0 for unknown types.
 uint32_t ScalarTypeSize(std::string_view type);
 
+// Fails for parameters whose size is unknown (unknown type, unsized array) or too large.
 absl::StatusOr<KernelSignature> ComputeSignature(const Function& entry);
+// Signatures of every `.entry` with a body or declaration, in module order.
 absl::StatusOr<std::vector<KernelSignature>> ComputeSignatures(const Module& module);
 
 std::string Demangle(const std::string& name);
