@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 #include "ptx_transform/internal/lexer.h"
+#include "ptx_transform/internal/opcodes.h"
 #include "ptx_transform/internal/parse_number.h"
 
 namespace tally::ptx {
@@ -458,7 +459,11 @@ class Parser {
       inst.guard_negated = TryPunct("!");
       inst.guard = std::string(ExpectIdentifier("guard predicate"));
     }
+    const Token& opcode = Peek();
     inst.opcode = std::string(ExpectIdentifier("instruction"));
+    if (!internal::IsKnownOpcode(inst.opcode)) {
+      Fail(opcode, fmt::format("unknown instruction '{}'", inst.opcode));
+    }
     while (Peek().kind == TokenKind::kDotName) {
       inst.modifiers.emplace_back(Advance().text.substr(1));
     }
