@@ -3,7 +3,9 @@
 #   scripts/dev.sh setup   install missing Debian packages, check the CUDA toolkit
 #   scripts/dev.sh build   setup + configure + build (ninja, build/)
 #   scripts/dev.sh demo    build + run the main job
-#   scripts/dev.sh test    build + run the whole test suite (ctest)
+#   scripts/dev.sh test    build + run the whole test suite (ctest), then the fuzzers for a
+#                          bounded time in a clang build (build-fuzz/); with ctest arguments
+#                          (e.g. -L unit) only the matching tests of the main build run
 # Environment: TALLY_BUILD_DIR (default build), TALLY_CUDA_ROOT (default /usr/local/cuda),
 # TALLY_JOBS (default: number of cores).
 set -euo pipefail
@@ -49,9 +51,19 @@ demo() {
   "$root/scripts/demo.sh" "$build_dir"
 }
 
+# The fuzz targets need clang's libFuzzer and instrumented libraries: a build of their own.
+fuzz() {
+  local fuzz_dir="$build_dir-fuzz"
+  CC=clang CXX=clang++ cmake -S "$root" -B "$fuzz_dir" -G Ninja -DTALLY_CUDA_ROOT="$cuda_root" \
+    -DTALLY_FUZZ=ON -DTALLY_SANITIZE=address,undefined >/dev/null
+  cmake --build "$fuzz_dir" -j "$jobs" --target ptx_parser_fuzz fatbin_fuzz
+  ctest --test-dir "$fuzz_dir" --output-on-failure -j "$jobs" -L fuzz
+}
+
 run_tests() {
   build
-  ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" "$@"
+  ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" -LE fuzz "$@"
+  if [ $# -eq 0 ]; then fuzz; fi
 }
 
 case "${1:-}" in
@@ -59,5 +71,5 @@ case "${1:-}" in
   build) build ;;
   demo) demo ;;
   test) shift; run_tests "$@" ;;
-  *) sed -n '2,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  *) sed -n '2,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac
