@@ -12,6 +12,7 @@
 #include <variant>
 #include <vector>
 
+#include "common/box.h"
 #include "ptx_transform/diagnostics.h"
 
 namespace tally::ptx {
@@ -65,18 +66,20 @@ struct Operand {
     kSink,       // `_`
   };
 
+  // Operands are the most numerous IR objects, so they stay small: the (rare) constant
+  // expression is boxed and the vector component is one letter.
   Kind kind = Kind::kName;
-  bool negated = false;     // `!name` (predicate negation)
-  std::string name;         // kName
-  std::string component;    // kName: `x` for `%tid.x`, vector-register element
-  int64_t offset = 0;       // kName inside an address: `[name+offset]`
-  Expr expr;                // kImmediate
+  bool negated = false;  // `!name` (predicate negation)
+  char component = 0;    // kName: 'x' for `%tid.x`; x y z w / r g b a (PTX ISA "Vectors"); 0 if none
+  int64_t offset = 0;    // kName inside an address: `[name+offset]`
+  std::string name;      // kName
+  Box<Expr> expr;        // kImmediate (always set for it)
   std::vector<Operand> elements;
 
-  static Operand Name(std::string n, std::string component = {}) {
+  static Operand Name(std::string n, char component = 0) {
     Operand o;
     o.name = std::move(n);
-    o.component = std::move(component);
+    o.component = component;
     return o;
   }
   static Operand Imm(int64_t value) {
@@ -175,8 +178,10 @@ struct Block {
   friend bool operator==(const Block&, const Block&) = default;
 };
 
+// A variable declared in a body is boxed: VarDecl is large and rare there, while every
+// instruction is a Statement.
 struct Statement {
-  std::variant<Instruction, Label, RegDecl, VarDecl, Directive, Block> value;
+  std::variant<Instruction, Label, RegDecl, Box<VarDecl>, Directive, Block> value;
   friend bool operator==(const Statement&, const Statement&) = default;
 };
 

@@ -132,18 +132,21 @@ class Lexer {
     if (Has(c, kDigit)) return Number(start, loc);
     if (c == '"') return String(start, loc);
 
-    static constexpr std::string_view kTwoCharPunct[] = {"<<", ">>", "&&", "||",
-                                                         "==", "!=", "<=", ">="};
-    for (std::string_view p : kTwoCharPunct) {
-      if (c == p[0] && Peek(1) == p[1]) {
-        AdvanceInLine(2);
+    switch (c) {
+      case ',': case ';': case ':': case '{': case '}': case '[': case ']': case '(': case ')':
+      case '+': case '-': case '*': case '/': case '%': case '~': case '^': case '@': case '?':
+        AdvanceInLine(1);
+        return Make(TokenKind::kPunct, start, loc);
+      case '<': case '>': case '&': case '|': case '=': case '!': {
+        // `<<` `>>` `&&` `||` `==` `!=` `<=` `>=`
+        char n = Peek(1);
+        bool two = (n == c && c != '!') || (n == '=' && c != '&' && c != '|');
+        AdvanceInLine(two ? 2 : 1);
         return Make(TokenKind::kPunct, start, loc);
       }
-    }
-    static constexpr std::string_view kOneCharPunct = ",;:{}[]()<>+-*/%!~&|^=@?";
-    AdvanceInLine(1);
-    if (kOneCharPunct.find(c) != std::string_view::npos) {
-      return Make(TokenKind::kPunct, start, loc);
+      default:
+        AdvanceInLine(1);
+        break;
     }
     sink_.Error(loc, std::string("unexpected character '") +
                          (c >= 32 && c < 127 ? std::string(1, c) : "\\x" + Hex(c)) + "'");

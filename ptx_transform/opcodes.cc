@@ -1,13 +1,12 @@
 // Base instruction names of the PTX ISA 9.x ("Instruction Set" chapter), without modifiers.
-#include <algorithm>
-#include <array>
+#include "absl/container/flat_hash_set.h"
 
 #include "ptx_transform/internal/opcodes.h"
 
 namespace tally::ptx::internal {
 namespace {
 
-// Sorted, for binary search.
+// Sorted, for readers.
 constexpr std::string_view kOpcodes[] = {
     "abs",        "activemask", "add",       "addc",       "alloca",
     "and",        "applypriority", "atom",   "bar",        "barrier",
@@ -41,7 +40,13 @@ constexpr std::string_view kOpcodes[] = {
 }  // namespace
 
 bool IsKnownOpcode(std::string_view opcode) {
-  return std::binary_search(std::begin(kOpcodes), std::end(kOpcodes), opcode);
+  // Checked once per parsed instruction: a hash lookup instead of a binary search.
+  static const auto* const kSet = [] {
+    auto* set = new absl::flat_hash_set<absl::string_view>();
+    for (std::string_view name : kOpcodes) set->insert(absl::string_view(name.data(), name.size()));
+    return set;
+  }();
+  return kSet->contains(absl::string_view(opcode.data(), opcode.size()));
 }
 
 }  // namespace tally::ptx::internal

@@ -65,7 +65,7 @@ class Parser {
     if (pos_ + 1 < tokens_.size()) ++pos_;
     return t;
   }
-  bool TryPunct(std::string_view p) {
+  bool TryPunct(char p) {
     if (!Peek().IsPunct(p)) return false;
     Advance();
     return true;
@@ -79,7 +79,7 @@ class Parser {
     if (t.kind == TokenKind::kDotName) return fmt::format("'.{}'", t.text);
     return fmt::format("'{}'", t.text);
   }
-  void ExpectPunct(std::string_view p) {
+  void ExpectPunct(char p) {
     if (!TryPunct(p)) Fail(Peek(), fmt::format("expected '{}', found {}", p, Describe(Peek())));
   }
   std::string_view ExpectIdentifier(std::string_view what) {
@@ -111,12 +111,12 @@ class Parser {
     int depth = 0;
     while (!AtEnd()) {
       const Token& t = Peek();
-      if (t.IsPunct("{")) ++depth;
-      if (t.IsPunct("}") && --depth <= 0) {
+      if (t.IsPunct('{')) ++depth;
+      if (t.IsPunct('}') && --depth <= 0) {
         Advance();
         return;
       }
-      if (depth == 0 && t.IsPunct(";")) {
+      if (depth == 0 && t.IsPunct(';')) {
         Advance();
         return;
       }
@@ -134,11 +134,11 @@ class Parser {
   void RecoverStatement() {
     while (!AtEnd()) {
       const Token& t = Peek();
-      if (t.IsPunct(";")) {
+      if (t.IsPunct(';')) {
         Advance();
         return;
       }
-      if (t.IsPunct("}") || t.IsPunct("{")) return;
+      if (t.IsPunct('}') || t.IsPunct('{')) return;
       Advance();
     }
   }
@@ -168,7 +168,7 @@ class Parser {
       Advance();
       do {
         module.targets.emplace_back(ExpectIdentifier("target name"));
-      } while (TryPunct(","));
+      } while (TryPunct(','));
     } else if (d == "address_size") {
       Advance();
       const Token& at = Peek();
@@ -220,20 +220,20 @@ class Parser {
       int depth = 0;
       while (!AtEnd()) {
         const Token& t = Advance();
-        if (t.IsPunct("{")) ++depth;
-        if (t.IsPunct("}") && --depth == 0) break;
+        if (t.IsPunct('{')) ++depth;
+        if (t.IsPunct('}') && --depth == 0) break;
       }
       if (depth != 0) Fail(head, "unterminated .section");
       last = pos_;
     } else {
-      while (!AtEnd() && !Peek().IsPunct(";")) {
-        if (Peek().IsPunct("{") || Peek().IsPunct("}")) {
+      while (!AtEnd() && !Peek().IsPunct(';')) {
+        if (Peek().IsPunct('{') || Peek().IsPunct('}')) {
           Fail(Peek(), fmt::format("expected ';' to end .{}", dir.name));
         }
         Advance();
       }
       last = pos_;
-      ExpectPunct(";");
+      ExpectPunct(';');
       dir.has_semicolon = true;
     }
     dir.args = SourceSpan(first, last);
@@ -275,21 +275,21 @@ class Parser {
         base.is_ptr = true;
       } else if (d == "attribute") {
         Advance();
-        ExpectPunct("(");
+        ExpectPunct('(');
         do {
           const Token& a = Peek();
           if (a.kind != TokenKind::kDotName) Fail(a, "expected attribute like .managed");
           std::string attribute(Advance().text.substr(1));
           // `.unified(uuid1, uuid2)` carries arguments; keep them verbatim.
-          if (Peek().IsPunct("(")) {
+          if (Peek().IsPunct('(')) {
             size_t first = pos_;
-            while (!AtEnd() && !Peek().IsPunct(")")) Advance();
-            ExpectPunct(")");
+            while (!AtEnd() && !Peek().IsPunct(')')) Advance();
+            ExpectPunct(')');
             attribute += SourceSpan(first, pos_);
           }
           base.attributes.push_back(std::move(attribute));
-        } while (TryPunct(","));
-        ExpectPunct(")");
+        } while (TryPunct(','));
+        ExpectPunct(')');
       } else if (d == "v2" || d == "v4" || d == "v8") {
         Advance();
         base.vector_width = static_cast<uint32_t>(d[1] - '0');
@@ -308,8 +308,8 @@ class Parser {
       VarDecl v = base;
       v.location = Peek().location();
       v.name = std::string(ExpectIdentifier("variable name"));
-      while (TryPunct("[")) {
-        if (TryPunct("]")) {
+      while (TryPunct('[')) {
+        if (TryPunct(']')) {
           v.dims.push_back(std::nullopt);
           continue;
         }
@@ -318,15 +318,15 @@ class Parser {
         auto n = EvaluateConstant(size);
         if (!n || *n < 0) Fail(at, "array size must be a non-negative constant");
         v.dims.push_back(static_cast<uint64_t>(*n));
-        ExpectPunct("]");
+        ExpectPunct(']');
       }
-      if (TryPunct("=")) {
+      if (TryPunct('=')) {
         if (is_param) Fail(Peek(), "parameters cannot have initialisers");
-        v.initializer = Peek().IsPunct("{") ? ParseList() : ParseExpr();
+        v.initializer = Peek().IsPunct('{') ? ParseList() : ParseExpr();
       }
       vars.push_back(std::move(v));
-    } while (!is_param && TryPunct(","));
-    if (!is_param) ExpectPunct(";");
+    } while (!is_param && TryPunct(','));
+    if (!is_param) ExpectPunct(';');
     return vars;
   }
 
@@ -348,26 +348,26 @@ class Parser {
     do {
       RegDecl::Entry entry;
       entry.name = std::string(ExpectIdentifier("register name"));
-      if (TryPunct("<")) {
+      if (TryPunct('<')) {
         entry.count = ExpectU32("register count");
-        ExpectPunct(">");
+        ExpectPunct('>');
       }
       decl.entries.push_back(std::move(entry));
-    } while (TryPunct(","));
-    ExpectPunct(";");
+    } while (TryPunct(','));
+    ExpectPunct(';');
     return decl;
   }
 
   // ---- functions ---------------------------------------------------------------------------
   std::vector<VarDecl> ParseParamList() {
     std::vector<VarDecl> params;
-    ExpectPunct("(");
-    if (TryPunct(")")) return params;
+    ExpectPunct('(');
+    if (TryPunct(')')) return params;
     do {
       std::vector<VarDecl> one = ParseVarDecl(/*is_param=*/true);
       params.push_back(std::move(one.front()));
-    } while (TryPunct(","));
-    ExpectPunct(")");
+    } while (TryPunct(','));
+    ExpectPunct(')');
     return params;
   }
 
@@ -378,17 +378,17 @@ class Parser {
       f.linkage = std::string(Advance().text.substr(1));
     }
     f.is_entry = Advance().text == ".entry";
-    if (!f.is_entry && Peek().IsPunct("(")) {
+    if (!f.is_entry && Peek().IsPunct('(')) {
       f.has_return_list = true;
       f.returns = ParseParamList();
     }
     f.name = std::string(ExpectIdentifier("function name"));
-    f.has_param_list = Peek().IsPunct("(");
+    f.has_param_list = Peek().IsPunct('(');
     if (f.has_param_list) f.params = ParseParamList();
     while (Peek().kind == TokenKind::kDotName) {
       f.performance_directives.push_back(ParsePerformanceDirective());
     }
-    if (TryPunct(";")) return f;
+    if (TryPunct(';')) return f;
     f.body = ParseBlock();
     return f;
   }
@@ -401,7 +401,7 @@ class Parser {
     dir.location = head.location();
     dir.name = std::string(head.text.substr(1));
     size_t first = pos_;
-    while (Peek().kind == TokenKind::kInteger || Peek().IsPunct(",")) Advance();
+    while (Peek().kind == TokenKind::kInteger || Peek().IsPunct(',')) Advance();
     dir.args = SourceSpan(first, pos_);
     return dir;
   }
@@ -410,24 +410,41 @@ class Parser {
     NestingGuard guard(*this);
     Block block;
     block.location = Peek().location();
-    ExpectPunct("{");
+    ExpectPunct('{');
+    block.statements.reserve(CountStatementsAhead());
     while (true) {
       if (AtEnd()) Fail(Peek(), "unexpected end of file: missing '}'");
-      if (TryPunct("}")) break;
+      if (TryPunct('}')) break;
       size_t before = pos_;
       try {
         ParseStatement(block.statements);
       } catch (const SyntaxError&) {
         RecoverStatement();
       }
-      if (pos_ == before && !Peek().IsPunct("}")) Advance();
+      if (pos_ == before && !Peek().IsPunct('}')) Advance();
     }
     return block;
   }
 
+  // An upper bound on the statements of the block that starts here (`;`, labels and nested
+  // blocks up to the matching `}`), so that the statement vector is allocated once.
+  size_t CountStatementsAhead() const {
+    size_t count = 0;
+    int depth = 0;
+    for (size_t i = pos_; i < tokens_.size(); ++i) {
+      const Token& t = tokens_[i];
+      if (t.kind != TokenKind::kPunct) continue;
+      char c = t.text[0];
+      if (c == ';' || c == ':') ++count;
+      if (c == '{') ++depth, ++count;
+      if (c == '}' && depth-- == 0) break;
+    }
+    return count;
+  }
+
   void ParseStatement(std::vector<Statement>& out) {
     const Token& t = Peek();
-    if (t.IsPunct("{")) {
+    if (t.IsPunct('{')) {
       out.push_back({ParseBlock()});
       return;
     }
@@ -436,139 +453,157 @@ class Parser {
       if (d == "reg") {
         out.push_back({ParseRegDecl()});
       } else if (OneOf(d, kStateSpaces) || OneOf(d, kLinkages)) {
-        for (auto& v : ParseVarDecl(/*is_param=*/false)) out.push_back({std::move(v)});
+        for (auto& v : ParseVarDecl(/*is_param=*/false)) out.push_back({Box<VarDecl>(std::move(v))});
       } else {
         out.push_back({ParseDirective()});
       }
       return;
     }
-    if (t.kind == TokenKind::kIdentifier && Peek(1).IsPunct(":")) {
+    if (t.kind == TokenKind::kIdentifier && Peek(1).IsPunct(':')) {
       out.push_back({Label{t.location(), std::string(t.text)}});
       Advance();
       Advance();
       return;
     }
-    out.push_back({ParseInstruction()});
+    // Instructions are most statements: build them in place (a default Statement holds an
+    // empty Instruction) instead of moving a finished one in.
+    try {
+      ParseInstruction(std::get<Instruction>(out.emplace_back().value));
+    } catch (const SyntaxError&) {
+      out.pop_back();
+      throw;
+    }
   }
 
   // ---- instructions ------------------------------------------------------------------------
-  Instruction ParseInstruction() {
-    Instruction inst;
+  void ParseInstruction(Instruction& inst) {
     inst.location = Peek().location();
-    if (TryPunct("@")) {
-      inst.guard_negated = TryPunct("!");
-      inst.guard = std::string(ExpectIdentifier("guard predicate"));
+    if (TryPunct('@')) {
+      inst.guard_negated = TryPunct('!');
+      inst.guard = ExpectIdentifier("guard predicate");
     }
     const Token& opcode = Peek();
-    inst.opcode = std::string(ExpectIdentifier("instruction"));
+    inst.opcode = ExpectIdentifier("instruction");
     if (!internal::IsKnownOpcode(inst.opcode)) {
       Fail(opcode, fmt::format("unknown instruction '{}'", inst.opcode));
     }
-    while (Peek().kind == TokenKind::kDotName) {
-      inst.modifiers.emplace_back(Advance().text.substr(1));
-    }
+    size_t modifiers = 0;
+    while (Peek(modifiers).kind == TokenKind::kDotName) ++modifiers;
+    inst.modifiers.reserve(modifiers);
+    for (size_t i = 0; i < modifiers; ++i) inst.modifiers.emplace_back(Advance().text.substr(1));
     bool is_call = inst.opcode == "call";
-    if (!Peek().IsPunct(";")) {
+    if (!Peek().IsPunct(';')) {
+      inst.operands.reserve(CountOperandsAhead());
       do {
-        inst.operands.push_back(ParseOperand(is_call));
-      } while (TryPunct(","));
+        ParseOperand(inst.operands.emplace_back(), is_call);
+      } while (TryPunct(','));
     }
-    ExpectPunct(";");
-    return inst;
+    ExpectPunct(';');
   }
 
-  Operand ParseOperand(bool parens_are_lists) {
+  // Number of top-level comma-separated operands before the next `;`, to size the vector once.
+  size_t CountOperandsAhead() const {
+    size_t count = 1;
+    int depth = 0;
+    for (size_t i = pos_; i < tokens_.size(); ++i) {
+      const Token& t = tokens_[i];
+      if (t.kind != TokenKind::kPunct) continue;
+      char c = t.text[0];
+      if (c == ';') break;
+      if (c == '[' || c == '{' || c == '(') ++depth;
+      if (c == ']' || c == '}' || c == ')') --depth;
+      if (c == ',' && depth == 0) ++count;
+    }
+    return count;
+  }
+
+  // Parses one operand into `op` (a fresh Operand): operands are built where they will live.
+  void ParseOperand(Operand& op, bool parens_are_lists) {
     NestingGuard guard(*this);
     const Token& t = Peek();
-    Operand op;
-    if (t.IsPunct("[")) {
+    if (t.IsPunct('[')) {
       Advance();
       op.kind = Operand::Kind::kAddress;
       do {
-        op.elements.push_back(ParseAddressPart());
-      } while (TryPunct(","));
-      ExpectPunct("]");
-      return op;
+        ParseAddressPart(op.elements.emplace_back());
+      } while (TryPunct(','));
+      ExpectPunct(']');
+      return;
     }
-    if (t.IsPunct("{")) {
+    if (t.IsPunct('{') || (parens_are_lists && t.IsPunct('('))) {
+      bool vector = t.IsPunct('{');
+      char close = vector ? '}' : ')';
       Advance();
-      op.kind = Operand::Kind::kVector;
-      if (!Peek().IsPunct("}")) {
+      op.kind = vector ? Operand::Kind::kVector : Operand::Kind::kParenList;
+      if (!Peek().IsPunct(close)) {
         do {
-          op.elements.push_back(ParseOperand(false));
-        } while (TryPunct(","));
+          ParseOperand(op.elements.emplace_back(), false);
+        } while (TryPunct(','));
       }
-      ExpectPunct("}");
-      return op;
+      ExpectPunct(close);
+      return;
     }
-    if (parens_are_lists && t.IsPunct("(")) {
+    if (t.IsPunct('!') && Peek(1).kind == TokenKind::kIdentifier) {
       Advance();
-      op.kind = Operand::Kind::kParenList;
-      if (!Peek().IsPunct(")")) {
-        do {
-          op.elements.push_back(ParseOperand(false));
-        } while (TryPunct(","));
-      }
-      ExpectPunct(")");
-      return op;
-    }
-    if (t.IsPunct("!") && Peek(1).kind == TokenKind::kIdentifier) {
-      Advance();
-      op = ParseNameOperand();
+      ParseNameOperand(op);
       op.negated = true;
-      return op;
+      return;
     }
-    if (t.kind == TokenKind::kIdentifier && !IsExpressionAhead()) {
+    if (t.kind == TokenKind::kIdentifier && !Peek(1).IsPunct('(')) {  // `(`: `generic(sym)`
       if (t.text == "_") {
         Advance();
         op.kind = Operand::Kind::kSink;
-        return op;
+        return;
       }
-      op = ParseNameOperand();
-      if (TryPunct("|")) {
-        Operand pair;
-        pair.kind = Operand::Kind::kPair;
-        pair.elements.push_back(std::move(op));
-        pair.elements.push_back(Peek().text == "_" ? ParseOperand(false) : ParseNameOperand());
-        return pair;
+      ParseNameOperand(op);
+      if (TryPunct('|')) {
+        Operand first = std::move(op);
+        op = Operand();
+        op.kind = Operand::Kind::kPair;
+        op.elements.reserve(2);
+        op.elements.push_back(std::move(first));
+        Operand& second = op.elements.emplace_back();
+        if (Peek().text == "_") {
+          Advance();
+          second.kind = Operand::Kind::kSink;
+        } else {
+          ParseNameOperand(second);
+        }
       }
-      return op;
+      return;
     }
     op.kind = Operand::Kind::kImmediate;
     op.expr = ParseExpr();
-    return op;
   }
 
-  // An identifier that starts a larger constant expression (`sym+8`, `generic(sym)`).
-  bool IsExpressionAhead() const {
-    const Token& next = Peek(1);
-    if (next.IsPunct("(")) return true;
-    return false;
-  }
-
-  Operand ParseNameOperand() {
-    Operand op = Operand::Name(std::string(ExpectIdentifier("operand")));
+  void ParseNameOperand(Operand& op) {
+    op.name = ExpectIdentifier("operand");
     if (Peek().kind == TokenKind::kDotName) {
-      op.component = std::string(Advance().text.substr(1));
+      const Token& c = Advance();
+      if (c.text.size() != 2 || std::string_view("xyzwrgba").find(c.text[1]) == std::string_view::npos) {
+        Fail(c, fmt::format("unknown vector component '{}'", c.text));
+      }
+      op.component = c.text[1];
     }
-    if (Peek().IsPunct("+") || Peek().IsPunct("-")) {
+    if (Peek().IsPunct('+') || Peek().IsPunct('-')) {
       bool negative = Advance().text == "-";
       const Token& at = Peek();
       auto value = EvaluateConstant(ParseUnary());
       if (!value) Fail(at, "expected a constant offset");
       op.offset = negative ? static_cast<int64_t>(0ULL - static_cast<uint64_t>(*value)) : *value;
     }
-    return op;
   }
 
-  Operand ParseAddressPart() {
+  void ParseAddressPart(Operand& op) {
     const Token& t = Peek();
-    if (t.kind == TokenKind::kIdentifier) return ParseNameOperand();
-    if (t.IsPunct("{")) return ParseOperand(false);
-    Operand op;
-    op.kind = Operand::Kind::kImmediate;
-    op.expr = ParseExpr();
-    return op;
+    if (t.kind == TokenKind::kIdentifier) {
+      ParseNameOperand(op);
+    } else if (t.IsPunct('{')) {
+      ParseOperand(op, false);
+    } else {
+      op.kind = Operand::Kind::kImmediate;
+      op.expr = ParseExpr();
+    }
   }
 
   // ---- constant expressions (C precedence, PTX ISA "Constant Expressions") ------------------
@@ -576,13 +611,13 @@ class Parser {
     NestingGuard guard(*this);
     Expr list;
     list.kind = Expr::Kind::kList;
-    ExpectPunct("{");
-    if (!Peek().IsPunct("}")) {
+    ExpectPunct('{');
+    if (!Peek().IsPunct('}')) {
       do {
-        list.children.push_back(Peek().IsPunct("{") ? ParseList() : ParseExpr());
-      } while (TryPunct(","));
+        list.children.push_back(Peek().IsPunct('{') ? ParseList() : ParseExpr());
+      } while (TryPunct(','));
     }
-    ExpectPunct("}");
+    ExpectPunct('}');
     return list;
   }
 
@@ -621,7 +656,7 @@ class Parser {
 
   Expr ParseUnary() {
     const Token& t = Peek();
-    if (t.IsPunct("-") || t.IsPunct("!") || t.IsPunct("~") || t.IsPunct("+")) {
+    if (t.IsPunct('-') || t.IsPunct('!') || t.IsPunct('~') || t.IsPunct('+')) {
       NestingGuard guard(*this);
       std::string op(Advance().text);
       Expr operand = ParseUnary();
@@ -663,24 +698,24 @@ class Parser {
       }
       case TokenKind::kIdentifier: {
         e.text = std::string(Advance().text);
-        if (TryPunct("(")) {
+        if (TryPunct('(')) {
           e.kind = Expr::Kind::kCall;
-          if (!Peek().IsPunct(")")) {
+          if (!Peek().IsPunct(')')) {
             do {
               e.children.push_back(ParseExpr());
-            } while (TryPunct(","));
+            } while (TryPunct(','));
           }
-          ExpectPunct(")");
+          ExpectPunct(')');
         } else {
           e.kind = Expr::Kind::kSymbol;
         }
         return e;
       }
       default:
-        if (t.IsPunct("(")) {
+        if (t.IsPunct('(')) {
           Advance();
           e = ParseExpr();
-          ExpectPunct(")");
+          ExpectPunct(')');
           return e;
         }
         Fail(t, fmt::format("expected an operand, found {}", Describe(t)));

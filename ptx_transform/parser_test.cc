@@ -120,7 +120,7 @@ TEST_CASE("the syntax tour module parses into the expected IR") {
   const Instruction* setp = find([](const Instruction& i) { return i.HasModifier("and"); });
   REQUIRE(setp != nullptr);
   CHECK(setp->operands[0].kind == Operand::Kind::kPair);
-  CHECK(setp->operands[2].expr.int_value == -1);
+  CHECK(setp->operands[2].expr->int_value == -1);
   CHECK(setp->operands[3].negated);
 
   const Instruction* ld4 = find([](const Instruction& i) { return i.HasModifier("L1::no_allocate"); });
@@ -131,13 +131,13 @@ TEST_CASE("the syntax tour module parses into the expected IR") {
   const Instruction* guarded = find([](const Instruction& i) { return i.guard_negated; });
   REQUIRE(guarded != nullptr);
   CHECK(guarded->guard == "%p3");
-  CHECK(guarded->operands[2].expr.int_value == -2147483648LL);
+  CHECK(guarded->operands[2].expr->int_value == -2147483648LL);
 
   const Instruction* tid = find([](const Instruction& i) {
     return i.opcode == "mov" && i.operands[1].name == "%tid";
   });
   REQUIRE(tid != nullptr);
-  CHECK(tid->operands[1].component == "x");
+  CHECK(tid->operands[1].component == 'x');
 
   size_t blocks = 0, labels = 0, locs = 0;
   for (const auto& s : body) {

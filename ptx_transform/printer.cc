@@ -118,9 +118,9 @@ void AppendOperand(std::string& out, const Operand& op) {
     case Operand::Kind::kName:
       if (op.negated) out.push_back('!');
       out += op.name;
-      if (!op.component.empty()) {
+      if (op.component != 0) {
         out.push_back('.');
-        out += op.component;
+        out.push_back(op.component);
       }
       if (op.offset != 0) {
         out.push_back('+');  // `[%rd1+-8]`: the form LLVM emits and ptxas accepts
@@ -128,7 +128,7 @@ void AppendOperand(std::string& out, const Operand& op) {
       }
       return;
     case Operand::Kind::kImmediate:
-      AppendExpr(out, op.expr);
+      AppendExpr(out, *op.expr);
       return;
     case Operand::Kind::kVector:
       out.push_back('{');
@@ -269,8 +269,8 @@ void AppendStatement(std::string& out, const Statement& s, int depth) {
     AppendInstruction(out, *inst);
   } else if (const auto* reg = std::get_if<RegDecl>(&s.value)) {
     AppendRegDecl(out, *reg);
-  } else if (const auto* var = std::get_if<VarDecl>(&s.value)) {
-    AppendDecl(out, *var);
+  } else if (const auto* var = std::get_if<Box<VarDecl>>(&s.value)) {
+    AppendDecl(out, **var);
     out.push_back(';');
   } else if (const auto* dir = std::get_if<Directive>(&s.value)) {
     AppendDirective(out, *dir);

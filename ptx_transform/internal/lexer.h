@@ -31,7 +31,9 @@ struct Token {
   uint32_t offset = 0;  // byte offset of text in the source
 
   bool Is(TokenKind k, std::string_view t) const { return kind == k && text == t; }
-  bool IsPunct(std::string_view t) const { return Is(TokenKind::kPunct, t); }
+  bool IsPunct(char c) const {
+    return kind == TokenKind::kPunct && text.size() == 1 && text[0] == c;
+  }
   SourceLocation location() const { return {line, column}; }
 };
 
