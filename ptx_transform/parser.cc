@@ -120,7 +120,7 @@ class Parser {
         Advance();
         return;
       }
-      if (depth == 0 && t.kind == TokenKind::kDotName && IsTopLevelStart(t.text) &&
+      if (depth == 0 && t.kind == TokenKind::kDotName && IsTopLevelStart(t.text.substr(1)) &&
           pos_ > 0) {
         return;
       }

@@ -227,6 +227,17 @@ TEST_CASE("the parser recovers and reports every bad statement") {
   CHECK(PrintInstruction(std::get<Instruction>(body[1].value)) == "mov.u32\t%r4, 4;");
 }
 
+TEST_CASE("recovery at module scope resumes at the next function") {
+  DiagnosticSink sink;
+  Module m = ParseModule(".version 8.0\n.target sm_80\n"
+                         ".global .u32 broken =\n"
+                         ".visible .entry k() { ret; }\n",
+                         sink);
+  CHECK(sink.error_count() == 1);
+  CHECK(sink.diagnostics()[0].location.line == 4);
+  CHECK(m.FindFunction("k") != nullptr);
+}
+
 TEST_CASE("lexical errors") {
   DiagnosticSink sink;
   ParseModule(Kernel("\tmov.u32 %r1, #;\n\t.pragma \"open"), sink);
