@@ -164,6 +164,19 @@ TEST_CASE("raw fatbins read the same as through the ELF", "[fatbin]") {
     CHECK((*raw)[i].entry_offset + section_offset == from_elf[i].entry_offset);
     CHECK((*raw)[i].section.empty());
   }
+
+  // Linkers may pad between fatbins with zeros; anything else between them is corruption.
+  const std::vector<uint8_t> section = FatbinSection(elf);
+  const uint64_t second = raw->back().fatbin_offset;
+  std::vector<uint8_t> padded(section.begin(), section.begin() + second);
+  padded.insert(padded.end(), 24, 0);
+  padded.insert(padded.end(), section.begin() + second, section.end());
+  absl::StatusOr<std::vector<FatbinEntry>> read_padded = ReadFatbin(padded);
+  REQUIRE(read_padded.ok());
+  CHECK(read_padded->size() == raw->size());
+  CHECK(read_padded->back().fatbin_offset == second + 24);
+  padded[second + 3] = 0x5a;
+  CHECK(ReadFatbin(padded).status().message().find("bad magic") != std::string::npos);
 }
 
 // Mirrors __fatBinC_Wrapper_t as nvcc emits it into .nvFatBinSegment.
