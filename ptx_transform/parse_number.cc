@@ -44,21 +44,17 @@ std::optional<ParsedInteger> ParseInteger(std::string_view text) {
 
 std::optional<ParsedFloat> ParseFloat(std::string_view text) {
   ParsedFloat result;
-  if (text.size() > 2 && text[0] == '0' && (text[1] == 'f' || text[1] == 'F')) {
-    if (text.size() != 10) return std::nullopt;
-    auto bits = ParseDigits(text.substr(2), 16);
-    if (!bits) return std::nullopt;
-    result.form = Expr::FloatForm::kHexF32;
-    result.bits = *bits;
-    return result;
-  }
-  if (text.size() > 2 && text[0] == '0' && (text[1] == 'd' || text[1] == 'D')) {
-    if (text.size() != 18) return std::nullopt;
-    auto bits = ParseDigits(text.substr(2), 16);
-    if (!bits) return std::nullopt;
-    result.form = Expr::FloatForm::kHexF64;
-    result.bits = *bits;
-    return result;
+  if (text.size() > 2 && text[0] == '0') {
+    // 0fXXXXXXXX (8 hex digits of f32 bits) or 0dXXXXXXXXXXXXXXXX (16 of f64 bits).
+    char prefix = static_cast<char>(text[1] | 0x20);  // lower case
+    if (prefix == 'f' || prefix == 'd') {
+      size_t digits = prefix == 'f' ? 8 : 16;
+      auto bits = text.size() == digits + 2 ? ParseDigits(text.substr(2), 16) : std::nullopt;
+      if (!bits) return std::nullopt;
+      result.form = prefix == 'f' ? Expr::FloatForm::kHexF32 : Expr::FloatForm::kHexF64;
+      result.bits = *bits;
+      return result;
+    }
   }
   double value = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include "ptx_transform/internal/lexer.h"
 #include "ptx_transform/internal/opcodes.h"
+#include "ptx_transform/internal/operators.h"
 #include "ptx_transform/internal/parse_number.h"
 
 namespace tally::ptx {
@@ -622,19 +623,7 @@ class Parser {
   }
 
   static int BinaryPrecedence(const Token& t) {
-    if (t.kind != TokenKind::kPunct) return -1;
-    std::string_view s = t.text;
-    if (s == "*" || s == "/" || s == "%") return 10;
-    if (s == "+" || s == "-") return 9;
-    if (s == "<<" || s == ">>") return 8;
-    if (s == "<" || s == ">" || s == "<=" || s == ">=") return 7;
-    if (s == "==" || s == "!=") return 6;
-    if (s == "&") return 5;
-    if (s == "^") return 4;
-    if (s == "|") return 3;
-    if (s == "&&") return 2;
-    if (s == "||") return 1;
-    return -1;
+    return t.kind == TokenKind::kPunct ? internal::BinaryPrecedence(t.text) : -1;
   }
 
   Expr ParseExpr(int min_precedence = 1) {

@@ -5,6 +5,8 @@
 #include <charconv>
 #include <cstring>
 
+#include "ptx_transform/internal/operators.h"
+
 namespace tally::ptx {
 namespace {
 
@@ -23,20 +25,6 @@ void AppendUnsigned(std::string& out, uint64_t value) {
 void AppendHex(std::string& out, uint64_t value, int digits) {
   static constexpr char kDigits[] = "0123456789ABCDEF";
   for (int i = digits - 1; i >= 0; --i) out.push_back(kDigits[(value >> (4 * i)) & 15]);
-}
-
-// Binding strength of a binary operator, as the parser assigns it.
-int Precedence(const std::string& op) {
-  if (op == "*" || op == "/" || op == "%") return 10;
-  if (op == "+" || op == "-") return 9;
-  if (op == "<<" || op == ">>") return 8;
-  if (op == "<" || op == ">" || op == "<=" || op == ">=") return 7;
-  if (op == "==" || op == "!=") return 6;
-  if (op == "&") return 5;
-  if (op == "^") return 4;
-  if (op == "|") return 3;
-  if (op == "&&") return 2;
-  return 1;
 }
 
 // `parent_precedence`: the loosest binding the context allows without parentheses.
@@ -80,7 +68,7 @@ void AppendExpr(std::string& out, const Expr& e, int parent_precedence = 0) {
       return;
     }
     case Expr::Kind::kBinary: {
-      int p = Precedence(e.text);
+      int p = internal::BinaryPrecedence(e.text);
       bool parens = p < parent_precedence;
       if (parens) out.push_back('(');
       AppendExpr(out, e.children[0], p);
