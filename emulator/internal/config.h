@@ -1,0 +1,20 @@
+// The emulated device's identity and limits, read once from TALLY_EMU_* variables at cuInit
+// (defaults and meaning documented in emulator/README.md).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace tally::emu {
+
+struct DeviceConfig {
+  std::string name = "Tally Emulated GPU";
+  int sm_count = 8;                      // TALLY_EMU_SM_COUNT
+  uint64_t memory_bytes = 4096ull << 20;  // TALLY_EMU_MEMORY_MB
+  int cc_major = 8;                      // TALLY_EMU_CC, e.g. 80 -> 8.0
+  int cc_minor = 0;
+
+  static DeviceConfig FromEnvironment();
+};
+
+}  // namespace tally::emu

@@ -1,0 +1,75 @@
+// A CUDA context: its streams (with the legacy NULL stream's implicit synchronisation), its
+// sticky error, and the flags it was created with. Memory, events and modules are tracked by the
+// Driver by owner context id so that destroying a context releases them.
+#pragma once
+
+#include <cuda.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "emulator/internal/stream.h"
+
+namespace tally::emu {
+
+// Stream priorities: lower numbers are higher priorities (cuCtxGetStreamPriorityRange).
+inline constexpr int kLeastStreamPriority = 0;
+inline constexpr int kGreatestStreamPriority = -5;
+
+class Context : public std::enable_shared_from_this<Context> {
+ public:
+  Context(uint64_t id, unsigned flags, bool primary);
+  ~Context();
+
+  // Creates the NULL stream (a context is usable only while active; the primary context is
+  // inactive until retained, CUDA driver API "Primary Context Management").
+  void Activate();
+  // Waits for all work, then stops every stream. The caller releases memory, events, modules.
+  void Deactivate();
+  bool active() const { return active_.load(std::memory_order_acquire); }
+
+  std::shared_ptr<Stream> CreateStream(unsigned flags, int priority);
+  // The stream accepts no more work; it is joined once its queued work has run.
+  void RetireStream(const std::shared_ptr<Stream>& stream);
+  const std::shared_ptr<Stream>& null_stream() const { return null_stream_; }
+
+  // Enqueues `work` on `stream` after `extra` and after what CUDA's legacy default stream
+  // orders it behind: work on the NULL stream waits for all earlier work of blocking streams,
+  // and work on a blocking stream waits for earlier NULL-stream work (CUDA driver API, "Stream
+  // synchronization behavior"; CU_STREAM_NON_BLOCKING streams opt out).
+  uint64_t Enqueue(const std::shared_ptr<Stream>& stream, std::vector<StreamPoint> extra,
+                   std::function<void()> work);
+  // Blocks until all work enqueued so far on every stream of this context is done.
+  void Synchronize();
+
+  // An error from asynchronous work that makes the context unusable (e.g. ILLEGAL_ADDRESS).
+  void SetStickyError(CUresult error);
+  CUresult sticky_error() const { return sticky_error_.load(std::memory_order_acquire); }
+
+  uint64_t id() const { return id_; }
+  bool primary() const { return primary_; }
+  unsigned flags() const { return flags_.load(); }
+  void set_flags(unsigned flags) { flags_.store(flags); }
+
+  // Primary-context retain count (guarded by the Driver's primary-context lock).
+  int retain_count = 0;
+
+ private:
+  void ReapRetiredLocked();
+
+  const uint64_t id_;
+  const bool primary_;
+  std::atomic<unsigned> flags_;
+  std::atomic<bool> active_{false};
+  std::atomic<CUresult> sticky_error_{CUDA_SUCCESS};
+  std::mutex mu_;  // streams_, retired_, and the order of enqueues across streams
+  std::shared_ptr<Stream> null_stream_;
+  std::vector<std::shared_ptr<Stream>> streams_;  // created streams incl. retired ones
+  std::vector<std::shared_ptr<Stream>> retired_;
+};
+
+}  // namespace tally::emu

@@ -1,0 +1,71 @@
+// The emulated device's address space. Device allocations are carved out of one reserved host
+// mapping, so a device pointer is directly usable as a host address (kernels dereference it
+// without translation) while looking like a GPU address; pinned and registered host memory
+// share the same table because with unified addressing their device pointer is the host pointer
+// (CUDA driver API, "Unified Addressing"). Every access is checked against this table.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <shared_mutex>
+
+#include "absl/status/statusor.h"
+
+namespace tally::emu {
+
+enum class AllocationKind : uint8_t { kDevice, kManaged, kHostPinned, kHostRegistered };
+
+struct Allocation {
+  uint64_t base = 0;
+  uint64_t size = 0;  // as requested (accesses beyond it are out of bounds)
+  AllocationKind kind = AllocationKind::kDevice;
+  uint64_t owner = 0;  // id of the context that made it (freed with the context)
+  unsigned flags = 0;  // cuMemHostAlloc / cuMemHostRegister flags
+};
+
+class DeviceMemory {
+ public:
+  // Reserves `capacity` bytes of address space (pages are committed on first touch).
+  static absl::StatusOr<std::unique_ptr<DeviceMemory>> Create(uint64_t capacity);
+  ~DeviceMemory();
+  DeviceMemory(const DeviceMemory&) = delete;
+  DeviceMemory& operator=(const DeviceMemory&) = delete;
+
+  // kDevice or kManaged memory from the arena, 256-byte aligned like cudaMalloc.
+  absl::StatusOr<uint64_t> Allocate(uint64_t size, AllocationKind kind, uint64_t owner);
+  // Page-aligned host memory that kernels may access (cuMemHostAlloc).
+  absl::StatusOr<void*> AllocateHost(uint64_t size, unsigned flags, uint64_t owner);
+  absl::Status RegisterHost(void* pointer, uint64_t size, unsigned flags, uint64_t owner);
+  // Releases the allocation starting exactly at `base` if it is one of `kinds` (a bit set of
+  // 1 << AllocationKind); `missing` is the CUresult for anything else.
+  absl::Status Release(uint64_t base, unsigned kinds, CUresult missing);
+  void ReleaseAllOwnedBy(uint64_t owner);
+
+  // The live allocation containing `address`.
+  std::optional<Allocation> Find(uint64_t address) const;
+  // OK when [address, address + size) lies inside one live allocation; INVALID_VALUE otherwise.
+  absl::Status CheckRange(uint64_t address, uint64_t size) const;
+
+  uint64_t capacity() const { return capacity_; }
+  uint64_t used() const;
+
+ private:
+  DeviceMemory(uint8_t* arena, uint64_t capacity);
+  void ReleaseLocked(std::map<uint64_t, Allocation>::iterator it);
+  void ReturnToArenaLocked(uint64_t offset, uint64_t size);
+
+  uint8_t* const arena_;
+  const uint64_t capacity_;
+  mutable std::shared_mutex mu_;
+  std::map<uint64_t, Allocation> allocations_;  // by base address
+  std::map<uint64_t, uint64_t> free_ranges_;   // arena offset -> length
+  uint64_t arena_used_ = 0;
+};
+
+constexpr unsigned KindBit(AllocationKind kind) { return 1u << static_cast<unsigned>(kind); }
+
+}  // namespace tally::emu

@@ -1,0 +1,155 @@
+// Driver initialisation/teardown, context registry and primary context reference counting.
+#include "emulator/internal/driver.h"
+
+#include "common/log.h"
+#include "common/status.h"
+
+namespace tally::emu {
+namespace {
+
+std::atomic<DriverState> g_state{DriverState::kUninitialized};
+std::mutex g_init_mu;
+Driver* g_driver = nullptr;  // owned; deleted at library teardown
+
+}  // namespace
+
+DriverState Driver::State() { return g_state.load(std::memory_order_acquire); }
+
+Driver& Driver::Get() { return *g_driver; }
+
+absl::Status Driver::Initialize(unsigned flags) {
+  // cuInit: "Currently, the Flags parameter must be 0."
+  if (flags != 0) return CudaError(CUDA_ERROR_INVALID_VALUE, "cuInit flags must be 0");
+  std::lock_guard lock(g_init_mu);
+  if (State() == DriverState::kShutDown) {
+    return CudaError(CUDA_ERROR_DEINITIALIZED, "driver shut down");
+  }
+  if (State() == DriverState::kReady) return absl::OkStatus();
+  DeviceConfig config = DeviceConfig::FromEnvironment();
+  TALLY_ASSIGN_OR_RETURN(auto memory, DeviceMemory::Create(config.memory_bytes));
+  g_driver = new Driver(std::move(config), std::move(memory));
+  TALLY_LOG_DEBUG("emu: initialised '{}' (sm_{}{}, {} SMs, {} MiB)", g_driver->config_.name,
+                  g_driver->config_.cc_major, g_driver->config_.cc_minor,
+                  g_driver->config_.sm_count, g_driver->config_.memory_bytes >> 20);
+  g_state.store(DriverState::kReady, std::memory_order_release);
+  return absl::OkStatus();
+}
+
+void Driver::Shutdown() {
+  std::lock_guard lock(g_init_mu);
+  DriverState previous = g_state.exchange(DriverState::kShutDown);
+  if (previous != DriverState::kReady) return;
+  // Stop every context's workers before the memory they might touch goes away.
+  for (auto& context : g_driver->contexts_.RemoveIf([](const Context&) { return true; })) {
+    context->Deactivate();
+  }
+  delete g_driver;
+  g_driver = nullptr;
+}
+
+Driver::Driver(DeviceConfig config, std::unique_ptr<DeviceMemory> memory)
+    : config_(std::move(config)), memory_(std::move(memory)) {
+  primary_ = std::make_shared<Context>(next_context_id_++, 0, /*primary=*/true);
+  primary_handle_ = contexts_.Insert(primary_);
+}
+
+absl::Status Driver::CheckDevice(CUdevice device) const {
+  if (device != 0) return CudaError(CUDA_ERROR_INVALID_DEVICE, "no such device ordinal");
+  return absl::OkStatus();
+}
+
+std::vector<CUcontext>& Driver::ContextStack() {
+  thread_local std::vector<CUcontext> stack;
+  return stack;
+}
+
+absl::StatusOr<std::shared_ptr<Context>> Driver::LookupContext(CUcontext handle) {
+  TALLY_ASSIGN_OR_RETURN(std::shared_ptr<Context> context, contexts_.Lookup(handle));
+  if (!context->active()) return CudaError(CUDA_ERROR_INVALID_CONTEXT, "context is inactive");
+  return context;
+}
+
+absl::StatusOr<std::shared_ptr<Context>> Driver::CurrentContext() {
+  const auto& stack = ContextStack();
+  if (stack.empty()) return CudaError(CUDA_ERROR_INVALID_CONTEXT, "no current context");
+  TALLY_ASSIGN_OR_RETURN(std::shared_ptr<Context> context, LookupContext(stack.back()));
+  if (CUresult sticky = context->sticky_error(); sticky != CUDA_SUCCESS) {
+    return CudaError(sticky, "context has a sticky error from earlier asynchronous work");
+  }
+  return context;
+}
+
+bool Driver::IsNullStream(CUstream handle) {
+  return handle == nullptr || handle == CU_STREAM_LEGACY || handle == CU_STREAM_PER_THREAD;
+}
+
+absl::StatusOr<Driver::BoundStream> Driver::ResolveStream(CUstream handle) {
+  if (IsNullStream(handle)) {
+    TALLY_ASSIGN_OR_RETURN(std::shared_ptr<Context> context, CurrentContext());
+    std::shared_ptr<Stream> stream = context->null_stream();
+    return BoundStream{std::move(context), std::move(stream)};
+  }
+  TALLY_ASSIGN_OR_RETURN(std::shared_ptr<Stream> stream, streams_.Lookup(handle));
+  std::shared_ptr<Context> context = stream->owner().lock();
+  if (context == nullptr || !context->active()) {
+    return CudaError(CUDA_ERROR_INVALID_HANDLE, "the stream's context was destroyed");
+  }
+  if (CUresult sticky = context->sticky_error(); sticky != CUDA_SUCCESS) {
+    return CudaError(sticky, "context has a sticky error from earlier asynchronous work");
+  }
+  return BoundStream{std::move(context), std::move(stream)};
+}
+
+absl::StatusOr<CUcontext> Driver::CreateContext(unsigned flags) {
+  auto context = std::make_shared<Context>(next_context_id_++, flags, /*primary=*/false);
+  context->Activate();
+  CUcontext handle = contexts_.Insert(std::move(context));
+  ContextStack().push_back(handle);  // cuCtxCreate makes the new context current
+  return handle;
+}
+
+absl::Status Driver::DestroyContext(CUcontext handle) {
+  if (handle == primary_handle_) {
+    return CudaError(CUDA_ERROR_INVALID_CONTEXT, "the primary context cannot be destroyed");
+  }
+  TALLY_ASSIGN_OR_RETURN(std::shared_ptr<Context> context, contexts_.Remove(handle));
+  ReleaseContextResources(*context);
+  // "If the context is current to the calling thread then it is also popped."
+  auto& stack = ContextStack();
+  if (!stack.empty() && stack.back() == handle) stack.pop_back();
+  return absl::OkStatus();
+}
+
+void Driver::ReleaseContextResources(Context& context) {
+  context.Synchronize();
+  uint64_t id = context.id();
+  streams_.RemoveIf([id](const Stream& stream) { return stream.context_id() == id; });
+  events_.RemoveIf([id](const Event& event) { return event.context_id == id; });
+  context.Deactivate();
+  memory_->ReleaseAllOwnedBy(id);
+}
+
+CUcontext Driver::PrimaryRetain() {
+  std::lock_guard lock(primary_mu_);
+  if (primary_->retain_count++ == 0) primary_->Activate();
+  return primary_handle_;
+}
+
+absl::Status Driver::PrimaryRelease() {
+  std::lock_guard lock(primary_mu_);
+  if (primary_->retain_count == 0) {
+    return CudaError(CUDA_ERROR_INVALID_CONTEXT, "primary context is not retained");
+  }
+  if (--primary_->retain_count == 0) ReleaseContextResources(*primary_);
+  return absl::OkStatus();
+}
+
+void Driver::PrimaryReset() {
+  std::lock_guard lock(primary_mu_);
+  // "Destroy all allocations and reset all state on the primary context"; the retain count is
+  // kept, and a retained context becomes usable again right away.
+  ReleaseContextResources(*primary_);
+  if (primary_->retain_count > 0) primary_->Activate();
+}
+
+}  // namespace tally::emu

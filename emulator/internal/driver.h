@@ -1,0 +1,89 @@
+// The process-wide emulated driver: initialisation state, the device, the address space, the
+// registries of live handles, and each thread's context stack.
+#pragma once
+
+#include <cuda.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+
+#include "absl/status/statusor.h"
+#include "emulator/internal/config.h"
+#include "emulator/internal/context.h"
+#include "emulator/internal/device_memory.h"
+#include "emulator/internal/event.h"
+#include "emulator/internal/handle_table.h"
+#include "emulator/internal/stream.h"
+
+namespace tally::emu {
+
+enum class DriverState : uint8_t { kUninitialized, kReady, kShutDown };
+
+using ContextTable = HandleTable<Context, CUcontext, 1, CUDA_ERROR_INVALID_CONTEXT>;
+using StreamTable = HandleTable<Stream, CUstream, 2, CUDA_ERROR_INVALID_HANDLE>;
+using EventTable = HandleTable<Event, CUevent, 3, CUDA_ERROR_INVALID_HANDLE>;
+
+class Driver {
+ public:
+  static DriverState State();
+  // The driver; only valid while State() == kReady.
+  static Driver& Get();
+  static absl::Status Initialize(unsigned flags);
+  // Library teardown: later calls answer CUDA_ERROR_DEINITIALIZED.
+  static void Shutdown();
+
+  const DeviceConfig& config() const { return config_; }
+  DeviceMemory& memory() { return *memory_; }
+  ContextTable& contexts() { return contexts_; }
+  StreamTable& streams() { return streams_; }
+  EventTable& events() { return events_; }
+
+  // INVALID_DEVICE unless `device` is an ordinal of the emulated device.
+  absl::Status CheckDevice(CUdevice device) const;
+
+  // The calling thread's current context (INVALID_CONTEXT when there is none or it was
+  // destroyed); fails with the context's sticky error once asynchronous work faulted.
+  absl::StatusOr<std::shared_ptr<Context>> CurrentContext();
+  absl::StatusOr<std::shared_ptr<Context>> LookupContext(CUcontext handle);
+  // A stream handle with its context. NULL, CU_STREAM_LEGACY and CU_STREAM_PER_THREAD name the
+  // current context's NULL stream (per-thread default streams run with legacy semantics, which
+  // only adds ordering); other handles must be live streams. Fails with the context's sticky
+  // error once asynchronous work in it faulted.
+  struct BoundStream {
+    std::shared_ptr<Context> context;
+    std::shared_ptr<Stream> stream;
+  };
+  absl::StatusOr<BoundStream> ResolveStream(CUstream handle);
+  static bool IsNullStream(CUstream handle);
+
+  // The calling thread's context stack (CUDA driver API, "Context Management").
+  static std::vector<CUcontext>& ContextStack();
+
+  absl::StatusOr<CUcontext> CreateContext(unsigned flags);
+  absl::Status DestroyContext(CUcontext handle);
+  // Primary context of the device (CUDA driver API, "Primary Context Management").
+  CUcontext PrimaryRetain();
+  absl::Status PrimaryRelease();
+  void PrimaryReset();
+  std::shared_ptr<Context> primary() const { return primary_; }
+  CUcontext primary_handle() const { return primary_handle_; }
+  std::mutex& primary_mutex() { return primary_mu_; }
+
+ private:
+  explicit Driver(DeviceConfig config, std::unique_ptr<DeviceMemory> memory);
+  // Stops the context's streams and frees everything it owns.
+  void ReleaseContextResources(Context& context);
+
+  const DeviceConfig config_;
+  std::unique_ptr<DeviceMemory> memory_;
+  ContextTable contexts_;
+  StreamTable streams_;
+  EventTable events_;
+  std::atomic<uint64_t> next_context_id_{1};
+  std::mutex primary_mu_;
+  std::shared_ptr<Context> primary_;
+  CUcontext primary_handle_ = nullptr;
+};
+
+}  // namespace tally::emu

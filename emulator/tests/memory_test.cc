@@ -1,0 +1,123 @@
+// Allocations, copies and memsets: contents, and the documented errors for bad sizes/pointers.
+#include <cstring>
+#include <vector>
+
+#include "emulator/tests/emu_library.h"
+
+namespace tally::emu::testing {
+namespace {
+
+TEST_CASE("device memory round-trips through copies and memsets") {
+  const EmuApi& emu = Emu();
+  InitPrimaryContext();
+  constexpr size_t kCount = 1000;
+  CUdeviceptr a = 0, b = 0;
+  EMU_OK(emu.cuMemAlloc_v2(&a, kCount * 4));
+  EMU_OK(emu.cuMemAlloc_v2(&b, kCount * 4));
+  CHECK(a % 256 == 0);
+  CHECK(b % 256 == 0);
+  std::vector<uint32_t> host(kCount), back(kCount);
+  for (size_t i = 0; i < kCount; ++i) host[i] = static_cast<uint32_t>(i * 7);
+  EMU_OK(emu.cuMemcpyHtoD_v2(a, host.data(), kCount * 4));
+  EMU_OK(emu.cuMemcpyDtoD_v2(b, a, kCount * 4));
+  EMU_OK(emu.cuMemcpyDtoH_v2(back.data(), b, kCount * 4));
+  CHECK(back == host);
+
+  EMU_OK(emu.cuMemsetD32_v2(a, 0xdeadbeef, kCount));
+  EMU_OK(emu.cuMemsetD16_v2(a, 0x1234, 2));
+  EMU_OK(emu.cuMemsetD8_v2(a + 8, 0xab, 1));
+  EMU_OK(emu.cuMemcpyDtoH_v2(back.data(), a, kCount * 4));
+  CHECK(back[0] == 0x12341234u);
+  CHECK(back[2] == 0xdeadbeabu);
+  CHECK(back[kCount - 1] == 0xdeadbeefu);
+
+  CUdeviceptr base = 0;
+  size_t size = 0;
+  EMU_OK(emu.cuMemGetAddressRange_v2(&base, &size, a + 100));
+  CHECK(base == a);
+  CHECK(size == kCount * 4);
+  EMU_OK(emu.cuMemFree_v2(a));
+  EMU_OK(emu.cuMemFree_v2(b));
+  EMU_OK(emu.cuMemFree_v2(0));
+}
+
+TEST_CASE("bad sizes and pointers give documented errors") {
+  const EmuApi& emu = Emu();
+  InitPrimaryContext();
+  CUdeviceptr pointer = 0;
+  CHECK(emu.cuMemAlloc_v2(&pointer, 0) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(emu.cuMemAlloc_v2(nullptr, 16) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(emu.cuMemAlloc_v2(&pointer, size_t{1} << 50) == CUDA_ERROR_OUT_OF_MEMORY);
+  EMU_OK(emu.cuMemAlloc_v2(&pointer, 100));
+  char buffer[256] = {};
+  CHECK(emu.cuMemcpyHtoD_v2(pointer, buffer, 101) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(emu.cuMemcpyHtoD_v2(pointer + 50, buffer, 51) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(emu.cuMemcpyHtoD_v2(pointer, nullptr, 10) == CUDA_ERROR_INVALID_VALUE);
+  // A host pointer is not a device pointer.
+  CHECK(emu.cuMemcpyDtoH_v2(buffer, reinterpret_cast<CUdeviceptr>(buffer), 10) ==
+        CUDA_ERROR_INVALID_VALUE);
+  CHECK(emu.cuMemcpyDtoD_v2(pointer, 0x10, 10) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(emu.cuMemsetD32_v2(pointer + 2, 0, 4) == CUDA_ERROR_INVALID_VALUE);  // misaligned
+  CHECK(emu.cuMemsetD32_v2(pointer, 0, 26) == CUDA_ERROR_INVALID_VALUE);     // 104 > 100 bytes
+  CHECK(emu.cuMemsetD8Async(pointer, 0, 101, nullptr) == CUDA_ERROR_INVALID_VALUE);
+  EMU_OK(emu.cuMemcpyHtoD_v2(pointer, buffer, 0));  // empty copies are fine
+  CHECK(emu.cuMemFree_v2(pointer + 4) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(emu.cuMemGetAddressRange_v2(nullptr, nullptr, 0x10) == CUDA_ERROR_NOT_FOUND);
+  EMU_OK(emu.cuMemFree_v2(pointer));
+  CHECK(emu.cuMemFree_v2(pointer) == CUDA_ERROR_INVALID_VALUE);  // double free
+  CHECK(emu.cuMemcpyHtoD_v2(pointer, buffer, 10) == CUDA_ERROR_INVALID_VALUE);  // freed
+}
+
+TEST_CASE("cuMemGetInfo accounts for allocations") {
+  const EmuApi& emu = Emu();
+  InitPrimaryContext();
+  size_t free_before = 0, total = 0, free_after = 0;
+  EMU_OK(emu.cuMemGetInfo_v2(&free_before, &total));
+  CUdeviceptr pointer = 0;
+  EMU_OK(emu.cuMemAlloc_v2(&pointer, 1 << 20));
+  EMU_OK(emu.cuMemGetInfo_v2(&free_after, &total));
+  CHECK(free_before - free_after == 1 << 20);
+  EMU_OK(emu.cuMemFree_v2(pointer));
+  EMU_OK(emu.cuMemGetInfo_v2(&free_after, &total));
+  CHECK(free_after == free_before);
+}
+
+TEST_CASE("pinned, registered and managed memory are device-accessible host memory") {
+  const EmuApi& emu = Emu();
+  InitPrimaryContext();
+  void* pinned = nullptr;
+  EMU_OK(emu.cuMemHostAlloc(&pinned, 4096, CU_MEMHOSTALLOC_DEVICEMAP));
+  CUdeviceptr mapped = 0;
+  EMU_OK(emu.cuMemHostGetDevicePointer_v2(&mapped, pinned, 0));
+  CHECK(mapped == reinterpret_cast<CUdeviceptr>(pinned));
+  EMU_OK(emu.cuMemsetD8_v2(mapped, 7, 4096));
+  CHECK(static_cast<unsigned char*>(pinned)[4095] == 7);
+  CHECK(emu.cuMemHostGetDevicePointer_v2(&mapped, pinned, 1) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(emu.cuMemHostAlloc(&pinned, 16, 0x80) == CUDA_ERROR_INVALID_VALUE);
+  EMU_OK(emu.cuMemFreeHost(pinned));
+  CHECK(emu.cuMemFreeHost(pinned) == CUDA_ERROR_INVALID_VALUE);
+
+  std::vector<uint32_t> user(1024, 0);
+  EMU_OK(emu.cuMemHostRegister_v2(user.data(), user.size() * 4, 0));
+  CHECK(emu.cuMemHostRegister_v2(user.data() + 8, 16, 0) ==
+        CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
+  EMU_OK(emu.cuMemHostGetDevicePointer_v2(&mapped, user.data() + 10, 0));
+  EMU_OK(emu.cuMemsetD32_v2(mapped, 42, 4));
+  CHECK(user[10] == 42);
+  CHECK(user[14] == 0);
+  EMU_OK(emu.cuMemHostUnregister(user.data()));
+  CHECK(emu.cuMemHostUnregister(user.data()) == CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
+  CHECK(emu.cuMemHostGetDevicePointer_v2(&mapped, user.data(), 0) == CUDA_ERROR_INVALID_VALUE);
+
+  CUdeviceptr managed = 0;
+  EMU_OK(emu.cuMemAllocManaged(&managed, 64, CU_MEM_ATTACH_GLOBAL));
+  reinterpret_cast<int*>(managed)[3] = 5;
+  EMU_OK(emu.cuMemsetD32_v2(managed, 9, 2));
+  CHECK(reinterpret_cast<int*>(managed)[1] == 9);
+  CHECK(reinterpret_cast<int*>(managed)[3] == 5);
+  CHECK(emu.cuMemAllocManaged(&managed, 64, 0) == CUDA_ERROR_INVALID_VALUE);
+  EMU_OK(emu.cuMemFree_v2(managed));
+}
+
+}  // namespace
+}  // namespace tally::emu::testing
