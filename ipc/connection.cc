@@ -1,0 +1,223 @@
+// The handshake on both sides and the assembly of a connection from socket, segment and rings.
+#include "ipc/connection.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "absl/strings/str_format.h"
+#include "common/log.h"
+#include "common/status.h"
+#include "ipc/handshake.h"
+#include "ipc/protocol_version.h"
+#include "ipc/syscall.h"
+#include "ipc/unix_socket.h"
+
+namespace tally::ipc {
+namespace {
+
+template <typename T>
+std::span<std::byte> BytesOf(T& value) {
+  return {reinterpret_cast<std::byte*>(&value), sizeof(T)};
+}
+
+// The part of a struct after its HandshakePrefix, read once the prefix has been checked.
+template <typename T>
+std::span<std::byte> BytesAfterPrefix(T& value) {
+  return BytesOf(value).subspan(sizeof(HandshakePrefix));
+}
+
+absl::Status SendReply(int socket, HelloStatus status, uint32_t schema_version,
+                       uint64_t client_id, const SegmentLayout& layout, int segment_fd) {
+  HelloReply reply{};
+  reply.prefix = {kReplyMagic, kProtocolVersion, sizeof(HelloReply), 0};
+  reply.status = static_cast<uint32_t>(status);
+  reply.schema_version = schema_version;
+  reply.client_id = client_id;
+  reply.layout = layout;
+  return SendAll(socket, BytesOf(reply), segment_fd);
+}
+
+}  // namespace
+
+WaitOptions WaitOptionsFor(int socket_fd, absl::Duration timeout) {
+  WaitOptions options;
+  options.timeout = timeout;
+  options.liveness = [socket_fd] { return CheckPeerAlive(socket_fd); };
+  return options;
+}
+
+ServerConnection::ServerConnection(UniqueFd socket, Segment segment, ClientInfo client)
+    : socket_(std::move(socket)),
+      segment_(std::move(segment)),
+      requests_(segment_.request_ring(), segment_.layout().request_ring_capacity),
+      responses_(segment_.response_ring(), segment_.layout().response_ring_capacity),
+      bulk_(segment_.bulk()),
+      client_(std::move(client)) {}
+
+absl::Status ServerConnection::CheckPeerAlive() const { return ipc::CheckPeerAlive(socket_.get()); }
+
+absl::StatusOr<Listener> Listener::Listen(ListenerOptions options) {
+  TALLY_RETURN_IF_ERROR(ComputeLayout(options.segment).status());
+  TALLY_ASSIGN_OR_RETURN(UniqueFd fd, ListenUnix(options.path));
+  struct stat st {};
+  TALLY_RETURN_IF_ERROR(RetryEintr(absl::StrFormat("stat(%s)", options.path), [&] {
+                          return stat(options.path.c_str(), &st);
+                        }).status());
+  return Listener(std::move(options), std::move(fd), st.st_dev, st.st_ino);
+}
+
+Listener::~Listener() {
+  if (!fd_.valid()) return;  // moved from
+  // Another server may have replaced a socket file we lost; leave its file alone.
+  struct stat st {};
+  if (stat(options_.path.c_str(), &st) == 0 && st.st_dev == dev_ && st.st_ino == ino_) {
+    unlink(options_.path.c_str());
+  }
+}
+
+absl::StatusOr<ServerConnection> Listener::Accept() {
+  TALLY_ASSIGN_OR_RETURN(UniqueFd socket, AcceptUnix(fd_.get()));
+  TALLY_ASSIGN_OR_RETURN(const PeerCredentials peer, GetPeerCredentials(socket.get()));
+  const uint64_t client_id = next_client_id_++;
+  const uint32_t schema = options_.schema_version;
+  // Replies to refused clients are best effort: they explain, but the refusal stands anyway.
+  if (peer.uid != options_.allowed_uid) {
+    SendReply(socket.get(), HelloStatus::kRefused, schema, client_id, {}, -1).IgnoreError();
+    return absl::PermissionDeniedError(absl::StrFormat(
+        "refused a connection from pid %d running as uid %d: this server serves uid %d only",
+        peer.pid, peer.uid, options_.allowed_uid));
+  }
+  const absl::Time deadline = absl::Now() + options_.handshake_timeout;
+  Hello hello{};
+  TALLY_RETURN_IF_ERROR(ReceiveExact(socket.get(), BytesOf(hello.prefix), deadline));
+  if (hello.prefix.magic != kHelloMagic) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "pid %d did not start with a Tally hello (magic 0x%08x)", peer.pid, hello.prefix.magic));
+  }
+  if (hello.prefix.protocol_version != kProtocolVersion) {
+    SendReply(socket.get(), HelloStatus::kVersionMismatch, schema, client_id, {}, -1)
+        .IgnoreError();
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "client pid %d speaks IPC protocol version %d but this server speaks version %d; run "
+        "clients and server from the same Tally build",
+        peer.pid, hello.prefix.protocol_version, kProtocolVersion));
+  }
+  if (hello.prefix.size != sizeof(Hello)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "pid %d sent a %d-byte hello, version %d has %d bytes", peer.pid, hello.prefix.size,
+        kProtocolVersion, sizeof(Hello)));
+  }
+  TALLY_RETURN_IF_ERROR(ReceiveExact(socket.get(), BytesAfterPrefix(hello), deadline));
+  if (hello.schema_version != schema) {
+    SendReply(socket.get(), HelloStatus::kSchemaMismatch, schema, client_id, {}, -1)
+        .IgnoreError();
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "client pid %d uses message schema %d but this server uses schema %d", peer.pid,
+        hello.schema_version, schema));
+  }
+  TALLY_ASSIGN_OR_RETURN(Segment segment, Segment::Create(options_.segment));
+  TALLY_RETURN_IF_ERROR(SendReply(socket.get(), HelloStatus::kAccepted, schema, client_id,
+                                  segment.layout(), segment.fd().get()));
+  ClientInfo client{client_id, peer.pid, peer.uid, hello.priority,
+                    std::string(hello.command, strnlen(hello.command, kCommandSize))};
+  TALLY_LOG_DEBUG("IPC: client {} (pid {}, '{}') connected", client_id, peer.pid, client.command);
+  return ServerConnection(std::move(socket), std::move(segment), std::move(client));
+}
+
+ClientConnection::ClientConnection(UniqueFd socket, Segment segment,
+                                   std::unique_ptr<BulkAllocator> bulk, uint64_t client_id)
+    : socket_(std::move(socket)),
+      segment_(std::move(segment)),
+      requests_(segment_.request_ring(), segment_.layout().request_ring_capacity),
+      responses_(segment_.response_ring(), segment_.layout().response_ring_capacity),
+      bulk_area_(segment_.bulk()),
+      bulk_allocator_(std::move(bulk)),
+      client_id_(client_id) {}
+
+absl::Status ClientConnection::CheckPeerAlive() const { return ipc::CheckPeerAlive(socket_.get()); }
+
+namespace {
+
+// The reply, checked prefix first so that another protocol version is named, not misparsed.
+absl::StatusOr<HelloReply> ReceiveReply(int socket, const std::string& path, absl::Time deadline,
+                                        UniqueFd* segment_fd) {
+  HelloReply reply{};
+  // The memfd is attached to the reply's first bytes, so it can arrive with the prefix.
+  TALLY_RETURN_IF_ERROR(ReceiveExact(socket, BytesOf(reply.prefix), deadline, segment_fd));
+  if (reply.prefix.magic != kReplyMagic) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s answered with something that is not a Tally handshake", path));
+  }
+  if (reply.prefix.protocol_version != kProtocolVersion) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "the Tally server on %s speaks IPC protocol version %d but this client speaks version "
+        "%d; run clients and server from the same Tally build",
+        path, reply.prefix.protocol_version, kProtocolVersion));
+  }
+  if (reply.prefix.size != sizeof(HelloReply)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "the server on %s sent a %d-byte handshake reply, version %d has %d bytes", path,
+        reply.prefix.size, kProtocolVersion, sizeof(HelloReply)));
+  }
+  TALLY_RETURN_IF_ERROR(ReceiveExact(socket, BytesAfterPrefix(reply), deadline, segment_fd));
+  return reply;
+}
+
+absl::Status CheckAccepted(const HelloReply& reply, const std::string& path,
+                           uint32_t schema_version) {
+  switch (static_cast<HelloStatus>(reply.status)) {
+    case HelloStatus::kAccepted:
+      return absl::OkStatus();
+    case HelloStatus::kSchemaMismatch:
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "the Tally server on %s uses message schema %d but this client uses schema %d", path,
+          reply.schema_version, schema_version));
+    case HelloStatus::kRefused:
+      return absl::PermissionDeniedError(absl::StrFormat(
+          "the Tally server on %s refused us: it serves another user (we are uid %d)", path,
+          geteuid()));
+    case HelloStatus::kVersionMismatch:
+      break;  // impossible with equal versions: the server is broken
+  }
+  return absl::InvalidArgumentError(
+      absl::StrFormat("the Tally server on %s answered with status %d", path, reply.status));
+}
+
+}  // namespace
+
+absl::StatusOr<ClientConnection> ClientConnection::Connect(const ConnectOptions& options) {
+  TALLY_ASSIGN_OR_RETURN(UniqueFd socket, ConnectUnix(options.path));
+  TALLY_ASSIGN_OR_RETURN(const PeerCredentials server, GetPeerCredentials(socket.get()));
+  if (server.uid != options.expected_server_uid) {
+    return absl::PermissionDeniedError(absl::StrFormat(
+        "the process listening on %s (pid %d) runs as uid %d, not uid %d; not connecting",
+        options.path, server.pid, server.uid, options.expected_server_uid));
+  }
+  Hello hello{};
+  hello.prefix = {kHelloMagic, kProtocolVersion, sizeof(Hello), 0};
+  hello.schema_version = options.schema_version;
+  hello.pid = getpid();
+  hello.priority = options.priority;
+  std::memcpy(hello.command, options.command.data(),
+              std::min(options.command.size(), kCommandSize - 1));
+  const absl::Time deadline = absl::Now() + options.handshake_timeout;
+  // A server that refuses us may close before our hello is out; its reply still explains why.
+  const absl::Status sent = SendAll(socket.get(), BytesOf(hello));
+  UniqueFd segment_fd;
+  absl::StatusOr<HelloReply> reply = ReceiveReply(socket.get(), options.path, deadline, &segment_fd);
+  if (!reply.ok()) return sent.ok() ? reply.status() : sent;
+  TALLY_RETURN_IF_ERROR(CheckAccepted(*reply, options.path, options.schema_version));
+  if (!segment_fd.valid()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "the Tally server on %s accepted us but sent no shared segment", options.path));
+  }
+  TALLY_ASSIGN_OR_RETURN(Segment segment, Segment::Attach(std::move(segment_fd), reply->layout));
+  TALLY_ASSIGN_OR_RETURN(std::unique_ptr<BulkAllocator> bulk,
+                         BulkAllocator::Create(segment.bulk()));
+  return ClientConnection(std::move(socket), std::move(segment), std::move(bulk),
+                          reply->client_id);
+}
+
+}  // namespace tally::ipc

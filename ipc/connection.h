@@ -1,0 +1,139 @@
+// Both ends of a client-server connection after the handshake: the Unix socket (kept open as the
+// liveness signal), the shared segment, the two rings and the bulk area. The server's Listener
+// accepts connections; the client shim calls ClientConnection::Connect once per process.
+#pragma once
+
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "ipc/bulk.h"
+#include "ipc/segment.h"
+#include "ipc/spsc_ring.h"
+#include "ipc/unique_fd.h"
+#include "ipc/wait.h"
+
+namespace tally::ipc {
+
+// WaitOptions whose waits end with Unavailable soon after the peer on `socket_fd` hangs up.
+WaitOptions WaitOptionsFor(int socket_fd, absl::Duration timeout);
+
+// Who is on the other end, as the server knows it.
+struct ClientInfo {
+  uint64_t client_id = 0;
+  pid_t pid = 0;  // from SO_PEERCRED, not from the hello
+  uid_t uid = 0;
+  int32_t priority = 0;
+  std::string command;
+};
+
+// The server's end. Not thread-safe: one thread serves one client's rings at a time.
+class ServerConnection {
+ public:
+  const ClientInfo& client() const { return client_; }
+  RingConsumer& requests() { return requests_; }
+  RingProducer& responses() { return responses_; }
+  const BulkArea& bulk() const { return bulk_; }
+  // For the server's poll/epoll loop: POLLHUP/POLLRDHUP there means the client is gone.
+  int socket_fd() const { return socket_.get(); }
+  absl::Status CheckPeerAlive() const;
+  WaitOptions MakeWaitOptions(absl::Duration timeout) const {
+    return WaitOptionsFor(socket_.get(), timeout);
+  }
+
+ private:
+  friend class Listener;
+  ServerConnection(UniqueFd socket, Segment segment, ClientInfo client);
+
+  UniqueFd socket_;
+  Segment segment_;
+  RingConsumer requests_;
+  RingProducer responses_;
+  BulkArea bulk_;
+  ClientInfo client_;
+};
+
+struct ListenerOptions {
+  std::string path;  // see ResolveSocketPath
+  uint32_t schema_version = 0;
+  SegmentConfig segment;
+  // How long Accept waits for a connected client's hello.
+  absl::Duration handshake_timeout = absl::Seconds(5);
+  // The only uid served; other users are refused (their CUDA calls would run with our rights).
+  uid_t allowed_uid = geteuid();
+};
+
+class Listener {
+ public:
+  // Listens on options.path, replacing a stale socket but never a live server's.
+  static absl::StatusOr<Listener> Listen(ListenerOptions options);
+  Listener(Listener&&) noexcept = default;
+  Listener& operator=(Listener&&) noexcept = default;
+  // Removes the socket file if it is still ours.
+  ~Listener();
+
+  // Readable when a client is connecting (for the server's poll loop).
+  int fd() const { return fd_.get(); }
+  const std::string& path() const { return options_.path; }
+
+  // Blocks for the next client, then runs the handshake. An error concerns that client only
+  // (wrong uid, version or schema mismatch, timeout): log it and keep accepting.
+  absl::StatusOr<ServerConnection> Accept();
+
+ private:
+  Listener(ListenerOptions options, UniqueFd fd, dev_t dev, ino_t ino)
+      : options_(std::move(options)), fd_(std::move(fd)), dev_(dev), ino_(ino) {}
+
+  ListenerOptions options_;
+  UniqueFd fd_;
+  dev_t dev_ = 0;  // identity of the socket file we bound
+  ino_t ino_ = 0;
+  uint64_t next_client_id_ = 1;
+};
+
+struct ConnectOptions {
+  std::string path;  // see ResolveSocketPath
+  uint32_t schema_version = 0;
+  int32_t priority = 0;
+  std::string command;  // truncated to kCommandSize - 1 bytes
+  absl::Duration handshake_timeout = absl::Seconds(5);
+  // The server must run as this uid: our calls and data must not go to another user's process.
+  uid_t expected_server_uid = geteuid();
+};
+
+// The client's end. Not thread-safe: the shim serialises its host threads around the rings (the
+// bulk allocator alone is thread-safe).
+class ClientConnection {
+ public:
+  static absl::StatusOr<ClientConnection> Connect(const ConnectOptions& options);
+
+  uint64_t client_id() const { return client_id_; }
+  RingProducer& requests() { return requests_; }
+  RingConsumer& responses() { return responses_; }
+  BulkAllocator& bulk() { return *bulk_allocator_; }
+  const BulkArea& bulk_area() const { return bulk_area_; }
+  int socket_fd() const { return socket_.get(); }
+  absl::Status CheckPeerAlive() const;
+  WaitOptions MakeWaitOptions(absl::Duration timeout) const {
+    return WaitOptionsFor(socket_.get(), timeout);
+  }
+
+ private:
+  ClientConnection(UniqueFd socket, Segment segment, std::unique_ptr<BulkAllocator> bulk,
+                   uint64_t client_id);
+
+  UniqueFd socket_;
+  Segment segment_;
+  RingProducer requests_;
+  RingConsumer responses_;
+  BulkArea bulk_area_;
+  std::unique_ptr<BulkAllocator> bulk_allocator_;
+  uint64_t client_id_;
+};
+
+}  // namespace tally::ipc

@@ -1,0 +1,53 @@
+// Handshake wire structs, exchanged once over the Unix socket before the shared segment takes
+// over: the client's Hello, the server's HelloReply (with the segment's memfd attached).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "ipc/segment.h"
+
+namespace tally::ipc {
+
+inline constexpr uint32_t kHelloMagic = 0x544c5948;  // 'TLYH'
+inline constexpr uint32_t kReplyMagic = 0x544c5952;  // 'TLYR'
+inline constexpr size_t kCommandSize = 256;
+
+// Frozen for all protocol versions: whatever else changes, any two versions can read each
+// other's prefix, so a mismatch is reported by number instead of as garbage.
+struct HandshakePrefix {
+  uint32_t magic;
+  uint32_t protocol_version;
+  uint32_t size;  // of the whole struct this prefix starts
+  uint32_t reserved;
+};
+
+struct Hello {
+  HandshakePrefix prefix;
+  uint32_t schema_version;  // of the message table above the IPC layer (the CUDA calls)
+  int32_t pid;              // as the client sees itself; the server trusts SO_PEERCRED's
+  int32_t priority;         // TALLY_PRIORITY; higher is more important
+  uint32_t reserved;
+  char command[kCommandSize];  // NUL-padded, not necessarily NUL-terminated
+};
+
+enum class HelloStatus : uint32_t {
+  kAccepted = 0,
+  kVersionMismatch = 1,
+  kSchemaMismatch = 2,
+  kRefused = 3,  // the client runs as another user
+};
+
+struct HelloReply {
+  HandshakePrefix prefix;
+  uint32_t status;          // HelloStatus
+  uint32_t schema_version;  // the server's
+  uint64_t client_id;       // the server's name for this client (tally-ctl, logs)
+  SegmentLayout layout;     // when accepted; the segment's memfd comes with the reply
+};
+
+static_assert(std::is_trivially_copyable_v<Hello> && std::is_standard_layout_v<Hello>);
+static_assert(std::is_trivially_copyable_v<HelloReply> && std::is_standard_layout_v<HelloReply>);
+
+}  // namespace tally::ipc

@@ -1,0 +1,90 @@
+// The per-client shared segment: a memfd the server creates and passes to the client, laid out
+// as a header, the request ring (client -> server), the response ring (server -> client) and the
+// bulk-data area. Offsets only, never pointers: each process maps it at its own address.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <type_traits>
+
+#include "absl/status/statusor.h"
+#include "ipc/unique_fd.h"
+
+namespace tally::ipc {
+
+// Sizes the server chooses per client. memfd pages are only allocated when touched, so a large
+// bulk area costs nothing until a client copies that much.
+struct SegmentConfig {
+  uint64_t request_ring_capacity = uint64_t{1} << 20;
+  uint64_t response_ring_capacity = uint64_t{256} << 10;
+  uint64_t bulk_size = uint64_t{64} << 20;
+};
+
+// Where everything is, in bytes from the segment start. Sent in the handshake reply and repeated
+// in the segment header; the client checks that both agree and that it is well formed.
+struct SegmentLayout {
+  uint64_t segment_size;
+  uint64_t request_ring_offset;  // a RingControl, then request_ring_capacity bytes
+  uint64_t request_ring_capacity;
+  uint64_t response_ring_offset;
+  uint64_t response_ring_capacity;
+  uint64_t bulk_offset;
+  uint64_t bulk_size;
+
+  friend bool operator==(const SegmentLayout&, const SegmentLayout&) = default;
+};
+static_assert(std::is_trivially_copyable_v<SegmentLayout> &&
+              std::is_standard_layout_v<SegmentLayout>);
+
+inline constexpr uint32_t kSegmentMagic = 0x544c5953;  // 'TLYS'
+
+struct SegmentHeader {
+  uint32_t magic;
+  uint32_t protocol_version;
+  SegmentLayout layout;
+};
+static_assert(std::is_trivially_copyable_v<SegmentHeader> &&
+              std::is_standard_layout_v<SegmentHeader>);
+
+// Page-aligned regions in the order header, request ring, response ring, bulk area.
+// InvalidArgument for ring capacities that are not powers of two of at least kMinRingCapacity.
+absl::StatusOr<SegmentLayout> ComputeLayout(const SegmentConfig& config);
+
+// Checks a layout received from the peer: regions inside the segment, in order, not
+// overlapping, rings of a valid capacity. Every later offset computation relies on it.
+absl::Status ValidateLayout(const SegmentLayout& layout);
+
+class Segment {
+ public:
+  // Server side: a sealed memfd (its size can no longer change, so the client cannot make the
+  // server's accesses fault by shrinking it) with header and rings initialised.
+  static absl::StatusOr<Segment> Create(const SegmentConfig& config);
+  // Client side: maps the received memfd after checking its size and header against `layout`.
+  static absl::StatusOr<Segment> Attach(UniqueFd fd, const SegmentLayout& layout);
+
+  Segment(Segment&& other) noexcept;
+  Segment& operator=(Segment&& other) noexcept;
+  Segment(const Segment&) = delete;
+  Segment& operator=(const Segment&) = delete;
+  ~Segment();
+
+  // This side's own copy of the layout: never re-read from shared memory.
+  const SegmentLayout& layout() const { return layout_; }
+  const UniqueFd& fd() const { return fd_; }
+  std::byte* base() const { return base_; }
+  std::byte* request_ring() const { return base_ + layout_.request_ring_offset; }
+  std::byte* response_ring() const { return base_ + layout_.response_ring_offset; }
+  std::span<std::byte> bulk() const { return {base_ + layout_.bulk_offset, layout_.bulk_size}; }
+
+ private:
+  Segment(UniqueFd fd, std::byte* base, const SegmentLayout& layout)
+      : fd_(std::move(fd)), base_(base), layout_(layout) {}
+  void Unmap();
+
+  UniqueFd fd_;
+  std::byte* base_ = nullptr;
+  SegmentLayout layout_{};
+};
+
+}  // namespace tally::ipc

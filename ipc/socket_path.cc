@@ -1,0 +1,66 @@
+// Socket path resolution and the private-directory check.
+#include "ipc/socket_path.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+
+#include "absl/strings/str_format.h"
+#include "common/status.h"
+#include "ipc/syscall.h"
+
+namespace tally::ipc {
+namespace {
+
+std::string Env(const char* name) {
+  const char* value = std::getenv(name);
+  return value == nullptr ? std::string() : std::string(value);
+}
+
+}  // namespace
+
+absl::Status EnsurePrivateDirectory(const std::string& dir, DirectoryMode mode) {
+  if (mode == DirectoryMode::kCreate) {
+    absl::StatusOr<int> made =
+        RetryEintr(absl::StrFormat("mkdir(%s)", dir), [&] { return mkdir(dir.c_str(), 0700); });
+    if (!made.ok() && ErrnoOf(made.status()) != EEXIST) return made.status();
+  }
+  struct stat st {};
+  absl::StatusOr<int> found =
+      RetryEintr(absl::StrFormat("lstat(%s)", dir), [&] { return lstat(dir.c_str(), &st); });
+  if (!found.ok()) {
+    if (ErrnoOf(found.status()) == ENOENT && mode == DirectoryMode::kCheckIfPresent) {
+      return absl::OkStatus();
+    }
+    return found.status();
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return absl::FailedPreconditionError(
+        absl::StrFormat("%s is not a directory (a symlink or file planted there?)", dir));
+  }
+  if (st.st_uid != geteuid() || (st.st_mode & 077) != 0) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "%s must be owned by uid %d with mode 0700, but is owned by uid %d with mode %04o; "
+        "remove it or set TALLY_SERVER",
+        dir, geteuid(), st.st_uid, st.st_mode & 07777));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ResolveSocketPath(DirectoryMode mode) {
+  if (std::string explicit_path = Env("TALLY_SERVER"); !explicit_path.empty()) {
+    return explicit_path;
+  }
+  std::string dir;
+  if (std::string runtime = Env("XDG_RUNTIME_DIR"); !runtime.empty()) {
+    dir = runtime + "/tally";
+  } else {
+    dir = absl::StrFormat("/tmp/tally-%d", geteuid());
+  }
+  TALLY_RETURN_IF_ERROR(EnsurePrivateDirectory(dir, mode));
+  return dir + "/server.sock";
+}
+
+}  // namespace tally::ipc
