@@ -1,0 +1,346 @@
+// Connection tests over real Unix sockets: a client and a server process exchanging messages and
+// bulk data, peer death noticed promptly on both sides, protocol and schema mismatches named on
+// both sides, refusal of other users, stale sockets and handshake timeouts.
+#include "ipc/connection.h"
+
+#include <catch2/catch.hpp>
+
+#include <grp.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <thread>
+
+#include "ipc/handshake.h"
+#include "ipc/message.h"
+#include "ipc/protocol_version.h"
+#include "ipc/testing/child_process.h"
+#include "ipc/testing/example_messages.h"
+#include "ipc/testing/temp_dir.h"
+#include "ipc/unix_socket.h"
+
+namespace tally::ipc {
+namespace {
+
+using testing::BulkChecksum;
+using testing::Checksum;
+using testing::ChildProcess;
+using testing::Ping;
+using testing::Pong;
+using testing::TempDir;
+using Clock = std::chrono::steady_clock;
+
+constexpr absl::Duration kTestTimeout = absl::Seconds(10);
+
+ListenerOptions Options(const std::string& path) {
+  ListenerOptions options;
+  options.path = path;
+  options.segment.bulk_size = 4 << 20;
+  return options;
+}
+
+ConnectOptions Client(const std::string& path) {
+  ConnectOptions options;
+  options.path = path;
+  options.command = "connection_test";
+  options.priority = 5;
+  return options;
+}
+
+// The server side of the exchange test: answers each Ping with value + 1 and each BulkChecksum
+// with the checksum of the block it names, until `count` requests are served.
+absl::Status Serve(ServerConnection& connection, int count) {
+  const WaitOptions wait = connection.MakeWaitOptions(kTestTimeout);
+  for (int i = 0; i < count; ++i) {
+    TALLY_ASSIGN_OR_RETURN(std::span<const std::byte> record, connection.requests().Peek(wait));
+    TALLY_ASSIGN_OR_RETURN(const ReceivedMessage message, ParseMessage(record));
+    uint64_t answer = 0;
+    TALLY_RETURN_IF_ERROR(testing::DispatchExample(
+        message, [&](const MessageHeader&, const auto& decoded) -> absl::Status {
+          using T = std::decay_t<decltype(decoded.fields)>;
+          if constexpr (std::is_same_v<T, Ping>) {
+            answer = decoded.fields.value + 1;
+          } else if constexpr (std::is_same_v<T, BulkChecksum>) {
+            TALLY_ASSIGN_OR_RETURN(std::span<std::byte> block,
+                                   connection.bulk().Resolve(decoded.fields.block));
+            answer = Checksum(block);
+          } else {
+            return absl::InvalidArgumentError("unexpected message");
+          }
+          return absl::OkStatus();
+        }));
+    const uint64_t sequence = message.header.sequence;
+    TALLY_RETURN_IF_ERROR(connection.requests().Release());
+    TALLY_RETURN_IF_ERROR(PostMessage(connection.responses(), sequence, 0, Pong{answer}, wait));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Pong> Call(ClientConnection& client, uint64_t sequence, const auto& request) {
+  const WaitOptions wait = client.MakeWaitOptions(kTestTimeout);
+  TALLY_RETURN_IF_ERROR(PostMessage(client.requests(), sequence, 0, request, wait));
+  TALLY_ASSIGN_OR_RETURN(std::span<const std::byte> record, client.responses().Peek(wait));
+  TALLY_ASSIGN_OR_RETURN(const ReceivedMessage message, ParseMessage(record));
+  if (message.header.sequence != sequence) return absl::InternalError("response out of order");
+  TALLY_ASSIGN_OR_RETURN(const Decoded<Pong> pong, Decode<Pong>(message));
+  TALLY_RETURN_IF_ERROR(client.responses().Release());
+  return pong.fields;
+}
+
+TEST_CASE("a client process and a server process exchange messages and bulk data") {
+  TempDir dir;
+  auto listener = Listener::Listen(Options(dir.File("server.sock")));
+  REQUIRE(listener.ok());
+  constexpr int kPings = 2000;
+  ChildProcess server = ChildProcess::Fork([&]() -> absl::Status {
+    TALLY_ASSIGN_OR_RETURN(ServerConnection connection, listener->Accept());
+    const ClientInfo& client = connection.client();
+    if (client.pid != getppid() || client.uid != geteuid() || client.priority != 5 ||
+        client.command != "connection_test" || client.client_id == 0) {
+      return absl::InternalError("wrong client identity: " + client.command);
+    }
+    return Serve(connection, kPings + 1);
+  });
+
+  auto client = ClientConnection::Connect(Client(listener->path()));
+  REQUIRE(client.ok());
+  for (uint64_t i = 0; i < kPings; ++i) {
+    auto pong = Call(*client, i, Ping{i * 10});
+    REQUIRE(pong.ok());
+    REQUIRE(pong->value == i * 10 + 1);
+  }
+  // A payload larger than any ring record travels through the bulk area.
+  auto block = client->bulk().Allocate(3 << 20);
+  REQUIRE(block.ok());
+  std::span<std::byte> bytes = client->bulk().Bytes(*block);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<std::byte>(i * 13);
+  auto pong = Call(*client, kPings, BulkChecksum{*block, 0});
+  REQUIRE(pong.ok());
+  CHECK(pong->value == Checksum(bytes));
+  CHECK(server.Wait() == 0);
+}
+
+// Kills `child` after a delay while this thread waits; returns how long the wait took.
+template <typename WaitFn>
+std::chrono::milliseconds KillDuringWait(ChildProcess& child, WaitFn wait, absl::Status* result) {
+  std::jthread killer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    child.Kill();
+  });
+  const auto start = Clock::now();
+  *result = wait();
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
+}
+
+TEST_CASE("a client waiting for a response notices a killed server promptly") {
+  TempDir dir;
+  auto listener = Listener::Listen(Options(dir.File("server.sock")));
+  REQUIRE(listener.ok());
+  ChildProcess server = ChildProcess::Fork([&]() -> absl::Status {
+    auto connection = listener->Accept();
+    pause();  // accepts, then never answers
+    return connection.status();
+  });
+  auto client = ClientConnection::Connect(Client(listener->path()));
+  REQUIRE(client.ok());
+  const WaitOptions wait = client->MakeWaitOptions(absl::Seconds(30));
+  REQUIRE(PostMessage(client->requests(), 1, 0, Ping{1}, wait).ok());
+  absl::Status waited;
+  const auto took =
+      KillDuringWait(server, [&] { return client->responses().Peek(wait).status(); }, &waited);
+  CHECK(absl::IsUnavailable(waited));
+  CHECK(took < std::chrono::seconds(2));
+  CHECK(absl::IsUnavailable(client->CheckPeerAlive()));
+}
+
+TEST_CASE("a server waiting for requests notices a killed client promptly") {
+  TempDir dir;
+  auto listener = Listener::Listen(Options(dir.File("server.sock")));
+  REQUIRE(listener.ok());
+  const std::string path = listener->path();
+  ChildProcess client = ChildProcess::Fork([&]() -> absl::Status {
+    auto connection = ClientConnection::Connect(Client(path));
+    pause();
+    return connection.status();
+  });
+  auto connection = listener->Accept();
+  REQUIRE(connection.ok());
+  CHECK(connection->CheckPeerAlive().ok());
+  absl::Status waited;
+  const auto took = KillDuringWait(
+      client,
+      [&] { return connection->requests().Peek(connection->MakeWaitOptions(kTestTimeout)).status(); },
+      &waited);
+  CHECK(absl::IsUnavailable(waited));
+  CHECK(took < std::chrono::seconds(2));
+}
+
+template <typename T>
+std::span<std::byte> BytesOf(T& value) {
+  return {reinterpret_cast<std::byte*>(&value), sizeof(T)};
+}
+
+TEST_CASE("a protocol version mismatch is named on both sides") {
+  TempDir dir;
+  SECTION("client newer than the server") {
+    auto listener = Listener::Listen(Options(dir.File("server.sock")));
+    REQUIRE(listener.ok());
+    absl::Status accepted;
+    std::jthread server([&] { accepted = listener->Accept().status(); });
+    auto socket = ConnectUnix(listener->path());
+    REQUIRE(socket.ok());
+    Hello hello{};
+    hello.prefix = {kHelloMagic, kProtocolVersion + 98, sizeof(Hello) + 64, 0};  // a future hello
+    REQUIRE(SendAll(socket->get(), BytesOf(hello)).ok());
+    HelloReply reply{};
+    REQUIRE(ReceiveExact(socket->get(), BytesOf(reply), absl::Now() + kTestTimeout).ok());
+    server.join();
+    CHECK(reply.prefix.protocol_version == kProtocolVersion);
+    CHECK(reply.status == static_cast<uint32_t>(HelloStatus::kVersionMismatch));
+    CHECK(absl::IsFailedPrecondition(accepted));
+    CHECK_THAT(std::string(accepted.message()),
+               Catch::Contains(absl::StrFormat("version %d", kProtocolVersion + 98)) &&
+                   Catch::Contains(absl::StrFormat("version %d", kProtocolVersion)));
+  }
+  SECTION("server newer than the client") {
+    auto raw_listener = ListenUnix(dir.File("server.sock"));
+    REQUIRE(raw_listener.ok());
+    std::jthread server([&] {
+      auto socket = AcceptUnix(raw_listener->get());
+      if (!socket.ok()) return;
+      HelloReply reply{};
+      reply.prefix = {kReplyMagic, kProtocolVersion + 1, sizeof(HelloReply) + 8, 0};
+      SendAll(socket->get(), BytesOf(reply)).IgnoreError();
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    });
+    auto client = ClientConnection::Connect(Client(dir.File("server.sock")));
+    REQUIRE(!client.ok());
+    CHECK(absl::IsFailedPrecondition(client.status()));
+    CHECK_THAT(std::string(client.status().message()),
+               Catch::Contains(absl::StrFormat("version %d", kProtocolVersion + 1)) &&
+                   Catch::Contains(absl::StrFormat("version %d", kProtocolVersion)));
+  }
+}
+
+TEST_CASE("a message schema mismatch is named on both sides") {
+  TempDir dir;
+  ListenerOptions options = Options(dir.File("server.sock"));
+  options.schema_version = 3;
+  auto listener = Listener::Listen(options);
+  REQUIRE(listener.ok());
+  absl::Status accepted;
+  std::jthread server([&] { accepted = listener->Accept().status(); });
+  ConnectOptions client_options = Client(listener->path());
+  client_options.schema_version = 4;
+  auto client = ClientConnection::Connect(client_options);
+  server.join();
+  REQUIRE(!client.ok());
+  CHECK_THAT(std::string(client.status().message()),
+             Catch::Contains("schema 3") && Catch::Contains("schema 4"));
+  CHECK_THAT(std::string(accepted.message()),
+             Catch::Contains("schema 3") && Catch::Contains("schema 4"));
+}
+
+// Both sides read the peer's uid with SO_PEERCRED. Connecting as another user needs root (to
+// change uid); without it the same code path runs with the accepted uid set to one we are not.
+TEST_CASE("a peer running as another user is refused") {
+  TempDir dir;
+  SECTION("the server refuses a client of another uid") {
+    ListenerOptions options = Options(dir.File("server.sock"));
+    options.allowed_uid = geteuid() + 1;
+    auto listener = Listener::Listen(options);
+    REQUIRE(listener.ok());
+    absl::Status accepted;
+    std::jthread server([&] { accepted = listener->Accept().status(); });
+    auto client = ClientConnection::Connect(Client(listener->path()));
+    server.join();
+    CHECK(absl::IsPermissionDenied(client.status()));
+    CHECK_THAT(std::string(client.status().message()), Catch::Contains("refused"));
+    CHECK(absl::IsPermissionDenied(accepted));
+    CHECK_THAT(std::string(accepted.message()),
+               Catch::Contains(absl::StrFormat("uid %d", geteuid())));
+  }
+  SECTION("the client refuses a server of another uid") {
+    auto listener = Listener::Listen(Options(dir.File("server.sock")));
+    REQUIRE(listener.ok());
+    std::jthread server([&] { listener->Accept().status().IgnoreError(); });
+    ConnectOptions options = Client(listener->path());
+    options.expected_server_uid = geteuid() + 1;
+    auto client = ClientConnection::Connect(options);
+    CHECK(absl::IsPermissionDenied(client.status()));
+  }
+  SECTION("a real process of another uid (needs root)") {
+    if (geteuid() != 0) {
+      WARN("not root: cannot start a process of another uid; covered by the sections above");
+      return;
+    }
+    REQUIRE(chmod(dir.path().c_str(), 0711) == 0);
+    auto listener = Listener::Listen(Options(dir.File("server.sock")));
+    REQUIRE(listener.ok());
+    REQUIRE(chmod(listener->path().c_str(), 0777) == 0);
+    const std::string path = listener->path();
+    ChildProcess intruder = ChildProcess::Fork([&]() -> absl::Status {
+      constexpr uid_t kNobody = 65534;
+      if (setgroups(0, nullptr) != 0 || setresgid(kNobody, kNobody, kNobody) != 0 ||
+          setresuid(kNobody, kNobody, kNobody) != 0) {
+        return absl::InternalError("cannot become nobody");
+      }
+      ConnectOptions options = Client(path);
+      options.expected_server_uid = 0;
+      auto client = ClientConnection::Connect(options);
+      return absl::IsPermissionDenied(client.status()) ? absl::OkStatus()
+                                                      : absl::InternalError("not refused");
+    });
+    auto accepted = listener->Accept();
+    CHECK(absl::IsPermissionDenied(accepted.status()));
+    CHECK_THAT(std::string(accepted.status().message()), Catch::Contains("uid 65534"));
+    CHECK(intruder.Wait() == 0);
+  }
+}
+
+TEST_CASE("a stale socket is replaced, a live server's socket and other files are not") {
+  TempDir dir;
+  const std::string path = dir.File("server.sock");
+  {
+    auto first = Listener::Listen(Options(path));
+    REQUIRE(first.ok());
+    auto second = Listener::Listen(Options(path));
+    CHECK(absl::IsAlreadyExists(second.status()));
+  }
+  CHECK(access(path.c_str(), F_OK) != 0);  // the listener removed its socket
+
+  {  // a crashed server's socket: bound, never unlinked, nobody listening
+    auto stale = ListenUnix(path);
+    REQUIRE(stale.ok());
+  }
+  CHECK(access(path.c_str(), F_OK) == 0);
+  CHECK(Listener::Listen(Options(path)).ok());
+
+  std::ofstream(dir.File("file")) << "not a socket";
+  CHECK(absl::IsFailedPrecondition(Listener::Listen(Options(dir.File("file"))).status()));
+}
+
+TEST_CASE("connecting without a server and stalling the handshake give clear errors") {
+  TempDir dir;
+  auto missing = ClientConnection::Connect(Client(dir.File("none.sock")));
+  CHECK(absl::IsUnavailable(missing.status()));
+  CHECK_THAT(std::string(missing.status().message()), Catch::Contains("tally-server"));
+
+  ListenerOptions options = Options(dir.File("server.sock"));
+  options.handshake_timeout = absl::Milliseconds(100);
+  auto listener = Listener::Listen(options);
+  REQUIRE(listener.ok());
+  auto silent = ConnectUnix(listener->path());  // connects, never says hello
+  REQUIRE(silent.ok());
+  const auto start = Clock::now();
+  CHECK(absl::IsDeadlineExceeded(listener->Accept().status()));
+  CHECK(Clock::now() - start < std::chrono::seconds(2));
+}
+
+}  // namespace
+}  // namespace tally::ipc

@@ -1,0 +1,106 @@
+// Socket path resolution: TALLY_SERVER wins, default directories are created private and
+// refused when someone else could have planted or can read them.
+#include "ipc/socket_path.h"
+
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "ipc/testing/temp_dir.h"
+
+namespace tally::ipc {
+namespace {
+
+using testing::TempDir;
+
+// Sets or clears environment variables for one test and restores them afterwards.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name); old != nullptr) {
+      old_ = old;
+      had_ = true;
+    }
+    if (value != nullptr) {
+      setenv(name, value, 1);
+    } else {
+      unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    if (had_) {
+      setenv(name_, old_.c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  std::string old_;
+  bool had_ = false;
+};
+
+mode_t ModeOf(const std::string& path) {
+  struct stat st {};
+  REQUIRE(lstat(path.c_str(), &st) == 0);
+  return st.st_mode & 07777;
+}
+
+TEST_CASE("TALLY_SERVER names the socket as given") {
+  ScopedEnv server("TALLY_SERVER", "/some/where/else.sock");
+  auto path = ResolveSocketPath(DirectoryMode::kCreate);
+  REQUIRE(path.ok());
+  CHECK(*path == "/some/where/else.sock");
+}
+
+TEST_CASE("the default socket lives in a private directory under XDG_RUNTIME_DIR") {
+  TempDir runtime;
+  ScopedEnv server("TALLY_SERVER", nullptr);
+  ScopedEnv xdg("XDG_RUNTIME_DIR", runtime.path().c_str());
+  const std::string dir = runtime.File("tally");
+
+  auto client_view = ResolveSocketPath(DirectoryMode::kCheckIfPresent);
+  REQUIRE(client_view.ok());
+  CHECK(access(dir.c_str(), F_OK) != 0);  // clients never create it
+
+  auto path = ResolveSocketPath(DirectoryMode::kCreate);
+  REQUIRE(path.ok());
+  CHECK(*path == dir + "/server.sock");
+  CHECK(ModeOf(dir) == 0700);
+  CHECK(ResolveSocketPath(DirectoryMode::kCheckIfPresent).ok());
+
+  SECTION("group or world access is refused") {
+    REQUIRE(chmod(dir.c_str(), 0755) == 0);
+    auto refused = ResolveSocketPath(DirectoryMode::kCheckIfPresent);
+    CHECK(absl::IsFailedPrecondition(refused.status()));
+    CHECK_THAT(std::string(refused.status().message()), Catch::Contains("0755"));
+  }
+  SECTION("a symlink planted in its place is refused") {
+    REQUIRE(rmdir(dir.c_str()) == 0);
+    REQUIRE(symlink(runtime.path().c_str(), dir.c_str()) == 0);
+    CHECK(absl::IsFailedPrecondition(ResolveSocketPath(DirectoryMode::kCreate).status()));
+  }
+  SECTION("a directory of another owner is refused (needs root to create)") {
+    if (geteuid() != 0) return;
+    REQUIRE(chown(dir.c_str(), 65534, 65534) == 0);
+    CHECK(absl::IsFailedPrecondition(ResolveSocketPath(DirectoryMode::kCreate).status()));
+  }
+}
+
+TEST_CASE("without XDG_RUNTIME_DIR the socket goes to /tmp/tally-UID") {
+  ScopedEnv server("TALLY_SERVER", nullptr);
+  ScopedEnv xdg("XDG_RUNTIME_DIR", nullptr);
+  auto path = ResolveSocketPath(DirectoryMode::kCheckIfPresent);
+  if (!path.ok()) {  // someone else's /tmp/tally-UID on this machine: the refusal is the point
+    CHECK(absl::IsFailedPrecondition(path.status()));
+    return;
+  }
+  CHECK(*path == "/tmp/tally-" + std::to_string(geteuid()) + "/server.sock");
+}
+
+}  // namespace
+}  // namespace tally::ipc
