@@ -212,7 +212,8 @@ struct Module {
   bool has_address_size = false;
   std::vector<TopLevel> items;
 
-  // Lookups by name (nullptr when absent). Linear: modules hold few functions.
+  // Lookup by name, preferring the definition over prototypes (nullptr when absent).
+  // Linear: modules hold few functions.
   Function* FindFunction(std::string_view name);
   const Function* FindFunction(std::string_view name) const;
   friend bool operator==(const Module&, const Module&) = default;

@@ -13,11 +13,14 @@ constexpr int kExitPtxasRejected = 3;
 struct CommandOptions {
   std::string output_dir;
   std::string arch;
+  bool slice = false;
+  bool ptb = false;
 };
 
 int ListCommand(const std::string& binary);
 int ExtractCommand(const std::string& binary, const std::string& output_dir);
 int PrintCommand(const std::string& ptx_file);
 int CheckCommand(const std::string& ptx_file, const std::string& arch);
+int TransformCommand(const std::string& ptx_file, bool slice, bool ptb);
 
 }  // namespace tally::ptx

@@ -20,10 +20,16 @@ Commands:
   check FILE.ptx           parse, print, parse the output again (must give the same IR) and
                            assemble the printed module with ptxas when one is found
                            ($TALLY_PTXAS, $TALLY_CUDA_ROOT/bin, /usr/local/cuda/bin, PATH)
+  transform FILE.ptx [--slice] [--ptb]
+                           add sliced and/or preemptible (PTB) variants of every kernel that
+                           can be transformed safely (both when neither flag is given); the
+                           module goes to standard output, a report per kernel (made, or why
+                           not) to standard error
 
 Options:
   -o, --output DIR         output directory for `extract` (created if missing)
   --arch sm_XX             architecture for ptxas in `check` (default: the module's .target)
+  --slice, --ptb           forms to make in `transform`
   -h, --help               show this help
 
 BINARY is a host executable or shared library with embedded fatbins, or a raw fatbin file.
@@ -50,6 +56,10 @@ int main(int argc, char** argv) {
     if (arg == "-o" || arg == "--output" || arg == "--arch") {
       if (i + 1 >= argc) return UsageError(("missing value for " + arg).c_str());
       (arg == "--arch" ? options.arch : options.output_dir) = argv[++i];
+    } else if (arg == "--slice") {
+      options.slice = true;
+    } else if (arg == "--ptb") {
+      options.ptb = true;
     } else if (arg.size() > 1 && arg[0] == '-' && arg != "-") {
       return UsageError(("unknown option " + arg).c_str());
     } else {
@@ -67,5 +77,9 @@ int main(int argc, char** argv) {
   }
   if (command == "print") return tally::ptx::PrintCommand(file);
   if (command == "check") return tally::ptx::CheckCommand(file, options.arch);
+  if (command == "transform") {
+    bool both = !options.slice && !options.ptb;
+    return tally::ptx::TransformCommand(file, options.slice || both, options.ptb || both);
+  }
   return UsageError(("unknown command '" + command + "'").c_str());
 }

@@ -9,6 +9,7 @@
 #include "ptx_transform/cli/ptxas.h"
 #include "ptx_transform/parser.h"
 #include "ptx_transform/printer.h"
+#include "ptx_transform/transform.h"
 
 namespace tally::ptx {
 namespace {
@@ -79,6 +80,17 @@ int CheckCommand(const std::string& ptx_file, const std::string& arch) {
   }
   std::printf("%s: ok (parsed, printed, read back identically, accepted by ptxas -arch=%s)\n",
               ptx_file.c_str(), target.c_str());
+  return kExitOk;
+}
+
+int TransformCommand(const std::string& ptx_file, bool slice, bool ptb) {
+  Module module;
+  if (!Parse(ptx_file, module)) return kExitInvalidInput;
+  TransformOptions options{slice, ptb};
+  TransformReport report = TransformModule(module, options);
+  std::string text = PrintModule(module);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fputs(report.Format(options).c_str(), stderr);
   return kExitOk;
 }
 

@@ -60,5 +60,13 @@ printf '.version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k()\n{\n\
 expect check-bad-ptx 1 'bad\.ptx:6:14: error: expected .;., found .1.' -- "$tally_ptx" check "$work/bad.ptx"
 expect print-stdin 0 'ret;' -- bash -c "printf '.version 8.0\n.target sm_80\n.entry k() { ret; }\n' | '$tally_ptx' print -"
 
+multi=$work/out/multi_arch.fatbin1.entry3.compute_80.ptx
+expect transform-report 0 '_Z5SaxpyPfid6Record: sliced as _Z5SaxpyPfid6Record__tally_slice' -- \
+  "$tally_ptx" transform "$multi" --slice
+expect transform-ptb-only 0 'preemptible as _Z6AddOnePi__tally_ptb' -- "$tally_ptx" transform "$multi" --ptb
+"$tally_ptx" transform "$multi" >"$work/transformed.ptx" 2>/dev/null
+expect transform-output-assembles 0 'accepted by ptxas' -- "$tally_ptx" check "$work/transformed.ptx"
+expect transform-bad-ptx 1 'bad\.ptx:6:14: error' -- "$tally_ptx" transform "$work/bad.ptx"
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -1,0 +1,46 @@
+// Traversals of function bodies shared by the analysis and the passes: every statement in
+// program order, descending into nested `{ }` blocks.
+#pragma once
+
+#include <type_traits>
+#include <variant>
+#include <vector>
+
+#include "ptx_transform/ir.h"
+
+namespace tally::ptx::passes {
+
+// Calls f(instruction) for every instruction of `statements` and nested blocks, in order.
+// Works on const and mutable statement lists alike.
+template <typename Statements, typename F>
+void ForEachInstruction(Statements& statements, F&& f) {
+  for (auto& s : statements) {
+    if (auto* inst = std::get_if<Instruction>(&s.value)) {
+      f(*inst);
+    } else if (auto* block = std::get_if<Block>(&s.value)) {
+      ForEachInstruction(block->statements, f);
+    }
+  }
+}
+
+// Calls f(operand) for every operand of `inst`, descending into vectors, addresses, pairs and
+// call lists.
+template <typename Inst, typename F>
+void ForEachOperand(Inst& inst, F&& f) {
+  auto visit = [&](auto& self, auto& op) -> void {
+    f(op);
+    for (auto& element : op.elements) self(self, element);
+  };
+  for (auto& op : inst.operands) visit(visit, op);
+}
+
+// The callee of a `call` instruction: the first name operand outside the parenthesised
+// return and argument lists (`call (r), f, (a);`, `call f;`, `call (r), %rd1, (a), proto;`).
+inline const Operand* CallTarget(const Instruction& call) {
+  for (const auto& op : call.operands) {
+    if (op.kind == Operand::Kind::kName) return &op;
+  }
+  return nullptr;
+}
+
+}  // namespace tally::ptx::passes
