@@ -53,6 +53,16 @@ Driver::Driver(DeviceConfig config, std::unique_ptr<DeviceMemory> memory)
   primary_handle_ = contexts_.Insert(primary_);
 }
 
+exec::SmPool& Driver::sm_pool() {
+  // One worker per virtual SM up to the host's cores; the launching thread also runs blocks.
+  std::call_once(sm_pool_once_, [&] {
+    uint32_t cores = std::max(1u, std::thread::hardware_concurrency());
+    sm_pool_ = std::make_unique<exec::SmPool>(
+        std::min<uint32_t>(static_cast<uint32_t>(config_.sm_count), cores) - 1);
+  });
+  return *sm_pool_;
+}
+
 absl::Status Driver::CheckDevice(CUdevice device) const {
   if (device != 0) return CudaError(CUDA_ERROR_INVALID_DEVICE, "no such device ordinal");
   return absl::OkStatus();
@@ -125,6 +135,8 @@ void Driver::ReleaseContextResources(Context& context) {
   uint64_t id = context.id();
   streams_.RemoveIf([id](const Stream& stream) { return stream.context_id() == id; });
   events_.RemoveIf([id](const Event& event) { return event.context_id == id; });
+  kernels_.RemoveIf([id](const Kernel& kernel) { return kernel.module->context_id() == id; });
+  modules_.RemoveIf([id](const ModuleEntry& entry) { return entry.module->context_id() == id; });
   context.Deactivate();
   memory_->ReleaseAllOwnedBy(id);
 }

@@ -13,7 +13,9 @@
 #include "emulator/internal/context.h"
 #include "emulator/internal/device_memory.h"
 #include "emulator/internal/event.h"
+#include "emulator/exec/sm_pool.h"
 #include "emulator/internal/handle_table.h"
+#include "emulator/internal/module.h"
 #include "emulator/internal/stream.h"
 
 namespace tally::emu {
@@ -23,6 +25,8 @@ enum class DriverState : uint8_t { kUninitialized, kReady, kShutDown };
 using ContextTable = HandleTable<Context, CUcontext, 1, CUDA_ERROR_INVALID_CONTEXT>;
 using StreamTable = HandleTable<Stream, CUstream, 2, CUDA_ERROR_INVALID_HANDLE>;
 using EventTable = HandleTable<Event, CUevent, 3, CUDA_ERROR_INVALID_HANDLE>;
+using ModuleTable = HandleTable<ModuleEntry, CUmodule, 4, CUDA_ERROR_INVALID_HANDLE>;
+using KernelTable = HandleTable<Kernel, CUfunction, 5, CUDA_ERROR_INVALID_HANDLE>;
 
 class Driver {
  public:
@@ -38,6 +42,11 @@ class Driver {
   ContextTable& contexts() { return contexts_; }
   StreamTable& streams() { return streams_; }
   EventTable& events() { return events_; }
+  ModuleTable& modules() { return modules_; }
+  KernelTable& kernels() { return kernels_; }
+  // The virtual SMs (started on first use).
+  exec::SmPool& sm_pool();
+  uint64_t NextLaunchId() { return next_launch_id_++; }
 
   // INVALID_DEVICE unless `device` is an ordinal of the emulated device.
   absl::Status CheckDevice(CUdevice device) const;
@@ -80,6 +89,11 @@ class Driver {
   ContextTable contexts_;
   StreamTable streams_;
   EventTable events_;
+  ModuleTable modules_;
+  KernelTable kernels_;
+  std::once_flag sm_pool_once_;
+  std::unique_ptr<exec::SmPool> sm_pool_;
+  std::atomic<uint64_t> next_launch_id_{1};
   std::atomic<uint64_t> next_context_id_{1};
   std::mutex primary_mu_;
   std::shared_ptr<Context> primary_;

@@ -1,0 +1,147 @@
+// Exports cuLaunchKernel and cuOccupancyMaxActiveBlocksPerMultiprocessor. A launch is checked
+// and its parameters copied at the call (as CUDA does); the grid then runs in stream order on
+// the virtual SMs, and a fault becomes the context's sticky error.
+#include <cuda.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/log.h"
+#include "emulator/internal/entry.h"
+
+using tally::emu::CheckOut;
+using tally::emu::CudaError;
+using tally::emu::Driver;
+using tally::emu::Kernel;
+using tally::emu::Run;
+
+namespace tally::emu {
+namespace {
+
+constexpr uint32_t kMaxGridX = 2147483647, kMaxGridYZ = 65535;
+constexpr uint32_t kMaxBlockXY = 1024, kMaxBlockZ = 64, kMaxThreads = 1024;
+constexpr uint32_t kDefaultSharedPerBlock = 48 * 1024;
+
+// The parameter buffer from kernelParams (one pointer per parameter) or from `extra`
+// (CU_LAUNCH_PARAM_BUFFER_POINTER / _SIZE, CUDA driver API "cuLaunchKernel").
+absl::StatusOr<std::vector<uint8_t>> PackParams(const exec::Function& f, void** kernel_params,
+                                                void** extra) {
+  std::vector<uint8_t> buffer(f.param_bytes, 0);
+  if (kernel_params != nullptr && extra != nullptr) {
+    return CudaError(CUDA_ERROR_INVALID_VALUE, "both kernelParams and extra given");
+  }
+  if (kernel_params != nullptr) {
+    for (size_t i = 0; i < f.param_layout.size(); ++i) {
+      const auto& [offset, size] = f.param_layout[i];
+      if (kernel_params[i] == nullptr) {
+        return CudaError(CUDA_ERROR_INVALID_VALUE, "null kernel parameter pointer");
+      }
+      std::memcpy(buffer.data() + offset, kernel_params[i], size);
+    }
+    return buffer;
+  }
+  if (extra == nullptr) {
+    if (f.param_bytes == 0) return buffer;
+    return CudaError(CUDA_ERROR_INVALID_VALUE, "the kernel takes parameters but none were given");
+  }
+  const void* pointer = nullptr;
+  const size_t* size = nullptr;
+  for (size_t i = 0; extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+    if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) {
+      pointer = extra[i + 1];
+    } else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE) {
+      size = static_cast<const size_t*>(extra[i + 1]);
+    } else {
+      return CudaError(CUDA_ERROR_INVALID_VALUE, "unknown entry in extra");
+    }
+  }
+  if (pointer == nullptr || size == nullptr || *size < f.param_bytes) {
+    return CudaError(CUDA_ERROR_INVALID_VALUE, "extra lacks a large enough parameter buffer");
+  }
+  std::memcpy(buffer.data(), pointer, f.param_bytes);
+  return buffer;
+}
+
+absl::Status CheckShape(const Kernel& kernel, exec::Dim3 grid, exec::Dim3 block,
+                        uint32_t dynamic_shared) {
+  if (grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.x > kMaxGridX || grid.y > kMaxGridYZ ||
+      grid.z > kMaxGridYZ) {
+    return CudaError(CUDA_ERROR_INVALID_VALUE, "grid dimensions out of range");
+  }
+  if (block.x == 0 || block.y == 0 || block.z == 0 || block.x > kMaxBlockXY ||
+      block.y > kMaxBlockXY || block.z > kMaxBlockZ ||
+      block.Count() > std::min(kMaxThreads, kernel.function->max_threads)) {
+    return CudaError(CUDA_ERROR_INVALID_VALUE, "block dimensions out of range");
+  }
+  uint32_t limit = std::max<uint32_t>(kDefaultSharedPerBlock - kernel.function->static_shared_bytes,
+                                      static_cast<uint32_t>(kernel.max_dynamic_shared.load()));
+  if (dynamic_shared > limit) {
+    return CudaError(CUDA_ERROR_INVALID_VALUE, "too much dynamic shared memory");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace tally::emu
+
+extern "C" {
+
+CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                        unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+                        unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+                        void** kernelParams, void** extra) {
+  return Run([&](Driver& driver) -> absl::Status {
+    TALLY_ASSIGN_OR_RETURN(std::shared_ptr<Kernel> kernel, driver.kernels().Lookup(f));
+    tally::emu::exec::Dim3 grid{gridDimX, gridDimY, gridDimZ};
+    tally::emu::exec::Dim3 block{blockDimX, blockDimY, blockDimZ};
+    TALLY_RETURN_IF_ERROR(tally::emu::CheckShape(*kernel, grid, block, sharedMemBytes));
+    TALLY_ASSIGN_OR_RETURN(Driver::BoundStream target, driver.ResolveStream(hStream));
+    auto setup = std::make_shared<tally::emu::exec::LaunchSetup>();
+    TALLY_ASSIGN_OR_RETURN(setup->params,
+                           tally::emu::PackParams(*kernel->function, kernelParams, extra));
+    setup->launch_id = driver.NextLaunchId();
+    setup->function = kernel->function;
+    setup->memory = &driver.memory();
+    setup->grid = grid;
+    setup->block = block;
+    setup->dynamic_shared_bytes = sharedMemBytes;
+    setup->sm_count = static_cast<uint32_t>(driver.config().sm_count);
+    std::weak_ptr<tally::emu::Context> context = target.context;
+    tally::emu::exec::SmPool* pool = &driver.sm_pool();
+    target.context->Enqueue(target.stream, {}, [kernel, setup, context, pool] {
+      auto owner = context.lock();
+      if (owner == nullptr || owner->sticky_error() != CUDA_SUCCESS) return;
+      absl::Status status = pool->Run(*setup);
+      if (!status.ok()) {
+        TALLY_LOG_ERROR("emu: launch failed: {}", std::string(status.message()));
+        owner->SetStickyError(tally::emu::ToCuResult(status));
+      }
+    });
+    return absl::OkStatus();
+  });
+}
+
+// Occupancy by the sm_80 limits: 64 resident warps, 32 blocks and 164 KiB of shared memory per
+// SM (1 KiB of it reserved per block); registers are not a constraint in the emulator.
+CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int* numBlocks, CUfunction func,
+                                                     int blockSize, size_t dynamicSMemSize) {
+  return Run([&](Driver& driver) -> absl::Status {
+    TALLY_RETURN_IF_ERROR(CheckOut(numBlocks));
+    TALLY_ASSIGN_OR_RETURN(std::shared_ptr<Kernel> kernel, driver.kernels().Lookup(func));
+    if (blockSize <= 0) return CudaError(CUDA_ERROR_INVALID_VALUE, "block size must be positive");
+    if (static_cast<uint32_t>(blockSize) > kernel->function->max_threads) {
+      *numBlocks = 0;
+      return absl::OkStatus();
+    }
+    int warps = (blockSize + 31) / 32;
+    int blocks = std::min(64 / warps, 32);
+    uint64_t shared = kernel->function->static_shared_bytes + dynamicSMemSize;
+    if (shared > 0) {
+      blocks = std::min<int>(blocks, static_cast<int>(164 * 1024 / (shared + 1024)));
+    }
+    *numBlocks = blocks;
+    return absl::OkStatus();
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,232 @@
+// Block execution: warp scheduling with per-lane program counters, named barriers (threads that
+// exited count as arrived), deadlock detection, and bounds-checked address translation.
+#include "emulator/exec/block.h"
+
+#include <bit>
+
+#include "common/log.h"
+#include "emulator/internal/cuda_status.h"
+
+namespace tally::emu::exec {
+namespace {
+
+// Instructions a warp runs before the next warp of its block gets a turn.
+constexpr uint32_t kTimeSlice = 4096;
+
+}  // namespace
+
+void Block::Reset(const LaunchSetup& setup, Dim3 ctaid, uint32_t sm) {
+  setup_ = &setup;
+  function_ = setup.function;
+  ctaid_ = ctaid;
+  sm_ = sm;
+  threads_ = static_cast<uint32_t>(setup.block.Count());
+  exited_ = 0;
+  fault_code_ = CUDA_SUCCESS;
+  fault_.clear();
+  for (uint32_t& a : arrived_) a = 0;
+  for (uint32_t& e : expected_) e = 0;
+  if (cached_launch_ != setup.launch_id) {
+    access_cache_.assign(function_->code.size(), AccessRange{});
+    cached_launch_ = setup.launch_id;
+  }
+  shared_.assign(function_->static_shared_bytes + setup.dynamic_shared_bytes, 0);
+  local_.resize(uint64_t{threads_} * function_->local_bytes);
+
+  const uint32_t slots = function_->num_slots;
+  const uint32_t warp_count = (threads_ + 31) / 32;
+  registers_.resize(uint64_t{warp_count} * slots * 32);
+  warps_.assign(warp_count, Warp{});
+  const Dim3& block = setup.block;
+  const uint64_t specials[] = {
+      0, 0, 0, block.x, block.y, block.z, ctaid.x, ctaid.y, ctaid.z,
+      setup.grid.x, setup.grid.y, setup.grid.z};
+  for (uint32_t w = 0; w < warp_count; ++w) {
+    Warp& warp = warps_[w];
+    warp.index = w;
+    warp.regs = registers_.data() + uint64_t{w} * slots * 32;
+    uint64_t* regs = warp.regs;
+    auto set = [&](SpecialSlot slot, int lane, uint64_t value) {
+      regs[static_cast<uint32_t>(slot) * 32 + lane] = value;
+    };
+    for (int lane = 0; lane < 32; ++lane) {
+      uint32_t thread = w * 32 + lane;
+      if (thread < threads_) warp.live |= 1u << lane;
+      for (int s = 3; s < 12; ++s) regs[s * 32 + lane] = specials[s];
+      set(SpecialSlot::kTidX, lane, thread % block.x);
+      set(SpecialSlot::kTidY, lane, thread / block.x % block.y);
+      set(SpecialSlot::kTidZ, lane, thread / (block.x * block.y));
+      set(SpecialSlot::kLaneId, lane, lane);
+      set(SpecialSlot::kWarpId, lane, w);
+      set(SpecialSlot::kNwarpId, lane, warp_count);
+      set(SpecialSlot::kSmId, lane, sm);
+      set(SpecialSlot::kNsmId, lane, setup.sm_count);
+      set(SpecialSlot::kGridId, lane, setup.launch_id);
+      set(SpecialSlot::kLanemaskEq, lane, 1u << lane);
+      set(SpecialSlot::kLanemaskLt, lane, (1u << lane) - 1);
+      set(SpecialSlot::kLanemaskLe, lane, (2ull << lane) - 1);
+      set(SpecialSlot::kLanemaskGt, lane, ~((2ull << lane) - 1) & 0xffffffffu);
+      set(SpecialSlot::kLanemaskGe, lane, ~((1ull << lane) - 1) & 0xffffffffu);
+      set(SpecialSlot::kDynamicSmemSize, lane, setup.dynamic_shared_bytes);
+      set(SpecialSlot::kTotalSmemSize, lane, shared_.size());
+    }
+    for (const auto& [slot, value] : function_->constants) {
+      for (int lane = 0; lane < 32; ++lane) regs[slot * 32 + lane] = value;
+    }
+    Schedule(warp);
+  }
+}
+
+void Block::Schedule(Warp& warp) {
+  uint32_t runnable = warp.live & ~warp.blocked;
+  warp.active = 0;
+  warp.others_min = UINT32_MAX;
+  if (runnable == 0) return;
+  uint32_t min = UINT32_MAX;
+  for (uint32_t m = runnable; m != 0; m &= m - 1) min = std::min(min, warp.pc[std::countr_zero(m)]);
+  for (uint32_t m = runnable; m != 0; m &= m - 1) {
+    int lane = std::countr_zero(m);
+    if (warp.pc[lane] == min) {
+      warp.active |= 1u << lane;
+    } else {
+      warp.others_min = std::min(warp.others_min, warp.pc[lane]);
+    }
+  }
+  warp.cur_pc = min;
+}
+
+absl::Status Block::Run() {
+  while (true) {
+    bool any_live = false, ran = false;
+    for (Warp& warp : warps_) {
+      if (warp.live == 0) continue;
+      any_live = true;
+      if ((warp.live & ~warp.blocked) == 0) continue;
+      ran = true;
+      if (RunWarp(warp, kTimeSlice) == WarpStatus::kFault) {
+        return CudaError(fault_code_, fault_);
+      }
+    }
+    if (!any_live) return absl::OkStatus();
+    if (setup_->abort.load(std::memory_order_relaxed)) return absl::OkStatus();
+    if (!ReleaseBarriers() && !ran) {
+      // Every live thread waits at a barrier that the remaining threads will never reach
+      // (e.g. bar.sync in divergent code with a thread count that cannot be met).
+      uint32_t waiting = 0;
+      for (const Warp& warp : warps_) waiting += std::popcount(warp.blocked);
+      fault_ = "kernel " + function_->name + ": barrier can never complete in block (" +
+               std::to_string(ctaid_.x) + "," + std::to_string(ctaid_.y) + "," +
+               std::to_string(ctaid_.z) + "): " + std::to_string(waiting) + " of " +
+               std::to_string(threads_ - exited_) + " live threads are waiting";
+      return CudaError(CUDA_ERROR_LAUNCH_FAILED, fault_);
+    }
+  }
+}
+
+void Block::Arrive(Warp& warp, uint32_t lanes, uint32_t barrier, uint32_t count, bool wait) {
+  arrived_[barrier] += std::popcount(lanes);
+  if (count != 0) expected_[barrier] = count;
+  if (!wait) return;
+  warp.blocked |= lanes;
+  for (uint32_t m = lanes; m != 0; m &= m - 1) warp.barrier_of_lane[std::countr_zero(m)] = barrier;
+}
+
+// PTX ISA, "bar, barrier": a barrier completes when the expected number of threads arrived;
+// without a count that is every thread of the block, where exited threads count as arrived.
+bool Block::ReleaseBarriers() {
+  bool released = false;
+  for (uint32_t b = 0; b < 16; ++b) {
+    if (arrived_[b] == 0) continue;
+    uint32_t needed = expected_[b] != 0 ? expected_[b] : threads_ - exited_;
+    if (arrived_[b] < needed) continue;
+    for (Warp& warp : warps_) {
+      for (uint32_t m = warp.blocked; m != 0; m &= m - 1) {
+        int lane = std::countr_zero(m);
+        if (warp.barrier_of_lane[lane] == b) warp.blocked &= ~(1u << lane);
+      }
+      if (warp.active == 0) Schedule(warp);
+    }
+    arrived_[b] = 0;
+    expected_[b] = 0;
+    released = true;
+  }
+  return released;
+}
+
+std::string Block::ThreadName(const Warp& warp, int lane) const {
+  uint32_t thread = warp.index * 32 + lane;
+  const Dim3& block = setup_->block;
+  return "block (" + std::to_string(ctaid_.x) + "," + std::to_string(ctaid_.y) + "," +
+         std::to_string(ctaid_.z) + "), thread (" + std::to_string(thread % block.x) + "," +
+         std::to_string(thread / block.x % block.y) + "," +
+         std::to_string(thread / (block.x * block.y)) + ")";
+}
+
+void Block::Fault(const Warp& warp, int lane, uint32_t pc, CUresult code, std::string what) {
+  if (fault_code_ != CUDA_SUCCESS) return;  // the first fault of the block is the one reported
+  fault_code_ = code;
+  fault_ = "kernel " + function_->name + ": " + what + " at PTX line " +
+           std::to_string(function_->code[pc].line) + ", " + ThreadName(warp, lane);
+}
+
+uint8_t* Block::TranslateGlobal(uint64_t address, uint32_t size, uint32_t pc) {
+  AccessRange& range = access_cache_[pc];
+  if (address >= range.lo && address < range.hi && size <= range.hi - address) {
+    return reinterpret_cast<uint8_t*>(address);
+  }
+  std::optional<Allocation> allocation = setup_->memory->Find(address);
+  if (!allocation || size > allocation->base + allocation->size - address) return nullptr;
+  range = {allocation->base, allocation->base + allocation->size};
+  return reinterpret_cast<uint8_t*>(address);
+}
+
+uint8_t* Block::Translate(Space space, uint64_t address, uint32_t size, const Warp& warp,
+                          int lane, uint32_t pc, bool write) {
+  if (space == Space::kGeneric) {
+    if (address - kSharedWindow < kWindowSize) {
+      space = Space::kShared;
+      address -= kSharedWindow;
+    } else if (address - kLocalWindow < kWindowSize) {
+      space = Space::kLocal;
+      address -= kLocalWindow;
+    } else if (address - kParamWindow < kWindowSize) {
+      space = Space::kParam;
+      address -= kParamWindow;
+    }
+  }
+  uint8_t* host = nullptr;
+  switch (space) {
+    case Space::kGeneric:
+    case Space::kGlobal:
+    case Space::kConst:
+      host = TranslateGlobal(address, size, pc);
+      break;
+    case Space::kShared:
+      if (address < shared_.size() && size <= shared_.size() - address) {
+        host = shared_.data() + address;
+      }
+      break;
+    case Space::kLocal:
+      if (address < function_->local_bytes && size <= function_->local_bytes - address) {
+        host = local_.data() + uint64_t{warp.index * 32 + lane} * function_->local_bytes + address;
+      }
+      break;
+    case Space::kParam:
+      if (!write && address < setup_->params.size() && size <= setup_->params.size() - address) {
+        host = const_cast<uint8_t*>(setup_->params.data()) + address;
+      }
+      break;
+  }
+  if (host == nullptr) {
+    constexpr const char* kSpaceNames[] = {"generic", "global", "shared", "local", "param",
+                                           "const"};
+    char text[160];
+    std::snprintf(text, sizeof(text), "illegal %s of %u bytes at %s address 0x%llx",
+                  write ? "write" : "read", size, kSpaceNames[static_cast<int>(space)],
+                  static_cast<unsigned long long>(address));
+    Fault(warp, lane, pc, CUDA_ERROR_ILLEGAL_ADDRESS, text);
+  }
+  return host;
+}
+
+}  // namespace tally::emu::exec

@@ -1,0 +1,97 @@
+// One thread block in execution: its warps (lanes with per-lane program counters), shared and
+// local memory, named barriers, and the bounds-checked translation of addresses. A block runs
+// on one host thread; its warps interleave cooperatively (they yield at barriers and after a
+// time slice, so warps spinning on each other's shared-memory writes still make progress).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <cuda.h>
+
+#include "absl/status/status.h"
+#include "emulator/exec/program.h"
+#include "emulator/internal/device_memory.h"
+
+namespace tally::emu::exec {
+
+struct Dim3 {
+  uint32_t x = 1, y = 1, z = 1;
+  uint64_t Count() const { return uint64_t{x} * y * z; }
+};
+
+// What every block of one launch shares (read-only during the launch).
+struct LaunchSetup {
+  uint64_t launch_id = 0;  // distinct per launch (keys per-launch caches)
+  const Function* function = nullptr;
+  const DeviceMemory* memory = nullptr;
+  Dim3 grid, block;
+  uint32_t dynamic_shared_bytes = 0;
+  std::vector<uint8_t> params;
+  uint32_t sm_count = 1;
+  std::atomic<bool> abort{false};  // a block failed: the others stop early
+};
+
+struct Warp {
+  uint64_t* regs = nullptr;  // num_slots x 32 lanes, slot-major
+  uint32_t pc[32] = {};      // valid for lanes outside `active`
+  uint8_t barrier_of_lane[32] = {};
+  uint32_t live = 0;         // lanes that exist and have not exited
+  uint32_t blocked = 0;      // lanes waiting at a barrier
+  uint32_t active = 0;       // lanes executing together at cur_pc
+  uint32_t cur_pc = 0;
+  uint32_t others_min = 0;   // smallest pc among runnable lanes outside `active`
+  uint32_t index = 0;        // warp number in the block
+};
+
+enum class WarpStatus { kYielded, kWaiting, kDone, kFault };
+
+// Per-instruction cache of the allocation a global access hit last, so that the common case of
+// one instruction streaming through one buffer is checked without a table lookup.
+struct AccessRange {
+  uint64_t lo = 0, hi = 0;
+};
+
+class Block {
+ public:
+  // Prepares block `ctaid` of `setup` (reusing buffers from the previous block this host thread
+  // ran) on virtual SM `sm`.
+  void Reset(const LaunchSetup& setup, Dim3 ctaid, uint32_t sm);
+  // Runs to completion; an error names kernel, block, thread and cause.
+  absl::Status Run();
+
+  // Used by the interpreter (warp.cc).
+  WarpStatus RunWarp(Warp& warp, uint32_t budget);
+  // Host address for an access of `size` bytes, or nullptr after recording a fault.
+  uint8_t* Translate(Space space, uint64_t address, uint32_t size, const Warp& warp, int lane,
+                     uint32_t pc, bool write);
+  void Fault(const Warp& warp, int lane, uint32_t pc, CUresult code, std::string what);
+  void Arrive(Warp& warp, uint32_t lanes, uint32_t barrier, uint32_t count, bool wait);
+
+ private:
+  static void Schedule(Warp& warp);
+  bool ReleaseBarriers();
+  uint8_t* TranslateGlobal(uint64_t address, uint32_t size, uint32_t pc);
+  std::string ThreadName(const Warp& warp, int lane) const;
+
+  const LaunchSetup* setup_ = nullptr;
+  const Function* function_ = nullptr;
+  Dim3 ctaid_;
+  uint32_t sm_ = 0;
+  uint32_t threads_ = 0;
+  uint32_t exited_ = 0;
+  std::vector<uint64_t> registers_;
+  std::vector<Warp> warps_;
+  std::vector<uint8_t> shared_;
+  std::vector<uint8_t> local_;
+  std::vector<AccessRange> access_cache_;
+  uint32_t arrived_[16] = {};
+  uint32_t expected_[16] = {};  // 0: every thread of the block
+  uint64_t cached_launch_ = 0;  // launch whose access ranges access_cache_ holds
+  CUresult fault_code_ = CUDA_SUCCESS;
+  std::string fault_;
+};
+
+}  // namespace tally::emu::exec

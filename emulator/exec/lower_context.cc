@@ -1,0 +1,225 @@
+// Operand resolution: registers by scope, special registers, symbols, constant expressions.
+#include "emulator/exec/lower_context.h"
+
+#include <bit>
+#include <cstring>
+
+#include "common/status.h"
+#include "emulator/internal/cuda_status.h"
+
+namespace tally::emu::exec {
+namespace {
+
+struct SpecialName {
+  const char* name;
+  char component;
+  SpecialSlot slot;
+};
+
+constexpr SpecialName kSpecials[] = {
+    {"%tid", 'x', SpecialSlot::kTidX},       {"%tid", 'y', SpecialSlot::kTidY},
+    {"%tid", 'z', SpecialSlot::kTidZ},       {"%ntid", 'x', SpecialSlot::kNtidX},
+    {"%ntid", 'y', SpecialSlot::kNtidY},     {"%ntid", 'z', SpecialSlot::kNtidZ},
+    {"%ctaid", 'x', SpecialSlot::kCtaidX},   {"%ctaid", 'y', SpecialSlot::kCtaidY},
+    {"%ctaid", 'z', SpecialSlot::kCtaidZ},   {"%nctaid", 'x', SpecialSlot::kNctaidX},
+    {"%nctaid", 'y', SpecialSlot::kNctaidY}, {"%nctaid", 'z', SpecialSlot::kNctaidZ},
+    {"%laneid", 0, SpecialSlot::kLaneId},   {"%warpid", 0, SpecialSlot::kWarpId},
+    {"%nwarpid", 0, SpecialSlot::kNwarpId}, {"%smid", 0, SpecialSlot::kSmId},
+    {"%nsmid", 0, SpecialSlot::kNsmId},     {"%gridid", 0, SpecialSlot::kGridId},
+    {"%lanemask_eq", 0, SpecialSlot::kLanemaskEq},
+    {"%lanemask_lt", 0, SpecialSlot::kLanemaskLt},
+    {"%lanemask_le", 0, SpecialSlot::kLanemaskLe},
+    {"%lanemask_gt", 0, SpecialSlot::kLanemaskGt},
+    {"%lanemask_ge", 0, SpecialSlot::kLanemaskGe},
+    {"%dynamic_smem_size", 0, SpecialSlot::kDynamicSmemSize},
+    {"%total_smem_size", 0, SpecialSlot::kTotalSmemSize},
+};
+
+absl::Status InvalidPtx(std::string message) {
+  return CudaError(CUDA_ERROR_INVALID_PTX, message);
+}
+
+uint64_t FloatBitsFor(const ptx::Expr& expr, Type type) {
+  bool is_f32_literal = expr.float_form == ptx::Expr::FloatForm::kHexF32;
+  if (type == Type::kF32 && !is_f32_literal) {
+    return std::bit_cast<uint32_t>(static_cast<float>(std::bit_cast<double>(expr.float_bits)));
+  }
+  if (type == Type::kF64 && is_f32_literal) {
+    return std::bit_cast<uint64_t>(
+        static_cast<double>(std::bit_cast<float>(static_cast<uint32_t>(expr.float_bits))));
+  }
+  return expr.float_bits;
+}
+
+}  // namespace
+
+absl::Status Unsupported(const ptx::Instruction& instruction, std::string_view why) {
+  std::string name = instruction.opcode;
+  for (const std::string& modifier : instruction.modifiers) name += "." + modifier;
+  return CudaError(CUDA_ERROR_NOT_SUPPORTED,
+                   "line " + std::to_string(instruction.location.line) +
+                       ": unsupported instruction `" + name + "`: " + std::string(why));
+}
+
+uint32_t LowerContext::NewSlot() { return function_.num_slots++; }
+
+uint32_t LowerContext::Constant(uint64_t value) {
+  auto [it, inserted] = constant_slots_.try_emplace(value, 0);
+  if (inserted) {
+    it->second = NewSlot();
+    function_.constants.emplace_back(it->second, value);
+  }
+  return it->second;
+}
+
+absl::Status LowerContext::DeclareRegisters(const ptx::RegDecl& decl) {
+  if (decl.vector_width != 0) {
+    return CudaError(CUDA_ERROR_NOT_SUPPORTED, "vector registers (.reg .v" +
+                                                   std::to_string(decl.vector_width) + ")");
+  }
+  auto& scope = scopes_.back();
+  for (const auto& entry : decl.entries) {
+    if (!entry.count) {
+      scope[entry.name] = NewSlot();
+      continue;
+    }
+    for (uint32_t i = 0; i < *entry.count; ++i) scope[entry.name + std::to_string(i)] = NewSlot();
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint64_t> LowerContext::SymbolValue(const std::string& name) {
+  if (auto it = locals_.find(name); it != locals_.end()) return it->second.offset;
+  if (auto it = globals_.find(name); it != globals_.end()) return it->second.address;
+  return InvalidPtx("unknown name `" + name + "`");
+}
+
+absl::StatusOr<uint64_t> LowerContext::Evaluate(const ptx::Expr& expr) {
+  using Kind = ptx::Expr::Kind;
+  switch (expr.kind) {
+    case Kind::kInt:
+      return static_cast<uint64_t>(expr.int_value);
+    case Kind::kFloat:
+      return expr.float_bits;
+    case Kind::kSymbol:
+      return SymbolValue(expr.text);
+    case Kind::kCall: {
+      // generic(var): the variable's generic address (PTX ISA, "Variable Initializers").
+      if (expr.text != "generic" || expr.children.size() != 1 ||
+          expr.children[0].kind != Kind::kSymbol) {
+        return InvalidPtx("unsupported constant expression `" + expr.text + "(...)`");
+      }
+      const std::string& name = expr.children[0].text;
+      auto local = locals_.find(name);
+      if (local == locals_.end()) return SymbolValue(name);
+      uint64_t window = local->second.space == Space::kShared ? kSharedWindow
+                        : local->second.space == Space::kLocal ? kLocalWindow
+                                                               : kParamWindow;
+      return window + local->second.offset;
+    }
+    case Kind::kUnary: {
+      TALLY_ASSIGN_OR_RETURN(uint64_t value, Evaluate(expr.children.at(0)));
+      if (expr.text == "-") return 0 - value;
+      if (expr.text == "~") return ~value;
+      if (expr.text == "!") return static_cast<uint64_t>(value == 0);
+      return InvalidPtx("unknown unary operator " + expr.text);
+    }
+    case Kind::kBinary: {
+      TALLY_ASSIGN_OR_RETURN(uint64_t a, Evaluate(expr.children.at(0)));
+      TALLY_ASSIGN_OR_RETURN(uint64_t b, Evaluate(expr.children.at(1)));
+      const std::string& op = expr.text;
+      if (op == "+") return a + b;
+      if (op == "-") return a - b;
+      if (op == "*") return a * b;
+      if (op == "&") return a & b;
+      if (op == "|") return a | b;
+      if (op == "^") return a ^ b;
+      if (op == "<<") return b >= 64 ? 0 : a << b;
+      if (op == ">>") return b >= 64 ? 0 : static_cast<uint64_t>(static_cast<int64_t>(a) >> b);
+      if ((op == "/" || op == "%") && b != 0) {
+        return op == "/" ? static_cast<uint64_t>(static_cast<int64_t>(a) / static_cast<int64_t>(b))
+                         : static_cast<uint64_t>(static_cast<int64_t>(a) % static_cast<int64_t>(b));
+      }
+      return InvalidPtx("unsupported constant operator " + op);
+    }
+    case Kind::kList:
+      return InvalidPtx("an aggregate is not a scalar operand");
+  }
+  return InvalidPtx("bad constant expression");
+}
+
+absl::StatusOr<uint32_t> LowerContext::Source(const ptx::Operand& operand, Type type) {
+  using Kind = ptx::Operand::Kind;
+  if (operand.kind == Kind::kImmediate) {
+    const ptx::Expr& expr = *operand.expr;
+    if (expr.kind == ptx::Expr::Kind::kFloat) return Constant(FloatBitsFor(expr, type));
+    TALLY_ASSIGN_OR_RETURN(uint64_t value, Evaluate(expr));
+    // An integer literal used as a float operand means that value.
+    if (type == Type::kF32 && expr.kind == ptx::Expr::Kind::kInt) {
+      value = std::bit_cast<uint32_t>(static_cast<float>(static_cast<int64_t>(value)));
+    } else if (type == Type::kF64 && expr.kind == ptx::Expr::Kind::kInt) {
+      value = std::bit_cast<uint64_t>(static_cast<double>(static_cast<int64_t>(value)));
+    }
+    return Constant(value);
+  }
+  if (operand.kind != Kind::kName) return InvalidPtx("expected a register or a value");
+  for (auto scope = scopes_.rbegin(); scope != scopes_.rend(); ++scope) {
+    if (operand.component == 0) {
+      if (auto it = scope->find(operand.name); it != scope->end()) return it->second;
+    }
+  }
+  for (const SpecialName& special : kSpecials) {
+    if (operand.name == special.name && operand.component == special.component) {
+      return static_cast<uint32_t>(special.slot);
+    }
+  }
+  if (!operand.name.empty() && operand.name[0] == '%' && !locals_.contains(operand.name)) {
+    // Special registers of the PTX ISA that the emulator does not provide (clusters, perf
+    // monitors, environment registers); any other %name is simply undeclared.
+    constexpr std::string_view kUnsupported[] = {
+        "%envreg", "%pm", "%cluster", "%nclusterid", "%is_explicit_cluster", "%aggr_smem_size",
+        "%reserved_smem", "%current_graph_exec", "%hwtaskid", "%globaltimer", "%clock"};
+    for (std::string_view prefix : kUnsupported) {
+      if (std::string_view(operand.name).starts_with(prefix)) {
+        return CudaError(CUDA_ERROR_NOT_SUPPORTED,
+                         "special register `" + operand.name + "` is not implemented");
+      }
+    }
+    return InvalidPtx("undeclared register `" + operand.name + "`");
+  }
+  TALLY_ASSIGN_OR_RETURN(uint64_t address, SymbolValue(operand.name));
+  return Constant(address);
+}
+
+absl::StatusOr<uint32_t> LowerContext::Dest(const ptx::Operand& operand) {
+  if (operand.kind == ptx::Operand::Kind::kSink) return NewSlot();
+  if (operand.kind == ptx::Operand::Kind::kName && operand.component == 0) {
+    for (auto scope = scopes_.rbegin(); scope != scopes_.rend(); ++scope) {
+      if (auto it = scope->find(operand.name); it != scope->end()) return it->second;
+    }
+  }
+  return InvalidPtx("destination `" + operand.name + "` is not a declared register");
+}
+
+absl::StatusOr<LowerContext::Address> LowerContext::AddressOf(const ptx::Operand& operand) {
+  if (operand.kind != ptx::Operand::Kind::kAddress || operand.elements.size() != 1) {
+    return InvalidPtx("expected an address operand [base+offset]");
+  }
+  const ptx::Operand& base = operand.elements[0];
+  if (base.kind == ptx::Operand::Kind::kImmediate) {
+    TALLY_ASSIGN_OR_RETURN(uint64_t value, Evaluate(*base.expr));
+    return Address{Constant(value), 0};
+  }
+  TALLY_ASSIGN_OR_RETURN(uint32_t slot, Source(base, Type::kU64));
+  return Address{slot, base.offset};
+}
+
+absl::StatusOr<uint32_t> LowerContext::LabelTarget(const ptx::Operand& operand) {
+  auto it = labels_.find(operand.name);
+  if (operand.kind != ptx::Operand::Kind::kName || it == labels_.end()) {
+    return InvalidPtx("unknown label `" + operand.name + "`");
+  }
+  return it->second;
+}
+
+}  // namespace tally::emu::exec

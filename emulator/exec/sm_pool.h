@@ -1,0 +1,42 @@
+// The virtual SMs: a pool of worker threads that run the blocks of launches. The launching
+// thread takes part too, so a launch always makes progress; blocks of concurrent launches
+// (from different streams) share the workers.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "emulator/exec/block.h"
+
+namespace tally::emu::exec {
+
+class SmPool {
+ public:
+  explicit SmPool(uint32_t workers);
+  ~SmPool();
+  SmPool(const SmPool&) = delete;
+  SmPool& operator=(const SmPool&) = delete;
+
+  // Runs every block of `setup`'s grid; the first failing block's error (the others stop).
+  absl::Status Run(LaunchSetup& setup);
+
+ private:
+  struct Job;
+  void WorkerLoop(uint32_t sm);
+  // Runs blocks of `job` until none are left; `sm` is the virtual SM reported in %smid.
+  static void Drain(Job& job, uint32_t sm);
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<Job>> jobs_;
+  bool stopping_ = false;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace tally::emu::exec

@@ -1,0 +1,163 @@
+// Module loading: image kind detection (PTX, fatbin, fatbin wrapper), parsing, placement and
+// initialisation of module variables in device memory, and lowering to executable form.
+#include "emulator/internal/module.h"
+
+#include <atomic>
+#include <bit>
+#include <cstring>
+#include <span>
+
+#include "common/log.h"
+#include "common/status.h"
+#include "emulator/internal/cuda_status.h"
+#include "ptx_transform/fatbin.h"
+#include "ptx_transform/kernel_signature.h"
+#include "ptx_transform/parser.h"
+
+namespace tally::emu {
+namespace {
+
+constexpr uint32_t kFatbinMagic = 0xBA55ED50;         // fatbin header
+constexpr uint32_t kFatbinWrapperMagic = 0x466243B1;  // __fatBinC_Wrapper_t
+constexpr uint32_t kElfMagic = 0x464C457F;            // "\x7fELF"
+
+// The PTX text inside `image`.
+absl::StatusOr<std::string> PtxOf(const void* image, uint32_t arch) {
+  if (image == nullptr) return CudaError(CUDA_ERROR_INVALID_VALUE, "null image");
+  uint32_t magic = 0;
+  std::memcpy(&magic, image, sizeof(magic));
+  if (magic == kElfMagic) {
+    return CudaError(CUDA_ERROR_NOT_SUPPORTED,
+                     "cubin (SASS) images cannot be executed by the emulator; load PTX");
+  }
+  if (magic != kFatbinMagic && magic != kFatbinWrapperMagic) {
+    return std::string(static_cast<const char*>(image));
+  }
+  absl::StatusOr<std::vector<ptx::FatbinEntry>> entries;
+  if (magic == kFatbinWrapperMagic) {
+    entries = ptx::ReadFatbinWrapper(image);
+  } else {
+    // Fatbin header: magic, version (u16), header size (u16), size of the entries (u64).
+    uint16_t header_size = 0;
+    uint64_t body_size = 0;
+    std::memcpy(&header_size, static_cast<const uint8_t*>(image) + 6, sizeof(header_size));
+    std::memcpy(&body_size, static_cast<const uint8_t*>(image) + 8, sizeof(body_size));
+    entries = ptx::ReadFatbin(
+        std::span(static_cast<const uint8_t*>(image), header_size + body_size));
+  }
+  if (!entries.ok()) {
+    return CudaError(CUDA_ERROR_INVALID_IMAGE, std::string(entries.status().message()));
+  }
+  const ptx::FatbinEntry* entry = ptx::SelectPtxForArch(*entries, arch);
+  if (entry == nullptr) {
+    return CudaError(CUDA_ERROR_NO_BINARY_FOR_GPU,
+                     "the fatbin has no PTX for sm_" + std::to_string(arch));
+  }
+  return entry->payload;
+}
+
+// Writes a variable initializer's scalars (PTX ISA, "Variable Initializers") into `out`.
+absl::Status WriteInitializer(const ptx::Expr& expr, const std::string& type,
+                              const exec::ModuleSymbols& symbols, std::vector<uint8_t>& out) {
+  using Kind = ptx::Expr::Kind;
+  if (expr.kind == Kind::kList) {
+    for (const ptx::Expr& element : expr.children) {
+      TALLY_RETURN_IF_ERROR(WriteInitializer(element, type, symbols, out));
+    }
+    return absl::OkStatus();
+  }
+  uint32_t size = ptx::ScalarTypeSize(type);
+  uint64_t bits = 0;
+  if (expr.kind == Kind::kInt) {
+    bits = static_cast<uint64_t>(expr.int_value);
+    if (type == "f32") bits = std::bit_cast<uint32_t>(static_cast<float>(expr.int_value));
+    if (type == "f64") bits = std::bit_cast<uint64_t>(static_cast<double>(expr.int_value));
+  } else if (expr.kind == Kind::kFloat) {
+    bool f32_literal = expr.float_form == ptx::Expr::FloatForm::kHexF32;
+    double value = f32_literal ? std::bit_cast<float>(static_cast<uint32_t>(expr.float_bits))
+                               : std::bit_cast<double>(expr.float_bits);
+    bits = size == 4 ? std::bit_cast<uint32_t>(static_cast<float>(value))
+                     : std::bit_cast<uint64_t>(value);
+  } else {
+    // `sym` or `generic(sym)`: the address of another module variable.
+    const ptx::Expr* symbol = &expr;
+    if (expr.kind == Kind::kCall && expr.text == "generic" && expr.children.size() == 1) {
+      symbol = &expr.children[0];
+    }
+    auto it = symbols.find(symbol->text);
+    if (symbol->kind != Kind::kSymbol || it == symbols.end()) {
+      return CudaError(CUDA_ERROR_NOT_SUPPORTED, "unsupported variable initializer");
+    }
+    bits = it->second.address;
+  }
+  for (uint32_t i = 0; i < size; ++i) out.push_back(static_cast<uint8_t>(bits >> (8 * i)));
+  return absl::OkStatus();
+}
+
+// Module variables get their own allocation owner, distinct from every context id, so that they
+// are freed exactly once: by the module.
+std::atomic<uint64_t> g_next_module_owner{1ull << 63};
+
+}  // namespace
+
+Module::Module(DeviceMemory& memory, uint64_t context_id)
+    : memory_(memory), context_id_(context_id), owner_(g_next_module_owner++) {}
+
+absl::Status Module::PlaceGlobals(const ptx::Module& module) {
+  std::vector<const ptx::VarDecl*> placed;
+  for (const ptx::TopLevel& item : module.items) {
+    const auto* var = std::get_if<ptx::VarDecl>(&item.value);
+    if (var == nullptr || (var->state_space != "global" && var->state_space != "const")) continue;
+    uint64_t bytes = exec::VariableBytes(*var);
+    if (bytes == 0 && var->initializer && var->initializer->kind == ptx::Expr::Kind::kList) {
+      bytes = var->initializer->children.size() * ptx::ScalarTypeSize(var->type);
+    }
+    if (bytes == 0) {
+      return CudaError(CUDA_ERROR_NOT_SUPPORTED, "variable of unknown size: " + var->name);
+    }
+    TALLY_ASSIGN_OR_RETURN(uint64_t address,
+                           memory_.Allocate(bytes, AllocationKind::kDevice, owner_));
+    std::memset(reinterpret_cast<void*>(address), 0, bytes);
+    exec::Space space = var->state_space == "global" ? exec::Space::kGlobal : exec::Space::kConst;
+    globals_[var->name] = exec::ModuleSymbol{space, address, bytes};
+    placed.push_back(var);
+  }
+  // Initializers may take the address of any module variable, so they are written last.
+  for (const ptx::VarDecl* var : placed) {
+    if (!var->initializer) continue;
+    std::vector<uint8_t> bytes;
+    TALLY_RETURN_IF_ERROR(WriteInitializer(*var->initializer, var->type, globals_, bytes));
+    const exec::ModuleSymbol& symbol = globals_[var->name];
+    std::memcpy(reinterpret_cast<void*>(symbol.address), bytes.data(),
+                std::min<uint64_t>(bytes.size(), symbol.size));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<Module>> Module::Load(const void* image, DeviceMemory& memory,
+                                                     uint64_t context_id, uint32_t arch) {
+  TALLY_ASSIGN_OR_RETURN(std::string ptx_text, PtxOf(image, arch));
+  ptx::DiagnosticSink sink;
+  ptx::Module parsed = ptx::ParseModule(ptx_text, sink);
+  if (sink.HasErrors()) {
+    std::string diagnostics = sink.Format("<module>");
+    TALLY_LOG_ERROR("emu: PTX does not parse:\n{}", diagnostics);
+    return CudaError(CUDA_ERROR_INVALID_PTX, diagnostics);
+  }
+  std::shared_ptr<Module> module(new Module(memory, context_id));
+  module->ptx_version_ = parsed.version_major * 10 + parsed.version_minor;
+  TALLY_RETURN_IF_ERROR(module->PlaceGlobals(parsed));
+  auto functions = exec::LowerModule(parsed, module->globals_);
+  if (!functions.ok()) {
+    TALLY_LOG_ERROR("emu: cannot load module: {}", std::string(functions.status().message()));
+    return functions.status();
+  }
+  module->functions_ = std::move(*functions);
+  return module;
+}
+
+Module::~Module() {
+  memory_.ReleaseAllOwnedBy(owner_);
+}
+
+}  // namespace tally::emu

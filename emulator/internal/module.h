@@ -1,0 +1,63 @@
+// A loaded module: its kernels in executable form and its .global/.const variables, which
+// live in device memory owned by the module (freed on unload).
+#pragma once
+
+#include <cuda.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "emulator/exec/lower.h"
+#include "emulator/exec/program.h"
+#include "emulator/internal/device_memory.h"
+
+namespace tally::emu {
+
+class Module;
+
+// What a CUmodule names: the module and its kernels' CUfunction handles (cuModuleGetFunction
+// answers the same handle for the same name, as CUDA does).
+struct ModuleEntry {
+  std::shared_ptr<Module> module;
+  absl::flat_hash_map<std::string, CUfunction> kernels;
+};
+
+// What a CUfunction names: one kernel of a live module, with its settable attributes.
+struct Kernel {
+  std::shared_ptr<const Module> module;
+  const exec::Function* function = nullptr;
+  std::atomic<int> max_dynamic_shared{0};
+  std::atomic<int> shared_carveout{-1};
+};
+
+class Module {
+ public:
+  // `image` is PTX text or a fatbin (its PTX for `arch` is used); cubins are refused.
+  static absl::StatusOr<std::shared_ptr<Module>> Load(const void* image, DeviceMemory& memory,
+                                                      uint64_t context_id, uint32_t arch);
+  ~Module();
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+
+  const std::vector<exec::Function>& functions() const { return functions_; }
+  const exec::ModuleSymbols& globals() const { return globals_; }
+  uint64_t context_id() const { return context_id_; }
+  uint32_t ptx_version() const { return ptx_version_; }
+
+ private:
+  Module(DeviceMemory& memory, uint64_t context_id);
+  absl::Status PlaceGlobals(const ptx::Module& module);
+
+  DeviceMemory& memory_;
+  const uint64_t context_id_;
+  const uint64_t owner_;  // allocation owner id of the module's variables
+  uint32_t ptx_version_ = 0;
+  std::vector<exec::Function> functions_;
+  exec::ModuleSymbols globals_;
+};
+
+}  // namespace tally::emu

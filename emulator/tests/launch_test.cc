@@ -1,0 +1,233 @@
+// Launch validation, module and function entry points, fatbin loading, kernels in stream
+// order, and faults: bad accesses, divergent barriers and traps end the launch with a sticky
+// error instead of crashing or hanging; unsupported PTX fails the load naming the instruction.
+#include <chrono>
+#include <cstring>
+
+#include "emulator/tests/kernel_util.h"
+
+namespace tally::emu::testing {
+namespace {
+
+// A fresh context for tests that poison their context with a sticky error.
+class ScratchContext {
+ public:
+  ScratchContext() {
+    BasicModule();
+    REQUIRE(Emu().cuCtxCreate_v2(&context_, 0, 0) == CUDA_SUCCESS);
+    std::string ptx = ReadKernelFile("basic.ptx");
+    REQUIRE(Emu().cuModuleLoadData(&module_, ptx.c_str()) == CUDA_SUCCESS);
+  }
+  ~ScratchContext() { Emu().cuCtxDestroy_v2(context_); }
+  CUfunction Kernel(const char* name) {
+    CUfunction function = nullptr;
+    REQUIRE(Emu().cuModuleGetFunction(&function, module_, name) == CUDA_SUCCESS);
+    return function;
+  }
+
+ private:
+  CUcontext context_ = nullptr;
+  CUmodule module_ = nullptr;
+};
+
+CUresult LoadPtx(const char* body) {
+  std::string ptx = std::string(".version 8.0\n.target sm_80\n.address_size 64\n") + body;
+  CUmodule module = nullptr;
+  CUresult result = Emu().cuModuleLoadData(&module, ptx.c_str());
+  if (result == CUDA_SUCCESS) Emu().cuModuleUnload(module);
+  return result;
+}
+
+TEST_CASE("launch shapes, shared memory and parameters are validated") {
+  CUfunction vec_add = BasicKernel("vec_add");
+  CUdeviceptr a = Zeros<float>(4);
+  int n = 4;
+  void* args[] = {&a, &a, &a, &n};
+  auto launch = [&](unsigned gx, unsigned bx, unsigned by, unsigned shared) {
+    return Emu().cuLaunchKernel(vec_add, gx, 1, 1, bx, by, 1, shared, nullptr, args, nullptr);
+  };
+  CHECK(launch(0, 32, 1, 0) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(launch(1, 2048, 1, 0) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(launch(1, 64, 32, 0) == CUDA_ERROR_INVALID_VALUE);  // 2048 threads
+  CHECK(launch(1, 32, 1, 200 * 1024) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(Emu().cuLaunchKernel(vec_add, 1, 1, 1, 32, 1, 1, 0, nullptr, nullptr, nullptr) ==
+        CUDA_ERROR_INVALID_VALUE);
+  CHECK(Emu().cuLaunchKernel(reinterpret_cast<CUfunction>(0x99), 1, 1, 1, 32, 1, 1, 0, nullptr,
+                             args, nullptr) == CUDA_ERROR_INVALID_HANDLE);
+  CHECK(Emu().cuLaunchKernel(vec_add, 1, 1, 1, 32, 1, 1, 0, reinterpret_cast<CUstream>(0x77),
+                             args, nullptr) == CUDA_ERROR_INVALID_HANDLE);
+  EMU_OK(launch(1, 32, 1, 0));
+  EMU_OK(Emu().cuCtxSynchronize());
+}
+
+TEST_CASE("parameters through `extra` as one buffer") {
+  std::vector<float> x = {1, 2, 3, 4};
+  CUdeviceptr a = Upload(x), c = Zeros<float>(4);
+  struct {
+    CUdeviceptr a, b, c;
+    int n;
+  } params = {a, a, c, 4};
+  size_t size = sizeof(params);
+  void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &params, CU_LAUNCH_PARAM_BUFFER_SIZE, &size,
+                   CU_LAUNCH_PARAM_END};
+  CUfunction vec_add = BasicKernel("vec_add");
+  EMU_OK(Emu().cuLaunchKernel(vec_add, 1, 1, 1, 32, 1, 1, 0, nullptr, nullptr, extra));
+  EMU_OK(Emu().cuCtxSynchronize());
+  CHECK(Download<float>(c, 4) == std::vector<float>{2, 4, 6, 8});
+  size = 8;  // too small for the kernel's 28-byte parameter buffer
+  CHECK(Emu().cuLaunchKernel(vec_add, 1, 1, 1, 32, 1, 1, 0, nullptr, nullptr, extra) ==
+        CUDA_ERROR_INVALID_VALUE);
+  void* args[] = {&a, &a, &c, &params.n};
+  size = sizeof(params);
+  CHECK(Emu().cuLaunchKernel(vec_add, 1, 1, 1, 32, 1, 1, 0, nullptr, args, extra) ==
+        CUDA_ERROR_INVALID_VALUE);
+}
+
+TEST_CASE("function attributes and occupancy") {
+  CUfunction block_sum = BasicKernel("block_sum");
+  int value = 0;
+  EMU_OK(Emu().cuFuncGetAttribute(&value, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, block_sum));
+  CHECK(value == 1024);
+  EMU_OK(Emu().cuFuncGetAttribute(&value, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, block_sum));
+  CHECK(value == 1024);
+  EMU_OK(Emu().cuFuncGetAttribute(&value, CU_FUNC_ATTRIBUTE_PTX_VERSION, block_sum));
+  CHECK(value >= 80);
+  CHECK(Emu().cuFuncGetAttribute(&value, CU_FUNC_ATTRIBUTE_MAX, block_sum) ==
+        CUDA_ERROR_INVALID_VALUE);
+  CUfunction reverse = BasicKernel("reverse_dynamic");
+  EMU_OK(Emu().cuFuncSetAttribute(reverse, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                  100 * 1024));
+  EMU_OK(Emu().cuFuncGetAttribute(&value, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                  reverse));
+  CHECK(value == 100 * 1024);
+  CHECK(Emu().cuFuncSetAttribute(reverse, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                 1 << 20) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(Emu().cuFuncSetAttribute(reverse, CU_FUNC_ATTRIBUTE_NUM_REGS, 3) ==
+        CUDA_ERROR_INVALID_VALUE);
+  int blocks = 0;
+  EMU_OK(Emu().cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, reverse, 256, 0));
+  CHECK(blocks == 8);
+  EMU_OK(Emu().cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, block_sum, 128, 0));
+  CHECK(blocks == 16);
+  EMU_OK(Emu().cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, reverse, 32, 80 * 1024));
+  CHECK(blocks == 2);
+}
+
+TEST_CASE("modules: lookups, unload, fatbins") {
+  CUfunction function = nullptr;
+  CHECK(Emu().cuModuleGetFunction(&function, BasicModule(), "no_such_kernel") ==
+        CUDA_ERROR_NOT_FOUND);
+  CUfunction first = BasicKernel("vec_add");
+  CHECK(BasicKernel("vec_add") == first);  // the same handle every time
+
+  std::string fatbin = ReadKernelFile("basic.fatbin");
+  CUmodule module = nullptr;
+  EMU_OK(Emu().cuModuleLoadData(&module, fatbin.data()));
+  EMU_OK(Emu().cuModuleGetFunction(&function, module, "collatz"));
+  EMU_OK(Emu().cuModuleUnload(module));
+  CHECK(Emu().cuModuleUnload(module) == CUDA_ERROR_INVALID_HANDLE);
+  CHECK(Emu().cuModuleGetFunction(&function, module, "collatz") == CUDA_ERROR_INVALID_HANDLE);
+  int value = 0;
+  CHECK(Emu().cuFuncGetAttribute(&value, CU_FUNC_ATTRIBUTE_NUM_REGS, function) ==
+        CUDA_ERROR_INVALID_HANDLE);
+
+  const char elf[] = "\x7f" "ELF rest of a cubin";
+  CHECK(Emu().cuModuleLoadData(&module, elf) == CUDA_ERROR_NOT_SUPPORTED);
+  CHECK(Emu().cuModuleLoadData(&module, nullptr) == CUDA_ERROR_INVALID_VALUE);
+}
+
+TEST_CASE("unsupported or malformed PTX fails the load with a reason") {
+  CHECK(LoadPtx(".visible .entry k(.param .u64 p) {\n .reg .b32 %r<3>;\n"
+                " add.cc.u32 %r1, %r2, %r2;\n ret;\n}\n") == CUDA_ERROR_NOT_SUPPORTED);
+  CHECK(LoadPtx(".visible .entry k() {\n .reg .b16 %h<3>;\n"
+                " add.f16 %h1, %h2, %h2;\n ret;\n}\n") == CUDA_ERROR_NOT_SUPPORTED);
+  CHECK(LoadPtx(".visible .entry k() {\n .reg .b32 %r<3>;\n"
+                " min.NaN.f32 %r1, %r2, %r2;\n ret;\n}\n") == CUDA_ERROR_NOT_SUPPORTED);
+  CHECK(LoadPtx(".visible .entry k() {\n .reg .b32 %r<3>;\n"
+                " mov.u32 %r1, %r9;\n ret;\n}\n") == CUDA_ERROR_INVALID_PTX);
+  CHECK(LoadPtx(".visible .entry k() {\n bra NOWHERE;\n}\n") == CUDA_ERROR_INVALID_PTX);
+  CHECK(LoadPtx(".visible .entry k( {\n") == CUDA_ERROR_INVALID_PTX);
+
+  std::string ptx = ".version 8.0\n.target sm_80\n.address_size 64\n"
+                    ".visible .entry k() {\n .reg .b32 %r<3>;\n"
+                    " addc.u32 %r1, %r2, %r2;\n ret;\n}\n";
+  char log[256] = {};
+  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void* values[] = {log, reinterpret_cast<void*>(sizeof(log))};
+  CUmodule module = nullptr;
+  CHECK(Emu().cuModuleLoadDataEx(&module, ptx.c_str(), 2, options, values) ==
+        CUDA_ERROR_NOT_SUPPORTED);
+  CHECK(std::strstr(log, "addc") != nullptr);
+}
+
+TEST_CASE("kernels run in stream order with copies and events") {
+  CUstream stream = nullptr;
+  EMU_OK(Emu().cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  std::vector<float> ones(256, 1.0f);
+  CUdeviceptr a = Upload(ones), b = Zeros<float>(256);
+  std::vector<float> result(256, 0);
+  int n = 256;
+  void* args[] = {&a, &a, &b, &n};
+  void* again[] = {&b, &b, &a, &n};
+  CUfunction vec_add = BasicKernel("vec_add");
+  CUevent done = nullptr;
+  EMU_OK(Emu().cuEventCreate(&done, 0));
+  EMU_OK(Emu().cuLaunchKernel(vec_add, 2, 1, 1, 128, 1, 1, 0, stream, args, nullptr));  // b = 2
+  EMU_OK(Emu().cuLaunchKernel(vec_add, 2, 1, 1, 128, 1, 1, 0, stream, again, nullptr));  // a = 4
+  EMU_OK(Emu().cuMemcpyDtoHAsync_v2(result.data(), a, 256 * 4, stream));
+  EMU_OK(Emu().cuEventRecord(done, stream));
+  EMU_OK(Emu().cuEventSynchronize(done));
+  CHECK(result == std::vector<float>(256, 4.0f));
+  EMU_OK(Emu().cuEventDestroy_v2(done));
+  EMU_OK(Emu().cuStreamDestroy_v2(stream));
+}
+
+TEST_CASE("an out-of-bounds access is a sticky ILLEGAL_ADDRESS") {
+  ScratchContext scratch;
+  CUdeviceptr data = Zeros<int>(4);
+  int stride = 1000;
+  CHECK(LaunchAndWait(scratch.Kernel("out_of_bounds"), 1, 32, {&data, &stride}) ==
+        CUDA_ERROR_ILLEGAL_ADDRESS);
+  CUdeviceptr other = 0;
+  CHECK(Emu().cuMemAlloc_v2(&other, 16) == CUDA_ERROR_ILLEGAL_ADDRESS);
+  CHECK(Emu().cuCtxSynchronize() == CUDA_ERROR_ILLEGAL_ADDRESS);
+}
+
+TEST_CASE("a barrier that can never complete is reported, not a hang") {
+  ScratchContext scratch;
+  CHECK(LaunchAndWait(scratch.Kernel("divergent_barrier"), 2, 64, {}) ==
+        CUDA_ERROR_LAUNCH_FAILED);
+}
+
+TEST_CASE("trap ends the launch") {
+  ScratchContext scratch;
+  std::vector<int> flag = {1};
+  CUdeviceptr dflag = Upload(flag);
+  CHECK(LaunchAndWait(scratch.Kernel("traps"), 4, 32, {&dflag}) == CUDA_ERROR_LAUNCH_FAILED);
+}
+
+// Not a pass/fail criterion: reports the interpreter's speed on an ALU loop so regressions are
+// visible in the test log. nvcc unrolls the loop 4x into 15 instructions (3.75 per iteration).
+TEST_CASE("interpreter speed on an arithmetic loop") {
+  const int blocks = 64, threads = 256, iterations = 2000;
+  CUdeviceptr out = Zeros<unsigned>(blocks * threads);
+  int count = iterations;
+  auto start = std::chrono::steady_clock::now();
+  EMU_OK(LaunchAndWait(BasicKernel("spin"), blocks, threads, {&out, &count}));
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  double lane_instructions = 3.75 * iterations * blocks * threads;
+  WARN("spin: " << lane_instructions / seconds / 1e6 << " M lane-instructions/s");
+  std::vector<unsigned> result = Download<unsigned>(out, blocks * threads);
+  for (unsigned i = 0; i < 4; ++i) {
+    unsigned x = i, y = 0;
+    for (int k = 0; k < iterations; ++k) {
+      x = x * 1664525u + 1013904223u;
+      y ^= x >> 7;
+    }
+    CHECK(result[i] == x + y);
+  }
+}
+
+}  // namespace
+}  // namespace tally::emu::testing
