@@ -1,0 +1,296 @@
+// Wire structs of the CUDA call protocol (the table is ipc/cuda_calls.def): fixed-width PODs,
+// device addresses and handles as uint64_t, host data in the bulk area. Handles are the
+// server's per-client names, opaque to the client; 0 names the client's default stream.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "ipc/bulk.h"
+#include "ipc/message.h"
+
+namespace tally::ipc {
+
+// The schema number exchanged in the handshake (Hello::schema_version).
+inline constexpr uint32_t kCudaCallsSchemaVersion = 1;
+
+enum class CallMode { kSync, kAsync };
+
+enum class CallId : uint32_t {
+#define TALLY_CUDA_CALL(name, id, mode) k##name = id,
+#include "ipc/cuda_calls.def"
+};
+
+// A response's type is its request's with this bit set; CallError has its own type.
+inline constexpr uint32_t kResponseBit = 1u << 16;
+constexpr uint32_t RequestType(CallId id) { return static_cast<uint32_t>(id); }
+constexpr uint32_t ResponseType(CallId id) { return static_cast<uint32_t>(id) | kResponseBit; }
+
+// The answer to a sync call that failed: a CUresult (cuda.h), mapped to cudaError_t by the
+// client. Sent with kFlagError.
+struct CallError {
+  static constexpr uint32_t kType = 0xffff;
+  int32_t result;
+  uint32_t reserved;
+};
+
+struct Dim3 {
+  uint32_t x, y, z;
+};
+
+enum class SnapshotAttribute : uint32_t {
+#define TALLY_SNAPSHOT_ATTRIBUTE(name) k_##name,
+#include "ipc/snapshot_attributes.def"
+  kCount
+};
+
+#define TALLY_INTERNAL_REQUEST(name) \
+  static constexpr uint32_t kType = RequestType(CallId::k##name)
+#define TALLY_INTERNAL_RESPONSE(name) \
+  static constexpr uint32_t kType = ResponseType(CallId::k##name)
+
+// Device. State that never changes is fetched once and answered locally by the client.
+struct GetDeviceInfoRequest {
+  TALLY_INTERNAL_REQUEST(GetDeviceInfo);
+  uint32_t reserved;
+};
+struct GetDeviceInfoResponse {
+  TALLY_INTERNAL_RESPONSE(GetDeviceInfo);
+  char name[256];  // NUL-terminated
+  uint8_t uuid[16];
+  uint64_t total_memory;
+  int32_t driver_version;
+  int32_t attributes[static_cast<size_t>(SnapshotAttribute::kCount)];
+};
+struct DeviceSynchronizeRequest {
+  TALLY_INTERNAL_REQUEST(DeviceSynchronize);
+  uint32_t reserved;
+};
+struct DeviceSynchronizeResponse {
+  TALLY_INTERNAL_RESPONSE(DeviceSynchronize);
+  uint32_t reserved;
+};
+struct MemGetInfoRequest {
+  TALLY_INTERNAL_REQUEST(MemGetInfo);
+  uint32_t reserved;
+};
+struct MemGetInfoResponse {
+  TALLY_INTERNAL_RESPONSE(MemGetInfo);
+  uint64_t free_bytes;
+  uint64_t total_bytes;
+};
+
+// Memory. Copies with host memory are synchronous for the host (as cudaMemcpy from pageable
+// memory is): the client may reuse the bulk block as soon as the response arrives.
+struct MemAllocRequest {
+  TALLY_INTERNAL_REQUEST(MemAlloc);
+  uint64_t size;
+};
+struct MemAllocResponse {
+  TALLY_INTERNAL_RESPONSE(MemAlloc);
+  uint64_t device_ptr;
+};
+struct MemFreeRequest {
+  TALLY_INTERNAL_REQUEST(MemFree);
+  uint64_t device_ptr;
+};
+struct MemFreeResponse {
+  TALLY_INTERNAL_RESPONSE(MemFree);
+  uint32_t reserved;
+};
+struct MemcpyHtoDRequest {
+  TALLY_INTERNAL_REQUEST(MemcpyHtoD);
+  uint64_t dst;
+  uint64_t stream;
+  BulkRef src;  // src.size bytes are copied
+};
+struct MemcpyHtoDResponse {
+  TALLY_INTERNAL_RESPONSE(MemcpyHtoD);
+  uint32_t reserved;
+};
+struct MemcpyDtoHRequest {
+  TALLY_INTERNAL_REQUEST(MemcpyDtoH);
+  uint64_t src;
+  uint64_t stream;
+  BulkRef dst;  // dst.size bytes are copied
+};
+struct MemcpyDtoHResponse {
+  TALLY_INTERNAL_RESPONSE(MemcpyDtoH);
+  uint32_t reserved;
+};
+struct MemcpyDtoDRequest {
+  TALLY_INTERNAL_REQUEST(MemcpyDtoD);
+  uint64_t dst;
+  uint64_t src;
+  uint64_t size;
+  uint64_t stream;
+};
+// cudaMemset sets bytes (CUDA Runtime API): the value is the low byte of `value`.
+struct MemsetRequest {
+  TALLY_INTERNAL_REQUEST(Memset);
+  uint32_t value;
+  uint64_t dst;
+  uint64_t size;
+  uint64_t stream;
+};
+
+// Streams.
+struct StreamCreateRequest {
+  TALLY_INTERNAL_REQUEST(StreamCreate);
+  uint32_t flags;  // cudaStreamNonBlocking
+  int32_t priority;
+};
+struct StreamCreateResponse {
+  TALLY_INTERNAL_RESPONSE(StreamCreate);
+  uint64_t stream;
+};
+struct StreamDestroyRequest {
+  TALLY_INTERNAL_REQUEST(StreamDestroy);
+  uint64_t stream;
+};
+struct StreamDestroyResponse {
+  TALLY_INTERNAL_RESPONSE(StreamDestroy);
+  uint32_t reserved;
+};
+struct StreamSynchronizeRequest {
+  TALLY_INTERNAL_REQUEST(StreamSynchronize);
+  uint64_t stream;
+};
+struct StreamSynchronizeResponse {
+  TALLY_INTERNAL_RESPONSE(StreamSynchronize);
+  uint32_t reserved;
+};
+// Answered with CallError(CUDA_ERROR_NOT_READY) while work is pending.
+struct StreamQueryRequest {
+  TALLY_INTERNAL_REQUEST(StreamQuery);
+  uint64_t stream;
+};
+struct StreamQueryResponse {
+  TALLY_INTERNAL_RESPONSE(StreamQuery);
+  uint32_t reserved;
+};
+struct StreamWaitEventRequest {
+  TALLY_INTERNAL_REQUEST(StreamWaitEvent);
+  uint32_t flags;
+  uint64_t stream;
+  uint64_t event;
+};
+
+// Events.
+struct EventCreateRequest {
+  TALLY_INTERNAL_REQUEST(EventCreate);
+  uint32_t flags;  // cudaEventDisableTiming, cudaEventBlockingSync
+};
+struct EventCreateResponse {
+  TALLY_INTERNAL_RESPONSE(EventCreate);
+  uint64_t event;
+};
+struct EventDestroyRequest {
+  TALLY_INTERNAL_REQUEST(EventDestroy);
+  uint64_t event;
+};
+struct EventDestroyResponse {
+  TALLY_INTERNAL_RESPONSE(EventDestroy);
+  uint32_t reserved;
+};
+struct EventRecordRequest {
+  TALLY_INTERNAL_REQUEST(EventRecord);
+  uint64_t event;
+  uint64_t stream;
+};
+struct EventSynchronizeRequest {
+  TALLY_INTERNAL_REQUEST(EventSynchronize);
+  uint64_t event;
+};
+struct EventSynchronizeResponse {
+  TALLY_INTERNAL_RESPONSE(EventSynchronize);
+  uint32_t reserved;
+};
+struct EventQueryRequest {
+  TALLY_INTERNAL_REQUEST(EventQuery);
+  uint64_t event;
+};
+struct EventQueryResponse {
+  TALLY_INTERNAL_RESPONSE(EventQuery);
+  uint32_t reserved;
+};
+struct EventElapsedTimeRequest {
+  TALLY_INTERNAL_REQUEST(EventElapsedTime);
+  uint64_t start;
+  uint64_t end;
+};
+struct EventElapsedTimeResponse {
+  TALLY_INTERNAL_RESPONSE(EventElapsedTime);
+  float milliseconds;
+};
+
+// Modules and launches. A fatbin is sent whole (the bytes __cudaRegisterFatBinary's wrapper
+// points to) with its content hash; the server keeps one module per distinct content and
+// answers with this client's handle for it.
+struct RegisterFatbinRequest {
+  TALLY_INTERNAL_REQUEST(RegisterFatbin);
+  uint64_t content_hash;
+  BulkRef image;
+};
+struct RegisterFatbinResponse {
+  TALLY_INTERNAL_RESPONSE(RegisterFatbin);
+  uint64_t module;
+};
+// The tail is the kernel's mangled name (no NUL).
+struct GetFunctionRequest {
+  TALLY_INTERNAL_REQUEST(GetFunction);
+  static constexpr bool kHasTail = true;
+  uint64_t module;
+};
+// One kernel parameter's place in the parameter buffer (cuLaunchKernel's layout).
+struct ParamSlot {
+  uint32_t offset;
+  uint32_t size;
+};
+// The tail holds param_count ParamSlots.
+struct GetFunctionResponse {
+  TALLY_INTERNAL_RESPONSE(GetFunction);
+  static constexpr bool kHasTail = true;
+  uint32_t param_count;
+  uint32_t param_buffer_size;
+  uint64_t function;
+};
+// The tail is the packed parameter buffer, param_buffer_size bytes.
+struct LaunchKernelRequest {
+  TALLY_INTERNAL_REQUEST(LaunchKernel);
+  static constexpr bool kHasTail = true;
+  Dim3 grid;
+  Dim3 block;
+  uint32_t shared_bytes;
+  uint64_t function;
+  uint64_t stream;
+};
+
+#undef TALLY_INTERNAL_REQUEST
+#undef TALLY_INTERNAL_RESPONSE
+
+// Per call: its mode, and for sync calls the response type. Every request is a wire message, and
+// so is every response.
+template <typename Request>
+struct CallTraits;
+
+#define TALLY_INTERNAL_kSync(name)                                          \
+  template <>                                                               \
+  struct CallTraits<name##Request> {                                        \
+    static constexpr CallMode kMode = CallMode::kSync;                      \
+    using Response = name##Response;                                        \
+  };                                                                        \
+  static_assert(WireMessage<name##Request> && WireMessage<name##Response>);
+#define TALLY_INTERNAL_kAsync(name)                  \
+  template <>                                        \
+  struct CallTraits<name##Request> {                 \
+    static constexpr CallMode kMode = CallMode::kAsync; \
+  };                                                 \
+  static_assert(WireMessage<name##Request>);
+#define TALLY_CUDA_CALL(name, id, mode) TALLY_INTERNAL_##mode(name)
+#include "ipc/cuda_calls.def"
+#undef TALLY_INTERNAL_kSync
+#undef TALLY_INTERNAL_kAsync
+static_assert(WireMessage<CallError>);
+
+}  // namespace tally::ipc
