@@ -39,7 +39,8 @@ uint64_t RingProducer::PaddingBefore(uint64_t record_span) const {
 
 absl::StatusOr<bool> RingProducer::HasRoom(uint64_t needed) {
   if (head_ + needed - cached_tail_ <= capacity_) return true;
-  const uint64_t tail = control_->tail.load(std::memory_order_acquire);
+  // seq_cst: HasRoom is also the waiting producer's ready() (see WaitUntil).
+  const uint64_t tail = control_->tail.load(std::memory_order_seq_cst);
   if (tail > head_ || head_ - tail > capacity_ || tail % kAlign != 0) {
     broken_ = absl::DataLossError(absl::StrFormat(
         "IPC ring: consumer position %d is inconsistent with producer position %d (capacity %d)",
@@ -89,13 +90,13 @@ absl::StatusOr<std::span<std::byte>> RingProducer::Reserve(size_t size,
 absl::Status RingProducer::Commit() {
   TALLY_CHECK(pending_head_ != 0);
   head_ = std::exchange(pending_head_, 0);
-  control_->head.store(head_, std::memory_order_release);
+  control_->head.store(head_, std::memory_order_seq_cst);  // seq_cst: see WaitUntil
   return WakeIfSleeping(control_->consumer_sleeping);
 }
 
 absl::Status RingProducer::Write(std::span<const std::byte> bytes, const WaitOptions& options) {
   TALLY_ASSIGN_OR_RETURN(std::span<std::byte> record, Reserve(bytes.size(), options));
-  std::memcpy(record.data(), bytes.data(), bytes.size());
+  std::copy(bytes.begin(), bytes.end(), record.begin());  // memcpy is undefined for empty spans
   return Commit();
 }
 
@@ -153,7 +154,7 @@ absl::StatusOr<std::span<const std::byte>> RingConsumer::Peek(const WaitOptions&
     TALLY_ASSIGN_OR_RETURN(std::optional<std::span<const std::byte>> record, TryPeek());
     if (record) return *record;
     TALLY_RETURN_IF_ERROR(WaitUntil(
-        [&] { return control_->head.load(std::memory_order_acquire) != tail_; },
+        [&] { return control_->head.load(std::memory_order_seq_cst) != tail_; },
         control_->consumer_sleeping, options));
   }
 }
@@ -161,7 +162,7 @@ absl::StatusOr<std::span<const std::byte>> RingConsumer::Peek(const WaitOptions&
 absl::Status RingConsumer::Release() {
   TALLY_CHECK(record_end_ != 0);
   tail_ = std::exchange(record_end_, 0);
-  control_->tail.store(tail_, std::memory_order_release);
+  control_->tail.store(tail_, std::memory_order_seq_cst);  // seq_cst: see WaitUntil
   return WakeIfSleeping(control_->producer_sleeping);
 }
 

@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <deque>
@@ -59,7 +60,7 @@ TEST_CASE("records come out in order and intact across many wrap-arounds") {
     }
     auto reserved = producer.TryReserve(size);
     REQUIRE(reserved.ok());
-    std::memcpy(reserved->data(), bytes.data(), size);
+    std::copy(bytes.begin(), bytes.end(), reserved->begin());
     REQUIRE(producer.Commit().ok());
     in_flight.push_back(std::move(bytes));
   }
@@ -154,7 +155,7 @@ void StressRun(uint64_t capacity, int records, int spin_iterations, size_t max_s
       const uint64_t sum = Checksum(body);
       std::memcpy(reserved->data(), &index, 8);
       std::memcpy(reserved->data() + 8, &sum, 8);
-      std::memcpy(reserved->data() + 16, body.data(), body.size());
+      std::copy(body.begin(), body.end(), reserved->begin() + 16);
       written = producer.Commit();
     }
   });

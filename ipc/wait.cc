@@ -15,8 +15,7 @@ absl::Status SleepLoop(absl::FunctionRef<bool()> ready, std::atomic<uint32_t>& s
   const absl::Time start = absl::Now();
   const absl::Time deadline = start + options.timeout;  // InfiniteFuture for an infinite timeout
   while (true) {
-    sleeping.store(1, std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    sleeping.store(1, std::memory_order_seq_cst);
     if (ready()) return absl::OkStatus();
     if (options.liveness) {
       absl::Status alive = options.liveness();
@@ -47,8 +46,7 @@ absl::Status SleepUntil(absl::FunctionRef<bool()> ready, std::atomic<uint32_t>& 
 }  // namespace internal
 
 absl::Status WakeIfSleeping(std::atomic<uint32_t>& sleeping) {
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (sleeping.load(std::memory_order_relaxed) == 0) return absl::OkStatus();
+  if (sleeping.load(std::memory_order_seq_cst) == 0) return absl::OkStatus();
   // Only the caller that flips the word wakes: repeated posts to a sleeper make one syscall.
   if (sleeping.exchange(0, std::memory_order_relaxed) == 0) return absl::OkStatus();
   return FutexWake(sleeping, 1);

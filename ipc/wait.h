@@ -44,6 +44,12 @@ absl::Status SleepUntil(absl::FunctionRef<bool()> ready, std::atomic<uint32_t>& 
 
 // Returns OK once ready() is true. `sleeping` is the waiter's announcement word in shared memory;
 // the side that makes ready() true must call WakeIfSleeping on it afterwards.
+//
+// No lost wake-ups: the waiter stores `sleeping` = 1 and then reads the state in ready(); the
+// publisher stores the state and then reads `sleeping`. With all four accesses seq_cst, one of
+// them sees the other's store, so either the waiter does not sleep or the publisher wakes it.
+// Hence ready() must read with memory_order_seq_cst and the publisher store with it. (seq_cst
+// accesses rather than fences: as fast on x86, cheaper on ARM, and understood by TSan.)
 template <typename Ready>
 absl::Status WaitUntil(Ready&& ready, std::atomic<uint32_t>& sleeping, const WaitOptions& options) {
   for (int i = 0; i < options.spin_iterations; ++i) {
@@ -53,9 +59,8 @@ absl::Status WaitUntil(Ready&& ready, std::atomic<uint32_t>& sleeping, const Wai
   return internal::SleepUntil(ready, sleeping, options);
 }
 
-// Called after publishing what a waiter may wait for. The fence pairs with the one in SleepUntil
-// (store "sleeping", fence, re-check): either the waiter sees the new state or we see its
-// announcement, so no wake-up is lost. Without a sleeper this is a fence and a load, no syscall.
+// Called right after the seq_cst store that publishes what a waiter may wait for. Without a
+// sleeper this is one load, no system call.
 absl::Status WakeIfSleeping(std::atomic<uint32_t>& sleeping);
 
 }  // namespace tally::ipc
