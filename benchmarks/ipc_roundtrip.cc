@@ -253,10 +253,11 @@ Options ParseArgs(int argc, char** argv) {
 }
 
 void Print(const char* name, const Figures& f) {
-  std::printf("  %-20s round trip median %7.2f us  p99 %7.2f us  mean %7.2f us | one-way %6.2f M "
-              "msg/s posted, %6.2f M msg/s consumed\n",
-              name, f.latency.median_us, f.latency.p99_us, f.latency.mean_us,
-              f.posted_per_second / 1e6, f.consumed_per_second / 1e6);
+  std::printf(
+      "  %-20s round trip median %7.2f us  p99 %7.2f us  mean %7.2f us | one-way %6.2f M "
+      "msg/s posted, %6.2f M msg/s consumed\n",
+      name, f.latency.median_us, f.latency.p99_us, f.latency.mean_us, f.posted_per_second / 1e6,
+      f.consumed_per_second / 1e6);
 }
 
 }  // namespace
@@ -289,8 +290,9 @@ int main(int argc, char** argv) {
     PinTo(cpus[0]);
     std::printf("client on CPU %d, server on CPU %d", cpus[0], cpus[1]);
   } else {
-    std::printf("only one core available: client and server share it, figures are not "
-                "representative");
+    std::printf(
+        "only one core available: client and server share it, figures are not "
+        "representative");
   }
   std::printf("; %d round trips, %d one-way messages of %zu bytes, spin %d\n", options.round_trips,
               options.messages, sizeof(SocketMessage), options.spin);

@@ -14,9 +14,9 @@ namespace tally::ipc {
 absl::StatusOr<std::span<std::byte>> BulkArea::Resolve(const BulkRef& ref) const {
   // Written so that no sum can overflow, whatever the peer put in `ref`.
   if (ref.offset > area_.size() || ref.size > area_.size() - ref.offset) {
-    return absl::OutOfRangeError(absl::StrFormat(
-        "bulk block [%d, +%d) is outside the %d-byte bulk area", ref.offset, ref.size,
-        area_.size()));
+    return absl::OutOfRangeError(
+        absl::StrFormat("bulk block [%d, +%d) is outside the %d-byte bulk area", ref.offset,
+                        ref.size, area_.size()));
   }
   return area_.subspan(ref.offset, ref.size);
 }
@@ -33,8 +33,8 @@ absl::StatusOr<std::unique_ptr<BulkAllocator>> BulkAllocator::Create(std::span<s
   auto impl = std::make_unique<Impl>();
   impl->area = area;
   try {
-    impl->buffer = boost::interprocess::managed_external_buffer(
-        boost::interprocess::create_only, area.data(), area.size());
+    impl->buffer = boost::interprocess::managed_external_buffer(boost::interprocess::create_only,
+                                                                area.data(), area.size());
   } catch (const boost::interprocess::interprocess_exception& e) {
     return absl::InvalidArgumentError(
         absl::StrFormat("cannot format a %d-byte bulk area: %s", area.size(), e.what()));
@@ -45,9 +45,9 @@ absl::StatusOr<std::unique_ptr<BulkAllocator>> BulkAllocator::Create(std::span<s
 absl::StatusOr<BulkRef> BulkAllocator::Allocate(size_t size) {
   void* block = impl_->buffer.allocate(size, std::nothrow);
   if (block == nullptr) {
-    return absl::ResourceExhaustedError(absl::StrFormat(
-        "bulk area has no free block of %d bytes (%d of %d bytes free)", size, free_bytes(),
-        impl_->area.size()));
+    return absl::ResourceExhaustedError(
+        absl::StrFormat("bulk area has no free block of %d bytes (%d of %d bytes free)", size,
+                        free_bytes(), impl_->area.size()));
   }
   const auto offset = static_cast<uint64_t>(static_cast<std::byte*>(block) - impl_->area.data());
   return BulkRef{offset, size};

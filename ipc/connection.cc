@@ -28,8 +28,8 @@ std::span<std::byte> BytesAfterPrefix(T& value) {
   return BytesOf(value).subspan(sizeof(HandshakePrefix));
 }
 
-absl::Status SendReply(int socket, HelloStatus status, uint32_t schema_version,
-                       uint64_t client_id, const SegmentLayout& layout, int segment_fd) {
+absl::Status SendReply(int socket, HelloStatus status, uint32_t schema_version, uint64_t client_id,
+                       const SegmentLayout& layout, int segment_fd) {
   HelloReply reply{};
   reply.prefix = {kReplyMagic, kProtocolVersion, sizeof(HelloReply), 0};
   reply.status = static_cast<uint32_t>(status);
@@ -97,25 +97,23 @@ absl::StatusOr<ServerConnection> Listener::Accept() {
         "pid %d did not start with a Tally hello (magic 0x%08x)", peer.pid, hello.prefix.magic));
   }
   if (hello.prefix.protocol_version != kProtocolVersion) {
-    SendReply(socket.get(), HelloStatus::kVersionMismatch, schema, client_id, {}, -1)
-        .IgnoreError();
+    SendReply(socket.get(), HelloStatus::kVersionMismatch, schema, client_id, {}, -1).IgnoreError();
     return absl::FailedPreconditionError(absl::StrFormat(
         "client pid %d speaks IPC protocol version %d but this server speaks version %d; run "
         "clients and server from the same Tally build",
         peer.pid, hello.prefix.protocol_version, kProtocolVersion));
   }
   if (hello.prefix.size != sizeof(Hello)) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "pid %d sent a %d-byte hello, version %d has %d bytes", peer.pid, hello.prefix.size,
-        kProtocolVersion, sizeof(Hello)));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("pid %d sent a %d-byte hello, version %d has %d bytes", peer.pid,
+                        hello.prefix.size, kProtocolVersion, sizeof(Hello)));
   }
   TALLY_RETURN_IF_ERROR(ReceiveExact(socket.get(), BytesAfterPrefix(hello), deadline));
   if (hello.schema_version != schema) {
-    SendReply(socket.get(), HelloStatus::kSchemaMismatch, schema, client_id, {}, -1)
-        .IgnoreError();
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "client pid %d uses message schema %d but this server uses schema %d", peer.pid,
-        hello.schema_version, schema));
+    SendReply(socket.get(), HelloStatus::kSchemaMismatch, schema, client_id, {}, -1).IgnoreError();
+    return absl::FailedPreconditionError(
+        absl::StrFormat("client pid %d uses message schema %d but this server uses schema %d",
+                        peer.pid, hello.schema_version, schema));
   }
   TALLY_ASSIGN_OR_RETURN(Segment segment, Segment::Create(options_.segment));
   TALLY_RETURN_IF_ERROR(SendReply(socket.get(), HelloStatus::kAccepted, schema, client_id,
@@ -157,9 +155,9 @@ absl::StatusOr<HelloReply> ReceiveReply(int socket, const std::string& path, abs
         path, reply.prefix.protocol_version, kProtocolVersion));
   }
   if (reply.prefix.size != sizeof(HelloReply)) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "the server on %s sent a %d-byte handshake reply, version %d has %d bytes", path,
-        reply.prefix.size, kProtocolVersion, sizeof(HelloReply)));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("the server on %s sent a %d-byte handshake reply, version %d has %d bytes",
+                        path, reply.prefix.size, kProtocolVersion, sizeof(HelloReply)));
   }
   TALLY_RETURN_IF_ERROR(ReceiveExact(socket, BytesAfterPrefix(reply), deadline, segment_fd));
   return reply;
@@ -206,7 +204,8 @@ absl::StatusOr<ClientConnection> ClientConnection::Connect(const ConnectOptions&
   // A server that refuses us may close before our hello is out; its reply still explains why.
   const absl::Status sent = SendAll(socket.get(), BytesOf(hello));
   UniqueFd segment_fd;
-  absl::StatusOr<HelloReply> reply = ReceiveReply(socket.get(), options.path, deadline, &segment_fd);
+  absl::StatusOr<HelloReply> reply =
+      ReceiveReply(socket.get(), options.path, deadline, &segment_fd);
   if (!reply.ok()) return sent.ok() ? reply.status() : sent;
   TALLY_RETURN_IF_ERROR(CheckAccepted(*reply, options.path, options.schema_version));
   if (!segment_fd.valid()) {
@@ -216,8 +215,7 @@ absl::StatusOr<ClientConnection> ClientConnection::Connect(const ConnectOptions&
   TALLY_ASSIGN_OR_RETURN(Segment segment, Segment::Attach(std::move(segment_fd), reply->layout));
   TALLY_ASSIGN_OR_RETURN(std::unique_ptr<BulkAllocator> bulk,
                          BulkAllocator::Create(segment.bulk()));
-  return ClientConnection(std::move(socket), std::move(segment), std::move(bulk),
-                          reply->client_id);
+  return ClientConnection(std::move(socket), std::move(segment), std::move(bulk), reply->client_id);
 }
 
 }  // namespace tally::ipc

@@ -3,14 +3,13 @@
 // both sides, refusal of other users, stale sockets and handshake timeouts.
 #include "ipc/connection.h"
 
-#include <catch2/catch.hpp>
-
 #include <grp.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -151,8 +150,8 @@ TEST_CASE("a client waiting for a response notices a killed server promptly") {
   const WaitOptions wait = client->MakeWaitOptions(absl::Seconds(30));
   REQUIRE(PostMessage(client->requests(), 1, 0, Ping{1}, wait).ok());
   absl::Status waited;
-  const auto took =
-      KillDuringWait(server, [&] { return client->responses().Peek(wait).status(); }, &waited);
+  const auto took = KillDuringWait(
+      server, [&] { return client->responses().Peek(wait).status(); }, &waited);
   CHECK(absl::IsUnavailable(waited));
   CHECK(took < std::chrono::seconds(2));
   CHECK(absl::IsUnavailable(client->CheckPeerAlive()));
@@ -174,7 +173,9 @@ TEST_CASE("a server waiting for requests notices a killed client promptly") {
   absl::Status waited;
   const auto took = KillDuringWait(
       client,
-      [&] { return connection->requests().Peek(connection->MakeWaitOptions(kTestTimeout)).status(); },
+      [&] {
+        return connection->requests().Peek(connection->MakeWaitOptions(kTestTimeout)).status();
+      },
       &waited);
   CHECK(absl::IsUnavailable(waited));
   CHECK(took < std::chrono::seconds(2));
@@ -294,7 +295,7 @@ TEST_CASE("a peer running as another user is refused") {
       options.expected_server_uid = 0;
       auto client = ClientConnection::Connect(options);
       return absl::IsPermissionDenied(client.status()) ? absl::OkStatus()
-                                                      : absl::InternalError("not refused");
+                                                       : absl::InternalError("not refused");
     });
     auto accepted = listener->Accept();
     CHECK(absl::IsPermissionDenied(accepted.status()));

@@ -2,10 +2,11 @@
 #include "ipc/futex.h"
 
 #include <linux/futex.h>
-#include <cerrno>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include "ipc/syscall.h"
 

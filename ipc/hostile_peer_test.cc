@@ -1,11 +1,10 @@
 // A buggy or hostile peer writes whatever it likes into the shared segment: corrupted positions,
 // record lengths, kinds, message headers, bulk refs and layouts must all give error Statuses,
 // never an access outside the segment.
-#include <catch2/catch.hpp>
-
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstring>
 #include <random>
 

@@ -23,7 +23,7 @@ inline constexpr uint32_t kFlagOneWay = 1u << 0;  // no response will follow (as
 inline constexpr uint32_t kFlagError = 1u << 1;   // a response carrying an error instead of T
 
 struct MessageHeader {
-  uint32_t type;          // the payload's T::kType; 0 is never a valid type
+  uint32_t type;  // the payload's T::kType; 0 is never a valid type
   uint32_t flags;
   uint64_t sequence;      // chosen by the requester, echoed in the response
   uint32_t payload_size;  // bytes after this header: sizeof(T) + tail
@@ -36,10 +36,9 @@ static_assert(sizeof(MessageHeader) == 24 && std::is_trivially_copyable_v<Messag
 // for messages followed by variable bytes (kernel arguments, names),
 // `static constexpr bool kHasTail = true`.
 template <typename T>
-concept WireMessage = std::is_trivially_copyable_v<T> && std::is_standard_layout_v<T> &&
-                      requires {
-                        { T::kType } -> std::convertible_to<uint32_t>;
-                      };
+concept WireMessage = std::is_trivially_copyable_v<T> && std::is_standard_layout_v<T> && requires {
+  { T::kType } -> std::convertible_to<uint32_t>;
+};
 
 template <typename T>
 constexpr bool HasTail() {
@@ -71,13 +70,13 @@ template <WireMessage T>
 absl::StatusOr<Decoded<T>> Decode(const ReceivedMessage& message) {
   const size_t size = message.payload.size();
   if (message.header.type != T::kType) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "message type %d where type %d was expected", message.header.type, T::kType));
+    return absl::InvalidArgumentError(absl::StrFormat("message type %d where type %d was expected",
+                                                      message.header.type, T::kType));
   }
   if (size < sizeof(T) || (!HasTail<T>() && size != sizeof(T))) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "message type %d has a %d-byte payload, expected %s%d", T::kType, size,
-        HasTail<T>() ? "at least " : "", sizeof(T)));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("message type %d has a %d-byte payload, expected %s%d", T::kType, size,
+                        HasTail<T>() ? "at least " : "", sizeof(T)));
   }
   Decoded<T> decoded;
   std::memcpy(&decoded.fields, message.payload.data(), sizeof(T));

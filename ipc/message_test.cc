@@ -3,7 +3,6 @@
 #include "ipc/message.h"
 
 #include <catch2/catch.hpp>
-
 #include <cstring>
 #include <vector>
 
@@ -72,8 +71,8 @@ TEST_CASE("dispatch rejects unknown types and payloads of the wrong size") {
   // Pong has no tail: one extra byte is an error, where Blob accepts any tail.
   std::vector<std::byte> payload(sizeof(Pong) + 1);
   header = {Pong::kType, 0, 1, static_cast<uint32_t>(payload.size()), 0};
-  CHECK(absl::IsInvalidArgument(
-      testing::DispatchExample(ReceivedMessage{header, payload}, ignore)));
+  CHECK(
+      absl::IsInvalidArgument(testing::DispatchExample(ReceivedMessage{header, payload}, ignore)));
   header.type = Blob::kType;
   CHECK(testing::DispatchExample(ReceivedMessage{header, payload}, ignore).ok());
 }

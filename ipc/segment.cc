@@ -33,9 +33,9 @@ constexpr uint64_t RoundUp(uint64_t value, uint64_t align) {
 absl::Status CheckRingCapacity(const char* which, uint64_t capacity) {
   if (!std::has_single_bit(capacity) || capacity < kMinRingCapacity ||
       capacity > kMaxRingCapacity) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "%s ring capacity %d is not a power of two in [%d, %d]", which, capacity,
-        kMinRingCapacity, kMaxRingCapacity));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s ring capacity %d is not a power of two in [%d, %d]", which, capacity,
+                        kMinRingCapacity, kMaxRingCapacity));
   }
   return absl::OkStatus();
 }
@@ -108,7 +108,7 @@ absl::StatusOr<Segment> Segment::Create(const SegmentConfig& config) {
                           return fcntl(fd.get(), F_ADD_SEALS,
                                        F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
                         }).status());
-  TALLY_ASSIGN_OR_RETURN(std::byte* base, MapShared(fd.get(), layout.segment_size));
+  TALLY_ASSIGN_OR_RETURN(std::byte * base, MapShared(fd.get(), layout.segment_size));
   const SegmentHeader header{kSegmentMagic, kProtocolVersion, layout};
   std::memcpy(base, &header, sizeof(header));
   InitRing(base + layout.request_ring_offset);
@@ -119,12 +119,14 @@ absl::StatusOr<Segment> Segment::Create(const SegmentConfig& config) {
 absl::StatusOr<Segment> Segment::Attach(UniqueFd fd, const SegmentLayout& layout) {
   TALLY_RETURN_IF_ERROR(ValidateLayout(layout));
   struct stat st {};
-  TALLY_RETURN_IF_ERROR(RetryEintr("fstat(segment)", [&] { return fstat(fd.get(), &st); }).status());
+  TALLY_RETURN_IF_ERROR(
+      RetryEintr("fstat(segment)", [&] { return fstat(fd.get(), &st); }).status());
   if (static_cast<uint64_t>(st.st_size) != layout.segment_size) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "shared segment has %d bytes, the handshake announced %d", st.st_size, layout.segment_size));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("shared segment has %d bytes, the handshake announced %d", st.st_size,
+                        layout.segment_size));
   }
-  TALLY_ASSIGN_OR_RETURN(std::byte* base, MapShared(fd.get(), layout.segment_size));
+  TALLY_ASSIGN_OR_RETURN(std::byte * base, MapShared(fd.get(), layout.segment_size));
   Segment segment(std::move(fd), base, layout);
   SegmentHeader header;
   std::memcpy(&header, base, sizeof(header));

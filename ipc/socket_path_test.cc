@@ -2,11 +2,10 @@
 // refused when someone else could have planted or can read them.
 #include "ipc/socket_path.h"
 
-#include <catch2/catch.hpp>
-
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdlib>
 
 #include "ipc/testing/temp_dir.h"

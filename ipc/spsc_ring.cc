@@ -139,9 +139,9 @@ absl::StatusOr<std::optional<std::span<const std::byte>>> RingConsumer::TryPeek(
     }
     if (header.size > max_record_size() ||
         RecordSpan(header.size) > std::min(contiguous, available)) {
-      return Fail(absl::DataLossError(absl::StrFormat(
-          "IPC ring: record of %d bytes at position %d overruns the published data",
-          header.size, tail_)));
+      return Fail(absl::DataLossError(
+          absl::StrFormat("IPC ring: record of %d bytes at position %d overruns the published data",
+                          header.size, tail_)));
     }
     record_end_ = tail_ + RecordSpan(header.size);
     return std::span<const std::byte>(data_ + index + sizeof(RecordHeader), header.size);
@@ -153,9 +153,9 @@ absl::StatusOr<std::span<const std::byte>> RingConsumer::Peek(const WaitOptions&
   while (true) {
     TALLY_ASSIGN_OR_RETURN(std::optional<std::span<const std::byte>> record, TryPeek());
     if (record) return *record;
-    TALLY_RETURN_IF_ERROR(WaitUntil(
-        [&] { return control_->head.load(std::memory_order_seq_cst) != tail_; },
-        control_->consumer_sleeping, options));
+    TALLY_RETURN_IF_ERROR(
+        WaitUntil([&] { return control_->head.load(std::memory_order_seq_cst) != tail_; },
+                  control_->consumer_sleeping, options));
   }
 }
 

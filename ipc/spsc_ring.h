@@ -32,7 +32,8 @@ struct RingControl {
   alignas(kFalseSharingRange) std::atomic<uint32_t> producer_sleeping;
 };
 static_assert(std::is_standard_layout_v<RingControl>);
-static_assert(std::atomic<uint64_t>::is_always_lock_free, "ring positions are shared between "
+static_assert(std::atomic<uint64_t>::is_always_lock_free,
+              "ring positions are shared between "
               "processes and need lock-free atomics");
 
 // Each record starts with this, at an 8-byte aligned position.
@@ -84,10 +85,10 @@ class RingProducer {
   RingControl* control_ = nullptr;
   std::byte* data_ = nullptr;
   uint64_t capacity_ = 0;
-  uint64_t head_ = 0;         // published position
-  uint64_t cached_tail_ = 0;  // last validated consumer position
+  uint64_t head_ = 0;          // published position
+  uint64_t cached_tail_ = 0;   // last validated consumer position
   uint64_t pending_head_ = 0;  // end of the reserved record, 0 when none
-  absl::Status broken_;       // sticky: a corrupted ring stays unusable
+  absl::Status broken_;        // sticky: a corrupted ring stays unusable
 };
 
 class RingConsumer {
@@ -95,9 +96,9 @@ class RingConsumer {
   RingConsumer() = default;
   RingConsumer(void* region, uint64_t capacity);
 
-  // The next record, or nullopt when the ring is empty. Call Release() before peeking again. The bytes stay valid until Release()
-  // but live in shared memory: the producer may change them, so decode by copying.
-  // DataLoss when the producer corrupted the ring; it then stays unusable.
+  // The next record, or nullopt when the ring is empty. Call Release() before peeking again. The
+  // bytes stay valid until Release() but live in shared memory: the producer may change them, so
+  // decode by copying. DataLoss when the producer corrupted the ring; it then stays unusable.
   absl::StatusOr<std::optional<std::span<const std::byte>>> TryPeek();
   // As TryPeek, but waits for a record.
   absl::StatusOr<std::span<const std::byte>> Peek(const WaitOptions& options);
@@ -112,8 +113,8 @@ class RingConsumer {
   RingControl* control_ = nullptr;
   const std::byte* data_ = nullptr;
   uint64_t capacity_ = 0;
-  uint64_t tail_ = 0;         // consumed position (padding included), published by Release
-  uint64_t record_end_ = 0;   // end of the peeked record, 0 when none
+  uint64_t tail_ = 0;        // consumed position (padding included), published by Release
+  uint64_t record_end_ = 0;  // end of the peeked record, 0 when none
   absl::Status broken_;
 };
 

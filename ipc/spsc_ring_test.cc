@@ -2,9 +2,8 @@
 // record size, and a two-thread stress run whose checksums prove nothing was lost or reordered.
 #include "ipc/spsc_ring.h"
 
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cstring>
 #include <deque>

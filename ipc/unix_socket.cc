@@ -37,15 +37,19 @@ absl::StatusOr<UniqueFd> NewSocket() {
 }
 
 absl::Status Bind(int fd, const std::string& path, const sockaddr_un& address) {
-  return RetryEintr(absl::StrFormat("bind(%s)", path), [&] {
-           return bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address));
-         }).status();
+  return RetryEintr(
+             absl::StrFormat("bind(%s)", path),
+             [&] { return bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)); })
+      .status();
 }
 
 absl::Status Connect(int fd, const std::string& path, const sockaddr_un& address) {
-  return RetryEintr(absl::StrFormat("connect(%s)", path), [&] {
-           return connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address));
-         }).status();
+  return RetryEintr(absl::StrFormat("connect(%s)", path),
+                    [&] {
+                      return connect(fd, reinterpret_cast<const sockaddr*>(&address),
+                                     sizeof(address));
+                    })
+      .status();
 }
 
 // Leaves `path` alone unless it is a socket that nobody answers on.
@@ -65,9 +69,8 @@ absl::Status RemoveStaleSocket(const std::string& path, const sockaddr_un& addre
         absl::StrFormat("a Tally server is already listening on %s", path));
   }
   if (ErrnoOf(answered) != ECONNREFUSED) return answered;
-  return RetryEintr(absl::StrFormat("unlink(%s)", path), [&] {
-           return unlink(path.c_str());
-         }).status();
+  return RetryEintr(absl::StrFormat("unlink(%s)", path), [&] { return unlink(path.c_str()); })
+      .status();
 }
 
 }  // namespace
@@ -133,9 +136,8 @@ absl::Status SendAll(int fd, std::span<const std::byte> bytes, int fd_to_pass) {
       std::memcpy(CMSG_DATA(header), &fd_to_pass, sizeof(int));
       fd_to_pass = -1;
     }
-    TALLY_ASSIGN_OR_RETURN(ssize_t sent, RetryEintr("sendmsg", [&] {
-                             return sendmsg(fd, &message, MSG_NOSIGNAL);
-                           }));
+    TALLY_ASSIGN_OR_RETURN(
+        ssize_t sent, RetryEintr("sendmsg", [&] { return sendmsg(fd, &message, MSG_NOSIGNAL); }));
     bytes = bytes.subspan(static_cast<size_t>(sent));
   }
   return absl::OkStatus();
@@ -177,11 +179,10 @@ absl::Status ReceiveExact(int fd, std::span<std::byte> out, absl::Time deadline,
       return absl::DeadlineExceededError("timed out waiting for the peer's handshake");
     }
     pollfd watched{fd, POLLIN, 0};
-    const int timeout_ms = static_cast<int>(
-        std::min<int64_t>(absl::ToInt64Milliseconds(left) + 1, 1 << 30));
-    TALLY_ASSIGN_OR_RETURN(int ready, RetryEintr("poll(handshake)", [&] {
-                             return poll(&watched, 1, timeout_ms);
-                           }));
+    const int timeout_ms =
+        static_cast<int>(std::min<int64_t>(absl::ToInt64Milliseconds(left) + 1, 1 << 30));
+    TALLY_ASSIGN_OR_RETURN(
+        int ready, RetryEintr("poll(handshake)", [&] { return poll(&watched, 1, timeout_ms); }));
     if (ready == 0) continue;
     alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
     iovec io{out.data(), out.size()};
@@ -204,9 +205,8 @@ absl::Status ReceiveExact(int fd, std::span<std::byte> out, absl::Time deadline,
 
 absl::Status CheckPeerAlive(int fd) {
   pollfd watched{fd, POLLRDHUP, 0};
-  TALLY_ASSIGN_OR_RETURN(int ready, RetryEintr("poll(liveness)", [&] {
-                           return poll(&watched, 1, 0);
-                         }));
+  TALLY_ASSIGN_OR_RETURN(int ready,
+                         RetryEintr("poll(liveness)", [&] { return poll(&watched, 1, 0); }));
   if (ready > 0 && (watched.revents & (POLLHUP | POLLRDHUP | POLLERR | POLLNVAL)) != 0) {
     return absl::UnavailableError("the peer process closed its IPC connection (exited or died)");
   }

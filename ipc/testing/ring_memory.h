@@ -14,8 +14,8 @@ class RingMemory {
  public:
   explicit RingMemory(uint64_t capacity)
       : capacity_(capacity),
-        region_(static_cast<std::byte*>(::operator new(RingRegionSize(capacity),
-                                                         std::align_val_t{alignof(RingControl)}))) {
+        region_(static_cast<std::byte*>(
+            ::operator new (RingRegionSize(capacity), std::align_val_t{alignof(RingControl)}))) {
     InitRing(region_.get());
   }
 
@@ -29,7 +29,7 @@ class RingMemory {
  private:
   struct AlignedDelete {
     void operator()(std::byte* p) const {
-      ::operator delete(p, std::align_val_t{alignof(RingControl)});
+      ::operator delete (p, std::align_val_t{alignof(RingControl)});
     }
   };
   uint64_t capacity_;
