@@ -1,8 +1,13 @@
-// Lowering driver: lays out each function's variables, resolves names and labels, and decodes
-// its instructions (lower_inst.cc) into the Program form.
+// Lowering driver: lays out each kernel's variables, resolves names, inlines the `.func`s it
+// calls, and decodes its instructions (lower_inst.cc) into the Program form.
+//
+// Calls are inlined: the callee is lowered into the caller's code in a frame of its own, its
+// parameters bound to the caller's `.param` argument variables (which live in per-thread local
+// memory), and `ret` becomes a branch past the inlined body. Divergent calls then need nothing
+// beyond the interpreter's per-lane program counters. Recursion cannot be inlined and fails the
+// load, as do indirect calls.
 #include "emulator/exec/lower.h"
 
-#include <bit>
 #include <cstring>
 
 #include "common/status.h"
@@ -11,13 +16,6 @@
 #include "ptx_transform/kernel_signature.h"
 
 namespace tally::emu::exec {
-namespace {
-
-uint64_t AlignUp(uint64_t value, uint64_t alignment) {
-  return (value + alignment - 1) / alignment * alignment;
-}
-
-}  // namespace
 
 uint64_t VariableBytes(const ptx::VarDecl& var) {
   uint64_t bytes = ptx::ScalarTypeSize(var.type) * std::max<uint32_t>(var.vector_width, 1);
@@ -32,60 +30,148 @@ uint64_t VariableAlignment(const ptx::VarDecl& var) {
 
 namespace {
 
-// Space layout of a function's shared and local variables; dynamic shared memory (extern
-// `[]` arrays) starts after all static shared data, 16-byte aligned.
-struct Layout {
-  uint64_t shared = 0;
-  uint64_t local = 0;
-  std::vector<std::pair<std::string, Space>> dynamic_shared;
+// Inlining stops here: a kernel this large after inlining is refused rather than lowered.
+constexpr size_t kMaxInstructions = 1 << 20;
+
+uint64_t AlignUp(uint64_t value, uint64_t alignment) {
+  return (value + alignment - 1) / alignment * alignment;
+}
+
+class FunctionLowering {
+ public:
+  FunctionLowering(const ptx::Module& module, Function& function, const ModuleSymbols& globals)
+      : module_(module), context_(function, globals) {}
+
+  absl::Status Lower(const ptx::Function& kernel);
+
+ private:
+  absl::Status PlaceVariable(const ptx::VarDecl& var, bool in_callee);
+  absl::Status CollectVariables(const std::vector<ptx::Statement>& statements, bool in_callee);
+  absl::Status LowerStatements(const std::vector<ptx::Statement>& statements);
+  absl::Status InlineCall(const ptx::Instruction& call);
+
+  const ptx::Module& module_;
+  LowerContext context_;
+  uint64_t shared_bytes_ = 0;
+  std::vector<std::string> dynamic_shared_;  // extern `[]` shared arrays
 };
 
-void PlaceVariable(const ptx::VarDecl& var, Layout& layout, LowerContext& context) {
+absl::Status FunctionLowering::PlaceVariable(const ptx::VarDecl& var, bool in_callee) {
   if (var.state_space == "shared") {
+    if (in_callee) {
+      return CudaError(CUDA_ERROR_NOT_SUPPORTED, "shared variable declared inside a .func");
+    }
     if (!var.dims.empty() && !var.dims.back().has_value()) {
-      layout.dynamic_shared.emplace_back(var.name, Space::kShared);
-      return;
+      dynamic_shared_.push_back(var.name);
+      return absl::OkStatus();
     }
-    layout.shared = AlignUp(layout.shared, VariableAlignment(var));
-    context.DeclareVariable(var.name, {Space::kShared, layout.shared});
-    layout.shared += VariableBytes(var);
-  } else if (var.state_space == "local") {
-    layout.local = AlignUp(layout.local, VariableAlignment(var));
-    context.DeclareVariable(var.name, {Space::kLocal, layout.local});
-    layout.local += VariableBytes(var);
+    shared_bytes_ = AlignUp(shared_bytes_, VariableAlignment(var));
+    context_.DeclareVariable(var.name, {Space::kShared, shared_bytes_});
+    shared_bytes_ += VariableBytes(var);
+  } else if (var.state_space == "local" || var.state_space == "param") {
+    // Body-level .param variables are call arguments: per thread, hence local memory.
+    uint64_t offset = context_.AllocateLocal(VariableBytes(var), VariableAlignment(var));
+    context_.DeclareVariable(var.name, {Space::kLocal, offset});
   }
+  return absl::OkStatus();
 }
 
-// First pass: labels get the index of the next instruction, variables their offsets.
-void CollectDeclarations(const std::vector<ptx::Statement>& statements, uint32_t& index,
-                         Layout& layout, LowerContext& context) {
+absl::Status FunctionLowering::CollectVariables(const std::vector<ptx::Statement>& statements,
+                                                bool in_callee) {
   for (const ptx::Statement& statement : statements) {
-    if (const auto* label = std::get_if<ptx::Label>(&statement.value)) {
-      context.DeclareLabel(label->name, index);
-    } else if (std::holds_alternative<ptx::Instruction>(statement.value)) {
-      ++index;
-    } else if (const auto* var = std::get_if<Box<ptx::VarDecl>>(&statement.value)) {
-      PlaceVariable(**var, layout, context);
+    if (const auto* var = std::get_if<Box<ptx::VarDecl>>(&statement.value)) {
+      TALLY_RETURN_IF_ERROR(PlaceVariable(**var, in_callee));
     } else if (const auto* block = std::get_if<ptx::Block>(&statement.value)) {
-      CollectDeclarations(block->statements, index, layout, context);
+      TALLY_RETURN_IF_ERROR(CollectVariables(block->statements, in_callee));
     }
   }
+  return absl::OkStatus();
 }
 
-// Second pass: registers by scope, then every instruction.
-absl::Status LowerStatements(const std::vector<ptx::Statement>& statements,
-                             LowerContext& context) {
-  context.PushScope();
+absl::Status FunctionLowering::LowerStatements(const std::vector<ptx::Statement>& statements) {
+  context_.PushScope();
   for (const ptx::Statement& statement : statements) {
     if (const auto* regs = std::get_if<ptx::RegDecl>(&statement.value)) {
-      TALLY_RETURN_IF_ERROR(context.DeclareRegisters(*regs));
+      TALLY_RETURN_IF_ERROR(context_.DeclareRegisters(*regs));
+    } else if (const auto* label = std::get_if<ptx::Label>(&statement.value)) {
+      context_.DeclareLabel(label->name);
     } else if (const auto* instruction = std::get_if<ptx::Instruction>(&statement.value)) {
-      TALLY_RETURN_IF_ERROR(DecodeInstruction(*instruction, context, context.function().code));
+      if (instruction->opcode == "call") {
+        TALLY_RETURN_IF_ERROR(InlineCall(*instruction));
+      } else {
+        TALLY_RETURN_IF_ERROR(DecodeInstruction(*instruction, context_, context_.function().code));
+      }
+      if (context_.function().code.size() > kMaxInstructions) {
+        return CudaError(CUDA_ERROR_NOT_SUPPORTED, "kernel too large after inlining calls");
+      }
     } else if (const auto* block = std::get_if<ptx::Block>(&statement.value)) {
-      TALLY_RETURN_IF_ERROR(LowerStatements(block->statements, context));
+      TALLY_RETURN_IF_ERROR(LowerStatements(block->statements));
     }
   }
-  context.PopScope();
+  context_.PopScope();
+  return absl::OkStatus();
+}
+
+// call{.uni} [(ret),] func[, (args)]  (PTX ISA, "call").
+absl::Status FunctionLowering::InlineCall(const ptx::Instruction& call) {
+  using Kind = ptx::Operand::Kind;
+  const auto& operands = call.operands;
+  size_t i = 0;
+  const ptx::Operand* returns = nullptr;
+  if (i < operands.size() && operands[i].kind == Kind::kParenList) returns = &operands[i++];
+  if (i >= operands.size() || operands[i].kind != Kind::kName) {
+    return Unsupported(call, "malformed call");
+  }
+  const std::string& name = operands[i++].name;
+  const ptx::Operand* arguments = nullptr;
+  if (i < operands.size() && operands[i].kind == Kind::kParenList) arguments = &operands[i++];
+  if (i != operands.size()) return Unsupported(call, "indirect calls are not implemented yet");
+  const ptx::Function* callee = module_.FindFunction(name);
+  if (callee == nullptr || !callee->body) {
+    return Unsupported(call, "calls a function without a body here: " + name);
+  }
+  if (context_.InFrameOf(name)) {
+    return Unsupported(call, "recursive calls are not implemented yet: " + name);
+  }
+  // Bind the callee's parameter names to the caller's argument variables.
+  auto bind = [&](const ptx::Operand* list, const std::vector<ptx::VarDecl>& formals,
+                  std::vector<std::pair<std::string, LocalSymbol>>& out) -> absl::Status {
+    size_t count = list != nullptr ? list->elements.size() : 0;
+    if (count != formals.size()) return Unsupported(call, "argument count mismatch");
+    for (size_t k = 0; k < count; ++k) {
+      const ptx::Operand& actual = list->elements[k];
+      auto symbol = actual.kind == Kind::kName ? context_.FindVariable(actual.name) : std::nullopt;
+      if (!symbol || symbol->space != Space::kLocal) {
+        return Unsupported(call, "arguments must be .param variables");
+      }
+      out.emplace_back(formals[k].name, *symbol);
+    }
+    return absl::OkStatus();
+  };
+  std::vector<std::pair<std::string, LocalSymbol>> bindings;
+  TALLY_RETURN_IF_ERROR(bind(returns, callee->returns, bindings));
+  TALLY_RETURN_IF_ERROR(bind(arguments, callee->params, bindings));
+
+  // A predicated call branches around the inlined body when its guard is false.
+  const bool guarded = !call.guard.empty();
+  std::vector<Inst>& code = context_.function().code;
+  const std::string after_call = "$tally_after_call" + std::to_string(code.size());
+  if (guarded) {
+    ptx::Instruction branch;
+    branch.location = call.location;
+    branch.opcode = "bra";
+    branch.guard = call.guard;
+    branch.guard_negated = !call.guard_negated;
+    branch.operands.push_back(ptx::Operand::Name(after_call));
+    TALLY_RETURN_IF_ERROR(DecodeInstruction(branch, context_, code));
+  }
+  context_.PushFrame();
+  context_.SetFrameFunction(name);
+  for (const auto& [formal, symbol] : bindings) context_.DeclareVariable(formal, symbol);
+  TALLY_RETURN_IF_ERROR(CollectVariables(callee->body->statements, /*in_callee=*/true));
+  TALLY_RETURN_IF_ERROR(LowerStatements(callee->body->statements));
+  TALLY_RETURN_IF_ERROR(context_.PopFrame());
+  if (guarded) context_.DeclareLabel(after_call);
   return absl::OkStatus();
 }
 
@@ -109,47 +195,43 @@ uint32_t MaxThreads(const ptx::Function& function) {
   return 1024;
 }
 
-absl::StatusOr<Function> LowerFunction(const ptx::Function& source, const ptx::Module& module,
-                                       const ModuleSymbols& globals) {
-  Function function;
-  function.name = source.name;
-  function.is_entry = true;
-  function.max_threads = MaxThreads(source);
+absl::Status FunctionLowering::Lower(const ptx::Function& kernel) {
+  Function& function = context_.function();
+  function.max_threads = MaxThreads(kernel);
   function.num_slots = static_cast<uint32_t>(SpecialSlot::kCount);
-  LowerContext context(function, globals);
-
-  TALLY_ASSIGN_OR_RETURN(ptx::KernelSignature signature, ptx::ComputeSignature(source));
+  context_.PushFrame();
+  context_.SetFrameFunction(kernel.name);
+  TALLY_ASSIGN_OR_RETURN(ptx::KernelSignature signature, ptx::ComputeSignature(kernel));
   for (const ptx::ParamLayout& param : signature.params) {
-    context.DeclareVariable(param.name, {Space::kParam, param.offset});
+    context_.DeclareVariable(param.name, {Space::kParam, param.offset});
     function.param_layout.emplace_back(param.offset, param.size);
   }
   function.param_bytes = signature.param_buffer_size;
 
   // Module-scope shared variables are visible to every kernel, so each kernel's layout holds
   // them (before its own); they are few and small in practice.
-  Layout layout;
-  for (const ptx::TopLevel& item : module.items) {
+  for (const ptx::TopLevel& item : module_.items) {
     if (const auto* var = std::get_if<ptx::VarDecl>(&item.value)) {
-      if (var->state_space == "shared") PlaceVariable(*var, layout, context);
+      if (var->state_space == "shared") TALLY_RETURN_IF_ERROR(PlaceVariable(*var, false));
     }
   }
-  uint32_t count = 0;
-  CollectDeclarations(source.body->statements, count, layout, context);
-  uint64_t dynamic_base = AlignUp(layout.shared, 16);
-  for (const auto& [name, space] : layout.dynamic_shared) {
-    context.DeclareVariable(name, {space, dynamic_base});
+  TALLY_RETURN_IF_ERROR(CollectVariables(kernel.body->statements, /*in_callee=*/false));
+  // Dynamic shared memory (extern `[]` arrays) starts after all static data, 16-byte aligned.
+  uint64_t dynamic_base = AlignUp(shared_bytes_, 16);
+  for (const std::string& name : dynamic_shared_) {
+    context_.DeclareVariable(name, {Space::kShared, dynamic_base});
   }
   function.static_shared_bytes = static_cast<uint32_t>(dynamic_base);
-  function.local_bytes = static_cast<uint32_t>(AlignUp(layout.local, 16));
 
-  function.code.reserve(count + 1);
-  TALLY_RETURN_IF_ERROR(LowerStatements(source.body->statements, context));
+  TALLY_RETURN_IF_ERROR(LowerStatements(kernel.body->statements));
+  TALLY_RETURN_IF_ERROR(context_.PopFrame());
   // Falling off the end of a kernel exits (and keeps a branch to a trailing label in range).
   Inst exit;
   exit.op = Op::kExit;
   function.code.push_back(exit);
+  function.local_bytes = static_cast<uint32_t>(AlignUp(context_.local_bytes(), 16));
   function.declared_registers = function.num_slots;
-  return function;
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -158,14 +240,17 @@ absl::StatusOr<std::vector<Function>> LowerModule(const ptx::Module& module,
                                                   const ModuleSymbols& globals) {
   std::vector<Function> functions;
   for (const ptx::TopLevel& item : module.items) {
-    const auto* function = std::get_if<ptx::Function>(&item.value);
-    if (function == nullptr || !function->is_entry || !function->body) continue;
-    auto lowered = LowerFunction(*function, module, globals);
-    if (!lowered.ok()) {
-      return CudaError(ToCuResult(lowered.status()),
-                       "kernel " + function->name + ": " + std::string(lowered.status().message()));
+    const auto* kernel = std::get_if<ptx::Function>(&item.value);
+    if (kernel == nullptr || !kernel->is_entry || !kernel->body) continue;
+    Function function;
+    function.name = kernel->name;
+    function.is_entry = true;
+    FunctionLowering lowering(module, function, globals);
+    if (absl::Status status = lowering.Lower(*kernel); !status.ok()) {
+      return CudaError(ToCuResult(status),
+                       "kernel " + kernel->name + ": " + std::string(status.message()));
     }
-    functions.push_back(std::move(*lowered));
+    functions.push_back(std::move(function));
   }
   return functions;
 }

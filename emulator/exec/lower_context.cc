@@ -77,7 +77,7 @@ absl::Status LowerContext::DeclareRegisters(const ptx::RegDecl& decl) {
     return CudaError(CUDA_ERROR_NOT_SUPPORTED, "vector registers (.reg .v" +
                                                    std::to_string(decl.vector_width) + ")");
   }
-  auto& scope = scopes_.back();
+  auto& scope = frames_.back().scopes.back();
   for (const auto& entry : decl.entries) {
     if (!entry.count) {
       scope[entry.name] = NewSlot();
@@ -88,8 +88,50 @@ absl::Status LowerContext::DeclareRegisters(const ptx::RegDecl& decl) {
   return absl::OkStatus();
 }
 
+std::optional<uint32_t> LowerContext::FindRegister(const std::string& name) const {
+  const auto& scopes = frames_.back().scopes;
+  for (auto scope = scopes.rbegin(); scope != scopes.rend(); ++scope) {
+    if (auto it = scope->find(name); it != scope->end()) return it->second;
+  }
+  return std::nullopt;
+}
+
+std::optional<LocalSymbol> LowerContext::FindVariable(const std::string& name) const {
+  const auto& locals = frames_.back().locals;
+  if (auto it = locals.find(name); it != locals.end()) return it->second;
+  return std::nullopt;
+}
+
+uint64_t LowerContext::AllocateLocal(uint64_t bytes, uint64_t alignment) {
+  uint64_t offset = (local_bytes_ + alignment - 1) / alignment * alignment;
+  local_bytes_ = offset + bytes;
+  return offset;
+}
+
+void LowerContext::BranchTo(const std::string& label) {
+  frames_.back().branches.emplace_back(next_index(), label);
+}
+
+bool LowerContext::InFrameOf(const std::string& function_name) const {
+  for (const Frame& frame : frames_)
+    if (frame.function == function_name) return true;
+  return false;
+}
+
+absl::Status LowerContext::PopFrame() {
+  Frame& frame = frames_.back();
+  for (const auto& [index, label] : frame.branches) {
+    auto it = frame.labels.find(label);
+    if (it == frame.labels.end()) return InvalidPtx("unknown label `" + label + "`");
+    function_.code[index].target = it->second;
+  }
+  for (uint32_t index : frame.returns) function_.code[index].target = next_index();
+  frames_.pop_back();
+  return absl::OkStatus();
+}
+
 absl::StatusOr<uint64_t> LowerContext::SymbolValue(const std::string& name) {
-  if (auto it = locals_.find(name); it != locals_.end()) return it->second.offset;
+  if (auto local = FindVariable(name)) return local->offset;
   if (auto it = globals_.find(name); it != globals_.end()) return it->second.address;
   return InvalidPtx("unknown name `" + name + "`");
 }
@@ -110,12 +152,12 @@ absl::StatusOr<uint64_t> LowerContext::Evaluate(const ptx::Expr& expr) {
         return InvalidPtx("unsupported constant expression `" + expr.text + "(...)`");
       }
       const std::string& name = expr.children[0].text;
-      auto local = locals_.find(name);
-      if (local == locals_.end()) return SymbolValue(name);
-      uint64_t window = local->second.space == Space::kShared ? kSharedWindow
-                        : local->second.space == Space::kLocal ? kLocalWindow
-                                                               : kParamWindow;
-      return window + local->second.offset;
+      auto local = FindVariable(name);
+      if (!local) return SymbolValue(name);
+      uint64_t window = local->space == Space::kShared  ? kSharedWindow
+                        : local->space == Space::kLocal ? kLocalWindow
+                                                        : kParamWindow;
+      return window + local->offset;
     }
     case Kind::kUnary: {
       TALLY_ASSIGN_OR_RETURN(uint64_t value, Evaluate(expr.children.at(0)));
@@ -163,17 +205,15 @@ absl::StatusOr<uint32_t> LowerContext::Source(const ptx::Operand& operand, Type 
     return Constant(value);
   }
   if (operand.kind != Kind::kName) return InvalidPtx("expected a register or a value");
-  for (auto scope = scopes_.rbegin(); scope != scopes_.rend(); ++scope) {
-    if (operand.component == 0) {
-      if (auto it = scope->find(operand.name); it != scope->end()) return it->second;
-    }
+  if (operand.component == 0) {
+    if (auto slot = FindRegister(operand.name)) return *slot;
   }
   for (const SpecialName& special : kSpecials) {
     if (operand.name == special.name && operand.component == special.component) {
       return static_cast<uint32_t>(special.slot);
     }
   }
-  if (!operand.name.empty() && operand.name[0] == '%' && !locals_.contains(operand.name)) {
+  if (!operand.name.empty() && operand.name[0] == '%' && !FindVariable(operand.name)) {
     // Special registers of the PTX ISA that the emulator does not provide (clusters, perf
     // monitors, environment registers); any other %name is simply undeclared.
     constexpr std::string_view kUnsupported[] = {
@@ -194,9 +234,7 @@ absl::StatusOr<uint32_t> LowerContext::Source(const ptx::Operand& operand, Type 
 absl::StatusOr<uint32_t> LowerContext::Dest(const ptx::Operand& operand) {
   if (operand.kind == ptx::Operand::Kind::kSink) return NewSlot();
   if (operand.kind == ptx::Operand::Kind::kName && operand.component == 0) {
-    for (auto scope = scopes_.rbegin(); scope != scopes_.rend(); ++scope) {
-      if (auto it = scope->find(operand.name); it != scope->end()) return it->second;
-    }
+    if (auto slot = FindRegister(operand.name)) return *slot;
   }
   return InvalidPtx("destination `" + operand.name + "` is not a declared register");
 }
@@ -208,18 +246,14 @@ absl::StatusOr<LowerContext::Address> LowerContext::AddressOf(const ptx::Operand
   const ptx::Operand& base = operand.elements[0];
   if (base.kind == ptx::Operand::Kind::kImmediate) {
     TALLY_ASSIGN_OR_RETURN(uint64_t value, Evaluate(*base.expr));
-    return Address{Constant(value), 0};
+    return Address{Constant(value), 0, std::nullopt};
   }
   TALLY_ASSIGN_OR_RETURN(uint32_t slot, Source(base, Type::kU64));
-  return Address{slot, base.offset};
-}
-
-absl::StatusOr<uint32_t> LowerContext::LabelTarget(const ptx::Operand& operand) {
-  auto it = labels_.find(operand.name);
-  if (operand.kind != ptx::Operand::Kind::kName || it == labels_.end()) {
-    return InvalidPtx("unknown label `" + operand.name + "`");
+  std::optional<Space> symbol_space;
+  if (!FindRegister(base.name)) {
+    if (auto local = FindVariable(base.name)) symbol_space = local->space;
   }
-  return it->second;
+  return Address{slot, base.offset, symbol_space};
 }
 
 }  // namespace tally::emu::exec

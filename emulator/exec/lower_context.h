@@ -1,8 +1,10 @@
-// Name resolution while lowering one function: register scopes, labels, variables and the
-// constant pool. Shared by the function walk (lower.cc) and the instruction decoder.
+// Name resolution while lowering one kernel: register scopes, labels, variables and the
+// constant pool, per frame. The kernel body is the first frame; every inlined `.func` call
+// gets its own frame, so callee registers, labels and locals never clash with the caller's.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,7 +16,8 @@
 
 namespace tally::emu::exec {
 
-// A function-scope variable: its space and its offset in that space.
+// A function-scope variable: its space and its offset in that space. Call parameters (`.param`
+// variables in a body, and an inlined callee's parameters bound to them) live in local memory.
 struct LocalSymbol {
   Space space;
   uint64_t offset;
@@ -31,33 +34,59 @@ class LowerContext {
   // Register slot written by a destination operand (`_` gets a scratch slot).
   absl::StatusOr<uint32_t> Dest(const ptx::Operand& operand);
   struct Address {
-    uint32_t base;   // slot of the base address
-    int64_t offset;  // added to it
+    uint32_t base;                     // slot of the base address
+    int64_t offset;                    // added to it
+    std::optional<Space> symbol_space;  // when the base is a function-scope variable
   };
   absl::StatusOr<Address> AddressOf(const ptx::Operand& operand);
-  absl::StatusOr<uint32_t> LabelTarget(const ptx::Operand& operand);
+  // The instruction being decoded (the next one appended) branches to `label`; resolved when
+  // the frame ends, since labels may follow their uses.
+  void BranchTo(const std::string& label);
+  // The instruction being decoded returns from the current inlined call.
+  void ReturnFromCall() { frames_.back().returns.push_back(next_index()); }
+  bool in_call() const { return frames_.size() > 1; }
   uint32_t Constant(uint64_t value);
 
-  // Declarations.
-  void PushScope() { scopes_.emplace_back(); }
-  void PopScope() { scopes_.pop_back(); }
+  // Frames and declarations.
+  void PushFrame() { frames_.emplace_back(); }
+  // Resolves the frame's branches; its returns go to the next instruction index.
+  absl::Status PopFrame();
+  bool InFrameOf(const std::string& function_name) const;
+  void SetFrameFunction(const std::string& name) { frames_.back().function = name; }
+  void PushScope() { frames_.back().scopes.emplace_back(); }
+  void PopScope() { frames_.back().scopes.pop_back(); }
   absl::Status DeclareRegisters(const ptx::RegDecl& decl);
-  void DeclareLabel(const std::string& name, uint32_t index) { labels_[name] = index; }
-  void DeclareVariable(const std::string& name, LocalSymbol symbol) { locals_[name] = symbol; }
+  void DeclareLabel(const std::string& name) { frames_.back().labels[name] = next_index(); }
+  void DeclareVariable(const std::string& name, LocalSymbol symbol) {
+    frames_.back().locals[name] = symbol;
+  }
+  std::optional<LocalSymbol> FindVariable(const std::string& name) const;
+  // Per-thread local memory for a variable of `bytes` bytes.
+  uint64_t AllocateLocal(uint64_t bytes, uint64_t alignment);
+  uint64_t local_bytes() const { return local_bytes_; }
 
   Function& function() { return function_; }
 
  private:
+  struct Frame {
+    std::string function;
+    std::vector<absl::flat_hash_map<std::string, uint32_t>> scopes;
+    absl::flat_hash_map<std::string, uint32_t> labels;
+    absl::flat_hash_map<std::string, LocalSymbol> locals;
+    std::vector<std::pair<uint32_t, std::string>> branches;  // instruction, label
+    std::vector<uint32_t> returns;                           // instructions
+  };
+  uint32_t next_index() const { return static_cast<uint32_t>(function_.code.size()); }
   absl::StatusOr<uint64_t> Evaluate(const ptx::Expr& expr);
   absl::StatusOr<uint64_t> SymbolValue(const std::string& name);
+  std::optional<uint32_t> FindRegister(const std::string& name) const;
   uint32_t NewSlot();
 
   Function& function_;
   const ModuleSymbols& globals_;
-  std::vector<absl::flat_hash_map<std::string, uint32_t>> scopes_;
-  absl::flat_hash_map<std::string, uint32_t> labels_;
-  absl::flat_hash_map<std::string, LocalSymbol> locals_;
+  std::vector<Frame> frames_;
   absl::flat_hash_map<uint64_t, uint32_t> constant_slots_;
+  uint64_t local_bytes_ = 0;
 };
 
 // Decodes one PTX instruction into `out` (appends exactly one Inst on success).

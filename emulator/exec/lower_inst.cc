@@ -154,6 +154,32 @@ class Decoder {
     inst_.mod2 = static_cast<uint8_t>(mods_.TakeOne(kRoundings).value_or(Rounding::kDefault));
   }
 
+  // Call parameters live in local memory (see LowerContext): a .param access naming one is a
+  // local access. Inside an inlined callee only such named accesses are supported.
+  absl::Status ParamSpace(const LowerContext::Address& address) {
+    if (inst_.space != Space::kParam) return absl::OkStatus();
+    if (address.symbol_space == Space::kLocal) {
+      inst_.space = Space::kLocal;
+    } else if (context_.in_call()) {
+      return Fail("a .param access through a register inside a called function");
+    }
+    return absl::OkStatus();
+  }
+
+  // Extended-precision arithmetic (PTX ISA, "Extended-Precision Integer Arithmetic"): addc,
+  // subc and madc read the carry flag, .cc writes it; only add, sub and mad have these forms.
+  absl::Status Carry() {
+    const std::string& op = in_.opcode;
+    if (op == "addc" || op == "subc" || op == "madc") inst_.flags |= kFlagCarryIn;
+    if (mods_.Take("cc")) inst_.flags |= kFlagCarryOut;
+    if ((inst_.flags & (kFlagCarryIn | kFlagCarryOut)) == 0) return absl::OkStatus();
+    bool add_sub_mad = inst_.op == Op::kAdd || inst_.op == Op::kSub || inst_.op == Op::kMad;
+    if (!add_sub_mad || IsFloat(inst_.type) || TypeBits(inst_.type) < 32) {
+      return Fail("carry arithmetic needs add/sub/mad on 32- or 64-bit integers");
+    }
+    return absl::OkStatus();
+  }
+
   absl::Status Arithmetic(Op op, size_t sources);
   absl::Status MulMad(Op op);
   absl::Status Mov();
@@ -174,6 +200,7 @@ class Decoder {
 absl::Status Decoder::Arithmetic(Op op, size_t sources) {
   inst_.op = op;
   TALLY_RETURN_IF_ERROR(NeedType());
+  TALLY_RETURN_IF_ERROR(Carry());
   if (IsFloat(inst_.type)) {
     FloatModes();
     mods_.Take("approx");
@@ -193,6 +220,7 @@ absl::Status Decoder::Arithmetic(Op op, size_t sources) {
 absl::Status Decoder::MulMad(Op op) {
   inst_.op = op;
   TALLY_RETURN_IF_ERROR(NeedType());
+  TALLY_RETURN_IF_ERROR(Carry());
   size_t sources = op == Op::kMul ? 2 : 3;
   if (IsFloat(inst_.type)) {
     FloatModes();
@@ -311,6 +339,7 @@ absl::Status Decoder::Memory(Op op) {
                          context_.AddressOf(Operand(op == Op::kLd ? 1 : 0)));
   inst_.address = address.base;
   inst_.offset = address.offset;
+  TALLY_RETURN_IF_ERROR(ParamSpace(address));
   bool is_vector = value.kind == ptx::Operand::Kind::kVector;
   if (is_vector != (inst_.vec > 1) || (is_vector && value.elements.size() != inst_.vec)) {
     return Fail("vector width and operand do not match");
@@ -351,6 +380,7 @@ absl::Status Decoder::Atom(bool has_result) {
   TALLY_ASSIGN_OR_RETURN(LowerContext::Address address, context_.AddressOf(Operand(first)));
   inst_.address = address.base;
   inst_.offset = address.offset;
+  TALLY_RETURN_IF_ERROR(ParamSpace(address));
   for (size_t i = 0; i < sources; ++i) {
     TALLY_ASSIGN_OR_RETURN(inst_.src[i], context_.Source(Operand(first + 1 + i), inst_.type));
   }
@@ -432,6 +462,8 @@ absl::StatusOr<Inst> Decoder::Decode() {
   absl::Status status;
   if (op == "mov") {
     status = Mov();
+  } else if (op == "addc" || op == "subc") {
+    status = Arithmetic(op == "addc" ? Op::kAdd : Op::kSub, 2);
   } else if (op == "add" || op == "sub" || op == "min" || op == "max" || op == "div" ||
              op == "rem" || op == "and" || op == "or" || op == "xor" || op == "shl" ||
              op == "shr") {
@@ -451,7 +483,7 @@ absl::StatusOr<Inst> Decoder::Decode() {
         {"ex2", Op::kEx2},   {"lg2", Op::kLg2},     {"tanh", Op::kTanh}};
     for (const auto& [name, value] : kUnary)
       if (op == name) status = Arithmetic(value, 1);
-  } else if (op == "mul" || op == "mad") {
+  } else if (op == "mul" || op == "mad" || op == "madc") {
     status = MulMad(op == "mul" ? Op::kMul : Op::kMad);
   } else if (op == "fma") {
     status = Arithmetic(Op::kFma, 3);
@@ -499,11 +531,13 @@ absl::StatusOr<Inst> Decoder::Decode() {
   } else if (op == "bra") {
     inst_.op = Op::kBra;
     status = Arity(1);
-    if (status.ok()) {
-      auto target = context_.LabelTarget(Operand(0));
-      status = target.status();
-      if (status.ok()) inst_.target = *target;
+    if (status.ok() && Operand(0).kind != ptx::Operand::Kind::kName) {
+      status = Fail("indirect branches (brx.idx) are not implemented yet");
     }
+    if (status.ok()) context_.BranchTo(Operand(0).name);
+  } else if (op == "ret" && context_.in_call()) {
+    inst_.op = Op::kBra;  // to the end of the inlined callee
+    context_.ReturnFromCall();
   } else if (op == "ret" || op == "exit") {
     inst_.op = Op::kExit;
   } else if (op == "trap" || op == "brkpt") {

@@ -62,6 +62,8 @@ inline constexpr uint8_t kFlagNegateGuard = 4;
 inline constexpr uint8_t kFlagNegateSrcB = 8;   // setp's `!p` combine operand, selp/bool ops
 inline constexpr uint8_t kFlagToGeneric = 16;   // cvta: space -> generic (else generic -> space)
 inline constexpr uint8_t kFlagHasResult = 32;   // atom (vs red), shfl's predicate output
+inline constexpr uint8_t kFlagCarryIn = 64;     // addc/subc/madc: add the carry (CC.CF)
+inline constexpr uint8_t kFlagCarryOut = 128;   // .cc: write the carry
 
 inline constexpr uint32_t kNoSlot = 0xffffffff;
 
@@ -108,6 +110,7 @@ enum class SpecialSlot : uint32_t {
   kLaneId, kWarpId, kNwarpId, kSmId, kNsmId, kGridId,
   kLanemaskEq, kLanemaskLt, kLanemaskLe, kLanemaskGt, kLanemaskGe,
   kDynamicSmemSize, kTotalSmemSize,
+  kCarry,  // the condition-code carry flag CC.CF of extended-precision arithmetic
   kCount,
 };
 

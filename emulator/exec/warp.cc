@@ -214,7 +214,29 @@ WarpStatus Block::RunWarp(Warp& warp, uint32_t budget) {
       });
     };
 
-    if (mask != 0) {
+    if (mask != 0 && (in.flags & (kFlagCarryIn | kFlagCarryOut)) != 0) {
+      // Extended precision: the operation with carry-in and/or carry-out through CC.CF.
+      uint64_t* carry = TALLY_R(SpecialSlot::kCarry);
+      const bool carry_in = in.flags & kFlagCarryIn, carry_out = in.flags & kFlagCarryOut;
+      const MulMode mode = static_cast<MulMode>(in.mod);
+      ForLanes(mask, [&](int l) {
+        using U128 = unsigned __int128;
+        U128 cin = carry_in ? (carry[l] & 1) : 0;
+        U128 result;
+        if (in.op == Op::kSub) {
+          result = U128(a[l] & wm) - U128(b[l] & wm) - cin;  // borrow shows in bit `width`
+        } else {
+          U128 x = a[l] & wm, y = b[l] & wm;
+          if (in.op == Op::kMad) {
+            x = mode == MulMode::kHi ? MulHi(a[l], b[l], in.type) : (a[l] * b[l]) & wm;
+            y = c[l] & wm;
+          }
+          result = x + y + cin;
+        }
+        d[l] = static_cast<uint64_t>(result) & wm;
+        if (carry_out) carry[l] = static_cast<uint64_t>(result >> width) & 1;
+      });
+    } else if (mask != 0) {
       switch (in.op) {
         case Op::kNop:
           break;

@@ -240,5 +240,22 @@ TEST_CASE("module globals and constants") {
         CUDA_ERROR_NOT_FOUND);
 }
 
+TEST_CASE("calls to .func, divergent and nested, incl. the libdevice sin slow path") {
+  std::vector<int> in = RandomInts(64, -100000, 100000, 9);
+  in[0] = 1 << 30;  // large argument: sin() takes __internal_trig_reduction_slowpathd
+  CUdeviceptr din = Upload(in), dout = Zeros<int>(128), dfout = Zeros<float>(64);
+  EMU_OK(LaunchAndWait(BasicKernel("calls"), 1, 64, {&din, &dout, &dfout}));
+  std::vector<int> out = Download<int>(dout, 128);
+  std::vector<float> fout = Download<float>(dfout, 64);
+  for (int t = 0; t < 64; ++t) {
+    int x = in[t];
+    int y = (x & 1) ? 3 * x + t : x / 2;
+    INFO("thread " << t);
+    CHECK(out[2 * t] == y);
+    CHECK(out[2 * t + 1] == 3 * y + 1);
+    CHECK(fout[t] == (std::sin(static_cast<double>(x)) > 0 ? 1.0f : -1.0f));
+  }
+}
+
 }  // namespace
 }  // namespace tally::emu::testing

@@ -138,7 +138,7 @@ TEST_CASE("modules: lookups, unload, fatbins") {
 
 TEST_CASE("unsupported or malformed PTX fails the load with a reason") {
   CHECK(LoadPtx(".visible .entry k(.param .u64 p) {\n .reg .b32 %r<3>;\n"
-                " add.cc.u32 %r1, %r2, %r2;\n ret;\n}\n") == CUDA_ERROR_NOT_SUPPORTED);
+                " mul24.lo.s32 %r1, %r2, %r2;\n ret;\n}\n") == CUDA_ERROR_NOT_SUPPORTED);
   CHECK(LoadPtx(".visible .entry k() {\n .reg .b16 %h<3>;\n"
                 " add.f16 %h1, %h2, %h2;\n ret;\n}\n") == CUDA_ERROR_NOT_SUPPORTED);
   CHECK(LoadPtx(".visible .entry k() {\n .reg .b32 %r<3>;\n"
@@ -148,16 +148,46 @@ TEST_CASE("unsupported or malformed PTX fails the load with a reason") {
   CHECK(LoadPtx(".visible .entry k() {\n bra NOWHERE;\n}\n") == CUDA_ERROR_INVALID_PTX);
   CHECK(LoadPtx(".visible .entry k( {\n") == CUDA_ERROR_INVALID_PTX);
 
+  std::string recursive = ReadKernelFile("recursive.ptx");
+  CUmodule unsupported = nullptr;
+  CHECK(Emu().cuModuleLoadData(&unsupported, recursive.c_str()) == CUDA_ERROR_NOT_SUPPORTED);
+
   std::string ptx = ".version 8.0\n.target sm_80\n.address_size 64\n"
                     ".visible .entry k() {\n .reg .b32 %r<3>;\n"
-                    " addc.u32 %r1, %r2, %r2;\n ret;\n}\n";
+                    " testp.finite.f32 %r1, %r2;\n ret;\n}\n";
   char log[256] = {};
   CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
   void* values[] = {log, reinterpret_cast<void*>(sizeof(log))};
   CUmodule module = nullptr;
   CHECK(Emu().cuModuleLoadDataEx(&module, ptx.c_str(), 2, options, values) ==
         CUDA_ERROR_NOT_SUPPORTED);
-  CHECK(std::strstr(log, "addc") != nullptr);
+  CHECK(std::strstr(log, "testp") != nullptr);
+}
+
+TEST_CASE("extended-precision add and subtract through the carry flag") {
+  EnsureContext();
+  std::string ptx =
+      ".version 8.0\n.target sm_80\n.address_size 64\n"
+      ".visible .entry wide(.param .u64 p) {\n"
+      " .reg .b32 %r<8>;\n .reg .b64 %rd<2>;\n"
+      " ld.param.u64 %rd1, [p];\n"
+      " ld.global.v4.u32 {%r1, %r2, %r3, %r4}, [%rd1];\n"
+      " add.cc.u32 %r5, %r1, %r3;\n addc.u32 %r6, %r2, %r4;\n"
+      " st.global.v2.u32 [%rd1+16], {%r5, %r6};\n"
+      " sub.cc.u32 %r5, %r1, %r3;\n subc.u32 %r6, %r2, %r4;\n"
+      " st.global.v2.u32 [%rd1+24], {%r5, %r6};\n"
+      " ret;\n}\n";
+  CUmodule module = nullptr;
+  EMU_OK(Emu().cuModuleLoadData(&module, ptx.c_str()));
+  CUfunction wide = nullptr;
+  EMU_OK(Emu().cuModuleGetFunction(&wide, module, "wide"));
+  std::vector<uint64_t> values = {0x00000001ffffffffull, 0x00000002fffffffeull, 0, 0};
+  CUdeviceptr data = Upload(values);
+  EMU_OK(LaunchAndWait(wide, 1, 1, {&data}));
+  std::vector<uint64_t> result = Download<uint64_t>(data, 4);
+  CHECK(result[2] == values[0] + values[1]);
+  CHECK(result[3] == values[0] - values[1]);
+  EMU_OK(Emu().cuModuleUnload(module));
 }
 
 TEST_CASE("kernels run in stream order with copies and events") {

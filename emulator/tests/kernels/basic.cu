@@ -167,3 +167,18 @@ extern "C" __global__ void spin(unsigned* out, int iterations) {
   }
   out[blockIdx.x * blockDim.x + threadIdx.x] = x + y;
 }
+
+// Calls: nvcc keeps __noinline__ functions as .func with call sequences through .param space.
+__device__ __noinline__ int triple_plus(int x, int add) { return 3 * x + add; }
+__device__ __noinline__ void store_pair(int* out, int a, int b) {
+  out[0] = a;
+  out[1] = b;
+}
+
+extern "C" __global__ void calls(const int* in, int* out, float* fout) {
+  int t = threadIdx.x;
+  int x = in[t];
+  int y = (x & 1) ? triple_plus(x, t) : x / 2;  // divergent call
+  store_pair(out + 2 * t, y, triple_plus(y, 1));
+  fout[t] = sin((double)x) > 0 ? 1.0f : -1.0f;
+}
