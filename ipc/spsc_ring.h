@@ -62,6 +62,11 @@ class RingProducer {
   RingProducer() = default;
   // `region` holds a RingControl followed by `capacity` bytes. Not thread-safe: one producer.
   RingProducer(void* region, uint64_t capacity);
+  // Move-only: two copies would be two producers on a single-producer ring.
+  RingProducer(RingProducer&&) = default;
+  RingProducer& operator=(RingProducer&&) = default;
+  RingProducer(const RingProducer&) = delete;
+  RingProducer& operator=(const RingProducer&) = delete;
 
   // A record payload may take up to half the buffer, so that it always fits after padding.
   size_t max_record_size() const { return capacity_ / 2 - sizeof(RecordHeader); }
@@ -95,6 +100,10 @@ class RingConsumer {
  public:
   RingConsumer() = default;
   RingConsumer(void* region, uint64_t capacity);
+  RingConsumer(RingConsumer&&) = default;
+  RingConsumer& operator=(RingConsumer&&) = default;
+  RingConsumer(const RingConsumer&) = delete;
+  RingConsumer& operator=(const RingConsumer&) = delete;
 
   // The next record, or nullopt when the ring is empty. Call Release() before peeking again. The
   // bytes stay valid until Release() but live in shared memory: the producer may change them, so
