@@ -124,6 +124,47 @@ TEST_CASE("a client process and a server process exchange messages and bulk data
   CHECK(server.Wait() == 0);
 }
 
+// Every wait sleeps at once (no spinning): the futex words are shared between processes, not
+// private, and a lost wake-up would end the run with a timeout.
+TEST_CASE("futex wake-ups cross processes") {
+  TempDir dir;
+  auto listener = Listener::Listen(Options(dir.File("server.sock")));
+  REQUIRE(listener.ok());
+  constexpr int kRounds = 3000;
+  ChildProcess server = ChildProcess::Fork([&]() -> absl::Status {
+    TALLY_ASSIGN_OR_RETURN(ServerConnection connection, listener->Accept());
+    WaitOptions wait = connection.MakeWaitOptions(kTestTimeout);
+    wait.spin_iterations = 0;
+    for (int i = 0; i < kRounds; ++i) {
+      TALLY_ASSIGN_OR_RETURN(std::span<const std::byte> record, connection.requests().Peek(wait));
+      TALLY_ASSIGN_OR_RETURN(const ReceivedMessage message, ParseMessage(record));
+      TALLY_ASSIGN_OR_RETURN(const Decoded<Ping> ping, Decode<Ping>(message));
+      TALLY_RETURN_IF_ERROR(connection.requests().Release());
+      TALLY_RETURN_IF_ERROR(PostMessage(connection.responses(), message.header.sequence, 0,
+                                        Pong{ping.fields.value + 1}, wait));
+    }
+    return absl::OkStatus();
+  });
+  auto client = ClientConnection::Connect(Client(listener->path()));
+  REQUIRE(client.ok());
+  WaitOptions wait = client->MakeWaitOptions(kTestTimeout);
+  wait.spin_iterations = 0;
+  int wrong = 0;
+  for (uint64_t i = 0; i < kRounds; ++i) {
+    REQUIRE(PostMessage(client->requests(), i, 0, Ping{i}, wait).ok());
+    auto record = client->responses().Peek(wait);
+    REQUIRE(record.ok());
+    auto message = ParseMessage(*record);
+    REQUIRE(message.ok());
+    auto pong = Decode<Pong>(*message);
+    REQUIRE(pong.ok());
+    if (pong->fields.value != i + 1) ++wrong;
+    REQUIRE(client->responses().Release().ok());
+  }
+  CHECK(wrong == 0);
+  CHECK(server.Wait() == 0);
+}
+
 // Kills `child` after a delay while this thread waits; returns how long the wait took.
 template <typename WaitFn>
 std::chrono::milliseconds KillDuringWait(ChildProcess& child, WaitFn wait, absl::Status* result) {
