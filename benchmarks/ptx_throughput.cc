@@ -1,6 +1,7 @@
-// Benchmark: PTX parse + print throughput (MB/s of PTX text) on a large module. The module is
-// built from a real compiler-generated seed by repeating its kernels under new names until it
-// reaches the requested size, so the instruction mix is what nvcc emits.
+// Benchmark: PTX parse + print throughput, and transformation throughput (parse, add sliced
+// and PTB variants of every kernel, print), in MB/s of input PTX on a large module. The module
+// is built from a real compiler-generated seed by repeating its kernels under new names until
+// it reaches the requested size, so the instruction mix is what nvcc emits.
 #include <algorithm>
 #include <chrono>
 #include <ctime>
@@ -13,6 +14,7 @@
 
 #include "ptx_transform/parser.h"
 #include "ptx_transform/printer.h"
+#include "ptx_transform/transform.h"
 
 namespace {
 
@@ -36,7 +38,8 @@ struct Times {
 
 constexpr const char kUsage[] =
     "Usage: ptx_throughput [--seed FILE.ptx] [--mb N] [--runs N]\n"
-    "Parses and prints a PTX module of about N MB (default 8) built from the seed's kernels,\n"
+    "Parses and prints a PTX module of about N MB (default 8) built from the seed's kernels, and\n"
+    "transforms it (both forms),\n"
     "runs times (default 5), and reports MB/s for parse, print and both (median of runs), by\n"
     "wall time and by the thread's CPU time.\n";
 
@@ -110,7 +113,7 @@ int main(int argc, char** argv) {
   std::string text = BuildLargeModule(seed.str(), static_cast<size_t>(mb * 1e6));
   double size_mb = static_cast<double>(text.size()) / 1e6;
 
-  Times parse, print, both;
+  Times parse, print, both, transform;
   for (int r = 0; r < runs; ++r) {
     auto w0 = Clock::now();
     double c0 = ThreadCpuSeconds();
@@ -128,6 +131,21 @@ int main(int argc, char** argv) {
     parse.Add(w0, w1, c0, c1);
     print.Add(w1, w2, c1, c2);
     both.Add(w0, w2, c0, c2);
+
+    auto w3 = Clock::now();
+    double c3 = ThreadCpuSeconds();
+    tally::ptx::DiagnosticSink transform_sink;
+    tally::ptx::Module transformed = tally::ptx::ParseModule(text, transform_sink);
+    tally::ptx::TransformReport report = tally::ptx::TransformModule(transformed, {});
+    std::string transformed_text = tally::ptx::PrintModule(transformed);
+    auto w4 = Clock::now();
+    double c4 = ThreadCpuSeconds();
+    if (report.kernels.empty() || report.kernels[0].sliced.empty() ||
+        transformed_text.size() <= printed.size()) {
+      std::fprintf(stderr, "benchmark module was not transformed\n");
+      return 1;
+    }
+    transform.Add(w3, w4, c3, c4);
   }
   std::printf("module: %.2f MB of PTX, %d runs (median)\n", size_mb, runs);
   std::printf("                 wall time   thread CPU time\n");
@@ -138,5 +156,8 @@ int main(int argc, char** argv) {
   row("parse", parse);
   row("print", print);
   row("parse + print", both);
+  row("transform", transform);
+  std::printf("(transform: parse, add sliced and PTB variants of every kernel, print; MB/s of"
+              " input)\n");
   return 0;
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -39,6 +40,19 @@ struct KernelAnalysis {
 
 // Analyses `kernel` (an `.entry` of `module`).
 KernelAnalysis AnalyzeKernel(const Module& module, const Function& kernel);
+
+// Analyses many kernels of one module, scanning each called function once. The module must
+// not change while it is in use.
+class KernelAnalyzer {
+ public:
+  explicit KernelAnalyzer(const Module& module);
+  ~KernelAnalyzer();
+  KernelAnalysis Analyze(const Function& kernel);
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 // True for the PTX special registers (`%tid`, `%ctaid`, `%envreg3`, ...; PTX ISA "Special
 // Registers"), which no declaration introduces.

@@ -31,9 +31,25 @@ NameAllocator::NameAllocator(const Module& module) {
   }
 }
 
+NameAllocator::NameAllocator(const NameAllocator& module_scope, const Function& function)
+    : module_scope_(&module_scope) {
+  for (const auto& p : function.params) used_.insert(p.name);
+  for (const auto& r : function.returns) used_.insert(r.name);
+  if (function.body) CollectBodyNames(function.body->statements, used_);
+}
+
+bool NameAllocator::Taken(const std::string& name) const {
+  return used_.count(name) || (module_scope_ != nullptr && module_scope_->Taken(name));
+}
+
 std::string NameAllocator::Fresh(std::string_view base) {
   std::string name(base);
-  for (int i = 1; used_.count(name); ++i) name = std::string(base) + "_" + std::to_string(i);
+  if (Taken(name)) {
+    int& suffix = next_suffix_[name];
+    do {
+      name = std::string(base) + "_" + std::to_string(++suffix);
+    } while (Taken(name));
+  }
   used_.insert(name);
   return name;
 }

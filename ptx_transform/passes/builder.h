@@ -3,6 +3,7 @@
 #pragma once
 
 #include <initializer_list>
+#include <map>
 #include <set>
 #include <string>
 #include <string_view>
@@ -12,16 +13,28 @@
 
 namespace tally::ptx::passes {
 
-// Hands out identifiers unused anywhere in a module (functions, variables, parameters,
-// registers, labels), so inserted code never captures or shadows a name of the input.
+// Hands out identifiers that collide with nothing the input declares, so inserted code never
+// captures or shadows a name of the input. The module scope knows every name of the module
+// (functions, variables, parameters, registers, labels); a function scope hands out names
+// local to one function (registers, labels, parameters), checked against the module scope.
 class NameAllocator {
  public:
   explicit NameAllocator(const Module& module);
+  NameAllocator(const NameAllocator& module_scope, const Function& function);
+  NameAllocator(const NameAllocator&) = delete;
+  NameAllocator& operator=(const NameAllocator&) = delete;
+
   // `base` itself when free, else `base_1`, `base_2`, ...; the name is then taken.
   std::string Fresh(std::string_view base);
 
  private:
+  bool Taken(const std::string& name) const;
+
+  const NameAllocator* module_scope_ = nullptr;
   std::set<std::string, std::less<>> used_;
+  // Where the search for `base_N` resumes: asking for the same base thousands of times (one
+  // per kernel variant) stays linear.
+  std::map<std::string, int, std::less<>> next_suffix_;
 };
 
 Instruction Inst(std::string opcode, std::initializer_list<std::string_view> modifiers,

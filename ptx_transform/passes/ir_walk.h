@@ -2,6 +2,8 @@
 // program order, descending into nested `{ }` blocks.
 #pragma once
 
+#include <map>
+#include <string>
 #include <type_traits>
 #include <variant>
 #include <vector>
@@ -42,5 +44,28 @@ inline const Operand* CallTarget(const Instruction& call) {
   }
   return nullptr;
 }
+
+// Functions of a module by name (the definition when there is one), built once: looking them
+// up per call instruction with Module::FindFunction is quadratic on large modules. Holds
+// positions, not pointers, so it stays valid while items are appended.
+class FunctionIndex {
+ public:
+  explicit FunctionIndex(const Module& module) : module_(module) {
+    for (size_t i = 0; i < module.items.size(); ++i) {
+      const auto* f = std::get_if<Function>(&module.items[i].value);
+      if (f == nullptr) continue;
+      auto [it, inserted] = positions_.try_emplace(f->name, i);
+      if (!inserted && f->body) it->second = i;
+    }
+  }
+  const Function* Find(const std::string& name) const {
+    auto it = positions_.find(name);
+    return it == positions_.end() ? nullptr : &std::get<Function>(module_.items[it->second].value);
+  }
+
+ private:
+  const Module& module_;
+  std::map<std::string, size_t, std::less<>> positions_;
+};
 
 }  // namespace tally::ptx::passes

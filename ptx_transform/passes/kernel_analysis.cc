@@ -158,7 +158,7 @@ std::optional<BarrierUse> AsBarrier(const Instruction& inst) {
 }
 
 // Facts about one body, not following calls.
-BodyFacts ScanBody(const Module& module, const Function& f) {
+BodyFacts ScanBody(const passes::FunctionIndex& functions, const Function& f) {
   BodyFacts facts;
   const std::string where = f.is_entry ? "" : fmt::format(" in called function {}", f.name);
   ForEachInstruction(f.body->statements, [&](const Instruction& inst) {
@@ -191,7 +191,7 @@ BodyFacts ScanBody(const Module& module, const Function& f) {
     }
     if (inst.opcode == "call") {
       const Operand* target = CallTarget(inst);
-      const Function* callee = target ? module.FindFunction(target->name) : nullptr;
+      const Function* callee = target ? functions.Find(target->name) : nullptr;
       if (callee == nullptr) {
         AddUnique(facts.both_blockers, "indirect call (unknown callee)" + where);
       } else if (callee->body) {
@@ -250,9 +250,11 @@ BodyFacts ScanBody(const Module& module, const Function& f) {
   return facts;
 }
 
-class Analyzer {
+}  // namespace
+
+class KernelAnalyzer::Impl {
  public:
-  explicit Analyzer(const Module& module) : module_(module) {
+  explicit Impl(const Module& module) : functions_(module) {
     for (const auto& item : module.items) {
       const auto* v = std::get_if<VarDecl>(&item.value);
       if (v != nullptr && v->state_space == "shared" && v->linkage == "extern") {
@@ -269,7 +271,7 @@ class Analyzer {
       result.ptb_blockers.push_back("kernel has no body");
       return result;
     }
-    BodyFacts own = ScanBody(module_, kernel);
+    BodyFacts own = ScanBody(functions_, kernel);
     result.barriers = own.barriers;
     result.exits = own.exits;
     Merge(own, result, /*from_callee=*/"");
@@ -289,9 +291,8 @@ class Analyzer {
  private:
   void Visit(const std::string& name, KernelAnalysis& result, std::set<std::string>& visited) {
     if (!visited.insert(name).second) return;  // recursion and shared callees: once each
-    const Function* f = module_.FindFunction(name);
     auto [it, inserted] = cache_.try_emplace(name);
-    if (inserted) it->second = ScanBody(module_, *f);
+    if (inserted) it->second = ScanBody(functions_, *functions_.Find(name));
     const BodyFacts& facts = it->second;
     Merge(facts, result, name);
     for (const auto& callee : facts.callees) Visit(callee, result, visited);
@@ -317,17 +318,19 @@ class Analyzer {
     }
   }
 
-  const Module& module_;
+  passes::FunctionIndex functions_;
   std::set<std::string> dynamic_shared_;
-  std::map<std::string, BodyFacts> cache_;
+  std::map<std::string, BodyFacts> cache_;  // facts of called functions, shared by kernels
 };
 
-}  // namespace
+KernelAnalyzer::KernelAnalyzer(const Module& module) : impl_(std::make_unique<Impl>(module)) {}
+KernelAnalyzer::~KernelAnalyzer() = default;
+KernelAnalysis KernelAnalyzer::Analyze(const Function& kernel) { return impl_->Run(kernel); }
 
 bool IsSpecialRegister(std::string_view name) { return FindSpecialRegister(name) != nullptr; }
 
 KernelAnalysis AnalyzeKernel(const Module& module, const Function& kernel) {
-  return Analyzer(module).Run(kernel);
+  return KernelAnalyzer(module).Analyze(kernel);
 }
 
 }  // namespace tally::ptx

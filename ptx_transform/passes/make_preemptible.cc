@@ -42,8 +42,9 @@ int FreeBarrierId(const KernelAnalysis& analysis) {
 }  // namespace
 
 Function MakePreemptibleKernel(const Function& kernel, const std::string& name,
-                               const KernelAnalysis& analysis, NameAllocator& names,
+                               const KernelAnalysis& analysis, NameAllocator& module_names,
                                GridFunctionCloner& cloner) {
+  NameAllocator names(module_names, kernel);
   Function ptb = kernel;
   ptb.name = name;
   ptb.linkage = "visible";

@@ -13,8 +13,9 @@ namespace tally::ptx::passes {
 size_t FirstExecutableIndex(const std::vector<Statement>& body);
 
 // slice_kernel.cc
-Function MakeSlicedKernel(const Function& kernel, const std::string& name, NameAllocator& names,
-                          GridFunctionCloner& cloner);
+// `module_names` is the module scope; names local to the variant come from a scope of its own.
+Function MakeSlicedKernel(const Function& kernel, const std::string& name,
+                          NameAllocator& module_names, GridFunctionCloner& cloner);
 
 // flatten_blocks.cc: splices nested `{ }` blocks that contain barriers into `body`, renaming
 // what they declare.
@@ -27,7 +28,7 @@ void UnifySynchronisation(std::vector<Statement>& body, int barrier_id, const st
 
 // make_preemptible.cc
 Function MakePreemptibleKernel(const Function& kernel, const std::string& name,
-                               const KernelAnalysis& analysis, NameAllocator& names,
+                               const KernelAnalysis& analysis, NameAllocator& module_names,
                                GridFunctionCloner& cloner);
 
 }  // namespace tally::ptx::passes

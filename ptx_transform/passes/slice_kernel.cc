@@ -28,8 +28,9 @@ size_t FirstExecutableIndex(const std::vector<Statement>& body) {
   return i;
 }
 
-Function MakeSlicedKernel(const Function& kernel, const std::string& name, NameAllocator& names,
-                          GridFunctionCloner& cloner) {
+Function MakeSlicedKernel(const Function& kernel, const std::string& name,
+                          NameAllocator& module_names, GridFunctionCloner& cloner) {
+  NameAllocator names(module_names, kernel);
   Function sliced = kernel;
   sliced.name = name;
   sliced.linkage = "visible";

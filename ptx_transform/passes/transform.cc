@@ -12,12 +12,13 @@ TransformReport TransformModule(Module& module, const TransformOptions& options)
   TransformReport report;
   passes::NameAllocator names(module);
   passes::GridFunctionCloner cloner(module, names);
+  KernelAnalyzer analyzer(module);
   std::vector<Function> variants;
   for (const auto& item : module.items) {
     const auto* kernel = std::get_if<Function>(&item.value);
     if (kernel == nullptr || !kernel->is_entry || !kernel->body) continue;
     KernelForms forms;
-    forms.analysis = AnalyzeKernel(module, *kernel);
+    forms.analysis = analyzer.Analyze(*kernel);
     if (options.slice && forms.analysis.sliceable()) {
       forms.sliced = names.Fresh(kernel->name + "__tally_slice");
       variants.push_back(passes::MakeSlicedKernel(*kernel, forms.sliced, names, cloner));

@@ -76,7 +76,7 @@ bool GridFunctionCloner::RedirectCalls(std::vector<Statement>& body) {
     if (inst.opcode != "call") return;
     for (auto& op : inst.operands) {
       if (op.kind != Operand::Kind::kName) continue;
-      const Function* callee = module_.FindFunction(op.name);
+      const Function* callee = functions_.Find(op.name);
       if (callee != nullptr && callee->body) {
         op.name = CloneOf(op.name);
         calls = true;
@@ -92,16 +92,17 @@ const std::string& GridFunctionCloner::CloneOf(const std::string& function) {
   if (shared_array_.empty()) shared_array_ = names_.Fresh("__tally_vgrid");
   const std::string& clone_name =
       clone_names_.emplace(function, names_.Fresh(function + "__tally_vgrid")).first->second;
-  Function clone = *module_.FindFunction(function);
+  Function clone = *functions_.Find(function);
   clone.name = clone_name;
   clone.linkage.clear();  // a module-private helper of the kernel variants
 
   // Each grid read becomes a load from the shared array into a fresh register just before
   // the instruction that reads it.
   std::vector<std::string> temps;
+  NameAllocator local_names(names_, clone);
   ForEachGridRead(clone.body->statements,
                   [&](std::vector<Statement>& list, size_t index, Operand& op, int slot) {
-                    std::string temp = names_.Fresh("%__tally_vg");
+                    std::string temp = local_names.Fresh("%__tally_vg");
                     temps.push_back(temp);
                     op = Reg(temp);
                     list.insert(list.begin() + static_cast<std::ptrdiff_t>(index),

@@ -9,6 +9,7 @@
 
 #include "ptx_transform/ir.h"
 #include "ptx_transform/passes/builder.h"
+#include "ptx_transform/passes/ir_walk.h"
 
 namespace tally::ptx::passes {
 
@@ -35,7 +36,8 @@ void AppendDecomposeLinear(std::vector<Statement>& out, const std::string& linea
 // module on Finish(), before any kernel variant.
 class GridFunctionCloner {
  public:
-  GridFunctionCloner(Module& module, NameAllocator& names) : module_(module), names_(names) {}
+  GridFunctionCloner(Module& module, NameAllocator& names)
+      : module_(module), functions_(module), names_(names) {}
 
   // Redirects the direct calls in `body` to clones (creating them on first use). Returns
   // whether `body` calls any function, i.e. needs the grid stored with StoreGrid.
@@ -53,6 +55,7 @@ class GridFunctionCloner {
   const std::string& CloneOf(const std::string& function);
 
   Module& module_;
+  FunctionIndex functions_;
   NameAllocator& names_;
   std::string shared_array_;
   std::map<std::string, std::string> clone_names_;  // original -> clone
