@@ -69,6 +69,10 @@ class Block {
                      uint32_t pc, bool write);
   void Fault(const Warp& warp, int lane, uint32_t pc, CUresult code, std::string what);
   void Arrive(Warp& warp, uint32_t lanes, uint32_t barrier, uint32_t count, bool wait);
+  // ld/st/atom for the lanes in `mask`; false after a fault.
+  bool ExecuteMemory(const Inst& in, Warp& warp, uint32_t mask, uint32_t pc);
+  // shfl/vote/activemask for the lanes in `mask`.
+  void ExecuteCollective(const Inst& in, Warp& warp, uint32_t mask);
 
  private:
   static void Schedule(Warp& warp);

@@ -190,6 +190,7 @@ class Decoder {
   absl::Status Shfl();
   absl::Status Vote();
   absl::Status Barrier();
+  absl::Status Redux();
 
   const ptx::Instruction& in_;
   Mods mods_;
@@ -431,6 +432,22 @@ absl::Status Decoder::Vote() {
   return absl::OkStatus();
 }
 
+// redux.sync.op.type d, a, membermask (PTX ISA, "redux.sync"): add/min/max on .u32/.s32,
+// and/or/xor on .b32.
+absl::Status Decoder::Redux() {
+  inst_.op = Op::kRedux;
+  if (!mods_.Take("sync")) return Fail("only redux.sync exists");
+  constexpr std::pair<std::string_view, AtomOp> kOps[] = {
+      {"add", AtomOp::kAdd}, {"min", AtomOp::kMin}, {"max", AtomOp::kMax},
+      {"and", AtomOp::kAnd}, {"or", AtomOp::kOr},   {"xor", AtomOp::kXor}};
+  auto redux_op = mods_.TakeOne(kOps);
+  if (!redux_op) return Fail("missing reduction operation");
+  inst_.mod = static_cast<uint8_t>(*redux_op);
+  TALLY_RETURN_IF_ERROR(NeedType());
+  if (TypeBits(inst_.type) != 32 || IsFloat(inst_.type)) return Fail("redux needs 32-bit integers");
+  return Operands(2, {Type::kNone, Type::kU32});
+}
+
 // bar{.cta}.sync / barrier{.cta}.sync{.aligned} a{, b}; bar.arrive a, b; bar.warp.sync mask.
 absl::Status Decoder::Barrier() {
   mods_.Take("cta");
@@ -493,6 +510,19 @@ absl::StatusOr<Inst> Decoder::Decode() {
     status = Arithmetic(Op::kBfi, 4);
   } else if (op == "prmt") {
     status = Arithmetic(Op::kPrmt, 3);
+  } else if (op == "bfind") {
+    if (mods_.Take("shiftamt")) inst_.mod = 1;
+    status = Arithmetic(Op::kBfind, 1);
+  } else if (op == "isspacep") {
+    inst_.op = Op::kIsspacep;
+    inst_.space = mods_.TakeSpace();
+    inst_.type = Type::kU64;
+    status = inst_.space == Space::kGeneric ? Fail("isspacep needs a state space") : Operands(1);
+  } else if (op == "redux") {
+    status = Redux();
+  } else if (op == "prefetch" || op == "prefetchu") {
+    inst_.op = Op::kNop;  // a cache hint: nothing to do (and nothing to check) here
+    return inst_;
   } else if (op == "selp") {
     inst_.op = Op::kSelp;
     status = NeedType();

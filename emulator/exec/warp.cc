@@ -8,70 +8,10 @@
 
 #include "emulator/exec/alu.h"
 #include "emulator/exec/block.h"
+#include "emulator/exec/lanes.h"
 
 namespace tally::emu::exec {
 namespace {
-
-template <typename Fn>
-inline void ForLanes(uint32_t mask, Fn fn) {
-  if (mask == 0xffffffffu) {
-    for (int lane = 0; lane < 32; ++lane) fn(lane);
-  } else {
-    for (; mask != 0; mask &= mask - 1) fn(std::countr_zero(mask));
-  }
-}
-
-template <typename Fn>
-inline void DispatchInt(Type type, Fn fn) {
-  switch (type) {
-    case Type::kS8: return fn(int8_t{});
-    case Type::kS16: return fn(int16_t{});
-    case Type::kS32: return fn(int32_t{});
-    case Type::kS64: return fn(int64_t{});
-    case Type::kU8: case Type::kB8: return fn(uint8_t{});
-    case Type::kU16: case Type::kB16: return fn(uint16_t{});
-    case Type::kU64: case Type::kB64: return fn(uint64_t{});
-    default: return fn(uint32_t{});
-  }
-}
-
-template <typename Fn>
-inline void DispatchFloat(Type type, Fn fn) {
-  if (type == Type::kF64) return fn(double{});
-  return fn(float{});
-}
-
-template <typename F>
-inline F FromBits(uint64_t bits) {
-  if constexpr (sizeof(F) == 4) return AsF32(bits); else return AsF64(bits);
-}
-
-// Directed rounding for one instruction (.rz/.rm/.rp); .rn is the host default.
-class RoundingScope {
- public:
-  explicit RoundingScope(uint8_t rounding) {
-    int mode = rounding == static_cast<uint8_t>(Rounding::kRz)   ? FE_TOWARDZERO
-               : rounding == static_cast<uint8_t>(Rounding::kRm) ? FE_DOWNWARD
-               : rounding == static_cast<uint8_t>(Rounding::kRp) ? FE_UPWARD
-                                                                  : -1;
-    if (mode != -1) {
-      saved_ = std::fegetround();
-      std::fesetround(mode);
-    }
-  }
-  ~RoundingScope() {
-    if (saved_ != -1) std::fesetround(saved_);
-  }
-
- private:
-  int saved_ = -1;
-};
-
-uint64_t ReverseBits(uint64_t value, int width) {
-  uint64_t result = 0;
-  for (int i = 0; i < width; ++i) result |= ((value >> i) & 1) << (width - 1 - i);
-  return result;
-}
 
 int64_t NowNs(bool wall) {
   auto now = wall ? std::chrono::system_clock::now().time_since_epoch()
@@ -79,68 +19,7 @@ int64_t NowNs(bool wall) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(now).count();
 }
 
-// One atomic read-modify-write on host memory; returns the old value.
-template <typename U, typename F>
-U AtomicUpdate(U* target, F update) {
-  U old = __atomic_load_n(target, __ATOMIC_RELAXED);
-  while (!__atomic_compare_exchange_n(target, &old, update(old), false, __ATOMIC_SEQ_CST,
-                                      __ATOMIC_RELAXED)) {
-  }
-  return old;
-}
-
-template <typename U>
-uint64_t Atomic(U* target, AtomOp op, Type type, uint64_t b, uint64_t c) {
-  const int width = sizeof(U) * 8;
-  auto as = [&](U v) { return static_cast<uint64_t>(v); };
-  switch (op) {
-    case AtomOp::kAdd:
-      if (type == Type::kF32 || type == Type::kF64) {
-        return as(AtomicUpdate(target, [&](U old) {
-          if constexpr (sizeof(U) == 4) return static_cast<U>(Bits(AsF32(old) + AsF32(b)));
-          else return static_cast<U>(Bits(AsF64(old) + AsF64(b)));
-        }));
-      }
-      return as(AtomicUpdate(target, [&](U old) { return static_cast<U>(old + b); }));
-    case AtomOp::kMin:
-    case AtomOp::kMax: {
-      bool is_min = op == AtomOp::kMin;
-      return as(AtomicUpdate(target, [&](U old) {
-        bool less = IsSigned(type) ? ReadSigned(b, width) < ReadSigned(old, width)
-                                   : static_cast<U>(b) < old;
-        return (less == is_min && static_cast<U>(b) != old) ? static_cast<U>(b) : old;
-      }));
-    }
-    case AtomOp::kInc:  // ((old >= b) ? 0 : old + 1), PTX ISA "atom"
-      return as(AtomicUpdate(target, [&](U old) {
-        return old >= static_cast<U>(b) ? U{0} : static_cast<U>(old + 1);
-      }));
-    case AtomOp::kDec:  // ((old == 0) || (old > b)) ? b : old - 1
-      return as(AtomicUpdate(target, [&](U old) {
-        return (old == 0 || old > static_cast<U>(b)) ? static_cast<U>(b)
-                                                     : static_cast<U>(old - 1);
-      }));
-    case AtomOp::kExch:
-      return as(__atomic_exchange_n(target, static_cast<U>(b), __ATOMIC_SEQ_CST));
-    case AtomOp::kCas: {
-      U expected = static_cast<U>(b);
-      __atomic_compare_exchange_n(target, &expected, static_cast<U>(c), false, __ATOMIC_SEQ_CST,
-                                  __ATOMIC_SEQ_CST);
-      return as(expected);
-    }
-    case AtomOp::kAnd:
-      return as(__atomic_fetch_and(target, static_cast<U>(b), __ATOMIC_SEQ_CST));
-    case AtomOp::kOr:
-      return as(__atomic_fetch_or(target, static_cast<U>(b), __ATOMIC_SEQ_CST));
-    case AtomOp::kXor:
-      return as(__atomic_fetch_xor(target, static_cast<U>(b), __ATOMIC_SEQ_CST));
-  }
-  return 0;
-}
-
 }  // namespace
-
-#define TALLY_R(slot) (warp.regs + static_cast<uint64_t>(slot) * 32)
 
 WarpStatus Block::RunWarp(Warp& warp, uint32_t budget) {
   const Inst* const code = function_->code.data();
@@ -353,8 +232,10 @@ WarpStatus Block::RunWarp(Warp& warp, uint32_t budget) {
             });
           } else {
             ForLanes(mask, [&](int l) {
-              int64_t value = ReadSigned(a[l], width);
-              d[l] = static_cast<uint64_t>(neg ? -value : (value < 0 ? -value : value)) & wm;
+              // Negation in unsigned arithmetic: wraps for the most negative value as PTX does.
+              uint64_t value = a[l];
+              bool negative = ReadSigned(value, width) < 0;
+              d[l] = (neg || negative ? 0 - value : value) & wm;
             });
           }
           break;
@@ -412,6 +293,38 @@ WarpStatus Block::RunWarp(Warp& warp, uint32_t budget) {
           ForLanes(mask, [&](int l) {
             d[l] = BitFieldInsert(a[l], b[l], static_cast<uint32_t>(c[l]),
                                   static_cast<uint32_t>(e[l]), width);
+          });
+          break;
+        }
+        case Op::kBfind: {
+          // Position of the most significant bit that differs from the sign (a set bit for
+          // unsigned types); 0xffffffff when there is none (PTX ISA, "bfind").
+          const bool shift_amount = in.mod == 1;
+          ForLanes(mask, [&](int l) {
+            uint64_t value = a[l] & wm;
+            if (IsSigned(in.type) && ReadSigned(value, width) < 0) value = ~value & wm;
+            if (value == 0) {
+              d[l] = 0xffffffffu;
+              return;
+            }
+            uint32_t position = std::bit_width(value) - 1;
+            d[l] = shift_amount ? width - 1 - position : position;
+          });
+          break;
+        }
+        case Op::kIsspacep: {
+          auto in_window = [](uint64_t address, uint64_t window) {
+            return address - window < kWindowSize;
+          };
+          ForLanes(mask, [&](int l) {
+            bool shared = in_window(a[l], kSharedWindow), local = in_window(a[l], kLocalWindow),
+                 param = in_window(a[l], kParamWindow);
+            switch (in.space) {
+              case Space::kShared: d[l] = shared; break;
+              case Space::kLocal: d[l] = local; break;
+              case Space::kParam: d[l] = param; break;
+              default: d[l] = !shared && !local && !param; break;
+            }
           });
           break;
         }
@@ -529,118 +442,18 @@ WarpStatus Block::RunWarp(Warp& warp, uint32_t budget) {
           float_unary([](auto x) { return std::tanh(x); });
           break;
         case Op::kLd:
-        case Op::kSt: {
-          const bool store = in.op == Op::kSt;
-          const uint32_t size = static_cast<uint32_t>(width / 8);
-          const uint32_t total = size * in.vec;
-          const uint64_t* base = TALLY_R(in.address);
-          const bool sign_extend = IsSigned(in.type);
-          bool ok = true;
-          ForLanes(mask, [&](int l) {
-            if (!ok) return;
-            uint64_t address = base[l] + in.offset;
-            uint8_t* host = Translate(in.space, address, total, warp, l, pc, store);
-            if (host == nullptr) {
-              ok = false;
-              return;
-            }
-            if (address % total != 0) {
-              Fault(warp, l, pc, CUDA_ERROR_MISALIGNED_ADDRESS,
-                    "misaligned access of " + std::to_string(total) + " bytes");
-              ok = false;
-              return;
-            }
-            for (int i = 0; i < in.vec; ++i) {
-              if (store) {
-                uint64_t value = TALLY_R(in.src[i])[l];
-                std::memcpy(host + i * size, &value, size);
-              } else {
-                uint64_t value = 0;
-                std::memcpy(&value, host + i * size, size);
-                TALLY_R(in.dst[i])[l] = sign_extend ? static_cast<uint64_t>(ReadSigned(value, width))
-                                                   : value;
-              }
-            }
-          });
-          if (!ok) return WarpStatus::kFault;
+        case Op::kSt:
+        case Op::kAtom:
+          if (!ExecuteMemory(in, warp, mask, pc)) return WarpStatus::kFault;
           break;
-        }
-        case Op::kAtom: {
-          const uint32_t size = static_cast<uint32_t>(width / 8);
-          const uint64_t* base = TALLY_R(in.address);
-          const bool has_result = in.flags & kFlagHasResult;
-          const AtomOp op = static_cast<AtomOp>(in.mod);
-          bool ok = true;
-          ForLanes(mask, [&](int l) {
-            if (!ok) return;
-            uint64_t address = base[l] + in.offset;
-            uint8_t* host = Translate(in.space, address, size, warp, l, pc, true);
-            if (host == nullptr || address % size != 0) {
-              if (host != nullptr) {
-                Fault(warp, l, pc, CUDA_ERROR_MISALIGNED_ADDRESS, "misaligned atomic");
-              }
-              ok = false;
-              return;
-            }
-            uint64_t old = size == 4 ? Atomic(reinterpret_cast<uint32_t*>(host), op, in.type, a[l],
-                                              b != nullptr ? b[l] : 0)
-                                     : Atomic(reinterpret_cast<uint64_t*>(host), op, in.type, a[l],
-                                              b != nullptr ? b[l] : 0);
-            if (has_result) d[l] = old;
-          });
-          if (!ok) return WarpStatus::kFault;
-          break;
-        }
         case Op::kFence:
           std::atomic_thread_fence(std::memory_order_seq_cst);
           break;
-        case Op::kShfl: {
-          // PTX ISA, "shfl.sync": c packs the segment mask (bits 8..12) and the clamp value.
-          uint64_t source[32];
-          std::memcpy(source, a, sizeof(source));
-          const ShflMode mode = static_cast<ShflMode>(in.mod);
-          uint64_t* p = in.dst[1] != kNoSlot ? TALLY_R(in.dst[1]) : nullptr;
-          ForLanes(mask, [&](int l) {
-            uint32_t lane_b = static_cast<uint32_t>(b[l]) & 0x1f;
-            uint32_t clamp = static_cast<uint32_t>(c[l]) & 0x1f;
-            uint32_t segmask = (static_cast<uint32_t>(c[l]) >> 8) & 0x1f;
-            uint32_t max_lane = (l & segmask) | (clamp & ~segmask);
-            uint32_t min_lane = l & segmask;
-            int64_t j = 0;
-            bool valid = false;
-            switch (mode) {
-              case ShflMode::kUp: j = l - static_cast<int64_t>(lane_b); valid = j >= max_lane; break;
-              case ShflMode::kDown: j = l + lane_b; valid = j <= max_lane; break;
-              case ShflMode::kBfly: j = l ^ lane_b; valid = j <= max_lane; break;
-              case ShflMode::kIdx: j = min_lane | (lane_b & ~segmask); valid = j <= max_lane; break;
-            }
-            if (!valid) j = l;
-            d[l] = source[j] & 0xffffffffu;
-            if (p != nullptr) p[l] = valid;
-          });
-          break;
-        }
-        case Op::kVote: {
-          const uint64_t negate = (in.flags & kFlagNegateSrcB) ? 1 : 0;
-          uint32_t members = 0, votes = 0;
-          ForLanes(mask, [&](int l) {
-            members |= 1u << l;
-            if (((a[l] & 1) ^ negate) != 0) votes |= 1u << l;
-          });
-          members &= static_cast<uint32_t>(b[std::countr_zero(mask)]);
-          votes &= members;
-          uint64_t result = 0;
-          switch (static_cast<VoteMode>(in.mod)) {
-            case VoteMode::kAll: result = votes == members; break;
-            case VoteMode::kAny: result = votes != 0; break;
-            case VoteMode::kUni: result = votes == 0 || votes == members; break;
-            case VoteMode::kBallot: result = votes; break;
-          }
-          ForLanes(mask, [&](int l) { d[l] = result; });
-          break;
-        }
+        case Op::kShfl:
+        case Op::kVote:
         case Op::kActiveMask:
-          ForLanes(mask, [&](int l) { d[l] = warp.active; });
+        case Op::kRedux:
+          ExecuteCollective(in, warp, mask);
           break;
         case Op::kClock: {
           int64_t now = NowNs(in.mod == 2);

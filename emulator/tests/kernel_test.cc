@@ -257,5 +257,39 @@ TEST_CASE("calls to .func, divergent and nested, incl. the libdevice sin slow pa
   }
 }
 
+TEST_CASE("misc_ops: bfind, isspacep, redux.sync, prefetch") {
+  std::vector<int> in = RandomInts(32, -100000, 100000, 10);
+  in[0] = 0;
+  in[1] = INT_MIN;
+  in[2] = -1;
+  CUdeviceptr din = Upload(in), dout = Zeros<int>(32 * 8);
+  EMU_OK(LaunchAndWait(BasicKernel("misc_ops"), 1, 32, {&din, &dout}));
+  std::vector<int> out = Download<int>(dout, 32 * 8);
+  int sum = 0, min = INT_MAX, exclusive = 0;
+  unsigned max = 0;
+  for (int v : in) {
+    sum += v;
+    min = std::min(min, v);
+    max = std::max(max, static_cast<unsigned>(v));
+    exclusive ^= v;
+  }
+  for (int l = 0; l < 32; ++l) {
+    unsigned v = in[l];
+    int signed_v = in[l];
+    unsigned magnitude = signed_v < 0 ? ~v : v;
+    INFO("lane " << l << " value " << signed_v);
+    const int* o = out.data() + l * 8;
+    CHECK(static_cast<unsigned>(o[0]) == (v == 0 ? 0xffffffffu : 31u - std::countl_zero(v)));
+    CHECK(static_cast<unsigned>(o[1]) ==
+          (magnitude == 0 ? 0xffffffffu : static_cast<unsigned>(std::countl_zero(magnitude))));
+    CHECK(o[2] == 6);
+    CHECK(o[3] == sum);
+    CHECK(o[4] == min);
+    CHECK(static_cast<unsigned>(o[5]) == max);
+    CHECK(o[6] == exclusive);
+    CHECK(static_cast<unsigned>(o[7]) == (signed_v < 0 ? 0u - v : v));
+  }
+}
+
 }  // namespace
 }  // namespace tally::emu::testing

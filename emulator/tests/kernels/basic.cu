@@ -182,3 +182,24 @@ extern "C" __global__ void calls(const int* in, int* out, float* fout) {
   store_pair(out + 2 * t, y, triple_plus(y, 1));
   fout[t] = sin((double)x) > 0 ? 1.0f : -1.0f;
 }
+
+// bfind, isspacep, redux.sync, prefetch and abs of the most negative value.
+extern "C" __global__ void misc_ops(const int* in, int* out) {
+  __shared__ int s[32];
+  int lane = threadIdx.x;
+  int v = in[lane];
+  unsigned position, shift;
+  asm("bfind.u32 %0, %1;" : "=r"(position) : "r"(v));
+  asm("bfind.shiftamt.s32 %0, %1;" : "=r"(shift) : "r"(v));
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(in + lane));
+  s[lane] = v;
+  int* o = out + lane * 8;
+  o[0] = position;
+  o[1] = shift;
+  o[2] = __isShared(&s[lane]) * 4 + __isGlobal(in) * 2 + __isShared(in);
+  o[3] = __reduce_add_sync(0xffffffffu, v);
+  o[4] = __reduce_min_sync(0xffffffffu, v);
+  o[5] = __reduce_max_sync(0xffffffffu, (unsigned)v);
+  o[6] = __reduce_xor_sync(0xffffffffu, (unsigned)v);
+  o[7] = abs(v);
+}
