@@ -1,0 +1,42 @@
+// Interval lookups over a client's allocations, written so that no address arithmetic a client
+// controls can overflow.
+#include "server/allocation_table.h"
+
+#include <cuda.h>
+
+#include "absl/strings/str_format.h"
+#include "server/cuda_result.h"
+
+namespace tally::server {
+
+void AllocationTable::Insert(uint64_t base, uint64_t size) {
+  allocations_[base] = size;
+  total_bytes_ += size;
+}
+
+absl::StatusOr<uint64_t> AllocationTable::Remove(uint64_t base) {
+  auto it = allocations_.find(base);
+  if (it == allocations_.end()) {
+    return ClientError(CUDA_ERROR_INVALID_VALUE,
+                       absl::StrFormat("0x%x is not the start of an allocation of this client",
+                                       base));
+  }
+  const uint64_t size = it->second;
+  total_bytes_ -= size;
+  allocations_.erase(it);
+  return size;
+}
+
+absl::Status AllocationTable::CheckRange(uint64_t address, uint64_t size) const {
+  auto it = allocations_.upper_bound(address);
+  if (it != allocations_.begin()) {
+    --it;
+    const uint64_t offset = address - it->first;  // address >= base here
+    if (offset <= it->second && size <= it->second - offset) return absl::OkStatus();
+  }
+  return ClientError(CUDA_ERROR_INVALID_VALUE,
+                     absl::StrFormat("[0x%x, +%d) is not inside an allocation of this client",
+                                     address, size));
+}
+
+}  // namespace tally::server

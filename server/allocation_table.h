@@ -1,0 +1,30 @@
+// One client's device allocations, for checking every pointer range the client sends: a copy,
+// memset or free is only issued when it lies inside memory that client allocated.
+#pragma once
+
+#include <cstdint>
+#include <map>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace tally::server {
+
+class AllocationTable {
+ public:
+  void Insert(uint64_t base, uint64_t size);
+  // CUDA_ERROR_INVALID_VALUE unless `base` starts a live allocation; returns its size.
+  absl::StatusOr<uint64_t> Remove(uint64_t base);
+  // CUDA_ERROR_INVALID_VALUE unless [address, address + size) lies within one allocation.
+  absl::Status CheckRange(uint64_t address, uint64_t size) const;
+
+  size_t count() const { return allocations_.size(); }
+  uint64_t total_bytes() const { return total_bytes_; }
+  const std::map<uint64_t, uint64_t>& allocations() const { return allocations_; }
+
+ private:
+  std::map<uint64_t, uint64_t> allocations_;  // base -> size
+  uint64_t total_bytes_ = 0;
+};
+
+}  // namespace tally::server

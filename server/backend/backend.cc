@@ -1,0 +1,115 @@
+// Choosing and loading the device backend. Entry points are resolved through the driver's own
+// cuGetProcAddress with the version each was written against (CUDA Driver API, "Driver Entry
+// Point Access"), so a newer driver keeps the semantics this code expects.
+#include "server/backend/backend.h"
+
+#include <dlfcn.h>
+
+#include <utility>
+
+#include "absl/strings/str_format.h"
+#include "common/log.h"
+#include "common/status.h"
+#include "server/cuda_result.h"
+
+namespace tally::server {
+namespace {
+
+absl::StatusOr<void*> OpenLibrary(const std::string& path) {
+  // RTLD_LOCAL: the emulator's (hidden) symbols and NVIDIA's must not interpose on ours.
+  void* library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (library == nullptr) {
+    return absl::NotFoundError(absl::StrFormat("dlopen(%s): %s", path, dlerror()));
+  }
+  return library;
+}
+
+absl::Status ResolveEntries(void* library, DriverApi& api) {
+  auto get_proc = reinterpret_cast<PFN_cuGetProcAddress_v12000>(
+      dlsym(library, "cuGetProcAddress_v2"));
+  if (get_proc == nullptr) {
+    return absl::NotFoundError("the driver library exports no cuGetProcAddress_v2");
+  }
+#define TALLY_DRIVER_ENTRY(name, version)                                                     \
+  {                                                                                           \
+    void* entry = nullptr;                                                                    \
+    CUdriverProcAddressQueryResult found = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;              \
+    if (get_proc(#name, &entry, version, CU_GET_PROC_ADDRESS_DEFAULT, &found) !=             \
+            CUDA_SUCCESS ||                                                                   \
+        entry == nullptr) {                                                                   \
+      return absl::NotFoundError(                                                             \
+          absl::StrFormat("the driver has no %s for CUDA version %d", #name, version));       \
+    }                                                                                         \
+    api.name = reinterpret_cast<PFN_##name##_v##version>(entry);                              \
+  }
+#include "server/backend/driver_api.def"
+  return absl::OkStatus();
+}
+
+// A loaded, initialised driver with at least `device + 1` devices, or why not.
+absl::Status InitDriver(void* library, int device, DriverApi& api) {
+  TALLY_RETURN_IF_ERROR(ResolveEntries(library, api));
+  TALLY_RETURN_IF_ERROR(CheckCu(api.cuInit(0), "cuInit"));
+  int count = 0;
+  TALLY_RETURN_IF_ERROR(CheckCu(api.cuDeviceGetCount(&count), "cuDeviceGetCount"));
+  if (device < 0 || device >= count) {
+    return absl::NotFoundError(
+        absl::StrFormat("device %d requested but the driver has %d device(s)", device, count));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<Backend> Backend::Load(const BackendOptions& options) {
+  Backend backend;
+  if (!options.emulate) {
+    absl::StatusOr<void*> nvidia = OpenLibrary("libcuda.so.1");
+    absl::Status usable = nvidia.status();
+    if (nvidia.ok()) usable = InitDriver(*nvidia, options.device, backend.api_);
+    if (usable.ok()) {
+      backend.library_ = *nvidia;
+      backend.description_ = absl::StrFormat("NVIDIA driver (libcuda.so.1), device %d",
+                                             options.device);
+    } else {
+      if (nvidia.ok()) dlclose(*nvidia);
+      backend.api_ = DriverApi{};
+      backend.description_ = absl::StrFormat(
+          "emulated GPU (%s) because the NVIDIA driver is not usable: %s",
+          options.emulator_library, usable.message());
+    }
+  } else {
+    backend.description_ =
+        absl::StrFormat("emulated GPU (%s) as requested", options.emulator_library);
+  }
+  if (backend.library_ == nullptr) {
+    TALLY_ASSIGN_OR_RETURN(backend.library_, OpenLibrary(options.emulator_library));
+    backend.emulated_ = true;
+    TALLY_RETURN_IF_ERROR(InitDriver(backend.library_, options.device, backend.api_));
+  }
+  const DriverApi& api = backend.api_;
+  TALLY_RETURN_IF_ERROR(CheckCu(api.cuDeviceGet(&backend.device_, options.device), "cuDeviceGet"));
+  TALLY_RETURN_IF_ERROR(CheckCu(api.cuDevicePrimaryCtxRetain(&backend.context_, backend.device_),
+                                "cuDevicePrimaryCtxRetain"));
+  return backend;
+}
+
+Backend::Backend(Backend&& other) noexcept
+    : library_(std::exchange(other.library_, nullptr)),
+      api_(other.api_),
+      device_(other.device_),
+      context_(std::exchange(other.context_, nullptr)),
+      emulated_(other.emulated_),
+      description_(std::move(other.description_)) {}
+
+Backend::~Backend() {
+  if (context_ != nullptr) api_.cuDevicePrimaryCtxRelease(device_);
+  // The library stays loaded: driver threads may still run, and unloading a driver at exit
+  // buys nothing.
+}
+
+absl::Status Backend::MakeCurrent() const {
+  return CheckCu(api_.cuCtxSetCurrent(context_), "cuCtxSetCurrent");
+}
+
+}  // namespace tally::server

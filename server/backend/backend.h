@@ -1,0 +1,61 @@
+// The device backend: the CUDA driver API loaded with dlopen, from NVIDIA's libcuda.so.1 or from
+// libtally_emu.so, with every entry point tally-server calls resolved into one table.
+#pragma once
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace tally::server {
+
+// One function pointer per line of driver_api.def. Members are spelled like the driver
+// functions, so `api.cuMemAlloc(...)` reads like a driver call (cuda.h's macros rename both
+// the same way).
+struct DriverApi {
+#define TALLY_DRIVER_ENTRY(name, version) PFN_##name##_v##version name = nullptr;
+#include "server/backend/driver_api.def"
+};
+
+struct BackendOptions {
+  bool emulate = false;          // use the emulator even when a GPU is present
+  int device = 0;                // ordinal on the backend
+  std::string emulator_library;  // path of libtally_emu.so
+};
+
+// An initialised driver with the device's primary context retained. Lives for the whole server.
+class Backend {
+ public:
+  // Loads libcuda.so.1 when it is present and has a device (unless options.emulate), else the
+  // emulator; `description()` says which and why.
+  static absl::StatusOr<Backend> Load(const BackendOptions& options);
+  Backend(Backend&& other) noexcept;
+  Backend& operator=(Backend&&) = delete;
+  Backend(const Backend&) = delete;
+  ~Backend();
+
+  const DriverApi& api() const { return api_; }
+  CUdevice device() const { return device_; }
+  CUcontext context() const { return context_; }
+  bool emulated() const { return emulated_; }
+  const std::string& description() const { return description_; }
+
+  // Makes the primary context current on the calling thread (every server thread that calls
+  // the driver does this once: contexts are per-thread state, CUDA Driver API "Context
+  // Management").
+  absl::Status MakeCurrent() const;
+
+ private:
+  Backend() = default;
+
+  void* library_ = nullptr;
+  DriverApi api_;
+  CUdevice device_ = 0;
+  CUcontext context_ = nullptr;
+  bool emulated_ = false;
+  std::string description_;
+};
+
+}  // namespace tally::server

@@ -1,0 +1,81 @@
+// The switch over ipc/cuda_calls.def: decoding, the handler call and the response encoding are
+// generated once per mode, so adding a call is one .def line, two structs and a handler.
+#include "server/call_dispatch.h"
+
+#include <cstring>
+
+#include "common/log.h"
+#include "common/status.h"
+#include "ipc/message.h"
+#include "server/cuda_result.h"
+#include "server/handlers/handlers.h"
+
+namespace tally::server {
+namespace {
+
+template <ipc::WireMessage T>
+std::vector<std::byte> Encode(uint64_t sequence, uint32_t flags, const T& fields,
+                              std::span<const std::byte> tail) {
+  const ipc::MessageHeader header{T::kType, flags, sequence,
+                                  static_cast<uint32_t>(sizeof(T) + tail.size()), 0};
+  std::vector<std::byte> record(sizeof(header) + sizeof(T) + tail.size());
+  std::memcpy(record.data(), &header, sizeof(header));
+  std::memcpy(record.data() + sizeof(header), &fields, sizeof(T));
+  if (!tail.empty()) std::memcpy(record.data() + sizeof(header) + sizeof(T), tail.data(), tail.size());
+  return record;
+}
+
+// The CUresult of a handler's failure, or the failure itself when the client did not cause it
+// in a way CUDA reports (a broken message).
+absl::StatusOr<CUresult> ResultOrViolation(const absl::Status& status) {
+  std::optional<CUresult> result = ResultOf(status);
+  if (!result) return status;
+  TALLY_LOG_DEBUG("answering CUresult {}: {}", static_cast<int>(*result), std::string(status.message()));
+  return *result;
+}
+
+template <typename Request>
+absl::StatusOr<std::optional<std::vector<std::byte>>> HandleSync(Session& session,
+                                                                 const ipc::ReceivedMessage& message) {
+  TALLY_ASSIGN_OR_RETURN(const ipc::Decoded<Request> request, ipc::Decode<Request>(message));
+  auto reply = Handle(session, request);
+  if (reply.ok()) {
+    return Encode(message.header.sequence, 0, reply->fields, reply->tail);
+  }
+  TALLY_ASSIGN_OR_RETURN(const CUresult result, ResultOrViolation(reply.status()));
+  return Encode(message.header.sequence, ipc::kFlagError,
+                ipc::CallError{static_cast<int32_t>(result), 0}, {});
+}
+
+template <typename Request>
+absl::StatusOr<std::optional<std::vector<std::byte>>> HandleAsync(Session& session,
+                                                                  const ipc::ReceivedMessage& message) {
+  TALLY_ASSIGN_OR_RETURN(const ipc::Decoded<Request> request, ipc::Decode<Request>(message));
+  const absl::Status status = Handle(session, request);
+  if (!status.ok()) {
+    TALLY_ASSIGN_OR_RETURN(const CUresult result, ResultOrViolation(status));
+    // Reported like a failure of the work itself: at the next synchronising call.
+    session.Enqueue([result] { return result; });
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+absl::StatusOr<std::optional<std::vector<std::byte>>> HandleCall(
+    Session& session, std::span<const std::byte> record) {
+  TALLY_ASSIGN_OR_RETURN(const ipc::ReceivedMessage message, ipc::ParseMessage(record));
+  switch (message.header.type) {
+#define TALLY_INTERNAL_kSync(name) return HandleSync<ipc::name##Request>(session, message);
+#define TALLY_INTERNAL_kAsync(name) return HandleAsync<ipc::name##Request>(session, message);
+#define TALLY_CUDA_CALL(name, id, mode) \
+  case ipc::RequestType(ipc::CallId::k##name):   \
+    TALLY_INTERNAL_##mode(name)
+#include "ipc/cuda_calls.def"
+#undef TALLY_INTERNAL_kSync
+#undef TALLY_INTERNAL_kAsync
+  }
+  return ipc::UnknownMessageType(message.header.type);
+}
+
+}  // namespace tally::server

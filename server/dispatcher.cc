@@ -1,0 +1,107 @@
+// The dispatch loop. The policy is consulted with the lock held (it is pure and fast); the
+// command is issued without it, so sessions keep enqueueing while the driver works.
+#include "server/dispatcher.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace tally::server {
+
+struct Dispatcher::ClientQueue {
+  uint64_t client_id = 0;
+  int32_t priority = 0;
+  std::deque<std::pair<uint64_t, Command>> commands;  // (arrival, command)
+  bool in_flight = false;
+  CUresult deferred_error = CUDA_SUCCESS;
+};
+
+Dispatcher::Dispatcher(std::unique_ptr<scheduler::Policy> policy,
+                       std::function<void()> thread_setup)
+    : policy_(std::move(policy)),
+      thread_([this, setup = std::move(thread_setup)] { Run(setup); }) {}
+
+Dispatcher::~Dispatcher() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  work_.notify_all();
+  thread_.join();
+}
+
+std::shared_ptr<Dispatcher::ClientQueue> Dispatcher::AddClient(uint64_t client_id,
+                                                               int32_t priority) {
+  auto queue = std::make_shared<ClientQueue>();
+  queue->client_id = client_id;
+  queue->priority = priority;
+  std::lock_guard lock(mutex_);
+  queues_.push_back(queue);
+  return queue;
+}
+
+void Dispatcher::RemoveClient(ClientQueue& queue) {
+  std::unique_lock lock(mutex_);
+  queue.commands.clear();
+  issued_.wait(lock, [&] { return !queue.in_flight; });
+  std::erase_if(queues_, [&](const auto& q) { return q.get() == &queue; });
+}
+
+void Dispatcher::Enqueue(ClientQueue& queue, Command command) {
+  {
+    std::lock_guard lock(mutex_);
+    queue.commands.emplace_back(next_arrival_++, std::move(command));
+  }
+  work_.notify_one();
+}
+
+void Dispatcher::WaitIssued(ClientQueue& queue) {
+  std::unique_lock lock(mutex_);
+  issued_.wait(lock, [&] { return queue.commands.empty() && !queue.in_flight; });
+}
+
+CUresult Dispatcher::TakeDeferredError(ClientQueue& queue) {
+  std::lock_guard lock(mutex_);
+  return std::exchange(queue.deferred_error, CUDA_SUCCESS);
+}
+
+size_t Dispatcher::queued(ClientQueue& queue) {
+  std::lock_guard lock(mutex_);
+  return queue.commands.size();
+}
+
+void Dispatcher::Run(const std::function<void()>& thread_setup) {
+  thread_setup();
+  std::vector<scheduler::QueueHead> heads;
+  std::vector<ClientQueue*> candidates;
+  std::unique_lock lock(mutex_);
+  while (!stopping_) {
+    heads.clear();
+    candidates.clear();
+    for (const auto& queue : queues_) {
+      if (queue->commands.empty()) continue;
+      heads.push_back({queue->client_id, queue->priority, queue->commands.front().first,
+                       queue->commands.size()});
+      candidates.push_back(queue.get());
+    }
+    const std::optional<size_t> pick =
+        heads.empty() ? std::nullopt : policy_->PickNext(heads);
+    if (!pick || *pick >= candidates.size()) {
+      work_.wait(lock);
+      continue;
+    }
+    ClientQueue& queue = *candidates[*pick];
+    Command command = std::move(queue.commands.front().second);
+    queue.commands.pop_front();
+    queue.in_flight = true;
+    lock.unlock();
+    const CUresult result = command();
+    lock.lock();
+    queue.in_flight = false;
+    if (result != CUDA_SUCCESS && queue.deferred_error == CUDA_SUCCESS) {
+      queue.deferred_error = result;
+    }
+    issued_.notify_all();
+  }
+}
+
+}  // namespace tally::server

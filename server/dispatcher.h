@@ -1,0 +1,61 @@
+// Per-client ordered command queues and the one thread that issues their commands to the
+// device in the order the scheduling policy picks. Order within a client is never changed;
+// the policy only chooses which client's head command goes next.
+#pragma once
+
+#include <cuda.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "scheduler/policy.h"
+
+namespace tally::server {
+
+// Issues one piece of stream-ordered work (a launch, copy, memset, event record) to the
+// backend; returns what the driver returned.
+using Command = std::function<CUresult()>;
+
+class Dispatcher {
+ public:
+  struct ClientQueue;
+
+  // `thread_setup` runs first on the dispatch thread (making the device context current).
+  Dispatcher(std::unique_ptr<scheduler::Policy> policy, std::function<void()> thread_setup);
+  Dispatcher(const Dispatcher&) = delete;
+  Dispatcher& operator=(const Dispatcher&) = delete;
+  // Stops the thread; commands still queued are dropped (sessions are closed first).
+  ~Dispatcher();
+
+  std::shared_ptr<ClientQueue> AddClient(uint64_t client_id, int32_t priority);
+  // Discards the client's queued commands and waits for one being issued to finish issuing.
+  void RemoveClient(ClientQueue& queue);
+
+  void Enqueue(ClientQueue& queue, Command command);
+  // Waits until everything enqueued so far for `queue` has been issued to the backend.
+  void WaitIssued(ClientQueue& queue);
+  // The first failure of an issued command since the last call (CUDA_SUCCESS when none): how
+  // asynchronous errors reach the client's next synchronising call, as in CUDA.
+  CUresult TakeDeferredError(ClientQueue& queue);
+  size_t queued(ClientQueue& queue);
+
+ private:
+  void Run(const std::function<void()>& thread_setup);
+
+  std::unique_ptr<scheduler::Policy> policy_;
+  std::mutex mutex_;
+  std::condition_variable work_;    // dispatch thread: commands arrived or stopping
+  std::condition_variable issued_;  // sessions: a command was issued
+  std::vector<std::shared_ptr<ClientQueue>> queues_;
+  uint64_t next_arrival_ = 0;
+  bool stopping_ = false;
+  std::thread thread_;  // last: starts after everything above exists
+};
+
+}  // namespace tally::server

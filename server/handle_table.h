@@ -1,0 +1,72 @@
+// HandleTable<T>: one client's objects of one kind (streams, events, modules, functions) under
+// the handles that client sees. A handle is a per-kind cookie and a serial number that is never
+// reused, so a stale, forged or other kind's handle is simply absent: INVALID_HANDLE, not a
+// crash, and never another client's object (each session has its own tables).
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_format.h"
+#include "server/cuda_result.h"
+
+namespace tally::server {
+
+template <typename T>
+class HandleTable {
+ public:
+  // `cookie` tells kinds apart (one per table of a session); `kind` names it in errors.
+  HandleTable(uint16_t cookie, const char* kind) : cookie_(cookie), kind_(kind) {}
+
+  uint64_t Insert(T value) {
+    const uint64_t handle = (uint64_t{cookie_} << 48) | next_serial_++;
+    entries_.emplace(handle, std::move(value));
+    return handle;
+  }
+
+  absl::StatusOr<T*> Find(uint64_t handle) {
+    auto it = entries_.find(handle);
+    if (it == entries_.end()) {
+      return ClientError(CUDA_ERROR_INVALID_HANDLE,
+                         absl::StrFormat("no %s with handle 0x%x", kind_, handle));
+    }
+    return &it->second;
+  }
+
+  absl::StatusOr<T> Remove(uint64_t handle) {
+    auto it = entries_.find(handle);
+    if (it == entries_.end()) {
+      return ClientError(CUDA_ERROR_INVALID_HANDLE,
+                         absl::StrFormat("no %s with handle 0x%x", kind_, handle));
+    }
+    T value = std::move(it->second);
+    entries_.erase(it);
+    return value;
+  }
+
+  // Removes every entry, handing each to `release` (session cleanup).
+  template <typename Release>
+  void Clear(Release&& release) {
+    for (auto& [handle, value] : entries_) release(value);
+    entries_.clear();
+  }
+
+  template <typename Fn>
+  void ForEach(Fn&& fn) const {
+    for (const auto& [handle, value] : entries_) fn(value);
+  }
+
+  size_t size() const { return entries_.size(); }
+
+ private:
+  uint16_t cookie_;
+  const char* kind_;
+  uint64_t next_serial_ = 1;  // 48 bits: never exhausted by one client
+  absl::flat_hash_map<uint64_t, T> entries_;
+};
+
+}  // namespace tally::server

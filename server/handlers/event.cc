@@ -1,0 +1,68 @@
+// Events. Records are queued like other stream work, so they mark the point after everything
+// the client enqueued before them.
+#include <cuda.h>
+
+#include "common/status.h"
+#include "server/cuda_result.h"
+#include "server/handlers/handlers.h"
+
+namespace tally::server {
+
+absl::StatusOr<Reply<ipc::EventCreateResponse>> Handle(
+    Session& session, const ipc::Decoded<ipc::EventCreateRequest>& request) {
+  // cudaEventDefault/BlockingSync/DisableTiming/Interprocess equal the CU_EVENT_* flags.
+  CUevent event = nullptr;
+  TALLY_RETURN_IF_ERROR(
+      CheckCu(session.api().cuEventCreate(&event, request.fields.flags), "cuEventCreate"));
+  return Reply<ipc::EventCreateResponse>{{.event = session.events().Insert(event)}, {}};
+}
+
+absl::StatusOr<Reply<ipc::EventDestroyResponse>> Handle(
+    Session& session, const ipc::Decoded<ipc::EventDestroyRequest>& request) {
+  session.Flush();
+  TALLY_ASSIGN_OR_RETURN(CUevent event, session.events().Remove(request.fields.event));
+  TALLY_RETURN_IF_ERROR(CheckCu(session.api().cuEventDestroy(event), "cuEventDestroy"));
+  return Reply<ipc::EventDestroyResponse>{};
+}
+
+absl::Status Handle(Session& session, const ipc::Decoded<ipc::EventRecordRequest>& request) {
+  TALLY_ASSIGN_OR_RETURN(CUevent * event, session.events().Find(request.fields.event));
+  TALLY_ASSIGN_OR_RETURN(CUstream stream, session.FindStream(request.fields.stream));
+  const DriverApi* api = &session.api();
+  const CUevent recorded = *event;
+  session.Enqueue([=] { return api->cuEventRecord(recorded, stream); });
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Reply<ipc::EventSynchronizeResponse>> Handle(
+    Session& session, const ipc::Decoded<ipc::EventSynchronizeRequest>& request) {
+  TALLY_ASSIGN_OR_RETURN(CUevent * event, session.events().Find(request.fields.event));
+  session.Flush();
+  const CUresult synced = session.api().cuEventSynchronize(*event);
+  TALLY_RETURN_IF_ERROR(session.TakeDeferredError());
+  TALLY_RETURN_IF_ERROR(CheckCu(synced, "cuEventSynchronize"));
+  return Reply<ipc::EventSynchronizeResponse>{};
+}
+
+absl::StatusOr<Reply<ipc::EventQueryResponse>> Handle(
+    Session& session, const ipc::Decoded<ipc::EventQueryRequest>& request) {
+  TALLY_ASSIGN_OR_RETURN(CUevent * event, session.events().Find(request.fields.event));
+  if (session.queued() > 0) {
+    return ClientError(CUDA_ERROR_NOT_READY, "work is queued");
+  }
+  TALLY_RETURN_IF_ERROR(CheckCu(session.api().cuEventQuery(*event), "cuEventQuery"));
+  return Reply<ipc::EventQueryResponse>{};
+}
+
+absl::StatusOr<Reply<ipc::EventElapsedTimeResponse>> Handle(
+    Session& session, const ipc::Decoded<ipc::EventElapsedTimeRequest>& request) {
+  TALLY_ASSIGN_OR_RETURN(CUevent * start, session.events().Find(request.fields.start));
+  TALLY_ASSIGN_OR_RETURN(CUevent * end, session.events().Find(request.fields.end));
+  session.Flush();  // the records must have reached the device
+  float milliseconds = 0;
+  TALLY_RETURN_IF_ERROR(CheckCu(session.api().cuEventElapsedTime(&milliseconds, *start, *end),
+                                "cuEventElapsedTime"));
+  return Reply<ipc::EventElapsedTimeResponse>{{.milliseconds = milliseconds}, {}};
+}
+
+}  // namespace tally::server

@@ -1,0 +1,56 @@
+// Fatbin registration and kernel lookup. The module is shared between clients by the registry;
+// the handles are this client's own.
+#include <cuda.h>
+
+#include <cstring>
+#include <string>
+
+#include "absl/strings/str_format.h"
+#include "common/status.h"
+#include "ipc/content_hash.h"
+#include "server/cuda_result.h"
+#include "server/handlers/handlers.h"
+
+namespace tally::server {
+
+absl::StatusOr<Reply<ipc::RegisterFatbinResponse>> Handle(
+    Session& session, const ipc::Decoded<ipc::RegisterFatbinRequest>& request) {
+  TALLY_ASSIGN_OR_RETURN(std::span<std::byte> shared, session.ResolveBulk(request.fields.image));
+  // Copied out of shared memory first: the client could change the bytes while we parse them.
+  const std::vector<std::byte> image(shared.begin(), shared.end());
+  if (ipc::ContentHash(image) != request.fields.content_hash) {
+    return ClientError(CUDA_ERROR_INVALID_VALUE, "the fatbin does not match its content hash");
+  }
+  TALLY_ASSIGN_OR_RETURN(std::shared_ptr<SharedModule> module,
+                         session.server().modules.Register(image));
+  return Reply<ipc::RegisterFatbinResponse>{
+      {.module = session.modules().Insert(std::move(module))}, {}};
+}
+
+absl::StatusOr<Reply<ipc::GetFunctionResponse>> Handle(
+    Session& session, const ipc::Decoded<ipc::GetFunctionRequest>& request) {
+  TALLY_ASSIGN_OR_RETURN(std::shared_ptr<SharedModule> * module,
+                         session.modules().Find(request.fields.module));
+  const std::string name(reinterpret_cast<const char*>(request.tail.data()), request.tail.size());
+  TALLY_ASSIGN_OR_RETURN(const Kernel* kernel, (*module)->FindKernel(name));
+  const auto& params = kernel->signature.params;
+  // The response must fit one ring record; CUDA's own limit is 32764 bytes of parameters.
+  constexpr size_t kMaxParams = 4096;
+  if (params.size() > kMaxParams) {
+    return ClientError(CUDA_ERROR_NOT_SUPPORTED,
+                       absl::StrFormat("kernel %s has %d parameters, at most %d are supported",
+                                       name, params.size(), kMaxParams));
+  }
+  Reply<ipc::GetFunctionResponse> reply;
+  reply.fields.param_count = static_cast<uint32_t>(params.size());
+  reply.fields.param_buffer_size = kernel->signature.param_buffer_size;
+  reply.fields.function = session.functions().Insert({*module, kernel});
+  reply.tail.resize(params.size() * sizeof(ipc::ParamSlot));
+  for (size_t i = 0; i < params.size(); ++i) {
+    const ipc::ParamSlot slot{params[i].offset, params[i].size};
+    std::memcpy(reply.tail.data() + i * sizeof(slot), &slot, sizeof(slot));
+  }
+  return reply;
+}
+
+}  // namespace tally::server

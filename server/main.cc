@@ -1,0 +1,38 @@
+// tally-server's entry point: options, signal set-up, run.
+#include <signal.h>
+
+#include <cstdio>
+
+#include "common/log.h"
+#include "server/options.h"
+#include "server/server.h"
+
+int main(int argc, char** argv) {
+  // Blocked before any thread exists (the backend starts some), so that every thread inherits
+  // the mask and the signals reach only the server's signalfd.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // A client that dies mid-write must not kill the server.
+  signal(SIGPIPE, SIG_IGN);
+
+  auto options = tally::server::ParseOptions(argc, argv, TALLY_DEFAULT_EMULATOR_LIBRARY);
+  if (!options.ok()) {
+    std::fprintf(stderr, "tally-server: %s\n", std::string(options.status().message()).c_str());
+    return 2;
+  }
+  if (!*options) return 0;  // --help
+  auto server = tally::server::Server::Create(**options);
+  if (!server.ok()) {
+    TALLY_LOG_ERROR("tally-server: {}", server.status().ToString());
+    return 1;
+  }
+  const absl::Status status = (*server)->Run();
+  if (!status.ok()) {
+    TALLY_LOG_ERROR("tally-server: {}", status.ToString());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,111 @@
+// Flag parsing from one table, so that --help, the environment fallbacks and the parser can
+// never disagree.
+#include "server/options.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <string_view>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
+#include "common/status.h"
+
+namespace tally::server {
+namespace {
+
+struct Flag {
+  const char* name;  // --name
+  const char* env;
+  const char* value_name;  // nullptr for a boolean flag
+  const char* help;
+};
+
+constexpr Flag kFlags[] = {
+    {"emulate", "TALLY_EMULATE", nullptr,
+     "use the emulated GPU (libtally_emu.so) even when an NVIDIA GPU is present"},
+    {"device", "TALLY_DEVICE", "N", "device ordinal to serve (default 0)"},
+    {"socket", "TALLY_SERVER", "PATH",
+     "Unix socket to listen on (default $XDG_RUNTIME_DIR/tally/server.sock, else "
+     "/tmp/tally-$UID/server.sock)"},
+    {"emulator-library", "TALLY_EMU_LIBRARY", "PATH", "libtally_emu.so to load when emulating"},
+};
+
+void PrintUsage() {
+  std::printf(
+      "Usage: tally-server [options]\n"
+      "Shares one GPU between CUDA applications started with tally-run.\n\n");
+  for (const Flag& flag : kFlags) {
+    const std::string left = flag.value_name
+                                 ? absl::StrFormat("--%s=%s", flag.name, flag.value_name)
+                                 : absl::StrFormat("--%s", flag.name);
+    std::printf("  %-26s %s [env %s]\n", left.c_str(), flag.help, flag.env);
+  }
+  std::printf("  %-26s %s\n", "--help", "show this help");
+  std::printf("\nLogging: TALLY_LOG_LEVEL=error|warn|info|debug.\n");
+}
+
+absl::Status Apply(const Flag& flag, std::string_view value, ServerOptions& options) {
+  const std::string_view name = flag.name;
+  if (name == "emulate") {
+    if (value != "1" && value != "0" && value != "true" && value != "false") {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s must be 0, 1, true or false, not '%s'", flag.env, value));
+    }
+    options.emulate = value == "1" || value == "true";
+  } else if (name == "device") {
+    if (!absl::SimpleAtoi(absl::string_view(value.data(), value.size()), &options.device) || options.device < 0) {
+      return absl::InvalidArgumentError(absl::StrFormat("--device wants a device ordinal, not '%s'", value));
+    }
+  } else if (name == "socket") {
+    options.socket_path = value;
+  } else if (name == "emulator-library") {
+    options.emulator_library = value;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::optional<ServerOptions>> ParseOptions(
+    int argc, char** argv, const std::string& default_emulator_library) {
+  ServerOptions options;
+  options.emulator_library = default_emulator_library;
+  for (const Flag& flag : kFlags) {
+    if (const char* value = std::getenv(flag.env); value != nullptr && *value != '\0') {
+      TALLY_RETURN_IF_ERROR(Apply(flag, value, options));
+    }
+  }
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      PrintUsage();
+      return std::nullopt;
+    }
+    if (!arg.starts_with("--")) {
+      return absl::InvalidArgumentError(absl::StrFormat("unexpected argument '%s'", arg));
+    }
+    arg.remove_prefix(2);
+    const size_t equals = arg.find('=');
+    const std::string_view name = arg.substr(0, equals);
+    const Flag* flag = nullptr;
+    for (const Flag& candidate : kFlags) {
+      if (name == candidate.name) flag = &candidate;
+    }
+    if (flag == nullptr) {
+      return absl::InvalidArgumentError(absl::StrFormat("unknown flag --%s (see --help)", name));
+    }
+    std::string_view value = "1";
+    if (equals != std::string_view::npos) {
+      value = arg.substr(equals + 1);
+    } else if (flag->value_name != nullptr) {
+      if (i + 1 >= argc) {
+        return absl::InvalidArgumentError(absl::StrFormat("--%s needs a value", name));
+      }
+      value = argv[++i];
+    }
+    TALLY_RETURN_IF_ERROR(Apply(*flag, value, options));
+  }
+  return options;
+}
+
+}  // namespace tally::server

@@ -1,0 +1,167 @@
+// The accept loop, the per-client request loop, and shutdown.
+#include "server/server.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "absl/strings/str_format.h"
+#include "common/log.h"
+#include "common/status.h"
+#include "ipc/socket_path.h"
+#include "ipc/unique_fd.h"
+#include "scheduler/policy.h"
+#include "server/call_dispatch.h"
+#include "server/cuda_result.h"
+
+namespace tally::server {
+
+absl::StatusOr<ipc::GetDeviceInfoResponse> QueryDeviceInfo(const Backend& backend) {
+  const DriverApi& api = backend.api();
+  ipc::GetDeviceInfoResponse info{};
+  TALLY_RETURN_IF_ERROR(CheckCu(
+      api.cuDeviceGetName(info.name, sizeof(info.name) - 1, backend.device()), "cuDeviceGetName"));
+  CUuuid uuid{};
+  TALLY_RETURN_IF_ERROR(CheckCu(api.cuDeviceGetUuid(&uuid, backend.device()), "cuDeviceGetUuid"));
+  std::memcpy(info.uuid, uuid.bytes, sizeof(info.uuid));
+  size_t total = 0;
+  TALLY_RETURN_IF_ERROR(CheckCu(api.cuDeviceTotalMem(&total, backend.device()), "cuDeviceTotalMem"));
+  info.total_memory = total;
+  TALLY_RETURN_IF_ERROR(
+      CheckCu(api.cuDriverGetVersion(&info.driver_version), "cuDriverGetVersion"));
+  size_t index = 0;
+#define TALLY_SNAPSHOT_ATTRIBUTE(name)                                                      \
+  /* An attribute this driver does not know reads as 0, like an absent feature. */         \
+  if (api.cuDeviceGetAttribute(&info.attributes[index], CU_DEVICE_ATTRIBUTE_##name,        \
+                               backend.device()) != CUDA_SUCCESS) {                         \
+    info.attributes[index] = 0;                                                             \
+  }                                                                                         \
+  ++index;
+#include "ipc/snapshot_attributes.def"
+  return info;
+}
+
+absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
+  TALLY_ASSIGN_OR_RETURN(
+      Backend backend,
+      Backend::Load({options.emulate, options.device, options.emulator_library}));
+  TALLY_LOG_INFO("tally-server: device backend is the {}", backend.description());
+  TALLY_RETURN_IF_ERROR(backend.MakeCurrent());
+  TALLY_ASSIGN_OR_RETURN(const ipc::GetDeviceInfoResponse info, QueryDeviceInfo(backend));
+  std::string path = options.socket_path;
+  if (path.empty()) {
+    TALLY_ASSIGN_OR_RETURN(path, ipc::ResolveSocketPath(ipc::DirectoryMode::kCreate));
+  }
+  ipc::ListenerOptions listen;
+  listen.path = path;
+  listen.schema_version = ipc::kCudaCallsSchemaVersion;
+  TALLY_ASSIGN_OR_RETURN(ipc::Listener listener, ipc::Listener::Listen(std::move(listen)));
+  TALLY_LOG_INFO("tally-server: serving '{}' on {}", info.name, listener.path());
+  return std::unique_ptr<Server>(new Server(std::move(backend), info, std::move(listener)));
+}
+
+Server::Server(Backend backend, ipc::GetDeviceInfoResponse device_info, ipc::Listener listener)
+    : backend_(std::move(backend)),
+      device_info_(device_info),
+      modules_(backend_),
+      dispatcher_(scheduler::MakeFifoPolicy(),
+                  [this] {
+                    const absl::Status current = backend_.MakeCurrent();
+                    if (!current.ok()) TALLY_LOG_ERROR("dispatcher: {}", current.ToString());
+                  }),
+      context_{backend_, modules_, dispatcher_, device_info_},
+      listener_(std::move(listener)) {}
+
+Server::~Server() {
+  stopping_ = true;
+  for (ClientThread& client : clients_) client.thread.join();
+}
+
+absl::Status Server::Run() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  ipc::UniqueFd signal_fd(signalfd(-1, &signals, SFD_CLOEXEC));
+  if (!signal_fd.valid()) {
+    return absl::InternalError(absl::StrFormat("signalfd: %s", std::strerror(errno)));
+  }
+  while (true) {
+    pollfd fds[2] = {{listener_.fd(), POLLIN, 0}, {signal_fd.get(), POLLIN, 0}};
+    if (poll(fds, 2, /*timeout_ms=*/100) < 0 && errno != EINTR) {
+      return absl::InternalError(absl::StrFormat("poll: %s", std::strerror(errno)));
+    }
+    JoinFinishedClients();
+    if (fds[1].revents & POLLIN) {
+      signalfd_siginfo info{};
+      [[maybe_unused]] ssize_t n = read(signal_fd.get(), &info, sizeof(info));
+      TALLY_LOG_INFO("tally-server: {} received, shutting down", strsignal(info.ssi_signo));
+      break;
+    }
+    if (!(fds[0].revents & POLLIN)) continue;
+    absl::StatusOr<ipc::ServerConnection> connection = listener_.Accept();
+    if (!connection.ok()) {
+      TALLY_LOG_WARN("tally-server: refused a client: {}", connection.status().ToString());
+      continue;
+    }
+    ClientThread& client = clients_.emplace_back();
+    client.thread = std::thread(
+        [this, &client, c = std::make_shared<ipc::ServerConnection>(*std::move(connection))] {
+          Serve(std::move(*c), client.done);
+        });
+  }
+  stopping_ = true;
+  for (ClientThread& client : clients_) client.thread.join();
+  clients_.clear();
+  return absl::OkStatus();
+}
+
+void Server::JoinFinishedClients() {
+  for (auto it = clients_.begin(); it != clients_.end();) {
+    if (it->done) {
+      it->thread.join();
+      it = clients_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void Server::Serve(ipc::ServerConnection connection, std::atomic<bool>& done) {
+  const ipc::ClientInfo& client = connection.client();
+  TALLY_LOG_INFO("client {} connected: pid {}, priority {}, '{}'", client.client_id, client.pid,
+                 client.priority, client.command);
+  absl::Status status = backend_.MakeCurrent();
+  if (status.ok()) {
+    absl::StatusOr<std::unique_ptr<Session>> session =
+        Session::Create(context_, client, connection.bulk());
+    status = session.ok() ? ServeRequests(**session, connection) : session.status();
+  }  // the session's destructor has freed what the client owned
+  if (!status.ok() && !stopping_) {
+    TALLY_LOG_WARN("client {} ended: {}", client.client_id, status.ToString());
+  }
+  done = true;
+}
+
+absl::Status Server::ServeRequests(Session& session, ipc::ServerConnection& connection) {
+  ipc::WaitOptions wait = connection.MakeWaitOptions(absl::InfiniteDuration());
+  wait.liveness = [this, &connection]() -> absl::Status {
+    if (stopping_) return absl::CancelledError("the server is shutting down");
+    return connection.CheckPeerAlive();
+  };
+  while (true) {
+    TALLY_ASSIGN_OR_RETURN(std::span<const std::byte> record, connection.requests().Peek(wait));
+    absl::StatusOr<std::optional<std::vector<std::byte>>> response = HandleCall(session, record);
+    TALLY_RETURN_IF_ERROR(connection.requests().Release());
+    if (!response.ok()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "malformed message, session closed: %s", response.status().message()));
+    }
+    if (*response) TALLY_RETURN_IF_ERROR(connection.responses().Write(**response, wait));
+  }
+}
+
+}  // namespace tally::server

@@ -1,0 +1,55 @@
+// tally-server: accepts clients on the Unix socket and serves each on its own thread until it
+// disconnects, while one dispatcher issues all clients' device work. Stops on SIGINT/SIGTERM.
+#pragma once
+
+#include <atomic>
+#include <list>
+#include <memory>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "ipc/connection.h"
+#include "ipc/cuda_calls.h"
+#include "server/backend/backend.h"
+#include "server/dispatcher.h"
+#include "server/module_registry.h"
+#include "server/options.h"
+#include "server/session.h"
+
+namespace tally::server {
+
+// The device's properties as clients receive them (GetDeviceInfo).
+absl::StatusOr<ipc::GetDeviceInfoResponse> QueryDeviceInfo(const Backend& backend);
+
+class Server {
+ public:
+  // Loads the backend and listens. SIGINT and SIGTERM must already be blocked in every thread
+  // (main does it first thing), so that Run receives them through a signalfd.
+  static absl::StatusOr<std::unique_ptr<Server>> Create(const ServerOptions& options);
+  ~Server();
+
+  // Serves until SIGINT/SIGTERM, then ends every session (freeing what clients owned).
+  absl::Status Run();
+
+ private:
+  struct ClientThread {
+    std::thread thread;
+    std::atomic<bool> done{false};
+  };
+
+  Server(Backend backend, ipc::GetDeviceInfoResponse device_info, ipc::Listener listener);
+  void Serve(ipc::ServerConnection connection, std::atomic<bool>& done);
+  absl::Status ServeRequests(Session& session, ipc::ServerConnection& connection);
+  void JoinFinishedClients();
+
+  Backend backend_;
+  ipc::GetDeviceInfoResponse device_info_;
+  ModuleRegistry modules_;
+  Dispatcher dispatcher_;
+  ServerContext context_;
+  ipc::Listener listener_;
+  std::atomic<bool> stopping_{false};
+  std::list<ClientThread> clients_;
+};
+
+}  // namespace tally::server

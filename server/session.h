@@ -1,0 +1,89 @@
+// One connected client: its own tables of streams, events, modules, functions and allocations,
+// against which every handle and pointer range it sends is checked, and its command queue.
+// Destroying the session frees everything the client owned.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "absl/status/statusor.h"
+#include "ipc/bulk.h"
+#include "ipc/connection.h"
+#include "ipc/cuda_calls.h"
+#include "server/allocation_table.h"
+#include "server/backend/backend.h"
+#include "server/dispatcher.h"
+#include "server/handle_table.h"
+#include "server/module_registry.h"
+
+namespace tally::server {
+
+// What sessions share: one per server.
+struct ServerContext {
+  const Backend& backend;
+  ModuleRegistry& modules;
+  Dispatcher& dispatcher;
+  const ipc::GetDeviceInfoResponse& device_info;
+};
+
+// A kernel as one client sees it: the module stays loaded while the client holds the handle.
+struct FunctionEntry {
+  std::shared_ptr<SharedModule> module;
+  const Kernel* kernel = nullptr;
+};
+
+class Session {
+ public:
+  // Creates the client's default stream. The calling thread must have the context current.
+  static absl::StatusOr<std::unique_ptr<Session>> Create(ServerContext& server,
+                                                         const ipc::ClientInfo& client,
+                                                         ipc::BulkArea bulk);
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+  // Discards queued work, waits for the client's streams, frees all it owned.
+  ~Session();
+
+  const ipc::ClientInfo& client() const { return client_; }
+  ServerContext& server() { return server_; }
+  const DriverApi& api() const { return server_.backend.api(); }
+
+  // 0 is the client's default stream.
+  absl::StatusOr<CUstream> FindStream(uint64_t handle);
+  // The bytes of a bulk block; CUDA_ERROR_INVALID_VALUE when it is not inside the area.
+  absl::StatusOr<std::span<std::byte>> ResolveBulk(const ipc::BulkRef& ref) const;
+
+  void Enqueue(Command command) { server_.dispatcher.Enqueue(*queue_, std::move(command)); }
+  // Waits until the client's queued work has been issued; every call that reads or destroys
+  // state that queued work may use does this first, which keeps the client's order.
+  void Flush() { server_.dispatcher.WaitIssued(*queue_); }
+  // Commands enqueued but not yet issued.
+  size_t queued() { return server_.dispatcher.queued(*queue_); }
+  // The first failure of the client's asynchronous work since the last synchronising call,
+  // as a ClientError; OK when none.
+  absl::Status TakeDeferredError();
+
+  HandleTable<CUstream>& streams() { return streams_; }
+  HandleTable<CUevent>& events() { return events_; }
+  HandleTable<std::shared_ptr<SharedModule>>& modules() { return modules_; }
+  HandleTable<FunctionEntry>& functions() { return functions_; }
+  AllocationTable& allocations() { return allocations_; }
+
+ private:
+  Session(ServerContext& server, const ipc::ClientInfo& client, ipc::BulkArea bulk);
+
+  ServerContext& server_;
+  ipc::ClientInfo client_;
+  ipc::BulkArea bulk_;
+  std::shared_ptr<Dispatcher::ClientQueue> queue_;
+  CUstream default_stream_ = nullptr;
+  HandleTable<CUstream> streams_{1, "stream"};
+  HandleTable<CUevent> events_{2, "event"};
+  HandleTable<std::shared_ptr<SharedModule>> modules_{3, "module"};
+  HandleTable<FunctionEntry> functions_{4, "function"};
+  AllocationTable allocations_;
+};
+
+}  // namespace tally::server
