@@ -112,7 +112,7 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDi
       auto owner = context.lock();
       if (owner == nullptr || owner->sticky_error() != CUDA_SUCCESS) return;
       absl::Status status = pool->Run(*setup);
-      if (!status.ok()) {
+      if (!status.ok() && !absl::IsCancelled(status)) {  // cancelled: the library is unloading
         TALLY_LOG_ERROR("emu: launch failed: {}", std::string(status.message()));
         owner->SetStickyError(tally::emu::ToCuResult(status));
       }

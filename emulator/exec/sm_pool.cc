@@ -72,13 +72,21 @@ void SmPool::WorkerLoop(uint32_t sm) {
   }
 }
 
+void SmPool::Cancel() {
+  std::lock_guard lock(mu_);
+  cancelled_ = true;
+  for (LaunchSetup* setup : running_) setup->abort.store(true, std::memory_order_relaxed);
+}
+
 absl::Status SmPool::Run(LaunchSetup& setup) {
   auto job = std::make_shared<Job>();
   job->setup = &setup;
   job->total = setup.grid.Count();
   {
     std::lock_guard lock(mu_);
+    if (cancelled_) return absl::CancelledError("the driver is shutting down");
     jobs_.push_back(job);
+    running_.push_back(&setup);
   }
   cv_.notify_all();
   Drain(*job, 0);
@@ -89,6 +97,7 @@ absl::Status SmPool::Run(LaunchSetup& setup) {
   {
     std::lock_guard lock(mu_);
     std::erase(jobs_, job);
+    std::erase(running_, &setup);
   }
   return job->error;
 }

@@ -25,6 +25,9 @@ class SmPool {
 
   // Runs every block of `setup`'s grid; the first failing block's error (the others stop).
   absl::Status Run(LaunchSetup& setup);
+  // Library teardown: running launches stop at their next time slice (a kernel that never
+  // ends must not keep the process from exiting) and later ones do not start.
+  void Cancel();
 
  private:
   struct Job;
@@ -36,6 +39,8 @@ class SmPool {
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Job>> jobs_;
   bool stopping_ = false;
+  bool cancelled_ = false;
+  std::vector<LaunchSetup*> running_;  // launches inside Run()
   std::vector<std::thread> workers_;
 };
 

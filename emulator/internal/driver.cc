@@ -39,7 +39,9 @@ void Driver::Shutdown() {
   std::lock_guard lock(g_init_mu);
   DriverState previous = g_state.exchange(DriverState::kShutDown);
   if (previous != DriverState::kReady) return;
-  // Stop every context's workers before the memory they might touch goes away.
+  // Stop every context's workers before the memory they might touch goes away; kernels still
+  // running are cancelled so that one that never ends cannot hang the process at exit.
+  if (g_driver->sm_pool_ != nullptr) g_driver->sm_pool_->Cancel();
   for (auto& context : g_driver->contexts_.RemoveIf([](const Context&) { return true; })) {
     context->Deactivate();
   }

@@ -1,6 +1,7 @@
-// A process that exits with live streams and checks that entry points called afterwards (from an
-// atexit handler registered before the library was loaded) answer CUDA_ERROR_DEINITIALIZED
-// instead of crashing. Exit status 0 on success.
+// A process that exits with live streams and a kernel that never ends, and checks that it does
+// exit and that entry points called afterwards (from an atexit handler registered before the
+// library was loaded) answer CUDA_ERROR_DEINITIALIZED instead of crashing. Exit status 0 on
+// success.
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
 #include <cudaTypedefs.h>
@@ -46,6 +47,9 @@ int main() {
   auto retain = Resolve<PFN_cuDevicePrimaryCtxRetain_v7000>(library, "cuDevicePrimaryCtxRetain");
   auto set_current = Resolve<PFN_cuCtxSetCurrent_v4000>(library, "cuCtxSetCurrent");
   auto stream_create = Resolve<PFN_cuStreamCreate_v2000>(library, "cuStreamCreate");
+  auto load = Resolve<PFN_cuModuleLoadData_v2000>(library, "cuModuleLoadData");
+  auto get_function = Resolve<PFN_cuModuleGetFunction_v2000>(library, "cuModuleGetFunction");
+  auto launch = Resolve<PFN_cuLaunchKernel_v4000>(library, "cuLaunchKernel");
   CUcontext context = nullptr;
   CUstream stream = nullptr;
   CUdeviceptr pointer = 0;
@@ -54,5 +58,18 @@ int main() {
       g_mem_alloc(&pointer, 1024) != CUDA_SUCCESS) {
     return 3;
   }
+  const char* forever =
+      ".version 8.0\n.target sm_80\n.address_size 64\n"
+      ".visible .entry forever() {\n$L_spin:\n bra $L_spin;\n}\n";
+  CUmodule module = nullptr;
+  CUfunction function = nullptr;
+  if (load(&module, forever) != CUDA_SUCCESS ||
+      get_function(&function, module, "forever") != CUDA_SUCCESS ||
+      launch(function, 4, 1, 1, 64, 1, 1, 0, stream, nullptr, nullptr) != CUDA_SUCCESS) {
+    return 4;
+  }
+  usleep(50 * 1000);  // let the kernel start spinning
+  auto query = Resolve<PFN_cuStreamQuery_v2000>(library, "cuStreamQuery");
+  if (query(stream) != CUDA_ERROR_NOT_READY) return 5;  // still spinning
   return 0;  // exit() runs the library's teardown, then CheckAfterTeardown
 }
