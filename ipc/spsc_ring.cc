@@ -51,16 +51,22 @@ absl::StatusOr<bool> RingProducer::HasRoom(uint64_t needed) {
   return head_ + needed - tail <= capacity_;
 }
 
-absl::StatusOr<std::span<std::byte>> RingProducer::TryReserve(size_t size) {
+absl::Status RingProducer::CheckUsable(size_t size) const {
   if (!broken_.ok()) return broken_;
   if (size > max_record_size()) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "IPC record of %d bytes exceeds the ring's limit of %d bytes", size, max_record_size()));
   }
+  return absl::OkStatus();
+}
+
+uint64_t RingProducer::RoomNeeded(size_t size) const {
+  return PaddingBefore(RecordSpan(size)) + RecordSpan(size);
+}
+
+std::span<std::byte> RingProducer::Place(size_t size) {
   const uint64_t total = RecordSpan(size);
   const uint64_t padding = PaddingBefore(total);
-  TALLY_ASSIGN_OR_RETURN(bool room, HasRoom(padding + total));
-  if (!room) return absl::ResourceExhaustedError("IPC ring is full");
   uint64_t index = head_ & (capacity_ - 1);
   if (padding != 0) {
     WriteHeader(data_ + index, static_cast<uint32_t>(padding - sizeof(RecordHeader)),
@@ -72,19 +78,29 @@ absl::StatusOr<std::span<std::byte>> RingProducer::TryReserve(size_t size) {
   return std::span<std::byte>(data_ + index + sizeof(RecordHeader), size);
 }
 
+absl::StatusOr<std::span<std::byte>> RingProducer::TryReserve(size_t size) {
+  TALLY_RETURN_IF_ERROR(CheckUsable(size));
+  TALLY_ASSIGN_OR_RETURN(bool room, HasRoom(RoomNeeded(size)));
+  if (!room) return absl::ResourceExhaustedError("IPC ring is full");
+  return Place(size);
+}
+
 absl::StatusOr<std::span<std::byte>> RingProducer::Reserve(size_t size,
                                                            const WaitOptions& options) {
-  absl::StatusOr<std::span<std::byte>> reserved = TryReserve(size);
-  if (reserved.ok() || !absl::IsResourceExhausted(reserved.status())) return reserved;
+  TALLY_RETURN_IF_ERROR(CheckUsable(size));
   // Only this thread moves head_, so the room needed stays the same while we wait.
-  const uint64_t needed = PaddingBefore(RecordSpan(size)) + RecordSpan(size);
-  TALLY_RETURN_IF_ERROR(WaitUntil(
-      [&] {
-        absl::StatusOr<bool> room = HasRoom(needed);
-        return !room.ok() || *room;
-      },
-      control_->producer_sleeping, options));
-  return TryReserve(size);
+  const uint64_t needed = RoomNeeded(size);
+  TALLY_ASSIGN_OR_RETURN(bool room, HasRoom(needed));
+  if (!room) {  // a full ring is the steady state of a fast poster: no error Status built here
+    TALLY_RETURN_IF_ERROR(WaitUntil(
+        [&] {
+          absl::StatusOr<bool> has_room = HasRoom(needed);
+          return !has_room.ok() || *has_room;
+        },
+        control_->producer_sleeping, options));
+    TALLY_RETURN_IF_ERROR(HasRoom(needed).status());  // the wait also ends on a corrupted tail
+  }
+  return Place(size);
 }
 
 absl::Status RingProducer::Commit() {

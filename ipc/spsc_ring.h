@@ -83,9 +83,14 @@ class RingProducer {
   absl::Status Write(std::span<const std::byte> bytes, const WaitOptions& options);
 
  private:
+  absl::Status CheckUsable(size_t size) const;
   // Bytes of padding a record of `record_span` bytes needs before it so as not to wrap.
   uint64_t PaddingBefore(uint64_t record_span) const;
+  uint64_t RoomNeeded(size_t size) const;  // padding + record
   absl::StatusOr<bool> HasRoom(uint64_t needed);
+  // Writes the headers of a record of `size` bytes (and of padding before it) at head_; the
+  // room has been checked.
+  std::span<std::byte> Place(size_t size);
 
   RingControl* control_ = nullptr;
   std::byte* data_ = nullptr;
