@@ -26,6 +26,9 @@ void Block::Reset(const LaunchSetup& setup, Dim3 ctaid, uint32_t sm) {
   fault_.clear();
   for (uint32_t& a : arrived_) a = 0;
   for (uint32_t& e : expected_) e = 0;
+  for (BarRedMode& m : reduction_mode_) m = BarRedMode::kNone;
+  for (uint32_t& r : reduction_arrived_) r = 0;
+  for (uint32_t& v : reduction_votes_) v = 0;
   if (cached_launch_ != setup.launch_id) {
     access_cache_.assign(function_->code.size(), AccessRange{});
     cached_launch_ = setup.launch_id;
@@ -131,6 +134,15 @@ void Block::Arrive(Warp& warp, uint32_t lanes, uint32_t barrier, uint32_t count,
   for (uint32_t m = lanes; m != 0; m &= m - 1) warp.barrier_of_lane[std::countr_zero(m)] = barrier;
 }
 
+void Block::ArriveReduce(Warp& warp, uint32_t lanes, uint32_t barrier, uint32_t count,
+                         uint32_t votes, BarRedMode mode, uint32_t dst) {
+  reduction_mode_[barrier] = mode;
+  reduction_arrived_[barrier] += std::popcount(lanes);
+  reduction_votes_[barrier] += std::popcount(votes & lanes);
+  for (uint32_t m = lanes; m != 0; m &= m - 1) warp.reduction_dst[std::countr_zero(m)] = dst;
+  Arrive(warp, lanes, barrier, count, /*wait=*/true);
+}
+
 // PTX ISA, "bar, barrier": a barrier completes when the expected number of threads arrived;
 // without a count that is every thread of the block, where exited threads count as arrived.
 bool Block::ReleaseBarriers() {
@@ -139,15 +151,24 @@ bool Block::ReleaseBarriers() {
     if (arrived_[b] == 0) continue;
     uint32_t needed = expected_[b] != 0 ? expected_[b] : threads_ - exited_;
     if (arrived_[b] < needed) continue;
+    const BarRedMode mode = reduction_mode_[b];
+    const uint32_t votes = reduction_votes_[b];
+    const uint64_t result = mode == BarRedMode::kPopc ? votes
+                            : mode == BarRedMode::kAnd ? votes == reduction_arrived_[b]
+                                                       : votes != 0;
     for (Warp& warp : warps_) {
       for (uint32_t m = warp.blocked; m != 0; m &= m - 1) {
         int lane = std::countr_zero(m);
-        if (warp.barrier_of_lane[lane] == b) warp.blocked &= ~(1u << lane);
+        if (warp.barrier_of_lane[lane] != b) continue;
+        warp.blocked &= ~(1u << lane);
+        if (mode != BarRedMode::kNone) warp.regs[warp.reduction_dst[lane] * 32 + lane] = result;
       }
-      if (warp.active == 0) Schedule(warp);
     }
     arrived_[b] = 0;
     expected_[b] = 0;
+    reduction_mode_[b] = BarRedMode::kNone;
+    reduction_arrived_[b] = 0;
+    reduction_votes_[b] = 0;
     released = true;
   }
   return released;

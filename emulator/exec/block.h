@@ -38,6 +38,7 @@ struct Warp {
   uint64_t* regs = nullptr;  // num_slots x 32 lanes, slot-major
   uint32_t pc[32] = {};      // valid for lanes outside `active`
   uint8_t barrier_of_lane[32] = {};
+  uint32_t reduction_dst[32] = {};  // bar.red: where the lane receives the result
   uint32_t live = 0;         // lanes that exist and have not exited
   uint32_t blocked = 0;      // lanes waiting at a barrier
   uint32_t active = 0;       // lanes executing together at cur_pc
@@ -69,6 +70,10 @@ class Block {
                      uint32_t pc, bool write);
   void Fault(const Warp& warp, int lane, uint32_t pc, CUresult code, std::string what);
   void Arrive(Warp& warp, uint32_t lanes, uint32_t barrier, uint32_t count, bool wait);
+  // bar.red: Arrive and wait, contributing the lanes in `votes` to the reduction whose result
+  // each lane finds in register `dst` when the barrier completes.
+  void ArriveReduce(Warp& warp, uint32_t lanes, uint32_t barrier, uint32_t count, uint32_t votes,
+                    BarRedMode mode, uint32_t dst);
   // ld/st/atom for the lanes in `mask`; false after a fault.
   bool ExecuteMemory(const Inst& in, Warp& warp, uint32_t mask, uint32_t pc);
   // shfl/vote/activemask for the lanes in `mask`.
@@ -93,6 +98,10 @@ class Block {
   std::vector<AccessRange> access_cache_;
   uint32_t arrived_[16] = {};
   uint32_t expected_[16] = {};  // 0: every thread of the block
+  // bar.red state per barrier: its mode, threads that arrived through it, and their true votes.
+  BarRedMode reduction_mode_[16] = {};
+  uint32_t reduction_arrived_[16] = {};
+  uint32_t reduction_votes_[16] = {};
   uint64_t cached_launch_ = 0;  // launch whose access ranges access_cache_ holds
   CUresult fault_code_ = CUDA_SUCCESS;
   std::string fault_;

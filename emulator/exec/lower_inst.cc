@@ -190,6 +190,7 @@ class Decoder {
   absl::Status Shfl();
   absl::Status Vote();
   absl::Status Barrier();
+  absl::Status BarrierReduction();
   absl::Status Redux();
 
   const ptx::Instruction& in_;
@@ -457,12 +458,13 @@ absl::Status Decoder::Barrier() {
     inst_.op = Op::kNop;
     return absl::OkStatus();
   }
+  if (mods_.Take("red")) return BarrierReduction();
   if (mods_.Take("sync")) {
     inst_.op = Op::kBarSync;
   } else if (mods_.Take("arrive")) {
     inst_.op = Op::kBarArrive;
   } else {
-    return Fail("only bar.sync, barrier.sync and bar.arrive are implemented");
+    return Fail("only bar.sync, bar.red, barrier.sync and bar.arrive are implemented");
   }
   if (in_.operands.empty() || in_.operands.size() > 2) return Fail("bad barrier operands");
   TALLY_ASSIGN_OR_RETURN(inst_.src[0], context_.Source(Operand(0), Type::kU32));
@@ -471,6 +473,32 @@ absl::Status Decoder::Barrier() {
   } else if (inst_.op == Op::kBarArrive) {
     return Fail("bar.arrive needs a thread count");
   }
+  return absl::OkStatus();
+}
+
+// bar.red.popc.u32 d, a{, b}, {!}c and bar.red.{and,or}.pred p, a{, b}, {!}c: a barrier that
+// also reduces c over the participating threads (PTX ISA, "bar.red").
+absl::Status Decoder::BarrierReduction() {
+  inst_.op = Op::kBarRed;
+  if (mods_.Take("popc")) {
+    inst_.mod = static_cast<uint8_t>(BarRedMode::kPopc);
+  } else if (mods_.Take("and")) {
+    inst_.mod = static_cast<uint8_t>(BarRedMode::kAnd);
+  } else if (mods_.Take("or")) {
+    inst_.mod = static_cast<uint8_t>(BarRedMode::kOr);
+  } else {
+    return Fail("missing reduction");
+  }
+  TALLY_RETURN_IF_ERROR(NeedType());
+  if (in_.operands.size() != 3 && in_.operands.size() != 4) return Fail("bad bar.red operands");
+  TALLY_ASSIGN_OR_RETURN(inst_.dst[0], context_.Dest(Operand(0)));
+  TALLY_ASSIGN_OR_RETURN(inst_.src[0], context_.Source(Operand(1), Type::kU32));
+  if (in_.operands.size() == 4) {
+    TALLY_ASSIGN_OR_RETURN(inst_.src[1], context_.Source(Operand(2), Type::kU32));
+  }
+  const ptx::Operand& predicate = in_.operands.back();
+  TALLY_ASSIGN_OR_RETURN(inst_.src[2], context_.Source(predicate, Type::kPred));
+  if (predicate.negated) inst_.flags |= kFlagNegateSrcB;
   return absl::OkStatus();
 }
 

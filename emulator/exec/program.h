@@ -55,6 +55,7 @@ enum class Rounding : uint8_t { kDefault, kRn, kRz, kRm, kRp, kRni, kRzi, kRmi, 
 enum class AtomOp : uint8_t { kAdd, kMin, kMax, kInc, kDec, kExch, kCas, kAnd, kOr, kXor };
 enum class ShflMode : uint8_t { kUp, kDown, kBfly, kIdx };
 enum class VoteMode : uint8_t { kAll, kAny, kUni, kBallot };
+enum class BarRedMode : uint8_t { kNone, kPopc, kAnd, kOr };
 
 inline constexpr uint8_t kFlagFtz = 1;
 inline constexpr uint8_t kFlagSat = 2;

@@ -480,7 +480,8 @@ WarpStatus Block::RunWarp(Warp& warp, uint32_t budget) {
           exited_ += std::popcount(mask);
           break;
         case Op::kBarSync:
-        case Op::kBarArrive: {
+        case Op::kBarArrive:
+        case Op::kBarRed: {
           int first = std::countr_zero(mask);
           uint64_t barrier = a[first];
           uint64_t count = b != nullptr ? b[first] : 0;
@@ -488,8 +489,16 @@ WarpStatus Block::RunWarp(Warp& warp, uint32_t budget) {
             Fault(warp, first, pc, CUDA_ERROR_LAUNCH_FAILED, "barrier id out of range");
             return WarpStatus::kFault;
           }
-          bool wait = in.op == Op::kBarSync;
-          Arrive(warp, mask, static_cast<uint32_t>(barrier), static_cast<uint32_t>(count), wait);
+          bool wait = in.op != Op::kBarArrive;
+          if (in.op == Op::kBarRed) {
+            const uint64_t want = (in.flags & kFlagNegateSrcB) ? 0 : 1;
+            uint32_t votes = 0;
+            ForLanes(mask, [&](int l) { votes |= static_cast<uint32_t>((c[l] & 1) == want) << l; });
+            ArriveReduce(warp, mask, static_cast<uint32_t>(barrier), static_cast<uint32_t>(count),
+                         votes, static_cast<BarRedMode>(in.mod), in.dst[0]);
+          } else {
+            Arrive(warp, mask, static_cast<uint32_t>(barrier), static_cast<uint32_t>(count), wait);
+          }
           if (wait) {
             for (uint32_t m = mask; m != 0; m &= m - 1) warp.pc[std::countr_zero(m)] = pc + 1;
             warp.active &= ~mask;

@@ -291,5 +291,26 @@ TEST_CASE("misc_ops: bfind, isspacep, redux.sync, prefetch") {
   }
 }
 
+TEST_CASE("bar.red: __syncthreads_count/and/or") {
+  std::vector<int> in = RandomInts(3 * 96, 0, 100, 11);
+  for (int i = 96; i < 192; ++i) in[i] = std::min(in[i], 90);  // block 1: no value above 95
+  in[200] = -1;                                                // block 2: not all >= 0
+  CUdeviceptr din = Upload(in), dout = Zeros<int>(9);
+  EMU_OK(LaunchAndWait(BasicKernel("barrier_reductions"), 3, 96, {&din, &dout}));
+  std::vector<int> out = Download<int>(dout, 9);
+  for (int block = 0; block < 3; ++block) {
+    int count = 0, all = 1, any = 0;
+    for (int i = block * 96; i < (block + 1) * 96; ++i) {
+      count += in[i] > 50;
+      all &= in[i] >= 0;
+      any |= in[i] > 95;
+    }
+    INFO("block " << block);
+    CHECK(out[block * 3] == count);
+    CHECK((out[block * 3 + 1] != 0) == (all != 0));
+    CHECK((out[block * 3 + 2] != 0) == (any != 0));
+  }
+}
+
 }  // namespace
 }  // namespace tally::emu::testing

@@ -203,3 +203,16 @@ extern "C" __global__ void misc_ops(const int* in, int* out) {
   o[6] = __reduce_xor_sync(0xffffffffu, (unsigned)v);
   o[7] = abs(v);
 }
+
+// __syncthreads_count/and/or are bar.red.
+extern "C" __global__ void barrier_reductions(const int* in, int* out) {
+  int v = in[blockIdx.x * blockDim.x + threadIdx.x];
+  int count = __syncthreads_count(v > 50);
+  int all = __syncthreads_and(v >= 0);
+  int any = __syncthreads_or(v > 95);
+  if (threadIdx.x == 0) {
+    out[blockIdx.x * 3] = count;
+    out[blockIdx.x * 3 + 1] = all;
+    out[blockIdx.x * 3 + 2] = any;
+  }
+}
