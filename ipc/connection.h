@@ -21,6 +21,7 @@
 namespace tally::ipc {
 
 // WaitOptions whose waits end with Unavailable soon after the peer on `socket_fd` hangs up.
+// It holds a std::function: on a hot path build it once and reuse it.
 WaitOptions WaitOptionsFor(int socket_fd, absl::Duration timeout);
 
 // Who is on the other end, as the server knows it.
