@@ -72,8 +72,10 @@ Listener::~Listener() {
   if (!fd_.valid()) return;  // moved from
   // Another server may have replaced a socket file we lost; leave its file alone.
   struct stat st {};
-  if (stat(options_.path.c_str(), &st) == 0 && st.st_dev == dev_ && st.st_ino == ino_) {
-    unlink(options_.path.c_str());
+  const absl::Status found =
+      RetryEintr("stat", [&] { return stat(options_.path.c_str(), &st); }).status();
+  if (found.ok() && st.st_dev == dev_ && st.st_ino == ino_) {
+    RetryEintr("unlink", [&] { return unlink(options_.path.c_str()); }).status().IgnoreError();
   }
 }
 
