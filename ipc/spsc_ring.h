@@ -33,8 +33,7 @@ struct RingControl {
 };
 static_assert(std::is_standard_layout_v<RingControl>);
 static_assert(std::atomic<uint64_t>::is_always_lock_free,
-              "ring positions are shared between "
-              "processes and need lock-free atomics");
+              "ring positions are shared between processes and need lock-free atomics");
 
 // Each record starts with this, at an 8-byte aligned position.
 struct RecordHeader {
