@@ -140,7 +140,9 @@ void Server::Serve(ipc::ServerConnection connection, std::atomic<bool>& done) {
         Session::Create(context_, client, connection.bulk());
     status = session.ok() ? ServeRequests(**session, connection) : session.status();
   }  // the session's destructor has freed what the client owned
-  if (!status.ok() && !stopping_) {
+  if (absl::IsUnavailable(status) || stopping_) {
+    TALLY_LOG_DEBUG("client {} ended: {}", client.client_id, status.ToString());
+  } else {
     TALLY_LOG_WARN("client {} ended: {}", client.client_id, status.ToString());
   }
   done = true;

@@ -1,0 +1,128 @@
+// Device management. The server serves one device, so the application sees device 0 only;
+// everything but synchronisation is answered from the snapshot fetched at connection.
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include <cstring>
+
+#include "client/channel.h"
+#include "client/entry.h"
+#include "client/handles.h"
+#include "common/status.h"
+
+using tally::client::Channel;
+using tally::client::CheckOut;
+using tally::client::CudaError;
+using tally::client::Run;
+namespace ipc = tally::ipc;
+
+namespace {
+
+absl::Status CheckDevice(int device) {
+  if (device == 0) return absl::OkStatus();
+  return CudaError(cudaErrorInvalidDevice, "Tally serves device 0 only");
+}
+
+int Attribute(const ipc::GetDeviceInfoResponse& info, ipc::SnapshotAttribute attribute) {
+  return info.attributes[static_cast<size_t>(attribute)];
+}
+
+absl::StatusOr<int> SnapshotValue(const ipc::GetDeviceInfoResponse& info, int attribute) {
+  size_t index = 0;
+#define TALLY_SNAPSHOT_ATTRIBUTE(name)                                            \
+  if (attribute == CU_DEVICE_ATTRIBUTE_##name) return info.attributes[index]; \
+  ++index;
+#include "ipc/snapshot_attributes.def"
+  return CudaError(cudaErrorNotSupported,
+                   "this device attribute is not in Tally's snapshot (ipc/snapshot_attributes.def)");
+}
+
+// The runtime's device selection is per host thread (CUDA Runtime API, cudaSetDevice); with a
+// single device only 0 is valid, so nothing needs remembering.
+
+}  // namespace
+
+extern "C" {
+
+cudaError_t cudaGetDeviceCount(int* count) {
+  return Run(__func__, [&]() -> absl::Status {
+    TALLY_RETURN_IF_ERROR(CheckOut(count));
+    // Without a server there is no device: cudaErrorNoDevice, as CUDA answers on a machine
+    // without a GPU.
+    const absl::StatusOr<Channel*> channel = Channel::Get();
+    *count = channel.ok() ? 1 : 0;
+    if (!channel.ok()) return CudaError(cudaErrorNoDevice, channel.status().message());
+    return absl::OkStatus();
+  });
+}
+
+cudaError_t cudaGetDevice(int* device) {
+  return Run(__func__, [&]() -> absl::Status {
+    TALLY_RETURN_IF_ERROR(CheckOut(device));
+    *device = 0;
+    return absl::OkStatus();
+  });
+}
+
+cudaError_t cudaSetDevice(int device) {
+  return Run(__func__, [&]() -> absl::Status {
+    TALLY_RETURN_IF_ERROR(CheckDevice(device));
+    return Channel::Get().status();
+  });
+}
+
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
+  return Run(__func__, [&]() -> absl::Status {
+    TALLY_RETURN_IF_ERROR(CheckOut(prop));
+    TALLY_RETURN_IF_ERROR(CheckDevice(device));
+    TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
+    const ipc::GetDeviceInfoResponse& info = channel->device();
+    std::memset(prop, 0, sizeof(*prop));
+    std::memcpy(prop->name, info.name, sizeof(prop->name) - 1);
+    std::memcpy(prop->uuid.bytes, info.uuid, sizeof(prop->uuid.bytes));
+    prop->totalGlobalMem = info.total_memory;
+    using A = ipc::SnapshotAttribute;
+    const A dims[] = {A::k_MAX_BLOCK_DIM_X, A::k_MAX_BLOCK_DIM_Y, A::k_MAX_BLOCK_DIM_Z};
+    const A grid[] = {A::k_MAX_GRID_DIM_X, A::k_MAX_GRID_DIM_Y, A::k_MAX_GRID_DIM_Z};
+    for (int i = 0; i < 3; ++i) {
+      prop->maxThreadsDim[i] = Attribute(info, dims[i]);
+      prop->maxGridSize[i] = Attribute(info, grid[i]);
+    }
+#define TALLY_DEVICE_PROP(field, attribute) \
+  prop->field = static_cast<decltype(prop->field)>(Attribute(info, A::k_##attribute));
+#include "client/device_props.def"
+    return absl::OkStatus();
+  });
+}
+
+cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) {
+  return Run(__func__, [&]() -> absl::Status {
+    TALLY_RETURN_IF_ERROR(CheckOut(value));
+    TALLY_RETURN_IF_ERROR(CheckDevice(device));
+    TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
+    // cudaDeviceAttr and CUdevice_attribute share their values (driver_types.h, cuda.h).
+    TALLY_ASSIGN_OR_RETURN(*value, SnapshotValue(channel->device(), static_cast<int>(attr)));
+    return absl::OkStatus();
+  });
+}
+
+cudaError_t cudaDeviceSynchronize() {
+  return Run(__func__, [&]() -> absl::Status {
+    TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
+    return channel->Call(ipc::DeviceSynchronizeRequest{}).status();
+  });
+}
+
+cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
+  return Run(__func__, [&]() -> absl::Status {
+    TALLY_RETURN_IF_ERROR(CheckOut(free_bytes));
+    TALLY_RETURN_IF_ERROR(CheckOut(total_bytes));
+    TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
+    TALLY_ASSIGN_OR_RETURN(auto answer, channel->Call(ipc::MemGetInfoRequest{}));
+    *free_bytes = answer.fields.free_bytes;
+    *total_bytes = answer.fields.total_bytes;
+    return absl::OkStatus();
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,78 @@
+// Events: created on the server; records are one-way and ordered with the client's other work.
+#include <cuda_runtime_api.h>
+
+#include "client/channel.h"
+#include "client/entry.h"
+#include "client/handles.h"
+#include "common/status.h"
+
+using tally::client::Channel;
+using tally::client::CheckOut;
+using tally::client::EventHandle;
+using tally::client::Run;
+using tally::client::StreamHandle;
+using tally::client::ToEvent;
+namespace ipc = tally::ipc;
+
+namespace {
+
+absl::Status CreateEvent(cudaEvent_t* event, unsigned int flags) {
+  TALLY_RETURN_IF_ERROR(CheckOut(event));
+  TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
+  TALLY_ASSIGN_OR_RETURN(auto answer, channel->Call(ipc::EventCreateRequest{.flags = flags}));
+  *event = ToEvent(answer.fields.event);
+  return absl::OkStatus();
+}
+
+// A sync call on one event: destroy, synchronize or query.
+template <typename Request>
+absl::Status EventCall(cudaEvent_t event) {
+  TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
+  return channel->Call(Request{.event = EventHandle(event)}).status();
+}
+
+}  // namespace
+
+extern "C" {
+
+cudaError_t cudaEventCreate(cudaEvent_t* event) {
+  return Run(__func__, [&] { return CreateEvent(event, cudaEventDefault); });
+}
+
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags) {
+  return Run(__func__, [&] { return CreateEvent(event, flags); });
+}
+
+cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  return Run(__func__, [&] { return EventCall<ipc::EventDestroyRequest>(event); });
+}
+
+cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  return Run(__func__, [&] { return EventCall<ipc::EventSynchronizeRequest>(event); });
+}
+
+cudaError_t cudaEventQuery(cudaEvent_t event) {
+  return Run(__func__, [&] { return EventCall<ipc::EventQueryRequest>(event); });
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+  return Run(__func__, [&]() -> absl::Status {
+    TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
+    return channel->Post(
+        ipc::EventRecordRequest{.event = EventHandle(event), .stream = StreamHandle(stream)});
+  });
+}
+
+cudaError_t cudaEventElapsedTime(float* milliseconds, cudaEvent_t start, cudaEvent_t end) {
+  return Run(__func__, [&]() -> absl::Status {
+    TALLY_RETURN_IF_ERROR(CheckOut(milliseconds));
+    TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
+    TALLY_ASSIGN_OR_RETURN(auto answer,
+                           channel->Call(ipc::EventElapsedTimeRequest{
+                               .start = EventHandle(start), .end = EventHandle(end)}));
+    *milliseconds = answer.fields.milliseconds;
+    return absl::OkStatus();
+  });
+}
+
+}  // extern "C"

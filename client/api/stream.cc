@@ -1,0 +1,72 @@
+// Streams: created and destroyed on the server, named by its handles.
+#include <cuda_runtime_api.h>
+
+#include "client/channel.h"
+#include "client/entry.h"
+#include "client/handles.h"
+#include "common/status.h"
+
+using tally::client::Channel;
+using tally::client::CheckOut;
+using tally::client::Run;
+using tally::client::StreamHandle;
+using tally::client::ToStream;
+namespace ipc = tally::ipc;
+
+namespace {
+
+absl::Status CreateStream(cudaStream_t* stream, unsigned int flags, int priority) {
+  TALLY_RETURN_IF_ERROR(CheckOut(stream));
+  TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
+  TALLY_ASSIGN_OR_RETURN(
+      auto answer, channel->Call(ipc::StreamCreateRequest{.flags = flags, .priority = priority}));
+  *stream = ToStream(answer.fields.stream);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+extern "C" {
+
+cudaError_t cudaStreamCreate(cudaStream_t* stream) {
+  return Run(__func__, [&] { return CreateStream(stream, cudaStreamDefault, 0); });
+}
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int flags) {
+  return Run(__func__, [&] { return CreateStream(stream, flags, 0); });
+}
+
+cudaError_t cudaStreamCreateWithPriority(cudaStream_t* stream, unsigned int flags, int priority) {
+  return Run(__func__, [&] { return CreateStream(stream, flags, priority); });
+}
+
+cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  return Run(__func__, [&]() -> absl::Status {
+    TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
+    return channel->Call(ipc::StreamDestroyRequest{.stream = StreamHandle(stream)}).status();
+  });
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  return Run(__func__, [&]() -> absl::Status {
+    TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
+    return channel->Call(ipc::StreamSynchronizeRequest{.stream = StreamHandle(stream)}).status();
+  });
+}
+
+cudaError_t cudaStreamQuery(cudaStream_t stream) {
+  return Run(__func__, [&]() -> absl::Status {
+    TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
+    return channel->Call(ipc::StreamQueryRequest{.stream = StreamHandle(stream)}).status();
+  });
+}
+
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
+  return Run(__func__, [&]() -> absl::Status {
+    TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
+    return channel->Post(ipc::StreamWaitEventRequest{
+        .flags = flags, .stream = StreamHandle(stream), .event = tally::client::EventHandle(event)});
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,87 @@
+// Connecting to the server (TALLY_SERVER, TALLY_PRIORITY) and waiting for responses.
+#include "client/channel.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <string>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
+#include "ipc/socket_path.h"
+
+namespace tally::client {
+namespace {
+
+// TALLY_PRIORITY: "high", "best-effort" or an integer; higher is more important.
+absl::StatusOr<int32_t> PriorityFromEnvironment() {
+  const char* value = std::getenv("TALLY_PRIORITY");
+  if (value == nullptr || *value == '\0') return 0;
+  const std::string text = value;
+  if (text == "high") return 1;
+  if (text == "best-effort") return 0;
+  int32_t priority = 0;
+  if (!absl::SimpleAtoi(text, &priority)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "TALLY_PRIORITY must be high, best-effort or an integer, not '%s'", text));
+  }
+  return priority;
+}
+
+std::string CommandLine() {
+  std::ifstream file("/proc/self/cmdline", std::ios::binary);
+  std::string command((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  for (char& c : command) {
+    if (c == '\0') c = ' ';
+  }
+  while (!command.empty() && command.back() == ' ') command.pop_back();
+  return command;
+}
+
+}  // namespace
+
+absl::StatusOr<Channel*> Channel::Get() {
+  // Never destroyed: application threads may still call in while static destructors run.
+  static const absl::StatusOr<Channel*>* const channel = new absl::StatusOr<Channel*>(Connect());
+  return *channel;
+}
+
+absl::StatusOr<Channel*> Channel::Connect() {
+  ipc::ConnectOptions options;
+  TALLY_ASSIGN_OR_RETURN(options.path, ipc::ResolveSocketPath(ipc::DirectoryMode::kCheckIfPresent));
+  TALLY_ASSIGN_OR_RETURN(options.priority, PriorityFromEnvironment());
+  options.schema_version = ipc::kCudaCallsSchemaVersion;
+  options.command = CommandLine();
+  absl::StatusOr<ipc::ClientConnection> connection = ipc::ClientConnection::Connect(options);
+  if (!connection.ok()) {
+    return absl::UnavailableError(absl::StrFormat(
+        "no Tally server answers on %s (start tally-server, or set TALLY_SERVER): %s",
+        options.path, connection.status().message()));
+  }
+  std::unique_ptr<Channel> channel(new Channel(*std::move(connection)));
+  TALLY_ASSIGN_OR_RETURN(auto device, channel->Call(ipc::GetDeviceInfoRequest{}));
+  channel->device_ = device.fields;
+  return channel.release();
+}
+
+absl::Status Channel::CheckSameProcess() const {
+  if (getpid() == pid_) return absl::OkStatus();
+  return CudaError(cudaErrorInitializationError,
+                   "CUDA used in a child after fork(): the parent's connection cannot be shared");
+}
+
+absl::StatusOr<ipc::ReceivedMessage> Channel::AwaitResponse(uint64_t sequence) {
+  // Kernels can run for long: the wait ends when the server answers or its socket closes.
+  TALLY_ASSIGN_OR_RETURN(std::span<const std::byte> record,
+                         connection_.responses().Peek(
+                             connection_.MakeWaitOptions(absl::InfiniteDuration())));
+  TALLY_ASSIGN_OR_RETURN(ipc::ReceivedMessage message, ipc::ParseMessage(record));
+  if (message.header.sequence != sequence) {
+    return absl::DataLossError(absl::StrFormat("response %d arrived for request %d",
+                                               message.header.sequence, sequence));
+  }
+  return message;
+}
+
+}  // namespace tally::client

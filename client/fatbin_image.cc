@@ -1,0 +1,54 @@
+// Layouts as nvcc emits them (fatbinary_section.h: __fatBinC_Wrapper_t; the fatbin header that
+// its `data` points to). Both magics are checked so that a foreign pointer is refused rather
+// than read past.
+#include "client/fatbin_image.h"
+
+#include <cstdint>
+#include <cstring>
+
+#include "absl/strings/str_format.h"
+#include "client/status.h"
+
+namespace tally::client {
+namespace {
+
+constexpr int32_t kWrapperMagic = 0x466243b1;
+constexpr uint32_t kFatbinMagic = 0xba55ed50;
+// Sanity bound on a single fatbin; larger ones would not fit the bulk area anyway.
+constexpr uint64_t kMaxFatbinSize = uint64_t{1} << 32;
+
+struct Wrapper {
+  int32_t magic;
+  int32_t version;
+  const void* data;
+  const void* filename_or_fatbins;
+};
+
+struct FatbinHeader {
+  uint32_t magic;
+  uint16_t version;
+  uint16_t header_size;
+  uint64_t fat_size;  // bytes after the header
+};
+
+}  // namespace
+
+absl::StatusOr<std::span<const std::byte>> FatbinImage(const void* wrapper) {
+  if (wrapper == nullptr) return CudaError(cudaErrorInvalidKernelImage, "null fatbin wrapper");
+  Wrapper w;
+  std::memcpy(&w, wrapper, sizeof(w));
+  if (w.magic != kWrapperMagic || w.data == nullptr) {
+    return CudaError(cudaErrorInvalidKernelImage,
+                     absl::StrFormat("fatbin wrapper magic 0x%x is not nvcc's", w.magic));
+  }
+  FatbinHeader header;
+  std::memcpy(&header, w.data, sizeof(header));
+  if (header.magic != kFatbinMagic || header.header_size < sizeof(header) ||
+      header.fat_size > kMaxFatbinSize) {
+    return CudaError(cudaErrorInvalidKernelImage, "the wrapper does not point to a fatbin");
+  }
+  return std::span<const std::byte>(static_cast<const std::byte*>(w.data),
+                                    header.header_size + header.fat_size);
+}
+
+}  // namespace tally::client

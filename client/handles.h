@@ -1,0 +1,31 @@
+// Conversions between the runtime's opaque handle types and the server's uint64_t handles,
+// and the argument checks every entry point shares.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "client/status.h"
+
+namespace tally::client {
+
+// cudaStreamLegacy and cudaStreamPerThread (driver_types.h) are the client's default stream,
+// as is NULL: each client's default stream is private to it on the server.
+inline uint64_t StreamHandle(cudaStream_t stream) {
+  const auto value = reinterpret_cast<uintptr_t>(stream);
+  return value == 0x1 || value == 0x2 ? 0 : value;
+}
+inline cudaStream_t ToStream(uint64_t handle) { return reinterpret_cast<cudaStream_t>(handle); }
+inline uint64_t EventHandle(cudaEvent_t event) { return reinterpret_cast<uintptr_t>(event); }
+inline cudaEvent_t ToEvent(uint64_t handle) { return reinterpret_cast<cudaEvent_t>(handle); }
+inline uint64_t DevicePointer(const void* pointer) { return reinterpret_cast<uintptr_t>(pointer); }
+
+// cudaErrorInvalidValue for a null output argument.
+inline absl::Status CheckOut(const void* out) {
+  if (out != nullptr) return absl::OkStatus();
+  return CudaError(cudaErrorInvalidValue, "null output pointer");
+}
+
+}  // namespace tally::client

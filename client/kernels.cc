@@ -1,0 +1,98 @@
+// Lazy kernel resolution: programs that never launch a kernel of a fatbin never upload it.
+#include "client/kernels.h"
+
+#include <cstring>
+
+#include "absl/strings/str_format.h"
+#include "client/channel.h"
+#include "client/fatbin_image.h"
+#include "client/status.h"
+#include "common/status.h"
+#include "ipc/content_hash.h"
+
+namespace tally::client {
+
+KernelRegistry& KernelRegistry::Get() {
+  // Never destroyed: kernels may launch from other threads while static destructors run.
+  static KernelRegistry* const registry = new KernelRegistry;
+  return *registry;
+}
+
+Fatbin* KernelRegistry::AddFatbin(const void* wrapper) {
+  std::lock_guard lock(mutex_);
+  auto& fatbin = fatbins_.emplace_back(std::make_unique<Fatbin>());
+  fatbin->wrapper = wrapper;
+  return fatbin.get();
+}
+
+void KernelRegistry::AddKernel(Fatbin* fatbin, const void* host_function,
+                               const char* device_name) {
+  auto kernel = std::make_unique<Kernel>();
+  kernel->fatbin = fatbin;
+  kernel->name = device_name;
+  std::lock_guard lock(mutex_);
+  kernels_[host_function] = std::move(kernel);
+}
+
+absl::StatusOr<Kernel*> KernelRegistry::Resolve(const void* host_function) {
+  Kernel* kernel = nullptr;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = kernels_.find(host_function);
+    if (it == kernels_.end()) {
+      return CudaError(cudaErrorInvalidDeviceFunction,
+                       absl::StrFormat("%p is not a registered kernel", host_function));
+    }
+    kernel = it->second.get();
+  }
+  TALLY_RETURN_IF_ERROR(Resolve(*kernel));
+  return kernel;
+}
+
+absl::Status KernelRegistry::Resolve(Kernel& kernel) {
+  std::lock_guard lock(kernel.mutex);
+  if (kernel.function != 0) return absl::OkStatus();
+  TALLY_RETURN_IF_ERROR(Upload(*kernel.fatbin));
+  TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
+  TALLY_ASSIGN_OR_RETURN(
+      auto answer,
+      channel->Call(ipc::GetFunctionRequest{.module = kernel.fatbin->module},
+                    std::as_bytes(std::span(kernel.name.data(), kernel.name.size()))));
+  const uint32_t count = answer.fields.param_count;
+  if (answer.tail.size() != count * sizeof(ipc::ParamSlot)) {
+    return absl::DataLossError("the server's parameter layout has the wrong size");
+  }
+  kernel.params.resize(count);
+  std::memcpy(kernel.params.data(), answer.tail.data(), answer.tail.size());
+  for (const ipc::ParamSlot& slot : kernel.params) {
+    if (slot.offset > answer.fields.param_buffer_size ||
+        slot.size > answer.fields.param_buffer_size - slot.offset) {
+      return absl::DataLossError("the server's parameter layout exceeds its buffer");
+    }
+  }
+  kernel.param_buffer_size = answer.fields.param_buffer_size;
+  kernel.function = answer.fields.function;
+  return absl::OkStatus();
+}
+
+absl::Status KernelRegistry::Upload(Fatbin& fatbin) {
+  std::lock_guard lock(fatbin.mutex);
+  if (fatbin.module != 0) return absl::OkStatus();
+  TALLY_ASSIGN_OR_RETURN(std::span<const std::byte> image, FatbinImage(fatbin.wrapper));
+  TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
+  absl::StatusOr<ipc::BulkRef> block = channel->bulk().Allocate(image.size());
+  if (!block.ok()) {
+    return CudaError(cudaErrorNotSupported,
+                     absl::StrFormat("a %d-byte fatbin does not fit the bulk area: %s",
+                                     image.size(), block.status().message()));
+  }
+  std::memcpy(channel->bulk().Bytes(*block).data(), image.data(), image.size());
+  auto answer = channel->Call(
+      ipc::RegisterFatbinRequest{.content_hash = ipc::ContentHash(image), .image = *block});
+  channel->bulk().Free(*block);
+  TALLY_RETURN_IF_ERROR(answer.status());
+  fatbin.module = answer->fields.module;
+  return absl::OkStatus();
+}
+
+}  // namespace tally::client
