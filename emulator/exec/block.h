@@ -76,6 +76,8 @@ class Block {
                     BarRedMode mode, uint32_t dst);
   // ld/st/atom for the lanes in `mask`; false after a fault.
   bool ExecuteMemory(const Inst& in, Warp& warp, uint32_t mask, uint32_t pc);
+  // printf/assert for the lanes in `mask` (builtins.cc); false after a fault.
+  bool ExecuteBuiltin(const Inst& in, Warp& warp, uint32_t mask, uint32_t pc);
   // shfl/vote/activemask for the lanes in `mask`.
   void ExecuteCollective(const Inst& in, Warp& warp, uint32_t mask);
 
@@ -84,6 +86,10 @@ class Block {
   bool ReleaseBarriers();
   uint8_t* TranslateGlobal(uint64_t address, uint32_t size, uint32_t pc);
   std::string ThreadName(const Warp& warp, int lane) const;
+  uint64_t LocalWord(const Warp& warp, int lane, uint64_t offset, uint32_t size);
+  bool ReadString(uint64_t address, const Warp& warp, int lane, uint32_t pc, std::string* out);
+  bool FormatPrintf(const Warp& warp, int lane, uint32_t pc, uint64_t format_address,
+                    uint64_t arguments, std::string* out);
 
   const LaunchSetup* setup_ = nullptr;
   const Function* function_ = nullptr;

@@ -49,6 +49,8 @@ class FunctionLowering {
   absl::Status CollectVariables(const std::vector<ptx::Statement>& statements, bool in_callee);
   absl::Status LowerStatements(const std::vector<ptx::Statement>& statements);
   absl::Status InlineCall(const ptx::Instruction& call);
+  absl::Status LowerBuiltin(const ptx::Instruction& call, Builtin builtin, bool has_result,
+                            const std::vector<std::pair<std::string, LocalSymbol>>& bindings);
 
   const ptx::Module& module_;
   LowerContext context_;
@@ -69,9 +71,16 @@ absl::Status FunctionLowering::PlaceVariable(const ptx::VarDecl& var, bool in_ca
     context_.DeclareVariable(var.name, {Space::kShared, shared_bytes_});
     shared_bytes_ += VariableBytes(var);
   } else if (var.state_space == "local" || var.state_space == "param") {
-    // Body-level .param variables are call arguments: per thread, hence local memory.
-    uint64_t offset = context_.AllocateLocal(VariableBytes(var), VariableAlignment(var));
-    context_.DeclareVariable(var.name, {Space::kLocal, offset});
+    // Body-level .param variables are call arguments: per thread, hence local memory. Each call
+    // sequence block redeclares `param0` & co.; they all share the largest one's storage (the
+    // blocks never overlap in time), since names here resolve per frame, not per block.
+    uint64_t bytes = VariableBytes(var);
+    auto existing = context_.FindVariable(var.name);
+    if (existing && existing->space == Space::kLocal && existing->size >= bytes) {
+      return absl::OkStatus();
+    }
+    uint64_t offset = context_.AllocateLocal(bytes, VariableAlignment(var));
+    context_.DeclareVariable(var.name, {Space::kLocal, offset, bytes});
   }
   return absl::OkStatus();
 }
@@ -127,9 +136,7 @@ absl::Status FunctionLowering::InlineCall(const ptx::Instruction& call) {
   if (i < operands.size() && operands[i].kind == Kind::kParenList) arguments = &operands[i++];
   if (i != operands.size()) return Unsupported(call, "indirect calls are not implemented yet");
   const ptx::Function* callee = module_.FindFunction(name);
-  if (callee == nullptr || !callee->body) {
-    return Unsupported(call, "calls a function without a body here: " + name);
-  }
+  if (callee == nullptr) return Unsupported(call, "calls an undeclared function: " + name);
   if (context_.InFrameOf(name)) {
     return Unsupported(call, "recursive calls are not implemented yet: " + name);
   }
@@ -151,6 +158,13 @@ absl::Status FunctionLowering::InlineCall(const ptx::Instruction& call) {
   std::vector<std::pair<std::string, LocalSymbol>> bindings;
   TALLY_RETURN_IF_ERROR(bind(returns, callee->returns, bindings));
   TALLY_RETURN_IF_ERROR(bind(arguments, callee->params, bindings));
+  if (!callee->body) {
+    if (name == "vprintf" || name == "__assertfail") {
+      return LowerBuiltin(call, name == "vprintf" ? Builtin::kPrintf : Builtin::kAssert,
+                          returns != nullptr, bindings);
+    }
+    return Unsupported(call, "calls a function without a body here: " + name);
+  }
 
   // A predicated call branches around the inlined body when its guard is false.
   const bool guarded = !call.guard.empty();
@@ -172,6 +186,36 @@ absl::Status FunctionLowering::InlineCall(const ptx::Instruction& call) {
   TALLY_RETURN_IF_ERROR(LowerStatements(callee->body->statements));
   TALLY_RETURN_IF_ERROR(context_.PopFrame());
   if (guarded) context_.DeclareLabel(after_call);
+  return absl::OkStatus();
+}
+
+// vprintf(format, arguments) and __assertfail(message, file, line, function, char size): one
+// kBuiltin instruction whose sources hold the local offsets of the argument variables.
+absl::Status FunctionLowering::LowerBuiltin(
+    const ptx::Instruction& call, Builtin builtin, bool has_result,
+    const std::vector<std::pair<std::string, LocalSymbol>>& bindings) {
+  Inst inst;
+  inst.op = Op::kBuiltin;
+  inst.mod = static_cast<uint8_t>(builtin);
+  inst.line = call.location.line;
+  size_t first_argument = has_result ? 1 : 0;
+  size_t expected = builtin == Builtin::kPrintf ? 2 : 5;
+  if (bindings.size() != first_argument + expected) {
+    return Unsupported(call, "unexpected signature for a runtime device function");
+  }
+  for (size_t k = 0; k < 4 && first_argument + k < bindings.size(); ++k) {
+    inst.src[k] = context_.Constant(bindings[first_argument + k].second.offset);
+  }
+  if (has_result) {
+    inst.flags |= kFlagHasResult;
+    inst.offset = static_cast<int64_t>(bindings[0].second.offset);
+  }
+  if (!call.guard.empty()) {
+    TALLY_ASSIGN_OR_RETURN(inst.guard,
+                           context_.Source(ptx::Operand::Name(call.guard), Type::kPred));
+    if (call.guard_negated) inst.flags |= kFlagNegateGuard;
+  }
+  context_.function().code.push_back(inst);
   return absl::OkStatus();
 }
 

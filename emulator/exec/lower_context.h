@@ -21,6 +21,7 @@ namespace tally::emu::exec {
 struct LocalSymbol {
   Space space;
   uint64_t offset;
+  uint64_t size = 0;
 };
 
 class LowerContext {

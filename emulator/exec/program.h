@@ -56,6 +56,9 @@ enum class AtomOp : uint8_t { kAdd, kMin, kMax, kInc, kDec, kExch, kCas, kAnd, k
 enum class ShflMode : uint8_t { kUp, kDown, kBfly, kIdx };
 enum class VoteMode : uint8_t { kAll, kAny, kUni, kBallot };
 enum class BarRedMode : uint8_t { kNone, kPopc, kAnd, kOr };
+// Device functions the driver provides (CUDA C++ Programming Guide, "Formatted Output",
+// "Assertion"): arguments are the local-memory offsets of the call's .param variables.
+enum class Builtin : uint8_t { kPrintf, kAssert };
 
 inline constexpr uint8_t kFlagFtz = 1;
 inline constexpr uint8_t kFlagSat = 2;

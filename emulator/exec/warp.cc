@@ -2,6 +2,7 @@
 // (per-lane PCs reconverge structured code at its join points and handle arbitrary branches),
 // one decoded instruction at a time over all active lanes. No allocation or lookup by name
 // happens here; registers are slot-major arrays of 32 lanes.
+#include <atomic>
 #include <cfenv>
 #include <chrono>
 #include <cstring>
@@ -12,6 +13,8 @@
 
 namespace tally::emu::exec {
 namespace {
+
+std::atomic<uint32_t> g_fence_word{0};
 
 int64_t NowNs(bool wall) {
   auto now = wall ? std::chrono::system_clock::now().time_since_epoch()
@@ -446,8 +449,13 @@ WarpStatus Block::RunWarp(Warp& warp, uint32_t budget) {
         case Op::kAtom:
           if (!ExecuteMemory(in, warp, mask, pc)) return WarpStatus::kFault;
           break;
+        case Op::kBuiltin:
+          if (!ExecuteBuiltin(in, warp, mask, pc)) return WarpStatus::kFault;
+          break;
         case Op::kFence:
-          std::atomic_thread_fence(std::memory_order_seq_cst);
+          // A sequentially consistent read-modify-write on one shared word: a full fence on
+          // the host that ThreadSanitizer also understands (it does not model bare fences).
+          g_fence_word.fetch_add(0, std::memory_order_seq_cst);
           break;
         case Op::kShfl:
         case Op::kVote:

@@ -1,8 +1,14 @@
 // Launch validation, module and function entry points, fatbin loading, kernels in stream
 // order, and faults: bad accesses, divergent barriers and traps end the launch with a sticky
 // error instead of crashing or hanging; unsupported PTX fails the load naming the instruction.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 
 #include "emulator/tests/kernel_util.h"
 
@@ -234,6 +240,39 @@ TEST_CASE("trap ends the launch") {
   std::vector<int> flag = {1};
   CUdeviceptr dflag = Upload(flag);
   CHECK(LaunchAndWait(scratch.Kernel("traps"), 4, 32, {&dflag}) == CUDA_ERROR_LAUNCH_FAILED);
+}
+
+TEST_CASE("device printf writes to stdout") {
+  CUfunction prints = BasicKernel("prints");
+  char path[] = "/tmp/tally_emu_printf_XXXXXX";
+  int file = mkstemp(path);
+  REQUIRE(file >= 0);
+  std::fflush(stdout);
+  int saved = dup(1);
+  dup2(file, 1);
+  int value = 42;
+  CUresult result = LaunchAndWait(prints, 1, 32, {&value});
+  std::fflush(stdout);
+  dup2(saved, 1);
+  close(saved);
+  close(file);
+  EMU_OK(result);
+  std::ifstream captured(path);
+  std::stringstream text;
+  text << captured.rdbuf();
+  unlink(path);
+  CHECK(text.str() ==
+        "thread 0: 42  1.50 str -5 ff|z\n"
+        "thread 1: 42  1.50 str -5 ff|z\n");
+}
+
+TEST_CASE("a failed device assert is a sticky CUDA_ERROR_ASSERT") {
+  ScratchContext scratch;
+  std::vector<int> data(32, 0);
+  data[5] = 3;
+  CUdeviceptr ddata = Upload(data);
+  CHECK(LaunchAndWait(scratch.Kernel("asserts"), 1, 32, {&ddata}) == CUDA_ERROR_ASSERT);
+  CHECK(Emu().cuCtxSynchronize() == CUDA_ERROR_ASSERT);
 }
 
 // Not a pass/fail criterion: reports the interpreter's speed on an ALU loop so regressions are

@@ -1,5 +1,7 @@
 // Kernels for the emulator's execution tests (compiled to PTX at build time). Each has a CPU
 // reference in kernel_test.cc.
+#include <cassert>
+#include <cstdio>
 
 extern "C" __global__ void vec_add(const float* a, const float* b, float* c, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -216,3 +218,12 @@ extern "C" __global__ void barrier_reductions(const int* in, int* out) {
     out[blockIdx.x * 3 + 2] = any;
   }
 }
+
+// Device printf and assert.
+extern "C" __global__ void prints(int value) {
+  if (threadIdx.x < 2) {
+    printf("thread %d: %d %5.2f %s %lld %x|%c\n", threadIdx.x, value, 1.5, "str", -5ll, 255u, 'z');
+  }
+}
+
+extern "C" __global__ void asserts(const int* data) { assert(data[threadIdx.x] != 3); }

@@ -1,0 +1,160 @@
+// The CUDA runtime's device functions that the driver implements: printf (vprintf) and assert
+// (__assertfail). Strings and arguments are read through the same bounds-checked translation as
+// every other access, so a bad pointer passed to printf is a fault, not a host crash.
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+
+#include "emulator/exec/block.h"
+#include "emulator/exec/lanes.h"
+
+namespace tally::emu::exec {
+namespace {
+
+constexpr size_t kMaxString = 4096;
+
+std::mutex& OutputMutex() {
+  static std::mutex mu;
+  return mu;
+}
+
+}  // namespace
+
+uint64_t Block::LocalWord(const Warp& warp, int lane, uint64_t offset, uint32_t size) {
+  uint64_t value = 0;
+  std::memcpy(&value,
+              local_.data() + uint64_t{warp.index * 32 + lane} * function_->local_bytes + offset,
+              size);
+  return value;
+}
+
+bool Block::ReadString(uint64_t address, const Warp& warp, int lane, uint32_t pc,
+                       std::string* out) {
+  out->clear();
+  for (size_t i = 0; i < kMaxString; ++i) {
+    const uint8_t* c = Translate(Space::kGeneric, address + i, 1, warp, lane, pc, false);
+    if (c == nullptr) return false;
+    if (*c == 0) return true;
+    out->push_back(static_cast<char>(*c));
+  }
+  return true;
+}
+
+// printf formatting (CUDA C++ Programming Guide, "Formatted Output"): arguments are packed in a
+// buffer, each aligned to its size; integers are 4 bytes unless `l`/`ll`, floating-point values
+// are doubles, %s and %p take 8-byte pointers.
+bool Block::FormatPrintf(const Warp& warp, int lane, uint32_t pc, uint64_t format_address,
+                         uint64_t arguments, std::string* out) {
+  std::string format;
+  if (!ReadString(format_address, warp, lane, pc, &format)) return false;
+  uint64_t cursor = 0;
+  auto next = [&](uint32_t size, uint64_t* value) {
+    cursor = (cursor + size - 1) / size * size;
+    const uint8_t* p = Translate(Space::kGeneric, arguments + cursor, size, warp, lane, pc, false);
+    if (p == nullptr) return false;
+    *value = 0;
+    std::memcpy(value, p, size);
+    cursor += size;
+    return true;
+  };
+  for (size_t i = 0; i < format.size(); ++i) {
+    if (format[i] != '%') {
+      out->push_back(format[i]);
+      continue;
+    }
+    size_t start = i++;
+    while (i < format.size() && std::strchr("-+ #0123456789.*", format[i]) != nullptr) ++i;
+    int longs = 0;
+    while (i < format.size() && std::strchr("hlLqjzt", format[i]) != nullptr) {
+      if (format[i] == 'l' || format[i] == 'L' || format[i] == 'q' || format[i] == 'j' ||
+          format[i] == 'z' || format[i] == 't') {
+        ++longs;
+      }
+      ++i;
+    }
+    if (i >= format.size()) break;
+    char conversion = format[i];
+    if (conversion == '%') {
+      out->push_back('%');
+      continue;
+    }
+    // The spec without length modifiers, re-expressed for 64-bit host arguments.
+    std::string spec = format.substr(start, i - start);
+    spec.erase(std::remove_if(spec.begin(), spec.end(),
+                              [](char c) { return std::strchr("hlLqjzt", c) != nullptr; }),
+               spec.end());
+    char text[512];
+    uint64_t value = 0;
+    if (std::strchr("diouxXc", conversion) != nullptr) {
+      if (!next(longs > 0 ? 8 : 4, &value)) return false;
+      if (conversion == 'd' || conversion == 'i') {
+        int64_t v = longs > 0 ? static_cast<int64_t>(value) : ReadSigned(value, 32);
+        std::snprintf(text, sizeof(text), (spec + "lld").c_str(), static_cast<long long>(v));
+      } else if (conversion == 'c') {
+        std::snprintf(text, sizeof(text), (spec + "c").c_str(), static_cast<int>(value));
+      } else {
+        std::snprintf(text, sizeof(text), (spec + "ll" + conversion).c_str(),
+                      static_cast<unsigned long long>(value));
+      }
+    } else if (std::strchr("fFeEgGaA", conversion) != nullptr) {
+      if (!next(8, &value)) return false;
+      std::snprintf(text, sizeof(text), (spec + conversion).c_str(), AsF64(value));
+    } else if (conversion == 's') {
+      std::string string;
+      if (!next(8, &value) || !ReadString(value, warp, lane, pc, &string)) return false;
+      std::snprintf(text, sizeof(text), (spec + "s").c_str(), string.c_str());
+    } else if (conversion == 'p') {
+      if (!next(8, &value)) return false;
+      std::snprintf(text, sizeof(text), "0x%llx", static_cast<unsigned long long>(value));
+    } else {
+      std::snprintf(text, sizeof(text), "%%%c", conversion);
+    }
+    out->append(text);
+  }
+  return true;
+}
+
+bool Block::ExecuteBuiltin(const Inst& in, Warp& warp, uint32_t mask, uint32_t pc) {
+  auto argument = [&](int k, int lane, uint32_t size = 8) {
+    return LocalWord(warp, lane, warp.regs[in.src[k] * 32 + lane], size);
+  };
+  bool ok = true;
+  ForLanes(mask, [&](int l) {
+    if (!ok) return;
+    if (static_cast<Builtin>(in.mod) == Builtin::kPrintf) {
+      std::string text;
+      if (!FormatPrintf(warp, l, pc, argument(0, l), argument(1, l), &text)) {
+        ok = false;
+        return;
+      }
+      {
+        std::lock_guard lock(OutputMutex());
+        std::fwrite(text.data(), 1, text.size(), stdout);
+        std::fflush(stdout);
+      }
+      if (in.flags & kFlagHasResult) {
+        int32_t written = static_cast<int32_t>(text.size());
+        std::memcpy(local_.data() + uint64_t{warp.index * 32 + l} * function_->local_bytes +
+                        in.offset,
+                    &written, sizeof(written));
+      }
+      return;
+    }
+    // assert(): the message, file, line and function of the failed assertion.
+    std::string message, file, function;
+    if (!ReadString(argument(0, l), warp, l, pc, &message) ||
+        !ReadString(argument(1, l), warp, l, pc, &file) ||
+        !ReadString(argument(3, l), warp, l, pc, &function)) {
+      ok = false;
+      return;
+    }
+    Fault(warp, l, pc, CUDA_ERROR_ASSERT,
+          file + ":" + std::to_string(argument(2, l, 4)) + ": " + function + ": Assertion `" +
+              message + "` failed");
+    ok = false;
+  });
+  return ok;
+}
+
+}  // namespace tally::emu::exec
