@@ -53,13 +53,9 @@ absl::StatusOr<Channel*> Channel::Connect() {
   TALLY_ASSIGN_OR_RETURN(options.priority, PriorityFromEnvironment());
   options.schema_version = ipc::kCudaCallsSchemaVersion;
   options.command = CommandLine();
-  absl::StatusOr<ipc::ClientConnection> connection = ipc::ClientConnection::Connect(options);
-  if (!connection.ok()) {
-    return absl::UnavailableError(absl::StrFormat(
-        "no Tally server answers on %s (start tally-server, or set TALLY_SERVER): %s",
-        options.path, connection.status().message()));
-  }
-  std::unique_ptr<Channel> channel(new Channel(*std::move(connection)));
+  // Its message already names the socket and says how to start or select a server.
+  TALLY_ASSIGN_OR_RETURN(ipc::ClientConnection connection, ipc::ClientConnection::Connect(options));
+  std::unique_ptr<Channel> channel(new Channel(std::move(connection)));
   TALLY_ASSIGN_OR_RETURN(auto device, channel->Call(ipc::GetDeviceInfoRequest{}));
   channel->device_ = device.fields;
   return channel.release();

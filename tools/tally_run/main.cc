@@ -1,0 +1,108 @@
+// tally-run: runs a CUDA program with its runtime calls served by tally-server. Sets LD_PRELOAD
+// to libtally_client.so, TALLY_PRIORITY and TALLY_SERVER, then execs the program; refuses
+// programs whose CUDA runtime is linked statically, which the shim could not intercept.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "tools/tally_run/cudart_linkage.h"
+
+namespace {
+
+constexpr char kUsage[] =
+    "Usage: tally-run [--priority high|best-effort|N] [--server PATH] -- program [args...]\n"
+    "Runs a CUDA program (built with nvcc -cudart shared) on the GPU shared by tally-server.\n\n"
+    "  --priority P   high, best-effort (default) or an integer; higher is more important\n"
+    "                 [sets TALLY_PRIORITY]\n"
+    "  --server PATH  the server's socket (default: TALLY_SERVER, else the server's default)\n"
+    "  --help         show this help\n\n"
+    "The shim loaded is TALLY_CLIENT_LIBRARY when set, else this build's libtally_client.so.\n";
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "tally-run: %s\n", message.c_str());
+  return 2;
+}
+
+bool ValidPriority(const std::string& value) {
+  int parsed = 0;
+  return value == "high" || value == "best-effort" || absl::SimpleAtoi(value, &parsed);
+}
+
+// Explains a refusal, or returns true when the program may run under the shim.
+bool CheckLinkage(const std::string& program) {
+  absl::StatusOr<std::string> path = tally::tools::FindExecutable(program);
+  if (!path.ok()) return true;  // execvp reports it
+  std::ifstream file(*path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  auto linkage = tally::tools::DetectCudartLinkage(
+      {reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()});
+  if (!linkage.ok()) {
+    std::fprintf(stderr, "tally-run: warning: cannot inspect %s (%s); running it anyway\n",
+                 path->c_str(), std::string(linkage.status().message()).c_str());
+    return true;
+  }
+  if (*linkage != tally::tools::CudartLinkage::kStatic) return true;
+  std::fprintf(stderr,
+               "tally-run: %s links the CUDA runtime statically (nvcc's default), so its CUDA "
+               "calls cannot be shared through Tally and it would use the GPU directly.\n"
+               "Rebuild it with `nvcc -cudart shared` (CMake: "
+               "set CUDA_RUNTIME_LIBRARY Shared) and run it again.\n",
+               path->c_str());
+  return false;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string priority;
+  std::string server;
+  int i = 1;
+  for (; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--") {
+      ++i;
+      break;
+    }
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if ((arg == "--priority" || arg == "--server") && i + 1 < argc) {
+      (arg == "--priority" ? priority : server) = argv[++i];
+    } else if (arg.starts_with("--priority=")) {
+      priority = arg.substr(11);
+    } else if (arg.starts_with("--server=")) {
+      server = arg.substr(9);
+    } else if (arg.starts_with("-")) {
+      return Fail(std::string("unknown option ") + std::string(arg) + " (see --help)");
+    } else {
+      break;  // the program, without a `--` before it
+    }
+  }
+  if (i >= argc) return Fail("no program given (see --help)");
+  if (!priority.empty() && !ValidPriority(priority)) {
+    return Fail("--priority wants high, best-effort or an integer, not '" + priority + "'");
+  }
+  if (!CheckLinkage(argv[i])) return 3;
+
+  const char* shim = std::getenv("TALLY_CLIENT_LIBRARY");
+  std::string preload = shim != nullptr && *shim != '\0' ? shim : TALLY_DEFAULT_CLIENT_LIBRARY;
+  // Ours first: its symbols must win over any other preloaded library's.
+  if (const char* existing = std::getenv("LD_PRELOAD"); existing != nullptr && *existing != '\0') {
+    preload += std::string(":") + existing;
+  }
+  setenv("LD_PRELOAD", preload.c_str(), 1);
+  if (!priority.empty()) setenv("TALLY_PRIORITY", priority.c_str(), 1);
+  if (!server.empty()) setenv("TALLY_SERVER", server.c_str(), 1);
+  execvp(argv[i], argv + i);
+  return Fail(std::string("cannot run ") + argv[i] + ": " + std::strerror(errno));
+}
