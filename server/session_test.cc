@@ -1,0 +1,230 @@
+// A hostile or broken client against a real session on the emulated GPU: truncated and
+// mistyped messages end the session (HandleCall fails), while forged handles, foreign handles,
+// out-of-range pointers and bulk refs are answered with CUDA errors and never reach the device.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "ipc/content_hash.h"
+#include "ipc/cuda_calls.h"
+#include "scheduler/policy.h"
+#include "server/call_dispatch.h"
+#include "server/server.h"
+#include "server/session.h"
+
+namespace tally::server {
+namespace {
+
+ipc::GetDeviceInfoResponse CurrentDeviceInfo(const Backend& backend) {
+  backend.MakeCurrent().IgnoreError();  // for this (the test's main) thread
+  return *QueryDeviceInfo(backend);
+}
+
+// One emulated device shared by all tests of this binary, as in the server.
+struct Device {
+  Device()
+      : backend(*Backend::Load({.emulate = true, .device = 0,
+                                .emulator_library = TALLY_TEST_EMULATOR_LIBRARY})),
+        info(CurrentDeviceInfo(backend)),
+        modules(backend),
+        dispatcher(scheduler::MakeFifoPolicy(), [this] { backend.MakeCurrent().IgnoreError(); }),
+        context{backend, modules, dispatcher, info} {}
+  Backend backend;
+  ipc::GetDeviceInfoResponse info;
+  ModuleRegistry modules;
+  Dispatcher dispatcher;
+  ServerContext context;
+};
+
+Device& TheDevice() {
+  static Device* device = new Device;
+  return *device;
+}
+
+class TestClient {
+ public:
+  explicit TestClient(uint64_t id = 1) : bulk_(1 << 16) {
+    ipc::ClientInfo info;
+    info.client_id = id;
+    session_ = *Session::Create(TheDevice().context, info, ipc::BulkArea(bulk_));
+  }
+
+  template <typename Request>
+  std::vector<std::byte> Record(const Request& request, std::span<const std::byte> tail = {}) {
+    const ipc::MessageHeader header{Request::kType, 0, ++sequence_,
+                                    static_cast<uint32_t>(sizeof(Request) + tail.size()), 0};
+    std::vector<std::byte> record(sizeof(header) + sizeof(Request));
+    std::memcpy(record.data(), &header, sizeof(header));
+    std::memcpy(record.data() + sizeof(header), &request, sizeof(Request));
+    record.insert(record.end(), tail.begin(), tail.end());
+    return record;
+  }
+
+  // The CUresult a sync request is answered with (CUDA_SUCCESS for a normal response).
+  template <typename Request>
+  CUresult Result(const Request& request, std::span<const std::byte> tail = {}) {
+    auto response = HandleCall(*session_, Record(request, tail));
+    REQUIRE(response.ok());
+    REQUIRE(response->has_value());
+    last_response_ = **response;
+    const auto message = ipc::ParseMessage(last_response_);
+    REQUIRE(message.ok());
+    if (message->header.type != ipc::CallError::kType) return CUDA_SUCCESS;
+    CHECK((message->header.flags & ipc::kFlagError) != 0);
+    return static_cast<CUresult>(ipc::Decode<ipc::CallError>(*message)->fields.result);
+  }
+
+  template <typename Response>
+  Response Last() {
+    return ipc::Decode<Response>(*ipc::ParseMessage(last_response_))->fields;
+  }
+
+  template <typename Request>
+  void Post(const Request& request, std::span<const std::byte> tail = {}) {
+    auto response = HandleCall(*session_, Record(request, tail));
+    REQUIRE(response.ok());
+    CHECK_FALSE(response->has_value());
+  }
+
+  uint64_t Malloc(uint64_t size) {
+    REQUIRE(Result(ipc::MemAllocRequest{.size = size}) == CUDA_SUCCESS);
+    return Last<ipc::MemAllocResponse>().device_ptr;
+  }
+
+  Session& session() { return *session_; }
+  std::span<std::byte> bulk() { return bulk_; }
+  void End() { session_.reset(); }
+
+ private:
+  std::vector<std::byte> bulk_;
+  std::unique_ptr<Session> session_;
+  uint64_t sequence_ = 0;
+  std::vector<std::byte> last_response_;
+};
+
+TEST_CASE("malformed records end the session") {
+  TestClient client;
+  std::vector<std::byte> record = client.Record(ipc::MemAllocRequest{.size = 16});
+  SECTION("shorter than a header") {
+    CHECK_FALSE(HandleCall(client.session(), std::span(record).first(10)).ok());
+  }
+  SECTION("payload size disagreeing with the record") {
+    CHECK_FALSE(HandleCall(client.session(), std::span(record).first(record.size() - 1)).ok());
+  }
+  SECTION("payload too short for the type") {
+    auto header = reinterpret_cast<ipc::MessageHeader*>(record.data());
+    header->payload_size -= 4;
+    record.resize(record.size() - 4);
+    CHECK_FALSE(HandleCall(client.session(), record).ok());
+  }
+  SECTION("unknown type") {
+    reinterpret_cast<ipc::MessageHeader*>(record.data())->type = 0x7777;
+    CHECK_FALSE(HandleCall(client.session(), record).ok());
+  }
+  SECTION("a response type sent as a request") {
+    reinterpret_cast<ipc::MessageHeader*>(record.data())->type = ipc::MemAllocResponse::kType;
+    CHECK_FALSE(HandleCall(client.session(), record).ok());
+  }
+}
+
+TEST_CASE("forged and foreign handles are INVALID_HANDLE") {
+  TestClient a(1);
+  TestClient b(2);
+  REQUIRE(a.Result(ipc::StreamCreateRequest{}) == CUDA_SUCCESS);
+  const uint64_t stream = a.Last<ipc::StreamCreateResponse>().stream;
+  REQUIRE(a.Result(ipc::EventCreateRequest{}) == CUDA_SUCCESS);
+  const uint64_t event = a.Last<ipc::EventCreateResponse>().event;
+  CHECK(a.Result(ipc::StreamSynchronizeRequest{.stream = stream}) == CUDA_SUCCESS);
+  CHECK(b.Result(ipc::StreamSynchronizeRequest{.stream = stream}) == CUDA_ERROR_INVALID_HANDLE);
+  CHECK(b.Result(ipc::EventSynchronizeRequest{.event = event}) == CUDA_ERROR_INVALID_HANDLE);
+  CHECK(a.Result(ipc::StreamSynchronizeRequest{.stream = stream + 1}) ==
+        CUDA_ERROR_INVALID_HANDLE);
+  // A handle of one kind is not a handle of another.
+  CHECK(a.Result(ipc::EventSynchronizeRequest{.event = stream}) == CUDA_ERROR_INVALID_HANDLE);
+  CHECK(a.Result(ipc::GetFunctionRequest{.module = 12345}) == CUDA_ERROR_INVALID_HANDLE);
+  CHECK(a.Result(ipc::StreamDestroyRequest{.stream = stream}) == CUDA_SUCCESS);
+  CHECK(a.Result(ipc::StreamDestroyRequest{.stream = stream}) == CUDA_ERROR_INVALID_HANDLE);
+}
+
+TEST_CASE("pointer ranges outside the client's own allocations are refused") {
+  TestClient a(1);
+  TestClient b(2);
+  const uint64_t mine = a.Malloc(256);
+  const uint64_t theirs = b.Malloc(256);
+  const ipc::BulkRef block{0, 256};
+  CHECK(a.Result(ipc::MemcpyHtoDRequest{.dst = mine, .stream = 0, .src = block}) ==
+        CUDA_SUCCESS);
+  CHECK(a.Result(ipc::MemcpyHtoDRequest{.dst = mine + 1, .stream = 0, .src = block}) ==
+        CUDA_ERROR_INVALID_VALUE);
+  CHECK(a.Result(ipc::MemcpyHtoDRequest{.dst = theirs, .stream = 0, .src = block}) ==
+        CUDA_ERROR_INVALID_VALUE);
+  CHECK(a.Result(ipc::MemcpyDtoHRequest{.src = theirs, .stream = 0, .dst = block}) ==
+        CUDA_ERROR_INVALID_VALUE);
+  CHECK(a.Result(ipc::MemFreeRequest{.device_ptr = theirs}) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(a.Result(ipc::MemFreeRequest{.device_ptr = mine + 16}) == CUDA_ERROR_INVALID_VALUE);
+  // Bulk refs outside the area, including ones whose end wraps around 2^64.
+  CHECK(a.Result(ipc::MemcpyDtoHRequest{.src = mine, .stream = 0, .dst = {1 << 16, 1}}) ==
+        CUDA_ERROR_INVALID_VALUE);
+  CHECK(a.Result(ipc::MemcpyDtoHRequest{.src = mine, .stream = 0, .dst = {~0ull - 7, 16}}) ==
+        CUDA_ERROR_INVALID_VALUE);
+  CHECK(a.Result(ipc::MemFreeRequest{.device_ptr = mine}) == CUDA_SUCCESS);
+  CHECK(a.Result(ipc::MemcpyHtoDRequest{.dst = mine, .stream = 0, .src = block}) ==
+        CUDA_ERROR_INVALID_VALUE);
+}
+
+TEST_CASE("copies round-trip through the bulk area") {
+  TestClient client;
+  const uint64_t pointer = client.Malloc(64);
+  for (int i = 0; i < 64; ++i) client.bulk()[i] = std::byte(i);
+  REQUIRE(client.Result(ipc::MemcpyHtoDRequest{.dst = pointer, .stream = 0, .src = {0, 64}}) ==
+          CUDA_SUCCESS);
+  client.Post(ipc::MemsetRequest{.value = 0x1ff, .dst = pointer + 8, .size = 8, .stream = 0});
+  REQUIRE(client.Result(ipc::MemcpyDtoHRequest{.src = pointer, .stream = 0, .dst = {64, 64}}) ==
+          CUDA_SUCCESS);
+  CHECK(client.bulk()[64 + 7] == std::byte(7));
+  CHECK(client.bulk()[64 + 8] == std::byte(0xff));  // the low byte of the value only
+  CHECK(client.bulk()[64 + 16] == std::byte(16));
+}
+
+TEST_CASE("errors of one-way calls surface at the next synchronising call, once") {
+  TestClient client;
+  client.Post(ipc::MemsetRequest{.value = 0, .dst = 0x10, .size = 8, .stream = 0});
+  client.Post(ipc::LaunchKernelRequest{
+      .grid = {1, 1, 1}, .block = {1, 1, 1}, .shared_bytes = 0, .function = 99, .stream = 0});
+  CHECK(client.Result(ipc::DeviceSynchronizeRequest{}) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(client.Result(ipc::DeviceSynchronizeRequest{}) == CUDA_SUCCESS);
+}
+
+TEST_CASE("fatbins that are not fatbins, or do not match their hash, are refused") {
+  TestClient client;
+  std::span<std::byte> junk = client.bulk().first(128);
+  std::memset(junk.data(), 0x5a, junk.size());
+  const uint64_t hash = ipc::ContentHash(junk);
+  CHECK(client.Result(ipc::RegisterFatbinRequest{.content_hash = hash, .image = {0, 128}}) ==
+        CUDA_ERROR_INVALID_IMAGE);
+  CHECK(client.Result(ipc::RegisterFatbinRequest{.content_hash = hash + 1, .image = {0, 128}}) ==
+        CUDA_ERROR_INVALID_VALUE);
+}
+
+TEST_CASE("ending a session frees what the client left allocated") {
+  const DriverApi& api = TheDevice().backend.api();
+  size_t free_before = 0;
+  size_t total = 0;
+  REQUIRE(api.cuMemGetInfo(&free_before, &total) == CUDA_SUCCESS);
+  TestClient client;
+  client.Malloc(64 << 20);
+  REQUIRE(client.Result(ipc::StreamCreateRequest{}) == CUDA_SUCCESS);
+  REQUIRE(client.Result(ipc::EventCreateRequest{}) == CUDA_SUCCESS);
+  size_t free_during = 0;
+  REQUIRE(api.cuMemGetInfo(&free_during, &total) == CUDA_SUCCESS);
+  CHECK(free_during <= free_before - (64 << 20));
+  client.End();
+  size_t free_after = 0;
+  REQUIRE(api.cuMemGetInfo(&free_after, &total) == CUDA_SUCCESS);
+  CHECK(free_after == free_before);
+}
+
+}  // namespace
+}  // namespace tally::server
