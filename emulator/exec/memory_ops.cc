@@ -67,6 +67,31 @@ uint64_t Atomic(U* target, AtomOp op, Type type, uint64_t b, uint64_t c) {
   return 0;
 }
 
+// Plain ld/st are relaxed atomic accesses of their (naturally aligned) size: other blocks run
+// on other host threads and may use atomics on the same words, which PTX's memory model
+// allows; on x86 these compile to ordinary moves.
+uint64_t LoadRelaxed(const uint8_t* p, uint32_t size) {
+  switch (size) {
+    case 1: return __atomic_load_n(p, __ATOMIC_RELAXED);
+    case 2: return __atomic_load_n(reinterpret_cast<const uint16_t*>(p), __ATOMIC_RELAXED);
+    case 4: return __atomic_load_n(reinterpret_cast<const uint32_t*>(p), __ATOMIC_RELAXED);
+    default: return __atomic_load_n(reinterpret_cast<const uint64_t*>(p), __ATOMIC_RELAXED);
+  }
+}
+
+void StoreRelaxed(uint8_t* p, uint32_t size, uint64_t value) {
+  switch (size) {
+    case 1: return __atomic_store_n(p, static_cast<uint8_t>(value), __ATOMIC_RELAXED);
+    case 2:
+      return __atomic_store_n(reinterpret_cast<uint16_t*>(p), static_cast<uint16_t>(value),
+                              __ATOMIC_RELAXED);
+    case 4:
+      return __atomic_store_n(reinterpret_cast<uint32_t*>(p), static_cast<uint32_t>(value),
+                              __ATOMIC_RELAXED);
+    default: return __atomic_store_n(reinterpret_cast<uint64_t*>(p), value, __ATOMIC_RELAXED);
+  }
+}
+
 }  // namespace
 
 bool Block::ExecuteMemory(const Inst& in, Warp& warp, uint32_t mask, uint32_t pc) {
@@ -97,11 +122,9 @@ bool Block::ExecuteMemory(const Inst& in, Warp& warp, uint32_t mask, uint32_t pc
       }
       for (int i = 0; i < in.vec; ++i) {
         if (store) {
-          uint64_t value = TALLY_R(in.src[i])[l];
-          std::memcpy(host + i * size, &value, size);
+          StoreRelaxed(host + i * size, size, TALLY_R(in.src[i])[l]);
         } else {
-          uint64_t value = 0;
-          std::memcpy(&value, host + i * size, size);
+          uint64_t value = LoadRelaxed(host + i * size, size);
           TALLY_R(in.dst[i])[l] = sign_extend ? static_cast<uint64_t>(ReadSigned(value, width))
                                              : value;
         }
