@@ -1,0 +1,16 @@
+// Allocates device memory, says so on stdout, then waits to be killed: the server must give
+// the memory back when the process dies without freeing it.
+#include <unistd.h>
+
+#include "check.h"
+
+int main() {
+  void* memory;
+  CHECK_CUDA(cudaMalloc(&memory, size_t{256} << 20));
+  CHECK_CUDA(cudaMemset(memory, 1, 4096));
+  CHECK_CUDA(cudaDeviceSynchronize());
+  std::printf("READY\n");
+  std::fflush(stdout);
+  sleep(60);  // the test kills us long before
+  return 1;
+}

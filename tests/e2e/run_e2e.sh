@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# End-to-end scenarios: a private tally-server on the emulated GPU, nvcc-built programs run
+# through tally-run. Usage: run_e2e.sh <tally-server> <tally-run> <program dir> <scenario>
+# Every wait is bounded; the server is stopped (by the pid we started) whatever happens.
+set -u
+server_bin=$1 run_bin=$2 programs=$3 scenario=$4
+
+work=$(mktemp -d /tmp/tally-e2e-XXXXXX)
+socket=$work/server.sock
+server_pid=
+cleanup() {
+  if [[ -n $server_pid ]]; then kill -TERM "$server_pid" 2>/dev/null; wait "$server_pid" 2>/dev/null; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; echo "--- server log" >&2; cat "$work/server.log" >&2; exit 1; }
+
+start_server() {
+  "$server_bin" --emulate --socket "$socket" 2>"$work/server.log" &
+  server_pid=$!
+  for _ in $(seq 100); do [[ -S $socket ]] && return; sleep 0.05; done
+  fail "the server did not create $socket"
+}
+
+# run <program> [args]: through tally-run, bounded in time.
+run() { timeout 120 "$run_bin" --server "$socket" -- "$programs/$1" "${@:2}"; }
+
+case $scenario in
+  single)  # each program on its own
+    start_server
+    for program in "${@:5}"; do run "$program" || fail "$program failed"; done
+    ;;
+  concurrent)  # two programs at once, both must be correct
+    start_server
+    run vector_add > "$work/a.out" 2>&1 & a=$!
+    run memory > "$work/b.out" 2>&1 & b=$!
+    wait $a || { cat "$work/a.out"; fail "vector_add failed next to memory"; }
+    wait $b || { cat "$work/b.out"; fail "memory failed next to vector_add"; }
+    grep -q "clients\? 2 connected\|client 2 connected" "$work/server.log" || fail "the server saw fewer than two clients"
+    ;;
+  killed)  # a client killed while holding memory: it is reclaimed, the server carries on
+    start_server
+    # exec: the coprocess's pid is then the hog's own (tally-run execs it too).
+    coproc HOG { exec "$run_bin" --server "$socket" -- "$programs/hog"; }
+    hog_pid=$HOG_PID
+    read -r -t 60 line <&"${HOG[0]}" || fail "hog never became ready"
+    [[ $line == READY ]] || fail "hog said '$line'"
+    kill -KILL "$hog_pid"
+    wait "$hog_pid" 2>/dev/null
+    for _ in $(seq 100); do grep -q "freed 1 allocation(s) of 268435456 bytes" "$work/server.log" && break; sleep 0.05; done
+    grep -q "freed 1 allocation(s) of 268435456 bytes" "$work/server.log" || fail "hog's memory was not reclaimed"
+    run meminfo || fail "memory still in use after the killed client"
+    run vector_add || fail "the server no longer serves after a client died"
+    ;;
+  static)  # tally-run refuses a statically linked runtime with an explanation
+    "$run_bin" --server "$socket" -- "$programs/vector_add_static" > "$work/out" 2>&1
+    status=$?
+    [[ $status -eq 3 ]] || fail "tally-run exited $status for a static binary"
+    grep -q "cudart shared" "$work/out" || fail "no explanation: $(cat "$work/out")"
+    ;;
+  no_server)  # without a server the program fails at its first CUDA call, promptly
+    timeout 30 "$run_bin" --server "$work/nobody.sock" -- "$programs/vector_add" > "$work/out" 2>&1
+    status=$?
+    [[ $status -ne 0 && $status -ne 124 ]] || fail "exit status $status without a server"
+    grep -q "nobody.sock" "$work/out" || fail "the error does not name the socket: $(cat "$work/out")"
+    ;;
+  *) fail "unknown scenario $scenario" ;;
+esac
+echo "PASS: $scenario"
