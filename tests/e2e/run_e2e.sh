@@ -52,6 +52,18 @@ case $scenario in
     run meminfo || fail "memory still in use after the killed client"
     run vector_add || fail "the server no longer serves after a client died"
     ;;
+  server_killed)  # a client of a server that dies gets an error promptly, never a hang
+    start_server
+    coproc SURVIVOR { exec "$run_bin" --server "$socket" -- "$programs/survivor"; }
+    survivor_pid=$SURVIVOR_PID
+    read -r -t 60 line <&"${SURVIVOR[0]}" || fail "survivor never became ready"
+    kill -KILL "$server_pid"
+    wait "$server_pid" 2>/dev/null
+    server_pid=
+    read -r -t 10 line <&"${SURVIVOR[0]}" || fail "the client did not notice the server's death"
+    [[ $line == cudaErrorDevicesUnavailable ]] || fail "the client got '$line'"
+    wait "$survivor_pid" || fail "survivor exited with an error"
+    ;;
   static)  # tally-run refuses a statically linked runtime with an explanation
     "$run_bin" --server "$socket" -- "$programs/vector_add_static" > "$work/out" 2>&1
     status=$?
