@@ -1,0 +1,140 @@
+// The shim as an application's loader sees it: it answers to libcudart.so.13, exports every
+// libcudart function under that symbol version, fails unsupported and invalid calls with CUDA
+// error codes (never a crash or an exception), and keeps the per-thread last error. No server
+// runs here: TALLY_SERVER names a socket nobody listens on.
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace {
+
+constexpr char kVersion[] = "libcudart.so.13";
+
+void* Shim() {
+  static void* handle = [] {
+    setenv("TALLY_SERVER", "/nonexistent/tally-abi-test.sock", 1);
+    return dlopen(TALLY_TEST_CLIENT_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+  }();
+  REQUIRE(handle != nullptr);
+  return handle;
+}
+
+template <typename Fn>
+Fn* Get(const char* name) {
+  void* symbol = dlvsym(Shim(), name, kVersion);
+  INFO(name);
+  REQUIRE(symbol != nullptr);
+  return reinterpret_cast<Fn*>(symbol);
+}
+
+#define SHIM(name) Get<decltype(name)>(#name)
+
+TEST_CASE("the shim stands in for libcudart.so.13") {
+  // DT_NEEDED entries match loaded objects by soname: an application's libcudart.so.13 resolves
+  // to the preloaded shim.
+  Shim();
+  void* as_cudart = dlopen("libcudart.so.13", RTLD_NOW | RTLD_NOLOAD);
+  CHECK(as_cudart == Shim());
+  if (as_cudart != nullptr) dlclose(as_cudart);
+}
+
+TEST_CASE("every libcudart export exists with its symbol version") {
+  int missing = 0;
+#define TALLY_CUDART_EXPORT(name) \
+  if (dlvsym(Shim(), #name, kVersion) == nullptr) ++missing;
+#include "client/cudart_exports.def"
+  CHECK(missing == 0);
+}
+
+TEST_CASE("unsupported calls return cudaErrorNotSupported") {
+  // cudaMallocHost is not implemented yet; its stub takes no notice of the arguments.
+  void* pointer = nullptr;
+  CHECK(SHIM(cudaMallocHost)(&pointer, 64) == cudaErrorNotSupported);
+}
+
+TEST_CASE("without a server, calls fail with CUDA errors and the last error is kept") {
+  int count = -1;
+  CHECK(SHIM(cudaGetDeviceCount)(&count) == cudaErrorNoDevice);
+  CHECK(count == 0);
+  void* pointer = nullptr;
+  CHECK(SHIM(cudaMalloc)(&pointer, 64) == cudaErrorDevicesUnavailable);
+  CHECK(SHIM(cudaPeekAtLastError)() == cudaErrorDevicesUnavailable);
+  CHECK(SHIM(cudaGetLastError)() == cudaErrorDevicesUnavailable);
+  CHECK(SHIM(cudaGetLastError)() == cudaSuccess);
+  CHECK(SHIM(cudaDeviceSynchronize)() == cudaErrorDevicesUnavailable);
+  SHIM(cudaGetLastError)();
+}
+
+TEST_CASE("invalid arguments are refused before anything is sent") {
+  CHECK(SHIM(cudaMalloc)(nullptr, 64) == cudaErrorInvalidValue);
+  CHECK(SHIM(cudaGetDevice)(nullptr) == cudaErrorInvalidValue);
+  CHECK(SHIM(cudaSetDevice)(1) == cudaErrorInvalidDevice);
+  CHECK(SHIM(cudaEventElapsedTime)(nullptr, nullptr, nullptr) == cudaErrorInvalidValue);
+  int device = -1;
+  CHECK(SHIM(cudaGetDevice)(&device) == cudaSuccess);
+  CHECK(device == 0);
+  // Host-to-host copies never need the server.
+  int a = 7, b = 0;
+  CHECK(SHIM(cudaMemcpy)(&b, &a, sizeof(a), cudaMemcpyHostToHost) == cudaSuccess);
+  CHECK(b == 7);
+  SHIM(cudaGetLastError)();
+}
+
+TEST_CASE("error names and descriptions come from driver_types.h") {
+  CHECK(std::string(SHIM(cudaGetErrorName)(cudaErrorInvalidValue)) == "cudaErrorInvalidValue");
+  CHECK(std::string(SHIM(cudaGetErrorName)(static_cast<cudaError_t>(123456))) ==
+        "cudaErrorUnknown");
+  CHECK(std::strlen(SHIM(cudaGetErrorString)(cudaErrorMemoryAllocation)) > 10);
+  CHECK(std::string(SHIM(cudaGetErrorName)(cudaSuccess)) == "cudaSuccess");
+}
+
+// nvcc's ABI, declared as crt/host_runtime.h and crt/device_functions.h do.
+using PushFn = unsigned(dim3, dim3, size_t, cudaStream_t);
+using PopFn = cudaError_t(dim3*, dim3*, size_t*, void*);
+using RegisterFatbinFn = void**(void*);
+using RegisterFunctionFn = void(void**, const char*, char*, const char*, int, uint3*, uint3*,
+                                dim3*, dim3*, int*);
+using GetKernelFn = cudaError_t(cudaKernel_t*, const void*);
+
+TEST_CASE("<<<>>> configurations are pushed and popped per thread") {
+  dim3 grid, block;
+  size_t shared = 0;
+  cudaStream_t stream = nullptr;
+  CHECK(Get<PopFn>("__cudaPopCallConfiguration")(&grid, &block, &shared, &stream) ==
+        cudaErrorMissingConfiguration);
+  CHECK(Get<PushFn>("__cudaPushCallConfiguration")(dim3(4, 5), dim3(32), 128,
+                                                   reinterpret_cast<cudaStream_t>(0x42)) == 0);
+  CHECK(Get<PopFn>("__cudaPopCallConfiguration")(&grid, &block, &shared, &stream) ==
+        cudaSuccess);
+  CHECK((grid.x == 4 && grid.y == 5 && grid.z == 1 && block.x == 32 && shared == 128));
+  CHECK(stream == reinterpret_cast<cudaStream_t>(0x42));
+  SHIM(cudaGetLastError)();
+}
+
+void HostStub() {}
+void UnregisteredStub() {}
+
+TEST_CASE("launching unregistered kernels or kernels of a corrupt fatbin fails cleanly") {
+  void* args[1] = {nullptr};
+  CHECK(SHIM(cudaLaunchKernel)(reinterpret_cast<const void*>(&UnregisteredStub), dim3(1), dim3(1),
+                               args, 0, nullptr) == cudaErrorInvalidDeviceFunction);
+  static const int garbage[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  void** fatbin = Get<RegisterFatbinFn>("__cudaRegisterFatBinary")(const_cast<int*>(garbage));
+  REQUIRE(fatbin != nullptr);
+  Get<RegisterFunctionFn>("__cudaRegisterFunction")(
+      fatbin, reinterpret_cast<const char*>(&HostStub), nullptr, "_Z8HostStubv", -1, nullptr,
+      nullptr, nullptr, nullptr, nullptr);
+  cudaKernel_t kernel = nullptr;
+  CHECK(Get<GetKernelFn>("__cudaGetKernel")(&kernel, reinterpret_cast<const void*>(&HostStub)) ==
+        cudaErrorInvalidKernelImage);
+  CHECK(SHIM(cudaLaunchKernel)(reinterpret_cast<const void*>(&HostStub), dim3(1), dim3(1), args,
+                               0, nullptr) == cudaErrorInvalidKernelImage);
+  SHIM(cudaGetLastError)();
+}
+
+}  // namespace
