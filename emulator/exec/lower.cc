@@ -1,5 +1,5 @@
 // Lowering driver: lays out each kernel's variables, resolves names, inlines the `.func`s it
-// calls, and decodes its instructions (lower_inst.cc) into the Program form.
+// calls, and decodes its instructions (decode_*.cc) into the Program form.
 //
 // Calls are inlined: the callee is lowered into the caller's code in a frame of its own, its
 // parameters bound to the caller's `.param` argument variables (which live in per-thread local

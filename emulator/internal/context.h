@@ -55,9 +55,6 @@ class Context : public std::enable_shared_from_this<Context> {
   unsigned flags() const { return flags_.load(); }
   void set_flags(unsigned flags) { flags_.store(flags); }
 
-  // Primary-context retain count (guarded by the Driver's primary-context lock).
-  int retain_count = 0;
-
  private:
   void ReapRetiredLocked();
 

@@ -145,16 +145,16 @@ void Driver::ReleaseContextResources(Context& context) {
 
 CUcontext Driver::PrimaryRetain() {
   std::lock_guard lock(primary_mu_);
-  if (primary_->retain_count++ == 0) primary_->Activate();
+  if (primary_retain_count_++ == 0) primary_->Activate();
   return primary_handle_;
 }
 
 absl::Status Driver::PrimaryRelease() {
   std::lock_guard lock(primary_mu_);
-  if (primary_->retain_count == 0) {
+  if (primary_retain_count_ == 0) {
     return CudaError(CUDA_ERROR_INVALID_CONTEXT, "primary context is not retained");
   }
-  if (--primary_->retain_count == 0) ReleaseContextResources(*primary_);
+  if (--primary_retain_count_ == 0) ReleaseContextResources(*primary_);
   return absl::OkStatus();
 }
 
@@ -163,7 +163,7 @@ void Driver::PrimaryReset() {
   // "Destroy all allocations and reset all state on the primary context"; the retain count is
   // kept, and a retained context becomes usable again right away.
   ReleaseContextResources(*primary_);
-  if (primary_->retain_count > 0) primary_->Activate();
+  if (primary_retain_count_ > 0) primary_->Activate();
 }
 
 }  // namespace tally::emu

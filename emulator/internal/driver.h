@@ -77,7 +77,6 @@ class Driver {
   void PrimaryReset();
   std::shared_ptr<Context> primary() const { return primary_; }
   CUcontext primary_handle() const { return primary_handle_; }
-  std::mutex& primary_mutex() { return primary_mu_; }
 
  private:
   explicit Driver(DeviceConfig config, std::unique_ptr<DeviceMemory> memory);
@@ -96,6 +95,7 @@ class Driver {
   std::atomic<uint64_t> next_launch_id_{1};
   std::atomic<uint64_t> next_context_id_{1};
   std::mutex primary_mu_;
+  int primary_retain_count_ = 0;  // guarded by primary_mu_
   std::shared_ptr<Context> primary_;
   CUcontext primary_handle_ = nullptr;
 };

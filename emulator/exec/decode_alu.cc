@@ -1,0 +1,264 @@
+// Decoding of data movement, arithmetic, comparison and conversion instructions, and the
+// opcode dispatch (Decoder::Decode) with the entry point DecodeInstruction.
+#include "emulator/exec/decoder.h"
+
+namespace tally::emu::exec {
+namespace internal {
+
+absl::Status Decoder::Arithmetic(Op op, size_t sources) {
+  inst_.op = op;
+  TALLY_RETURN_IF_ERROR(NeedType());
+  TALLY_RETURN_IF_ERROR(Carry());
+  if (IsFloat(inst_.type)) {
+    FloatModes();
+    mods_.Take("approx");
+    mods_.Take("full");
+  } else if (mods_.Take("sat")) {
+    if (inst_.type != Type::kS32) return Fail(".sat needs .s32");
+    inst_.flags |= kFlagSat;
+  }
+  std::array<Type, 4> types = {};
+  // Shift amounts and bit positions are .u32 whatever the data type (PTX ISA, shl/bfe/bfi).
+  if (op == Op::kShl || op == Op::kShr) types = {Type::kNone, Type::kU32};
+  if (op == Op::kBfe) types = {Type::kNone, Type::kU32, Type::kU32};
+  if (op == Op::kBfi) types = {Type::kNone, Type::kNone, Type::kU32, Type::kU32};
+  return Operands(sources, types);
+}
+
+absl::Status Decoder::MulMad(Op op) {
+  inst_.op = op;
+  TALLY_RETURN_IF_ERROR(NeedType());
+  TALLY_RETURN_IF_ERROR(Carry());
+  size_t sources = op == Op::kMul ? 2 : 3;
+  if (IsFloat(inst_.type)) {
+    FloatModes();
+    if (op == Op::kMad) inst_.op = Op::kFma;  // mad.f32/.f64 is fused (PTX ISA, "mad")
+    return Operands(sources);
+  }
+  if (mods_.Take("lo")) {
+    inst_.mod = static_cast<uint8_t>(MulMode::kLo);
+  } else if (mods_.Take("hi")) {
+    inst_.mod = static_cast<uint8_t>(MulMode::kHi);
+  } else if (mods_.Take("wide")) {
+    inst_.mod = static_cast<uint8_t>(MulMode::kWide);
+    if (TypeBits(inst_.type) > 32) return Fail(".wide needs 16- or 32-bit sources");
+  } else {
+    return Fail("integer mul/mad needs .lo, .hi or .wide");
+  }
+  if (mods_.Take("sat")) {
+    if (inst_.type != Type::kS32 || inst_.mod != static_cast<uint8_t>(MulMode::kHi)) {
+      return Fail(".sat needs .hi.s32");
+    }
+    inst_.flags |= kFlagSat;
+  }
+  // .wide sources have the operation type; the third mad.wide operand is twice as wide.
+  std::array<Type, 4> types = {};
+  return Operands(sources, types);
+}
+
+absl::Status Decoder::Mov() {
+  TALLY_RETURN_IF_ERROR(NeedType());
+  TALLY_RETURN_IF_ERROR(Arity(2));
+  const ptx::Operand& dst = Operand(0);
+  const ptx::Operand& src = Operand(1);
+  using Kind = ptx::Operand::Kind;
+  if (src.kind == Kind::kName && (src.name == "%clock" || src.name == "%clock64" ||
+                                  src.name == "%globaltimer")) {
+    inst_.op = Op::kClock;
+    inst_.mod = src.name == "%clock" ? 0 : src.name == "%clock64" ? 1 : 2;
+    TALLY_ASSIGN_OR_RETURN(inst_.dst[0], context_.Dest(dst));
+    return absl::OkStatus();
+  }
+  if (src.kind == Kind::kVector || dst.kind == Kind::kVector) {
+    const ptx::Operand& vector = src.kind == Kind::kVector ? src : dst;
+    size_t n = vector.elements.size();
+    if ((n != 2 && n != 4) || TypeBits(inst_.type) % n != 0) return Fail("bad vector mov");
+    inst_.vec = static_cast<uint8_t>(n);
+    if (src.kind == Kind::kVector) {
+      inst_.op = Op::kPack;
+      TALLY_ASSIGN_OR_RETURN(inst_.dst[0], context_.Dest(dst));
+      for (size_t i = 0; i < n; ++i) {
+        TALLY_ASSIGN_OR_RETURN(inst_.src[i], context_.Source(vector.elements[i], Type::kNone));
+      }
+    } else {
+      inst_.op = Op::kUnpack;
+      TALLY_ASSIGN_OR_RETURN(inst_.src[0], context_.Source(src, inst_.type));
+      for (size_t i = 0; i < n; ++i) {
+        TALLY_ASSIGN_OR_RETURN(inst_.dst[i], context_.Dest(vector.elements[i]));
+      }
+    }
+    return absl::OkStatus();
+  }
+  inst_.op = Op::kMov;
+  return Operands(1);
+}
+
+// setp.CmpOp[.BoolOp].type p[|q], a, b[, {!}c] (PTX ISA, "setp").
+absl::Status Decoder::Setp() {
+  inst_.op = Op::kSetp;
+  auto cmp = mods_.TakeOne(kCmpOps);
+  if (!cmp) return Fail("missing comparison");
+  inst_.mod = static_cast<uint8_t>(*cmp);
+  constexpr std::pair<std::string_view, BoolOp> kBoolOps[] = {
+      {"and", BoolOp::kAnd}, {"or", BoolOp::kOr}, {"xor", BoolOp::kXor}};
+  inst_.mod2 = static_cast<uint8_t>(mods_.TakeOne(kBoolOps).value_or(BoolOp::kNone));
+  if (mods_.Take("ftz")) inst_.flags |= kFlagFtz;
+  TALLY_RETURN_IF_ERROR(NeedType());
+  bool combine = inst_.mod2 != static_cast<uint8_t>(BoolOp::kNone);
+  TALLY_RETURN_IF_ERROR(Arity(combine ? 4 : 3));
+  const ptx::Operand& dst = Operand(0);
+  if (dst.kind == ptx::Operand::Kind::kPair) {
+    TALLY_ASSIGN_OR_RETURN(inst_.dst[0], context_.Dest(dst.elements.at(0)));
+    TALLY_ASSIGN_OR_RETURN(inst_.dst[1], context_.Dest(dst.elements.at(1)));
+  } else {
+    TALLY_ASSIGN_OR_RETURN(inst_.dst[0], context_.Dest(dst));
+  }
+  for (size_t i = 0; i < 2; ++i) {
+    TALLY_ASSIGN_OR_RETURN(inst_.src[i], context_.Source(Operand(i + 1), inst_.type));
+  }
+  if (combine) {
+    TALLY_ASSIGN_OR_RETURN(inst_.src[2], context_.Source(Operand(3), Type::kPred));
+    if (Operand(3).negated) inst_.flags |= kFlagNegateSrcB;
+  }
+  return absl::OkStatus();
+}
+
+// cvt[.rnd][.ftz][.sat].dtype.atype d, a (PTX ISA, "cvt").
+absl::Status Decoder::Cvt() {
+  inst_.op = Op::kCvt;
+  FloatModes();
+  TALLY_RETURN_IF_ERROR(NeedType());
+  auto source = mods_.TakeType();
+  if (!source) return Fail("missing source type");
+  if (*source == Type::kF16) return Fail("f16 conversions are not implemented yet");
+  inst_.type2 = *source;
+  return Operands(1, {*source});
+}
+
+// ld/st[.space][.cache][.vN].type (PTX ISA, "ld", "st").
+
+absl::StatusOr<Inst> Decoder::Decode() {
+  const std::string& op = in_.opcode;
+  absl::Status status;
+  if (op == "mov") {
+    status = Mov();
+  } else if (op == "addc" || op == "subc") {
+    status = Arithmetic(op == "addc" ? Op::kAdd : Op::kSub, 2);
+  } else if (op == "add" || op == "sub" || op == "min" || op == "max" || op == "div" ||
+             op == "rem" || op == "and" || op == "or" || op == "xor" || op == "shl" ||
+             op == "shr") {
+    static const std::pair<std::string_view, Op> kBinary[] = {
+        {"add", Op::kAdd}, {"sub", Op::kSub}, {"min", Op::kMin}, {"max", Op::kMax},
+        {"div", Op::kDiv}, {"rem", Op::kRem}, {"and", Op::kAnd}, {"or", Op::kOr},
+        {"xor", Op::kXor}, {"shl", Op::kShl}, {"shr", Op::kShr}};
+    for (const auto& [name, value] : kBinary)
+      if (op == name) status = Arithmetic(value, 2);
+  } else if (op == "abs" || op == "neg" || op == "not" || op == "cnot" || op == "popc" ||
+             op == "clz" || op == "brev" || op == "rcp" || op == "sqrt" || op == "rsqrt" ||
+             op == "sin" || op == "cos" || op == "ex2" || op == "lg2" || op == "tanh") {
+    static const std::pair<std::string_view, Op> kUnary[] = {
+        {"abs", Op::kAbs},   {"neg", Op::kNeg},     {"not", Op::kNot}, {"cnot", Op::kCnot},
+        {"popc", Op::kPopc}, {"clz", Op::kClz},     {"brev", Op::kBrev}, {"rcp", Op::kRcp},
+        {"sqrt", Op::kSqrt}, {"rsqrt", Op::kRsqrt}, {"sin", Op::kSin}, {"cos", Op::kCos},
+        {"ex2", Op::kEx2},   {"lg2", Op::kLg2},     {"tanh", Op::kTanh}};
+    for (const auto& [name, value] : kUnary)
+      if (op == name) status = Arithmetic(value, 1);
+  } else if (op == "mul" || op == "mad" || op == "madc") {
+    status = MulMad(op == "mul" ? Op::kMul : Op::kMad);
+  } else if (op == "fma") {
+    status = Arithmetic(Op::kFma, 3);
+  } else if (op == "bfe") {
+    status = Arithmetic(Op::kBfe, 3);
+  } else if (op == "bfi") {
+    status = Arithmetic(Op::kBfi, 4);
+  } else if (op == "prmt") {
+    status = Arithmetic(Op::kPrmt, 3);
+  } else if (op == "bfind") {
+    if (mods_.Take("shiftamt")) inst_.mod = 1;
+    status = Arithmetic(Op::kBfind, 1);
+  } else if (op == "isspacep") {
+    inst_.op = Op::kIsspacep;
+    inst_.space = mods_.TakeSpace();
+    inst_.type = Type::kU64;
+    status = inst_.space == Space::kGeneric ? Fail("isspacep needs a state space") : Operands(1);
+  } else if (op == "redux") {
+    status = Redux();
+  } else if (op == "prefetch" || op == "prefetchu") {
+    inst_.op = Op::kNop;  // a cache hint: nothing to do (and nothing to check) here
+    return inst_;
+  } else if (op == "selp") {
+    inst_.op = Op::kSelp;
+    status = NeedType();
+    if (status.ok()) status = Operands(3, {Type::kNone, Type::kNone, Type::kPred});
+  } else if (op == "setp") {
+    status = Setp();
+  } else if (op == "cvt") {
+    status = Cvt();
+  } else if (op == "cvta") {
+    inst_.op = Op::kCvta;
+    if (!mods_.Take("to")) inst_.flags |= kFlagToGeneric;
+    inst_.space = mods_.TakeSpace();
+    if (inst_.space == Space::kGeneric || inst_.space == Space::kParam) {
+      status = Fail("cvta needs .global, .shared, .local or .const");
+    } else {
+      status = NeedType();
+      if (status.ok()) status = Operands(1);
+    }
+  } else if (op == "ld" || op == "st") {
+    status = Memory(op == "ld" ? Op::kLd : Op::kSt);
+  } else if (op == "atom" || op == "red") {
+    status = Atom(op == "atom");
+  } else if (op == "membar" || op == "fence") {
+    inst_.op = Op::kFence;
+    for (std::string_view level : {"gl", "proxy", "alias", "async"}) mods_.Take(level);
+  } else if (op == "shfl") {
+    status = Shfl();
+  } else if (op == "vote") {
+    status = Vote();
+  } else if (op == "activemask") {
+    inst_.op = Op::kActiveMask;
+    status = NeedType();
+    if (status.ok()) status = Operands(0);
+  } else if (op == "bar" || op == "barrier") {
+    status = Barrier();
+  } else if (op == "bra") {
+    inst_.op = Op::kBra;
+    status = Arity(1);
+    if (status.ok() && Operand(0).kind != ptx::Operand::Kind::kName) {
+      status = Fail("indirect branches (brx.idx) are not implemented yet");
+    }
+    if (status.ok()) context_.BranchTo(Operand(0).name);
+  } else if (op == "ret" && context_.in_call()) {
+    inst_.op = Op::kBra;  // to the end of the inlined callee
+    context_.ReturnFromCall();
+  } else if (op == "ret" || op == "exit") {
+    inst_.op = Op::kExit;
+  } else if (op == "trap" || op == "brkpt") {
+    inst_.op = Op::kTrap;
+  } else if (op == "nanosleep" || op == "pmevent") {
+    inst_.op = Op::kNop;
+  } else {
+    return Fail("not implemented by the emulator");
+  }
+  TALLY_RETURN_IF_ERROR(status);
+  TALLY_RETURN_IF_ERROR(mods_.Finish());
+  if (inst_.op == Op::kPrmt && inst_.type != Type::kB32) return Fail("prmt needs .b32");
+  if (!in_.guard.empty()) {
+    ptx::Operand guard = ptx::Operand::Name(in_.guard);
+    TALLY_ASSIGN_OR_RETURN(inst_.guard, context_.Source(guard, Type::kPred));
+    if (in_.guard_negated) inst_.flags |= kFlagNegateGuard;
+  }
+  return inst_;
+}
+
+}  // namespace internal
+
+absl::Status DecodeInstruction(const ptx::Instruction& instruction, LowerContext& context,
+                               std::vector<Inst>& out) {
+  internal::Decoder decoder(instruction, context);
+  TALLY_ASSIGN_OR_RETURN(Inst inst, decoder.Decode());
+  out.push_back(inst);
+  return absl::OkStatus();
+}
+
+}  // namespace tally::emu::exec
