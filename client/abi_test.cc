@@ -6,7 +6,6 @@
 #include <dlfcn.h>
 
 #include <catch2/catch.hpp>
-
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -97,8 +96,8 @@ TEST_CASE("error names and descriptions come from driver_types.h") {
 using PushFn = unsigned(dim3, dim3, size_t, cudaStream_t);
 using PopFn = cudaError_t(dim3*, dim3*, size_t*, void*);
 using RegisterFatbinFn = void**(void*);
-using RegisterFunctionFn = void(void**, const char*, char*, const char*, int, uint3*, uint3*,
-                                dim3*, dim3*, int*);
+using RegisterFunctionFn = void(void**, const char*, char*, const char*, int, uint3*, uint3*, dim3*,
+                                dim3*, int*);
 using GetKernelFn = cudaError_t(cudaKernel_t*, const void*);
 
 TEST_CASE("<<<>>> configurations are pushed and popped per thread") {
@@ -109,8 +108,7 @@ TEST_CASE("<<<>>> configurations are pushed and popped per thread") {
         cudaErrorMissingConfiguration);
   CHECK(Get<PushFn>("__cudaPushCallConfiguration")(dim3(4, 5), dim3(32), 128,
                                                    reinterpret_cast<cudaStream_t>(0x42)) == 0);
-  CHECK(Get<PopFn>("__cudaPopCallConfiguration")(&grid, &block, &shared, &stream) ==
-        cudaSuccess);
+  CHECK(Get<PopFn>("__cudaPopCallConfiguration")(&grid, &block, &shared, &stream) == cudaSuccess);
   CHECK((grid.x == 4 && grid.y == 5 && grid.z == 1 && block.x == 32 && shared == 128));
   CHECK(stream == reinterpret_cast<cudaStream_t>(0x42));
   SHIM(cudaGetLastError)();
@@ -132,8 +130,8 @@ TEST_CASE("launching unregistered kernels or kernels of a corrupt fatbin fails c
   cudaKernel_t kernel = nullptr;
   CHECK(Get<GetKernelFn>("__cudaGetKernel")(&kernel, reinterpret_cast<const void*>(&HostStub)) ==
         cudaErrorInvalidKernelImage);
-  CHECK(SHIM(cudaLaunchKernel)(reinterpret_cast<const void*>(&HostStub), dim3(1), dim3(1), args,
-                               0, nullptr) == cudaErrorInvalidKernelImage);
+  CHECK(SHIM(cudaLaunchKernel)(reinterpret_cast<const void*>(&HostStub), dim3(1), dim3(1), args, 0,
+                               nullptr) == cudaErrorInvalidKernelImage);
   SHIM(cudaGetLastError)();
 }
 

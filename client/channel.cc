@@ -23,8 +23,8 @@ absl::StatusOr<int32_t> PriorityFromEnvironment() {
   if (text == "best-effort") return 0;
   int32_t priority = 0;
   if (!absl::SimpleAtoi(text, &priority)) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "TALLY_PRIORITY must be high, best-effort or an integer, not '%s'", text));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("TALLY_PRIORITY must be high, best-effort or an integer, not '%s'", text));
   }
   return priority;
 }
@@ -69,13 +69,13 @@ absl::Status Channel::CheckSameProcess() const {
 
 absl::StatusOr<ipc::ReceivedMessage> Channel::AwaitResponse(uint64_t sequence) {
   // Kernels can run for long: the wait ends when the server answers or its socket closes.
-  TALLY_ASSIGN_OR_RETURN(std::span<const std::byte> record,
-                         connection_.responses().Peek(
-                             connection_.MakeWaitOptions(absl::InfiniteDuration())));
+  TALLY_ASSIGN_OR_RETURN(
+      std::span<const std::byte> record,
+      connection_.responses().Peek(connection_.MakeWaitOptions(absl::InfiniteDuration())));
   TALLY_ASSIGN_OR_RETURN(ipc::ReceivedMessage message, ipc::ParseMessage(record));
   if (message.header.sequence != sequence) {
-    return absl::DataLossError(absl::StrFormat("response %d arrived for request %d",
-                                               message.header.sequence, sequence));
+    return absl::DataLossError(
+        absl::StrFormat("response %d arrived for request %d", message.header.sequence, sequence));
   }
   return message;
 }

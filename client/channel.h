@@ -84,8 +84,8 @@ absl::Status Channel::Post(const Request& request, std::span<const std::byte> ta
   static_assert(ipc::CallTraits<Request>::kMode == ipc::CallMode::kAsync);
   TALLY_RETURN_IF_ERROR(CheckSameProcess());
   std::lock_guard lock(mutex_);
-  return ipc::PostMessage(connection_.requests(), next_sequence_++, ipc::kFlagOneWay, request,
-                          tail, connection_.MakeWaitOptions(absl::InfiniteDuration()));
+  return ipc::PostMessage(connection_.requests(), next_sequence_++, ipc::kFlagOneWay, request, tail,
+                          connection_.MakeWaitOptions(absl::InfiniteDuration()));
 }
 
 }  // namespace tally::client

@@ -25,8 +25,7 @@ Fatbin* KernelRegistry::AddFatbin(const void* wrapper) {
   return fatbin.get();
 }
 
-void KernelRegistry::AddKernel(Fatbin* fatbin, const void* host_function,
-                               const char* device_name) {
+void KernelRegistry::AddKernel(Fatbin* fatbin, const void* host_function, const char* device_name) {
   auto kernel = std::make_unique<Kernel>();
   kernel->fatbin = fatbin;
   kernel->name = device_name;
@@ -55,9 +54,8 @@ absl::Status KernelRegistry::Resolve(Kernel& kernel) {
   TALLY_RETURN_IF_ERROR(Upload(*kernel.fatbin));
   TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
   TALLY_ASSIGN_OR_RETURN(
-      auto answer,
-      channel->Call(ipc::GetFunctionRequest{.module = kernel.fatbin->module},
-                    std::as_bytes(std::span(kernel.name.data(), kernel.name.size()))));
+      auto answer, channel->Call(ipc::GetFunctionRequest{.module = kernel.fatbin->module},
+                                 std::as_bytes(std::span(kernel.name.data(), kernel.name.size()))));
   const uint32_t count = answer.fields.param_count;
   if (answer.tail.size() != count * sizeof(ipc::ParamSlot)) {
     return absl::DataLossError("the server's parameter layout has the wrong size");

@@ -26,10 +26,10 @@ int Unsupported(const char* name, std::atomic<bool>& logged) noexcept {
 }  // namespace
 
 extern "C" {
-#define TALLY_CUDART_EXPORT(name)                           \
-  __attribute__((weak)) int name() noexcept {               \
-    static std::atomic<bool> logged{false};                 \
-    return Unsupported(#name, logged);                      \
+#define TALLY_CUDART_EXPORT(name)             \
+  __attribute__((weak)) int name() noexcept { \
+    static std::atomic<bool> logged{false};   \
+    return Unsupported(#name, logged);        \
   }
 #include "client/cudart_exports.def"
 }

@@ -44,8 +44,7 @@ enum class SnapshotAttribute : uint32_t {
   kCount
 };
 
-#define TALLY_INTERNAL_REQUEST(name) \
-  static constexpr uint32_t kType = RequestType(CallId::k##name)
+#define TALLY_INTERNAL_REQUEST(name) static constexpr uint32_t kType = RequestType(CallId::k##name)
 #define TALLY_INTERNAL_RESPONSE(name) \
   static constexpr uint32_t kType = ResponseType(CallId::k##name)
 
@@ -274,18 +273,18 @@ struct LaunchKernelRequest {
 template <typename Request>
 struct CallTraits;
 
-#define TALLY_INTERNAL_kSync(name)                                          \
-  template <>                                                               \
-  struct CallTraits<name##Request> {                                        \
-    static constexpr CallMode kMode = CallMode::kSync;                      \
-    using Response = name##Response;                                        \
-  };                                                                        \
+#define TALLY_INTERNAL_kSync(name)                     \
+  template <>                                          \
+  struct CallTraits<name##Request> {                   \
+    static constexpr CallMode kMode = CallMode::kSync; \
+    using Response = name##Response;                   \
+  };                                                   \
   static_assert(WireMessage<name##Request> && WireMessage<name##Response>);
-#define TALLY_INTERNAL_kAsync(name)                  \
-  template <>                                        \
-  struct CallTraits<name##Request> {                 \
+#define TALLY_INTERNAL_kAsync(name)                     \
+  template <>                                           \
+  struct CallTraits<name##Request> {                    \
     static constexpr CallMode kMode = CallMode::kAsync; \
-  };                                                 \
+  };                                                    \
   static_assert(WireMessage<name##Request>);
 #define TALLY_CUDA_CALL(name, id, mode) TALLY_INTERNAL_##mode(name)
 #include "ipc/cuda_calls.def"

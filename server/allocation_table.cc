@@ -17,9 +17,9 @@ void AllocationTable::Insert(uint64_t base, uint64_t size) {
 absl::StatusOr<uint64_t> AllocationTable::Remove(uint64_t base) {
   auto it = allocations_.find(base);
   if (it == allocations_.end()) {
-    return ClientError(CUDA_ERROR_INVALID_VALUE,
-                       absl::StrFormat("0x%x is not the start of an allocation of this client",
-                                       base));
+    return ClientError(
+        CUDA_ERROR_INVALID_VALUE,
+        absl::StrFormat("0x%x is not the start of an allocation of this client", base));
   }
   const uint64_t size = it->second;
   total_bytes_ -= size;
@@ -34,9 +34,9 @@ absl::Status AllocationTable::CheckRange(uint64_t address, uint64_t size) const 
     const uint64_t offset = address - it->first;  // address >= base here
     if (offset <= it->second && size <= it->second - offset) return absl::OkStatus();
   }
-  return ClientError(CUDA_ERROR_INVALID_VALUE,
-                     absl::StrFormat("[0x%x, +%d) is not inside an allocation of this client",
-                                     address, size));
+  return ClientError(
+      CUDA_ERROR_INVALID_VALUE,
+      absl::StrFormat("[0x%x, +%d) is not inside an allocation of this client", address, size));
 }
 
 }  // namespace tally::server

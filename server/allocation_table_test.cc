@@ -3,7 +3,6 @@
 #include "server/allocation_table.h"
 
 #include <catch2/catch.hpp>
-
 #include <cstdint>
 #include <limits>
 

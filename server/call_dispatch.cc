@@ -21,7 +21,8 @@ std::vector<std::byte> Encode(uint64_t sequence, uint32_t flags, const T& fields
   std::vector<std::byte> record(sizeof(header) + sizeof(T) + tail.size());
   std::memcpy(record.data(), &header, sizeof(header));
   std::memcpy(record.data() + sizeof(header), &fields, sizeof(T));
-  if (!tail.empty()) std::memcpy(record.data() + sizeof(header) + sizeof(T), tail.data(), tail.size());
+  if (!tail.empty())
+    std::memcpy(record.data() + sizeof(header) + sizeof(T), tail.data(), tail.size());
   return record;
 }
 
@@ -30,13 +31,14 @@ std::vector<std::byte> Encode(uint64_t sequence, uint32_t flags, const T& fields
 absl::StatusOr<CUresult> ResultOrViolation(const absl::Status& status) {
   std::optional<CUresult> result = ResultOf(status);
   if (!result) return status;
-  TALLY_LOG_DEBUG("answering CUresult {}: {}", static_cast<int>(*result), std::string(status.message()));
+  TALLY_LOG_DEBUG("answering CUresult {}: {}", static_cast<int>(*result),
+                  std::string(status.message()));
   return *result;
 }
 
 template <typename Request>
-absl::StatusOr<std::optional<std::vector<std::byte>>> HandleSync(Session& session,
-                                                                 const ipc::ReceivedMessage& message) {
+absl::StatusOr<std::optional<std::vector<std::byte>>> HandleSync(
+    Session& session, const ipc::ReceivedMessage& message) {
   TALLY_ASSIGN_OR_RETURN(const ipc::Decoded<Request> request, ipc::Decode<Request>(message));
   auto reply = Handle(session, request);
   if (reply.ok()) {
@@ -48,8 +50,8 @@ absl::StatusOr<std::optional<std::vector<std::byte>>> HandleSync(Session& sessio
 }
 
 template <typename Request>
-absl::StatusOr<std::optional<std::vector<std::byte>>> HandleAsync(Session& session,
-                                                                  const ipc::ReceivedMessage& message) {
+absl::StatusOr<std::optional<std::vector<std::byte>>> HandleAsync(
+    Session& session, const ipc::ReceivedMessage& message) {
   TALLY_ASSIGN_OR_RETURN(const ipc::Decoded<Request> request, ipc::Decode<Request>(message));
   const absl::Status status = Handle(session, request);
   if (!status.ok()) {
@@ -68,8 +70,8 @@ absl::StatusOr<std::optional<std::vector<std::byte>>> HandleCall(
   switch (message.header.type) {
 #define TALLY_INTERNAL_kSync(name) return HandleSync<ipc::name##Request>(session, message);
 #define TALLY_INTERNAL_kAsync(name) return HandleAsync<ipc::name##Request>(session, message);
-#define TALLY_CUDA_CALL(name, id, mode) \
-  case ipc::RequestType(ipc::CallId::k##name):   \
+#define TALLY_CUDA_CALL(name, id, mode)        \
+  case ipc::RequestType(ipc::CallId::k##name): \
     TALLY_INTERNAL_##mode(name)
 #include "ipc/cuda_calls.def"
 #undef TALLY_INTERNAL_kSync

@@ -15,7 +15,7 @@ namespace tally::server {
 // response record for a sync call (a CallError when the handler failed for a reason the client
 // caused), nullopt for a one-way call. An error Status means the message itself was malformed
 // (truncated, unknown type, wrong size): the caller ends the session.
-absl::StatusOr<std::optional<std::vector<std::byte>>> HandleCall(
-    Session& session, std::span<const std::byte> record);
+absl::StatusOr<std::optional<std::vector<std::byte>>> HandleCall(Session& session,
+                                                                 std::span<const std::byte> record);
 
 }  // namespace tally::server

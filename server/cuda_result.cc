@@ -23,7 +23,8 @@ absl::Status ClientError(CUresult result, absl::string_view message) {
 
 absl::Status CheckCu(CUresult result, absl::string_view call) {
   if (result == CUDA_SUCCESS) return absl::OkStatus();
-  return ClientError(result, absl::StrCat(call, " failed with CUresult ", static_cast<int>(result)));
+  return ClientError(result,
+                     absl::StrCat(call, " failed with CUresult ", static_cast<int>(result)));
 }
 
 std::optional<CUresult> ResultOf(const absl::Status& status) {

@@ -5,9 +5,9 @@
 #include <cuda.h>
 
 #include <optional>
-#include "absl/strings/string_view.h"
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 
 namespace tally::server {
 

@@ -83,8 +83,7 @@ void Dispatcher::Run(const std::function<void()>& thread_setup) {
                        queue->commands.size()});
       candidates.push_back(queue.get());
     }
-    const std::optional<size_t> pick =
-        heads.empty() ? std::nullopt : policy_->PickNext(heads);
+    const std::optional<size_t> pick = heads.empty() ? std::nullopt : policy_->PickNext(heads);
     if (!pick || *pick >= candidates.size()) {
       work_.wait(lock);
       continue;

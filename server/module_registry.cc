@@ -62,14 +62,13 @@ absl::StatusOr<std::shared_ptr<SharedModule>> ModuleRegistry::Register(
 
 size_t ModuleRegistry::loaded_count() {
   std::lock_guard lock(mutex_);
-  return static_cast<size_t>(std::ranges::count_if(
-      modules_, [](const auto& entry) { return !entry.second.expired(); }));
+  return static_cast<size_t>(
+      std::ranges::count_if(modules_, [](const auto& entry) { return !entry.second.expired(); }));
 }
 
 absl::StatusOr<std::shared_ptr<SharedModule>> ModuleRegistry::Load(
     std::span<const std::byte> image) {
-  auto entries = ptx::ReadFatbin(
-      {reinterpret_cast<const uint8_t*>(image.data()), image.size()});
+  auto entries = ptx::ReadFatbin({reinterpret_cast<const uint8_t*>(image.data()), image.size()});
   if (!entries.ok()) {
     return ClientError(CUDA_ERROR_INVALID_IMAGE,
                        absl::StrFormat("not a fatbin: %s", entries.status().message()));
@@ -87,8 +86,8 @@ absl::StatusOr<std::shared_ptr<SharedModule>> ModuleRegistry::Load(
   const DriverApi& api = backend_.api();
   CUmodule module = nullptr;
   // payload is a std::string: c_str() gives the NUL terminator cuModuleLoadData needs for PTX.
-  TALLY_RETURN_IF_ERROR(CheckCu(api.cuModuleLoadData(&module, ptx->payload.c_str()),
-                                "cuModuleLoadData"));
+  TALLY_RETURN_IF_ERROR(
+      CheckCu(api.cuModuleLoadData(&module, ptx->payload.c_str()), "cuModuleLoadData"));
   absl::flat_hash_map<std::string, Kernel> kernels;
   for (ptx::KernelSignature& signature : *signatures) {
     Kernel kernel;
@@ -101,8 +100,8 @@ absl::StatusOr<std::shared_ptr<SharedModule>> ModuleRegistry::Load(
     kernel.signature = std::move(signature);
     kernels.emplace(kernel.signature.name, std::move(kernel));
   }
-  TALLY_LOG_INFO("loaded a fatbin ({} bytes, sm_{} PTX) with {} kernel(s)", image.size(),
-                 ptx->arch, kernels.size());
+  TALLY_LOG_INFO("loaded a fatbin ({} bytes, sm_{} PTX) with {} kernel(s)", image.size(), ptx->arch,
+                 kernels.size());
   return std::make_shared<SharedModule>(
       api, module, std::vector<std::byte>(image.begin(), image.end()), std::move(kernels));
 }

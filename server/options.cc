@@ -53,8 +53,10 @@ absl::Status Apply(const Flag& flag, std::string_view value, ServerOptions& opti
     }
     options.emulate = value == "1" || value == "true";
   } else if (name == "device") {
-    if (!absl::SimpleAtoi(absl::string_view(value.data(), value.size()), &options.device) || options.device < 0) {
-      return absl::InvalidArgumentError(absl::StrFormat("--device wants a device ordinal, not '%s'", value));
+    if (!absl::SimpleAtoi(absl::string_view(value.data(), value.size()), &options.device) ||
+        options.device < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("--device wants a device ordinal, not '%s'", value));
     }
   } else if (name == "socket") {
     options.socket_path = value;

@@ -17,7 +17,7 @@ struct ServerOptions {
 
 // The options, or nullopt when --help was given (the usage has been printed). Flags override
 // the environment, which overrides the defaults; `default_emulator_library` is the build's.
-absl::StatusOr<std::optional<ServerOptions>> ParseOptions(int argc, char** argv,
-                                                          const std::string& default_emulator_library);
+absl::StatusOr<std::optional<ServerOptions>> ParseOptions(
+    int argc, char** argv, const std::string& default_emulator_library);
 
 }  // namespace tally::server

@@ -28,17 +28,18 @@ absl::StatusOr<ipc::GetDeviceInfoResponse> QueryDeviceInfo(const Backend& backen
   TALLY_RETURN_IF_ERROR(CheckCu(api.cuDeviceGetUuid(&uuid, backend.device()), "cuDeviceGetUuid"));
   std::memcpy(info.uuid, uuid.bytes, sizeof(info.uuid));
   size_t total = 0;
-  TALLY_RETURN_IF_ERROR(CheckCu(api.cuDeviceTotalMem(&total, backend.device()), "cuDeviceTotalMem"));
+  TALLY_RETURN_IF_ERROR(
+      CheckCu(api.cuDeviceTotalMem(&total, backend.device()), "cuDeviceTotalMem"));
   info.total_memory = total;
   TALLY_RETURN_IF_ERROR(
       CheckCu(api.cuDriverGetVersion(&info.driver_version), "cuDriverGetVersion"));
   size_t index = 0;
-#define TALLY_SNAPSHOT_ATTRIBUTE(name)                                                      \
-  /* An attribute this driver does not know reads as 0, like an absent feature. */         \
-  if (api.cuDeviceGetAttribute(&info.attributes[index], CU_DEVICE_ATTRIBUTE_##name,        \
-                               backend.device()) != CUDA_SUCCESS) {                         \
-    info.attributes[index] = 0;                                                             \
-  }                                                                                         \
+#define TALLY_SNAPSHOT_ATTRIBUTE(name)                                              \
+  /* An attribute this driver does not know reads as 0, like an absent feature. */  \
+  if (api.cuDeviceGetAttribute(&info.attributes[index], CU_DEVICE_ATTRIBUTE_##name, \
+                               backend.device()) != CUDA_SUCCESS) {                 \
+    info.attributes[index] = 0;                                                     \
+  }                                                                                 \
   ++index;
 #include "ipc/snapshot_attributes.def"
   return info;
@@ -46,8 +47,7 @@ absl::StatusOr<ipc::GetDeviceInfoResponse> QueryDeviceInfo(const Backend& backen
 
 absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   TALLY_ASSIGN_OR_RETURN(
-      Backend backend,
-      Backend::Load({options.emulate, options.device, options.emulator_library}));
+      Backend backend, Backend::Load({options.emulate, options.device, options.emulator_library}));
   TALLY_LOG_INFO("tally-server: device backend is the {}", backend.description());
   TALLY_RETURN_IF_ERROR(backend.MakeCurrent());
   TALLY_ASSIGN_OR_RETURN(const ipc::GetDeviceInfoResponse info, QueryDeviceInfo(backend));
@@ -159,8 +159,8 @@ absl::Status Server::ServeRequests(Session& session, ipc::ServerConnection& conn
     absl::StatusOr<std::optional<std::vector<std::byte>>> response = HandleCall(session, record);
     TALLY_RETURN_IF_ERROR(connection.requests().Release());
     if (!response.ok()) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "malformed message, session closed: %s", response.status().message()));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("malformed message, session closed: %s", response.status().message()));
     }
     if (*response) TALLY_RETURN_IF_ERROR(connection.responses().Write(**response, wait));
   }

@@ -1,8 +1,9 @@
 // A hostile or broken client against a real session on the emulated GPU: truncated and
 // mistyped messages end the session (HandleCall fails), while forged handles, foreign handles,
 // out-of-range pointers and bulk refs are answered with CUDA errors and never reach the device.
-#include <catch2/catch.hpp>
+#include "server/session.h"
 
+#include <catch2/catch.hpp>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -12,7 +13,6 @@
 #include "scheduler/policy.h"
 #include "server/call_dispatch.h"
 #include "server/server.h"
-#include "server/session.h"
 
 namespace tally::server {
 namespace {
@@ -25,8 +25,8 @@ ipc::GetDeviceInfoResponse CurrentDeviceInfo(const Backend& backend) {
 // One emulated device shared by all tests of this binary, as in the server.
 struct Device {
   Device()
-      : backend(*Backend::Load({.emulate = true, .device = 0,
-                                .emulator_library = TALLY_TEST_EMULATOR_LIBRARY})),
+      : backend(*Backend::Load(
+            {.emulate = true, .device = 0, .emulator_library = TALLY_TEST_EMULATOR_LIBRARY})),
         info(CurrentDeviceInfo(backend)),
         modules(backend),
         dispatcher(scheduler::MakeFifoPolicy(), [this] { backend.MakeCurrent().IgnoreError(); }),
@@ -139,8 +139,7 @@ TEST_CASE("forged and foreign handles are INVALID_HANDLE") {
   CHECK(a.Result(ipc::StreamSynchronizeRequest{.stream = stream}) == CUDA_SUCCESS);
   CHECK(b.Result(ipc::StreamSynchronizeRequest{.stream = stream}) == CUDA_ERROR_INVALID_HANDLE);
   CHECK(b.Result(ipc::EventSynchronizeRequest{.event = event}) == CUDA_ERROR_INVALID_HANDLE);
-  CHECK(a.Result(ipc::StreamSynchronizeRequest{.stream = stream + 1}) ==
-        CUDA_ERROR_INVALID_HANDLE);
+  CHECK(a.Result(ipc::StreamSynchronizeRequest{.stream = stream + 1}) == CUDA_ERROR_INVALID_HANDLE);
   // A handle of one kind is not a handle of another.
   CHECK(a.Result(ipc::EventSynchronizeRequest{.event = stream}) == CUDA_ERROR_INVALID_HANDLE);
   CHECK(a.Result(ipc::GetFunctionRequest{.module = 12345}) == CUDA_ERROR_INVALID_HANDLE);
@@ -154,8 +153,7 @@ TEST_CASE("pointer ranges outside the client's own allocations are refused") {
   const uint64_t mine = a.Malloc(256);
   const uint64_t theirs = b.Malloc(256);
   const ipc::BulkRef block{0, 256};
-  CHECK(a.Result(ipc::MemcpyHtoDRequest{.dst = mine, .stream = 0, .src = block}) ==
-        CUDA_SUCCESS);
+  CHECK(a.Result(ipc::MemcpyHtoDRequest{.dst = mine, .stream = 0, .src = block}) == CUDA_SUCCESS);
   CHECK(a.Result(ipc::MemcpyHtoDRequest{.dst = mine + 1, .stream = 0, .src = block}) ==
         CUDA_ERROR_INVALID_VALUE);
   CHECK(a.Result(ipc::MemcpyHtoDRequest{.dst = theirs, .stream = 0, .src = block}) ==

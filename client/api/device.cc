@@ -29,12 +29,13 @@ int Attribute(const ipc::GetDeviceInfoResponse& info, ipc::SnapshotAttribute att
 
 absl::StatusOr<int> SnapshotValue(const ipc::GetDeviceInfoResponse& info, int attribute) {
   size_t index = 0;
-#define TALLY_SNAPSHOT_ATTRIBUTE(name)                                            \
+#define TALLY_SNAPSHOT_ATTRIBUTE(name)                                        \
   if (attribute == CU_DEVICE_ATTRIBUTE_##name) return info.attributes[index]; \
   ++index;
 #include "ipc/snapshot_attributes.def"
-  return CudaError(cudaErrorNotSupported,
-                   "this device attribute is not in Tally's snapshot (ipc/snapshot_attributes.def)");
+  return CudaError(
+      cudaErrorNotSupported,
+      "this device attribute is not in Tally's snapshot (ipc/snapshot_attributes.def)");
 }
 
 // The runtime's device selection is per host thread (CUDA Runtime API, cudaSetDevice); with a

@@ -67,9 +67,8 @@ cudaError_t cudaEventElapsedTime(float* milliseconds, cudaEvent_t start, cudaEve
   return Run(__func__, [&]() -> absl::Status {
     TALLY_RETURN_IF_ERROR(CheckOut(milliseconds));
     TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
-    TALLY_ASSIGN_OR_RETURN(auto answer,
-                           channel->Call(ipc::EventElapsedTimeRequest{
-                               .start = EventHandle(start), .end = EventHandle(end)}));
+    TALLY_ASSIGN_OR_RETURN(auto answer, channel->Call(ipc::EventElapsedTimeRequest{
+                                            .start = EventHandle(start), .end = EventHandle(end)}));
     *milliseconds = answer.fields.milliseconds;
     return absl::OkStatus();
   });

@@ -70,8 +70,8 @@ absl::Status CopyToDevice(Channel& channel, uint64_t dst, const std::byte* src, 
   for (size_t done = 0; done < count;) {
     TALLY_ASSIGN_OR_RETURN(ipc::BulkRef block, AllocateChunk(channel, count - done));
     std::memcpy(channel.bulk().Bytes(block).data(), src + done, block.size);
-    auto answer = channel.Call(ipc::MemcpyHtoDRequest{.dst = dst + done, .stream = stream,
-                                                      .src = block});
+    auto answer =
+        channel.Call(ipc::MemcpyHtoDRequest{.dst = dst + done, .stream = stream, .src = block});
     channel.bulk().Free(block);
     TALLY_RETURN_IF_ERROR(answer.status());
     done += block.size;
@@ -83,8 +83,8 @@ absl::Status CopyToHost(Channel& channel, std::byte* dst, uint64_t src, size_t c
                         uint64_t stream) {
   for (size_t done = 0; done < count;) {
     TALLY_ASSIGN_OR_RETURN(ipc::BulkRef block, AllocateChunk(channel, count - done));
-    auto answer = channel.Call(ipc::MemcpyDtoHRequest{.src = src + done, .stream = stream,
-                                                      .dst = block});
+    auto answer =
+        channel.Call(ipc::MemcpyDtoHRequest{.src = src + done, .stream = stream, .dst = block});
     if (answer.ok()) std::memcpy(dst + done, channel.bulk().Bytes(block).data(), block.size);
     channel.bulk().Free(block);
     TALLY_RETURN_IF_ERROR(answer.status());

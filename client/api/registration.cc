@@ -44,8 +44,7 @@ void __cudaRegisterVar(void**, char*, char*, const char* device_name, int, size_
                   device_name != nullptr ? device_name : "?");
 }
 
-void __cudaRegisterManagedVar(void**, void**, char*, const char*, int, size_t, int,
-                              int) noexcept {}
+void __cudaRegisterManagedVar(void**, void**, char*, const char*, int, size_t, int, int) noexcept {}
 
 // Managed-variable initialisation (crt/host_runtime.h's __nv_init_managed_rt_with_module):
 // nothing to do without managed variables; nonzero means success.

@@ -64,8 +64,9 @@ cudaError_t cudaStreamQuery(cudaStream_t stream) {
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
   return Run(__func__, [&]() -> absl::Status {
     TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
-    return channel->Post(ipc::StreamWaitEventRequest{
-        .flags = flags, .stream = StreamHandle(stream), .event = tally::client::EventHandle(event)});
+    return channel->Post(ipc::StreamWaitEventRequest{.flags = flags,
+                                                     .stream = StreamHandle(stream),
+                                                     .event = tally::client::EventHandle(event)});
   });
 }
 

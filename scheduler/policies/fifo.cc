@@ -11,10 +11,9 @@ class FifoPolicy final : public Policy {
  public:
   std::optional<size_t> PickNext(std::span<const QueueHead> queues) override {
     if (queues.empty()) return std::nullopt;
-    auto oldest = std::min_element(queues.begin(), queues.end(),
-                                   [](const QueueHead& a, const QueueHead& b) {
-                                     return a.arrival < b.arrival;
-                                   });
+    auto oldest = std::min_element(
+        queues.begin(), queues.end(),
+        [](const QueueHead& a, const QueueHead& b) { return a.arrival < b.arrival; });
     return static_cast<size_t>(oldest - queues.begin());
   }
 };

@@ -1,6 +1,5 @@
 // The FIFO policy picks the globally oldest head, ignoring priority, and idles on no work.
 #include <catch2/catch.hpp>
-
 #include <vector>
 
 #include "scheduler/policy.h"

@@ -25,22 +25,21 @@ absl::StatusOr<void*> OpenLibrary(const std::string& path) {
 }
 
 absl::Status ResolveEntries(void* library, DriverApi& api) {
-  auto get_proc = reinterpret_cast<PFN_cuGetProcAddress_v12000>(
-      dlsym(library, "cuGetProcAddress_v2"));
+  auto get_proc =
+      reinterpret_cast<PFN_cuGetProcAddress_v12000>(dlsym(library, "cuGetProcAddress_v2"));
   if (get_proc == nullptr) {
     return absl::NotFoundError("the driver library exports no cuGetProcAddress_v2");
   }
-#define TALLY_DRIVER_ENTRY(name, version)                                                     \
-  {                                                                                           \
-    void* entry = nullptr;                                                                    \
-    CUdriverProcAddressQueryResult found = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;              \
-    if (get_proc(#name, &entry, version, CU_GET_PROC_ADDRESS_DEFAULT, &found) !=             \
-            CUDA_SUCCESS ||                                                                   \
-        entry == nullptr) {                                                                   \
-      return absl::NotFoundError(                                                             \
-          absl::StrFormat("the driver has no %s for CUDA version %d", #name, version));       \
-    }                                                                                         \
-    api.name = reinterpret_cast<PFN_##name##_v##version>(entry);                              \
+#define TALLY_DRIVER_ENTRY(name, version)                                                        \
+  {                                                                                              \
+    void* entry = nullptr;                                                                       \
+    CUdriverProcAddressQueryResult found = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;                 \
+    if (get_proc(#name, &entry, version, CU_GET_PROC_ADDRESS_DEFAULT, &found) != CUDA_SUCCESS || \
+        entry == nullptr) {                                                                      \
+      return absl::NotFoundError(                                                                \
+          absl::StrFormat("the driver has no %s for CUDA version %d", #name, version));          \
+    }                                                                                            \
+    api.name = reinterpret_cast<PFN_##name##_v##version>(entry);                                 \
   }
 #include "server/backend/driver_api.def"
   return absl::OkStatus();
@@ -69,14 +68,14 @@ absl::StatusOr<Backend> Backend::Load(const BackendOptions& options) {
     if (nvidia.ok()) usable = InitDriver(*nvidia, options.device, backend.api_);
     if (usable.ok()) {
       backend.library_ = *nvidia;
-      backend.description_ = absl::StrFormat("NVIDIA driver (libcuda.so.1), device %d",
-                                             options.device);
+      backend.description_ =
+          absl::StrFormat("NVIDIA driver (libcuda.so.1), device %d", options.device);
     } else {
       if (nvidia.ok()) dlclose(*nvidia);
       backend.api_ = DriverApi{};
-      backend.description_ = absl::StrFormat(
-          "emulated GPU (%s) because the NVIDIA driver is not usable: %s",
-          options.emulator_library, usable.message());
+      backend.description_ =
+          absl::StrFormat("emulated GPU (%s) because the NVIDIA driver is not usable: %s",
+                          options.emulator_library, usable.message());
     }
   } else {
     backend.description_ =

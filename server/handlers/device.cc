@@ -29,8 +29,8 @@ absl::StatusOr<Reply<ipc::DeviceSynchronizeResponse>> Handle(
   return Reply<ipc::DeviceSynchronizeResponse>{};
 }
 
-absl::StatusOr<Reply<ipc::MemGetInfoResponse>> Handle(
-    Session& session, const ipc::Decoded<ipc::MemGetInfoRequest>&) {
+absl::StatusOr<Reply<ipc::MemGetInfoResponse>> Handle(Session& session,
+                                                      const ipc::Decoded<ipc::MemGetInfoRequest>&) {
   size_t free_bytes = 0;
   size_t total_bytes = 0;
   TALLY_RETURN_IF_ERROR(

@@ -60,8 +60,8 @@ absl::StatusOr<Reply<ipc::EventElapsedTimeResponse>> Handle(
   TALLY_ASSIGN_OR_RETURN(CUevent * end, session.events().Find(request.fields.end));
   session.Flush();  // the records must have reached the device
   float milliseconds = 0;
-  TALLY_RETURN_IF_ERROR(CheckCu(session.api().cuEventElapsedTime(&milliseconds, *start, *end),
-                                "cuEventElapsedTime"));
+  TALLY_RETURN_IF_ERROR(
+      CheckCu(session.api().cuEventElapsedTime(&milliseconds, *start, *end), "cuEventElapsedTime"));
   return Reply<ipc::EventElapsedTimeResponse>{{.milliseconds = milliseconds}, {}};
 }
 

@@ -19,7 +19,7 @@ struct Reply {
   std::vector<std::byte> tail;  // for responses with kHasTail
 };
 
-#define TALLY_INTERNAL_kSync(name)                    \
+#define TALLY_INTERNAL_kSync(name)                   \
   absl::StatusOr<Reply<ipc::name##Response>> Handle( \
       Session& session, const ipc::Decoded<ipc::name##Request>& request);
 #define TALLY_INTERNAL_kAsync(name) \

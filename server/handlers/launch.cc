@@ -19,10 +19,10 @@ absl::Status Handle(Session& session, const ipc::Decoded<ipc::LaunchKernelReques
   TALLY_ASSIGN_OR_RETURN(CUstream stream, session.FindStream(r.stream));
   const Kernel* kernel = entry->kernel;
   if (request.tail.size() != kernel->signature.param_buffer_size) {
-    return ClientError(CUDA_ERROR_INVALID_VALUE,
-                       absl::StrFormat("%d bytes of arguments for %s, which takes %d",
-                                       request.tail.size(), kernel->signature.name,
-                                       kernel->signature.param_buffer_size));
+    return ClientError(
+        CUDA_ERROR_INVALID_VALUE,
+        absl::StrFormat("%d bytes of arguments for %s, which takes %d", request.tail.size(),
+                        kernel->signature.name, kernel->signature.param_buffer_size));
   }
   // Copied out of the ring: the record is released before the launch is issued.
   auto buffer = std::make_shared<std::vector<std::byte>>(request.tail.begin(), request.tail.end());
@@ -34,9 +34,8 @@ absl::Status Handle(Session& session, const ipc::Decoded<ipc::LaunchKernelReques
     for (const ptx::ParamLayout& param : kernel->signature.params) {
       params.push_back(buffer->data() + param.offset);
     }
-    return api->cuLaunchKernel(kernel->function, r.grid.x, r.grid.y, r.grid.z, r.block.x,
-                               r.block.y, r.block.z, r.shared_bytes, stream, params.data(),
-                               nullptr);
+    return api->cuLaunchKernel(kernel->function, r.grid.x, r.grid.y, r.grid.z, r.block.x, r.block.y,
+                               r.block.z, r.shared_bytes, stream, params.data(), nullptr);
   });
   return absl::OkStatus();
 }

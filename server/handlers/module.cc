@@ -23,8 +23,8 @@ absl::StatusOr<Reply<ipc::RegisterFatbinResponse>> Handle(
   }
   TALLY_ASSIGN_OR_RETURN(std::shared_ptr<SharedModule> module,
                          session.server().modules.Register(image));
-  return Reply<ipc::RegisterFatbinResponse>{
-      {.module = session.modules().Insert(std::move(module))}, {}};
+  return Reply<ipc::RegisterFatbinResponse>{{.module = session.modules().Insert(std::move(module))},
+                                            {}};
 }
 
 absl::StatusOr<Reply<ipc::GetFunctionResponse>> Handle(

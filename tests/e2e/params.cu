@@ -11,8 +11,8 @@ struct Triple {
 __global__ void Mixed(char c, double d, Triple t, short s, long long* out) {
   const int block = blockIdx.y * gridDim.x + blockIdx.x;
   if (threadIdx.x == 0) {
-    out[block] = c + static_cast<long long>(d) + t.tag + static_cast<long long>(t.values[2]) + s +
-                 block;
+    out[block] =
+        c + static_cast<long long>(d) + t.tag + static_cast<long long>(t.values[2]) + s + block;
   }
 }
 
@@ -34,8 +34,8 @@ int main() {
   Triple t2{3, {0.0, 0.0, 4.0}};
   short s = 5;
   void* args[] = {&c, &d, &t2, &s, &out};
-  CHECK_CUDA(cudaLaunchKernel(reinterpret_cast<const void*>(Mixed), grid, dim3(32), args, 0,
-                              nullptr));
+  CHECK_CUDA(
+      cudaLaunchKernel(reinterpret_cast<const void*>(Mixed), grid, dim3(32), args, 0, nullptr));
   CHECK_CUDA(cudaDeviceSynchronize());
   CHECK_CUDA(cudaMemcpy(host, out, sizeof(host), cudaMemcpyDeviceToHost));
   for (int b = 0; b < 6; ++b) EXPECT(host[b] == 1 + 2 + 3 + 4 + 5 + b);

@@ -19,11 +19,11 @@ void Work(int id, bool* ok) {
   CHECK_CUDA(cudaStreamCreate(&stream));
   CHECK_CUDA(cudaMalloc(&device, n * sizeof(int)));
   for (int round = 0; round < 5; ++round) {
-    CHECK_CUDA(cudaMemcpyAsync(device, host.data(), n * sizeof(int), cudaMemcpyHostToDevice,
-                               stream));
+    CHECK_CUDA(
+        cudaMemcpyAsync(device, host.data(), n * sizeof(int), cudaMemcpyHostToDevice, stream));
     Scale<<<(n + 127) / 128, 128, 0, stream>>>(device, n, id + 2);
-    CHECK_CUDA(cudaMemcpyAsync(host.data(), device, n * sizeof(int), cudaMemcpyDeviceToHost,
-                               stream));
+    CHECK_CUDA(
+        cudaMemcpyAsync(host.data(), device, n * sizeof(int), cudaMemcpyDeviceToHost, stream));
     CHECK_CUDA(cudaStreamSynchronize(stream));
   }
   int factor = 1;

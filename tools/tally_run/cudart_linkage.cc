@@ -75,8 +75,9 @@ absl::StatusOr<CudartLinkage> DetectCudartLinkage(std::span<const uint8_t> bytes
   };
   bool defines_runtime = false;
   bool has_device_code = false;
-  std::optional<Elf64_Shdr> names =
-      header.e_shstrndx < sections.size() ? std::optional(sections[header.e_shstrndx]) : std::nullopt;
+  std::optional<Elf64_Shdr> names = header.e_shstrndx < sections.size()
+                                        ? std::optional(sections[header.e_shstrndx])
+                                        : std::nullopt;
   for (const Elf64_Shdr& section : sections) {
     if (names && elf.String(*names, section.sh_name) == ".nv_fatbin") has_device_code = true;
     const std::optional<Elf64_Shdr> strtab = linked_strtab(section);
@@ -92,7 +93,8 @@ absl::StatusOr<CudartLinkage> DetectCudartLinkage(std::span<const uint8_t> bytes
       }
     } else if (section.sh_type == SHT_SYMTAB || section.sh_type == SHT_DYNSYM) {
       for (uint64_t off = 0; off + sizeof(Elf64_Sym) <= section.sh_size; off += sizeof(Elf64_Sym)) {
-        TALLY_ASSIGN_OR_RETURN(const Elf64_Sym symbol, elf.Read<Elf64_Sym>(section.sh_offset + off));
+        TALLY_ASSIGN_OR_RETURN(const Elf64_Sym symbol,
+                               elf.Read<Elf64_Sym>(section.sh_offset + off));
         if (symbol.st_shndx != SHN_UNDEF && IsRuntimeSymbol(elf.String(*strtab, symbol.st_name))) {
           defines_runtime = true;
         }

@@ -11,10 +11,10 @@
 namespace tally::tools {
 
 enum class CudartLinkage {
-  kShared,        // DT_NEEDED libcudart.so.*: the shim stands in for it
-  kStatic,        // runtime functions or device code inside the binary, no libcudart import
-  kNone,          // no CUDA runtime (may still dlopen CUDA libraries: e.g. an interpreter)
-  kNotElf,        // a script or another format: nothing to inspect
+  kShared,  // DT_NEEDED libcudart.so.*: the shim stands in for it
+  kStatic,  // runtime functions or device code inside the binary, no libcudart import
+  kNone,    // no CUDA runtime (may still dlopen CUDA libraries: e.g. an interpreter)
+  kNotElf,  // a script or another format: nothing to inspect
 };
 
 // The linkage of the ELF64 image `bytes`. InvalidArgument for a malformed ELF.
