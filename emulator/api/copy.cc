@@ -33,7 +33,8 @@ absl::Status Copy(Driver& driver, void* dst, Side dst_side, const void* src, Sid
   if (bytes == 0) return absl::OkStatus();
   TALLY_RETURN_IF_ERROR(CheckEndpoint(driver, dst, dst_side, bytes));
   TALLY_RETURN_IF_ERROR(CheckEndpoint(driver, src, src_side, bytes));
-  return Submit(driver, stream, [=] { std::memmove(dst, src, bytes); }, wait);
+  return Submit(
+      driver, stream, [=] { std::memmove(dst, src, bytes); }, wait);
 }
 
 template <typename T>
@@ -47,7 +48,8 @@ absl::Status Fill(Driver& driver, CUdeviceptr dst, T value, size_t count, CUstre
   if (count > SIZE_MAX / sizeof(T)) return CudaError(CUDA_ERROR_INVALID_VALUE, "count overflows");
   TALLY_RETURN_IF_ERROR(driver.memory().CheckRange(dst, count * sizeof(T)));
   T* begin = reinterpret_cast<T*>(dst);
-  return Submit(driver, stream, [=] { std::fill(begin, begin + count, value); }, wait);
+  return Submit(
+      driver, stream, [=] { std::fill(begin, begin + count, value); }, wait);
 }
 
 void* Device(CUdeviceptr pointer) { return reinterpret_cast<void*>(pointer); }

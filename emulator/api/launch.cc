@@ -123,8 +123,8 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDi
 
 // Occupancy by the sm_80 limits: 64 resident warps, 32 blocks and 164 KiB of shared memory per
 // SM (1 KiB of it reserved per block); registers are not a constraint in the emulator.
-CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int* numBlocks, CUfunction func,
-                                                     int blockSize, size_t dynamicSMemSize) {
+CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int* numBlocks, CUfunction func, int blockSize,
+                                                     size_t dynamicSMemSize) {
   return Run([&](Driver& driver) -> absl::Status {
     TALLY_RETURN_IF_ERROR(CheckOut(numBlocks));
     TALLY_ASSIGN_OR_RETURN(std::shared_ptr<Kernel> kernel, driver.kernels().Lookup(func));

@@ -33,7 +33,8 @@ absl::Status LoadModule(Driver& driver, CUmodule* out, const void* image) {
     auto kernel = std::make_shared<Kernel>();
     kernel->module = module;
     kernel->function = &function;
-    kernel->max_dynamic_shared = kDefaultSharedPerBlock - static_cast<int>(function.static_shared_bytes);
+    kernel->max_dynamic_shared =
+        kDefaultSharedPerBlock - static_cast<int>(function.static_shared_bytes);
     entry->kernels[function.name] = driver.kernels().Insert(std::move(kernel));
   }
   *out = driver.modules().Insert(std::move(entry));
@@ -121,17 +122,31 @@ CUresult cuFuncGetAttribute(int* pi, CUfunction_attribute attrib, CUfunction hfu
     TALLY_ASSIGN_OR_RETURN(std::shared_ptr<Kernel> kernel, driver.kernels().Lookup(hfunc));
     const tally::emu::exec::Function& f = *kernel->function;
     switch (attrib) {
-      case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *pi = static_cast<int>(f.max_threads); break;
-      case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: *pi = static_cast<int>(f.static_shared_bytes); break;
-      case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES: *pi = static_cast<int>(f.local_bytes); break;
+      case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+        *pi = static_cast<int>(f.max_threads);
+        break;
+      case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES:
+        *pi = static_cast<int>(f.static_shared_bytes);
+        break;
+      case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES:
+        *pi = static_cast<int>(f.local_bytes);
+        break;
       // Registers are unlimited in the emulator; report what a typical sm_80 kernel uses.
-      case CU_FUNC_ATTRIBUTE_NUM_REGS: *pi = 32; break;
-      case CU_FUNC_ATTRIBUTE_PTX_VERSION: *pi = static_cast<int>(kernel->module->ptx_version()); break;
+      case CU_FUNC_ATTRIBUTE_NUM_REGS:
+        *pi = 32;
+        break;
+      case CU_FUNC_ATTRIBUTE_PTX_VERSION:
+        *pi = static_cast<int>(kernel->module->ptx_version());
+        break;
       case CU_FUNC_ATTRIBUTE_BINARY_VERSION:
         *pi = driver.config().cc_major * 10 + driver.config().cc_minor;
         break;
-      case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *pi = kernel->max_dynamic_shared; break;
-      case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: *pi = kernel->shared_carveout; break;
+      case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+        *pi = kernel->max_dynamic_shared;
+        break;
+      case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+        *pi = kernel->shared_carveout;
+        break;
       default:
         if (attrib < 0 || attrib >= CU_FUNC_ATTRIBUTE_MAX) {
           return CudaError(CUDA_ERROR_INVALID_VALUE, "unknown function attribute");

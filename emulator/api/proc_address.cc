@@ -16,7 +16,7 @@ namespace tally::emu {
 namespace {
 
 // Every table entry's exported symbol has exactly the type cudaTypedefs.h gives that version.
-#define TALLY_DRIVER_API(name, version, symbol)                                  \
+#define TALLY_DRIVER_API(name, version, symbol)                               \
   static_assert(std::is_same_v<PFN_##name##_v##version, decltype(&::symbol)>, \
                 #symbol " does not match PFN_" #name "_v" #version);
 #include "emulator/driver_api.def"
@@ -28,7 +28,8 @@ struct ProcEntry {
 };
 
 const ProcEntry kProcTable[] = {
-#define TALLY_DRIVER_API(name, version, symbol) {#name, version, reinterpret_cast<void*>(&::symbol)},
+#define TALLY_DRIVER_API(name, version, symbol) \
+  {#name, version, reinterpret_cast<void*>(&::symbol)},
 #include "emulator/driver_api.def"
 };
 
@@ -71,9 +72,8 @@ extern "C" {
 // Works before cuInit: the CUDA runtime obtains cuInit itself through this function.
 CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags,
                              CUdriverProcAddressQueryResult* symbolStatus) {
-  return tally::emu::RunAnyState([&] {
-    return tally::emu::GetProcAddress(symbol, pfn, cudaVersion, flags, symbolStatus);
-  });
+  return tally::emu::RunAnyState(
+      [&] { return tally::emu::GetProcAddress(symbol, pfn, cudaVersion, flags, symbolStatus); });
 }
 
 CUresult cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags) {

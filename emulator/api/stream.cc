@@ -79,9 +79,8 @@ CUresult cuStreamGetFlags(CUstream hStream, unsigned int* flags) {
 CUresult cuStreamSynchronize(CUstream hStream) {
   return Run([&](Driver& driver) {
     TALLY_ASSIGN_OR_RETURN(auto bound, driver.ResolveStream(hStream));
-    uint64_t seq = Driver::IsNullStream(hStream)
-                       ? bound.context->Enqueue(bound.stream, {}, [] {})
-                       : bound.stream->last_enqueued();
+    uint64_t seq = Driver::IsNullStream(hStream) ? bound.context->Enqueue(bound.stream, {}, [] {})
+                                                 : bound.stream->last_enqueued();
     return tally::emu::WaitAndCheck(*bound.context, *bound.stream, seq);
   });
 }
@@ -134,7 +133,8 @@ CUresult cuStreamAddCallback(CUstream hStream, CUstreamCallback callback, void* 
 CUresult cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void* userData) {
   return Run([&](Driver& driver) -> absl::Status {
     if (fn == nullptr) return CudaError(CUDA_ERROR_INVALID_VALUE, "null host function");
-    return tally::emu::Submit(driver, hStream, [=] { fn(userData); }, false);
+    return tally::emu::Submit(
+        driver, hStream, [=] { fn(userData); }, false);
   });
 }
 

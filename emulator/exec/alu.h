@@ -64,13 +64,24 @@ T IntRem(T a, T b) {
 template <typename T>
 bool CompareInt(CmpOp op, T a, T b) {
   switch (op) {
-    case CmpOp::kEq: return a == b;
-    case CmpOp::kNe: return a != b;
-    case CmpOp::kLt: case CmpOp::kLo: return a < b;
-    case CmpOp::kLe: case CmpOp::kLs: return a <= b;
-    case CmpOp::kGt: case CmpOp::kHi: return a > b;
-    case CmpOp::kGe: case CmpOp::kHs: return a >= b;
-    default: return false;
+    case CmpOp::kEq:
+      return a == b;
+    case CmpOp::kNe:
+      return a != b;
+    case CmpOp::kLt:
+    case CmpOp::kLo:
+      return a < b;
+    case CmpOp::kLe:
+    case CmpOp::kLs:
+      return a <= b;
+    case CmpOp::kGt:
+    case CmpOp::kHi:
+      return a > b;
+    case CmpOp::kGe:
+    case CmpOp::kHs:
+      return a >= b;
+    default:
+      return false;
   }
 }
 
@@ -79,21 +90,36 @@ template <typename F>
 bool CompareFloat(CmpOp op, F a, F b) {
   bool unordered = std::isnan(a) || std::isnan(b);
   switch (op) {
-    case CmpOp::kEq: return !unordered && a == b;
-    case CmpOp::kNe: return !unordered && a != b;
-    case CmpOp::kLt: return !unordered && a < b;
-    case CmpOp::kLe: return !unordered && a <= b;
-    case CmpOp::kGt: return !unordered && a > b;
-    case CmpOp::kGe: return !unordered && a >= b;
-    case CmpOp::kEqu: return unordered || a == b;
-    case CmpOp::kNeu: return unordered || a != b;
-    case CmpOp::kLtu: return unordered || a < b;
-    case CmpOp::kLeu: return unordered || a <= b;
-    case CmpOp::kGtu: return unordered || a > b;
-    case CmpOp::kGeu: return unordered || a >= b;
-    case CmpOp::kNum: return !unordered;
-    case CmpOp::kNan: return unordered;
-    default: return false;
+    case CmpOp::kEq:
+      return !unordered && a == b;
+    case CmpOp::kNe:
+      return !unordered && a != b;
+    case CmpOp::kLt:
+      return !unordered && a < b;
+    case CmpOp::kLe:
+      return !unordered && a <= b;
+    case CmpOp::kGt:
+      return !unordered && a > b;
+    case CmpOp::kGe:
+      return !unordered && a >= b;
+    case CmpOp::kEqu:
+      return unordered || a == b;
+    case CmpOp::kNeu:
+      return unordered || a != b;
+    case CmpOp::kLtu:
+      return unordered || a < b;
+    case CmpOp::kLeu:
+      return unordered || a <= b;
+    case CmpOp::kGtu:
+      return unordered || a > b;
+    case CmpOp::kGeu:
+      return unordered || a >= b;
+    case CmpOp::kNum:
+      return !unordered;
+    case CmpOp::kNan:
+      return unordered;
+    default:
+      return false;
   }
 }
 
@@ -102,10 +128,21 @@ bool CompareFloat(CmpOp op, F a, F b) {
 inline uint64_t FloatToInt(double value, Rounding rounding, Type to) {
   if (std::isnan(value)) return 0;
   switch (rounding) {
-    case Rounding::kRni: case Rounding::kRn: value = std::nearbyint(value); break;
-    case Rounding::kRmi: case Rounding::kRm: value = std::floor(value); break;
-    case Rounding::kRpi: case Rounding::kRp: value = std::ceil(value); break;
-    default: value = std::trunc(value); break;
+    case Rounding::kRni:
+    case Rounding::kRn:
+      value = std::nearbyint(value);
+      break;
+    case Rounding::kRmi:
+    case Rounding::kRm:
+      value = std::floor(value);
+      break;
+    case Rounding::kRpi:
+    case Rounding::kRp:
+      value = std::ceil(value);
+      break;
+    default:
+      value = std::trunc(value);
+      break;
   }
   int width = TypeBits(to);
   if (IsSigned(to)) {
@@ -129,8 +166,9 @@ inline uint64_t IntToInt(uint64_t bits, Type from, Type to, bool saturate) {
     if (IsSigned(from)) {
       int64_t v = static_cast<int64_t>(value);
       int64_t lo = IsSigned(to) ? ReadSigned(1ull << (width - 1), width) : 0;
-      int64_t hi = IsSigned(to) ? static_cast<int64_t>(WidthMask(width - 1))
-                                : (width >= 64 ? INT64_MAX : static_cast<int64_t>(WidthMask(width)));
+      int64_t hi = IsSigned(to)
+                       ? static_cast<int64_t>(WidthMask(width - 1))
+                       : (width >= 64 ? INT64_MAX : static_cast<int64_t>(WidthMask(width)));
       value = static_cast<uint64_t>(std::clamp(v, lo, hi));
     } else {
       uint64_t hi = IsSigned(to) ? WidthMask(width - 1) : WidthMask(width);
@@ -188,7 +226,8 @@ inline uint64_t MulHi(uint64_t a, uint64_t b, Type type) {
     __int128 p = static_cast<__int128>(ReadSigned(a, width)) * ReadSigned(b, width);
     return static_cast<uint64_t>(p >> width) & WidthMask(width);
   }
-  unsigned __int128 p = static_cast<unsigned __int128>(a & WidthMask(width)) * (b & WidthMask(width));
+  unsigned __int128 p =
+      static_cast<unsigned __int128>(a & WidthMask(width)) * (b & WidthMask(width));
   return static_cast<uint64_t>(p >> width) & WidthMask(width);
 }
 

@@ -41,9 +41,8 @@ void Block::Reset(const LaunchSetup& setup, Dim3 ctaid, uint32_t sm) {
   registers_.resize(uint64_t{warp_count} * slots * 32);
   warps_.assign(warp_count, Warp{});
   const Dim3& block = setup.block;
-  const uint64_t specials[] = {
-      0, 0, 0, block.x, block.y, block.z, ctaid.x, ctaid.y, ctaid.z,
-      setup.grid.x, setup.grid.y, setup.grid.z};
+  const uint64_t specials[] = {0,       0,       0,       block.x,      block.y,      block.z,
+                               ctaid.x, ctaid.y, ctaid.z, setup.grid.x, setup.grid.y, setup.grid.z};
   for (uint32_t w = 0; w < warp_count; ++w) {
     Warp& warp = warps_[w];
     warp.index = w;
@@ -153,7 +152,7 @@ bool Block::ReleaseBarriers() {
     if (arrived_[b] < needed) continue;
     const BarRedMode mode = reduction_mode_[b];
     const uint32_t votes = reduction_votes_[b];
-    const uint64_t result = mode == BarRedMode::kPopc ? votes
+    const uint64_t result = mode == BarRedMode::kPopc  ? votes
                             : mode == BarRedMode::kAnd ? votes == reduction_arrived_[b]
                                                        : votes != 0;
     for (Warp& warp : warps_) {
@@ -201,8 +200,8 @@ uint8_t* Block::TranslateGlobal(uint64_t address, uint32_t size, uint32_t pc) {
   return reinterpret_cast<uint8_t*>(address);
 }
 
-uint8_t* Block::Translate(Space space, uint64_t address, uint32_t size, const Warp& warp,
-                          int lane, uint32_t pc, bool write) {
+uint8_t* Block::Translate(Space space, uint64_t address, uint32_t size, const Warp& warp, int lane,
+                          uint32_t pc, bool write) {
   if (space == Space::kGeneric) {
     if (address - kSharedWindow < kWindowSize) {
       space = Space::kShared;
@@ -239,8 +238,8 @@ uint8_t* Block::Translate(Space space, uint64_t address, uint32_t size, const Wa
       break;
   }
   if (host == nullptr) {
-    constexpr const char* kSpaceNames[] = {"generic", "global", "shared", "local", "param",
-                                           "const"};
+    constexpr const char* kSpaceNames[] = {"generic", "global", "shared",
+                                           "local",   "param",  "const"};
     char text[160];
     std::snprintf(text, sizeof(text), "illegal %s of %u bytes at %s address 0x%llx",
                   write ? "write" : "read", size, kSpaceNames[static_cast<int>(space)],

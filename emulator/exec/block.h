@@ -4,12 +4,12 @@
 // time slice, so warps spinning on each other's shared-memory writes still make progress).
 #pragma once
 
+#include <cuda.h>
+
 #include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
-
-#include <cuda.h>
 
 #include "absl/status/status.h"
 #include "emulator/exec/program.h"
@@ -39,12 +39,12 @@ struct Warp {
   uint32_t pc[32] = {};      // valid for lanes outside `active`
   uint8_t barrier_of_lane[32] = {};
   uint32_t reduction_dst[32] = {};  // bar.red: where the lane receives the result
-  uint32_t live = 0;         // lanes that exist and have not exited
-  uint32_t blocked = 0;      // lanes waiting at a barrier
-  uint32_t active = 0;       // lanes executing together at cur_pc
+  uint32_t live = 0;                // lanes that exist and have not exited
+  uint32_t blocked = 0;             // lanes waiting at a barrier
+  uint32_t active = 0;              // lanes executing together at cur_pc
   uint32_t cur_pc = 0;
-  uint32_t others_min = 0;   // smallest pc among runnable lanes outside `active`
-  uint32_t index = 0;        // warp number in the block
+  uint32_t others_min = 0;  // smallest pc among runnable lanes outside `active`
+  uint32_t index = 0;       // warp number in the block
 };
 
 enum class WarpStatus { kYielded, kWaiting, kDone, kFault };

@@ -135,9 +135,9 @@ bool Block::ExecuteBuiltin(const Inst& in, Warp& warp, uint32_t mask, uint32_t p
       }
       if (in.flags & kFlagHasResult) {
         int32_t written = static_cast<int32_t>(text.size());
-        std::memcpy(local_.data() + uint64_t{warp.index * 32 + l} * function_->local_bytes +
-                        in.offset,
-                    &written, sizeof(written));
+        std::memcpy(
+            local_.data() + uint64_t{warp.index * 32 + l} * function_->local_bytes + in.offset,
+            &written, sizeof(written));
       }
       return;
     }

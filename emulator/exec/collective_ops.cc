@@ -1,5 +1,5 @@
-// Warp-collective instructions: shfl.sync, vote.sync, redux.sync and activemask. They read all lanes of the
-// warp at once, so they see the converged group that min-PC scheduling runs together.
+// Warp-collective instructions: shfl.sync, vote.sync, redux.sync and activemask. They read all
+// lanes of the warp at once, so they see the converged group that min-PC scheduling runs together.
 #include <cstring>
 
 #include "emulator/exec/block.h"
@@ -28,10 +28,22 @@ void Block::ExecuteCollective(const Inst& in, Warp& warp, uint32_t mask) {
         int64_t j = 0;
         bool valid = false;
         switch (mode) {
-          case ShflMode::kUp: j = l - static_cast<int64_t>(lane_b); valid = j >= max_lane; break;
-          case ShflMode::kDown: j = l + lane_b; valid = j <= max_lane; break;
-          case ShflMode::kBfly: j = l ^ lane_b; valid = j <= max_lane; break;
-          case ShflMode::kIdx: j = min_lane | (lane_b & ~segmask); valid = j <= max_lane; break;
+          case ShflMode::kUp:
+            j = l - static_cast<int64_t>(lane_b);
+            valid = j >= max_lane;
+            break;
+          case ShflMode::kDown:
+            j = l + lane_b;
+            valid = j <= max_lane;
+            break;
+          case ShflMode::kBfly:
+            j = l ^ lane_b;
+            valid = j <= max_lane;
+            break;
+          case ShflMode::kIdx:
+            j = min_lane | (lane_b & ~segmask);
+            valid = j <= max_lane;
+            break;
         }
         if (!valid) j = l;
         d[l] = source[j] & 0xffffffffu;
@@ -50,10 +62,18 @@ void Block::ExecuteCollective(const Inst& in, Warp& warp, uint32_t mask) {
       votes &= members;
       uint64_t result = 0;
       switch (static_cast<VoteMode>(in.mod)) {
-        case VoteMode::kAll: result = votes == members; break;
-        case VoteMode::kAny: result = votes != 0; break;
-        case VoteMode::kUni: result = votes == 0 || votes == members; break;
-        case VoteMode::kBallot: result = votes; break;
+        case VoteMode::kAll:
+          result = votes == members;
+          break;
+        case VoteMode::kAny:
+          result = votes != 0;
+          break;
+        case VoteMode::kUni:
+          result = votes == 0 || votes == members;
+          break;
+        case VoteMode::kBallot:
+          result = votes;
+          break;
       }
       ForLanes(mask, [&](int l) { d[l] = result; });
       break;
@@ -75,16 +95,24 @@ void Block::ExecuteCollective(const Inst& in, Warp& warp, uint32_t mask) {
           return;
         }
         switch (op) {
-          case AtomOp::kAdd: result = (result + v) & 0xffffffffu; break;
+          case AtomOp::kAdd:
+            result = (result + v) & 0xffffffffu;
+            break;
           case AtomOp::kMin:
           case AtomOp::kMax: {
             bool less = is_signed ? ReadSigned(v, 32) < ReadSigned(result, 32) : v < result;
             if (less == (op == AtomOp::kMin) && v != result) result = v;
             break;
           }
-          case AtomOp::kAnd: result &= v; break;
-          case AtomOp::kOr: result |= v; break;
-          default: result ^= v; break;
+          case AtomOp::kAnd:
+            result &= v;
+            break;
+          case AtomOp::kOr:
+            result |= v;
+            break;
+          default:
+            result ^= v;
+            break;
         }
       });
       ForLanes(mask, [&](int l) { d[l] = result; });

@@ -62,8 +62,8 @@ absl::Status Decoder::Mov() {
   const ptx::Operand& dst = Operand(0);
   const ptx::Operand& src = Operand(1);
   using Kind = ptx::Operand::Kind;
-  if (src.kind == Kind::kName && (src.name == "%clock" || src.name == "%clock64" ||
-                                  src.name == "%globaltimer")) {
+  if (src.kind == Kind::kName &&
+      (src.name == "%clock" || src.name == "%clock64" || src.name == "%globaltimer")) {
     inst_.op = Op::kClock;
     inst_.mod = src.name == "%clock" ? 0 : src.name == "%clock64" ? 1 : 2;
     TALLY_ASSIGN_OR_RETURN(inst_.dst[0], context_.Dest(dst));
@@ -157,9 +157,9 @@ absl::StatusOr<Inst> Decoder::Decode() {
              op == "clz" || op == "brev" || op == "rcp" || op == "sqrt" || op == "rsqrt" ||
              op == "sin" || op == "cos" || op == "ex2" || op == "lg2" || op == "tanh") {
     static const std::pair<std::string_view, Op> kUnary[] = {
-        {"abs", Op::kAbs},   {"neg", Op::kNeg},     {"not", Op::kNot}, {"cnot", Op::kCnot},
+        {"abs", Op::kAbs},   {"neg", Op::kNeg},     {"not", Op::kNot},   {"cnot", Op::kCnot},
         {"popc", Op::kPopc}, {"clz", Op::kClz},     {"brev", Op::kBrev}, {"rcp", Op::kRcp},
-        {"sqrt", Op::kSqrt}, {"rsqrt", Op::kRsqrt}, {"sin", Op::kSin}, {"cos", Op::kCos},
+        {"sqrt", Op::kSqrt}, {"rsqrt", Op::kRsqrt}, {"sin", Op::kSin},   {"cos", Op::kCos},
         {"ex2", Op::kEx2},   {"lg2", Op::kLg2},     {"tanh", Op::kTanh}};
     for (const auto& [name, value] : kUnary)
       if (op == name) status = Arithmetic(value, 1);

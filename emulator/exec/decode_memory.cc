@@ -36,10 +36,9 @@ absl::Status Decoder::Atom(bool has_result) {
   if (has_result) inst_.flags |= kFlagHasResult;
   inst_.space = mods_.TakeSpace();
   constexpr std::pair<std::string_view, AtomOp> kAtomOps[] = {
-      {"add", AtomOp::kAdd},   {"min", AtomOp::kMin}, {"max", AtomOp::kMax},
-      {"inc", AtomOp::kInc},   {"dec", AtomOp::kDec}, {"exch", AtomOp::kExch},
-      {"cas", AtomOp::kCas},   {"and", AtomOp::kAnd}, {"or", AtomOp::kOr},
-      {"xor", AtomOp::kXor},
+      {"add", AtomOp::kAdd}, {"min", AtomOp::kMin},   {"max", AtomOp::kMax}, {"inc", AtomOp::kInc},
+      {"dec", AtomOp::kDec}, {"exch", AtomOp::kExch}, {"cas", AtomOp::kCas}, {"and", AtomOp::kAnd},
+      {"or", AtomOp::kOr},   {"xor", AtomOp::kXor},
   };
   auto atom_op = mods_.TakeOne(kAtomOps);
   if (!atom_op) return Fail("missing atomic operation");
@@ -66,9 +65,10 @@ absl::Status Decoder::Atom(bool has_result) {
 absl::Status Decoder::Shfl() {
   inst_.op = Op::kShfl;
   if (!mods_.Take("sync")) return Fail("only shfl.sync is implemented");
-  constexpr std::pair<std::string_view, ShflMode> kModes[] = {
-      {"up", ShflMode::kUp}, {"down", ShflMode::kDown}, {"bfly", ShflMode::kBfly},
-      {"idx", ShflMode::kIdx}};
+  constexpr std::pair<std::string_view, ShflMode> kModes[] = {{"up", ShflMode::kUp},
+                                                              {"down", ShflMode::kDown},
+                                                              {"bfly", ShflMode::kBfly},
+                                                              {"idx", ShflMode::kIdx}};
   auto mode = mods_.TakeOne(kModes);
   if (!mode) return Fail("missing shuffle mode");
   inst_.mod = static_cast<uint8_t>(*mode);
@@ -91,9 +91,10 @@ absl::Status Decoder::Shfl() {
 absl::Status Decoder::Vote() {
   inst_.op = Op::kVote;
   if (!mods_.Take("sync")) return Fail("only vote.sync is implemented");
-  constexpr std::pair<std::string_view, VoteMode> kModes[] = {
-      {"all", VoteMode::kAll}, {"any", VoteMode::kAny}, {"uni", VoteMode::kUni},
-      {"ballot", VoteMode::kBallot}};
+  constexpr std::pair<std::string_view, VoteMode> kModes[] = {{"all", VoteMode::kAll},
+                                                              {"any", VoteMode::kAny},
+                                                              {"uni", VoteMode::kUni},
+                                                              {"ballot", VoteMode::kBallot}};
   auto mode = mods_.TakeOne(kModes);
   if (!mode) return Fail("missing vote mode");
   inst_.mod = static_cast<uint8_t>(*mode);

@@ -24,14 +24,25 @@ inline void ForLanes(uint32_t mask, Fn fn) {
 template <typename Fn>
 inline void DispatchInt(Type type, Fn fn) {
   switch (type) {
-    case Type::kS8: return fn(int8_t{});
-    case Type::kS16: return fn(int16_t{});
-    case Type::kS32: return fn(int32_t{});
-    case Type::kS64: return fn(int64_t{});
-    case Type::kU8: case Type::kB8: return fn(uint8_t{});
-    case Type::kU16: case Type::kB16: return fn(uint16_t{});
-    case Type::kU64: case Type::kB64: return fn(uint64_t{});
-    default: return fn(uint32_t{});
+    case Type::kS8:
+      return fn(int8_t{});
+    case Type::kS16:
+      return fn(int16_t{});
+    case Type::kS32:
+      return fn(int32_t{});
+    case Type::kS64:
+      return fn(int64_t{});
+    case Type::kU8:
+    case Type::kB8:
+      return fn(uint8_t{});
+    case Type::kU16:
+    case Type::kB16:
+      return fn(uint16_t{});
+    case Type::kU64:
+    case Type::kB64:
+      return fn(uint64_t{});
+    default:
+      return fn(uint32_t{});
   }
 }
 
@@ -43,7 +54,10 @@ inline void DispatchFloat(Type type, Fn fn) {
 
 template <typename F>
 inline F FromBits(uint64_t bits) {
-  if constexpr (sizeof(F) == 4) return AsF32(bits); else return AsF64(bits);
+  if constexpr (sizeof(F) == 4)
+    return AsF32(bits);
+  else
+    return AsF64(bits);
 }
 
 // Directed rounding for one instruction (.rz/.rm/.rp); .rn is the host default.
@@ -53,7 +67,7 @@ class RoundingScope {
     int mode = rounding == static_cast<uint8_t>(Rounding::kRz)   ? FE_TOWARDZERO
                : rounding == static_cast<uint8_t>(Rounding::kRm) ? FE_DOWNWARD
                : rounding == static_cast<uint8_t>(Rounding::kRp) ? FE_UPWARD
-                                                                  : -1;
+                                                                 : -1;
     if (mode != -1) {
       saved_ = std::fegetround();
       std::fesetround(mode);

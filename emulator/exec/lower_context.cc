@@ -17,15 +17,24 @@ struct SpecialName {
 };
 
 constexpr SpecialName kSpecials[] = {
-    {"%tid", 'x', SpecialSlot::kTidX},       {"%tid", 'y', SpecialSlot::kTidY},
-    {"%tid", 'z', SpecialSlot::kTidZ},       {"%ntid", 'x', SpecialSlot::kNtidX},
-    {"%ntid", 'y', SpecialSlot::kNtidY},     {"%ntid", 'z', SpecialSlot::kNtidZ},
-    {"%ctaid", 'x', SpecialSlot::kCtaidX},   {"%ctaid", 'y', SpecialSlot::kCtaidY},
-    {"%ctaid", 'z', SpecialSlot::kCtaidZ},   {"%nctaid", 'x', SpecialSlot::kNctaidX},
-    {"%nctaid", 'y', SpecialSlot::kNctaidY}, {"%nctaid", 'z', SpecialSlot::kNctaidZ},
-    {"%laneid", 0, SpecialSlot::kLaneId},   {"%warpid", 0, SpecialSlot::kWarpId},
-    {"%nwarpid", 0, SpecialSlot::kNwarpId}, {"%smid", 0, SpecialSlot::kSmId},
-    {"%nsmid", 0, SpecialSlot::kNsmId},     {"%gridid", 0, SpecialSlot::kGridId},
+    {"%tid", 'x', SpecialSlot::kTidX},
+    {"%tid", 'y', SpecialSlot::kTidY},
+    {"%tid", 'z', SpecialSlot::kTidZ},
+    {"%ntid", 'x', SpecialSlot::kNtidX},
+    {"%ntid", 'y', SpecialSlot::kNtidY},
+    {"%ntid", 'z', SpecialSlot::kNtidZ},
+    {"%ctaid", 'x', SpecialSlot::kCtaidX},
+    {"%ctaid", 'y', SpecialSlot::kCtaidY},
+    {"%ctaid", 'z', SpecialSlot::kCtaidZ},
+    {"%nctaid", 'x', SpecialSlot::kNctaidX},
+    {"%nctaid", 'y', SpecialSlot::kNctaidY},
+    {"%nctaid", 'z', SpecialSlot::kNctaidZ},
+    {"%laneid", 0, SpecialSlot::kLaneId},
+    {"%warpid", 0, SpecialSlot::kWarpId},
+    {"%nwarpid", 0, SpecialSlot::kNwarpId},
+    {"%smid", 0, SpecialSlot::kSmId},
+    {"%nsmid", 0, SpecialSlot::kNsmId},
+    {"%gridid", 0, SpecialSlot::kGridId},
     {"%lanemask_eq", 0, SpecialSlot::kLanemaskEq},
     {"%lanemask_lt", 0, SpecialSlot::kLanemaskLt},
     {"%lanemask_le", 0, SpecialSlot::kLanemaskLe},
@@ -35,9 +44,7 @@ constexpr SpecialName kSpecials[] = {
     {"%total_smem_size", 0, SpecialSlot::kTotalSmemSize},
 };
 
-absl::Status InvalidPtx(std::string message) {
-  return CudaError(CUDA_ERROR_INVALID_PTX, message);
-}
+absl::Status InvalidPtx(std::string message) { return CudaError(CUDA_ERROR_INVALID_PTX, message); }
 
 uint64_t FloatBitsFor(const ptx::Expr& expr, Type type) {
   bool is_f32_literal = expr.float_form == ptx::Expr::FloatForm::kHexF32;
@@ -56,9 +63,9 @@ uint64_t FloatBitsFor(const ptx::Expr& expr, Type type) {
 absl::Status Unsupported(const ptx::Instruction& instruction, std::string_view why) {
   std::string name = instruction.opcode;
   for (const std::string& modifier : instruction.modifiers) name += "." + modifier;
-  return CudaError(CUDA_ERROR_NOT_SUPPORTED,
-                   "line " + std::to_string(instruction.location.line) +
-                       ": unsupported instruction `" + name + "`: " + std::string(why));
+  return CudaError(CUDA_ERROR_NOT_SUPPORTED, "line " + std::to_string(instruction.location.line) +
+                                                 ": unsupported instruction `" + name +
+                                                 "`: " + std::string(why));
 }
 
 uint32_t LowerContext::NewSlot() { return function_.num_slots++; }
@@ -74,8 +81,8 @@ uint32_t LowerContext::Constant(uint64_t value) {
 
 absl::Status LowerContext::DeclareRegisters(const ptx::RegDecl& decl) {
   if (decl.vector_width != 0) {
-    return CudaError(CUDA_ERROR_NOT_SUPPORTED, "vector registers (.reg .v" +
-                                                   std::to_string(decl.vector_width) + ")");
+    return CudaError(CUDA_ERROR_NOT_SUPPORTED,
+                     "vector registers (.reg .v" + std::to_string(decl.vector_width) + ")");
   }
   auto& scope = frames_.back().scopes.back();
   for (const auto& entry : decl.entries) {
@@ -216,9 +223,17 @@ absl::StatusOr<uint32_t> LowerContext::Source(const ptx::Operand& operand, Type 
   if (!operand.name.empty() && operand.name[0] == '%' && !FindVariable(operand.name)) {
     // Special registers of the PTX ISA that the emulator does not provide (clusters, perf
     // monitors, environment registers); any other %name is simply undeclared.
-    constexpr std::string_view kUnsupported[] = {
-        "%envreg", "%pm", "%cluster", "%nclusterid", "%is_explicit_cluster", "%aggr_smem_size",
-        "%reserved_smem", "%current_graph_exec", "%hwtaskid", "%globaltimer", "%clock"};
+    constexpr std::string_view kUnsupported[] = {"%envreg",
+                                                 "%pm",
+                                                 "%cluster",
+                                                 "%nclusterid",
+                                                 "%is_explicit_cluster",
+                                                 "%aggr_smem_size",
+                                                 "%reserved_smem",
+                                                 "%current_graph_exec",
+                                                 "%hwtaskid",
+                                                 "%globaltimer",
+                                                 "%clock"};
     for (std::string_view prefix : kUnsupported) {
       if (std::string_view(operand.name).starts_with(prefix)) {
         return CudaError(CUDA_ERROR_NOT_SUPPORTED,

@@ -35,8 +35,8 @@ class LowerContext {
   // Register slot written by a destination operand (`_` gets a scratch slot).
   absl::StatusOr<uint32_t> Dest(const ptx::Operand& operand);
   struct Address {
-    uint32_t base;                     // slot of the base address
-    int64_t offset;                    // added to it
+    uint32_t base;                      // slot of the base address
+    int64_t offset;                     // added to it
     std::optional<Space> symbol_space;  // when the base is a function-scope variable
   };
   absl::StatusOr<Address> AddressOf(const ptx::Operand& operand);

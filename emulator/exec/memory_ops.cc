@@ -26,8 +26,10 @@ uint64_t Atomic(U* target, AtomOp op, Type type, uint64_t b, uint64_t c) {
     case AtomOp::kAdd:
       if (type == Type::kF32 || type == Type::kF64) {
         return as(AtomicUpdate(target, [&](U old) {
-          if constexpr (sizeof(U) == 4) return static_cast<U>(Bits(AsF32(old) + AsF32(b)));
-          else return static_cast<U>(Bits(AsF64(old) + AsF64(b)));
+          if constexpr (sizeof(U) == 4)
+            return static_cast<U>(Bits(AsF32(old) + AsF32(b)));
+          else
+            return static_cast<U>(Bits(AsF64(old) + AsF64(b)));
         }));
       }
       return as(AtomicUpdate(target, [&](U old) { return static_cast<U>(old + b); }));
@@ -46,8 +48,7 @@ uint64_t Atomic(U* target, AtomOp op, Type type, uint64_t b, uint64_t c) {
       }));
     case AtomOp::kDec:  // ((old == 0) || (old > b)) ? b : old - 1
       return as(AtomicUpdate(target, [&](U old) {
-        return (old == 0 || old > static_cast<U>(b)) ? static_cast<U>(b)
-                                                     : static_cast<U>(old - 1);
+        return (old == 0 || old > static_cast<U>(b)) ? static_cast<U>(b) : static_cast<U>(old - 1);
       }));
     case AtomOp::kExch:
       return as(__atomic_exchange_n(target, static_cast<U>(b), __ATOMIC_SEQ_CST));
@@ -72,23 +73,29 @@ uint64_t Atomic(U* target, AtomOp op, Type type, uint64_t b, uint64_t c) {
 // allows; on x86 these compile to ordinary moves.
 uint64_t LoadRelaxed(const uint8_t* p, uint32_t size) {
   switch (size) {
-    case 1: return __atomic_load_n(p, __ATOMIC_RELAXED);
-    case 2: return __atomic_load_n(reinterpret_cast<const uint16_t*>(p), __ATOMIC_RELAXED);
-    case 4: return __atomic_load_n(reinterpret_cast<const uint32_t*>(p), __ATOMIC_RELAXED);
-    default: return __atomic_load_n(reinterpret_cast<const uint64_t*>(p), __ATOMIC_RELAXED);
+    case 1:
+      return __atomic_load_n(p, __ATOMIC_RELAXED);
+    case 2:
+      return __atomic_load_n(reinterpret_cast<const uint16_t*>(p), __ATOMIC_RELAXED);
+    case 4:
+      return __atomic_load_n(reinterpret_cast<const uint32_t*>(p), __ATOMIC_RELAXED);
+    default:
+      return __atomic_load_n(reinterpret_cast<const uint64_t*>(p), __ATOMIC_RELAXED);
   }
 }
 
 void StoreRelaxed(uint8_t* p, uint32_t size, uint64_t value) {
   switch (size) {
-    case 1: return __atomic_store_n(p, static_cast<uint8_t>(value), __ATOMIC_RELAXED);
+    case 1:
+      return __atomic_store_n(p, static_cast<uint8_t>(value), __ATOMIC_RELAXED);
     case 2:
       return __atomic_store_n(reinterpret_cast<uint16_t*>(p), static_cast<uint16_t>(value),
                               __ATOMIC_RELAXED);
     case 4:
       return __atomic_store_n(reinterpret_cast<uint32_t*>(p), static_cast<uint32_t>(value),
                               __ATOMIC_RELAXED);
-    default: return __atomic_store_n(reinterpret_cast<uint64_t*>(p), value, __ATOMIC_RELAXED);
+    default:
+      return __atomic_store_n(reinterpret_cast<uint64_t*>(p), value, __ATOMIC_RELAXED);
   }
 }
 
@@ -125,8 +132,8 @@ bool Block::ExecuteMemory(const Inst& in, Warp& warp, uint32_t mask, uint32_t pc
           StoreRelaxed(host + i * size, size, TALLY_R(in.src[i])[l]);
         } else {
           uint64_t value = LoadRelaxed(host + i * size, size);
-          TALLY_R(in.dst[i])[l] = sign_extend ? static_cast<uint64_t>(ReadSigned(value, width))
-                                             : value;
+          TALLY_R(in.dst[i])
+          [l] = sign_extend ? static_cast<uint64_t>(ReadSigned(value, width)) : value;
         }
       }
     });

@@ -17,21 +17,50 @@ enum class Op : uint8_t {
 
 // PTX fundamental types (PTX ISA, "Fundamental Types"). Registers hold any type in 64 bits.
 enum class Type : uint8_t {
-  kNone, kPred,
-  kB8, kB16, kB32, kB64,
-  kU8, kU16, kU32, kU64,
-  kS8, kS16, kS32, kS64,
-  kF16, kF32, kF64,
+  kNone,
+  kPred,
+  kB8,
+  kB16,
+  kB32,
+  kB64,
+  kU8,
+  kU16,
+  kU32,
+  kU64,
+  kS8,
+  kS16,
+  kS32,
+  kS64,
+  kF16,
+  kF32,
+  kF64,
 };
 
 inline int TypeBits(Type t) {
   switch (t) {
-    case Type::kPred: return 1;
-    case Type::kB8: case Type::kU8: case Type::kS8: return 8;
-    case Type::kB16: case Type::kU16: case Type::kS16: case Type::kF16: return 16;
-    case Type::kB32: case Type::kU32: case Type::kS32: case Type::kF32: return 32;
-    case Type::kB64: case Type::kU64: case Type::kS64: case Type::kF64: return 64;
-    case Type::kNone: return 0;
+    case Type::kPred:
+      return 1;
+    case Type::kB8:
+    case Type::kU8:
+    case Type::kS8:
+      return 8;
+    case Type::kB16:
+    case Type::kU16:
+    case Type::kS16:
+    case Type::kF16:
+      return 16;
+    case Type::kB32:
+    case Type::kU32:
+    case Type::kS32:
+    case Type::kF32:
+      return 32;
+    case Type::kB64:
+    case Type::kU64:
+    case Type::kS64:
+    case Type::kF64:
+      return 64;
+    case Type::kNone:
+      return 0;
   }
   return 0;
 }
@@ -44,10 +73,24 @@ inline bool IsFloat(Type t) { return t == Type::kF16 || t == Type::kF32 || t == 
 enum class Space : uint8_t { kGeneric, kGlobal, kShared, kLocal, kParam, kConst };
 
 enum class CmpOp : uint8_t {
-  kEq, kNe, kLt, kLe, kGt, kGe,              // signed or ordered float
-  kLo, kLs, kHi, kHs,                        // unsigned
-  kEqu, kNeu, kLtu, kLeu, kGtu, kGeu,        // unordered float
-  kNum, kNan,
+  kEq,
+  kNe,
+  kLt,
+  kLe,
+  kGt,
+  kGe,  // signed or ordered float
+  kLo,
+  kLs,
+  kHi,
+  kHs,  // unsigned
+  kEqu,
+  kNeu,
+  kLtu,
+  kLeu,
+  kGtu,
+  kGeu,  // unordered float
+  kNum,
+  kNan,
 };
 enum class BoolOp : uint8_t { kNone, kAnd, kOr, kXor };
 enum class MulMode : uint8_t { kLo, kHi, kWide };
@@ -63,11 +106,11 @@ enum class Builtin : uint8_t { kPrintf, kAssert };
 inline constexpr uint8_t kFlagFtz = 1;
 inline constexpr uint8_t kFlagSat = 2;
 inline constexpr uint8_t kFlagNegateGuard = 4;
-inline constexpr uint8_t kFlagNegateSrcB = 8;   // setp's `!p` combine operand, selp/bool ops
-inline constexpr uint8_t kFlagToGeneric = 16;   // cvta: space -> generic (else generic -> space)
-inline constexpr uint8_t kFlagHasResult = 32;   // atom (vs red), shfl's predicate output
-inline constexpr uint8_t kFlagCarryIn = 64;     // addc/subc/madc: add the carry (CC.CF)
-inline constexpr uint8_t kFlagCarryOut = 128;   // .cc: write the carry
+inline constexpr uint8_t kFlagNegateSrcB = 8;  // setp's `!p` combine operand, selp/bool ops
+inline constexpr uint8_t kFlagToGeneric = 16;  // cvta: space -> generic (else generic -> space)
+inline constexpr uint8_t kFlagHasResult = 32;  // atom (vs red), shfl's predicate output
+inline constexpr uint8_t kFlagCarryIn = 64;    // addc/subc/madc: add the carry (CC.CF)
+inline constexpr uint8_t kFlagCarryOut = 128;  // .cc: write the carry
 
 inline constexpr uint32_t kNoSlot = 0xffffffff;
 
@@ -78,15 +121,15 @@ struct Inst {
   uint8_t mod = 0;           // CmpOp, MulMode, AtomOp, ShflMode, VoteMode, ... by op
   uint8_t mod2 = 0;          // BoolOp of setp, Rounding, barrier id source, ...
   Space space = Space::kGeneric;
-  uint8_t vec = 1;           // elements of a vector ld/st/pack
+  uint8_t vec = 1;  // elements of a vector ld/st/pack
   uint8_t flags = 0;
   uint32_t guard = kNoSlot;  // predicate register slot
   uint32_t dst[4] = {kNoSlot, kNoSlot, kNoSlot, kNoSlot};
   uint32_t src[4] = {kNoSlot, kNoSlot, kNoSlot, kNoSlot};
   uint32_t address = kNoSlot;  // base address slot of ld/st/atom
   int64_t offset = 0;          // added to it
-  uint32_t target = 0;       // branch target instruction
-  uint32_t line = 0;         // PTX source line, for fault reports
+  uint32_t target = 0;         // branch target instruction
+  uint32_t line = 0;           // PTX source line, for fault reports
 };
 
 // A kernel (or, later, a callable function) ready to run.
@@ -103,17 +146,37 @@ struct Function {
   uint32_t static_shared_bytes = 0;  // dynamic shared memory starts here (16-byte aligned)
   uint32_t param_bytes = 0;
   std::vector<std::pair<uint32_t, uint32_t>> param_layout;  // (offset, size) per parameter
-  uint32_t max_threads = 1024;       // .maxntid / .reqntid product
+  uint32_t max_threads = 1024;                              // .maxntid / .reqntid product
   uint32_t declared_registers = 0;
 };
 
 // Special registers materialised per lane at warp start (PTX ISA, "Special Registers").
 enum class SpecialSlot : uint32_t {
-  kTidX, kTidY, kTidZ, kNtidX, kNtidY, kNtidZ,
-  kCtaidX, kCtaidY, kCtaidZ, kNctaidX, kNctaidY, kNctaidZ,
-  kLaneId, kWarpId, kNwarpId, kSmId, kNsmId, kGridId,
-  kLanemaskEq, kLanemaskLt, kLanemaskLe, kLanemaskGt, kLanemaskGe,
-  kDynamicSmemSize, kTotalSmemSize,
+  kTidX,
+  kTidY,
+  kTidZ,
+  kNtidX,
+  kNtidY,
+  kNtidZ,
+  kCtaidX,
+  kCtaidY,
+  kCtaidZ,
+  kNctaidX,
+  kNctaidY,
+  kNctaidZ,
+  kLaneId,
+  kWarpId,
+  kNwarpId,
+  kSmId,
+  kNsmId,
+  kGridId,
+  kLanemaskEq,
+  kLanemaskLt,
+  kLanemaskLe,
+  kLanemaskGt,
+  kLanemaskGe,
+  kDynamicSmemSize,
+  kTotalSmemSize,
   kCarry,  // the condition-code carry flag CC.CF of extended-precision arithmetic
   kCount,
 };

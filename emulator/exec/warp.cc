@@ -76,9 +76,8 @@ WarpStatus Block::RunWarp(Warp& warp, uint32_t budget) {
     };
     auto float_unary = [&](auto op) {
       RoundingScope rounding(in.mod2);
-      DispatchFloat(in.type, [&](auto t) {
-        ForLanes(mask, [&](int l) { d[l] = fout(op(fin(t, a[l]))); });
-      });
+      DispatchFloat(in.type,
+                    [&](auto t) { ForLanes(mask, [&](int l) { d[l] = fout(op(fin(t, a[l]))); }); });
     };
     auto float_binary = [&](auto op) {
       RoundingScope rounding(in.mod2);
@@ -216,7 +215,8 @@ WarpStatus Block::RunWarp(Warp& warp, uint32_t budget) {
         case Op::kMax: {
           const bool is_min = in.op == Op::kMin;
           if (is_float) {
-            float_binary([&](auto x, auto y) { return is_min ? std::fmin(x, y) : std::fmax(x, y); });
+            float_binary(
+                [&](auto x, auto y) { return is_min ? std::fmin(x, y) : std::fmax(x, y); });
           } else {
             int_binary([&](auto x, auto y) { return is_min ? std::min(x, y) : std::max(x, y); });
           }
@@ -269,7 +269,8 @@ WarpStatus Block::RunWarp(Warp& warp, uint32_t budget) {
           ForLanes(mask, [&](int l) {
             uint64_t n = std::min<uint64_t>(b[l] & 0xffffffffu, width);
             if (arithmetic) {
-              d[l] = static_cast<uint64_t>(ReadSigned(a[l], width) >> std::min<uint64_t>(n, 63)) & wm;
+              d[l] =
+                  static_cast<uint64_t>(ReadSigned(a[l], width) >> std::min<uint64_t>(n, 63)) & wm;
             } else {
               d[l] = n >= static_cast<uint64_t>(width) ? 0 : (a[l] & wm) >> n;
             }
@@ -323,10 +324,18 @@ WarpStatus Block::RunWarp(Warp& warp, uint32_t budget) {
             bool shared = in_window(a[l], kSharedWindow), local = in_window(a[l], kLocalWindow),
                  param = in_window(a[l], kParamWindow);
             switch (in.space) {
-              case Space::kShared: d[l] = shared; break;
-              case Space::kLocal: d[l] = local; break;
-              case Space::kParam: d[l] = param; break;
-              default: d[l] = !shared && !local && !param; break;
+              case Space::kShared:
+                d[l] = shared;
+                break;
+              case Space::kLocal:
+                d[l] = local;
+                break;
+              case Space::kParam:
+                d[l] = param;
+                break;
+              default:
+                d[l] = !shared && !local && !param;
+                break;
             }
           });
           break;
@@ -357,7 +366,7 @@ WarpStatus Block::RunWarp(Warp& warp, uint32_t budget) {
             auto combine = [&](bool value) -> uint64_t {
               if (bop == BoolOp::kNone) return value;
               bool other = ((c[l] & 1) ^ negate_c) != 0;
-              return bop == BoolOp::kAnd ? (value && other)
+              return bop == BoolOp::kAnd  ? (value && other)
                      : bop == BoolOp::kOr ? (value || other)
                                           : (value != other);
             };
@@ -379,9 +388,9 @@ WarpStatus Block::RunWarp(Warp& warp, uint32_t budget) {
               return;
             }
             if (from_float && !is_float) {
-              double value = from == Type::kF64 ? AsF64(a[l])
-                                                : static_cast<double>(ftz ? Ftz(AsF32(a[l]))
-                                                                          : AsF32(a[l]));
+              double value = from == Type::kF64
+                                 ? AsF64(a[l])
+                                 : static_cast<double>(ftz ? Ftz(AsF32(a[l])) : AsF32(a[l]));
               d[l] = FloatToInt(value, rounding, in.type);
               return;
             }
@@ -397,16 +406,25 @@ WarpStatus Block::RunWarp(Warp& warp, uint32_t budget) {
               }
               return;
             }
-            double value = from == Type::kF64 ? AsF64(a[l])
-                                              : static_cast<double>(ftz ? Ftz(AsF32(a[l]))
-                                                                        : AsF32(a[l]));
+            double value = from == Type::kF64
+                               ? AsF64(a[l])
+                               : static_cast<double>(ftz ? Ftz(AsF32(a[l])) : AsF32(a[l]));
             // Integer rounding modes on float -> float round to an integral value.
             switch (rounding) {
-              case Rounding::kRni: value = std::nearbyint(value); break;
-              case Rounding::kRzi: value = std::trunc(value); break;
-              case Rounding::kRmi: value = std::floor(value); break;
-              case Rounding::kRpi: value = std::ceil(value); break;
-              default: break;
+              case Rounding::kRni:
+                value = std::nearbyint(value);
+                break;
+              case Rounding::kRzi:
+                value = std::trunc(value);
+                break;
+              case Rounding::kRmi:
+                value = std::floor(value);
+                break;
+              case Rounding::kRpi:
+                value = std::ceil(value);
+                break;
+              default:
+                break;
             }
             d[l] = in.type == Type::kF64 ? fout(value) : fout(static_cast<float>(value));
           });

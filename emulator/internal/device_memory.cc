@@ -32,8 +32,8 @@ uint64_t PageSize() { return static_cast<uint64_t>(sysconf(_SC_PAGESIZE)); }
 
 absl::StatusOr<std::unique_ptr<DeviceMemory>> DeviceMemory::Create(uint64_t capacity) {
   capacity = RoundUp(capacity, PageSize());
-  void* arena = mmap(reinterpret_cast<void*>(kPreferredArenaBase), capacity,
-                     PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  void* arena = mmap(reinterpret_cast<void*>(kPreferredArenaBase), capacity, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (arena == MAP_FAILED) {
     return CudaError(CUDA_ERROR_OUT_OF_MEMORY,
                      std::string("reserving device memory: mmap: ") + std::strerror(errno));
@@ -41,8 +41,7 @@ absl::StatusOr<std::unique_ptr<DeviceMemory>> DeviceMemory::Create(uint64_t capa
   return std::unique_ptr<DeviceMemory>(new DeviceMemory(static_cast<uint8_t*>(arena), capacity));
 }
 
-DeviceMemory::DeviceMemory(uint8_t* arena, uint64_t capacity)
-    : arena_(arena), capacity_(capacity) {
+DeviceMemory::DeviceMemory(uint8_t* arena, uint64_t capacity) : arena_(arena), capacity_(capacity) {
   free_ranges_.emplace(0, capacity);
 }
 
@@ -96,8 +95,8 @@ absl::Status DeviceMemory::RegisterHost(void* pointer, uint64_t size, unsigned f
   std::unique_lock lock(mu_);
   auto next = allocations_.lower_bound(base);
   bool overlaps_next = next != allocations_.end() && next->first < base + size;
-  bool overlaps_prev = next != allocations_.begin() &&
-                       std::prev(next)->first + std::prev(next)->second.size > base;
+  bool overlaps_prev =
+      next != allocations_.begin() && std::prev(next)->first + std::prev(next)->second.size > base;
   if (overlaps_next || overlaps_prev) {
     return CudaError(CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
                      "range overlaps registered or device memory");

@@ -62,7 +62,7 @@ class DeviceMemory {
   const uint64_t capacity_;
   mutable std::shared_mutex mu_;
   std::map<uint64_t, Allocation> allocations_;  // by base address
-  std::map<uint64_t, uint64_t> free_ranges_;   // arena offset -> length
+  std::map<uint64_t, uint64_t> free_ranges_;    // arena offset -> length
   uint64_t arena_used_ = 0;
 };
 

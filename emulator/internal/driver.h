@@ -9,11 +9,11 @@
 #include <mutex>
 
 #include "absl/status/statusor.h"
+#include "emulator/exec/sm_pool.h"
 #include "emulator/internal/config.h"
 #include "emulator/internal/context.h"
 #include "emulator/internal/device_memory.h"
 #include "emulator/internal/event.h"
-#include "emulator/exec/sm_pool.h"
 #include "emulator/internal/handle_table.h"
 #include "emulator/internal/module.h"
 #include "emulator/internal/stream.h"

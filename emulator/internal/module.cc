@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <bit>
+#include <cstdio>
 #include <cstring>
 #include <span>
 
@@ -42,8 +43,8 @@ absl::StatusOr<std::string> PtxOf(const void* image, uint32_t arch) {
     uint64_t body_size = 0;
     std::memcpy(&header_size, static_cast<const uint8_t*>(image) + 6, sizeof(header_size));
     std::memcpy(&body_size, static_cast<const uint8_t*>(image) + 8, sizeof(body_size));
-    entries = ptx::ReadFatbin(
-        std::span(static_cast<const uint8_t*>(image), header_size + body_size));
+    entries =
+        ptx::ReadFatbin(std::span(static_cast<const uint8_t*>(image), header_size + body_size));
   }
   if (!entries.ok()) {
     return CudaError(CUDA_ERROR_INVALID_IMAGE, std::string(entries.status().message()));
@@ -144,6 +145,15 @@ absl::StatusOr<std::shared_ptr<Module>> Module::Load(const void* image, DeviceMe
     TALLY_LOG_ERROR("emu: PTX does not parse:\n{}", diagnostics);
     return CudaError(CUDA_ERROR_INVALID_PTX, diagnostics);
   }
+  // PTX for a newer GPU than the configured one is refused, as ptxas refuses it on a real
+  // device ("SM version specified by .target is higher than default").
+  for (const std::string& target : parsed.targets) {
+    uint32_t sm = 0;
+    if (target.starts_with("sm_") && std::sscanf(target.c_str() + 3, "%u", &sm) == 1 && sm > arch) {
+      return CudaError(CUDA_ERROR_INVALID_PTX,
+                       "PTX targets " + target + " but the device is sm_" + std::to_string(arch));
+    }
+  }
   std::shared_ptr<Module> module(new Module(memory, context_id));
   module->ptx_version_ = parsed.version_major * 10 + parsed.version_minor;
   TALLY_RETURN_IF_ERROR(module->PlaceGlobals(parsed));
@@ -156,8 +166,6 @@ absl::StatusOr<std::shared_ptr<Module>> Module::Load(const void* image, DeviceMe
   return module;
 }
 
-Module::~Module() {
-  memory_.ReleaseAllOwnedBy(owner_);
-}
+Module::~Module() { memory_.ReleaseAllOwnedBy(owner_); }
 
 }  // namespace tally::emu

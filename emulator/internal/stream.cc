@@ -6,8 +6,7 @@
 namespace tally::emu {
 
 Stream::Stream(std::weak_ptr<Context> owner, uint64_t context_id, unsigned flags, int priority)
-    : owner_(std::move(owner)),
-      context_id_(context_id), flags_(flags), priority_(priority) {
+    : owner_(std::move(owner)), context_id_(context_id), flags_(flags), priority_(priority) {
   worker_ = std::thread([this] { WorkerLoop(); });
 }
 

@@ -21,7 +21,8 @@ void CheckAfterTeardown() {
   CUresult alloc = g_mem_alloc(&pointer, 16);
   CUresult sync = g_stream_synchronize(nullptr);
   bool ok = alloc == CUDA_ERROR_DEINITIALIZED && sync == CUDA_ERROR_DEINITIALIZED;
-  if (!ok) std::fprintf(stderr, "after teardown: cuMemAlloc=%d cuStreamSynchronize=%d\n", alloc, sync);
+  if (!ok)
+    std::fprintf(stderr, "after teardown: cuMemAlloc=%d cuStreamSynchronize=%d\n", alloc, sync);
   _exit(ok ? 0 : 1);
 }
 

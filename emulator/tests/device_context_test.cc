@@ -86,8 +86,7 @@ TEST_CASE("created contexts form a per-thread stack") {
   CHECK(emu.cuCtxSetCurrent(created) == CUDA_ERROR_INVALID_CONTEXT);
   CHECK(emu.cuCtxDestroy_v2(created) == CUDA_ERROR_INVALID_CONTEXT);
   CHECK(emu.cuCtxSynchronize_v2(created) == CUDA_ERROR_INVALID_CONTEXT);
-  CHECK(emu.cuCtxPushCurrent_v2(reinterpret_cast<CUcontext>(0x1234)) ==
-        CUDA_ERROR_INVALID_CONTEXT);
+  CHECK(emu.cuCtxPushCurrent_v2(reinterpret_cast<CUcontext>(0x1234)) == CUDA_ERROR_INVALID_CONTEXT);
   CHECK(emu.cuCtxDestroy_v2(primary) == CUDA_ERROR_INVALID_CONTEXT);
   CHECK(emu.cuCtxCreate_v2(&created, 0x100000, 0) == CUDA_ERROR_INVALID_VALUE);
   CHECK(emu.cuCtxCreate_v2(&created, 0, 3) == CUDA_ERROR_INVALID_DEVICE);

@@ -11,9 +11,9 @@ EmuApi Load() {
   api.library = dlopen(TALLY_EMU_LIBRARY_PATH, RTLD_NOW | RTLD_LOCAL);
   INFO(dlerror());
   REQUIRE(api.library != nullptr);
-#define TALLY_DRIVER_API(name, version, symbol)                                   \
+#define TALLY_DRIVER_API(name, version, symbol)                                        \
   api.symbol = reinterpret_cast<PFN_##name##_v##version>(dlsym(api.library, #symbol)); \
-  INFO(#symbol);                                                                  \
+  INFO(#symbol);                                                                       \
   REQUIRE(api.symbol != nullptr);
 #include "emulator/driver_api.def"
   return api;

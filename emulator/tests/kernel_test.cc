@@ -169,7 +169,8 @@ TEST_CASE("atomics across blocks") {
   CUdeviceptr dvalues = Upload(values), dcounters = Upload(counters);
   CUdeviceptr dsum = Zeros<float>(1), dwrap = Zeros<unsigned>(1);
   int count = n;
-  EMU_OK(LaunchAndWait(BasicKernel("atomics"), 8, 128, {&dvalues, &dcounters, &dsum, &dwrap, &count}));
+  EMU_OK(
+      LaunchAndWait(BasicKernel("atomics"), 8, 128, {&dvalues, &dcounters, &dsum, &dwrap, &count}));
   std::vector<int> got = Download<int>(dcounters, 11);
   std::vector<int> histogram(8, 0);
   for (int v : values) ++histogram[v & 7];

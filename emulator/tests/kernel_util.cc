@@ -40,8 +40,8 @@ CUfunction BasicKernel(const char* name) {
 }
 
 CUresult LaunchAndWait(CUfunction function, unsigned grid_x, unsigned block_x,
-                       std::vector<void*> args, unsigned shared, unsigned grid_y,
-                       unsigned grid_z, unsigned block_y, unsigned block_z) {
+                       std::vector<void*> args, unsigned shared, unsigned grid_y, unsigned grid_z,
+                       unsigned block_y, unsigned block_z) {
   CUresult result = Emu().cuLaunchKernel(function, grid_x, grid_y, grid_z, block_x, block_y,
                                          block_z, shared, nullptr, args.data(), nullptr);
   if (result != CUDA_SUCCESS) return result;

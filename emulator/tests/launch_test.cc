@@ -60,8 +60,8 @@ TEST_CASE("launch shapes, shared memory and parameters are validated") {
         CUDA_ERROR_INVALID_VALUE);
   CHECK(Emu().cuLaunchKernel(reinterpret_cast<CUfunction>(0x99), 1, 1, 1, 32, 1, 1, 0, nullptr,
                              args, nullptr) == CUDA_ERROR_INVALID_HANDLE);
-  CHECK(Emu().cuLaunchKernel(vec_add, 1, 1, 1, 32, 1, 1, 0, reinterpret_cast<CUstream>(0x77),
-                             args, nullptr) == CUDA_ERROR_INVALID_HANDLE);
+  CHECK(Emu().cuLaunchKernel(vec_add, 1, 1, 1, 32, 1, 1, 0, reinterpret_cast<CUstream>(0x77), args,
+                             nullptr) == CUDA_ERROR_INVALID_HANDLE);
   EMU_OK(launch(1, 32, 1, 0));
   EMU_OK(Emu().cuCtxSynchronize());
 }
@@ -103,8 +103,8 @@ TEST_CASE("function attributes and occupancy") {
   CUfunction reverse = BasicKernel("reverse_dynamic");
   EMU_OK(Emu().cuFuncSetAttribute(reverse, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                   100 * 1024));
-  EMU_OK(Emu().cuFuncGetAttribute(&value, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                  reverse));
+  EMU_OK(
+      Emu().cuFuncGetAttribute(&value, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, reverse));
   CHECK(value == 100 * 1024);
   CHECK(Emu().cuFuncSetAttribute(reverse, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                  1 << 20) == CUDA_ERROR_INVALID_VALUE);
@@ -137,7 +137,9 @@ TEST_CASE("modules: lookups, unload, fatbins") {
   CHECK(Emu().cuFuncGetAttribute(&value, CU_FUNC_ATTRIBUTE_NUM_REGS, function) ==
         CUDA_ERROR_INVALID_HANDLE);
 
-  const char elf[] = "\x7f" "ELF rest of a cubin";
+  const char elf[] =
+      "\x7f"
+      "ELF rest of a cubin";
   CHECK(Emu().cuModuleLoadData(&module, elf) == CUDA_ERROR_NOT_SUPPORTED);
   CHECK(Emu().cuModuleLoadData(&module, nullptr) == CUDA_ERROR_INVALID_VALUE);
 }
@@ -153,14 +155,19 @@ TEST_CASE("unsupported or malformed PTX fails the load with a reason") {
                 " mov.u32 %r1, %r9;\n ret;\n}\n") == CUDA_ERROR_INVALID_PTX);
   CHECK(LoadPtx(".visible .entry k() {\n bra NOWHERE;\n}\n") == CUDA_ERROR_INVALID_PTX);
   CHECK(LoadPtx(".visible .entry k( {\n") == CUDA_ERROR_INVALID_PTX);
+  std::string newer =
+      ".version 8.0\n.target sm_90a\n.address_size 64\n.visible .entry k() { ret; }\n";
+  CUmodule module_for_newer_gpu = nullptr;
+  CHECK(Emu().cuModuleLoadData(&module_for_newer_gpu, newer.c_str()) == CUDA_ERROR_INVALID_PTX);
 
   std::string recursive = ReadKernelFile("recursive.ptx");
   CUmodule unsupported = nullptr;
   CHECK(Emu().cuModuleLoadData(&unsupported, recursive.c_str()) == CUDA_ERROR_NOT_SUPPORTED);
 
-  std::string ptx = ".version 8.0\n.target sm_80\n.address_size 64\n"
-                    ".visible .entry k() {\n .reg .b32 %r<3>;\n"
-                    " testp.finite.f32 %r1, %r2;\n ret;\n}\n";
+  std::string ptx =
+      ".version 8.0\n.target sm_80\n.address_size 64\n"
+      ".visible .entry k() {\n .reg .b32 %r<3>;\n"
+      " testp.finite.f32 %r1, %r2;\n ret;\n}\n";
   char log[256] = {};
   CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
   void* values[] = {log, reinterpret_cast<void*>(sizeof(log))};
@@ -208,7 +215,7 @@ TEST_CASE("kernels run in stream order with copies and events") {
   CUfunction vec_add = BasicKernel("vec_add");
   CUevent done = nullptr;
   EMU_OK(Emu().cuEventCreate(&done, 0));
-  EMU_OK(Emu().cuLaunchKernel(vec_add, 2, 1, 1, 128, 1, 1, 0, stream, args, nullptr));  // b = 2
+  EMU_OK(Emu().cuLaunchKernel(vec_add, 2, 1, 1, 128, 1, 1, 0, stream, args, nullptr));   // b = 2
   EMU_OK(Emu().cuLaunchKernel(vec_add, 2, 1, 1, 128, 1, 1, 0, stream, again, nullptr));  // a = 4
   EMU_OK(Emu().cuMemcpyDtoHAsync_v2(result.data(), a, 256 * 4, stream));
   EMU_OK(Emu().cuEventRecord(done, stream));
@@ -231,8 +238,7 @@ TEST_CASE("an out-of-bounds access is a sticky ILLEGAL_ADDRESS") {
 
 TEST_CASE("a barrier that can never complete is reported, not a hang") {
   ScratchContext scratch;
-  CHECK(LaunchAndWait(scratch.Kernel("divergent_barrier"), 2, 64, {}) ==
-        CUDA_ERROR_LAUNCH_FAILED);
+  CHECK(LaunchAndWait(scratch.Kernel("divergent_barrier"), 2, 64, {}) == CUDA_ERROR_LAUNCH_FAILED);
 }
 
 TEST_CASE("trap ends the launch") {
@@ -283,8 +289,7 @@ TEST_CASE("interpreter speed on an arithmetic loop") {
   int count = iterations;
   auto start = std::chrono::steady_clock::now();
   EMU_OK(LaunchAndWait(BasicKernel("spin"), blocks, threads, {&out, &count}));
-  double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   double lane_instructions = 3.75 * iterations * blocks * threads;
   WARN("spin: " << lane_instructions / seconds / 1e6 << " M lane-instructions/s");
   std::vector<unsigned> result = Download<unsigned>(out, blocks * threads);

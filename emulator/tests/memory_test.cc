@@ -64,7 +64,7 @@ TEST_CASE("bad sizes and pointers give documented errors") {
   CHECK(emu.cuMemFree_v2(pointer + 4) == CUDA_ERROR_INVALID_VALUE);
   CHECK(emu.cuMemGetAddressRange_v2(nullptr, nullptr, 0x10) == CUDA_ERROR_NOT_FOUND);
   EMU_OK(emu.cuMemFree_v2(pointer));
-  CHECK(emu.cuMemFree_v2(pointer) == CUDA_ERROR_INVALID_VALUE);  // double free
+  CHECK(emu.cuMemFree_v2(pointer) == CUDA_ERROR_INVALID_VALUE);                 // double free
   CHECK(emu.cuMemcpyHtoD_v2(pointer, buffer, 10) == CUDA_ERROR_INVALID_VALUE);  // freed
 }
 

@@ -17,13 +17,13 @@ void* Lookup(const char* symbol, int version, CUdriverProcAddressQueryResult* st
 
 void* Exported(const char* symbol) { return dlsym(Emu().library, symbol); }
 
-TEST_CASE("every table entry resolves at its own version to its exported symbol") {
-#define TALLY_DRIVER_API(name, version, symbol)                     \
-  {                                                                 \
-    INFO(#name " v" #version);                                      \
-    CUdriverProcAddressQueryResult status;                          \
-    CHECK(Lookup(#name, version, &status) == Exported(#symbol));    \
-    CHECK(status == CU_GET_PROC_ADDRESS_SUCCESS);                   \
+TEST_CASE("every table entry resolves at its own version to its exported symbol"){
+#define TALLY_DRIVER_API(name, version, symbol)                  \
+  {                                                              \
+    INFO(#name " v" #version);                                   \
+    CUdriverProcAddressQueryResult status;                       \
+    CHECK(Lookup(#name, version, &status) == Exported(#symbol)); \
+    CHECK(status == CU_GET_PROC_ADDRESS_SUCCESS);                \
   }
 #include "emulator/driver_api.def"
 }
