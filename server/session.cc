@@ -18,11 +18,7 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(ServerContext& server,
                                                          const ipc::ClientInfo& client,
                                                          ipc::BulkArea bulk) {
   std::unique_ptr<Session> session(new Session(server, client, bulk));
-  // Non-blocking: the legacy NULL stream would serialise this client with every other client's
-  // streams in the shared context (CUDA Runtime API, "Stream synchronization behavior").
-  TALLY_RETURN_IF_ERROR(CheckCu(server.backend.api().cuStreamCreateWithPriority(
-                                    &session->default_stream_, CU_STREAM_NON_BLOCKING, 0),
-                                "cuStreamCreateWithPriority"));
+  TALLY_ASSIGN_OR_RETURN(session->default_stream_, session->MakeStream(/*blocking=*/true, 0));
   return session;
 }
 
@@ -30,14 +26,8 @@ Session::~Session() {
   server_.dispatcher.RemoveClient(*queue_);
   const DriverApi& api = this->api();
   const size_t streams = streams_.size();
-  streams_.Clear([&](CUstream stream) {
-    api.cuStreamSynchronize(stream);
-    api.cuStreamDestroy(stream);
-  });
-  if (default_stream_ != nullptr) {
-    api.cuStreamSynchronize(default_stream_);
-    api.cuStreamDestroy(default_stream_);
-  }
+  streams_.Clear([&](const StreamEntry& entry) { DestroyEntry(entry); });
+  if (default_stream_.stream != nullptr) DestroyEntry(default_stream_);
   const size_t events = events_.size();
   events_.Clear([&](CUevent event) { api.cuEventDestroy(event); });
   const size_t allocations = allocations_.count();
@@ -50,10 +40,84 @@ Session::~Session() {
       client_.client_id, client_.pid, allocations, bytes, streams, events);
 }
 
+absl::StatusOr<StreamEntry> Session::MakeStream(bool blocking, int priority) {
+  StreamEntry entry;
+  entry.blocking = blocking;
+  // Every backend stream is non-blocking: the backend's legacy NULL stream would serialise this
+  // client with all others in the shared context. The client's own legacy ordering is added by
+  // StreamForWork.
+  TALLY_RETURN_IF_ERROR(
+      CheckCu(api().cuStreamCreateWithPriority(&entry.stream, CU_STREAM_NON_BLOCKING, priority),
+              "cuStreamCreateWithPriority"));
+  const CUresult created = api().cuEventCreate(&entry.marker, CU_EVENT_DISABLE_TIMING);
+  if (created != CUDA_SUCCESS) {
+    api().cuStreamDestroy(entry.stream);
+    return CheckCu(created, "cuEventCreate");
+  }
+  return entry;
+}
+
+void Session::DestroyEntry(const StreamEntry& entry) {
+  api().cuStreamSynchronize(entry.stream);
+  api().cuStreamDestroy(entry.stream);
+  api().cuEventDestroy(entry.marker);
+}
+
+absl::StatusOr<uint64_t> Session::CreateStream(bool blocking, int priority) {
+  TALLY_ASSIGN_OR_RETURN(StreamEntry entry, MakeStream(blocking, priority));
+  return streams_.Insert(entry);
+}
+
+absl::Status Session::DestroyStream(uint64_t handle) {
+  Flush();
+  TALLY_ASSIGN_OR_RETURN(const StreamEntry entry, streams_.Remove(handle));
+  // cudaStreamDestroy returns at once and the work still completes (CUDA Runtime API); the
+  // marker may still be waited on by queued cross-stream ordering, so it goes with the stream.
+  TALLY_RETURN_IF_ERROR(CheckCu(api().cuStreamDestroy(entry.stream), "cuStreamDestroy"));
+  api().cuEventDestroy(entry.marker);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<StreamEntry*> Session::FindEntry(uint64_t handle) {
+  if (handle == 0) return &default_stream_;
+  return streams_.Find(handle);
+}
+
 absl::StatusOr<CUstream> Session::FindStream(uint64_t handle) {
-  if (handle == 0) return default_stream_;
-  TALLY_ASSIGN_OR_RETURN(CUstream * stream, streams_.Find(handle));
-  return *stream;
+  TALLY_ASSIGN_OR_RETURN(StreamEntry * entry, FindEntry(handle));
+  return entry->stream;
+}
+
+absl::StatusOr<CUstream> Session::StreamForWork(uint64_t handle) {
+  TALLY_ASSIGN_OR_RETURN(StreamEntry * entry, FindEntry(handle));
+  if (!entry->blocking) return entry->stream;
+  const DriverApi* api = &this->api();
+  const CUstream after = entry->stream;
+  // cuStreamWaitEvent waits for the event's most recent record at the time of the call (CUDA
+  // Driver API), so one marker per stream serves every ordering point.
+  const auto wait_for = [&](const StreamEntry& before) {
+    Enqueue([api, before, after] {
+      const CUresult recorded = api->cuEventRecord(before.marker, before.stream);
+      return recorded != CUDA_SUCCESS ? recorded : api->cuStreamWaitEvent(after, before.marker, 0);
+    });
+  };
+  if (handle == 0) {
+    streams_.ForEach([&](const StreamEntry& other) {
+      if (other.blocking) wait_for(other);
+    });
+  } else {
+    wait_for(default_stream_);
+  }
+  return entry->stream;
+}
+
+CUresult Session::SynchronizeStreams() {
+  CUresult result = api().cuStreamSynchronize(default_stream_.stream);
+  streams_.ForEach([&](const StreamEntry& entry) {
+    const CUresult synced = api().cuStreamSynchronize(entry.stream);
+    if (result == CUDA_SUCCESS) result = synced;
+  });
+  return result;
 }
 
 absl::StatusOr<std::span<std::byte>> Session::ResolveBulk(const ipc::BulkRef& ref) const {

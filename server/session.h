@@ -29,6 +29,15 @@ struct ServerContext {
   const ipc::GetDeviceInfoResponse& device_info;
 };
 
+// A client stream. Blocking streams (all but cudaStreamNonBlocking ones) and the client's
+// default stream follow the legacy default stream's implicit synchronisation (CUDA Runtime API,
+// "Stream synchronization behavior"), which the session reproduces per client with `marker`.
+struct StreamEntry {
+  CUstream stream = nullptr;
+  bool blocking = true;
+  CUevent marker = nullptr;  // recorded on this stream when another must wait for its tail
+};
+
 // A kernel as one client sees it: the module stays loaded while the client holds the handle.
 struct FunctionEntry {
   std::shared_ptr<SharedModule> module;
@@ -50,8 +59,17 @@ class Session {
   ServerContext& server() { return server_; }
   const DriverApi& api() const { return server_.backend.api(); }
 
-  // 0 is the client's default stream.
+  absl::StatusOr<uint64_t> CreateStream(bool blocking, int priority);
+  // Queued work on the stream is issued first; work already on it still completes.
+  absl::Status DestroyStream(uint64_t handle);
+  // The backend stream of `handle` (0 is the client's default stream), for waiting on it.
   absl::StatusOr<CUstream> FindStream(uint64_t handle);
+  // As FindStream, for enqueueing work on it: first enqueues the legacy default stream's
+  // implicit ordering (default-stream work after all blocking streams' work, blocking-stream
+  // work after the default stream's).
+  absl::StatusOr<CUstream> StreamForWork(uint64_t handle);
+  // Waits for every stream of the client; the first failure, or CUDA_SUCCESS.
+  CUresult SynchronizeStreams();
   // The bytes of a bulk block; CUDA_ERROR_INVALID_VALUE when it is not inside the area.
   absl::StatusOr<std::span<std::byte>> ResolveBulk(const ipc::BulkRef& ref) const;
 
@@ -65,7 +83,6 @@ class Session {
   // as a ClientError; OK when none.
   absl::Status TakeDeferredError();
 
-  HandleTable<CUstream>& streams() { return streams_; }
   HandleTable<CUevent>& events() { return events_; }
   HandleTable<std::shared_ptr<SharedModule>>& modules() { return modules_; }
   HandleTable<FunctionEntry>& functions() { return functions_; }
@@ -78,8 +95,12 @@ class Session {
   ipc::ClientInfo client_;
   ipc::BulkArea bulk_;
   std::shared_ptr<Dispatcher::ClientQueue> queue_;
-  CUstream default_stream_ = nullptr;
-  HandleTable<CUstream> streams_{1, "stream"};
+  absl::StatusOr<StreamEntry> MakeStream(bool blocking, int priority);
+  absl::StatusOr<StreamEntry*> FindEntry(uint64_t handle);
+  void DestroyEntry(const StreamEntry& entry);
+
+  StreamEntry default_stream_;
+  HandleTable<StreamEntry> streams_{1, "stream"};
   HandleTable<CUevent> events_{2, "event"};
   HandleTable<std::shared_ptr<SharedModule>> modules_{3, "module"};
   HandleTable<FunctionEntry> functions_{4, "function"};

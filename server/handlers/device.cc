@@ -17,13 +17,7 @@ absl::StatusOr<Reply<ipc::GetDeviceInfoResponse>> Handle(
 absl::StatusOr<Reply<ipc::DeviceSynchronizeResponse>> Handle(
     Session& session, const ipc::Decoded<ipc::DeviceSynchronizeRequest>&) {
   session.Flush();
-  const DriverApi& api = session.api();
-  TALLY_ASSIGN_OR_RETURN(CUstream default_stream, session.FindStream(0));
-  CUresult result = api.cuStreamSynchronize(default_stream);
-  session.streams().ForEach([&](CUstream stream) {
-    const CUresult synced = api.cuStreamSynchronize(stream);
-    if (result == CUDA_SUCCESS) result = synced;
-  });
+  const CUresult result = session.SynchronizeStreams();
   TALLY_RETURN_IF_ERROR(session.TakeDeferredError());
   TALLY_RETURN_IF_ERROR(CheckCu(result, "cuStreamSynchronize"));
   return Reply<ipc::DeviceSynchronizeResponse>{};

@@ -27,7 +27,7 @@ absl::StatusOr<Reply<ipc::EventDestroyResponse>> Handle(
 
 absl::Status Handle(Session& session, const ipc::Decoded<ipc::EventRecordRequest>& request) {
   TALLY_ASSIGN_OR_RETURN(CUevent * event, session.events().Find(request.fields.event));
-  TALLY_ASSIGN_OR_RETURN(CUstream stream, session.FindStream(request.fields.stream));
+  TALLY_ASSIGN_OR_RETURN(CUstream stream, session.StreamForWork(request.fields.stream));
   const DriverApi* api = &session.api();
   const CUevent recorded = *event;
   session.Enqueue([=] { return api->cuEventRecord(recorded, stream); });

@@ -16,7 +16,6 @@ namespace tally::server {
 absl::Status Handle(Session& session, const ipc::Decoded<ipc::LaunchKernelRequest>& request) {
   const ipc::LaunchKernelRequest& r = request.fields;
   TALLY_ASSIGN_OR_RETURN(FunctionEntry * entry, session.functions().Find(r.function));
-  TALLY_ASSIGN_OR_RETURN(CUstream stream, session.FindStream(r.stream));
   const Kernel* kernel = entry->kernel;
   if (request.tail.size() != kernel->signature.param_buffer_size) {
     return ClientError(
@@ -24,6 +23,7 @@ absl::Status Handle(Session& session, const ipc::Decoded<ipc::LaunchKernelReques
         absl::StrFormat("%d bytes of arguments for %s, which takes %d", request.tail.size(),
                         kernel->signature.name, kernel->signature.param_buffer_size));
   }
+  TALLY_ASSIGN_OR_RETURN(CUstream stream, session.StreamForWork(r.stream));
   // Copied out of the ring: the record is released before the launch is issued.
   auto buffer = std::make_shared<std::vector<std::byte>>(request.tail.begin(), request.tail.end());
   const DriverApi* api = &session.api();

@@ -45,8 +45,8 @@ absl::StatusOr<Reply<ipc::MemcpyHtoDResponse>> Handle(
     Session& session, const ipc::Decoded<ipc::MemcpyHtoDRequest>& request) {
   const ipc::MemcpyHtoDRequest& r = request.fields;
   TALLY_RETURN_IF_ERROR(session.allocations().CheckRange(r.dst, r.src.size));
-  TALLY_ASSIGN_OR_RETURN(CUstream stream, session.FindStream(r.stream));
   TALLY_ASSIGN_OR_RETURN(std::span<std::byte> src, session.ResolveBulk(r.src));
+  TALLY_ASSIGN_OR_RETURN(CUstream stream, session.StreamForWork(r.stream));
   const DriverApi* api = &session.api();
   TALLY_RETURN_IF_ERROR(CopyAndWait(session, stream, [=] {
     return api->cuMemcpyHtoDAsync(r.dst, src.data(), src.size(), stream);
@@ -58,8 +58,8 @@ absl::StatusOr<Reply<ipc::MemcpyDtoHResponse>> Handle(
     Session& session, const ipc::Decoded<ipc::MemcpyDtoHRequest>& request) {
   const ipc::MemcpyDtoHRequest& r = request.fields;
   TALLY_RETURN_IF_ERROR(session.allocations().CheckRange(r.src, r.dst.size));
-  TALLY_ASSIGN_OR_RETURN(CUstream stream, session.FindStream(r.stream));
   TALLY_ASSIGN_OR_RETURN(std::span<std::byte> dst, session.ResolveBulk(r.dst));
+  TALLY_ASSIGN_OR_RETURN(CUstream stream, session.StreamForWork(r.stream));
   const DriverApi* api = &session.api();
   TALLY_RETURN_IF_ERROR(CopyAndWait(session, stream, [=] {
     return api->cuMemcpyDtoHAsync(dst.data(), r.src, dst.size(), stream);
@@ -71,7 +71,7 @@ absl::Status Handle(Session& session, const ipc::Decoded<ipc::MemcpyDtoDRequest>
   const ipc::MemcpyDtoDRequest& r = request.fields;
   TALLY_RETURN_IF_ERROR(session.allocations().CheckRange(r.dst, r.size));
   TALLY_RETURN_IF_ERROR(session.allocations().CheckRange(r.src, r.size));
-  TALLY_ASSIGN_OR_RETURN(CUstream stream, session.FindStream(r.stream));
+  TALLY_ASSIGN_OR_RETURN(CUstream stream, session.StreamForWork(r.stream));
   const DriverApi* api = &session.api();
   session.Enqueue([=] { return api->cuMemcpyDtoDAsync(r.dst, r.src, r.size, stream); });
   return absl::OkStatus();
@@ -80,7 +80,7 @@ absl::Status Handle(Session& session, const ipc::Decoded<ipc::MemcpyDtoDRequest>
 absl::Status Handle(Session& session, const ipc::Decoded<ipc::MemsetRequest>& request) {
   const ipc::MemsetRequest& r = request.fields;
   TALLY_RETURN_IF_ERROR(session.allocations().CheckRange(r.dst, r.size));
-  TALLY_ASSIGN_OR_RETURN(CUstream stream, session.FindStream(r.stream));
+  TALLY_ASSIGN_OR_RETURN(CUstream stream, session.StreamForWork(r.stream));
   const DriverApi* api = &session.api();
   const auto byte = static_cast<unsigned char>(r.value & 0xff);
   session.Enqueue([=] { return api->cuMemsetD8Async(r.dst, byte, r.size, stream); });

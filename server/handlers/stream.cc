@@ -1,6 +1,5 @@
-// Streams. Every client stream is created non-blocking on the backend so that it never
-// synchronises with other clients' work through the shared context's legacy NULL stream (CUDA
-// Runtime API, "Stream synchronization behavior"); a client's own ordering comes from its queue.
+// Streams, kept by the session (see Session::StreamForWork for the legacy default stream's
+// ordering, which each client gets for its own streams only).
 #include <cuda.h>
 
 #include "common/status.h"
@@ -11,19 +10,17 @@ namespace tally::server {
 
 absl::StatusOr<Reply<ipc::StreamCreateResponse>> Handle(
     Session& session, const ipc::Decoded<ipc::StreamCreateRequest>& request) {
-  CUstream stream = nullptr;
-  TALLY_RETURN_IF_ERROR(CheckCu(session.api().cuStreamCreateWithPriority(
-                                    &stream, CU_STREAM_NON_BLOCKING, request.fields.priority),
-                                "cuStreamCreateWithPriority"));
-  return Reply<ipc::StreamCreateResponse>{{.stream = session.streams().Insert(stream)}, {}};
+  // cudaStreamNonBlocking (driver_types.h) opts out of the legacy default stream's ordering.
+  constexpr uint32_t kNonBlocking = 0x1;
+  const bool blocking = (request.fields.flags & kNonBlocking) == 0;
+  TALLY_ASSIGN_OR_RETURN(const uint64_t stream,
+                         session.CreateStream(blocking, request.fields.priority));
+  return Reply<ipc::StreamCreateResponse>{{.stream = stream}, {}};
 }
 
 absl::StatusOr<Reply<ipc::StreamDestroyResponse>> Handle(
     Session& session, const ipc::Decoded<ipc::StreamDestroyRequest>& request) {
-  session.Flush();
-  TALLY_ASSIGN_OR_RETURN(CUstream stream, session.streams().Remove(request.fields.stream));
-  // Work already on the stream still completes (CUDA Runtime API, cudaStreamDestroy).
-  TALLY_RETURN_IF_ERROR(CheckCu(session.api().cuStreamDestroy(stream), "cuStreamDestroy"));
+  TALLY_RETURN_IF_ERROR(session.DestroyStream(request.fields.stream));
   return Reply<ipc::StreamDestroyResponse>{};
 }
 
@@ -49,8 +46,8 @@ absl::StatusOr<Reply<ipc::StreamQueryResponse>> Handle(
 }
 
 absl::Status Handle(Session& session, const ipc::Decoded<ipc::StreamWaitEventRequest>& request) {
-  TALLY_ASSIGN_OR_RETURN(CUstream stream, session.FindStream(request.fields.stream));
   TALLY_ASSIGN_OR_RETURN(CUevent * event, session.events().Find(request.fields.event));
+  TALLY_ASSIGN_OR_RETURN(CUstream stream, session.StreamForWork(request.fields.stream));
   const DriverApi* api = &session.api();
   const CUevent waited = *event;
   const unsigned flags = request.fields.flags;
