@@ -86,7 +86,7 @@ Function MakePreemptibleKernel(const Function& kernel, const std::string& name,
 
   FlattenBlocksWithBarriers(original, names);
   ReplaceGridReads(original, grid);
-  bool calls = cloner.RedirectCalls(original);
+  cloner.RedirectCalls(original, grid, names);
   UnifySynchronisation(original, barrier_id, task_end, names, head);
 
   size_t first = FirstExecutableIndex(original);
@@ -125,7 +125,6 @@ Function MakePreemptibleKernel(const Function& kernel, const std::string& name,
   emit(Inst("setp", {"eq", "u32"}, {Reg(none), Reg(task), Imm(kNoTask)}));
   emit(Guard(Inst("bra", {}, {Reg(done)}), none));
   AppendDecomposeLinear(body, task, grid, scratch);
-  if (calls) cloner.AppendStoreGrid(body, grid);
 
   body.insert(body.end(), std::make_move_iterator(original.begin() + static_cast<std::ptrdiff_t>(first)),
               std::make_move_iterator(original.end()));

@@ -49,7 +49,7 @@ Function MakeSlicedKernel(const Function& kernel, const std::string& name,
   std::string scratch = names.Fresh("%__tally_scratch");
   prologue.push_back(DeclareRegisters("b32", {linear, scratch}));
   ReplaceGridReads(body, grid);
-  bool calls = cloner.RedirectCalls(body);
+  cloner.RedirectCalls(body, grid, names);
 
   for (int c = 0; c < 3; ++c) {
     prologue.push_back(Stmt(Inst("ld", {"param", "u32"}, {Reg(grid.nctaid[c]), Addr(grid_params[c])})));
@@ -58,7 +58,6 @@ Function MakeSlicedKernel(const Function& kernel, const std::string& name,
   prologue.push_back(Stmt(Inst("mov", {"u32"}, {Reg(scratch), Operand::Name("%ctaid", 'x')})));
   prologue.push_back(Stmt(Inst("add", {"u32"}, {Reg(linear), Reg(linear), Reg(scratch)})));
   AppendDecomposeLinear(prologue, linear, grid, scratch);
-  if (calls) cloner.AppendStoreGrid(prologue, grid);
 
   body.insert(body.begin() + static_cast<std::ptrdiff_t>(FirstExecutableIndex(body)),
               std::make_move_iterator(prologue.begin()), std::make_move_iterator(prologue.end()));

@@ -2,7 +2,10 @@
 // that read them from shared memory.
 #include "ptx_transform/passes/virtual_grid.h"
 
+#include <algorithm>
+
 #include "ptx_transform/passes/ir_walk.h"
+#include "ptx_transform/passes/passes.h"
 
 namespace tally::ptx::passes {
 namespace {
@@ -70,72 +73,73 @@ void AppendDecomposeLinear(std::vector<Statement>& out, const std::string& linea
   out.push_back(Stmt(Inst("div", {"u32"}, {Reg(grid.ctaid[2]), Reg(scratch), Reg(grid.nctaid[1])})));
 }
 
-bool GridFunctionCloner::RedirectCalls(std::vector<Statement>& body) {
-  bool calls = false;
-  ForEachInstruction(body, [&](Instruction& inst) {
-    if (inst.opcode != "call") return;
-    for (auto& op : inst.operands) {
-      if (op.kind != Operand::Kind::kName) continue;
-      const Function* callee = functions_.Find(op.name);
-      if (callee != nullptr && callee->body) {
-        op.name = CloneOf(op.name);
-        calls = true;
-      }
-      break;  // only the call target is a bare name
+void GridFunctionCloner::RedirectCalls(std::vector<Statement>& body, const VirtualGrid& grid,
+                                       NameAllocator& local_names) {
+  for (auto& statement : body) {
+    if (auto* block = std::get_if<Block>(&statement.value)) {
+      RedirectCalls(block->statements, grid, local_names);
+      continue;
     }
-  });
-  return calls;
+    auto* call = std::get_if<Instruction>(&statement.value);
+    if (call == nullptr || call->opcode != "call") continue;
+    auto target = std::find_if(call->operands.begin(), call->operands.end(),
+                               [](const Operand& op) { return op.kind == Operand::Kind::kName; });
+    if (target == call->operands.end()) continue;
+    const Function* callee = functions_.Find(target->name);
+    if (callee == nullptr || !callee->body) continue;  // external: the analysis vetted it
+    target->name = CloneOf(target->name);
+
+    // `{ .param .b32 a0..a5; st.param.b32 [a0], %ctaid_x; ...; call f, (args..., a0..a5); }`
+    // The new block nests inside the call sequence's own, whose parameters stay visible.
+    Block sequence;
+    auto args = std::next(target);
+    if (args == call->operands.end() || args->kind != Operand::Kind::kParenList) {
+      Operand list;
+      list.kind = Operand::Kind::kParenList;
+      args = call->operands.insert(args, std::move(list));
+    }
+    for (int slot = 0; slot < 6; ++slot) {
+      std::string param = local_names.Fresh("__tally_grid_arg");
+      sequence.statements.push_back({Box<VarDecl>(Param("b32", param))});
+      const std::string& value = slot < 3 ? grid.ctaid[slot] : grid.nctaid[slot - 3];
+      sequence.statements.push_back(Stmt(Inst("st", {"param", "b32"}, {Addr(param), Reg(value)})));
+      args->elements.push_back(Reg(param));
+    }
+    sequence.statements.push_back(Stmt(std::move(*call)));
+    statement.value = std::move(sequence);
+  }
 }
 
 const std::string& GridFunctionCloner::CloneOf(const std::string& function) {
   if (auto it = clone_names_.find(function); it != clone_names_.end()) return it->second;
-  if (shared_array_.empty()) shared_array_ = names_.Fresh("__tally_vgrid");
   const std::string& clone_name =
       clone_names_.emplace(function, names_.Fresh(function + "__tally_vgrid")).first->second;
   Function clone = *functions_.Find(function);
   clone.name = clone_name;
   clone.linkage.clear();  // a module-private helper of the kernel variants
+  clone.has_param_list = true;
 
-  // Each grid read becomes a load from the shared array into a fresh register just before
-  // the instruction that reads it.
-  std::vector<std::string> temps;
   NameAllocator local_names(names_, clone);
-  ForEachGridRead(clone.body->statements,
-                  [&](std::vector<Statement>& list, size_t index, Operand& op, int slot) {
-                    std::string temp = local_names.Fresh("%__tally_vg");
-                    temps.push_back(temp);
-                    op = Reg(temp);
-                    list.insert(list.begin() + static_cast<std::ptrdiff_t>(index),
-                                Stmt(Inst("ld", {"shared", "u32"},
-                                          {Reg(temp), Addr(shared_array_, 4 * slot)})));
-                    return 1;
-                  });
-  if (!temps.empty()) {
-    auto& statements = clone.body->statements;
-    statements.insert(statements.begin(), DeclareRegisters("b32", std::move(temps)));
+  std::vector<Statement> prologue;
+  VirtualGrid grid = MakeVirtualGrid(local_names, prologue);
+  for (int slot = 0; slot < 6; ++slot) {
+    std::string param = local_names.Fresh(std::string(slot < 3 ? "__tally_ctaid_" : "__tally_nctaid_") +
+                                          kComponents[slot % 3]);
+    clone.params.push_back(Param("b32", param));
+    const std::string& reg = slot < 3 ? grid.ctaid[slot] : grid.nctaid[slot - 3];
+    prologue.push_back(Stmt(Inst("ld", {"param", "b32"}, {Reg(reg), Addr(param)})));
   }
+  auto& body = clone.body->statements;
+  ReplaceGridReads(body, grid);
   // Calls inside the clone go to clones too (a recursive call finds the name made above).
-  RedirectCalls(clone.body->statements);
+  RedirectCalls(body, grid, local_names);
+  body.insert(body.begin() + static_cast<std::ptrdiff_t>(FirstExecutableIndex(body)),
+              std::make_move_iterator(prologue.begin()), std::make_move_iterator(prologue.end()));
   clones_.push_back(std::move(clone));
   return clone_name;
 }
 
-void GridFunctionCloner::AppendStoreGrid(std::vector<Statement>& out, const VirtualGrid& grid) {
-  for (int slot = 0; slot < 6; ++slot) {
-    const std::string& value = slot < 3 ? grid.ctaid[slot] : grid.nctaid[slot - 3];
-    out.push_back(Stmt(Inst("st", {"shared", "u32"}, {Addr(shared_array_, 4 * slot), Reg(value)})));
-  }
-}
-
 void GridFunctionCloner::Finish() {
-  if (clones_.empty()) return;
-  VarDecl array;
-  array.state_space = "shared";
-  array.align = 4;
-  array.type = "u32";
-  array.name = shared_array_;
-  array.dims = {6};
-  module_.items.push_back({std::move(array)});
   // Prototypes first: clones may call each other in any order (also recursively).
   for (const Function& clone : clones_) {
     Function prototype = clone;

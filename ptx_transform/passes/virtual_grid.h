@@ -1,6 +1,6 @@
 // The grid as the original kernel saw it, after slicing or PTB changed the real one: virtual
-// %ctaid/%nctaid registers in the kernel, and clones of the called functions that read them
-// from shared memory (a .func cannot see the kernel's registers).
+// %ctaid/%nctaid registers in the kernel, and clones of the called functions that receive
+// them as parameters (a .func cannot see the kernel's registers).
 #pragma once
 
 #include <map>
@@ -31,24 +31,22 @@ void ReplaceGridReads(std::vector<Statement>& statements, const VirtualGrid& gri
 void AppendDecomposeLinear(std::vector<Statement>& out, const std::string& linear,
                            const VirtualGrid& grid, const std::string& scratch);
 
-// Clones the functions reachable from kernel variants into versions that read the virtual
-// grid from a module-scope shared array. The clones and their prototypes are appended to the
-// module on Finish(), before any kernel variant.
+// Clones the functions reachable from kernel variants into versions that take the virtual
+// grid as six more `.b32` parameters (%ctaid.x/y/z, %nctaid.x/y/z), and redirects calls to
+// them. The clones and their prototypes are appended to the module on Finish(), before any
+// kernel variant; the originals stay for the original kernels.
 class GridFunctionCloner {
  public:
   GridFunctionCloner(Module& module, NameAllocator& names)
       : module_(module), functions_(module), names_(names) {}
 
-  // Redirects the direct calls in `body` to clones (creating them on first use). Returns
-  // whether `body` calls any function, i.e. needs the grid stored with StoreGrid.
-  bool RedirectCalls(std::vector<Statement>& body);
+  // Redirects the direct calls in `body` (a function whose virtual grid is in `grid`, whose
+  // local names come from `local_names`) to clones, passing the grid along.
+  void RedirectCalls(std::vector<Statement>& body, const VirtualGrid& grid,
+                     NameAllocator& local_names);
 
-  // Instructions storing the virtual grid into the shared array. Every thread of the block
-  // stores the same values, so no barrier is needed before its own later reads.
-  void AppendStoreGrid(std::vector<Statement>& out, const VirtualGrid& grid);
-
-  // Appends the shared array, the prototypes and the clones to the module. Call once, before
-  // appending kernel variants.
+  // Appends the prototypes and the clones to the module. Call once, before appending kernel
+  // variants.
   void Finish();
 
  private:
@@ -57,7 +55,6 @@ class GridFunctionCloner {
   Module& module_;
   FunctionIndex functions_;
   NameAllocator& names_;
-  std::string shared_array_;
   std::map<std::string, std::string> clone_names_;  // original -> clone
   std::vector<Function> clones_;
 };

@@ -1,7 +1,7 @@
 // Kernels for the transformation semantics test: the hard cases of slicing and PTB (early
 // returns around barriers, barriers in loops and in uniform branches, __syncthreads_count/
-// and/or, named barriers, predicated `ret`, `exit`, dynamic shared memory, 3-D grids,
-// atomics). Every kernel has the signature (const int* in, int* out, int n), writes only slots
+// and/or, named barriers, predicated `ret`, `exit`, %ctaid read in a non-inlined function,
+// dynamic shared memory, 3-D grids, atomics). Every kernel has the signature (const int* in, int* out, int n), writes only slots
 // that belong to it, and computes a result independent of the order in which blocks run, so
 // every form must reproduce it.
 #define TID (threadIdx.x)
@@ -87,6 +87,18 @@ extern "C" __global__ void exit_instruction(const int* in, int* out, int n) {
   out[GID] = -1;
   if (v % 5 == 0) asm volatile("exit;" ::: "memory");
   out[GID] = v + blockIdx.x;
+}
+
+// Kept out of line so that %ctaid/%nctaid are read inside a called .func.
+__device__ __noinline__ int BlockLinear() {
+  return blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+}
+
+extern "C" __global__ void ctaid_in_function(const int* in, int* out, int n) {
+  int b = BlockLinear();
+  int t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  int g = b * blockDim.x * blockDim.y * blockDim.z + t;
+  out[g] = in[g % n] + b * 1000;
 }
 
 extern "C" __global__ void dynamic_shared(const int* in, int* out, int n) {

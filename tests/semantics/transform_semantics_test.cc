@@ -40,6 +40,7 @@ const KernelCase kCases[] = {
     {"named_barriers", {4, 1, 1}, {64, 1, 1}},
     {"predicated_ret_then_barrier", {5, 1, 1}, {64, 1, 1}},
     {"exit_instruction", {5, 1, 1}, {64, 1, 1}},
+    {"ctaid_in_function", {3, 2, 2}, {8, 2, 2}},
     {"dynamic_shared", {4, 1, 1}, {64, 1, 1}, 64 * sizeof(int)},
     {"grid3d", {3, 2, 3}, {32, 1, 1}},
     {"count_block_runs", {7, 3, 1}, {32, 1, 1}},
