@@ -16,11 +16,7 @@ constexpr uint32_t kTimeSlice = 4096;
 }  // namespace
 
 void Block::Reset(const LaunchSetup& setup, Dim3 ctaid, uint32_t sm) {
-  setup_ = &setup;
-  function_ = setup.function;
   ctaid_ = ctaid;
-  sm_ = sm;
-  threads_ = static_cast<uint32_t>(setup.block.Count());
   exited_ = 0;
   fault_code_ = CUDA_SUCCESS;
   fault_.clear();
@@ -29,20 +25,43 @@ void Block::Reset(const LaunchSetup& setup, Dim3 ctaid, uint32_t sm) {
   for (BarRedMode& m : reduction_mode_) m = BarRedMode::kNone;
   for (uint32_t& r : reduction_arrived_) r = 0;
   for (uint32_t& v : reduction_votes_) v = 0;
-  if (cached_launch_ != setup.launch_id) {
-    access_cache_.assign(function_->code.size(), AccessRange{});
-    cached_launch_ = setup.launch_id;
+  if (cached_launch_ != setup.launch_id || sm_ != sm) PrepareLaunch(setup, sm);
+  std::fill(shared_.begin(), shared_.end(), 0);
+  for (Warp& warp : warps_) {
+    std::fill(std::begin(warp.pc), std::end(warp.pc), 0);
+    warp.live = warp.initial_live;
+    warp.blocked = warp.active = 0;
+    // %ctaid is the only special register that differs between blocks of a launch.
+    uint64_t* regs = warp.regs;
+    const uint32_t ctaid_slot = static_cast<uint32_t>(SpecialSlot::kCtaidX);
+    for (int lane = 0; lane < 32; ++lane) {
+      regs[ctaid_slot * 32 + lane] = ctaid.x;
+      regs[(ctaid_slot + 1) * 32 + lane] = ctaid.y;
+      regs[(ctaid_slot + 2) * 32 + lane] = ctaid.z;
+    }
   }
+}
+
+// Everything that stays the same for all blocks of a launch on this host thread: buffer sizes,
+// the per-lane special registers (special and constant slots are never written by code) and
+// the access cache.
+void Block::PrepareLaunch(const LaunchSetup& setup, uint32_t sm) {
+  setup_ = &setup;
+  function_ = setup.function;
+  sm_ = sm;
+  cached_launch_ = setup.launch_id;
+  threads_ = static_cast<uint32_t>(setup.block.Count());
+  access_cache_.assign(function_->code.size(), AccessRange{});
   shared_.assign(function_->static_shared_bytes + setup.dynamic_shared_bytes, 0);
   local_.resize(uint64_t{threads_} * function_->local_bytes);
 
   const uint32_t slots = function_->num_slots;
   const uint32_t warp_count = (threads_ + 31) / 32;
-  registers_.resize(uint64_t{warp_count} * slots * 32);
+  registers_.assign(uint64_t{warp_count} * slots * 32, 0);
   warps_.assign(warp_count, Warp{});
   const Dim3& block = setup.block;
-  const uint64_t specials[] = {0,       0,       0,       block.x,      block.y,      block.z,
-                               ctaid.x, ctaid.y, ctaid.z, setup.grid.x, setup.grid.y, setup.grid.z};
+  const uint64_t specials[] = {0, 0, 0, block.x,      block.y,      block.z,
+                               0, 0, 0, setup.grid.x, setup.grid.y, setup.grid.z};
   for (uint32_t w = 0; w < warp_count; ++w) {
     Warp& warp = warps_[w];
     warp.index = w;
@@ -53,7 +72,7 @@ void Block::Reset(const LaunchSetup& setup, Dim3 ctaid, uint32_t sm) {
     };
     for (int lane = 0; lane < 32; ++lane) {
       uint32_t thread = w * 32 + lane;
-      if (thread < threads_) warp.live |= 1u << lane;
+      if (thread < threads_) warp.initial_live |= 1u << lane;
       for (int s = 3; s < 12; ++s) regs[s * 32 + lane] = specials[s];
       set(SpecialSlot::kTidX, lane, thread % block.x);
       set(SpecialSlot::kTidY, lane, thread / block.x % block.y);
@@ -75,7 +94,6 @@ void Block::Reset(const LaunchSetup& setup, Dim3 ctaid, uint32_t sm) {
     for (const auto& [slot, value] : function_->constants) {
       for (int lane = 0; lane < 32; ++lane) regs[slot * 32 + lane] = value;
     }
-    Schedule(warp);
   }
 }
 

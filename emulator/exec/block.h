@@ -39,6 +39,7 @@ struct Warp {
   uint32_t pc[32] = {};      // valid for lanes outside `active`
   uint8_t barrier_of_lane[32] = {};
   uint32_t reduction_dst[32] = {};  // bar.red: where the lane receives the result
+  uint32_t initial_live = 0;        // lanes that exist (the last warp may be partial)
   uint32_t live = 0;                // lanes that exist and have not exited
   uint32_t blocked = 0;             // lanes waiting at a barrier
   uint32_t active = 0;              // lanes executing together at cur_pc
@@ -82,9 +83,28 @@ class Block {
   void ExecuteCollective(const Inst& in, Warp& warp, uint32_t mask);
 
  private:
+  void PrepareLaunch(const LaunchSetup& setup, uint32_t sm);
   static void Schedule(Warp& warp);
   bool ReleaseBarriers();
   uint8_t* TranslateGlobal(uint64_t address, uint32_t size, uint32_t pc);
+  // The common cases of Translate, inline: a kernel-parameter read, or a global (or generic
+  // non-window) access inside the allocation this instruction hit last. nullptr when the full
+  // Translate is needed; never for a store to the param space.
+  uint8_t* CachedGlobal(Space space, uint64_t address, uint32_t size, uint32_t pc) {
+    if (space == Space::kParam) {  // kernel parameters: read-only, checked by the caller
+      if (address >= setup_->params.size() || size > setup_->params.size() - address) {
+        return nullptr;
+      }
+      return const_cast<uint8_t*>(setup_->params.data()) + address;
+    }
+    if (space != Space::kGlobal && space != Space::kConst &&
+        (space != Space::kGeneric || address - kSharedWindow < 3 * kWindowSize)) {
+      return nullptr;
+    }
+    const AccessRange& range = access_cache_[pc];
+    if (address < range.lo || address + size > range.hi) return nullptr;
+    return reinterpret_cast<uint8_t*>(address);
+  }
   std::string ThreadName(const Warp& warp, int lane) const;
   uint64_t LocalWord(const Warp& warp, int lane, uint64_t offset, uint32_t size);
   bool ReadString(uint64_t address, const Warp& warp, int lane, uint32_t pc, std::string* out);

@@ -116,12 +116,14 @@ bool Block::ExecuteMemory(const Inst& in, Warp& warp, uint32_t mask, uint32_t pc
     ForLanes(mask, [&](int l) {
       if (!ok) return;
       uint64_t address = base[l] + in.offset;
-      uint8_t* host = Translate(in.space, address, total, warp, l, pc, store);
+      uint8_t* host =
+          store && in.space == Space::kParam ? nullptr : CachedGlobal(in.space, address, total, pc);
+      if (host == nullptr) host = Translate(in.space, address, total, warp, l, pc, store);
       if (host == nullptr) {
         ok = false;
         return;
       }
-      if (address % total != 0) {
+      if ((address & (total - 1)) != 0) {  // sizes are powers of two
         Fault(warp, l, pc, CUDA_ERROR_MISALIGNED_ADDRESS,
               "misaligned access of " + std::to_string(total) + " bytes");
         ok = false;

@@ -187,5 +187,8 @@ inline constexpr uint64_t kSharedWindow = 0x100000000000ull;
 inline constexpr uint64_t kLocalWindow = 0x110000000000ull;
 inline constexpr uint64_t kParamWindow = 0x120000000000ull;
 inline constexpr uint64_t kWindowSize = 0x10000000000ull;
+static_assert(kLocalWindow == kSharedWindow + kWindowSize &&
+                  kParamWindow == kLocalWindow + kWindowSize,
+              "the windows are contiguous: one range check tells a generic address's space");
 
 }  // namespace tally::emu::exec

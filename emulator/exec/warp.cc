@@ -177,11 +177,18 @@ WarpStatus Block::RunWarp(Warp& warp, uint32_t budget) {
           }
           const bool mad = in.op == Op::kMad;
           const MulMode mode = static_cast<MulMode>(in.mod);
+          // The frequent .lo forms get branch-free lane loops the compiler can vectorise.
+          if (mode == MulMode::kLo && mad) {
+            ForLanes(mask, [&](int l) { d[l] = (a[l] * b[l] + c[l]) & wm; });
+            break;
+          }
+          if (mode == MulMode::kLo) {
+            ForLanes(mask, [&](int l) { d[l] = (a[l] * b[l]) & wm; });
+            break;
+          }
           ForLanes(mask, [&](int l) {
             uint64_t addend = mad ? c[l] : 0;
-            if (mode == MulMode::kLo) {
-              d[l] = (a[l] * b[l] + addend) & wm;
-            } else if (mode == MulMode::kWide) {
+            if (mode == MulMode::kWide) {
               d[l] = (MulWide(a[l], b[l], in.type) + addend) & WidthMask(2 * width);
             } else if (sat) {
               int64_t sum = ReadSigned(MulHi(a[l], b[l], in.type), 32) + ReadSigned(addend, 32);

@@ -292,6 +292,17 @@ TEST_CASE("interpreter speed on an arithmetic loop") {
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   double lane_instructions = 3.75 * iterations * blocks * threads;
   WARN("spin: " << lane_instructions / seconds / 1e6 << " M lane-instructions/s");
+  // A memory-bound kernel: 4M-element vec_add (22 PTX instructions and 12 bytes per thread).
+  const int n = 1 << 22;
+  CUdeviceptr a = Zeros<float>(n), c = Zeros<float>(n);
+  start = std::chrono::steady_clock::now();
+  EMU_OK(LaunchAndWait(BasicKernel("vec_add"), n / 256, 256, {&a, &a, &c, const_cast<int*>(&n)}));
+  seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  WARN("vec_add: " << n / seconds / 1e6 << " M elements/s, " << 12.0 * n / seconds / 1e9
+                   << " GB/s, " << 22.0 * n / seconds / 1e6 << " M lane-instructions/s");
+  EMU_OK(Emu().cuMemFree_v2(a));
+  EMU_OK(Emu().cuMemFree_v2(c));
+
   std::vector<unsigned> result = Download<unsigned>(out, blocks * threads);
   for (unsigned i = 0; i < 4; ++i) {
     unsigned x = i, y = 0;
