@@ -1,7 +1,9 @@
 // HandleTable<T>: one client's objects of one kind (streams, events, modules, functions) under
-// the handles that client sees. A handle is a per-kind cookie and a serial number that is never
-// reused, so a stale, forged or other kind's handle is simply absent: INVALID_HANDLE, not a
-// crash, and never another client's object (each session has its own tables).
+// the handles that client sees. A handle is a per-kind cookie, a tag of the client and a serial
+// number that is never reused, so a stale, forged, other kind's or other client's handle is
+// simply absent: INVALID_HANDLE, not a crash. (Each session has its own tables, so another
+// client's objects are unreachable anyway; the tag makes a foreign handle an error instead of
+// a coincidental hit on an object of one's own.)
 #pragma once
 
 #include <cuda.h>
@@ -19,11 +21,13 @@ namespace tally::server {
 template <typename T>
 class HandleTable {
  public:
-  // `cookie` tells kinds apart (one per table of a session); `kind` names it in errors.
-  HandleTable(uint16_t cookie, const char* kind) : cookie_(cookie), kind_(kind) {}
+  // `cookie` tells kinds apart (one per table of a session), `client_tag` clients; `kind` names
+  // the kind in errors.
+  HandleTable(uint16_t cookie, uint8_t client_tag, const char* kind)
+      : prefix_((uint64_t{cookie} << 48) | (uint64_t{client_tag} << 40)), kind_(kind) {}
 
   uint64_t Insert(T value) {
-    const uint64_t handle = (uint64_t{cookie_} << 48) | next_serial_++;
+    const uint64_t handle = prefix_ | next_serial_++;
     entries_.emplace(handle, std::move(value));
     return handle;
   }
@@ -63,9 +67,9 @@ class HandleTable {
   size_t size() const { return entries_.size(); }
 
  private:
-  uint16_t cookie_;
+  uint64_t prefix_;
   const char* kind_;
-  uint64_t next_serial_ = 1;  // 48 bits: never exhausted by one client
+  uint64_t next_serial_ = 1;  // 40 bits: 10^12 objects, never exhausted by one client
   absl::flat_hash_map<uint64_t, T> entries_;
 };
 

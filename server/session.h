@@ -95,15 +95,16 @@ class Session {
   ipc::ClientInfo client_;
   ipc::BulkArea bulk_;
   std::shared_ptr<Dispatcher::ClientQueue> queue_;
+  uint8_t Tag() const { return static_cast<uint8_t>(client_.client_id); }
   absl::StatusOr<StreamEntry> MakeStream(bool blocking, int priority);
   absl::StatusOr<StreamEntry*> FindEntry(uint64_t handle);
   void DestroyEntry(const StreamEntry& entry);
 
   StreamEntry default_stream_;
-  HandleTable<StreamEntry> streams_{1, "stream"};
-  HandleTable<CUevent> events_{2, "event"};
-  HandleTable<std::shared_ptr<SharedModule>> modules_{3, "module"};
-  HandleTable<FunctionEntry> functions_{4, "function"};
+  HandleTable<StreamEntry> streams_{1, Tag(), "stream"};
+  HandleTable<CUevent> events_{2, Tag(), "event"};
+  HandleTable<std::shared_ptr<SharedModule>> modules_{3, Tag(), "module"};
+  HandleTable<FunctionEntry> functions_{4, Tag(), "function"};
   AllocationTable allocations_;
 };
 
