@@ -85,6 +85,38 @@ TEST_CASE("collatz: divergent loops reconverge") {
   }
 }
 
+TEST_CASE("kernels on concurrent streams share the virtual SMs") {
+  constexpr int kStreams = 4, kThreads = 1024;
+  std::vector<int> values = RandomInts(kThreads, 1, 3000, 12);
+  std::vector<unsigned> in(values.begin(), values.end());
+  CUdeviceptr din = Upload(in);
+  CUstream streams[kStreams];
+  CUdeviceptr outs[kStreams];
+  CUfunction collatz = BasicKernel("collatz");
+  for (int s = 0; s < kStreams; ++s) {
+    EMU_OK(Emu().cuStreamCreate(&streams[s], CU_STREAM_NON_BLOCKING));
+    outs[s] = Zeros<unsigned>(kThreads);
+    void* args[] = {&din, &outs[s]};
+    for (int repeat = 0; repeat < 3; ++repeat) {
+      EMU_OK(Emu().cuLaunchKernel(collatz, kThreads / 64, 1, 1, 64, 1, 1, 0, streams[s], args,
+                                  nullptr));
+    }
+  }
+  EMU_OK(Emu().cuCtxSynchronize());
+  for (int s = 0; s < kStreams; ++s) {
+    std::vector<unsigned> steps = Download<unsigned>(outs[s], kThreads);
+    for (int i = 0; i < kThreads; ++i) {
+      unsigned x = in[i], n = 0;
+      while (x != 1) {
+        x = (x & 1) ? 3 * x + 1 : x / 2;
+        ++n;
+      }
+      REQUIRE(steps[i] == n);
+    }
+    EMU_OK(Emu().cuStreamDestroy_v2(streams[s]));
+  }
+}
+
 TEST_CASE("int_ops: integer instructions are bit-exact") {
   std::vector<int> a = RandomInts(64, -1000000000, 1000000000, 3);
   std::vector<int> b = RandomInts(64, -70000, 70000, 4);
