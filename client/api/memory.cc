@@ -43,12 +43,17 @@ class Allocations {
     std::lock_guard lock(mutex_);
     bases_.erase(base);
   }
-  bool IsDevice(const void* pointer) {
+  // Whether [pointer, pointer + size) lies inside one allocation of this process.
+  bool Contains(const void* pointer, size_t size) {
     const auto address = reinterpret_cast<uintptr_t>(pointer);
     std::lock_guard lock(mutex_);
     auto it = bases_.upper_bound(address);
-    return it != bases_.begin() && address - std::prev(it)->first < std::prev(it)->second;
+    if (it == bases_.begin()) return false;
+    --it;
+    const uintptr_t offset = address - it->first;
+    return offset < it->second && size <= it->second - offset;
   }
+  bool IsDevice(const void* pointer) { return Contains(pointer, 1); }
 
  private:
   std::mutex mutex_;
@@ -63,6 +68,13 @@ absl::StatusOr<ipc::BulkRef> AllocateChunk(Channel& channel, size_t wanted) {
     }
   }
   return CudaError(cudaErrorMemoryAllocation, "the bulk area is exhausted");
+}
+
+// One-way calls are checked here too, so that a bad pointer fails the call itself rather than
+// the next synchronising one (the server checks again: it trusts no client).
+absl::Status CheckDeviceRange(const void* pointer, size_t count) {
+  if (Allocations::Get().Contains(pointer, count)) return absl::OkStatus();
+  return CudaError(cudaErrorInvalidValue, "not a range of device memory allocated here");
 }
 
 absl::Status CopyToDevice(Channel& channel, uint64_t dst, const std::byte* src, size_t count,
@@ -118,6 +130,8 @@ absl::Status Copy(void* dst, const void* src, size_t count, cudaMemcpyKind kind,
       return CopyToHost(*channel, static_cast<std::byte*>(dst), DevicePointer(src), count,
                         StreamHandle(stream));
     case cudaMemcpyDeviceToDevice:
+      TALLY_RETURN_IF_ERROR(CheckDeviceRange(dst, count));
+      TALLY_RETURN_IF_ERROR(CheckDeviceRange(src, count));
       return channel->Post(ipc::MemcpyDtoDRequest{.dst = DevicePointer(dst),
                                                   .src = DevicePointer(src),
                                                   .size = count,
@@ -129,6 +143,7 @@ absl::Status Copy(void* dst, const void* src, size_t count, cudaMemcpyKind kind,
 
 absl::Status Memset(void* dst, int value, size_t count, cudaStream_t stream) {
   if (count == 0) return absl::OkStatus();
+  TALLY_RETURN_IF_ERROR(CheckDeviceRange(dst, count));
   TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
   return channel->Post(ipc::MemsetRequest{.value = static_cast<uint32_t>(value),
                                           .dst = DevicePointer(dst),

@@ -60,6 +60,8 @@ int main() {
   EXPECT(cudaGetLastError() == cudaErrorInvalidValue);
   EXPECT(cudaGetLastError() == cudaSuccess);
   EXPECT(cudaFree(host.data()) == cudaErrorInvalidValue);
+  EXPECT(cudaMemset(a + n - 1, 0, 2 * sizeof(int)) == cudaErrorInvalidValue);
+  EXPECT(cudaMemcpy(b, host.data(), 4, cudaMemcpyDeviceToDevice) == cudaErrorInvalidValue);
   EXPECT(cudaStreamSynchronize(reinterpret_cast<cudaStream_t>(0x1234)) ==
          cudaErrorInvalidResourceHandle);
   EXPECT(std::strcmp(cudaGetErrorName(cudaErrorInvalidValue), "cudaErrorInvalidValue") == 0);
