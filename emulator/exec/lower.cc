@@ -274,7 +274,6 @@ absl::Status FunctionLowering::Lower(const ptx::Function& kernel) {
   exit.op = Op::kExit;
   function.code.push_back(exit);
   function.local_bytes = static_cast<uint32_t>(AlignUp(context_.local_bytes(), 16));
-  function.declared_registers = function.num_slots;
   return absl::OkStatus();
 }
 
@@ -288,7 +287,6 @@ absl::StatusOr<std::vector<Function>> LowerModule(const ptx::Module& module,
     if (kernel == nullptr || !kernel->is_entry || !kernel->body) continue;
     Function function;
     function.name = kernel->name;
-    function.is_entry = true;
     FunctionLowering lowering(module, function, globals);
     if (absl::Status status = lowering.Lower(*kernel); !status.ok()) {
       return CudaError(ToCuResult(status),

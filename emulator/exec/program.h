@@ -132,14 +132,13 @@ struct Inst {
   uint32_t line = 0;           // PTX source line, for fault reports
 };
 
-// A kernel (or, later, a callable function) ready to run.
+// A kernel ready to run (the .funcs it calls are inlined into its code).
 struct Function {
   std::string name;
-  bool is_entry = false;
   std::vector<Inst> code;
   // Register file layout: slots [0, SpecialSlot::kCount) hold the special registers, the rest
   // the function's registers and its constants (immediates and symbol addresses: the same value
-  // in every lane, written once when a warp starts).
+  // in every lane, written once per launch).
   std::vector<std::pair<uint32_t, uint64_t>> constants;  // (slot, value)
   uint32_t num_slots = 0;
   uint32_t local_bytes = 0;          // per thread
@@ -147,7 +146,6 @@ struct Function {
   uint32_t param_bytes = 0;
   std::vector<std::pair<uint32_t, uint32_t>> param_layout;  // (offset, size) per parameter
   uint32_t max_threads = 1024;                              // .maxntid / .reqntid product
-  uint32_t declared_registers = 0;
 };
 
 // Special registers materialised per lane at warp start (PTX ISA, "Special Registers").

@@ -5,8 +5,7 @@
 
 namespace tally::emu {
 
-Context::Context(uint64_t id, unsigned flags, bool primary)
-    : id_(id), primary_(primary), flags_(flags) {}
+Context::Context(uint64_t id, unsigned flags) : id_(id), flags_(flags) {}
 
 Context::~Context() { Deactivate(); }
 

@@ -22,7 +22,7 @@ inline constexpr int kGreatestStreamPriority = -5;
 
 class Context : public std::enable_shared_from_this<Context> {
  public:
-  Context(uint64_t id, unsigned flags, bool primary);
+  Context(uint64_t id, unsigned flags);
   ~Context();
 
   // Creates the NULL stream (a context is usable only while active; the primary context is
@@ -51,7 +51,6 @@ class Context : public std::enable_shared_from_this<Context> {
   CUresult sticky_error() const { return sticky_error_.load(std::memory_order_acquire); }
 
   uint64_t id() const { return id_; }
-  bool primary() const { return primary_; }
   unsigned flags() const { return flags_.load(); }
   void set_flags(unsigned flags) { flags_.store(flags); }
 
@@ -59,7 +58,6 @@ class Context : public std::enable_shared_from_this<Context> {
   void ReapRetiredLocked();
 
   const uint64_t id_;
-  const bool primary_;
   std::atomic<unsigned> flags_;
   std::atomic<bool> active_{false};
   std::atomic<CUresult> sticky_error_{CUDA_SUCCESS};

@@ -51,7 +51,7 @@ void Driver::Shutdown() {
 
 Driver::Driver(DeviceConfig config, std::unique_ptr<DeviceMemory> memory)
     : config_(std::move(config)), memory_(std::move(memory)) {
-  primary_ = std::make_shared<Context>(next_context_id_++, 0, /*primary=*/true);
+  primary_ = std::make_shared<Context>(next_context_id_++, 0);
   primary_handle_ = contexts_.Insert(primary_);
 }
 
@@ -113,7 +113,7 @@ absl::StatusOr<Driver::BoundStream> Driver::ResolveStream(CUstream handle) {
 }
 
 absl::StatusOr<CUcontext> Driver::CreateContext(unsigned flags) {
-  auto context = std::make_shared<Context>(next_context_id_++, flags, /*primary=*/false);
+  auto context = std::make_shared<Context>(next_context_id_++, flags);
   context->Activate();
   CUcontext handle = contexts_.Insert(std::move(context));
   ContextStack().push_back(handle);  // cuCtxCreate makes the new context current

@@ -76,7 +76,6 @@ class Driver {
   absl::Status PrimaryRelease();
   void PrimaryReset();
   std::shared_ptr<Context> primary() const { return primary_; }
-  CUcontext primary_handle() const { return primary_handle_; }
 
  private:
   explicit Driver(DeviceConfig config, std::unique_ptr<DeviceMemory> memory);
