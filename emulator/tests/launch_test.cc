@@ -131,6 +131,17 @@ TEST_CASE("modules: lookups, unload, fatbins") {
   EMU_OK(Emu().cuModuleLoadData(&module, fatbin.data()));
   EMU_OK(Emu().cuModuleGetFunction(&function, module, "collatz"));
   EMU_OK(Emu().cuModuleUnload(module));
+  // What __cudaRegisterFatBinary receives: a __fatBinC_Wrapper_t pointing at the fatbin.
+  struct {
+    int magic = 0x466243B1;
+    int version = 1;
+    const void* data;
+    void* filename_or_fatbins = nullptr;
+  } wrapper;
+  wrapper.data = fatbin.data();
+  EMU_OK(Emu().cuModuleLoadData(&module, &wrapper));
+  EMU_OK(Emu().cuModuleGetFunction(&function, module, "vec_add"));
+  EMU_OK(Emu().cuModuleUnload(module));
   CHECK(Emu().cuModuleUnload(module) == CUDA_ERROR_INVALID_HANDLE);
   CHECK(Emu().cuModuleGetFunction(&function, module, "collatz") == CUDA_ERROR_INVALID_HANDLE);
   int value = 0;
