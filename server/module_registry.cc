@@ -1,9 +1,10 @@
 // Loading a fatbin: the PTX the driver would pick for the device (ptx_transform), parsed for the
-// kernels' parameter layouts, and loaded with cuModuleLoadData. PTX rather than a cubin because
-// the scheduler's kernel transformations (ARCHITECTURE.md) work on PTX.
+// kernels' parameter layouts and module state, and loaded with cuModuleLoadData. PTX rather than
+// a cubin because the scheduler's kernel transformations (ARCHITECTURE.md) work on PTX.
 #include "server/module_registry.h"
 
 #include <algorithm>
+#include <variant>
 
 #include "absl/strings/str_format.h"
 #include "common/log.h"
@@ -14,6 +15,19 @@
 #include "server/cuda_result.h"
 
 namespace tally::server {
+namespace {
+
+// Module-scope variables a program can write (PTX ISA, "State Spaces": .global is per-context
+// device memory, .const is written by the host through cudaMemcpyToSymbol).
+bool HasModuleState(const ptx::Module& module) {
+  return std::ranges::any_of(module.items, [](const ptx::TopLevel& item) {
+    const auto* var = std::get_if<ptx::VarDecl>(&item.value);
+    return var != nullptr && var->linkage != "extern" &&
+           (var->state_space == "global" || var->state_space == "const");
+  });
+}
+
+}  // namespace
 
 SharedModule::~SharedModule() {
   const CUresult result = api_.cuModuleUnload(module_);
@@ -43,30 +57,40 @@ absl::StatusOr<std::shared_ptr<SharedModule>> ModuleRegistry::Register(
     std::span<const std::byte> image) {
   const uint64_t hash = ipc::ContentHash(image);
   std::lock_guard lock(mutex_);
-  if (auto it = modules_.find(hash); it != modules_.end()) {
-    std::shared_ptr<SharedModule> module = it->second.lock();
-    if (module != nullptr && std::ranges::equal(module->image(), image)) return module;
+  ForgetExpired();
+  Entry& entry = entries_[hash];
+  std::shared_ptr<const ParsedImage> parsed = entry.parsed.lock();
+  if (parsed == nullptr || !std::ranges::equal(parsed->image, image)) {
+    // New content (or a different fatbin with an equal hash, which replaces the entry; modules
+    // of the old one stay valid).
+    TALLY_ASSIGN_OR_RETURN(parsed, Parse(image));
+    entry = Entry{parsed, {}};
   }
-  TALLY_ASSIGN_OR_RETURN(std::shared_ptr<SharedModule> module, Load(image));
-  modules_[hash] = module;  // a colliding different fatbin replaces the entry; both stay valid
-  for (auto it = modules_.begin(); it != modules_.end();) {
-    // flat_hash_map::erase(it++) is the documented way to erase while iterating.
-    if (it->second.expired()) {
-      modules_.erase(it++);
-    } else {
-      ++it;
-    }
-  }
+  if (std::shared_ptr<SharedModule> shared = entry.shared.lock()) return shared;
+  TALLY_ASSIGN_OR_RETURN(std::shared_ptr<SharedModule> module, Load(parsed));
+  if (!parsed->has_module_state) entry.shared = module;
   return module;
 }
 
 size_t ModuleRegistry::loaded_count() {
   std::lock_guard lock(mutex_);
-  return static_cast<size_t>(
-      std::ranges::count_if(modules_, [](const auto& entry) { return !entry.second.expired(); }));
+  ForgetExpired();
+  return loaded_.size();
 }
 
-absl::StatusOr<std::shared_ptr<SharedModule>> ModuleRegistry::Load(
+void ModuleRegistry::ForgetExpired() {
+  std::erase_if(loaded_, [](const auto& module) { return module.expired(); });
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    // flat_hash_map::erase(it++) is the documented way to erase while iterating.
+    if (it->second.parsed.expired()) {
+      entries_.erase(it++);
+    } else {
+      ++it;
+    }
+  }
+}
+
+absl::StatusOr<std::shared_ptr<const ParsedImage>> ModuleRegistry::Parse(
     std::span<const std::byte> image) {
   auto entries = ptx::ReadFatbin({reinterpret_cast<const uint8_t*>(image.data()), image.size()});
   if (!entries.ok()) {
@@ -78,18 +102,28 @@ absl::StatusOr<std::shared_ptr<SharedModule>> ModuleRegistry::Load(
     return ClientError(CUDA_ERROR_NO_BINARY_FOR_GPU,
                        absl::StrFormat("the fatbin has no PTX for sm_%d", device_arch_));
   }
-  auto parsed = ptx::ParseModuleOrError(ptx->payload, "<fatbin ptx>");
-  if (!parsed.ok()) return ClientError(CUDA_ERROR_INVALID_PTX, parsed.status().message());
-  auto signatures = ptx::ComputeSignatures(*parsed);
+  auto module = ptx::ParseModuleOrError(ptx->payload, "<fatbin ptx>");
+  if (!module.ok()) return ClientError(CUDA_ERROR_INVALID_PTX, module.status().message());
+  auto signatures = ptx::ComputeSignatures(*module);
   if (!signatures.ok()) return ClientError(CUDA_ERROR_INVALID_PTX, signatures.status().message());
+  auto parsed = std::make_shared<ParsedImage>();
+  parsed->image.assign(image.begin(), image.end());
+  parsed->ptx = ptx->payload;
+  parsed->ptx_arch = ptx->arch;
+  parsed->signatures = *std::move(signatures);
+  parsed->has_module_state = HasModuleState(*module);
+  return parsed;
+}
 
+absl::StatusOr<std::shared_ptr<SharedModule>> ModuleRegistry::Load(
+    std::shared_ptr<const ParsedImage> parsed) {
   const DriverApi& api = backend_.api();
   CUmodule module = nullptr;
-  // payload is a std::string: c_str() gives the NUL terminator cuModuleLoadData needs for PTX.
+  // std::string::c_str() gives the NUL terminator cuModuleLoadData needs for PTX.
   TALLY_RETURN_IF_ERROR(
-      CheckCu(api.cuModuleLoadData(&module, ptx->payload.c_str()), "cuModuleLoadData"));
+      CheckCu(api.cuModuleLoadData(&module, parsed->ptx.c_str()), "cuModuleLoadData"));
   absl::flat_hash_map<std::string, Kernel> kernels;
-  for (ptx::KernelSignature& signature : *signatures) {
+  for (const ptx::KernelSignature& signature : parsed->signatures) {
     Kernel kernel;
     const CUresult found =
         api.cuModuleGetFunction(&kernel.function, module, signature.name.c_str());
@@ -97,13 +131,15 @@ absl::StatusOr<std::shared_ptr<SharedModule>> ModuleRegistry::Load(
       api.cuModuleUnload(module);
       return CheckCu(found, "cuModuleGetFunction");
     }
-    kernel.signature = std::move(signature);
-    kernels.emplace(kernel.signature.name, std::move(kernel));
+    kernel.signature = signature;
+    kernels.emplace(signature.name, std::move(kernel));
   }
-  TALLY_LOG_INFO("loaded a fatbin ({} bytes, sm_{} PTX) with {} kernel(s)", image.size(), ptx->arch,
-                 kernels.size());
-  return std::make_shared<SharedModule>(
-      api, module, std::vector<std::byte>(image.begin(), image.end()), std::move(kernels));
+  TALLY_LOG_INFO("loaded a module ({}-byte fatbin, sm_{} PTX, {} kernel(s){})",
+                 parsed->image.size(), parsed->ptx_arch, kernels.size(),
+                 parsed->has_module_state ? ", per-client module state" : "");
+  auto loaded = std::make_shared<SharedModule>(api, module, std::move(parsed), std::move(kernels));
+  loaded_.push_back(loaded);
+  return loaded;
 }
 
 }  // namespace tally::server

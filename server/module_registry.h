@@ -1,5 +1,7 @@
-// Device code shared by all clients: each distinct fatbin is loaded once (keyed by its content
-// hash, confirmed byte for byte) and unloaded when the last client holding it goes away.
+// Device code shared by all clients: each distinct fatbin is parsed once (keyed by its content
+// hash, confirmed byte for byte). Its loaded module is shared too unless the PTX has module-scope
+// .global or .const variables: those are per-process state in CUDA, so each client then gets a
+// module of its own, loaded from the cached PTX.
 #pragma once
 
 #include <cuda.h>
@@ -24,23 +26,33 @@ struct Kernel {
   ptx::KernelSignature signature;
 };
 
+// A fatbin as parsed: what every module loaded from it shares.
+struct ParsedImage {
+  std::vector<std::byte> image;
+  std::string ptx;  // the entry selected for the device
+  uint32_t ptx_arch = 0;
+  std::vector<ptx::KernelSignature> signatures;
+  bool has_module_state = false;  // module-scope .global/.const variables
+};
+
+// A loaded CUmodule with its kernels; unloaded when the last holder lets go.
 class SharedModule {
  public:
-  SharedModule(const DriverApi& api, CUmodule module, std::vector<std::byte> image,
+  SharedModule(const DriverApi& api, CUmodule module, std::shared_ptr<const ParsedImage> parsed,
                absl::flat_hash_map<std::string, Kernel> kernels)
-      : api_(api), module_(module), image_(std::move(image)), kernels_(std::move(kernels)) {}
+      : api_(api), module_(module), parsed_(std::move(parsed)), kernels_(std::move(kernels)) {}
   SharedModule(const SharedModule&) = delete;
   SharedModule& operator=(const SharedModule&) = delete;
   ~SharedModule();
 
   // CUDA_ERROR_NOT_FOUND for a name the module has no kernel of.
   absl::StatusOr<const Kernel*> FindKernel(const std::string& mangled_name) const;
-  std::span<const std::byte> image() const { return image_; }
+  const ParsedImage& parsed() const { return *parsed_; }
 
  private:
   const DriverApi& api_;
   CUmodule module_;
-  std::vector<std::byte> image_;
+  std::shared_ptr<const ParsedImage> parsed_;
   absl::flat_hash_map<std::string, Kernel> kernels_;
 };
 
@@ -48,20 +60,29 @@ class ModuleRegistry {
  public:
   explicit ModuleRegistry(const Backend& backend);
 
-  // The module of this fatbin, loading it on first sight. CUDA_ERROR_INVALID_IMAGE for bytes
-  // that are not a fatbin, CUDA_ERROR_NO_BINARY_FOR_GPU when no PTX in it suits the device.
-  // The caller's thread must have the backend's context current.
+  // A module of this fatbin for one client. CUDA_ERROR_INVALID_IMAGE for bytes that are not a
+  // fatbin, CUDA_ERROR_NO_BINARY_FOR_GPU when no PTX in it suits the device. The caller's thread
+  // must have the backend's context current.
   absl::StatusOr<std::shared_ptr<SharedModule>> Register(std::span<const std::byte> image);
 
+  // Modules currently loaded on the device.
   size_t loaded_count();
 
  private:
-  absl::StatusOr<std::shared_ptr<SharedModule>> Load(std::span<const std::byte> image);
+  struct Entry {
+    std::weak_ptr<const ParsedImage> parsed;
+    std::weak_ptr<SharedModule> shared;  // the module of a fatbin without module state
+  };
+
+  absl::StatusOr<std::shared_ptr<const ParsedImage>> Parse(std::span<const std::byte> image);
+  absl::StatusOr<std::shared_ptr<SharedModule>> Load(std::shared_ptr<const ParsedImage> parsed);
+  void ForgetExpired();
 
   const Backend& backend_;
   uint32_t device_arch_ = 0;  // 80 for sm_80
   std::mutex mutex_;
-  absl::flat_hash_map<uint64_t, std::weak_ptr<SharedModule>> modules_;  // by content hash
+  absl::flat_hash_map<uint64_t, Entry> entries_;  // by content hash
+  std::vector<std::weak_ptr<SharedModule>> loaded_;
 };
 
 }  // namespace tally::server

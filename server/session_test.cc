@@ -227,8 +227,8 @@ TEST_CASE("ending a session frees what the client left allocated") {
   CHECK(free_after == free_before);
 }
 
-std::vector<std::byte> ReadTestFatbin() {
-  std::ifstream file(TALLY_TEST_FATBIN, std::ios::binary);
+std::vector<std::byte> ReadTestFatbin(const std::string& name) {
+  std::ifstream file(std::string(TALLY_TEST_FATBIN_DIR) + "/" + name, std::ios::binary);
   const std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
   REQUIRE(!bytes.empty());
   const auto* data = reinterpret_cast<const std::byte*>(bytes.data());
@@ -236,8 +236,8 @@ std::vector<std::byte> ReadTestFatbin() {
 }
 
 // Registers the test fatbin from `client`'s bulk area; returns the module handle.
-uint64_t RegisterTestFatbin(TestClient& client) {
-  const std::vector<std::byte> image = ReadTestFatbin();
+uint64_t RegisterTestFatbin(TestClient& client, const std::string& name) {
+  const std::vector<std::byte> image = ReadTestFatbin(name);
   REQUIRE(image.size() <= client.bulk().size());
   std::memcpy(client.bulk().data(), image.data(), image.size());
   REQUIRE(client.Result(ipc::RegisterFatbinRequest{.content_hash = ipc::ContentHash(image),
@@ -249,8 +249,8 @@ TEST_CASE("a fatbin is loaded once for all clients, and its kernels launch") {
   TestClient a(1);
   TestClient b(2);
   const size_t loaded_before = TheDevice().modules.loaded_count();
-  const uint64_t module_a = RegisterTestFatbin(a);
-  const uint64_t module_b = RegisterTestFatbin(b);
+  const uint64_t module_a = RegisterTestFatbin(a, "scale_kernel.fatbin");
+  const uint64_t module_b = RegisterTestFatbin(b, "scale_kernel.fatbin");
   CHECK(TheDevice().modules.loaded_count() == loaded_before + 1);
 
   const std::string name = "Scale";
@@ -299,6 +299,39 @@ TEST_CASE("a fatbin is loaded once for all clients, and its kernels launch") {
   CHECK(TheDevice().modules.loaded_count() == loaded_before + 1);
   b.End();
   CHECK(TheDevice().modules.loaded_count() == loaded_before);
+}
+
+// __device__ variables are per process in CUDA: two instances of one program must not share
+// them even though they share the parsed fatbin.
+TEST_CASE("clients sharing a fatbin with module state get modules of their own") {
+  TestClient a(1);
+  TestClient b(2);
+  const size_t loaded_before = TheDevice().modules.loaded_count();
+  const uint64_t modules[2] = {RegisterTestFatbin(a, "counter_kernel.fatbin"),
+                               RegisterTestFatbin(b, "counter_kernel.fatbin")};
+  CHECK(TheDevice().modules.loaded_count() == loaded_before + 2);
+  TestClient* clients[2] = {&a, &b};
+  for (int c = 0; c < 2; ++c) {
+    TestClient& client = *clients[c];
+    const std::string name = "Bump";
+    REQUIRE(client.Result(ipc::GetFunctionRequest{.module = modules[c]},
+                          std::as_bytes(std::span(name))) == CUDA_SUCCESS);
+    const uint64_t function = client.Last<ipc::GetFunctionResponse>().function;
+    const uint64_t out = client.Malloc(sizeof(int));
+    const ipc::LaunchKernelRequest launch{.grid = {1, 1, 1},
+                                          .block = {32, 1, 1},
+                                          .shared_bytes = 0,
+                                          .function = function,
+                                          .stream = 0};
+    for (int launches = 0; launches < c + 1; ++launches) {
+      client.Post(launch, std::as_bytes(std::span(&out, 1)));
+    }
+    REQUIRE(client.Result(ipc::MemcpyDtoHRequest{.src = out, .stream = 0, .dst = {0, 4}}) ==
+            CUDA_SUCCESS);
+    int counter = 0;
+    std::memcpy(&counter, client.bulk().data(), sizeof(counter));
+    CHECK(counter == c + 1);  // this client's launches only
+  }
 }
 
 }  // namespace
