@@ -173,6 +173,26 @@ absl::StatusOr<Inst> Decoder::Decode() {
     status = Arithmetic(Op::kBfi, 4);
   } else if (op == "prmt") {
     status = Arithmetic(Op::kPrmt, 3);
+  } else if (op == "shf") {
+    if (mods_.Take("r")) {
+      inst_.mod |= 1;
+    } else if (!mods_.Take("l")) {
+      return Fail("shf needs .l or .r");
+    }
+    if (mods_.Take("clamp")) {
+      inst_.mod |= 2;
+    } else if (!mods_.Take("wrap")) {
+      return Fail("shf needs .wrap or .clamp");
+    }
+    inst_.op = Op::kShf;
+    status = NeedType();
+    if (status.ok()) status = Operands(3, {Type::kNone, Type::kNone, Type::kU32});
+  } else if (op == "lop3") {
+    inst_.op = Op::kLop3;
+    status = NeedType();
+    if (status.ok()) status = Operands(4, {Type::kNone, Type::kNone, Type::kNone, Type::kU32});
+  } else if (op == "copysign") {
+    status = Arithmetic(Op::kCopysign, 2);
   } else if (op == "bfind") {
     if (mods_.Take("shiftamt")) inst_.mod = 1;
     status = Arithmetic(Op::kBfind, 1);

@@ -307,6 +307,38 @@ WarpStatus Block::RunWarp(Warp& warp, uint32_t budget) {
           });
           break;
         }
+        case Op::kShf: {
+          // Funnel shift of the 64-bit {b, a} (PTX ISA, "shf"): .l keeps the upper, .r the
+          // lower 32 bits; .wrap takes the amount mod 32, .clamp caps it at 32.
+          const bool right = in.mod & 1, clamp = in.mod & 2;
+          ForLanes(mask, [&](int l) {
+            uint64_t n = clamp ? std::min<uint64_t>(c[l] & 0xffffffffu, 32) : c[l] & 31;
+            uint64_t both = (b[l] & 0xffffffffu) << 32 | (a[l] & 0xffffffffu);
+            d[l] = right ? (both >> n) & 0xffffffffu : ((both << n) >> 32) & 0xffffffffu;
+          });
+          break;
+        }
+        case Op::kLop3: {
+          // Any logic function of three inputs, given as the truth table `lut` indexed by
+          // (a << 2 | b << 1 | c) for each bit (PTX ISA, "lop3").
+          const uint64_t* lut = TALLY_R(in.src[3]);
+          ForLanes(mask, [&](int l) {
+            uint64_t result = 0;
+            for (int term = 0; term < 8; ++term) {
+              if (((lut[l] >> term) & 1) == 0) continue;
+              result |= ((term & 4) ? a[l] : ~a[l]) & ((term & 2) ? b[l] : ~b[l]) &
+                        ((term & 1) ? c[l] : ~c[l]);
+            }
+            d[l] = result & wm;
+          });
+          break;
+        }
+        case Op::kCopysign: {
+          // d = b with the sign of a (PTX ISA, "copysign").
+          const uint64_t sign = 1ull << (width - 1);
+          ForLanes(mask, [&](int l) { d[l] = ((b[l] & ~sign) | (a[l] & sign)) & wm; });
+          break;
+        }
         case Op::kBfind: {
           // Position of the most significant bit that differs from the sign (a set bit for
           // unsigned types); 0xffffffff when there is none (PTX ISA, "bfind").

@@ -57,6 +57,51 @@ absl::StatusOr<std::string> PtxOf(const void* image, uint32_t arch) {
   return entry->payload;
 }
 
+// The value of an integer or address constant expression in an initializer: literals, the
+// addresses of module variables (`sym`, `generic(sym)`) and arithmetic on them.
+absl::StatusOr<uint64_t> EvaluateInitializer(const ptx::Expr& expr,
+                                             const exec::ModuleSymbols& symbols) {
+  using Kind = ptx::Expr::Kind;
+  switch (expr.kind) {
+    case Kind::kInt:
+      return static_cast<uint64_t>(expr.int_value);
+    case Kind::kSymbol:
+    case Kind::kCall: {
+      const ptx::Expr* symbol = &expr;
+      if (expr.kind == Kind::kCall) {
+        if (expr.text != "generic" || expr.children.size() != 1) break;
+        symbol = &expr.children[0];
+      }
+      auto it = symbols.find(symbol->text);
+      if (symbol->kind != Kind::kSymbol || it == symbols.end()) break;
+      return it->second.address;
+    }
+    case Kind::kUnary: {
+      TALLY_ASSIGN_OR_RETURN(uint64_t value, EvaluateInitializer(expr.children.at(0), symbols));
+      if (expr.text == "-") return 0 - value;
+      if (expr.text == "~") return ~value;
+      if (expr.text == "!") return static_cast<uint64_t>(value == 0);
+      break;
+    }
+    case Kind::kBinary: {
+      TALLY_ASSIGN_OR_RETURN(uint64_t a, EvaluateInitializer(expr.children.at(0), symbols));
+      TALLY_ASSIGN_OR_RETURN(uint64_t b, EvaluateInitializer(expr.children.at(1), symbols));
+      if (expr.text == "+") return a + b;
+      if (expr.text == "-") return a - b;
+      if (expr.text == "*") return a * b;
+      if (expr.text == "&") return a & b;
+      if (expr.text == "|") return a | b;
+      if (expr.text == "^") return a ^ b;
+      if (expr.text == "<<" && b < 64) return a << b;
+      if (expr.text == ">>" && b < 64) return a >> b;
+      break;
+    }
+    default:
+      break;
+  }
+  return CudaError(CUDA_ERROR_NOT_SUPPORTED, "unsupported variable initializer");
+}
+
 // Writes a variable initializer's scalars (PTX ISA, "Variable Initializers") into `out`.
 absl::Status WriteInitializer(const ptx::Expr& expr, const std::string& type,
                               const exec::ModuleSymbols& symbols, std::vector<uint8_t>& out) {
@@ -69,27 +114,18 @@ absl::Status WriteInitializer(const ptx::Expr& expr, const std::string& type,
   }
   uint32_t size = ptx::ScalarTypeSize(type);
   uint64_t bits = 0;
-  if (expr.kind == Kind::kInt) {
-    bits = static_cast<uint64_t>(expr.int_value);
-    if (type == "f32") bits = std::bit_cast<uint32_t>(static_cast<float>(expr.int_value));
-    if (type == "f64") bits = std::bit_cast<uint64_t>(static_cast<double>(expr.int_value));
-  } else if (expr.kind == Kind::kFloat) {
+  if (expr.kind == Kind::kFloat) {
     bool f32_literal = expr.float_form == ptx::Expr::FloatForm::kHexF32;
     double value = f32_literal ? std::bit_cast<float>(static_cast<uint32_t>(expr.float_bits))
                                : std::bit_cast<double>(expr.float_bits);
     bits = size == 4 ? std::bit_cast<uint32_t>(static_cast<float>(value))
                      : std::bit_cast<uint64_t>(value);
   } else {
-    // `sym` or `generic(sym)`: the address of another module variable.
-    const ptx::Expr* symbol = &expr;
-    if (expr.kind == Kind::kCall && expr.text == "generic" && expr.children.size() == 1) {
-      symbol = &expr.children[0];
-    }
-    auto it = symbols.find(symbol->text);
-    if (symbol->kind != Kind::kSymbol || it == symbols.end()) {
-      return CudaError(CUDA_ERROR_NOT_SUPPORTED, "unsupported variable initializer");
-    }
-    bits = it->second.address;
+    TALLY_ASSIGN_OR_RETURN(bits, EvaluateInitializer(expr, symbols));
+    // An integer initialising a float variable means that value.
+    auto value = static_cast<int64_t>(bits);
+    if (type == "f32") bits = std::bit_cast<uint32_t>(static_cast<float>(value));
+    if (type == "f64") bits = std::bit_cast<uint64_t>(static_cast<double>(value));
   }
   for (uint32_t i = 0; i < size; ++i) out.push_back(static_cast<uint8_t>(bits >> (8 * i)));
   return absl::OkStatus();

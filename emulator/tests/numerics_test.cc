@@ -233,5 +233,40 @@ TEST_CASE("generic pointers into shared and local memory") {
   }
 }
 
+TEST_CASE("funnel shifts, lop3 and copysign") {
+  std::mt19937 rng(25);
+  const int n = 64;
+  std::vector<unsigned> a(n), b(n);
+  std::vector<float> f(n + 1);
+  for (int i = 0; i < n; ++i) {
+    a[i] = rng();
+    b[i] = rng();
+    f[i] = (i % 3 == 0 ? -1.0f : 1.0f) * static_cast<float>(i) * 0.25f;
+  }
+  f[n] = -7.0f;
+  CUdeviceptr da = Upload(a), db = Upload(b), df = Upload(f), dout = Zeros<unsigned>(n * 6),
+              dfout = Zeros<float>(n);
+  EMU_OK(LaunchAndWait(NumericsKernel("bit_ops"), 1, n, {&da, &db, &df, &dout, &dfout}));
+  std::vector<unsigned> out = Download<unsigned>(dout, n * 6);
+  std::vector<float> fout = Download<float>(dfout, n);
+  for (int i = 0; i < n; ++i) {
+    uint64_t both = static_cast<uint64_t>(b[i]) << 32 | a[i];
+    unsigned shift = b[i] & 63, wrap = shift & 31, clamp = std::min(shift, 32u);
+    unsigned expected[6] = {
+        static_cast<unsigned>((both << wrap) >> 32),
+        static_cast<unsigned>(both >> wrap),
+        static_cast<unsigned>((both << clamp) >> 32),
+        static_cast<unsigned>(clamp == 64 ? 0 : both >> clamp),
+        a[i] ^ b[i] ^ shift,
+        (a[i] & b[i]) | (a[i] & shift) | (b[i] & shift),
+    };
+    for (int k = 0; k < 6; ++k) {
+      INFO("thread " << i << " result " << k);
+      CHECK(out[i * 6 + k] == expected[k]);
+    }
+    CHECK(fout[i] == std::copysign(f[i + 1], f[i]));
+  }
+}
+
 }  // namespace
 }  // namespace tally::emu::testing

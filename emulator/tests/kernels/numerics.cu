@@ -100,3 +100,22 @@ extern "C" __global__ void generic_pointers(const int* in, int* out) {
   out[t * 2] = sum_generic(tile + (t & ~7), 8);
   out[t * 2 + 1] = sum_generic(local, 8);
 }
+
+// Funnel shifts, three-input logic and copysign, written as inline PTX.
+extern "C" __global__ void bit_ops(const unsigned* a, const unsigned* b, const float* f,
+                                   unsigned* out, float* fout) {
+  int i = threadIdx.x;
+  unsigned x = a[i], y = b[i], r0, r1, r2, r3, r4, r5;
+  unsigned n = y & 63;
+  asm("shf.l.wrap.b32 %0, %1, %2, %3;" : "=r"(r0) : "r"(x), "r"(y), "r"(n));
+  asm("shf.r.wrap.b32 %0, %1, %2, %3;" : "=r"(r1) : "r"(x), "r"(y), "r"(n));
+  asm("shf.l.clamp.b32 %0, %1, %2, %3;" : "=r"(r2) : "r"(x), "r"(y), "r"(n));
+  asm("shf.r.clamp.b32 %0, %1, %2, %3;" : "=r"(r3) : "r"(x), "r"(y), "r"(n));
+  asm("lop3.b32 %0, %1, %2, %3, 0x96;" : "=r"(r4) : "r"(x), "r"(y), "r"(n));  // a ^ b ^ c
+  asm("lop3.b32 %0, %1, %2, %3, 0xE8;" : "=r"(r5) : "r"(x), "r"(y), "r"(n));  // majority
+  unsigned* o = out + i * 6;
+  o[0] = r0, o[1] = r1, o[2] = r2, o[3] = r3, o[4] = r4, o[5] = r5;
+  float s;
+  asm("copysign.f32 %0, %1, %2;" : "=f"(s) : "f"(f[i]), "f"(f[i + 1]));
+  fout[i] = s;
+}
