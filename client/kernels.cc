@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_format.h"
 #include "client/channel.h"
+#include "client/copy.h"
 #include "client/fatbin_image.h"
 #include "client/status.h"
 #include "common/status.h"
@@ -31,6 +32,43 @@ void KernelRegistry::AddKernel(Fatbin* fatbin, const void* host_function, const 
   kernel->name = device_name;
   std::lock_guard lock(mutex_);
   kernels_[host_function] = std::move(kernel);
+}
+
+void KernelRegistry::AddVariable(Fatbin* fatbin, const void* host_variable, const char* device_name,
+                                 size_t size) {
+  auto variable = std::make_unique<Variable>();
+  variable->fatbin = fatbin;
+  variable->name = device_name;
+  variable->size = size;
+  std::lock_guard lock(mutex_);
+  variables_[host_variable] = std::move(variable);
+}
+
+absl::StatusOr<Variable*> KernelRegistry::ResolveVariable(const void* host_variable) {
+  Variable* variable = nullptr;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = variables_.find(host_variable);
+    if (it == variables_.end()) {
+      return CudaError(cudaErrorInvalidSymbol,
+                       absl::StrFormat("%p is not a registered device variable", host_variable));
+    }
+    variable = it->second.get();
+  }
+  std::lock_guard lock(variable->mutex);
+  if (variable->address != 0) return variable;
+  TALLY_RETURN_IF_ERROR(Upload(*variable->fatbin));
+  TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
+  TALLY_ASSIGN_OR_RETURN(
+      auto answer,
+      channel->Call(ipc::GetGlobalRequest{.module = variable->fatbin->module},
+                    std::as_bytes(std::span(variable->name.data(), variable->name.size()))));
+  if (answer.fields.size < variable->size) {
+    return absl::DataLossError("the server's variable is smaller than the registered one");
+  }
+  variable->address = answer.fields.device_ptr;
+  DeviceRanges::Get().Add(variable->address, variable->size);
+  return variable;
 }
 
 absl::StatusOr<Kernel*> KernelRegistry::Resolve(const void* host_function) {

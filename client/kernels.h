@@ -1,4 +1,5 @@
-// What nvcc's registration code tells the shim: fatbins and the host stubs of their kernels.
+// What nvcc's registration code tells the shim: fatbins, the host stubs of their kernels and
+// the host shadows of their variables.
 // A kernel is resolved on its first launch: its fatbin is sent to the server once, and the
 // server answers with the kernel's handle and parameter layout, used to pack every launch.
 #pragma once
@@ -30,6 +31,15 @@ struct Kernel {
   std::vector<ipc::ParamSlot> params;
 };
 
+// A __device__ or __constant__ variable, known by the address of its host shadow.
+struct Variable {
+  Fatbin* fatbin = nullptr;
+  std::string name;  // mangled
+  size_t size = 0;
+  std::mutex mutex;
+  uint64_t address = 0;  // 0 until resolved
+};
+
 class KernelRegistry {
  public:
   static KernelRegistry& Get();
@@ -38,6 +48,11 @@ class KernelRegistry {
   Fatbin* AddFatbin(const void* wrapper);
   void AddKernel(Fatbin* fatbin, const void* host_function, const char* device_name);
 
+  void AddVariable(Fatbin* fatbin, const void* host_variable, const char* device_name, size_t size);
+
+  // The variable whose host shadow is `host_variable`, resolved with the server (its range is
+  // then device memory for DeviceRanges). cudaErrorInvalidSymbol for an unregistered one.
+  absl::StatusOr<Variable*> ResolveVariable(const void* host_variable);
   // The kernel whose host stub is `host_function`, resolved with the server.
   // cudaErrorInvalidDeviceFunction for a function never registered.
   absl::StatusOr<Kernel*> Resolve(const void* host_function);
@@ -50,6 +65,7 @@ class KernelRegistry {
   std::mutex mutex_;
   std::vector<std::unique_ptr<Fatbin>> fatbins_;
   absl::flat_hash_map<const void*, std::unique_ptr<Kernel>> kernels_;
+  absl::flat_hash_map<const void*, std::unique_ptr<Variable>> variables_;
 };
 
 }  // namespace tally::client

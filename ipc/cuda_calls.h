@@ -12,7 +12,7 @@
 namespace tally::ipc {
 
 // The schema number exchanged in the handshake (Hello::schema_version).
-inline constexpr uint32_t kCudaCallsSchemaVersion = 1;
+inline constexpr uint32_t kCudaCallsSchemaVersion = 2;
 
 enum class CallMode { kSync, kAsync };
 
@@ -263,6 +263,19 @@ struct LaunchKernelRequest {
   uint32_t shared_bytes;
   uint64_t function;
   uint64_t stream;
+};
+
+// A module-scope variable (__device__, __constant__) of this client's module; the tail is its
+// mangled name (no NUL). Its range becomes device memory the client may copy to and from.
+struct GetGlobalRequest {
+  TALLY_INTERNAL_REQUEST(GetGlobal);
+  static constexpr bool kHasTail = true;
+  uint64_t module;
+};
+struct GetGlobalResponse {
+  TALLY_INTERNAL_RESPONSE(GetGlobal);
+  uint64_t device_ptr;
+  uint64_t size;
 };
 
 #undef TALLY_INTERNAL_REQUEST

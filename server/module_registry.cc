@@ -43,6 +43,17 @@ absl::StatusOr<const Kernel*> SharedModule::FindKernel(const std::string& mangle
   return &it->second;
 }
 
+absl::StatusOr<std::pair<CUdeviceptr, size_t>> SharedModule::FindGlobal(
+    const std::string& mangled_name) const {
+  CUdeviceptr address = 0;
+  size_t size = 0;
+  if (api_.cuModuleGetGlobal(&address, &size, module_, mangled_name.c_str()) != CUDA_SUCCESS) {
+    return ClientError(CUDA_ERROR_NOT_FOUND,
+                       absl::StrFormat("the module has no variable named '%s'", mangled_name));
+  }
+  return std::make_pair(address, size);
+}
+
 ModuleRegistry::ModuleRegistry(const Backend& backend) : backend_(backend) {
   int major = 0;
   int minor = 0;

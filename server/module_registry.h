@@ -12,6 +12,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -47,6 +48,8 @@ class SharedModule {
 
   // CUDA_ERROR_NOT_FOUND for a name the module has no kernel of.
   absl::StatusOr<const Kernel*> FindKernel(const std::string& mangled_name) const;
+  // Address and size of a module-scope variable; CUDA_ERROR_NOT_FOUND when there is none.
+  absl::StatusOr<std::pair<CUdeviceptr, size_t>> FindGlobal(const std::string& mangled_name) const;
   const ParsedImage& parsed() const { return *parsed_; }
 
  private:

@@ -126,6 +126,11 @@ absl::StatusOr<std::span<std::byte>> Session::ResolveBulk(const ipc::BulkRef& re
   return bytes;
 }
 
+absl::Status Session::CheckDeviceRange(uint64_t address, uint64_t size) const {
+  if (globals_.CheckRange(address, size).ok()) return absl::OkStatus();
+  return allocations_.CheckRange(address, size);
+}
+
 absl::Status Session::TakeDeferredError() {
   const CUresult result = server_.dispatcher.TakeDeferredError(*queue_);
   if (result == CUDA_SUCCESS) return absl::OkStatus();

@@ -73,6 +73,12 @@ class Session {
   // The bytes of a bulk block; CUDA_ERROR_INVALID_VALUE when it is not inside the area.
   absl::StatusOr<std::span<std::byte>> ResolveBulk(const ipc::BulkRef& ref) const;
 
+  // CUDA_ERROR_INVALID_VALUE unless [address, address + size) lies in one of the client's
+  // allocations or module variables.
+  absl::Status CheckDeviceRange(uint64_t address, uint64_t size) const;
+  // A module variable of the client's, which copies may then target.
+  void AddGlobal(uint64_t address, uint64_t size) { globals_.Insert(address, size); }
+
   void Enqueue(Command command) { server_.dispatcher.Enqueue(*queue_, std::move(command)); }
   // Waits until the client's queued work has been issued; every call that reads or destroys
   // state that queued work may use does this first, which keeps the client's order.
@@ -106,6 +112,8 @@ class Session {
   HandleTable<std::shared_ptr<SharedModule>> modules_{3, Tag(), "module"};
   HandleTable<FunctionEntry> functions_{4, Tag(), "function"};
   AllocationTable allocations_;
+  // Module variables: only in per-client modules (ModuleRegistry shares only stateless ones).
+  AllocationTable globals_;
 };
 
 }  // namespace tally::server

@@ -4,7 +4,6 @@
 #include <cuda_runtime_api.h>
 
 #include "client/kernels.h"
-#include "common/log.h"
 
 using tally::client::Fatbin;
 using tally::client::KernelRegistry;
@@ -36,12 +35,17 @@ void __cudaRegisterFunction(void** fatbin_handle, const char* host_function, cha
   }
 }
 
-// __device__ variables are registered but not yet reachable (cudaMemcpyToSymbol and friends
-// answer cudaErrorNotSupported); registering them must still succeed for the program to start.
-void __cudaRegisterVar(void**, char*, char*, const char* device_name, int, size_t, int,
-                       int) noexcept {
-  TALLY_LOG_DEBUG("tally: __device__ variable {} registered; symbol access is not supported",
-                  device_name != nullptr ? device_name : "?");
+// __device__ and __constant__ variables: hostVar is the host shadow the application names the
+// symbol by (cudaMemcpyToSymbol(symbol, ...)), deviceName its mangled name in the PTX.
+void __cudaRegisterVar(void** fatbin_handle, char* host_variable, char*, const char* device_name,
+                       int, size_t size, int, int) noexcept {
+  if (fatbin_handle == nullptr || device_name == nullptr) return;
+  try {
+    KernelRegistry::Get().AddVariable(reinterpret_cast<Fatbin*>(fatbin_handle), host_variable,
+                                      device_name, size);
+  } catch (...) {
+    // The variable stays unregistered and its symbol calls fail: constructors must not throw.
+  }
 }
 
 void __cudaRegisterManagedVar(void**, void**, char*, const char*, int, size_t, int, int) noexcept {}

@@ -44,7 +44,7 @@ absl::StatusOr<Reply<ipc::MemFreeResponse>> Handle(
 absl::StatusOr<Reply<ipc::MemcpyHtoDResponse>> Handle(
     Session& session, const ipc::Decoded<ipc::MemcpyHtoDRequest>& request) {
   const ipc::MemcpyHtoDRequest& r = request.fields;
-  TALLY_RETURN_IF_ERROR(session.allocations().CheckRange(r.dst, r.src.size));
+  TALLY_RETURN_IF_ERROR(session.CheckDeviceRange(r.dst, r.src.size));
   TALLY_ASSIGN_OR_RETURN(std::span<std::byte> src, session.ResolveBulk(r.src));
   TALLY_ASSIGN_OR_RETURN(CUstream stream, session.StreamForWork(r.stream));
   const DriverApi* api = &session.api();
@@ -57,7 +57,7 @@ absl::StatusOr<Reply<ipc::MemcpyHtoDResponse>> Handle(
 absl::StatusOr<Reply<ipc::MemcpyDtoHResponse>> Handle(
     Session& session, const ipc::Decoded<ipc::MemcpyDtoHRequest>& request) {
   const ipc::MemcpyDtoHRequest& r = request.fields;
-  TALLY_RETURN_IF_ERROR(session.allocations().CheckRange(r.src, r.dst.size));
+  TALLY_RETURN_IF_ERROR(session.CheckDeviceRange(r.src, r.dst.size));
   TALLY_ASSIGN_OR_RETURN(std::span<std::byte> dst, session.ResolveBulk(r.dst));
   TALLY_ASSIGN_OR_RETURN(CUstream stream, session.StreamForWork(r.stream));
   const DriverApi* api = &session.api();
@@ -69,8 +69,8 @@ absl::StatusOr<Reply<ipc::MemcpyDtoHResponse>> Handle(
 
 absl::Status Handle(Session& session, const ipc::Decoded<ipc::MemcpyDtoDRequest>& request) {
   const ipc::MemcpyDtoDRequest& r = request.fields;
-  TALLY_RETURN_IF_ERROR(session.allocations().CheckRange(r.dst, r.size));
-  TALLY_RETURN_IF_ERROR(session.allocations().CheckRange(r.src, r.size));
+  TALLY_RETURN_IF_ERROR(session.CheckDeviceRange(r.dst, r.size));
+  TALLY_RETURN_IF_ERROR(session.CheckDeviceRange(r.src, r.size));
   TALLY_ASSIGN_OR_RETURN(CUstream stream, session.StreamForWork(r.stream));
   const DriverApi* api = &session.api();
   session.Enqueue([=] { return api->cuMemcpyDtoDAsync(r.dst, r.src, r.size, stream); });
@@ -79,7 +79,7 @@ absl::Status Handle(Session& session, const ipc::Decoded<ipc::MemcpyDtoDRequest>
 
 absl::Status Handle(Session& session, const ipc::Decoded<ipc::MemsetRequest>& request) {
   const ipc::MemsetRequest& r = request.fields;
-  TALLY_RETURN_IF_ERROR(session.allocations().CheckRange(r.dst, r.size));
+  TALLY_RETURN_IF_ERROR(session.CheckDeviceRange(r.dst, r.size));
   TALLY_ASSIGN_OR_RETURN(CUstream stream, session.StreamForWork(r.stream));
   const DriverApi* api = &session.api();
   const auto byte = static_cast<unsigned char>(r.value & 0xff);

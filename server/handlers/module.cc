@@ -53,4 +53,14 @@ absl::StatusOr<Reply<ipc::GetFunctionResponse>> Handle(
   return reply;
 }
 
+absl::StatusOr<Reply<ipc::GetGlobalResponse>> Handle(
+    Session& session, const ipc::Decoded<ipc::GetGlobalRequest>& request) {
+  TALLY_ASSIGN_OR_RETURN(std::shared_ptr<SharedModule> * module,
+                         session.modules().Find(request.fields.module));
+  const std::string name(reinterpret_cast<const char*>(request.tail.data()), request.tail.size());
+  TALLY_ASSIGN_OR_RETURN(const auto global, (*module)->FindGlobal(name));
+  session.AddGlobal(global.first, global.second);
+  return Reply<ipc::GetGlobalResponse>{{.device_ptr = global.first, .size = global.second}, {}};
+}
+
 }  // namespace tally::server
