@@ -3,6 +3,7 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <cstring>
 
 #include "client/channel.h"
@@ -103,6 +104,45 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) 
     TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
     // cudaDeviceAttr and CUdevice_attribute share their values (driver_types.h, cuda.h).
     TALLY_ASSIGN_OR_RETURN(*value, SnapshotValue(channel->device(), static_cast<int>(attr)));
+    return absl::OkStatus();
+  });
+}
+
+// Flags (cudaDeviceScheduleSpin, ...) choose how the host waits; the shim always spins then
+// sleeps on the rings, so they are only remembered for cudaGetDeviceFlags. cudaDeviceMapHost
+// is always reported: the device can map host memory in the CUDA sense of the flag.
+std::atomic<unsigned int> device_flags{cudaDeviceMapHost};
+
+cudaError_t cudaSetDeviceFlags(unsigned int flags) {
+  return Run(__func__, [&]() -> absl::Status {
+    device_flags = flags | cudaDeviceMapHost;
+    return absl::OkStatus();
+  });
+}
+
+cudaError_t cudaGetDeviceFlags(unsigned int* flags) {
+  return Run(__func__, [&]() -> absl::Status {
+    TALLY_RETURN_IF_ERROR(CheckOut(flags));
+    *flags = device_flags;
+    return absl::OkStatus();
+  });
+}
+
+// The runtime this shim implements (the toolkit it was built against).
+cudaError_t cudaRuntimeGetVersion(int* version) {
+  return Run(__func__, [&]() -> absl::Status {
+    TALLY_RETURN_IF_ERROR(CheckOut(version));
+    *version = CUDART_VERSION;
+    return absl::OkStatus();
+  });
+}
+
+// The server's driver (for the emulator, the CUDA version it implements).
+cudaError_t cudaDriverGetVersion(int* version) {
+  return Run(__func__, [&]() -> absl::Status {
+    TALLY_RETURN_IF_ERROR(CheckOut(version));
+    TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
+    *version = channel->device().driver_version;
     return absl::OkStatus();
   });
 }

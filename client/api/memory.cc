@@ -16,27 +16,48 @@ using tally::client::Memset;
 using tally::client::Run;
 namespace ipc = tally::ipc;
 
+namespace {
+
+absl::Status Allocate(void** pointer, size_t size) {
+  TALLY_RETURN_IF_ERROR(CheckOut(pointer));
+  TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
+  TALLY_ASSIGN_OR_RETURN(auto answer, channel->Call(ipc::MemAllocRequest{.size = size}));
+  *pointer = reinterpret_cast<void*>(answer.fields.device_ptr);
+  if (size > 0) DeviceRanges::Get().Add(answer.fields.device_ptr, size);
+  return absl::OkStatus();
+}
+
+// The server issues the client's queued work before freeing, so freeing also keeps the order
+// cudaFreeAsync promises.
+absl::Status Free(void* pointer) {
+  TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
+  TALLY_RETURN_IF_ERROR(
+      channel->Call(ipc::MemFreeRequest{.device_ptr = DevicePointer(pointer)}).status());
+  DeviceRanges::Get().Remove(DevicePointer(pointer));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 extern "C" {
 
 cudaError_t cudaMalloc(void** pointer, size_t size) {
-  return Run(__func__, [&]() -> absl::Status {
-    TALLY_RETURN_IF_ERROR(CheckOut(pointer));
-    TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
-    TALLY_ASSIGN_OR_RETURN(auto answer, channel->Call(ipc::MemAllocRequest{.size = size}));
-    *pointer = reinterpret_cast<void*>(answer.fields.device_ptr);
-    if (size > 0) DeviceRanges::Get().Add(answer.fields.device_ptr, size);
-    return absl::OkStatus();
-  });
+  return Run(__func__, [&] { return Allocate(pointer, size); });
 }
 
 cudaError_t cudaFree(void* pointer) {
-  return Run(__func__, [&]() -> absl::Status {
-    TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
-    TALLY_RETURN_IF_ERROR(
-        channel->Call(ipc::MemFreeRequest{.device_ptr = DevicePointer(pointer)}).status());
-    DeviceRanges::Get().Remove(DevicePointer(pointer));
-    return absl::OkStatus();
-  });
+  return Run(__func__, [&] { return Free(pointer); });
+}
+
+// Stream-ordered allocation (CUDA Runtime API, "Stream Ordered Memory Allocator"): the server
+// allocates at once, which satisfies "usable by work enqueued after it on the stream"; pools
+// are not modelled.
+cudaError_t cudaMallocAsync(void** pointer, size_t size, cudaStream_t) {
+  return Run(__func__, [&] { return Allocate(pointer, size); });
+}
+
+cudaError_t cudaFreeAsync(void* pointer, cudaStream_t) {
+  return Run(__func__, [&] { return Free(pointer); });
 }
 
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {

@@ -1,5 +1,6 @@
 // Copies of every kind (also cudaMemcpyDefault, async on a stream, and one larger than a bulk
 // chunk), memsets, events, stream queries, and the error API on invalid calls. No kernels.
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -17,17 +18,27 @@ int main() {
   CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   EXPECT(sms == prop.multiProcessorCount);
 
-  // 6 MiB: more than one chunk of the bulk area in each direction.
+  int runtime = 0, driver = 0;
+  CHECK_CUDA(cudaRuntimeGetVersion(&runtime));
+  CHECK_CUDA(cudaDriverGetVersion(&driver));
+  EXPECT(runtime >= 13000 && driver > 0);
+
+  // 6 MiB: more than one chunk of the bulk area in each direction; the destination is
+  // page-locked host memory.
   const size_t n = (6u << 20) / sizeof(int);
-  std::vector<int> host(n), back(n, 0);
+  std::vector<int> host(n);
+  int* pinned = nullptr;
+  CHECK_CUDA(cudaMallocHost(&pinned, n * sizeof(int)));
+  int* back = pinned;
+  std::fill(back, back + n, 0);
   for (size_t i = 0; i < n; ++i) host[i] = static_cast<int>(i * 2654435761u);
   int *a, *b;
   CHECK_CUDA(cudaMalloc(&a, n * sizeof(int)));
   CHECK_CUDA(cudaMalloc(&b, n * sizeof(int)));
   CHECK_CUDA(cudaMemcpy(a, host.data(), n * sizeof(int), cudaMemcpyHostToDevice));
   CHECK_CUDA(cudaMemcpy(b, a, n * sizeof(int), cudaMemcpyDeviceToDevice));
-  CHECK_CUDA(cudaMemcpy(back.data(), b, n * sizeof(int), cudaMemcpyDefault));
-  EXPECT(back == host);
+  CHECK_CUDA(cudaMemcpy(back, b, n * sizeof(int), cudaMemcpyDefault));
+  EXPECT(std::equal(back, back + n, host.begin()));
 
   // Memset sets bytes; then async copies and events on a stream of our own.
   cudaStream_t stream;
@@ -37,7 +48,7 @@ int main() {
   CHECK_CUDA(cudaEventCreate(&stop));
   CHECK_CUDA(cudaEventRecord(start, stream));
   CHECK_CUDA(cudaMemsetAsync(b + 16, 0xab, 8 * sizeof(int), stream));
-  CHECK_CUDA(cudaMemcpyAsync(back.data(), b, 64 * sizeof(int), cudaMemcpyDeviceToHost, stream));
+  CHECK_CUDA(cudaMemcpyAsync(back, b, 64 * sizeof(int), cudaMemcpyDeviceToHost, stream));
   CHECK_CUDA(cudaEventRecord(stop, stream));
   CHECK_CUDA(cudaEventSynchronize(stop));
   CHECK_CUDA(cudaStreamSynchronize(stream));
@@ -50,11 +61,11 @@ int main() {
     EXPECT(back[i] == (i >= 16 && i < 24 ? static_cast<int>(0xabababab) : host[i]));
   }
   CHECK_CUDA(cudaMemset(a, 0, n * sizeof(int)));
-  CHECK_CUDA(cudaMemcpy(back.data(), a, n * sizeof(int), cudaMemcpyDeviceToHost));
+  CHECK_CUDA(cudaMemcpy(back, a, n * sizeof(int), cudaMemcpyDeviceToHost));
   for (size_t i = 0; i < n; ++i) EXPECT(back[i] == 0);
 
   // Invalid calls fail with the runtime's codes and leave them for cudaGetLastError.
-  EXPECT(cudaMemcpy(back.data(), a + n - 1, 2 * sizeof(int), cudaMemcpyDeviceToHost) ==
+  EXPECT(cudaMemcpy(back, a + n - 1, 2 * sizeof(int), cudaMemcpyDeviceToHost) ==
          cudaErrorInvalidValue);
   EXPECT(cudaPeekAtLastError() == cudaErrorInvalidValue);
   EXPECT(cudaGetLastError() == cudaErrorInvalidValue);
@@ -71,7 +82,10 @@ int main() {
   CHECK_CUDA(cudaEventDestroy(stop));
   CHECK_CUDA(cudaStreamDestroy(stream));
   CHECK_CUDA(cudaFree(a));
-  CHECK_CUDA(cudaFree(b));
+  CHECK_CUDA(cudaFreeAsync(b, nullptr));
+  CHECK_CUDA(cudaFreeHost(pinned));
+  EXPECT(cudaFreeHost(host.data()) == cudaErrorInvalidValue);
+  cudaGetLastError();
   CHECK_CUDA(cudaDeviceSynchronize());
   std::printf("memory: copies, memsets, streams, events and errors behave\n");
   return 0;
