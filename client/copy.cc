@@ -100,6 +100,22 @@ absl::Status Copy(void* dst, const void* src, size_t count, cudaMemcpyKind kind,
   }
 }
 
+absl::Status Copy2D(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t width,
+                    size_t height, cudaMemcpyKind kind, cudaStream_t stream) {
+  if (width > dst_pitch || width > src_pitch) {
+    return CudaError(cudaErrorInvalidPitchValue, "a pitch is smaller than the row width");
+  }
+  if (dst_pitch == width && src_pitch == width) {
+    return Copy(dst, src, width * height, kind, stream);
+  }
+  for (size_t row = 0; row < height; ++row) {
+    TALLY_RETURN_IF_ERROR(Copy(static_cast<std::byte*>(dst) + row * dst_pitch,
+                               static_cast<const std::byte*>(src) + row * src_pitch, width, kind,
+                               stream));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Memset(void* dst, int value, size_t count, cudaStream_t stream) {
   if (count == 0) return absl::OkStatus();
   TALLY_RETURN_IF_ERROR(CheckDeviceRange(dst, count));

@@ -52,6 +52,10 @@ class DeviceRanges {
 // pageable memory, also on a stream.
 absl::Status Copy(void* dst, const void* src, size_t count, cudaMemcpyKind kind,
                   cudaStream_t stream);
+// cudaMemcpy2D semantics: `height` rows of `width` bytes between pitched layouts. Dense layouts
+// are one copy, others a copy per row. cudaErrorInvalidPitchValue when a pitch is below width.
+absl::Status Copy2D(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t width,
+                    size_t height, cudaMemcpyKind kind, cudaStream_t stream);
 // cudaMemset semantics: sets bytes to the low byte of `value`; one-way.
 absl::Status Memset(void* dst, int value, size_t count, cudaStream_t stream);
 

@@ -1,6 +1,8 @@
 // Device memory entry points: allocation, copies and memsets (the copying is in copy.cc).
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
+
 #include "client/channel.h"
 #include "client/copy.h"
 #include "client/entry.h"
@@ -10,6 +12,7 @@
 using tally::client::Channel;
 using tally::client::CheckOut;
 using tally::client::Copy;
+using tally::client::Copy2D;
 using tally::client::DevicePointer;
 using tally::client::DeviceRanges;
 using tally::client::Memset;
@@ -58,6 +61,33 @@ cudaError_t cudaMallocAsync(void** pointer, size_t size, cudaStream_t) {
 
 cudaError_t cudaFreeAsync(void* pointer, cudaStream_t) {
   return Run(__func__, [&] { return Free(pointer); });
+}
+
+// Rows start at multiples of the device's texture alignment, as cudaMallocPitch promises
+// (CUDA Runtime API, cudaMallocPitch: "the pitch ... is guaranteed to satisfy alignment").
+cudaError_t cudaMallocPitch(void** pointer, size_t* pitch, size_t width, size_t height) {
+  return Run(__func__, [&]() -> absl::Status {
+    TALLY_RETURN_IF_ERROR(CheckOut(pitch));
+    TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
+    const auto alignment = static_cast<size_t>(std::max(
+        1, channel->device()
+               .attributes[static_cast<size_t>(ipc::SnapshotAttribute::k_TEXTURE_ALIGNMENT)]));
+    *pitch = (width + alignment - 1) / alignment * alignment;
+    return Allocate(pointer, *pitch * height);
+  });
+}
+
+cudaError_t cudaMemcpy2D(void* dst, size_t dst_pitch, const void* src, size_t src_pitch,
+                         size_t width, size_t height, cudaMemcpyKind kind) {
+  return Run(__func__,
+             [&] { return Copy2D(dst, dst_pitch, src, src_pitch, width, height, kind, nullptr); });
+}
+
+cudaError_t cudaMemcpy2DAsync(void* dst, size_t dst_pitch, const void* src, size_t src_pitch,
+                              size_t width, size_t height, cudaMemcpyKind kind,
+                              cudaStream_t stream) {
+  return Run(__func__,
+             [&] { return Copy2D(dst, dst_pitch, src, src_pitch, width, height, kind, stream); });
 }
 
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {

@@ -64,6 +64,24 @@ int main() {
   CHECK_CUDA(cudaMemcpy(back, a, n * sizeof(int), cudaMemcpyDeviceToHost));
   for (size_t i = 0; i < n; ++i) EXPECT(back[i] == 0);
 
+  // A pitched 2-D region: rows of 100 bytes in rows of at least 100.
+  const size_t width = 100, height = 7;
+  char* pitched = nullptr;
+  size_t pitch = 0;
+  CHECK_CUDA(cudaMallocPitch(reinterpret_cast<void**>(&pitched), &pitch, width, height));
+  EXPECT(pitch >= width);
+  std::vector<char> rows(width * height), rows_back(width * height, 0);
+  for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<char>(i * 7);
+  CHECK_CUDA(
+      cudaMemcpy2D(pitched, pitch, rows.data(), width, width, height, cudaMemcpyHostToDevice));
+  CHECK_CUDA(
+      cudaMemcpy2D(rows_back.data(), width, pitched, pitch, width, height, cudaMemcpyDeviceToHost));
+  EXPECT(rows_back == rows);
+  EXPECT(cudaMemcpy2D(pitched, width - 1, rows.data(), width, width, height,
+                      cudaMemcpyHostToDevice) == cudaErrorInvalidPitchValue);
+  cudaGetLastError();
+  CHECK_CUDA(cudaFree(pitched));
+
   // Invalid calls fail with the runtime's codes and leave them for cudaGetLastError.
   EXPECT(cudaMemcpy(back, a + n - 1, 2 * sizeof(int), cudaMemcpyDeviceToHost) ==
          cudaErrorInvalidValue);
