@@ -191,6 +191,8 @@ absl::StatusOr<Inst> Decoder::Decode() {
     inst_.op = Op::kLop3;
     status = NeedType();
     if (status.ok()) status = Operands(4, {Type::kNone, Type::kNone, Type::kNone, Type::kU32});
+  } else if (op == "sad") {
+    status = Arithmetic(Op::kSad, 3);
   } else if (op == "copysign") {
     status = Arithmetic(Op::kCopysign, 2);
   } else if (op == "bfind") {

@@ -44,7 +44,9 @@ absl::Status Decoder::Atom(bool has_result) {
   if (!atom_op) return Fail("missing atomic operation");
   inst_.mod = static_cast<uint8_t>(*atom_op);
   TALLY_RETURN_IF_ERROR(NeedType());
-  if (TypeBits(inst_.type) < 32) return Fail("sub-word atomics");
+  // 16-bit atomics exist only as cas.b16 (sm_70+); other sub-word forms are f16/bf16 adds.
+  bool cas16 = *atom_op == AtomOp::kCas && TypeBits(inst_.type) == 16;
+  if (TypeBits(inst_.type) < 32 && !cas16) return Fail("sub-word atomics");
   size_t sources = *atom_op == AtomOp::kCas ? 2 : 1;
   size_t first = has_result ? 1 : 0;
   TALLY_RETURN_IF_ERROR(Arity(first + 1 + sources));

@@ -158,10 +158,11 @@ bool Block::ExecuteMemory(const Inst& in, Warp& warp, uint32_t mask, uint32_t pc
         ok = false;
         return;
       }
-      uint64_t old = size == 4 ? Atomic(reinterpret_cast<uint32_t*>(host), op, in.type, a[l],
-                                        b != nullptr ? b[l] : 0)
-                               : Atomic(reinterpret_cast<uint64_t*>(host), op, in.type, a[l],
-                                        b != nullptr ? b[l] : 0);
+      const uint64_t operand_b = b != nullptr ? b[l] : 0;
+      uint64_t old =
+          size == 2   ? Atomic(reinterpret_cast<uint16_t*>(host), op, in.type, a[l], operand_b)
+          : size == 4 ? Atomic(reinterpret_cast<uint32_t*>(host), op, in.type, a[l], operand_b)
+                      : Atomic(reinterpret_cast<uint64_t*>(host), op, in.type, a[l], operand_b);
       if (has_result) d[l] = old;
     });
     return ok;

@@ -333,6 +333,16 @@ WarpStatus Block::RunWarp(Warp& warp, uint32_t budget) {
           });
           break;
         }
+        case Op::kSad: {
+          // c + |a - b| (PTX ISA, "sad"), the difference taken in the operation's signedness.
+          const bool is_signed = IsSigned(in.type);
+          ForLanes(mask, [&](int l) {
+            uint64_t x = a[l] & wm, y = b[l] & wm;
+            bool less = is_signed ? ReadSigned(x, width) < ReadSigned(y, width) : x < y;
+            d[l] = (c[l] + (less ? y - x : x - y)) & wm;
+          });
+          break;
+        }
         case Op::kCopysign: {
           // d = b with the sign of a (PTX ISA, "copysign").
           const uint64_t sign = 1ull << (width - 1);

@@ -268,5 +268,26 @@ TEST_CASE("funnel shifts, lop3 and copysign") {
   }
 }
 
+TEST_CASE("sad and 16-bit atomicCAS") {
+  std::vector<int> a = {5, -5, 100, -2000000000, 0, 7};
+  std::vector<int> b = {9, 3, -100, 2000000000, 0, 7};
+  a.resize(64, 1);
+  b.resize(64, -1);
+  std::vector<unsigned short> words = {0, 65530, 7, 100};
+  CUdeviceptr da = Upload(a), db = Upload(b), dout = Zeros<int>(64), dwords = Upload(words);
+  EMU_OK(LaunchAndWait(NumericsKernel("sad_cas16"), 1, 64, {&da, &db, &dout, &dwords}));
+  std::vector<int> out = Download<int>(dout, 64);
+  for (int i = 0; i < 64; ++i) {
+    int64_t x = a[i], y = b[i];
+    uint32_t ux = a[i], uy = b[i];
+    uint32_t signed_diff = static_cast<uint32_t>(x > y ? x - y : y - x);
+    uint32_t unsigned_diff = ux > uy ? ux - uy : uy - ux;
+    INFO("thread " << i);
+    CHECK(static_cast<uint32_t>(out[i]) == signed_diff + 7 + unsigned_diff);
+  }
+  std::vector<unsigned short> after = Download<unsigned short>(dwords, 4);
+  for (int k = 0; k < 4; ++k) CHECK(after[k] == static_cast<unsigned short>(words[k] + 16));
+}
+
 }  // namespace
 }  // namespace tally::emu::testing

@@ -119,3 +119,12 @@ extern "C" __global__ void bit_ops(const unsigned* a, const unsigned* b, const f
   asm("copysign.f32 %0, %1, %2;" : "=f"(s) : "f"(f[i]), "f"(f[i + 1]));
   fout[i] = s;
 }
+
+// sad and 16-bit compare-and-swap (atomicCAS on unsigned short, sm_70+).
+extern "C" __global__ void sad_cas16(const int* a, const int* b, int* out, unsigned short* words) {
+  int i = threadIdx.x;
+  out[i] = __sad(a[i], b[i], 7u) + (int)__usad(a[i], b[i], 0u);
+  unsigned short* word = words + (i & 3);
+  unsigned short old = *word, seen;
+  while ((seen = atomicCAS(word, old, (unsigned short)(old + 1))) != old) old = seen;
+}
