@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <mutex>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -67,7 +68,9 @@ absl::StatusOr<Answer<typename ipc::CallTraits<Request>::Response>> Channel::Cal
   absl::StatusOr<Answer<Response>> answer;
   if (message.header.type == ipc::CallError::kType) {
     absl::StatusOr<ipc::Decoded<ipc::CallError>> error = ipc::Decode<ipc::CallError>(message);
-    answer = error.ok() ? CudaError(FromDriverResult(error->fields.result), "the server refused")
+    answer = error.ok() ? CudaError(FromDriverResult(error->fields.result),
+                                    std::string(reinterpret_cast<const char*>(error->tail.data()),
+                                                error->tail.size()))
                         : error.status();
   } else if (absl::StatusOr<ipc::Decoded<Response>> decoded = ipc::Decode<Response>(message);
              decoded.ok()) {

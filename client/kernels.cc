@@ -8,6 +8,7 @@
 #include "client/copy.h"
 #include "client/fatbin_image.h"
 #include "client/status.h"
+#include "common/log.h"
 #include "common/status.h"
 #include "ipc/content_hash.h"
 
@@ -126,6 +127,13 @@ absl::Status KernelRegistry::Upload(Fatbin& fatbin) {
   auto answer = channel->Call(
       ipc::RegisterFatbinRequest{.content_hash = ipc::ContentHash(image), .image = *block});
   channel->bulk().Free(*block);
+  if (!answer.ok() && !fatbin.failure_logged) {
+    // Every kernel of the fatbin will fail to launch; say why once (launch errors are easy to
+    // miss: the code <<<>>> generates discards them).
+    fatbin.failure_logged = true;
+    TALLY_LOG_WARN("tally: the server cannot load this program's device code ({} bytes): {}",
+                   image.size(), std::string(answer.status().message()));
+  }
   TALLY_RETURN_IF_ERROR(answer.status());
   fatbin.module = answer->fields.module;
   return absl::OkStatus();

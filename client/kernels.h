@@ -20,6 +20,7 @@ struct Fatbin {
   const void* wrapper = nullptr;
   std::mutex mutex;
   uint64_t module = 0;  // 0 until sent to the server
+  bool failure_logged = false;
 };
 
 struct Kernel {

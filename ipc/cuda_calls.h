@@ -12,7 +12,7 @@
 namespace tally::ipc {
 
 // The schema number exchanged in the handshake (Hello::schema_version).
-inline constexpr uint32_t kCudaCallsSchemaVersion = 2;
+inline constexpr uint32_t kCudaCallsSchemaVersion = 3;
 
 enum class CallMode { kSync, kAsync };
 
@@ -27,9 +27,10 @@ constexpr uint32_t RequestType(CallId id) { return static_cast<uint32_t>(id); }
 constexpr uint32_t ResponseType(CallId id) { return static_cast<uint32_t>(id) | kResponseBit; }
 
 // The answer to a sync call that failed: a CUresult (cuda.h), mapped to cudaError_t by the
-// client. Sent with kFlagError.
+// client, followed by the server's explanation as text (no NUL). Sent with kFlagError.
 struct CallError {
   static constexpr uint32_t kType = 0xffff;
+  static constexpr bool kHasTail = true;
   int32_t result;
   uint32_t reserved;
 };

@@ -13,6 +13,8 @@
 namespace tally::server {
 namespace {
 
+constexpr size_t kMaxReasonBytes = 1024;
+
 template <ipc::WireMessage T>
 std::vector<std::byte> Encode(uint64_t sequence, uint32_t flags, const T& fields,
                               std::span<const std::byte> tail) {
@@ -45,8 +47,11 @@ absl::StatusOr<std::optional<std::vector<std::byte>>> HandleSync(
     return Encode(message.header.sequence, 0, reply->fields, reply->tail);
   }
   TALLY_ASSIGN_OR_RETURN(const CUresult result, ResultOrViolation(reply.status()));
+  // The explanation, bounded so that it always fits a response record.
+  const absl::string_view reason = reply.status().message().substr(0, kMaxReasonBytes);
   return Encode(message.header.sequence, ipc::kFlagError,
-                ipc::CallError{static_cast<int32_t>(result), 0}, {});
+                ipc::CallError{static_cast<int32_t>(result), 0},
+                std::as_bytes(std::span(reason.data(), reason.size())));
 }
 
 template <typename Request>

@@ -111,7 +111,10 @@ absl::StatusOr<std::shared_ptr<const ParsedImage>> ModuleRegistry::Parse(
   const ptx::FatbinEntry* ptx = ptx::SelectPtxForArch(*entries, device_arch_);
   if (ptx == nullptr) {
     return ClientError(CUDA_ERROR_NO_BINARY_FOR_GPU,
-                       absl::StrFormat("the fatbin has no PTX for sm_%d", device_arch_));
+                       absl::StrFormat("the fatbin has no PTX that sm_%d can run (Tally loads "
+                                       "PTX; device code linked with -rdc=true is not "
+                                       "supported yet)",
+                                       device_arch_));
   }
   auto module = ptx::ParseModuleOrError(ptx->payload, "<fatbin ptx>");
   if (!module.ok()) return ClientError(CUDA_ERROR_INVALID_PTX, module.status().message());

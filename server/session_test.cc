@@ -76,7 +76,10 @@ class TestClient {
     REQUIRE(message.ok());
     if (message->header.type != ipc::CallError::kType) return CUDA_SUCCESS;
     CHECK((message->header.flags & ipc::kFlagError) != 0);
-    return static_cast<CUresult>(ipc::Decode<ipc::CallError>(*message)->fields.result);
+    const auto error = ipc::Decode<ipc::CallError>(*message);
+    REQUIRE(error.ok());
+    last_reason_.assign(reinterpret_cast<const char*>(error->tail.data()), error->tail.size());
+    return static_cast<CUresult>(error->fields.result);
   }
 
   template <typename Response>
@@ -96,6 +99,8 @@ class TestClient {
     return Last<ipc::MemAllocResponse>().device_ptr;
   }
 
+  // The explanation that came with the last CallError.
+  const std::string& last_reason() const { return last_reason_; }
   Session& session() { return *session_; }
   std::span<std::byte> bulk() { return bulk_; }
   void End() { session_.reset(); }
@@ -105,6 +110,7 @@ class TestClient {
   std::unique_ptr<Session> session_;
   uint64_t sequence_ = 0;
   std::vector<std::byte> last_response_;
+  std::string last_reason_;
 };
 
 TEST_CASE("malformed records end the session") {
@@ -205,6 +211,7 @@ TEST_CASE("fatbins that are not fatbins, or do not match their hash, are refused
   const uint64_t hash = ipc::ContentHash(junk);
   CHECK(client.Result(ipc::RegisterFatbinRequest{.content_hash = hash, .image = {0, 128}}) ==
         CUDA_ERROR_INVALID_IMAGE);
+  CHECK(client.last_reason().find("not a fatbin") != std::string::npos);
   CHECK(client.Result(ipc::RegisterFatbinRequest{.content_hash = hash + 1, .image = {0, 128}}) ==
         CUDA_ERROR_INVALID_VALUE);
 }
