@@ -12,7 +12,7 @@
 namespace tally::ipc {
 
 // The schema number exchanged in the handshake (Hello::schema_version).
-inline constexpr uint32_t kCudaCallsSchemaVersion = 3;
+inline constexpr uint32_t kCudaCallsSchemaVersion = 4;
 
 enum class CallMode { kSync, kAsync };
 
@@ -277,6 +277,39 @@ struct GetGlobalResponse {
   TALLY_INTERNAL_RESPONSE(GetGlobal);
   uint64_t device_ptr;
   uint64_t size;
+};
+
+// Kernel attributes, indexed by CUfunction_attribute (cuda.h: 0 MAX_THREADS_PER_BLOCK ...
+// 15 CLUSTER_SCHEDULING_POLICY_PREFERENCE); attributes the driver does not know read as 0.
+inline constexpr size_t kFuncAttributeSlots = 16;
+struct FuncGetAttributesRequest {
+  TALLY_INTERNAL_REQUEST(FuncGetAttributes);
+  uint64_t function;
+};
+struct FuncGetAttributesResponse {
+  TALLY_INTERNAL_RESPONSE(FuncGetAttributes);
+  int32_t values[kFuncAttributeSlots];
+};
+// cudaFuncAttribute and CUfunction_attribute share the values of the settable attributes.
+struct FuncSetAttributeRequest {
+  TALLY_INTERNAL_REQUEST(FuncSetAttribute);
+  uint32_t attribute;
+  int32_t value;
+  uint64_t function;
+};
+struct FuncSetAttributeResponse {
+  TALLY_INTERNAL_RESPONSE(FuncSetAttribute);
+  uint32_t reserved;
+};
+struct OccupancyRequest {
+  TALLY_INTERNAL_REQUEST(Occupancy);
+  int32_t block_size;
+  uint64_t function;
+  uint64_t dynamic_shared_bytes;
+};
+struct OccupancyResponse {
+  TALLY_INTERNAL_RESPONSE(Occupancy);
+  int32_t blocks_per_multiprocessor;
 };
 
 #undef TALLY_INTERNAL_REQUEST

@@ -39,6 +39,17 @@ int main() {
   CHECK_CUDA(cudaDeviceSynchronize());
   CHECK_CUDA(cudaMemcpy(host, out, sizeof(host), cudaMemcpyDeviceToHost));
   for (int b = 0; b < 6; ++b) EXPECT(host[b] == 1 + 2 + 3 + 4 + 5 + b);
+  // Kernel attributes and occupancy come from the server's module.
+  cudaFuncAttributes attributes;
+  CHECK_CUDA(cudaFuncGetAttributes(&attributes, Mixed));
+  EXPECT(attributes.maxThreadsPerBlock > 0);
+  CHECK_CUDA(cudaFuncSetAttribute(Mixed, cudaFuncAttributeMaxDynamicSharedMemorySize, 1024));
+  CHECK_CUDA(cudaFuncGetAttributes(&attributes, Mixed));
+  EXPECT(attributes.maxDynamicSharedSizeBytes == 1024);
+  int blocks = 0;
+  CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, Mixed, 32, 0));
+  EXPECT(blocks > 0);
+
   CHECK_CUDA(cudaStreamDestroy(stream));
   CHECK_CUDA(cudaFree(out));
   std::printf("params: packed arguments arrived intact\n");
