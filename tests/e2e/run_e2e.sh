@@ -9,7 +9,10 @@ work=$(mktemp -d /tmp/tally-e2e-XXXXXX)
 socket=$work/server.sock
 server_pid=
 cleanup() {
-  if [[ -n $server_pid ]]; then kill -TERM "$server_pid" 2>/dev/null; wait "$server_pid" 2>/dev/null; fi
+  if [[ -n $server_pid ]]; then
+    kill -TERM "$server_pid" 2>/dev/null
+    wait "$server_pid" 2>/dev/null
+  fi
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -54,8 +57,9 @@ case $scenario in
     [[ $line == READY ]] || fail "hog said '$line'"
     kill -KILL "$hog_pid"
     wait "$hog_pid" 2>/dev/null
-    for _ in $(seq 100); do grep -q "freed 1 allocation(s) of 268435456 bytes" "$work/server.log" && break; sleep 0.05; done
-    grep -q "freed 1 allocation(s) of 268435456 bytes" "$work/server.log" || fail "hog's memory was not reclaimed"
+    reclaimed="freed 1 allocation(s) of 268435456 bytes"
+    for _ in $(seq 100); do grep -q "$reclaimed" "$work/server.log" && break; sleep 0.05; done
+    grep -q "$reclaimed" "$work/server.log" || fail "hog's memory was not reclaimed"
     run meminfo || fail "memory still in use after the killed client"
     run vector_add || fail "the server no longer serves after a client died"
     ;;
@@ -81,7 +85,7 @@ case $scenario in
     timeout 30 "$run_bin" --server "$work/nobody.sock" -- "$programs/vector_add" > "$work/out" 2>&1
     status=$?
     [[ $status -ne 0 && $status -ne 124 ]] || fail "exit status $status without a server"
-    grep -q "nobody.sock" "$work/out" || fail "the error does not name the socket: $(cat "$work/out")"
+    grep -q "nobody.sock" "$work/out" || fail "the error names no socket: $(cat "$work/out")"
     ;;
   *) fail "unknown scenario $scenario" ;;
 esac
