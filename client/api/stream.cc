@@ -8,6 +8,7 @@
 
 using tally::client::Channel;
 using tally::client::CheckOut;
+using tally::client::CudaError;
 using tally::client::Run;
 using tally::client::StreamHandle;
 using tally::client::ToStream;
@@ -67,6 +68,38 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
     return channel->Post(ipc::StreamWaitEventRequest{.flags = flags,
                                                      .stream = StreamHandle(stream),
                                                      .event = tally::client::EventHandle(event)});
+  });
+}
+
+// Host functions run after the stream's preceding work and before its later work (CUDA Runtime
+// API, cudaLaunchHostFunc). Until the server can call back into the client, the shim keeps that
+// order by waiting for the stream and running the function on the calling thread: correct
+// ordering, but the call blocks like a synchronisation.
+cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t function, void* data) {
+  return Run(__func__, [&]() -> absl::Status {
+    if (function == nullptr) return CudaError(cudaErrorInvalidValue, "null host function");
+    TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
+    TALLY_RETURN_IF_ERROR(
+        channel->Call(ipc::StreamSynchronizeRequest{.stream = StreamHandle(stream)}).status());
+    function(data);
+    return absl::OkStatus();
+  });
+}
+
+// As cudaLaunchHostFunc; the callback also receives the stream's status (CUDA Runtime API,
+// cudaStreamAddCallback: flags must be 0).
+cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t callback, void* data,
+                                  unsigned int flags) {
+  return Run(__func__, [&]() -> absl::Status {
+    if (callback == nullptr || flags != 0) {
+      return CudaError(cudaErrorInvalidValue, "null callback or nonzero flags");
+    }
+    TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
+    const absl::Status synced =
+        channel->Call(ipc::StreamSynchronizeRequest{.stream = StreamHandle(stream)}).status();
+    if (tally::client::ToCudaError(synced) == cudaErrorInvalidResourceHandle) return synced;
+    callback(stream, tally::client::ToCudaError(synced), data);
+    return absl::OkStatus();
   });
 }
 

@@ -50,7 +50,17 @@ int main() {
   CHECK_CUDA(cudaMemsetAsync(b + 16, 0xab, 8 * sizeof(int), stream));
   CHECK_CUDA(cudaMemcpyAsync(back, b, 64 * sizeof(int), cudaMemcpyDeviceToHost, stream));
   CHECK_CUDA(cudaEventRecord(stop, stream));
+  // Host functions run after the stream's preceding work: the async copy above has landed.
+  struct Seen {
+    const int* data;
+    int value;
+  } seen{back, -1};
+  CHECK_CUDA(cudaLaunchHostFunc(
+      stream, [](void* p) { static_cast<Seen*>(p)->value = static_cast<Seen*>(p)->data[16]; },
+      &seen));
   CHECK_CUDA(cudaEventSynchronize(stop));
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+  EXPECT(seen.value == static_cast<int>(0xabababab));
   CHECK_CUDA(cudaStreamSynchronize(stream));
   EXPECT(cudaStreamQuery(stream) == cudaSuccess);
   EXPECT(cudaEventQuery(stop) == cudaSuccess);
