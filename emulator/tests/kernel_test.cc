@@ -117,6 +117,35 @@ TEST_CASE("kernels on concurrent streams share the virtual SMs") {
   }
 }
 
+TEST_CASE("control_flow: divergent loops, early exits, warp intrinsics in branches") {
+  std::vector<int> in = RandomInts(96, 0, 50, 13);
+  CUdeviceptr din = Upload(in), dout = Zeros<int>(96 * 4);
+  EMU_OK(LaunchAndWait(BasicKernel("control_flow"), 1, 96, {&din, &dout}));
+  std::vector<int> out = Download<int>(dout, 96 * 4);
+  std::vector<int> acc(96, 0);
+  int total = 0;
+  for (int t = 0; t < 96; ++t) {
+    int v = in[t];
+    for (int i = 0; i < 20; ++i) {
+      if ((v + i) % 7 == 0) continue;
+      for (int j = 0; j < i; ++j) {
+        if (j * v % 5 == 4) break;
+        acc[t] += (i ^ j) + v;
+      }
+      if (acc[t] > 5000 + v * 3) break;
+    }
+    total += acc[t] & 0xff;
+  }
+  for (int t = 0; t < 96; ++t) {
+    int lane = t & 31;
+    INFO("thread " << t);
+    CHECK(out[t * 4] == acc[t]);
+    CHECK(static_cast<unsigned>(out[t * 4 + 1]) == (lane < 10 ? 0x3ffu : 0u));
+    CHECK(out[t * 4 + 2] == (lane >= 13 && (lane & 1) ? in[(t & ~31) + (lane ^ 2)] : 0));
+    CHECK(out[t * 4 + 3] == (in[t] % 3 == 0 ? 0 : total));
+  }
+}
+
 TEST_CASE("int_ops: integer instructions are bit-exact") {
   std::vector<int> a = RandomInts(64, -1000000000, 1000000000, 3);
   std::vector<int> b = RandomInts(64, -70000, 70000, 4);

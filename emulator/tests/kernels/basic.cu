@@ -227,3 +227,35 @@ extern "C" __global__ void prints(int value) {
 }
 
 extern "C" __global__ void asserts(const int* data) { assert(data[threadIdx.x] != 3); }
+
+// Divergent control flow: data-dependent break/continue in nested loops, an early return,
+// warp intrinsics inside divergent branches, and a barrier after the divergence.
+extern "C" __global__ void control_flow(const int* in, int* out) {
+  __shared__ int total;
+  int t = threadIdx.x, lane = t & 31;
+  if (t == 0) total = 0;
+  __syncthreads();
+  int v = in[t], acc = 0;
+  for (int i = 0; i < 20; ++i) {
+    if ((v + i) % 7 == 0) continue;
+    for (int j = 0; j < i; ++j) {
+      if (j * v % 5 == 4) break;
+      acc += (i ^ j) + v;
+    }
+    if (acc > 5000 + v * 3) break;
+  }
+  unsigned mask = 0;
+  int shuffled = 0;
+  if (lane < 10) {
+    mask = __activemask();
+  } else if ((lane & 1) && lane >= 13) {
+    shuffled = __shfl_sync(0xaaaaa000u, v, lane ^ 2);  // among the odd lanes >= 13
+  }
+  atomicAdd(&total, acc & 0xff);
+  __syncthreads();
+  out[t * 4] = acc;
+  out[t * 4 + 1] = mask;
+  out[t * 4 + 2] = shuffled;
+  if (v % 3 == 0) return;  // early exit: the barrier above already completed
+  out[t * 4 + 3] = total;
+}
