@@ -31,7 +31,7 @@ struct LaunchSetup {
   uint32_t dynamic_shared_bytes = 0;
   std::vector<uint8_t> params;
   uint32_t sm_count = 1;
-  std::atomic<bool> abort{false};  // a block failed: the others stop early
+  std::atomic<bool> abort{false};  // a block failed or the library unloads: stop early
 };
 
 struct Warp {
