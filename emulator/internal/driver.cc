@@ -1,6 +1,9 @@
 // Driver initialisation/teardown, context registry and primary context reference counting.
 #include "emulator/internal/driver.h"
 
+#include <chrono>
+#include <shared_mutex>
+
 #include "common/log.h"
 #include "common/status.h"
 
@@ -8,12 +11,15 @@ namespace tally::emu {
 namespace {
 
 std::atomic<DriverState> g_state{DriverState::kUninitialized};
+std::shared_timed_mutex g_api_mu;
 std::mutex g_init_mu;
 Driver* g_driver = nullptr;  // owned; deleted at library teardown
 
 }  // namespace
 
 DriverState Driver::State() { return g_state.load(std::memory_order_acquire); }
+
+std::shared_timed_mutex& Driver::ApiMutex() { return g_api_mu; }
 
 Driver& Driver::Get() { return *g_driver; }
 
@@ -42,6 +48,14 @@ void Driver::Shutdown() {
   // Stop every context's workers before the memory they might touch goes away; kernels still
   // running are cancelled so that one that never ends cannot hang the process at exit.
   if (g_driver->sm_pool_ != nullptr) g_driver->sm_pool_->Cancel();
+  // Entry points already inside the driver (other threads of an exiting process) finish
+  // first; later ones see kShutDown. If one does not finish (e.g. it waits for a host callback
+  // that never returns), the driver is left in place rather than freed under it.
+  std::unique_lock api(g_api_mu, std::defer_lock);
+  if (!api.try_lock_for(std::chrono::seconds(2))) {
+    TALLY_LOG_WARN("emu: entry points still running at teardown; not freeing the driver");
+    return;
+  }
   for (auto& context : g_driver->contexts_.RemoveIf([](const Context&) { return true; })) {
     context->Deactivate();
   }

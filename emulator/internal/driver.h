@@ -7,6 +7,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 
 #include "absl/status/statusor.h"
 #include "emulator/exec/sm_pool.h"
@@ -36,6 +37,9 @@ class Driver {
   static absl::Status Initialize(unsigned flags);
   // Library teardown: later calls answer CUDA_ERROR_DEINITIALIZED.
   static void Shutdown();
+  // Held shared by every entry point that uses the driver, exclusively by Shutdown, so that
+  // teardown never frees the driver under a call in flight on another thread.
+  static std::shared_timed_mutex& ApiMutex();
 
   const DeviceConfig& config() const { return config_; }
   DeviceMemory& memory() { return *memory_; }

@@ -7,6 +7,7 @@
 #include <cuda.h>
 
 #include <new>
+#include <shared_mutex>
 
 #include "absl/status/status.h"
 #include "common/status.h"
@@ -28,8 +29,10 @@ CUresult RunAnyState(Body&& body) noexcept {
 }
 
 // For entry points that need cuInit: NOT_INITIALIZED before it, DEINITIALIZED after teardown.
+// The state is checked under the API lock, so the driver cannot be torn down mid-call.
 template <typename Body>
 CUresult Run(Body&& body) noexcept {
+  std::shared_lock lock(Driver::ApiMutex());
   switch (Driver::State()) {
     case DriverState::kUninitialized:
       return CUDA_ERROR_NOT_INITIALIZED;

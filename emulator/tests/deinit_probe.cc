@@ -10,6 +10,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
 
 namespace {
 
@@ -69,6 +70,14 @@ int main() {
       launch(function, 4, 1, 1, 64, 1, 1, 0, stream, nullptr, nullptr) != CUDA_SUCCESS) {
     return 4;
   }
+  // Another thread keeps calling into the driver while the process exits: its calls must
+  // either complete or answer DEINITIALIZED, never touch a freed driver.
+  std::thread([] {
+    while (true) {
+      CUdeviceptr scratch = 0;
+      if (g_mem_alloc(&scratch, 256) == CUDA_ERROR_DEINITIALIZED) return;
+    }
+  }).detach();
   usleep(50 * 1000);  // let the kernel start spinning
   auto query = Resolve<PFN_cuStreamQuery_v2000>(library, "cuStreamQuery");
   if (query(stream) != CUDA_ERROR_NOT_READY) return 5;  // still spinning
