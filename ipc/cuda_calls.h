@@ -12,7 +12,7 @@
 namespace tally::ipc {
 
 // The schema number exchanged in the handshake (Hello::schema_version).
-inline constexpr uint32_t kCudaCallsSchemaVersion = 4;
+inline constexpr uint32_t kCudaCallsSchemaVersion = 5;
 
 enum class CallMode { kSync, kAsync };
 
@@ -60,6 +60,8 @@ struct GetDeviceInfoResponse {
   uint8_t uuid[16];
   uint64_t total_memory;
   int32_t driver_version;
+  int32_t stream_priority_least;  // cuCtxGetStreamPriorityRange
+  int32_t stream_priority_greatest;
   int32_t attributes[static_cast<size_t>(SnapshotAttribute::kCount)];
 };
 struct DeviceSynchronizeRequest {

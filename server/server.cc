@@ -33,6 +33,10 @@ absl::StatusOr<ipc::GetDeviceInfoResponse> QueryDeviceInfo(const Backend& backen
   info.total_memory = total;
   TALLY_RETURN_IF_ERROR(
       CheckCu(api.cuDriverGetVersion(&info.driver_version), "cuDriverGetVersion"));
+  // Needs the context current, as Create makes it.
+  TALLY_RETURN_IF_ERROR(CheckCu(
+      api.cuCtxGetStreamPriorityRange(&info.stream_priority_least, &info.stream_priority_greatest),
+      "cuCtxGetStreamPriorityRange"));
   size_t index = 0;
 #define TALLY_SNAPSHOT_ATTRIBUTE(name)                                              \
   /* An attribute this driver does not know reads as 0, like an absent feature. */  \

@@ -41,6 +41,16 @@ cudaError_t cudaStreamCreateWithPriority(cudaStream_t* stream, unsigned int flag
   return Run(__func__, [&] { return CreateStream(stream, flags, priority); });
 }
 
+cudaError_t cudaDeviceGetStreamPriorityRange(int* least, int* greatest) {
+  return Run(__func__, [&]() -> absl::Status {
+    TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
+    // Either output may be null (CUDA Runtime API, cudaDeviceGetStreamPriorityRange).
+    if (least != nullptr) *least = channel->device().stream_priority_least;
+    if (greatest != nullptr) *greatest = channel->device().stream_priority_greatest;
+    return absl::OkStatus();
+  });
+}
+
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   return Run(__func__, [&]() -> absl::Status {
     TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());

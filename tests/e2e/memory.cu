@@ -18,6 +18,9 @@ int main() {
   CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   EXPECT(sms == prop.multiProcessorCount);
 
+  int least = 1, greatest = 1;
+  CHECK_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  EXPECT(greatest <= least);
   int runtime = 0, driver = 0;
   CHECK_CUDA(cudaRuntimeGetVersion(&runtime));
   CHECK_CUDA(cudaDriverGetVersion(&driver));

@@ -48,6 +48,12 @@ case $scenario in
     count=$(grep -c "client [0-9]* connected" "$work/server.log")
     [[ $count -eq $(($# - 4)) ]] || fail "the server saw $count clients, expected $(($# - 4))"
     ;;
+  priority)  # tally-run's priority reaches the server
+    start_server
+    timeout 120 "$run_bin" --priority 7 --server "$socket" -- "$programs/vector_add" ||
+      fail "vector_add failed"
+    grep -q "priority 7" "$work/server.log" || fail "the server did not see priority 7"
+    ;;
   killed)  # a client killed while holding memory: it is reclaimed, the server carries on
     start_server
     # exec: the coprocess's pid is then the hog's own (tally-run execs it too).
