@@ -327,10 +327,10 @@ TEST_CASE("misc_ops: bfind, isspacep, redux.sync, prefetch") {
   CUdeviceptr din = Upload(in), dout = Zeros<int>(32 * 8);
   EMU_OK(LaunchAndWait(BasicKernel("misc_ops"), 1, 32, {&din, &dout}));
   std::vector<int> out = Download<int>(dout, 32 * 8);
-  int sum = 0, min = INT_MAX, exclusive = 0;
-  unsigned max = 0;
+  int min = INT_MAX, exclusive = 0;
+  unsigned sum = 0, max = 0;  // redux.add wraps: sum in unsigned arithmetic
   for (int v : in) {
-    sum += v;
+    sum += static_cast<unsigned>(v);
     min = std::min(min, v);
     max = std::max(max, static_cast<unsigned>(v));
     exclusive ^= v;
@@ -345,7 +345,7 @@ TEST_CASE("misc_ops: bfind, isspacep, redux.sync, prefetch") {
     CHECK(static_cast<unsigned>(o[1]) ==
           (magnitude == 0 ? 0xffffffffu : static_cast<unsigned>(std::countl_zero(magnitude))));
     CHECK(o[2] == 6);
-    CHECK(o[3] == sum);
+    CHECK(static_cast<unsigned>(o[3]) == sum);
     CHECK(o[4] == min);
     CHECK(static_cast<unsigned>(o[5]) == max);
     CHECK(o[6] == exclusive);
