@@ -15,8 +15,9 @@ build_dir=${TALLY_BUILD_DIR:-$root/build}
 cuda_root=${TALLY_CUDA_ROOT:-/usr/local/cuda}
 jobs=${TALLY_JOBS:-$(nproc)}
 
-# Debian packages the build and the tests need (compilers, libraries, the fuzzer runtime).
-packages=(cmake ninja-build g++ pkgconf clang llvm libclang-rt-14-dev
+# Debian packages the build and the tests need (compilers, python3 for generated tables,
+# libraries, the fuzzer runtime).
+packages=(cmake ninja-build g++ pkgconf python3 clang llvm libclang-rt-14-dev
           libabsl-dev libfmt-dev catch2 libzstd-dev liblz4-dev libboost-dev)
 
 setup() {
