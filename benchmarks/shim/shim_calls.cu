@@ -1,0 +1,100 @@
+// Benchmark of the client shim's hot paths, run through tally-run against a tally-server:
+// the round trip of a synchronous call (cudaStreamQuery) and the rate at which empty kernel
+// launches are posted, beside a Unix-socket ping-pong between two processes measured in the
+// same run. Usage: shim_calls [round_trips] [launches]
+#include <cuda_runtime.h>
+#include <sched.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+using Clock = std::chrono::steady_clock;
+
+__global__ void Empty() {}
+
+static double Micros(Clock::duration d) {
+  return std::chrono::duration<double, std::micro>(d).count();
+}
+
+static void Report(const char* what, std::vector<double>& samples) {
+  std::sort(samples.begin(), samples.end());
+  std::printf("%-34s median %8.3f us   p99 %8.3f us\n", what, samples[samples.size() / 2],
+              samples[samples.size() * 99 / 100]);
+}
+
+static void PinTo(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  sched_setaffinity(0, sizeof set, &set);  // best effort: one core still gives figures
+}
+
+// 8-byte ping-pong with a forked echo process over a Unix socket pair.
+static void SocketBaseline(int round_trips) {
+  int fds[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, fds) != 0) return;
+  pid_t child = fork();
+  if (child == 0) {
+    close(fds[0]);  // so that the parent's close is seen as end of file
+    PinTo(1);
+    uint64_t v;
+    while (read(fds[1], &v, sizeof v) == sizeof v) {
+      if (write(fds[1], &v, sizeof v) != sizeof v) break;
+    }
+    _exit(0);
+  }
+  close(fds[1]);
+  std::vector<double> samples;
+  for (uint64_t i = 0; i < static_cast<uint64_t>(round_trips); ++i) {
+    uint64_t v = i;
+    auto t0 = Clock::now();
+    if (write(fds[0], &v, sizeof v) != sizeof v || read(fds[0], &v, sizeof v) != sizeof v) break;
+    samples.push_back(Micros(Clock::now() - t0));
+  }
+  close(fds[0]);
+  waitpid(child, nullptr, 0);
+  if (!samples.empty()) Report("Unix socket round trip (baseline)", samples);
+}
+
+int main(int argc, char** argv) {
+  int round_trips = argc > 1 ? std::atoi(argv[1]) : 20000;
+  int launches = argc > 2 ? std::atoi(argv[2]) : 200000;
+  if (round_trips < 1 || launches < 1) {
+    std::fprintf(stderr, "usage: shim_calls [round_trips] [launches]\n");
+    return 2;
+  }
+  setvbuf(stdout, nullptr, _IOLBF, 0);
+  PinTo(0);
+  SocketBaseline(round_trips);
+
+  if (cudaStreamQuery(0) != cudaSuccess) {
+    std::fprintf(stderr, "shim_calls: no device: %s\n", cudaGetErrorString(cudaGetLastError()));
+    return 1;
+  }
+  std::vector<double> samples;
+  for (int i = 0; i < round_trips; ++i) {
+    auto t0 = Clock::now();
+    cudaError_t e = cudaStreamQuery(0);
+    samples.push_back(Micros(Clock::now() - t0));
+    if (e != cudaSuccess && e != cudaErrorNotReady) return 1;
+  }
+  Report("cudaStreamQuery round trip", samples);
+
+  auto t0 = Clock::now();
+  for (int i = 0; i < launches; ++i) Empty<<<1, 1>>>();
+  double posted = Micros(Clock::now() - t0);
+  cudaError_t e = cudaDeviceSynchronize();
+  std::printf("%-34s %8.3f M/s (%d launches in %.1f ms)\n", "empty launches posted",
+              launches / posted, launches, posted / 1000);
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "shim_calls: %s\n", cudaGetErrorString(e));
+    return 1;
+  }
+  return 0;
+}
