@@ -106,13 +106,7 @@ absl::Status Decoder::Setp() {
   TALLY_RETURN_IF_ERROR(NeedType());
   bool combine = inst_.mod2 != static_cast<uint8_t>(BoolOp::kNone);
   TALLY_RETURN_IF_ERROR(Arity(combine ? 4 : 3));
-  const ptx::Operand& dst = Operand(0);
-  if (dst.kind == ptx::Operand::Kind::kPair) {
-    TALLY_ASSIGN_OR_RETURN(inst_.dst[0], context_.Dest(dst.elements.at(0)));
-    TALLY_ASSIGN_OR_RETURN(inst_.dst[1], context_.Dest(dst.elements.at(1)));
-  } else {
-    TALLY_ASSIGN_OR_RETURN(inst_.dst[0], context_.Dest(dst));
-  }
+  TALLY_RETURN_IF_ERROR(Destinations(Operand(0)));
   for (size_t i = 0; i < 2; ++i) {
     TALLY_ASSIGN_OR_RETURN(inst_.src[i], context_.Source(Operand(i + 1), inst_.type));
   }

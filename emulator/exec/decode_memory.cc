@@ -76,13 +76,7 @@ absl::Status Decoder::Shfl() {
   inst_.mod = static_cast<uint8_t>(*mode);
   TALLY_RETURN_IF_ERROR(NeedType());
   TALLY_RETURN_IF_ERROR(Arity(5));
-  const ptx::Operand& dst = Operand(0);
-  if (dst.kind == ptx::Operand::Kind::kPair) {
-    TALLY_ASSIGN_OR_RETURN(inst_.dst[0], context_.Dest(dst.elements.at(0)));
-    TALLY_ASSIGN_OR_RETURN(inst_.dst[1], context_.Dest(dst.elements.at(1)));
-  } else {
-    TALLY_ASSIGN_OR_RETURN(inst_.dst[0], context_.Dest(dst));
-  }
+  TALLY_RETURN_IF_ERROR(Destinations(Operand(0)));
   for (size_t i = 0; i < 4; ++i) {
     TALLY_ASSIGN_OR_RETURN(inst_.src[i], context_.Source(Operand(i + 1), Type::kU32));
   }

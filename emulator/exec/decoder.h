@@ -151,6 +151,16 @@ class Decoder {
     }
     return absl::OkStatus();
   }
+  // `d` or `d|p` (setp's and shfl's two destinations, PTX ISA "setp", "shfl.sync").
+  absl::Status Destinations(const ptx::Operand& dst) {
+    if (dst.kind == ptx::Operand::Kind::kPair) {
+      TALLY_ASSIGN_OR_RETURN(inst_.dst[0], context_.Dest(dst.elements.at(0)));
+      TALLY_ASSIGN_OR_RETURN(inst_.dst[1], context_.Dest(dst.elements.at(1)));
+    } else {
+      TALLY_ASSIGN_OR_RETURN(inst_.dst[0], context_.Dest(dst));
+    }
+    return absl::OkStatus();
+  }
   void FloatModes() {
     if (mods_.Take("ftz")) inst_.flags |= kFlagFtz;
     if (mods_.Take("sat")) inst_.flags |= kFlagSat;
