@@ -36,13 +36,18 @@ void ForEachOperand(Inst& inst, F&& f) {
   for (auto& op : inst.operands) visit(visit, op);
 }
 
-// The callee of a `call` instruction: the first name operand outside the parenthesised
-// return and argument lists (`call (r), f, (a);`, `call f;`, `call (r), %rd1, (a), proto;`).
+// Position of the callee among a `call` instruction's operands: the first name operand
+// outside the parenthesised return and argument lists (`call (r), f, (a);`, `call f;`,
+// `call (r), %rd1, (a), proto;`); operands.size() when there is none.
+inline size_t CallTargetIndex(const Instruction& call) {
+  size_t i = 0;
+  while (i < call.operands.size() && call.operands[i].kind != Operand::Kind::kName) ++i;
+  return i;
+}
+
 inline const Operand* CallTarget(const Instruction& call) {
-  for (const auto& op : call.operands) {
-    if (op.kind == Operand::Kind::kName) return &op;
-  }
-  return nullptr;
+  size_t i = CallTargetIndex(call);
+  return i < call.operands.size() ? &call.operands[i] : nullptr;
 }
 
 // Functions of a module by name (the definition when there is one), built once: looking them

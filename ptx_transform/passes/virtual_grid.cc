@@ -1,8 +1,6 @@
 // Virtual grid registers, their derivation from a linear block index, and the function clones
-// that read them from shared memory.
+// that receive them as parameters.
 #include "ptx_transform/passes/virtual_grid.h"
-
-#include <algorithm>
 
 #include "ptx_transform/passes/ir_walk.h"
 #include "ptx_transform/passes/passes.h"
@@ -23,26 +21,6 @@ int GridSlot(const Operand& op) {
   return -1;
 }
 
-// Calls rewrite(operand, slot) for each grid read of each instruction in `statements`,
-// giving the statement list and index so that code can be inserted before it.
-template <typename F>
-void ForEachGridRead(std::vector<Statement>& statements, F&& rewrite) {
-  for (size_t i = 0; i < statements.size(); ++i) {
-    if (auto* block = std::get_if<Block>(&statements[i].value)) {
-      ForEachGridRead(block->statements, rewrite);
-      continue;
-    }
-    auto* inst = std::get_if<Instruction>(&statements[i].value);
-    if (inst == nullptr) continue;
-    std::vector<std::pair<Operand*, int>> reads;
-    ForEachOperand(*inst, [&](Operand& op) {
-      int slot = GridSlot(op);
-      if (slot >= 0) reads.emplace_back(&op, slot);
-    });
-    for (auto& [op, slot] : reads) i += rewrite(statements, i, *op, slot);
-  }
-}
-
 }  // namespace
 
 VirtualGrid MakeVirtualGrid(NameAllocator& names, std::vector<Statement>& declarations) {
@@ -59,9 +37,10 @@ VirtualGrid MakeVirtualGrid(NameAllocator& names, std::vector<Statement>& declar
 }
 
 void ReplaceGridReads(std::vector<Statement>& statements, const VirtualGrid& grid) {
-  ForEachGridRead(statements, [&](std::vector<Statement>&, size_t, Operand& op, int slot) {
-    op = Reg(slot < 3 ? grid.ctaid[slot] : grid.nctaid[slot - 3]);
-    return 0;
+  ForEachInstruction(statements, [&](Instruction& inst) {
+    ForEachOperand(inst, [&](Operand& op) {
+      if (int slot = GridSlot(op); slot >= 0) op = Reg(grid.Register(slot));
+    });
   });
 }
 
@@ -69,8 +48,10 @@ void AppendDecomposeLinear(std::vector<Statement>& out, const std::string& linea
                            const VirtualGrid& grid, const std::string& scratch) {
   out.push_back(Stmt(Inst("rem", {"u32"}, {Reg(grid.ctaid[0]), Reg(linear), Reg(grid.nctaid[0])})));
   out.push_back(Stmt(Inst("div", {"u32"}, {Reg(scratch), Reg(linear), Reg(grid.nctaid[0])})));
-  out.push_back(Stmt(Inst("rem", {"u32"}, {Reg(grid.ctaid[1]), Reg(scratch), Reg(grid.nctaid[1])})));
-  out.push_back(Stmt(Inst("div", {"u32"}, {Reg(grid.ctaid[2]), Reg(scratch), Reg(grid.nctaid[1])})));
+  out.push_back(
+      Stmt(Inst("rem", {"u32"}, {Reg(grid.ctaid[1]), Reg(scratch), Reg(grid.nctaid[1])})));
+  out.push_back(
+      Stmt(Inst("div", {"u32"}, {Reg(grid.ctaid[2]), Reg(scratch), Reg(grid.nctaid[1])})));
 }
 
 void GridFunctionCloner::RedirectCalls(std::vector<Statement>& body, const VirtualGrid& grid,
@@ -82,9 +63,9 @@ void GridFunctionCloner::RedirectCalls(std::vector<Statement>& body, const Virtu
     }
     auto* call = std::get_if<Instruction>(&statement.value);
     if (call == nullptr || call->opcode != "call") continue;
-    auto target = std::find_if(call->operands.begin(), call->operands.end(),
-                               [](const Operand& op) { return op.kind == Operand::Kind::kName; });
-    if (target == call->operands.end()) continue;
+    size_t target_index = CallTargetIndex(*call);
+    if (target_index == call->operands.size()) continue;
+    auto target = call->operands.begin() + static_cast<std::ptrdiff_t>(target_index);
     const Function* callee = functions_.Find(target->name);
     if (callee == nullptr || !callee->body) continue;  // external: the analysis vetted it
     target->name = CloneOf(target->name);
@@ -101,8 +82,8 @@ void GridFunctionCloner::RedirectCalls(std::vector<Statement>& body, const Virtu
     for (int slot = 0; slot < 6; ++slot) {
       std::string param = local_names.Fresh("__tally_grid_arg");
       sequence.statements.push_back({Box<VarDecl>(Param("b32", param))});
-      const std::string& value = slot < 3 ? grid.ctaid[slot] : grid.nctaid[slot - 3];
-      sequence.statements.push_back(Stmt(Inst("st", {"param", "b32"}, {Addr(param), Reg(value)})));
+      sequence.statements.push_back(
+          Stmt(Inst("st", {"param", "b32"}, {Addr(param), Reg(grid.Register(slot))})));
       args->elements.push_back(Reg(param));
     }
     sequence.statements.push_back(Stmt(std::move(*call)));
@@ -123,11 +104,10 @@ const std::string& GridFunctionCloner::CloneOf(const std::string& function) {
   std::vector<Statement> prologue;
   VirtualGrid grid = MakeVirtualGrid(local_names, prologue);
   for (int slot = 0; slot < 6; ++slot) {
-    std::string param = local_names.Fresh(std::string(slot < 3 ? "__tally_ctaid_" : "__tally_nctaid_") +
-                                          kComponents[slot % 3]);
+    std::string param = local_names.Fresh(
+        std::string(slot < 3 ? "__tally_ctaid_" : "__tally_nctaid_") + kComponents[slot % 3]);
     clone.params.push_back(Param("b32", param));
-    const std::string& reg = slot < 3 ? grid.ctaid[slot] : grid.nctaid[slot - 3];
-    prologue.push_back(Stmt(Inst("ld", {"param", "b32"}, {Reg(reg), Addr(param)})));
+    prologue.push_back(Stmt(Inst("ld", {"param", "b32"}, {Reg(grid.Register(slot)), Addr(param)})));
   }
   auto& body = clone.body->statements;
   ReplaceGridReads(body, grid);

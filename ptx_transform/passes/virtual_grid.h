@@ -16,6 +16,9 @@ namespace tally::ptx::passes {
 struct VirtualGrid {
   std::string ctaid[3];   // b32 registers holding the original %ctaid.x/y/z
   std::string nctaid[3];  // b32 registers holding the original %nctaid.x/y/z
+
+  // Slots 0-2 are %ctaid.x/y/z, 3-5 %nctaid.x/y/z (the order of the clones' parameters).
+  const std::string& Register(int slot) const { return slot < 3 ? ctaid[slot] : nctaid[slot - 3]; }
 };
 
 // A VirtualGrid of fresh register names, with their declaration.
