@@ -4,9 +4,9 @@
 // it reaches the requested size, so the instruction mix is what nvcc emits.
 #include <algorithm>
 #include <chrono>
-#include <ctime>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -157,7 +157,8 @@ int main(int argc, char** argv) {
   row("print", print);
   row("parse + print", both);
   row("transform", transform);
-  std::printf("(transform: parse, add sliced and PTB variants of every kernel, print; MB/s of"
-              " input)\n");
+  std::printf(
+      "(transform: parse, add sliced and PTB variants of every kernel, print; MB/s of"
+      " input)\n");
   return 0;
 }

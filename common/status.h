@@ -12,10 +12,10 @@
 #define TALLY_INTERNAL_CONCAT(a, b) TALLY_INTERNAL_CONCAT2(a, b)
 
 // Returns from the enclosing function when `expr` (an absl::Status) is not OK.
-#define TALLY_RETURN_IF_ERROR(expr)                  \
-  do {                                               \
-    ::absl::Status tally_status_ = (expr);           \
-    if (!tally_status_.ok()) return tally_status_;   \
+#define TALLY_RETURN_IF_ERROR(expr)                \
+  do {                                             \
+    ::absl::Status tally_status_ = (expr);         \
+    if (!tally_status_.ok()) return tally_status_; \
   } while (0)
 
 // `TALLY_ASSIGN_OR_RETURN(auto x, MakeX());` binds the value of an absl::StatusOr or returns
@@ -28,10 +28,10 @@
   lhs = std::move(tmp).value()
 
 // A broken invariant of Tally itself (never something a client or input file can cause).
-#define TALLY_CHECK(cond)                                                              \
-  do {                                                                                 \
-    if (!(cond)) {                                                                     \
+#define TALLY_CHECK(cond)                                                                 \
+  do {                                                                                    \
+    if (!(cond)) {                                                                        \
       std::fprintf(stderr, "%s:%d: TALLY_CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-      std::abort();                                                                    \
-    }                                                                                  \
+      std::abort();                                                                       \
+    }                                                                                     \
   } while (0)

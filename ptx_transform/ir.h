@@ -70,10 +70,10 @@ struct Operand {
   // expression is boxed and the vector component is one letter.
   Kind kind = Kind::kName;
   bool negated = false;  // `!name` (predicate negation)
-  char component = 0;    // kName: 'x' for `%tid.x`; x y z w / r g b a (PTX ISA "Vectors"); 0 if none
-  int64_t offset = 0;    // kName inside an address: `[name+offset]`
-  std::string name;      // kName
-  Box<Expr> expr;        // kImmediate (always set for it)
+  char component = 0;  // kName: 'x' for `%tid.x`; x y z w / r g b a (PTX ISA "Vectors"); 0 if none
+  int64_t offset = 0;  // kName inside an address: `[name+offset]`
+  std::string name;    // kName
+  Box<Expr> expr;      // kImmediate (always set for it)
   std::vector<Operand> elements;
 
   static Operand Name(std::string n, char component = 0) {
@@ -125,7 +125,7 @@ struct Label {
 // `.reg .b32 %r<6>, %x;`: each entry declares `name` or, with count, `name0` .. `name{count-1}`.
 struct RegDecl {
   SourceLocation location;
-  std::string type;  // `b32`, `pred`, `f16x2` (without the dot)
+  std::string type;           // `b32`, `pred`, `f16x2` (without the dot)
   uint32_t vector_width = 0;  // 0, 2, 4 or 8 for `.v2`/`.v4`/`.v8`
   struct Entry {
     std::string name;
@@ -140,8 +140,8 @@ struct RegDecl {
 // `.entry`/`.func` (state_space == "param").
 struct VarDecl {
   SourceLocation location;
-  std::string linkage;      // "", `visible`, `extern`, `weak`, `common`
-  std::string state_space;  // `global`, `shared`, `const`, `local`, `param`, `tex`, ...
+  std::string linkage;                  // "", `visible`, `extern`, `weak`, `common`
+  std::string state_space;              // `global`, `shared`, `const`, `local`, `param`, `tex`, ...
   std::vector<std::string> attributes;  // `.attribute(.managed)` -> `managed`
   std::optional<uint64_t> align;
   uint32_t vector_width = 0;
@@ -194,7 +194,7 @@ struct Function {
   bool has_param_list = true;
   std::vector<VarDecl> params;
   std::vector<Directive> performance_directives;  // `.maxntid`, `.reqntid`, `.noreturn`, ...
-  std::optional<Block> body;                       // absent for a prototype `...;`
+  std::optional<Block> body;                      // absent for a prototype `...;`
   std::string name;
   friend bool operator==(const Function&, const Function&) = default;
 };

@@ -15,20 +15,20 @@ namespace tally::ptx {
 
 struct BarrierUse {
   SourceLocation location;
-  std::string form;      // `bar.sync`, `barrier.red`, `bar.arrive`, ...
-  int64_t id = -1;       // -1 when the barrier id is a register
+  std::string form;        // `bar.sync`, `barrier.red`, `bar.arrive`, ...
+  int64_t id = -1;         // -1 when the barrier id is a register
   bool has_count = false;  // partial-CTA barrier (`bar.sync 1, 64`)
 };
 
 struct KernelAnalysis {
   std::string kernel;
-  std::set<std::string> special_registers;  // `%ctaid.x`, `%tid.y`, ... also via calls
-  bool reads_grid = false;                 // %ctaid / %nctaid anywhere (kernel or callees)
+  std::set<std::string> special_registers;          // `%ctaid.x`, `%tid.y`, ... also via calls
+  bool reads_grid = false;                          // %ctaid / %nctaid anywhere (kernel or callees)
   std::vector<std::string> grid_reading_functions;  // callees that read %ctaid/%nctaid
-  std::vector<BarrierUse> barriers;       // in the kernel body
-  uint32_t exits = 0;                     // `ret` / `exit` in the kernel body
-  bool uses_dynamic_shared = false;       // references an `.extern .shared` array
-  std::set<int64_t> barrier_ids;          // ids used by any barrier (kernel and callees)
+  std::vector<BarrierUse> barriers;                 // in the kernel body
+  uint32_t exits = 0;                               // `ret` / `exit` in the kernel body
+  bool uses_dynamic_shared = false;                 // references an `.extern .shared` array
+  std::set<int64_t> barrier_ids;                    // ids used by any barrier (kernel and callees)
 
   // Empty when the form is safe; otherwise why the kernel must run in its original form.
   std::vector<std::string> slice_blockers;

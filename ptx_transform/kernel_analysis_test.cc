@@ -96,7 +96,8 @@ TEST_CASE("cross-block and residency-dependent features keep the original form")
       {"clusters", "mov.u32 %r1, %cluster_ctarank;", "uses thread-block clusters"},
       {"dsmem", "ld.shared::cluster.u32 %r1, [%r2];", "uses thread-block clusters"},
       {"mbarrier", "mbarrier.init.shared.b64 [%rd1], 32;", "uses mbarrier objects"},
-      {"tma", "cp.async.bulk.global.shared::cta.bulk_group [%rd1], [%r1], 16;", "bulk asynchronous"},
+      {"tma", "cp.async.bulk.global.shared::cta.bulk_group [%rd1], [%r1], 16;",
+       "bulk asynchronous"},
       {"indirect call", "call (%r1), %rd1, (%r2), proto;", "indirect call"},
       {"unknown external", "call.uni ext, ();", "calls external function ext"},
       {"whole-vector grid read", "mov.v4.u32 {%r1, %r2, %r3, %r4}, %ctaid;", "as a whole vector"},
@@ -185,9 +186,9 @@ TEST_CASE("barriers the unified synchronisation cannot route block only PTB") {
   };
   for (const Case& c : cases) {
     INFO(c.what);
-    KernelAnalysis a = Analyze(std::string(".func f() { bar.sync 0; ret; }\n") +
-                               ".func g() { exit; }\n" +
-                               ".visible .entry k()\n{\n.reg .b32 %r<2>;\n" + c.body + "\nret;\n}\n");
+    KernelAnalysis a =
+        Analyze(std::string(".func f() { bar.sync 0; ret; }\n") + ".func g() { exit; }\n" +
+                ".visible .entry k()\n{\n.reg .b32 %r<2>;\n" + c.body + "\nret;\n}\n");
     CHECK(a.sliceable());
     CHECK(Mentions(a.ptb_blockers, c.reason));
   }

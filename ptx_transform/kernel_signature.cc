@@ -5,11 +5,11 @@
 #include "ptx_transform/kernel_signature.h"
 
 #include <cxxabi.h>
+#include <fmt/format.h>
 
 #include <cstdlib>
 #include <memory>
 
-#include <fmt/format.h>
 #include "common/status.h"
 
 namespace tally::ptx {
@@ -37,8 +37,8 @@ absl::StatusOr<KernelSignature> ComputeSignature(const Function& entry) {
   for (const VarDecl& p : entry.params) {
     uint64_t element = ScalarTypeSize(p.type);
     if (element == 0) {
-      return absl::InvalidArgumentError(
-          fmt::format("kernel {}: parameter {} has unsupported type .{}", entry.name, p.name, p.type));
+      return absl::InvalidArgumentError(fmt::format(
+          "kernel {}: parameter {} has unsupported type .{}", entry.name, p.name, p.type));
     }
     element *= p.vector_width ? p.vector_width : 1;
     uint64_t size = element;

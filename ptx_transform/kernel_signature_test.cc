@@ -39,7 +39,7 @@ TEST_CASE("layouts follow each parameter's alignment") {
   CHECK(k.name == "_Z1kPfid4Blobcs");
   CHECK(k.demangled == "k(float*, int, double, Blob, char, short)");
   std::vector<ParamLayout> expected = {
-      {"p0", 8, 8, 0}, {"p1", 4, 4, 8},   {"p2", 8, 8, 16},
+      {"p0", 8, 8, 0},   {"p1", 4, 4, 8},  {"p2", 8, 8, 16},
       {"p3", 24, 8, 24}, {"p4", 1, 1, 48}, {"p5", 4, 4, 52},
   };
   CHECK(k.params == expected);

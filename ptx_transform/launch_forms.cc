@@ -29,9 +29,9 @@ absl::StatusOr<std::vector<uint8_t>> PackWithExtras(const KernelSignature& varia
 absl::StatusOr<uint32_t> LinearBlockCount(Dim3 grid) {
   uint64_t total = uint64_t{grid.x} * grid.y * grid.z;
   if (total == 0 || total > UINT32_MAX) {
-    return absl::OutOfRangeError(fmt::format(
-        "grid {}x{}x{} cannot be sliced or made preemptible (needs 1 to 2^32-1 blocks)", grid.x,
-        grid.y, grid.z));
+    return absl::OutOfRangeError(
+        fmt::format("grid {}x{}x{} cannot be sliced or made preemptible (needs 1 to 2^32-1 blocks)",
+                    grid.x, grid.y, grid.z));
   }
   return static_cast<uint32_t>(total);
 }
@@ -52,9 +52,8 @@ absl::StatusOr<std::vector<Slice>> PlanSlices(Dim3 grid, uint32_t blocks_per_sli
 absl::StatusOr<std::vector<uint8_t>> PackParams(const KernelSignature& signature,
                                                 std::span<const void* const> values) {
   if (values.size() != signature.params.size()) {
-    return absl::InvalidArgumentError(fmt::format("{}: {} values for {} parameters",
-                                                  signature.name, values.size(),
-                                                  signature.params.size()));
+    return absl::InvalidArgumentError(fmt::format("{}: {} values for {} parameters", signature.name,
+                                                  values.size(), signature.params.size()));
   }
   std::vector<uint8_t> buffer(signature.param_buffer_size);
   for (size_t i = 0; i < values.size(); ++i) {

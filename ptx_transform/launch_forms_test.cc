@@ -3,7 +3,6 @@
 #include "ptx_transform/launch_forms.h"
 
 #include <catch2/catch.hpp>
-
 #include <cstring>
 
 #include "ptx_transform/parser.h"
@@ -87,11 +86,11 @@ TEST_CASE("variant parameter buffers hold the original arguments and the extras"
 }
 
 TEST_CASE("PTB worker counts") {
-  CHECK(PtbWorkerCount(2, 8, 1000, 0) == 16);   // all resident
-  CHECK(PtbWorkerCount(2, 8, 1000, 4) == 4);    // as requested
-  CHECK(PtbWorkerCount(2, 8, 1000, 100) == 16); // never more than resident
-  CHECK(PtbWorkerCount(2, 8, 5, 0) == 5);       // never more than tasks
-  CHECK(PtbWorkerCount(0, 8, 5, 0) == 1);       // at least one
+  CHECK(PtbWorkerCount(2, 8, 1000, 0) == 16);    // all resident
+  CHECK(PtbWorkerCount(2, 8, 1000, 4) == 4);     // as requested
+  CHECK(PtbWorkerCount(2, 8, 1000, 100) == 16);  // never more than resident
+  CHECK(PtbWorkerCount(2, 8, 5, 0) == 5);        // never more than tasks
+  CHECK(PtbWorkerCount(0, 8, 5, 0) == 1);        // at least one
 }
 
 }  // namespace

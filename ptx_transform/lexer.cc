@@ -1,9 +1,9 @@
 // PTX tokeniser. A single forward scan with a character-class table; tokens are views into the
 // source, so lexing allocates only the token vector.
+#include "ptx_transform/internal/lexer.h"
+
 #include <array>
 #include <string>
-
-#include "ptx_transform/internal/lexer.h"
 
 namespace tally::ptx::internal {
 namespace {
@@ -70,9 +70,7 @@ class Lexer {
   // Advances over characters known not to be newlines.
   void AdvanceInLine(size_t n) { pos_ = std::min(pos_ + n, src_.size()); }
 
-  SourceLocation Here() const {
-    return {line_, static_cast<uint32_t>(pos_ - line_start_ + 1)};
-  }
+  SourceLocation Here() const { return {line_, static_cast<uint32_t>(pos_ - line_start_ + 1)}; }
 
   void SkipSpaceAndComments() {
     while (pos_ < src_.size()) {
@@ -133,11 +131,32 @@ class Lexer {
     if (c == '"') return String(start, loc);
 
     switch (c) {
-      case ',': case ';': case ':': case '{': case '}': case '[': case ']': case '(': case ')':
-      case '+': case '-': case '*': case '/': case '%': case '~': case '^': case '@': case '?':
+      case ',':
+      case ';':
+      case ':':
+      case '{':
+      case '}':
+      case '[':
+      case ']':
+      case '(':
+      case ')':
+      case '+':
+      case '-':
+      case '*':
+      case '/':
+      case '%':
+      case '~':
+      case '^':
+      case '@':
+      case '?':
         AdvanceInLine(1);
         return Make(TokenKind::kPunct, start, loc);
-      case '<': case '>': case '&': case '|': case '=': case '!': {
+      case '<':
+      case '>':
+      case '&':
+      case '|':
+      case '=':
+      case '!': {
         // `<<` `>>` `&&` `||` `==` `!=` `<=` `>=`
         char n = Peek(1);
         bool two = (n == c && c != '!') || (n == '=' && c != '&' && c != '|');

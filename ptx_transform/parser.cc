@@ -3,10 +3,11 @@
 // the end of the statement, so the rest of the module still parses.
 #include "ptx_transform/parser.h"
 
+#include <fmt/format.h>
+
 #include <charconv>
 #include <cstring>
 
-#include <fmt/format.h>
 #include "ptx_transform/internal/lexer.h"
 #include "ptx_transform/internal/opcodes.h"
 #include "ptx_transform/internal/operators.h"
@@ -157,7 +158,8 @@ class Parser {
       if (v.kind != TokenKind::kFloat) Fail(v, "expected version number like 8.5");
       size_t dot = v.text.find('.');
       auto major = internal::ParseInteger(v.text.substr(0, dot));
-      auto minor = internal::ParseInteger(dot == std::string_view::npos ? "" : v.text.substr(dot + 1));
+      auto minor =
+          internal::ParseInteger(dot == std::string_view::npos ? "" : v.text.substr(dot + 1));
       if (dot == std::string_view::npos || !major || !minor || major->bits > 99 ||
           minor->bits > 99) {
         Fail(v, fmt::format("malformed .version {}", v.text));
@@ -454,7 +456,8 @@ class Parser {
       if (d == "reg") {
         out.push_back({ParseRegDecl()});
       } else if (OneOf(d, kStateSpaces) || OneOf(d, kLinkages)) {
-        for (auto& v : ParseVarDecl(/*is_param=*/false)) out.push_back({Box<VarDecl>(std::move(v))});
+        for (auto& v : ParseVarDecl(/*is_param=*/false))
+          out.push_back({Box<VarDecl>(std::move(v))});
       } else {
         out.push_back({ParseDirective()});
       }
@@ -581,7 +584,8 @@ class Parser {
     op.name = ExpectIdentifier("operand");
     if (Peek().kind == TokenKind::kDotName) {
       const Token& c = Advance();
-      if (c.text.size() != 2 || std::string_view("xyzwrgba").find(c.text[1]) == std::string_view::npos) {
+      if (c.text.size() != 2 ||
+          std::string_view("xyzwrgba").find(c.text[1]) == std::string_view::npos) {
         Fail(c, fmt::format("unknown vector component '{}'", c.text));
       }
       op.component = c.text[1];

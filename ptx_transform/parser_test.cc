@@ -3,7 +3,6 @@
 #include "ptx_transform/parser.h"
 
 #include <catch2/catch.hpp>
-
 #include <fstream>
 #include <sstream>
 
@@ -21,8 +20,7 @@ std::string ReadFile(const std::string& path) {
 
 // Wraps a kernel body in a minimal module.
 std::string Kernel(const std::string& body) {
-  return ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k()\n{\n" + body +
-         "\n}\n";
+  return ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k()\n{\n" + body + "\n}\n";
 }
 
 const Instruction& NthInstruction(const Module& m, size_t n) {
@@ -123,7 +121,8 @@ TEST_CASE("the syntax tour module parses into the expected IR") {
   CHECK(setp->operands[2].expr->int_value == -1);
   CHECK(setp->operands[3].negated);
 
-  const Instruction* ld4 = find([](const Instruction& i) { return i.HasModifier("L1::no_allocate"); });
+  const Instruction* ld4 =
+      find([](const Instruction& i) { return i.HasModifier("L1::no_allocate"); });
   REQUIRE(ld4 != nullptr);
   CHECK(ld4->modifiers == std::vector<std::string>{"global", "nc", "L1::no_allocate", "v4", "u32"});
   CHECK(ld4->operands[0].elements[3].kind == Operand::Kind::kSink);
@@ -133,9 +132,8 @@ TEST_CASE("the syntax tour module parses into the expected IR") {
   CHECK(guarded->guard == "%p3");
   CHECK(guarded->operands[2].expr->int_value == -2147483648LL);
 
-  const Instruction* tid = find([](const Instruction& i) {
-    return i.opcode == "mov" && i.operands[1].name == "%tid";
-  });
+  const Instruction* tid =
+      find([](const Instruction& i) { return i.opcode == "mov" && i.operands[1].name == "%tid"; });
   REQUIRE(tid != nullptr);
   CHECK(tid->operands[1].component == 'x');
 
@@ -229,10 +227,11 @@ TEST_CASE("the parser recovers and reports every bad statement") {
 
 TEST_CASE("recovery at module scope resumes at the next function") {
   DiagnosticSink sink;
-  Module m = ParseModule(".version 8.0\n.target sm_80\n"
-                         ".global .u32 broken =\n"
-                         ".visible .entry k() { ret; }\n",
-                         sink);
+  Module m = ParseModule(
+      ".version 8.0\n.target sm_80\n"
+      ".global .u32 broken =\n"
+      ".visible .entry k() { ret; }\n",
+      sink);
   CHECK(sink.error_count() == 1);
   CHECK(sink.diagnostics()[0].location.line == 4);
   CHECK(m.FindFunction("k") != nullptr);

@@ -2,7 +2,6 @@
 // the input module, a `// ---- expected ----` line and the exact module the transformation
 // must print. TALLY_UPDATE_GOLDEN=1 rewrites the expected part (review the diff!).
 #include <catch2/catch.hpp>
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>

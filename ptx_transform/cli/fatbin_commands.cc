@@ -1,12 +1,12 @@
 // `tally-ptx list` and `tally-ptx extract`: what is inside a CUDA binary's fatbins.
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "ptx_transform/cli/commands.h"
 #include "ptx_transform/fatbin.h"
@@ -83,8 +83,8 @@ int ListCommand(const std::string& binary) {
     if (static_cast<int64_t>(e.fatbin_index) != current_fatbin) {
       current_fatbin = e.fatbin_index;
       std::printf("fatbin %u at offset 0x%llx%s%s\n", e.fatbin_index,
-                  static_cast<unsigned long long>(e.fatbin_offset),
-                  e.section.empty() ? "" : " in ", e.section.c_str());
+                  static_cast<unsigned long long>(e.fatbin_offset), e.section.empty() ? "" : " in ",
+                  e.section.c_str());
     }
     std::printf("  entry %zu: %-5s %-12s %-5s %8llu bytes stored, %8zu bytes", i,
                 std::string(ToString(e.kind)).c_str(), ArchName(e).c_str(),

@@ -57,8 +57,10 @@ int CheckCommand(const std::string& ptx_file, const std::string& arch) {
   DiagnosticSink sink;
   Module again = ParseModule(text, sink);
   if (sink.HasErrors() || !(again == module)) {
-    std::fprintf(stderr, "tally-ptx: internal error: the printed module does not read back "
-                         "as the same IR\n%s", sink.Format("<printed>").c_str());
+    std::fprintf(stderr,
+                 "tally-ptx: internal error: the printed module does not read back "
+                 "as the same IR\n%s",
+                 sink.Format("<printed>").c_str());
     return kExitInvalidInput;
   }
   std::string target = arch;

@@ -2,6 +2,7 @@
 #include "ptx_transform/cli/ptxas.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -10,8 +11,6 @@
 #include <cstring>
 #include <fstream>
 #include <vector>
-
-#include <fmt/format.h>
 
 namespace tally::ptx {
 namespace {

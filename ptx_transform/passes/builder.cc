@@ -6,7 +6,8 @@
 namespace tally::ptx::passes {
 namespace {
 
-void CollectBodyNames(const std::vector<Statement>& statements, std::set<std::string, std::less<>>& used) {
+void CollectBodyNames(const std::vector<Statement>& statements,
+                      std::set<std::string, std::less<>>& used) {
   for (const auto& s : statements) {
     if (const auto* label = std::get_if<Label>(&s.value)) used.insert(label->name);
     if (const auto* reg = std::get_if<RegDecl>(&s.value)) {

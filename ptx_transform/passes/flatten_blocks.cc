@@ -17,8 +17,8 @@ namespace tally::ptx::passes {
 namespace {
 
 struct Renaming {
-  std::map<std::string, std::string> names;                            // plain names
-  std::map<std::string, std::pair<std::string, uint32_t>> ranges;      // `%r<4>` bases
+  std::map<std::string, std::string> names;                        // plain names
+  std::map<std::string, std::pair<std::string, uint32_t>> ranges;  // `%r<4>` bases
 
   // The new name of `name`; `name` itself when the block does not declare it.
   std::string Apply(const std::string& name) const {

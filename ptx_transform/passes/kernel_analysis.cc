@@ -74,7 +74,8 @@ const SregInfo* FindSpecialRegister(std::string_view name) {
   if (name.size() < 2 || name[0] != '%') return nullptr;
   for (const SregInfo& info : kSpecialRegisters) {
     if (name == info.name) return &info;
-    if (info.numbered && name.size() > info.name.size() && name.substr(0, info.name.size()) == info.name) {
+    if (info.numbered && name.size() > info.name.size() &&
+        name.substr(0, info.name.size()) == info.name) {
       std::string_view rest = name.substr(info.name.size());
       if (rest.find_first_not_of("0123456789_") == std::string_view::npos && rest[0] != '_') {
         return &info;
@@ -102,7 +103,7 @@ constexpr std::pair<std::string_view, const char*> kForbiddenOpcodes[] = {
 // Functions without a body in the module whose behaviour is known (CUDA's device runtime for
 // printf, malloc/free and assert): calling them affects neither the grid nor barriers.
 constexpr std::string_view kKnownExternalFunctions[] = {"vprintf", "malloc", "free",
-                                                       "__assertfail"};
+                                                        "__assertfail"};
 
 // Loads used to poll memory written by other blocks (PTX ISA "Memory Consistency Model").
 bool IsPollingLoad(const Instruction& inst) {
@@ -120,7 +121,7 @@ struct BodyFacts {
   std::set<std::string> special_registers;
   std::vector<BarrierUse> barriers;
   std::set<int64_t> barrier_ids;
-  uint32_t exits = 0;        // `ret`/`exit` for kernels, `exit` for functions
+  uint32_t exits = 0;  // `ret`/`exit` for kernels, `exit` for functions
   std::vector<std::string> both_blockers;
   std::vector<std::string> ptb_blockers;
   std::vector<std::string> callees;  // direct calls of functions with bodies
@@ -165,7 +166,8 @@ BodyFacts ScanBody(const passes::FunctionIndex& functions, const Function& f) {
     for (const auto& [opcode, why] : kForbiddenOpcodes) {
       if (inst.opcode == opcode) AddUnique(facts.both_blockers, why + where);
     }
-    if (inst.HasModifier("shared::cluster") || (inst.opcode == "barrier" && inst.HasModifier("cluster")) ||
+    if (inst.HasModifier("shared::cluster") ||
+        (inst.opcode == "barrier" && inst.HasModifier("cluster")) ||
         ((inst.opcode == "st" || inst.opcode == "red") && inst.HasModifier("async"))) {
       AddUnique(facts.both_blockers, "uses thread-block clusters" + where);
     }
@@ -198,8 +200,9 @@ BodyFacts ScanBody(const passes::FunctionIndex& functions, const Function& f) {
         AddUnique(facts.callees, callee->name);
       } else if (std::find(std::begin(kKnownExternalFunctions), std::end(kKnownExternalFunctions),
                            callee->name) == std::end(kKnownExternalFunctions)) {
-        AddUnique(facts.both_blockers,
-                  fmt::format("calls external function {} (unknown behaviour){}", callee->name, where));
+        AddUnique(
+            facts.both_blockers,
+            fmt::format("calls external function {} (unknown behaviour){}", callee->name, where));
       }
     }
     ForEachOperand(inst, [&](const Operand& op) {
@@ -240,9 +243,9 @@ BodyFacts ScanBody(const passes::FunctionIndex& functions, const Function& f) {
     for (size_t j = target->second; j <= i; ++j) {
       const auto* inst = std::get_if<Instruction>(&flat[j]->value);
       if (inst != nullptr && (IsPollingLoad(*inst) || inst->opcode == "nanosleep")) {
-        AddUnique(facts.both_blockers,
-                  "polls memory in a loop (may wait for other blocks: inter-block dependency)" +
-                      where);
+        AddUnique(
+            facts.both_blockers,
+            "polls memory in a loop (may wait for other blocks: inter-block dependency)" + where);
         break;
       }
     }

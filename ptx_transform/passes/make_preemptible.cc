@@ -98,7 +98,8 @@ Function MakePreemptibleKernel(const Function& kernel, const std::string& name,
   auto emit = [&](Instruction inst) { body.push_back(Stmt(std::move(inst))); };
   emit(Inst("ld", {"param", "u64"}, {Reg(state), Addr(state_param)}));
   emit(Inst("cvta", {"to", "global", "u64"}, {Reg(state), Reg(state)}));
-  for (int c = 0; c < 3; ++c) emit(Inst("ld", {"param", "u32"}, {Reg(grid.nctaid[c]), Addr(grid_params[c])}));
+  for (int c = 0; c < 3; ++c)
+    emit(Inst("ld", {"param", "u32"}, {Reg(grid.nctaid[c]), Addr(grid_params[c])}));
   emit(Inst("mul", {"lo", "u32"}, {Reg(total), Reg(grid.nctaid[0]), Reg(grid.nctaid[1])}));
   emit(Inst("mul", {"lo", "u32"}, {Reg(total), Reg(total), Reg(grid.nctaid[2])}));
   // The leader is thread (0, 0, 0): tid.x | tid.y | tid.z == 0.
@@ -126,7 +127,8 @@ Function MakePreemptibleKernel(const Function& kernel, const std::string& name,
   emit(Guard(Inst("bra", {}, {Reg(done)}), none));
   AppendDecomposeLinear(body, task, grid, scratch);
 
-  body.insert(body.end(), std::make_move_iterator(original.begin() + static_cast<std::ptrdiff_t>(first)),
+  body.insert(body.end(),
+              std::make_move_iterator(original.begin() + static_cast<std::ptrdiff_t>(first)),
               std::make_move_iterator(original.end()));
   body.push_back(LabelAt(task_end));
   emit(Inst("bra", {}, {Reg(loop)}));

@@ -23,8 +23,8 @@ void FlattenBlocksWithBarriers(std::vector<Statement>& body, NameAllocator& name
 
 // unify_sync.cc: routes the kernel body's full-CTA barriers and exits through one block-wide
 // synchronisation point; exits then continue at `task_end` once every thread has exited.
-void UnifySynchronisation(std::vector<Statement>& body, int barrier_id, const std::string& task_end, NameAllocator& names,
-                          std::vector<Statement>& declarations);
+void UnifySynchronisation(std::vector<Statement>& body, int barrier_id, const std::string& task_end,
+                          NameAllocator& names, std::vector<Statement>& declarations);
 
 // make_preemptible.cc
 Function MakePreemptibleKernel(const Function& kernel, const std::string& name,

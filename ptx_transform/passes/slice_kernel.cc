@@ -52,7 +52,8 @@ Function MakeSlicedKernel(const Function& kernel, const std::string& name,
   cloner.RedirectCalls(body, grid, names);
 
   for (int c = 0; c < 3; ++c) {
-    prologue.push_back(Stmt(Inst("ld", {"param", "u32"}, {Reg(grid.nctaid[c]), Addr(grid_params[c])})));
+    prologue.push_back(
+        Stmt(Inst("ld", {"param", "u32"}, {Reg(grid.nctaid[c]), Addr(grid_params[c])})));
   }
   prologue.push_back(Stmt(Inst("ld", {"param", "u32"}, {Reg(linear), Addr(base_param)})));
   prologue.push_back(Stmt(Inst("mov", {"u32"}, {Reg(scratch), Operand::Name("%ctaid", 'x')})));

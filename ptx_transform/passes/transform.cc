@@ -25,8 +25,8 @@ TransformReport TransformModule(Module& module, const TransformOptions& options)
     }
     if (options.preemptible && forms.analysis.preemptible()) {
       forms.preemptible = names.Fresh(kernel->name + "__tally_ptb");
-      variants.push_back(passes::MakePreemptibleKernel(*kernel, forms.preemptible,
-                                                       forms.analysis, names, cloner));
+      variants.push_back(
+          passes::MakePreemptibleKernel(*kernel, forms.preemptible, forms.analysis, names, cloner));
     }
     report.kernels.push_back(std::move(forms));
   }

@@ -18,15 +18,15 @@
 // plain barriers contribute nothing, `.and` counts false predicates, `.or` true ones.
 // Barriers with a thread count (named partial barriers) are left in place; the analysis
 // refuses PTB for kernels that have them.
-#include "ptx_transform/passes/passes.h"
-
 #include <cstdint>
+
+#include "ptx_transform/passes/passes.h"
 
 namespace tally::ptx::passes {
 namespace {
 
 struct Registers {
-  std::string site, contrib, nlive, red;  // b32
+  std::string site, contrib, nlive, red;      // b32
   std::string live, alldone, nonzero, match;  // pred
 };
 
@@ -80,19 +80,23 @@ class Unifier {
   void AppendSyncPoint(std::vector<Statement>& out, int barrier_id, const std::string& task_end) {
     AppendBranchToSync(out, Instruction{}, kExitSite, nullptr);
     out.push_back(LabelAt(sync_));
-    out.push_back(Stmt(Inst("setp", {"ne", "u32"}, {Reg(regs_.live), Reg(regs_.site), Imm(kExitSite)})));
+    out.push_back(
+        Stmt(Inst("setp", {"ne", "u32"}, {Reg(regs_.live), Reg(regs_.site), Imm(kExitSite)})));
     out.push_back(Stmt(Inst("barrier", {"red", "popc", "u32"},
                             {Reg(regs_.nlive), Imm(barrier_id), Reg(regs_.live)})));
-    out.push_back(Stmt(Inst("setp", {"eq", "u32"}, {Reg(regs_.alldone), Reg(regs_.nlive), Imm(0)})));
+    out.push_back(
+        Stmt(Inst("setp", {"eq", "u32"}, {Reg(regs_.alldone), Reg(regs_.nlive), Imm(0)})));
     out.push_back(Stmt(Guard(Inst("bra", {}, {Reg(task_end)}), regs_.alldone)));
     if (has_reductions_) {
-      out.push_back(Stmt(Inst("setp", {"ne", "u32"}, {Reg(regs_.nonzero), Reg(regs_.contrib), Imm(0)})));
+      out.push_back(
+          Stmt(Inst("setp", {"ne", "u32"}, {Reg(regs_.nonzero), Reg(regs_.contrib), Imm(0)})));
       out.push_back(Stmt(Inst("barrier", {"red", "popc", "u32"},
                               {Reg(regs_.red), Imm(barrier_id), Reg(regs_.nonzero)})));
     }
     for (size_t site = 0; site < resume_labels_.size(); ++site) {
-      out.push_back(Stmt(Inst("setp", {"eq", "u32"},
-                              {Reg(regs_.match), Reg(regs_.site), Imm(static_cast<int64_t>(site))})));
+      out.push_back(
+          Stmt(Inst("setp", {"eq", "u32"},
+                    {Reg(regs_.match), Reg(regs_.site), Imm(static_cast<int64_t>(site))})));
       out.push_back(Stmt(Guard(Inst("bra", {}, {Reg(resume_labels_[site])}), regs_.match)));
     }
     out.push_back(Stmt(Inst("bra", {}, {Reg(sync_)})));  // exited: wait for the next barrier
@@ -113,9 +117,10 @@ class Unifier {
       Operand p = *predicate;
       bool negated = p.negated;
       p.negated = false;
-      out.push_back(Stmt(Guarded(
-          Inst("selp", {"u32"}, {Reg(regs_.contrib), Imm(negated ? 0 : 1), Imm(negated ? 1 : 0), p}),
-          original)));
+      out.push_back(
+          Stmt(Guarded(Inst("selp", {"u32"},
+                            {Reg(regs_.contrib), Imm(negated ? 0 : 1), Imm(negated ? 1 : 0), p}),
+                       original)));
     }
     out.push_back(Stmt(Guarded(Inst("bra", {}, {Reg(sync_)}), original)));
   }
@@ -177,15 +182,15 @@ bool HasFullBarrier(const std::vector<Statement>& statements) {
 
 }  // namespace
 
-void UnifySynchronisation(std::vector<Statement>& body, int barrier_id, const std::string& task_end, NameAllocator& names,
-                          std::vector<Statement>& declarations) {
+void UnifySynchronisation(std::vector<Statement>& body, int barrier_id, const std::string& task_end,
+                          NameAllocator& names, std::vector<Statement>& declarations) {
   if (!HasFullBarrier(body)) {
     BranchExitsTo(body, task_end);
     return;
   }
-  Registers regs{names.Fresh("%__tally_site"), names.Fresh("%__tally_contrib"),
-                 names.Fresh("%__tally_nlive"), names.Fresh("%__tally_red"),
-                 names.Fresh("%__tally_live"), names.Fresh("%__tally_alldone"),
+  Registers regs{names.Fresh("%__tally_site"),    names.Fresh("%__tally_contrib"),
+                 names.Fresh("%__tally_nlive"),   names.Fresh("%__tally_red"),
+                 names.Fresh("%__tally_live"),    names.Fresh("%__tally_alldone"),
                  names.Fresh("%__tally_nonzero"), names.Fresh("%__tally_match")};
   declarations.push_back(DeclareRegisters("b32", {regs.site, regs.contrib, regs.nlive, regs.red}));
   declarations.push_back(

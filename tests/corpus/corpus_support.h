@@ -63,7 +63,7 @@ struct Assembled {
 
 // Assembles `ptx` for `arch` into the cubin `cubin`, with extra ptxas `flags`.
 inline Assembled RunPtxas(const std::string& arch, const std::filesystem::path& ptx,
-                   const std::filesystem::path& cubin, const std::string& flags = "") {
+                          const std::filesystem::path& cubin, const std::string& flags = "") {
   std::string command = std::string(TALLY_PTXAS) + " -arch=" + arch + " " + flags + " -o '" +
                         cubin.string() + "' '" + ptx.string() + "' 2>&1";
   Assembled result;

@@ -3,7 +3,6 @@
 // ptxas for its target, and the variants' parameters must be the original ones followed by
 // the documented extras, as ptxas itself lays them out.
 #include <catch2/catch.hpp>
-
 #include <map>
 
 #include "ptx_transform/cubin_info.h"
@@ -47,7 +46,8 @@ TEST_CASE("every corpus module transforms into PTX that ptxas accepts") {
     REQUIRE(again.ok());
     CHECK(*again == *module);
 
-    std::filesystem::path ptx = scratch.path() / (m.producer + "_" + m.arch + "_" + m.path.filename().string());
+    std::filesystem::path ptx =
+        scratch.path() / (m.producer + "_" + m.arch + "_" + m.path.filename().string());
     std::filesystem::path cubin = ptx;
     cubin.replace_extension(".cubin");
     std::ofstream(ptx) << printed;

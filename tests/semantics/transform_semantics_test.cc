@@ -185,8 +185,7 @@ std::vector<int> RunPreemptible(const KernelCase& c, uint32_t workers,
   MappedState state;
   uint64_t state_address = state.device();
   Dim3 grid = c.grid;
-  void* args[] = {&buffers.in, &buffers.out, &buffers.n, &state_address,
-                  &grid.x, &grid.y, &grid.z};
+  void* args[] = {&buffers.in, &buffers.out, &buffers.n, &state_address, &grid.x, &grid.y, &grid.z};
   uint32_t total = *LinearBlockCount(c.grid);
   int count = 0;
   do {
