@@ -4,7 +4,6 @@
 
 #include <charconv>
 #include <cstring>
-#include <string>
 
 namespace tally::ptx::internal {
 namespace {

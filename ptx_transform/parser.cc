@@ -5,9 +5,6 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
-#include <cstring>
-
 #include "ptx_transform/internal/lexer.h"
 #include "ptx_transform/internal/opcodes.h"
 #include "ptx_transform/internal/operators.h"
@@ -122,9 +119,8 @@ class Parser {
         Advance();
         return;
       }
-      if (depth == 0 && t.kind == TokenKind::kDotName && IsTopLevelStart(t.text.substr(1)) &&
-          pos_ > 0) {
-        return;
+      if (depth == 0 && t.kind == TokenKind::kDotName && IsTopLevelStart(t.text.substr(1))) {
+        return;  // Run() advances past it if nothing consumed it, so this cannot loop
       }
       Advance();
     }
