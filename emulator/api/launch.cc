@@ -1,10 +1,13 @@
-// Exports cuLaunchKernel and cuOccupancyMaxActiveBlocksPerMultiprocessor. A launch is checked
-// and its parameters copied at the call (as CUDA does); the grid then runs in stream order on
-// the virtual SMs, and a fault becomes the context's sticky error.
+// Exports cuLaunchKernel, cuLaunchCooperativeKernel, cuLaunchKernelEx and
+// cuOccupancyMaxActiveBlocksPerMultiprocessor. A launch is checked and its parameters copied at
+// the call (as CUDA does); the grid then runs in stream order on the virtual SMs, and a fault
+// becomes the context's sticky error.
 #include <cuda.h>
 
 #include <algorithm>
 #include <cstring>
+
+#include <fmt/format.h>
 
 #include "common/log.h"
 #include "emulator/internal/entry.h"
@@ -81,8 +84,119 @@ absl::Status CheckShape(const Kernel& kernel, exec::Dim3 grid, exec::Dim3 block,
   return absl::OkStatus();
 }
 
+// Occupancy by the sm_80 limits: 64 resident warps, 32 blocks and 164 KiB of shared memory per
+// SM (1 KiB of it reserved per block); registers are not a constraint in the emulator.
+int MaxActiveBlocksPerSm(const Kernel& kernel, uint32_t block_threads, uint64_t dynamic_shared) {
+  if (block_threads > kernel.function->max_threads) return 0;
+  int warps = static_cast<int>((block_threads + 31) / 32);
+  int blocks = std::min(64 / warps, 32);
+  uint64_t shared = kernel.function->static_shared_bytes + dynamic_shared;
+  if (shared > 0) blocks = std::min<int>(blocks, static_cast<int>(164 * 1024 / (shared + 1024)));
+  return blocks;
+}
+
+struct LaunchRequest {
+  CUfunction function;
+  exec::Dim3 grid, block;
+  uint32_t dynamic_shared;
+  CUstream stream;
+  void** kernel_params;
+  void** extra;
+  bool cooperative;
+};
+
+absl::Status Launch(Driver& driver, const LaunchRequest& request) {
+  TALLY_ASSIGN_OR_RETURN(std::shared_ptr<Kernel> kernel, driver.kernels().Lookup(request.function));
+  TALLY_RETURN_IF_ERROR(CheckShape(*kernel, request.grid, request.block, request.dynamic_shared));
+  if (request.cooperative) {
+    // Every block of a cooperative grid must be resident at once (CUDA driver API,
+    // cuLaunchCooperativeKernel).
+    uint64_t resident =
+        uint64_t(MaxActiveBlocksPerSm(*kernel, request.block.Count(), request.dynamic_shared)) *
+        driver.config().sm_count;
+    if (request.grid.Count() > resident) {
+      return CudaError(CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE,
+                       fmt::format("cooperative grid of {} blocks exceeds the {} resident blocks",
+                                   request.grid.Count(), resident));
+    }
+  }
+  TALLY_ASSIGN_OR_RETURN(Driver::BoundStream target, driver.ResolveStream(request.stream));
+  auto setup = std::make_shared<exec::LaunchSetup>();
+  TALLY_ASSIGN_OR_RETURN(setup->params,
+                         PackParams(*kernel->function, request.kernel_params, request.extra));
+  setup->launch_id = driver.NextLaunchId();
+  setup->function = kernel->function;
+  setup->memory = &driver.memory();
+  setup->grid = request.grid;
+  setup->block = request.block;
+  setup->dynamic_shared_bytes = request.dynamic_shared;
+  setup->sm_count = static_cast<uint32_t>(driver.config().sm_count);
+  setup->cooperative = request.cooperative;
+  std::weak_ptr<Context> context = target.context;
+  exec::SmPool* pool = &driver.sm_pool();
+  target.context->Enqueue(target.stream, {}, [kernel, setup, context, pool] {
+    auto owner = context.lock();
+    if (owner == nullptr || owner->sticky_error() != CUDA_SUCCESS) return;
+    absl::Status status = pool->Run(*setup);
+    if (!status.ok() && !absl::IsCancelled(status)) {  // cancelled: the library is unloading
+      TALLY_LOG_ERROR("emu: launch failed: {}", std::string(status.message()));
+      owner->SetStickyError(ToCuResult(status));
+    }
+  });
+  return absl::OkStatus();
+}
+
+// Applies cuLaunchKernelEx's attributes to `request`. Performance hints are accepted and have no
+// effect; what the emulator cannot honour is refused.
+absl::Status ApplyAttributes(const CUlaunchConfig& config, LaunchRequest& request) {
+  if (config.numAttrs > 0 && config.attrs == nullptr) {
+    return CudaError(CUDA_ERROR_INVALID_VALUE, "numAttrs > 0 but attrs is null");
+  }
+  for (unsigned i = 0; i < config.numAttrs; ++i) {
+    const CUlaunchAttribute& attribute = config.attrs[i];
+    switch (attribute.id) {
+      case CU_LAUNCH_ATTRIBUTE_IGNORE:
+      case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW:
+      case CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY:
+      case CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
+      case CU_LAUNCH_ATTRIBUTE_PRIORITY:
+      case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP:
+      case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN:
+      // Launches are always fully serialised in stream order, which this attribute only relaxes.
+      case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION:
+        break;
+      case CU_LAUNCH_ATTRIBUTE_COOPERATIVE:
+        request.cooperative = attribute.value.cooperative != 0;
+        break;
+      case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION:
+      case CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION: {
+        const auto& dim = attribute.value.clusterDim;
+        if (dim.x * dim.y * dim.z != 1) {
+          return CudaError(CUDA_ERROR_NOT_SUPPORTED, "thread block clusters are not emulated");
+        }
+        break;
+      }
+      case CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE:
+        return CudaError(CUDA_ERROR_INVALID_VALUE,
+                         "device-updatable kernel nodes exist only in stream capture");
+      case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT:
+      case CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT:
+        return CudaError(CUDA_ERROR_NOT_SUPPORTED,
+                         fmt::format("launch attribute {} is not supported",
+                                     static_cast<int>(attribute.id)));
+      default:
+        return CudaError(CUDA_ERROR_INVALID_VALUE,
+                         fmt::format("unknown launch attribute {}", static_cast<int>(attribute.id)));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 }  // namespace tally::emu
+
+using tally::emu::Launch;
+using tally::emu::LaunchRequest;
 
 extern "C" {
 
@@ -90,56 +204,48 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDi
                         unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
                         unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
                         void** kernelParams, void** extra) {
-  return Run([&](Driver& driver) -> absl::Status {
-    TALLY_ASSIGN_OR_RETURN(std::shared_ptr<Kernel> kernel, driver.kernels().Lookup(f));
-    tally::emu::exec::Dim3 grid{gridDimX, gridDimY, gridDimZ};
-    tally::emu::exec::Dim3 block{blockDimX, blockDimY, blockDimZ};
-    TALLY_RETURN_IF_ERROR(tally::emu::CheckShape(*kernel, grid, block, sharedMemBytes));
-    TALLY_ASSIGN_OR_RETURN(Driver::BoundStream target, driver.ResolveStream(hStream));
-    auto setup = std::make_shared<tally::emu::exec::LaunchSetup>();
-    TALLY_ASSIGN_OR_RETURN(setup->params,
-                           tally::emu::PackParams(*kernel->function, kernelParams, extra));
-    setup->launch_id = driver.NextLaunchId();
-    setup->function = kernel->function;
-    setup->memory = &driver.memory();
-    setup->grid = grid;
-    setup->block = block;
-    setup->dynamic_shared_bytes = sharedMemBytes;
-    setup->sm_count = static_cast<uint32_t>(driver.config().sm_count);
-    std::weak_ptr<tally::emu::Context> context = target.context;
-    tally::emu::exec::SmPool* pool = &driver.sm_pool();
-    target.context->Enqueue(target.stream, {}, [kernel, setup, context, pool] {
-      auto owner = context.lock();
-      if (owner == nullptr || owner->sticky_error() != CUDA_SUCCESS) return;
-      absl::Status status = pool->Run(*setup);
-      if (!status.ok() && !absl::IsCancelled(status)) {  // cancelled: the library is unloading
-        TALLY_LOG_ERROR("emu: launch failed: {}", std::string(status.message()));
-        owner->SetStickyError(tally::emu::ToCuResult(status));
-      }
-    });
-    return absl::OkStatus();
+  return Run([&](Driver& driver) {
+    return Launch(driver, {f, {gridDimX, gridDimY, gridDimZ}, {blockDimX, blockDimY, blockDimZ},
+                           sharedMemBytes, hStream, kernelParams, extra, false});
   });
 }
 
-// Occupancy by the sm_80 limits: 64 resident warps, 32 blocks and 164 KiB of shared memory per
-// SM (1 KiB of it reserved per block); registers are not a constraint in the emulator.
+CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                                   unsigned int gridDimZ, unsigned int blockDimX,
+                                   unsigned int blockDimY, unsigned int blockDimZ,
+                                   unsigned int sharedMemBytes, CUstream hStream,
+                                   void** kernelParams) {
+  return Run([&](Driver& driver) {
+    return Launch(driver, {f, {gridDimX, gridDimY, gridDimZ}, {blockDimX, blockDimY, blockDimZ},
+                           sharedMemBytes, hStream, kernelParams, nullptr, true});
+  });
+}
+
+CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** kernelParams,
+                          void** extra) {
+  return Run([&](Driver& driver) -> absl::Status {
+    if (config == nullptr) return CudaError(CUDA_ERROR_INVALID_VALUE, "null launch config");
+    LaunchRequest request{f,
+                          {config->gridDimX, config->gridDimY, config->gridDimZ},
+                          {config->blockDimX, config->blockDimY, config->blockDimZ},
+                          config->sharedMemBytes,
+                          config->hStream,
+                          kernelParams,
+                          extra,
+                          false};
+    TALLY_RETURN_IF_ERROR(tally::emu::ApplyAttributes(*config, request));
+    return Launch(driver, request);
+  });
+}
+
 CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int* numBlocks, CUfunction func, int blockSize,
                                                      size_t dynamicSMemSize) {
   return Run([&](Driver& driver) -> absl::Status {
     TALLY_RETURN_IF_ERROR(CheckOut(numBlocks));
     TALLY_ASSIGN_OR_RETURN(std::shared_ptr<Kernel> kernel, driver.kernels().Lookup(func));
     if (blockSize <= 0) return CudaError(CUDA_ERROR_INVALID_VALUE, "block size must be positive");
-    if (static_cast<uint32_t>(blockSize) > kernel->function->max_threads) {
-      *numBlocks = 0;
-      return absl::OkStatus();
-    }
-    int warps = (blockSize + 31) / 32;
-    int blocks = std::min(64 / warps, 32);
-    uint64_t shared = kernel->function->static_shared_bytes + dynamicSMemSize;
-    if (shared > 0) {
-      blocks = std::min<int>(blocks, static_cast<int>(164 * 1024 / (shared + 1024)));
-    }
-    *numBlocks = blocks;
+    *numBlocks = tally::emu::MaxActiveBlocksPerSm(*kernel, static_cast<uint32_t>(blockSize),
+                                                  dynamicSMemSize);
     return absl::OkStatus();
   });
 }

@@ -31,6 +31,7 @@ struct LaunchSetup {
   uint32_t dynamic_shared_bytes = 0;
   std::vector<uint8_t> params;
   uint32_t sm_count = 1;
+  bool cooperative = false;  // cuLaunchCooperativeKernel: all blocks are resident at once
   std::atomic<bool> abort{false};  // a block failed or the library unloads: stop early
 };
 

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "emulator/internal/limits.h"
+
 namespace tally::emu {
 
 Context::Context(uint64_t id, unsigned flags) : id_(id), flags_(flags) {}
@@ -14,6 +16,9 @@ void Context::Activate() {
   if (active()) return;
   null_stream_ = std::make_shared<Stream>(weak_from_this(), id_, 0, 0);
   sticky_error_.store(CUDA_SUCCESS);
+  for (auto& limit : limits_) limit.store(0);
+  for (const LimitInfo& info : kLimits) limits_[info.limit].store(info.default_value);
+  heap_fixed_.store(false);
   active_.store(true, std::memory_order_release);
 }
 

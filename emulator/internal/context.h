@@ -5,6 +5,7 @@
 
 #include <cuda.h>
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -50,7 +51,17 @@ class Context : public std::enable_shared_from_this<Context> {
   void SetStickyError(CUresult error);
   CUresult sticky_error() const { return sticky_error_.load(std::memory_order_acquire); }
 
+  // cuCtxSetLimit values by CUlimit (defaults restored when the context is activated).
+  size_t limit(CUlimit which) const { return limits_[which].load(std::memory_order_relaxed); }
+  void set_limit(CUlimit which, size_t value) { limits_[which].store(value); }
+  // Set once a kernel that calls malloc/free was launched: the heap size is fixed from then on.
+  bool heap_fixed() const { return heap_fixed_.load(std::memory_order_acquire); }
+  void fix_heap() { heap_fixed_.store(true, std::memory_order_release); }
+
   uint64_t id() const { return id_; }
+  // The handle the driver's context table gave it (set once, right after insertion).
+  CUcontext handle() const { return handle_; }
+  void set_handle(CUcontext handle) { handle_ = handle; }
   unsigned flags() const { return flags_.load(); }
   void set_flags(unsigned flags) { flags_.store(flags); }
 
@@ -58,9 +69,12 @@ class Context : public std::enable_shared_from_this<Context> {
   void ReapRetiredLocked();
 
   const uint64_t id_;
+  CUcontext handle_ = nullptr;
   std::atomic<unsigned> flags_;
   std::atomic<bool> active_{false};
   std::atomic<CUresult> sticky_error_{CUDA_SUCCESS};
+  std::array<std::atomic<size_t>, CU_LIMIT_MAX> limits_{};
+  std::atomic<bool> heap_fixed_{false};
   std::mutex mu_;  // streams_, retired_, and the order of enqueues across streams
   std::shared_ptr<Stream> null_stream_;
   std::vector<std::shared_ptr<Stream>> streams_;  // created streams incl. retired ones

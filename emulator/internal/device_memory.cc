@@ -68,7 +68,7 @@ absl::StatusOr<uint64_t> DeviceMemory::Allocate(uint64_t size, AllocationKind ki
     if (remaining > 0) free_ranges_.emplace(offset + length, remaining);
     arena_used_ += length;
     uint64_t base = reinterpret_cast<uint64_t>(arena_) + offset;
-    allocations_.emplace(base, Allocation{base, size, kind, owner, 0});
+    allocations_.emplace(base, Allocation{base, size, kind, owner, 0, ++last_buffer_id_});
     return base;
   }
   return CudaError(CUDA_ERROR_OUT_OF_MEMORY, "device memory exhausted");
@@ -81,7 +81,7 @@ absl::StatusOr<void*> DeviceMemory::AllocateHost(uint64_t size, unsigned flags, 
   if (memory == MAP_FAILED) return CudaError(CUDA_ERROR_OUT_OF_MEMORY, "mmap of host memory");
   std::unique_lock lock(mu_);
   uint64_t base = reinterpret_cast<uint64_t>(memory);
-  allocations_.emplace(base, Allocation{base, size, AllocationKind::kHostPinned, owner, flags});
+  allocations_.emplace(base, Allocation{base, size, AllocationKind::kHostPinned, owner, flags, ++last_buffer_id_});
   return memory;
 }
 
@@ -101,7 +101,8 @@ absl::Status DeviceMemory::RegisterHost(void* pointer, uint64_t size, unsigned f
     return CudaError(CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
                      "range overlaps registered or device memory");
   }
-  allocations_.emplace(base, Allocation{base, size, AllocationKind::kHostRegistered, owner, flags});
+  allocations_.emplace(base, Allocation{base, size, AllocationKind::kHostRegistered, owner, flags,
+                                              ++last_buffer_id_});
   return absl::OkStatus();
 }
 

@@ -25,6 +25,7 @@ struct Allocation {
   AllocationKind kind = AllocationKind::kDevice;
   uint64_t owner = 0;  // id of the context that made it (freed with the context)
   unsigned flags = 0;  // cuMemHostAlloc / cuMemHostRegister flags
+  uint64_t buffer_id = 0;  // unique over the process's lifetime (CU_POINTER_ATTRIBUTE_BUFFER_ID)
 };
 
 class DeviceMemory {
@@ -64,6 +65,7 @@ class DeviceMemory {
   std::map<uint64_t, Allocation> allocations_;  // by base address
   std::map<uint64_t, uint64_t> free_ranges_;    // arena offset -> length
   uint64_t arena_used_ = 0;
+  uint64_t last_buffer_id_ = 0;
 };
 
 constexpr unsigned KindBit(AllocationKind kind) { return 1u << static_cast<unsigned>(kind); }

@@ -67,6 +67,7 @@ Driver::Driver(DeviceConfig config, std::unique_ptr<DeviceMemory> memory)
     : config_(std::move(config)), memory_(std::move(memory)) {
   primary_ = std::make_shared<Context>(next_context_id_++, 0);
   primary_handle_ = contexts_.Insert(primary_);
+  primary_->set_handle(primary_handle_);
 }
 
 exec::SmPool& Driver::sm_pool() {
@@ -129,7 +130,8 @@ absl::StatusOr<Driver::BoundStream> Driver::ResolveStream(CUstream handle) {
 absl::StatusOr<CUcontext> Driver::CreateContext(unsigned flags) {
   auto context = std::make_shared<Context>(next_context_id_++, flags);
   context->Activate();
-  CUcontext handle = contexts_.Insert(std::move(context));
+  CUcontext handle = contexts_.Insert(context);
+  context->set_handle(handle);
   ContextStack().push_back(handle);  // cuCtxCreate makes the new context current
   return handle;
 }

@@ -42,6 +42,16 @@ class HandleTable {
     return object;
   }
 
+  // Some live object for which `match(object)` holds, or null.
+  template <typename Predicate>
+  std::shared_ptr<T> FindIf(Predicate match) const {
+    std::lock_guard lock(mu_);
+    for (const auto& [id, object] : objects_) {
+      if (match(*object)) return object;
+    }
+    return nullptr;
+  }
+
   // Removes every object for which `owned(object)` holds (a context's resources at teardown).
   template <typename Predicate>
   std::vector<std::shared_ptr<T>> RemoveIf(Predicate owned) {

@@ -148,5 +148,38 @@ TEST_CASE("the primary context is reference counted and reset frees its memory")
   EMU_OK(emu.cuMemFree_v2(pointer));
 }
 
+TEST_CASE("context limits: CUDA's defaults, set and read back, unsupported limits") {
+  const EmuApi& emu = Emu();
+  InitPrimaryContext();
+  size_t value = 0;
+  EMU_OK(emu.cuCtxGetLimit(&value, CU_LIMIT_MALLOC_HEAP_SIZE));
+  CHECK(value == 8u << 20);
+  EMU_OK(emu.cuCtxGetLimit(&value, CU_LIMIT_PRINTF_FIFO_SIZE));
+  CHECK(value == 1u << 20);
+  EMU_OK(emu.cuCtxGetLimit(&value, CU_LIMIT_STACK_SIZE));
+  CHECK(value == 1024);
+  EMU_OK(emu.cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 4096));
+  EMU_OK(emu.cuCtxGetLimit(&value, CU_LIMIT_STACK_SIZE));
+  CHECK(value == 4096);
+  EMU_OK(emu.cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 1024));
+  EMU_OK(emu.cuCtxSetLimit(CU_LIMIT_MAX_L2_FETCH_GRANULARITY, 1000));  // a hint: clamped
+  EMU_OK(emu.cuCtxGetLimit(&value, CU_LIMIT_MAX_L2_FETCH_GRANULARITY));
+  CHECK(value == 128);
+  CHECK(emu.cuCtxSetLimit(CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH, 4) == CUDA_ERROR_UNSUPPORTED_LIMIT);
+  CHECK(emu.cuCtxGetLimit(&value, CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT) ==
+        CUDA_ERROR_UNSUPPORTED_LIMIT);
+  CHECK(emu.cuCtxGetLimit(&value, CU_LIMIT_MAX) == CUDA_ERROR_UNSUPPORTED_LIMIT);
+  CHECK(emu.cuCtxGetLimit(nullptr, CU_LIMIT_STACK_SIZE) == CUDA_ERROR_INVALID_VALUE);
+  // A fresh context starts from the defaults.
+  CUcontext fresh = nullptr;
+  EMU_OK(emu.cuCtxCreate_v2(&fresh, 0, 0));
+  EMU_OK(emu.cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, 1u << 20));
+  EMU_OK(emu.cuCtxGetLimit(&value, CU_LIMIT_MALLOC_HEAP_SIZE));
+  CHECK(value == 1u << 20);
+  EMU_OK(emu.cuCtxDestroy_v2(fresh));
+  EMU_OK(emu.cuCtxGetLimit(&value, CU_LIMIT_MALLOC_HEAP_SIZE));
+  CHECK(value == 8u << 20);
+}
+
 }  // namespace
 }  // namespace tally::emu::testing

@@ -119,6 +119,68 @@ TEST_CASE("function attributes and occupancy") {
   CHECK(blocks == 2);
 }
 
+TEST_CASE("cooperative launches are limited to the resident blocks; cuLaunchKernelEx") {
+  std::vector<float> x(256 * 64);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i);
+  CUdeviceptr a = Upload(x), c = Zeros<float>(x.size());
+  int n = static_cast<int>(x.size());
+  void* args[] = {&a, &a, &c, &n};
+  CUfunction vec_add = BasicKernel("vec_add");
+  int per_sm = 0, sms = 0;
+  EMU_OK(Emu().cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, vec_add, 256, 0));
+  EMU_OK(Emu().cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0));
+  int cooperative = 0;
+  EMU_OK(Emu().cuDeviceGetAttribute(&cooperative, CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, 0));
+  CHECK(cooperative == 1);
+  const unsigned resident = static_cast<unsigned>(per_sm * sms);  // 8 x 8 by default
+  REQUIRE(resident == 64);
+  EMU_OK(Emu().cuLaunchCooperativeKernel(vec_add, resident, 1, 1, 256, 1, 1, 0, nullptr, args));
+  EMU_OK(Emu().cuCtxSynchronize());
+  std::vector<float> sums = Download<float>(c, x.size());
+  for (size_t i = 0; i < x.size(); ++i) REQUIRE(sums[i] == 2 * x[i]);
+  CHECK(Emu().cuLaunchCooperativeKernel(vec_add, resident + 1, 1, 1, 256, 1, 1, 0, nullptr,
+                                        args) == CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE);
+  CHECK(Emu().cuLaunchCooperativeKernel(vec_add, 1, 1, 1, 256, 1, 1, 0, nullptr, nullptr) ==
+        CUDA_ERROR_INVALID_VALUE);
+  // The same grid without cooperation is just a launch.
+  EMU_OK(Emu().cuLaunchKernel(vec_add, resident + 1, 1, 1, 256, 1, 1, 0, nullptr, args, nullptr));
+
+  CUlaunchAttribute attributes[2] = {};
+  attributes[0].id = CU_LAUNCH_ATTRIBUTE_PRIORITY;  // a hint: accepted
+  attributes[0].value.priority = 1;
+  attributes[1].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+  attributes[1].value.cooperative = 1;
+  CUlaunchConfig config{};
+  config.gridDimX = resident;
+  config.gridDimY = config.gridDimZ = 1;
+  config.blockDimX = 256;
+  config.blockDimY = config.blockDimZ = 1;
+  config.attrs = attributes;
+  config.numAttrs = 2;
+  EMU_OK(Emu().cuMemsetD32_v2(c, 0, x.size()));
+  EMU_OK(Emu().cuLaunchKernelEx(&config, vec_add, args, nullptr));
+  EMU_OK(Emu().cuCtxSynchronize());
+  sums = Download<float>(c, x.size());
+  for (size_t i = 0; i < x.size(); ++i) REQUIRE(sums[i] == 2 * x[i]);
+  config.gridDimX = resident + 1;
+  CHECK(Emu().cuLaunchKernelEx(&config, vec_add, args, nullptr) ==
+        CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE);
+  attributes[1].value.cooperative = 0;
+  EMU_OK(Emu().cuLaunchKernelEx(&config, vec_add, args, nullptr));
+  attributes[1].id = static_cast<CUlaunchAttributeID>(999);
+  CHECK(Emu().cuLaunchKernelEx(&config, vec_add, args, nullptr) == CUDA_ERROR_INVALID_VALUE);
+  attributes[1].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attributes[1].value.clusterDim.x = 2;
+  attributes[1].value.clusterDim.y = attributes[1].value.clusterDim.z = 1;
+  CHECK(Emu().cuLaunchKernelEx(&config, vec_add, args, nullptr) == CUDA_ERROR_NOT_SUPPORTED);
+  attributes[1].value.clusterDim.x = 1;
+  EMU_OK(Emu().cuLaunchKernelEx(&config, vec_add, args, nullptr));
+  config.attrs = nullptr;
+  CHECK(Emu().cuLaunchKernelEx(&config, vec_add, args, nullptr) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(Emu().cuLaunchKernelEx(nullptr, vec_add, args, nullptr) == CUDA_ERROR_INVALID_VALUE);
+  EMU_OK(Emu().cuCtxSynchronize());
+}
+
 TEST_CASE("modules: lookups, unload, fatbins") {
   CUfunction function = nullptr;
   CHECK(Emu().cuModuleGetFunction(&function, BasicModule(), "no_such_kernel") ==

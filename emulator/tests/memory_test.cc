@@ -119,5 +119,86 @@ TEST_CASE("pinned, registered and managed memory are device-accessible host memo
   EMU_OK(emu.cuMemFree_v2(managed));
 }
 
+TEST_CASE("pointer attributes describe device, managed and host allocations") {
+  const EmuApi& emu = Emu();
+  CUcontext context = InitPrimaryContext();
+  CUdeviceptr device = 0, managed = 0;
+  void* pinned = nullptr;
+  EMU_OK(emu.cuMemAlloc_v2(&device, 1000));
+  EMU_OK(emu.cuMemAllocManaged(&managed, 512, CU_MEM_ATTACH_GLOBAL));
+  EMU_OK(emu.cuMemHostAlloc(&pinned, 300, 0));
+  CUdeviceptr pinned_address = reinterpret_cast<CUdeviceptr>(pinned);
+
+  unsigned type = 0;
+  EMU_OK(emu.cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, device + 10));
+  CHECK(type == CU_MEMORYTYPE_DEVICE);
+  EMU_OK(emu.cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, managed));
+  CHECK(type == CU_MEMORYTYPE_DEVICE);
+  EMU_OK(emu.cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, pinned_address));
+  CHECK(type == CU_MEMORYTYPE_HOST);
+
+  CUcontext owner = nullptr;
+  EMU_OK(emu.cuPointerGetAttribute(&owner, CU_POINTER_ATTRIBUTE_CONTEXT, device));
+  CHECK(owner == context);
+  CUdeviceptr start = 0, device_pointer = 0;
+  size_t size = 0;
+  EMU_OK(emu.cuPointerGetAttribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, device + 999));
+  EMU_OK(emu.cuPointerGetAttribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, device + 999));
+  CHECK(start == device);
+  CHECK(size == 1000);
+  EMU_OK(emu.cuPointerGetAttribute(&device_pointer, CU_POINTER_ATTRIBUTE_DEVICE_POINTER,
+                                   pinned_address + 4));
+  CHECK(device_pointer == pinned_address + 4);
+  void* host_pointer = nullptr;
+  EMU_OK(emu.cuPointerGetAttribute(&host_pointer, CU_POINTER_ATTRIBUTE_HOST_POINTER, managed));
+  CHECK(host_pointer == reinterpret_cast<void*>(managed));
+  CHECK(emu.cuPointerGetAttribute(&host_pointer, CU_POINTER_ATTRIBUTE_HOST_POINTER, device) ==
+        CUDA_ERROR_INVALID_VALUE);
+  int is_managed = -1;
+  EMU_OK(emu.cuPointerGetAttribute(&is_managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, managed));
+  CHECK(is_managed == 1);
+  EMU_OK(emu.cuPointerGetAttribute(&is_managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, device));
+  CHECK(is_managed == 0);
+  unsigned long long id_a = 0, id_b = 0;
+  EMU_OK(emu.cuPointerGetAttribute(&id_a, CU_POINTER_ATTRIBUTE_BUFFER_ID, device));
+  EMU_OK(emu.cuPointerGetAttribute(&id_b, CU_POINTER_ATTRIBUTE_BUFFER_ID, managed));
+  CHECK(id_a != id_b);
+
+  int local = 0;
+  CUdeviceptr stack_address = reinterpret_cast<CUdeviceptr>(&local);
+  CHECK(emu.cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, stack_address) ==
+        CUDA_ERROR_INVALID_VALUE);
+  CHECK(emu.cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_P2P_TOKENS, device) ==
+        CUDA_ERROR_INVALID_VALUE);
+  CHECK(emu.cuPointerGetAttribute(nullptr, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, device) ==
+        CUDA_ERROR_INVALID_VALUE);
+
+  // The plural form: inapplicable attributes and unknown pointers read as zero, not errors.
+  CUpointer_attribute attributes[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                      CU_POINTER_ATTRIBUTE_HOST_POINTER,
+                                      CU_POINTER_ATTRIBUTE_CONTEXT, CU_POINTER_ATTRIBUTE_RANGE_SIZE};
+  type = 99;
+  host_pointer = &local;
+  owner = nullptr;
+  size = 0;
+  void* outputs[] = {&type, &host_pointer, &owner, &size};
+  EMU_OK(emu.cuPointerGetAttributes(4, attributes, outputs, device + 1));
+  CHECK(type == CU_MEMORYTYPE_DEVICE);
+  CHECK(host_pointer == nullptr);
+  CHECK(owner == context);
+  CHECK(size == 1000);
+  EMU_OK(emu.cuPointerGetAttributes(4, attributes, outputs, stack_address));
+  CHECK(type == 0);
+  CHECK(owner == nullptr);
+  CHECK(size == 0);
+  CHECK(emu.cuPointerGetAttributes(0, attributes, outputs, device) == CUDA_ERROR_INVALID_VALUE);
+
+  EMU_OK(emu.cuMemFree_v2(device));
+  CHECK(emu.cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, device) ==
+        CUDA_ERROR_INVALID_VALUE);
+  EMU_OK(emu.cuMemFree_v2(managed));
+  EMU_OK(emu.cuMemFreeHost(pinned));
+}
+
 }  // namespace
 }  // namespace tally::emu::testing

@@ -1,0 +1,155 @@
+// Exports cuMemcpy2D[Async] and cuMemcpy3D[Async]: pitched copies between host, device, unified
+// and array memory. A 2-D copy is a 3-D copy of depth 1. Every endpoint is resolved and its whole
+// touched range checked at the call; rows are then copied in stream order.
+#include <cuda.h>
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "emulator/internal/entry.h"
+#include "emulator/internal/memory_layout.h"
+#include "emulator/internal/submit.h"
+
+using tally::emu::Driver;
+using tally::emu::Run;
+
+namespace tally::emu {
+namespace {
+
+// One side of a copy as cuda.h's CUDA_MEMCPY3D describes it.
+struct EndpointDesc {
+  CUmemorytype type;
+  size_t x_bytes, y, z;
+  const void* host;
+  CUdeviceptr device;
+  CUarray array;
+  size_t pitch, height;
+};
+
+absl::StatusOr<PitchedRegion> ResolveEndpoint(Driver& driver, const EndpointDesc& e,
+                                              const CopyExtent& extent, const char* side) {
+  PitchedRegion region;
+  region.pitch = e.pitch;
+  region.slice = e.pitch * e.height;
+  switch (e.type) {
+    case CU_MEMORYTYPE_HOST:
+      if (e.host == nullptr) return CudaError(CUDA_ERROR_INVALID_VALUE, "null host pointer");
+      region.base = reinterpret_cast<uint64_t>(e.host);
+      break;
+    case CU_MEMORYTYPE_DEVICE:
+    case CU_MEMORYTYPE_UNIFIED:
+      if (e.device == 0) return CudaError(CUDA_ERROR_INVALID_VALUE, "null device pointer");
+      region.base = e.device;
+      break;
+    case CU_MEMORYTYPE_ARRAY:
+      return ArrayRegion(driver, e.array, e.x_bytes, e.y, e.z, extent);
+    default:
+      return CudaError(CUDA_ERROR_INVALID_VALUE,
+                       fmt::format("unknown {} memory type {}", side, static_cast<int>(e.type)));
+  }
+  if (e.pitch < extent.width_bytes || e.pitch > kMaxPitch) {
+    return CudaError(CUDA_ERROR_INVALID_VALUE,
+                     fmt::format("{} pitch {} is below the width or above the limit", side,
+                                 e.pitch));
+  }
+  if (extent.depth > 1 && e.height < extent.height) {
+    return CudaError(CUDA_ERROR_INVALID_VALUE,
+                     fmt::format("{} height {} is below the copy's height", side, e.height));
+  }
+  TALLY_ASSIGN_OR_RETURN(uint64_t offset, RegionOffset(region, e.x_bytes, e.y, e.z));
+  TALLY_ASSIGN_OR_RETURN(uint64_t span, RegionSpan(region, extent));
+  region.base += offset;
+  // Device memory must lie in one allocation; unified pointers may also be pageable host memory,
+  // which (like a host endpoint) cannot be checked.
+  bool tracked = driver.memory().Find(region.base).has_value();
+  if (e.type == CU_MEMORYTYPE_DEVICE || (e.type == CU_MEMORYTYPE_UNIFIED && tracked)) {
+    TALLY_RETURN_IF_ERROR(driver.memory().CheckRange(region.base, span));
+  }
+  return region;
+}
+
+EndpointDesc Source(const CUDA_MEMCPY3D& c) {
+  return {c.srcMemoryType, c.srcXInBytes, c.srcY,     c.srcZ,     c.srcHost,
+          c.srcDevice,     c.srcArray,    c.srcPitch, c.srcHeight};
+}
+
+EndpointDesc Destination(const CUDA_MEMCPY3D& c) {
+  return {c.dstMemoryType, c.dstXInBytes, c.dstY,     c.dstZ,     c.dstHost,
+          c.dstDevice,     c.dstArray,    c.dstPitch, c.dstHeight};
+}
+
+absl::Status Copy3D(Driver& driver, const CUDA_MEMCPY3D* copy, CUstream stream, bool wait) {
+  if (copy == nullptr) return CudaError(CUDA_ERROR_INVALID_VALUE, "null copy descriptor");
+  TALLY_RETURN_IF_ERROR(driver.ResolveStream(stream).status());
+  if (copy->srcLOD != 0 || copy->dstLOD != 0 || copy->reserved0 != nullptr ||
+      copy->reserved1 != nullptr) {
+    return CudaError(CUDA_ERROR_INVALID_VALUE, "srcLOD, dstLOD and reserved fields must be 0");
+  }
+  CopyExtent extent{copy->WidthInBytes, copy->Height, copy->Depth};
+  if (extent.width_bytes == 0 || extent.height == 0 || extent.depth == 0) {
+    return absl::OkStatus();
+  }
+  TALLY_ASSIGN_OR_RETURN(PitchedRegion src, ResolveEndpoint(driver, Source(*copy), extent, "source"));
+  TALLY_ASSIGN_OR_RETURN(PitchedRegion dst,
+                         ResolveEndpoint(driver, Destination(*copy), extent, "destination"));
+  return Submit(
+      driver, stream, [=] { CopyRegion(dst, src, extent); }, wait);
+}
+
+// The 3-D descriptor of a 2-D copy: depth 1, everything else carried over.
+CUDA_MEMCPY3D From2D(const CUDA_MEMCPY2D& c) {
+  CUDA_MEMCPY3D copy{};
+  copy.srcXInBytes = c.srcXInBytes;
+  copy.srcY = c.srcY;
+  copy.srcMemoryType = c.srcMemoryType;
+  copy.srcHost = c.srcHost;
+  copy.srcDevice = c.srcDevice;
+  copy.srcArray = c.srcArray;
+  copy.srcPitch = c.srcPitch;
+  copy.srcHeight = c.Height;
+  copy.dstXInBytes = c.dstXInBytes;
+  copy.dstY = c.dstY;
+  copy.dstMemoryType = c.dstMemoryType;
+  copy.dstHost = c.dstHost;
+  copy.dstDevice = c.dstDevice;
+  copy.dstArray = c.dstArray;
+  copy.dstPitch = c.dstPitch;
+  copy.dstHeight = c.Height;
+  copy.WidthInBytes = c.WidthInBytes;
+  copy.Height = c.Height;
+  copy.Depth = 1;
+  return copy;
+}
+
+absl::Status Copy2D(Driver& driver, const CUDA_MEMCPY2D* copy, CUstream stream, bool wait) {
+  if (copy == nullptr) return CudaError(CUDA_ERROR_INVALID_VALUE, "null copy descriptor");
+  CUDA_MEMCPY3D copy3d = From2D(*copy);
+  return Copy3D(driver, &copy3d, stream, wait);
+}
+
+}  // namespace
+}  // namespace tally::emu
+
+using tally::emu::Copy2D;
+using tally::emu::Copy3D;
+
+extern "C" {
+
+CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D* pCopy) {
+  return Run([&](Driver& d) { return Copy2D(d, pCopy, {}, true); });
+}
+
+CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D* pCopy, CUstream hStream) {
+  return Run([&](Driver& d) { return Copy2D(d, pCopy, hStream, false); });
+}
+
+CUresult cuMemcpy3D_v2(const CUDA_MEMCPY3D* pCopy) {
+  return Run([&](Driver& d) { return Copy3D(d, pCopy, {}, true); });
+}
+
+CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D* pCopy, CUstream hStream) {
+  return Run([&](Driver& d) { return Copy3D(d, pCopy, hStream, false); });
+}
+
+}  // extern "C"
