@@ -95,6 +95,20 @@ int MaxActiveBlocksPerSm(const Kernel& kernel, uint32_t block_threads, uint64_t 
   return blocks;
 }
 
+// The grid workspace a cooperative launch passes to its kernel in %envreg1:%envreg2
+// (cooperative_groups/details/driver_abi.h: {unsigned wsSize; unsigned barrier;}); grid.sync()
+// counts arrivals in `barrier`, and a zero address makes it trap as for a normal launch.
+absl::StatusOr<uint64_t> NewGridWorkspace(Driver& driver, const Context& context) {
+  struct GridWorkspace {
+    uint32_t size, barrier;
+  };
+  TALLY_ASSIGN_OR_RETURN(uint64_t address, driver.memory().Allocate(sizeof(GridWorkspace),
+                                                                     AllocationKind::kDevice,
+                                                                     context.id()));
+  *reinterpret_cast<GridWorkspace*>(address) = {sizeof(GridWorkspace), 0};
+  return address;
+}
+
 struct LaunchRequest {
   CUfunction function;
   exec::Dim3 grid, block;
@@ -132,15 +146,33 @@ absl::Status Launch(Driver& driver, const LaunchRequest& request) {
   setup->dynamic_shared_bytes = request.dynamic_shared;
   setup->sm_count = static_cast<uint32_t>(driver.config().sm_count);
   setup->cooperative = request.cooperative;
+  if (request.cooperative) {
+    TALLY_ASSIGN_OR_RETURN(setup->grid_workspace, NewGridWorkspace(driver, *target.context));
+  }
+  std::shared_ptr<DeviceHeap> heap;  // kept alive by the queued launch
+  if (kernel->function->uses_heap) {
+    target.context->fix_heap();
+    heap = target.context->heap(driver.memory());
+    heap->set_capacity(target.context->limit(CU_LIMIT_MALLOC_HEAP_SIZE));
+    setup->heap = heap.get();
+  }
   std::weak_ptr<Context> context = target.context;
   exec::SmPool* pool = &driver.sm_pool();
-  target.context->Enqueue(target.stream, {}, [kernel, setup, context, pool] {
+  DeviceMemory* memory = &driver.memory();
+  target.context->Enqueue(target.stream, {}, [kernel, setup, context, pool, memory, heap] {
     auto owner = context.lock();
-    if (owner == nullptr || owner->sticky_error() != CUDA_SUCCESS) return;
-    absl::Status status = pool->Run(*setup);
-    if (!status.ok() && !absl::IsCancelled(status)) {  // cancelled: the library is unloading
-      TALLY_LOG_ERROR("emu: launch failed: {}", std::string(status.message()));
-      owner->SetStickyError(ToCuResult(status));
+    if (owner != nullptr && owner->sticky_error() == CUDA_SUCCESS) {
+      absl::Status status = pool->Run(*setup);
+      if (!status.ok() && !absl::IsCancelled(status)) {  // cancelled: the library is unloading
+        TALLY_LOG_ERROR("emu: launch failed: {}", std::string(status.message()));
+        owner->SetStickyError(ToCuResult(status));
+      }
+    }
+    // The context's memory is released only after its queued work ran, so this is still ours.
+    if (setup->grid_workspace != 0) {
+      memory->Release(setup->grid_workspace, KindBit(AllocationKind::kDevice),
+                      CUDA_ERROR_INVALID_VALUE)
+          .IgnoreError();
     }
   });
   return absl::OkStatus();

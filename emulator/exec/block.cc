@@ -90,6 +90,8 @@ void Block::PrepareLaunch(const LaunchSetup& setup, uint32_t sm) {
       set(SpecialSlot::kLanemaskGe, lane, ~((1ull << lane) - 1) & 0xffffffffu);
       set(SpecialSlot::kDynamicSmemSize, lane, setup.dynamic_shared_bytes);
       set(SpecialSlot::kTotalSmemSize, lane, shared_.size());
+      set(SpecialSlot::kEnvReg1, lane, setup.grid_workspace >> 32);
+      set(SpecialSlot::kEnvReg2, lane, setup.grid_workspace & 0xffffffffu);
     }
     for (const auto& [slot, value] : function_->constants) {
       for (int lane = 0; lane < 32; ++lane) regs[slot * 32 + lane] = value;
@@ -117,30 +119,35 @@ void Block::Schedule(Warp& warp) {
 
 absl::Status Block::Run() {
   while (true) {
-    bool any_live = false, ran = false;
-    for (Warp& warp : warps_) {
-      if (warp.live == 0) continue;
-      any_live = true;
-      if ((warp.live & ~warp.blocked) == 0) continue;
-      ran = true;
-      if (RunWarp(warp, kTimeSlice) == WarpStatus::kFault) {
-        return CudaError(fault_code_, fault_);
-      }
-    }
-    if (!any_live) return absl::OkStatus();
-    if (setup_->abort.load(std::memory_order_relaxed)) return absl::OkStatus();
-    if (!ReleaseBarriers() && !ran) {
-      // Every live thread waits at a barrier that the remaining threads will never reach
-      // (e.g. bar.sync in divergent code with a thread count that cannot be met).
-      uint32_t waiting = 0;
-      for (const Warp& warp : warps_) waiting += std::popcount(warp.blocked);
-      fault_ = "kernel " + function_->name + ": barrier can never complete in block (" +
-               std::to_string(ctaid_.x) + "," + std::to_string(ctaid_.y) + "," +
-               std::to_string(ctaid_.z) + "): " + std::to_string(waiting) + " of " +
-               std::to_string(threads_ - exited_) + " live threads are waiting";
-      return CudaError(CUDA_ERROR_LAUNCH_FAILED, fault_);
-    }
+    absl::StatusOr<bool> done = RunRound();
+    if (!done.ok()) return done.status();
+    if (*done) return absl::OkStatus();
   }
+}
+
+absl::StatusOr<bool> Block::RunRound() {
+  bool any_live = false, ran = false;
+  for (Warp& warp : warps_) {
+    if (warp.live == 0) continue;
+    any_live = true;
+    if ((warp.live & ~warp.blocked) == 0) continue;
+    ran = true;
+    if (RunWarp(warp, kTimeSlice) == WarpStatus::kFault) return CudaError(fault_code_, fault_);
+  }
+  if (!any_live) return true;
+  if (setup_->abort.load(std::memory_order_relaxed)) return true;
+  if (!ReleaseBarriers() && !ran) {
+    // Every live thread waits at a barrier that the remaining threads will never reach
+    // (e.g. bar.sync in divergent code with a thread count that cannot be met).
+    uint32_t waiting = 0;
+    for (const Warp& warp : warps_) waiting += std::popcount(warp.blocked);
+    fault_ = "kernel " + function_->name + ": barrier can never complete in block (" +
+             std::to_string(ctaid_.x) + "," + std::to_string(ctaid_.y) + "," +
+             std::to_string(ctaid_.z) + "): " + std::to_string(waiting) + " of " +
+             std::to_string(threads_ - exited_) + " live threads are waiting";
+    return CudaError(CUDA_ERROR_LAUNCH_FAILED, fault_);
+  }
+  return false;
 }
 
 void Block::Arrive(Warp& warp, uint32_t lanes, uint32_t barrier, uint32_t count, bool wait) {
@@ -187,6 +194,7 @@ bool Block::ReleaseBarriers() {
     reduction_arrived_[b] = 0;
     reduction_votes_[b] = 0;
     released = true;
+    ++barrier_releases_;
   }
   return released;
 }

@@ -12,7 +12,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "emulator/exec/program.h"
+#include "emulator/internal/device_heap.h"
 #include "emulator/internal/device_memory.h"
 
 namespace tally::emu::exec {
@@ -31,7 +33,9 @@ struct LaunchSetup {
   uint32_t dynamic_shared_bytes = 0;
   std::vector<uint8_t> params;
   uint32_t sm_count = 1;
-  bool cooperative = false;  // cuLaunchCooperativeKernel: all blocks are resident at once
+  bool cooperative = false;     // cuLaunchCooperativeKernel: all blocks are resident at once
+  uint64_t grid_workspace = 0;  // device address of the grid_workspace (cooperative launches)
+  DeviceHeap* heap = nullptr;   // device-side malloc/free (kernels that call them)
   std::atomic<bool> abort{false};  // a block failed or the library unloads: stop early
 };
 
@@ -64,6 +68,13 @@ class Block {
   void Reset(const LaunchSetup& setup, Dim3 ctaid, uint32_t sm);
   // Runs to completion; an error names kernel, block, thread and cause.
   absl::Status Run();
+  // One round: every runnable warp runs up to a time slice, then barriers are released. True
+  // once every thread exited (or the launch aborts).
+  absl::StatusOr<bool> RunRound();
+  // Grows whenever the block changes state others can observe or that ends a wait: a store or
+  // atomic, a thread's exit, a barrier's release. A grid whose blocks all keep it unchanged
+  // for many rounds is spinning on something that will never happen.
+  uint64_t progress() const { return writes_ + exited_ + barrier_releases_; }
 
   // Used by the interpreter (warp.cc).
   WarpStatus RunWarp(Warp& warp, uint32_t budget);
@@ -80,6 +91,8 @@ class Block {
   bool ExecuteMemory(const Inst& in, Warp& warp, uint32_t mask, uint32_t pc);
   // printf/assert for the lanes in `mask` (builtins.cc); false after a fault.
   bool ExecuteBuiltin(const Inst& in, Warp& warp, uint32_t mask, uint32_t pc);
+  // cp.async and mbarrier for the lanes in `mask` (async_ops.cc); false after a fault.
+  bool ExecuteAsync(const Inst& in, Warp& warp, uint32_t mask, uint32_t pc);
   // shfl/vote/activemask for the lanes in `mask`.
   void ExecuteCollective(const Inst& in, Warp& warp, uint32_t mask);
 
@@ -118,6 +131,8 @@ class Block {
   uint32_t sm_ = 0;
   uint32_t threads_ = 0;
   uint32_t exited_ = 0;
+  uint64_t writes_ = 0;
+  uint64_t barrier_releases_ = 0;
   std::vector<uint64_t> registers_;
   std::vector<Warp> warps_;
   std::vector<uint8_t> shared_;

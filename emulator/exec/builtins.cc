@@ -1,5 +1,5 @@
-// The CUDA runtime's device functions that the driver implements: printf (vprintf) and assert
-// (__assertfail). Strings and arguments are read through the same bounds-checked translation as
+// The CUDA runtime's device functions that the driver implements: printf (vprintf), assert
+// (__assertfail) and the device heap (malloc/free). Strings and arguments are read through the same bounds-checked translation as
 // every other access, so a bad pointer passed to printf is a fault, not a host crash.
 #include <algorithm>
 #include <cstdio>
@@ -119,40 +119,64 @@ bool Block::ExecuteBuiltin(const Inst& in, Warp& warp, uint32_t mask, uint32_t p
   auto argument = [&](int k, int lane, uint32_t size = 8) {
     return LocalWord(warp, lane, warp.regs[in.src[k] * 32 + lane], size);
   };
+  auto result = [&](int lane, const void* value, size_t size) {
+    std::memcpy(
+        local_.data() + uint64_t{warp.index * 32 + lane} * function_->local_bytes + in.offset,
+        value, size);
+  };
   bool ok = true;
   ForLanes(mask, [&](int l) {
     if (!ok) return;
-    if (static_cast<Builtin>(in.mod) == Builtin::kPrintf) {
-      std::string text;
-      if (!FormatPrintf(warp, l, pc, argument(0, l), argument(1, l), &text)) {
+    switch (static_cast<Builtin>(in.mod)) {
+      case Builtin::kPrintf: {
+        std::string text;
+        if (!FormatPrintf(warp, l, pc, argument(0, l), argument(1, l), &text)) {
+          ok = false;
+          return;
+        }
+        {
+          std::lock_guard lock(OutputMutex());
+          std::fwrite(text.data(), 1, text.size(), stdout);
+          std::fflush(stdout);
+        }
+        int32_t written = static_cast<int32_t>(text.size());
+        if (in.flags & kFlagHasResult) result(l, &written, sizeof(written));
+        return;
+      }
+      case Builtin::kAssert: {
+        // The message, file, line and function of the failed assertion.
+        std::string message, file, function;
+        if (!ReadString(argument(0, l), warp, l, pc, &message) ||
+            !ReadString(argument(1, l), warp, l, pc, &file) ||
+            !ReadString(argument(3, l), warp, l, pc, &function)) {
+          ok = false;
+          return;
+        }
+        Fault(warp, l, pc, CUDA_ERROR_ASSERT,
+              file + ":" + std::to_string(argument(2, l, 4)) + ": " + function +
+                  ": Assertion `" + message + "` failed");
         ok = false;
         return;
       }
-      {
-        std::lock_guard lock(OutputMutex());
-        std::fwrite(text.data(), 1, text.size(), stdout);
-        std::fflush(stdout);
+      case Builtin::kMalloc: {
+        uint64_t address = setup_->heap->Malloc(argument(0, l));
+        result(l, &address, sizeof(address));
+        ++writes_;  // a new allocation is progress for whoever waits on it
+        return;
       }
-      if (in.flags & kFlagHasResult) {
-        int32_t written = static_cast<int32_t>(text.size());
-        std::memcpy(
-            local_.data() + uint64_t{warp.index * 32 + l} * function_->local_bytes + in.offset,
-            &written, sizeof(written));
+      case Builtin::kFree: {
+        uint64_t address = argument(0, l);
+        if (!setup_->heap->Free(address)) {
+          char text[96];
+          std::snprintf(text, sizeof(text), "free of 0x%llx, which malloc did not return",
+                        static_cast<unsigned long long>(address));
+          Fault(warp, l, pc, CUDA_ERROR_ILLEGAL_ADDRESS, text);
+          ok = false;
+        }
+        ++writes_;
+        return;
       }
-      return;
     }
-    // assert(): the message, file, line and function of the failed assertion.
-    std::string message, file, function;
-    if (!ReadString(argument(0, l), warp, l, pc, &message) ||
-        !ReadString(argument(1, l), warp, l, pc, &file) ||
-        !ReadString(argument(3, l), warp, l, pc, &function)) {
-      ok = false;
-      return;
-    }
-    Fault(warp, l, pc, CUDA_ERROR_ASSERT,
-          file + ":" + std::to_string(argument(2, l, 4)) + ": " + function + ": Assertion `" +
-              message + "` failed");
-    ok = false;
   });
   return ok;
 }

@@ -227,6 +227,10 @@ absl::StatusOr<Inst> Decoder::Decode() {
   } else if (op == "membar" || op == "fence") {
     inst_.op = Op::kFence;
     for (std::string_view level : {"gl", "proxy", "alias", "async"}) mods_.Take(level);
+  } else if (op == "cp") {
+    status = CpAsync();
+  } else if (op == "mbarrier") {
+    status = Mbarrier();
   } else if (op == "shfl") {
     status = Shfl();
   } else if (op == "vote") {
@@ -253,6 +257,7 @@ absl::StatusOr<Inst> Decoder::Decode() {
     inst_.op = Op::kTrap;
   } else if (op == "nanosleep" || op == "pmevent") {
     inst_.op = Op::kNop;
+    mods_.TakeType();  // nanosleep.u32 t: a hint; spinning warps yield after a time slice anyway
   } else {
     return Fail("not implemented by the emulator");
   }

@@ -205,6 +205,8 @@ class Decoder {
   absl::Status Barrier();
   absl::Status BarrierReduction();
   absl::Status Redux();
+  absl::Status CpAsync();
+  absl::Status Mbarrier();
 
   const ptx::Instruction& in_;
   Mods mods_;

@@ -159,9 +159,13 @@ absl::Status FunctionLowering::InlineCall(const ptx::Instruction& call) {
   TALLY_RETURN_IF_ERROR(bind(returns, callee->returns, bindings));
   TALLY_RETURN_IF_ERROR(bind(arguments, callee->params, bindings));
   if (!callee->body) {
-    if (name == "vprintf" || name == "__assertfail") {
-      return LowerBuiltin(call, name == "vprintf" ? Builtin::kPrintf : Builtin::kAssert,
-                          returns != nullptr, bindings);
+    static constexpr std::pair<const char*, Builtin> kBuiltins[] = {
+        {"vprintf", Builtin::kPrintf},
+        {"__assertfail", Builtin::kAssert},
+        {"malloc", Builtin::kMalloc},
+        {"free", Builtin::kFree}};
+    for (const auto& [builtin_name, builtin] : kBuiltins) {
+      if (name == builtin_name) return LowerBuiltin(call, builtin, returns != nullptr, bindings);
     }
     return Unsupported(call, "calls a function without a body here: " + name);
   }
@@ -189,8 +193,9 @@ absl::Status FunctionLowering::InlineCall(const ptx::Instruction& call) {
   return absl::OkStatus();
 }
 
-// vprintf(format, arguments) and __assertfail(message, file, line, function, char size): one
-// kBuiltin instruction whose sources hold the local offsets of the argument variables.
+// vprintf(format, arguments), __assertfail(message, file, line, function, char size),
+// malloc(size) and free(pointer): one kBuiltin instruction whose sources hold the local offsets
+// of the argument variables (and `offset` the result variable's).
 absl::Status FunctionLowering::LowerBuiltin(
     const ptx::Instruction& call, Builtin builtin, bool has_result,
     const std::vector<std::pair<std::string, LocalSymbol>>& bindings) {
@@ -199,7 +204,11 @@ absl::Status FunctionLowering::LowerBuiltin(
   inst.mod = static_cast<uint8_t>(builtin);
   inst.line = call.location.line;
   size_t first_argument = has_result ? 1 : 0;
-  size_t expected = builtin == Builtin::kPrintf ? 2 : 5;
+  constexpr size_t kArguments[] = {2, 5, 1, 1};  // by Builtin
+  size_t expected = kArguments[static_cast<int>(builtin)];
+  if (builtin == Builtin::kMalloc && !has_result) {
+    return Unsupported(call, "malloc's result must be received");
+  }
   if (bindings.size() != first_argument + expected) {
     return Unsupported(call, "unexpected signature for a runtime device function");
   }
@@ -215,6 +224,7 @@ absl::Status FunctionLowering::LowerBuiltin(
                            context_.Source(ptx::Operand::Name(call.guard), Type::kPred));
     if (call.guard_negated) inst.flags |= kFlagNegateGuard;
   }
+  if (builtin == Builtin::kMalloc || builtin == Builtin::kFree) context_.function().uses_heap = true;
   context_.function().code.push_back(inst);
   return absl::OkStatus();
 }

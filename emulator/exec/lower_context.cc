@@ -42,6 +42,8 @@ constexpr SpecialName kSpecials[] = {
     {"%lanemask_ge", 0, SpecialSlot::kLanemaskGe},
     {"%dynamic_smem_size", 0, SpecialSlot::kDynamicSmemSize},
     {"%total_smem_size", 0, SpecialSlot::kTotalSmemSize},
+    {"%envreg1", 0, SpecialSlot::kEnvReg1},
+    {"%envreg2", 0, SpecialSlot::kEnvReg2},
 };
 
 absl::Status InvalidPtx(std::string message) { return CudaError(CUDA_ERROR_INVALID_PTX, message); }
@@ -85,12 +87,17 @@ absl::Status LowerContext::DeclareRegisters(const ptx::RegDecl& decl) {
                      "vector registers (.reg .v" + std::to_string(decl.vector_width) + ")");
   }
   auto& scope = frames_.back().scopes.back();
+  auto declare = [&](const std::string& name) {
+    uint32_t slot = NewSlot();
+    scope[name] = slot;
+    if (decl.type == "pred") predicate_slots_.insert(slot);
+  };
   for (const auto& entry : decl.entries) {
     if (!entry.count) {
-      scope[entry.name] = NewSlot();
+      declare(entry.name);
       continue;
     }
-    for (uint32_t i = 0; i < *entry.count; ++i) scope[entry.name + std::to_string(i)] = NewSlot();
+    for (uint32_t i = 0; i < *entry.count; ++i) declare(entry.name + std::to_string(i));
   }
   return absl::OkStatus();
 }
@@ -222,7 +229,8 @@ absl::StatusOr<uint32_t> LowerContext::Source(const ptx::Operand& operand, Type 
   }
   if (!operand.name.empty() && operand.name[0] == '%' && !FindVariable(operand.name)) {
     // Special registers of the PTX ISA that the emulator does not provide (clusters, perf
-    // monitors, environment registers); any other %name is simply undeclared.
+    // monitors, environment registers other than the grid workspace's); any other %name is
+    // simply undeclared.
     constexpr std::string_view kUnsupported[] = {"%envreg",
                                                  "%pm",
                                                  "%cluster",

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "emulator/exec/lower.h"
 #include "emulator/exec/program.h"
@@ -67,6 +68,13 @@ class LowerContext {
   uint64_t local_bytes() const { return local_bytes_; }
 
   Function& function() { return function_; }
+  // The value of a constant expression (an immediate operand).
+  absl::StatusOr<uint64_t> Evaluate(const ptx::Expr& expr);
+  // Whether `name` is a register declared .pred (operands whose meaning depends on it).
+  bool IsPredicate(const std::string& name) const {
+    auto slot = FindRegister(name);
+    return slot && predicate_slots_.contains(*slot);
+  }
 
  private:
   struct Frame {
@@ -78,7 +86,6 @@ class LowerContext {
     std::vector<uint32_t> returns;                           // instructions
   };
   uint32_t next_index() const { return static_cast<uint32_t>(function_.code.size()); }
-  absl::StatusOr<uint64_t> Evaluate(const ptx::Expr& expr);
   absl::StatusOr<uint64_t> SymbolValue(const std::string& name);
   std::optional<uint32_t> FindRegister(const std::string& name) const;
   uint32_t NewSlot();
@@ -87,6 +94,7 @@ class LowerContext {
   const ModuleSymbols& globals_;
   std::vector<Frame> frames_;
   absl::flat_hash_map<uint64_t, uint32_t> constant_slots_;
+  absl::flat_hash_set<uint32_t> predicate_slots_;
   uint64_t local_bytes_ = 0;
 };
 

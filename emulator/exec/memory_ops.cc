@@ -103,6 +103,7 @@ void StoreRelaxed(uint8_t* p, uint32_t size, uint64_t value) {
 
 bool Block::ExecuteMemory(const Inst& in, Warp& warp, uint32_t mask, uint32_t pc) {
   const int width = TypeBits(in.type);
+  if (in.op != Op::kLd) ++writes_;
   uint64_t* d = in.dst[0] != kNoSlot ? TALLY_R(in.dst[0]) : nullptr;
   const uint64_t* a = in.src[0] != kNoSlot ? TALLY_R(in.src[0]) : nullptr;
   const uint64_t* b = in.src[1] != kNoSlot ? TALLY_R(in.src[1]) : nullptr;

@@ -99,9 +99,23 @@ enum class AtomOp : uint8_t { kAdd, kMin, kMax, kInc, kDec, kExch, kCas, kAnd, k
 enum class ShflMode : uint8_t { kUp, kDown, kBfly, kIdx };
 enum class VoteMode : uint8_t { kAll, kAny, kUni, kBallot };
 enum class BarRedMode : uint8_t { kNone, kPopc, kAnd, kOr };
+// mbarrier operations (PTX ISA, "Parallel Synchronization and Communication Instructions:
+// mbarrier"); the test/try waits take the state token or, with .parity, a phase parity.
+enum class MbarrierOp : uint8_t {
+  kInit,
+  kArrive,
+  kArriveDrop,
+  kExpectTx,
+  kCompleteTx,
+  kArriveExpectTx,
+  kTestWait,
+  kTestWaitParity,
+  kPendingCount,
+  kInval,
+};
 // Device functions the driver provides (CUDA C++ Programming Guide, "Formatted Output",
-// "Assertion"): arguments are the local-memory offsets of the call's .param variables.
-enum class Builtin : uint8_t { kPrintf, kAssert };
+// "Assertion", "Dynamic Global Memory Allocation and Operations"): arguments are the local-memory offsets of the call's .param variables.
+enum class Builtin : uint8_t { kPrintf, kAssert, kMalloc, kFree };
 
 inline constexpr uint8_t kFlagFtz = 1;
 inline constexpr uint8_t kFlagSat = 2;
@@ -146,6 +160,7 @@ struct Function {
   uint32_t param_bytes = 0;
   std::vector<std::pair<uint32_t, uint32_t>> param_layout;  // (offset, size) per parameter
   uint32_t max_threads = 1024;                              // .maxntid / .reqntid product
+  bool uses_heap = false;                                   // calls malloc or free
 };
 
 // Special registers materialised per lane at warp start (PTX ISA, "Special Registers").
@@ -175,6 +190,10 @@ enum class SpecialSlot : uint32_t {
   kLanemaskGe,
   kDynamicSmemSize,
   kTotalSmemSize,
+  // %envreg1:%envreg2 = high:low half of the cooperative-groups grid workspace address
+  // (cooperative_groups/details/driver_abi.h); 0 outside cooperative launches.
+  kEnvReg1,
+  kEnvReg2,
   kCarry,  // the condition-code carry flag CC.CF of extended-precision arithmetic
   kCount,
 };

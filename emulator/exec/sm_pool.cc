@@ -2,10 +2,28 @@
 #include "emulator/exec/sm_pool.h"
 
 #include <atomic>
+#include <memory>
+
+#include <fmt/format.h>
 
 #include "common/log.h"
+#include "common/status.h"
+#include "emulator/internal/cuda_status.h"
 
 namespace tally::emu::exec {
+namespace {
+
+// Rounds in a row in which no block of a cooperative grid stored, exited or passed a barrier
+// before the grid is reported as deadlocked (each round gives every warp a time slice of 4096
+// instructions, so this is about 4 million instructions of pure spinning per warp).
+constexpr uint32_t kMaxIdleRounds = 1024;
+
+Dim3 BlockIndex(uint64_t index, const Dim3& grid) {
+  return {static_cast<uint32_t>(index % grid.x), static_cast<uint32_t>(index / grid.x % grid.y),
+          static_cast<uint32_t>(index / (uint64_t{grid.x} * grid.y))};
+}
+
+}  // namespace
 
 struct SmPool::Job {
   LaunchSetup* setup = nullptr;
@@ -39,10 +57,7 @@ void SmPool::Drain(Job& job, uint32_t sm) {
     if (index >= job.total) return;
     absl::Status status;
     if (!setup.abort.load(std::memory_order_relaxed)) {
-      Dim3 ctaid{static_cast<uint32_t>(index % grid.x),
-                 static_cast<uint32_t>(index / grid.x % grid.y),
-                 static_cast<uint32_t>(index / (uint64_t{grid.x} * grid.y))};
-      block.Reset(setup, ctaid, sm);
+      block.Reset(setup, BlockIndex(index, grid), sm);
       status = block.Run();
     }
     std::lock_guard lock(job.mu);
@@ -78,7 +93,53 @@ void SmPool::Cancel() {
   for (LaunchSetup* setup : running_) setup->abort.store(true, std::memory_order_relaxed);
 }
 
+absl::Status SmPool::RunCooperative(LaunchSetup& setup) {
+  const uint64_t total = setup.grid.Count();
+  std::vector<std::unique_ptr<Block>> live;
+  live.reserve(total);
+  for (uint64_t index = 0; index < total; ++index) {
+    live.push_back(std::make_unique<Block>());
+    live.back()->Reset(setup, BlockIndex(index, setup.grid),
+                       static_cast<uint32_t>(index % setup.sm_count));
+  }
+  uint32_t idle_rounds = 0;
+  while (!live.empty()) {
+    uint64_t before = 0, after = 0;
+    for (const auto& block : live) before += block->progress();
+    for (size_t i = 0; i < live.size();) {
+      TALLY_ASSIGN_OR_RETURN(bool done, live[i]->RunRound());
+      after += live[i]->progress();
+      if (done) {
+        live[i] = std::move(live.back());
+        live.pop_back();
+      } else {
+        ++i;
+      }
+    }
+    if (setup.abort.load(std::memory_order_relaxed)) return absl::OkStatus();
+    idle_rounds = after == before ? idle_rounds + 1 : 0;
+    if (idle_rounds > kMaxIdleRounds) {
+      return CudaError(CUDA_ERROR_LAUNCH_FAILED,
+                       fmt::format("kernel {}: cooperative grid deadlocked: {} of {} blocks keep "
+                                   "spinning without storing, exiting or passing a barrier",
+                                   setup.function->name, live.size(), total));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status SmPool::Run(LaunchSetup& setup) {
+  if (setup.cooperative) {
+    {
+      std::lock_guard lock(mu_);
+      if (cancelled_) return absl::CancelledError("the driver is shutting down");
+      running_.push_back(&setup);
+    }
+    absl::Status status = RunCooperative(setup);
+    std::lock_guard lock(mu_);
+    std::erase(running_, &setup);
+    return status;
+  }
   auto job = std::make_shared<Job>();
   job->setup = &setup;
   job->total = setup.grid.Count();

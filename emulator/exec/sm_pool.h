@@ -1,6 +1,8 @@
 // The virtual SMs: a pool of worker threads that run the blocks of launches. The launching
 // thread takes part too, so a launch always makes progress; blocks of concurrent launches
-// (from different streams) share the workers.
+// (from different streams) share the workers. A cooperative grid runs on the launching thread
+// alone, its blocks interleaved round by round, so that blocks waiting for each other at a
+// grid-wide barrier all make progress whatever the other launches do.
 #pragma once
 
 #include <condition_variable>
@@ -32,6 +34,8 @@ class SmPool {
  private:
   struct Job;
   void WorkerLoop(uint32_t sm);
+  // A cooperative grid: all blocks resident at once, interleaved on the calling thread.
+  static absl::Status RunCooperative(LaunchSetup& setup);
   // Runs blocks of `job` until none are left; `sm` is the virtual SM reported in %smid.
   static void Drain(Job& job, uint32_t sm);
 

@@ -516,6 +516,10 @@ WarpStatus Block::RunWarp(Warp& warp, uint32_t budget) {
         case Op::kAtom:
           if (!ExecuteMemory(in, warp, mask, pc)) return WarpStatus::kFault;
           break;
+        case Op::kCpAsync:
+        case Op::kMbarrier:
+          if (!ExecuteAsync(in, warp, mask, pc)) return WarpStatus::kFault;
+          break;
         case Op::kBuiltin:
           if (!ExecuteBuiltin(in, warp, mask, pc)) return WarpStatus::kFault;
           break;

@@ -19,6 +19,7 @@ void Context::Activate() {
   for (auto& limit : limits_) limit.store(0);
   for (const LimitInfo& info : kLimits) limits_[info.limit].store(info.default_value);
   heap_fixed_.store(false);
+  heap_.reset();
   active_.store(true, std::memory_order_release);
 }
 
@@ -33,6 +34,12 @@ void Context::Deactivate() {
     retired_.clear();
   }
   for (auto& stream : streams) stream->Shutdown();
+}
+
+std::shared_ptr<DeviceHeap> Context::heap(DeviceMemory& memory) {
+  std::lock_guard lock(mu_);
+  if (heap_ == nullptr) heap_ = std::make_shared<DeviceHeap>(memory, id_);
+  return heap_;
 }
 
 std::shared_ptr<Stream> Context::CreateStream(unsigned flags, int priority) {

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <vector>
 
+#include "emulator/internal/device_heap.h"
 #include "emulator/internal/stream.h"
 
 namespace tally::emu {
@@ -57,6 +58,8 @@ class Context : public std::enable_shared_from_this<Context> {
   // Set once a kernel that calls malloc/free was launched: the heap size is fixed from then on.
   bool heap_fixed() const { return heap_fixed_.load(std::memory_order_acquire); }
   void fix_heap() { heap_fixed_.store(true, std::memory_order_release); }
+  // The device-side malloc heap (created on first use; a fresh one after re-activation).
+  std::shared_ptr<DeviceHeap> heap(DeviceMemory& memory);
 
   uint64_t id() const { return id_; }
   // The handle the driver's context table gave it (set once, right after insertion).
@@ -75,6 +78,7 @@ class Context : public std::enable_shared_from_this<Context> {
   std::atomic<CUresult> sticky_error_{CUDA_SUCCESS};
   std::array<std::atomic<size_t>, CU_LIMIT_MAX> limits_{};
   std::atomic<bool> heap_fixed_{false};
+  std::shared_ptr<DeviceHeap> heap_;  // guarded by mu_
   std::mutex mu_;  // streams_, retired_, and the order of enqueues across streams
   std::shared_ptr<Stream> null_stream_;
   std::vector<std::shared_ptr<Stream>> streams_;  // created streams incl. retired ones

@@ -129,6 +129,7 @@ void DeviceMemory::ReleaseLocked(std::map<uint64_t, Allocation>::iterator it) {
   switch (allocation.kind) {
     case AllocationKind::kDevice:
     case AllocationKind::kManaged:
+    case AllocationKind::kDeviceHeap:
       ReturnToArenaLocked(allocation.base - reinterpret_cast<uint64_t>(arena_),
                           RoundUp(allocation.size, kAlignment));
       break;

@@ -17,7 +17,14 @@
 
 namespace tally::emu {
 
-enum class AllocationKind : uint8_t { kDevice, kManaged, kHostPinned, kHostRegistered };
+// kDeviceHeap: memory a kernel got from device-side malloc (only device-side free releases it).
+enum class AllocationKind : uint8_t {
+  kDevice,
+  kManaged,
+  kHostPinned,
+  kHostRegistered,
+  kDeviceHeap,
+};
 
 struct Allocation {
   uint64_t base = 0;
@@ -36,7 +43,7 @@ class DeviceMemory {
   DeviceMemory(const DeviceMemory&) = delete;
   DeviceMemory& operator=(const DeviceMemory&) = delete;
 
-  // kDevice or kManaged memory from the arena, 256-byte aligned like cudaMalloc.
+  // kDevice, kManaged or kDeviceHeap memory from the arena, 256-byte aligned like cudaMalloc.
   absl::StatusOr<uint64_t> Allocate(uint64_t size, AllocationKind kind, uint64_t owner);
   // Page-aligned host memory that kernels may access (cuMemHostAlloc).
   absl::StatusOr<void*> AllocateHost(uint64_t size, unsigned flags, uint64_t owner);

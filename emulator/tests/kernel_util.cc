@@ -39,6 +39,17 @@ CUfunction BasicKernel(const char* name) {
   return function;
 }
 
+CUfunction KernelFrom(const char* file, const char* kernel) {
+  EnsureContext();
+  std::string ptx = ReadKernelFile(std::string(file) + ".ptx");
+  CUmodule module = nullptr;
+  REQUIRE(Emu().cuModuleLoadData(&module, ptx.c_str()) == CUDA_SUCCESS);
+  CUfunction function = nullptr;
+  INFO(kernel);
+  REQUIRE(Emu().cuModuleGetFunction(&function, module, kernel) == CUDA_SUCCESS);
+  return function;
+}
+
 CUresult LaunchAndWait(CUfunction function, unsigned grid_x, unsigned block_x,
                        std::vector<void*> args, unsigned shared, unsigned grid_y, unsigned grid_z,
                        unsigned block_y, unsigned block_z) {

@@ -18,6 +18,10 @@ void EnsureContext();
 CUmodule BasicModule();
 CUfunction BasicKernel(const char* name);
 
+// Kernel `kernel` of the module built from kernels/<file>.cu, loaded into the current context
+// (the primary one unless the thread has another) on every call.
+CUfunction KernelFrom(const char* file, const char* kernel);
+
 template <typename T>
 CUdeviceptr Upload(const std::vector<T>& host) {
   EnsureContext();
