@@ -44,6 +44,11 @@ class Dispatcher {
   // asynchronous errors reach the client's next synchronising call, as in CUDA.
   CUresult TakeDeferredError(ClientQueue& queue);
   size_t queued(ClientQueue& queue);
+  // The policy's form for a kernel launch; only from a command (on the dispatch thread).
+  scheduler::LaunchForm ChooseForm(const scheduler::LaunchInfo& launch) {
+    return policy_->ChooseForm(launch);
+  }
+  bool UsesTransformedForms() const { return policy_->UsesTransformedForms(); }
 
  private:
   void Run(const std::function<void()>& thread_setup);

@@ -7,11 +7,13 @@
 #include <variant>
 
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "common/log.h"
 #include "common/status.h"
 #include "ipc/content_hash.h"
 #include "ptx_transform/fatbin.h"
 #include "ptx_transform/parser.h"
+#include "ptx_transform/printer.h"
 #include "server/cuda_result.h"
 
 namespace tally::server {
@@ -25,6 +27,55 @@ bool HasModuleState(const ptx::Module& module) {
     return var != nullptr && var->linkage != "extern" &&
            (var->state_space == "global" || var->state_space == "const");
   });
+}
+
+// The sliced and PTB variants of every kernel the analysis allows, in one module with the
+// originals (ptx_transform/transform.h). Why a kernel keeps its original form is logged here,
+// once per kernel of a fatbin.
+void AddTransformedForms(ptx::Module& module, ParsedImage& parsed) {
+  const ptx::TransformOptions options;
+  ptx::TransformReport report = ptx::TransformModule(module, options);
+  for (const ptx::KernelForms& forms : report.kernels) {
+    if (!forms.sliced.empty() && !forms.preemptible.empty()) continue;
+    auto why = [](const std::vector<std::string>& reasons) {
+      return reasons.empty() ? std::string("-") : absl::StrJoin(reasons, "; ");
+    };
+    TALLY_LOG_INFO("kernel {} keeps its original form where it cannot be transformed: sliced: {}; "
+                   "preemptible: {}",
+                   forms.analysis.kernel, forms.sliced.empty() ? why(forms.analysis.slice_blockers) : "made",
+                   forms.preemptible.empty() ? why(forms.analysis.ptb_blockers) : "made");
+  }
+  auto signatures = ptx::ComputeSignatures(module);
+  if (!signatures.ok()) {
+    TALLY_LOG_WARN("the transformed module has no parameter layouts ({}): its kernels run in "
+                   "their original forms",
+                   signatures.status().ToString());
+    return;
+  }
+  parsed.transformed_ptx = ptx::PrintModule(module);
+  parsed.forms = std::move(report.kernels);
+  parsed.variant_signatures = *std::move(signatures);
+}
+
+const ptx::KernelSignature* FindSignature(const std::vector<ptx::KernelSignature>& signatures,
+                                          const std::string& name) {
+  auto it = std::ranges::find(signatures, name, &ptx::KernelSignature::name);
+  return it == signatures.end() ? nullptr : &*it;
+}
+
+// The variant `name` of a loaded transformed module; nullopt when it was not made.
+std::optional<KernelVariant> LoadVariant(const DriverApi& api, CUmodule module,
+                                         const ParsedImage& parsed, const std::string& name) {
+  if (name.empty()) return std::nullopt;
+  const ptx::KernelSignature* signature = FindSignature(parsed.variant_signatures, name);
+  KernelVariant variant;
+  if (signature == nullptr ||
+      api.cuModuleGetFunction(&variant.function, module, name.c_str()) != CUDA_SUCCESS) {
+    TALLY_LOG_WARN("the transformed module lacks {}: that form is not used", name);
+    return std::nullopt;
+  }
+  variant.signature = *signature;
+  return variant;
 }
 
 }  // namespace
@@ -54,7 +105,8 @@ absl::StatusOr<std::pair<CUdeviceptr, size_t>> SharedModule::FindGlobal(
   return std::make_pair(address, size);
 }
 
-ModuleRegistry::ModuleRegistry(const Backend& backend) : backend_(backend) {
+ModuleRegistry::ModuleRegistry(const Backend& backend, bool build_forms)
+    : backend_(backend), build_forms_(build_forms) {
   int major = 0;
   int minor = 0;
   backend.api().cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
@@ -126,6 +178,7 @@ absl::StatusOr<std::shared_ptr<const ParsedImage>> ModuleRegistry::Parse(
   parsed->ptx_arch = ptx->arch;
   parsed->signatures = *std::move(signatures);
   parsed->has_module_state = HasModuleState(*module);
+  if (build_forms_) AddTransformedForms(*module, *parsed);
   return parsed;
 }
 
@@ -134,8 +187,20 @@ absl::StatusOr<std::shared_ptr<SharedModule>> ModuleRegistry::Load(
   const DriverApi& api = backend_.api();
   CUmodule module = nullptr;
   // std::string::c_str() gives the NUL terminator cuModuleLoadData needs for PTX.
-  TALLY_RETURN_IF_ERROR(
-      CheckCu(api.cuModuleLoadData(&module, parsed->ptx.c_str()), "cuModuleLoadData"));
+  bool transformed = false;
+  if (!parsed->transformed_ptx.empty()) {
+    const CUresult loaded = api.cuModuleLoadData(&module, parsed->transformed_ptx.c_str());
+    transformed = loaded == CUDA_SUCCESS;
+    if (!transformed) {
+      TALLY_LOG_WARN("the transformed module did not load (CUresult {}): its kernels run in their "
+                     "original forms",
+                     +loaded);
+    }
+  }
+  if (!transformed) {
+    TALLY_RETURN_IF_ERROR(
+        CheckCu(api.cuModuleLoadData(&module, parsed->ptx.c_str()), "cuModuleLoadData"));
+  }
   absl::flat_hash_map<std::string, Kernel> kernels;
   for (const ptx::KernelSignature& signature : parsed->signatures) {
     Kernel kernel;
@@ -146,11 +211,20 @@ absl::StatusOr<std::shared_ptr<SharedModule>> ModuleRegistry::Load(
       return CheckCu(found, "cuModuleGetFunction");
     }
     kernel.signature = signature;
+    if (transformed) {
+      auto forms = std::ranges::find(parsed->forms, signature.name,
+                                     [](const ptx::KernelForms& f) { return f.analysis.kernel; });
+      if (forms != parsed->forms.end()) {
+        kernel.sliced = LoadVariant(api, module, *parsed, forms->sliced);
+        kernel.preemptible = LoadVariant(api, module, *parsed, forms->preemptible);
+      }
+    }
     kernels.emplace(signature.name, std::move(kernel));
   }
-  TALLY_LOG_INFO("loaded a module ({}-byte fatbin, sm_{} PTX, {} kernel(s){})",
+  TALLY_LOG_INFO("loaded a module ({}-byte fatbin, sm_{} PTX, {} kernel(s){}{})",
                  parsed->image.size(), parsed->ptx_arch, kernels.size(),
-                 parsed->has_module_state ? ", per-client module state" : "");
+                 parsed->has_module_state ? ", per-client module state" : "",
+                 transformed ? ", with transformed forms" : "");
   auto loaded = std::make_shared<SharedModule>(api, module, std::move(parsed), std::move(kernels));
   loaded_.push_back(loaded);
   return loaded;

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <mutex>
 #include <span>
 #include <string>
@@ -18,13 +19,25 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "ptx_transform/kernel_signature.h"
+#include "ptx_transform/transform.h"
 #include "server/backend/backend.h"
 
 namespace tally::server {
 
+// A transformed form of a kernel (ptx_transform/transform.h), launched with the parameter
+// buffers of ptx_transform/launch_forms.h.
+struct KernelVariant {
+  CUfunction function = nullptr;
+  ptx::KernelSignature signature;
+};
+
 struct Kernel {
   CUfunction function = nullptr;
   ptx::KernelSignature signature;
+  // Built only when the scheduling policy uses transformed forms, and only for the kernels the
+  // analysis found safe to transform (the others always run in their original form).
+  std::optional<KernelVariant> sliced;
+  std::optional<KernelVariant> preemptible;
 };
 
 // A fatbin as parsed: what every module loaded from it shares.
@@ -34,6 +47,10 @@ struct ParsedImage {
   uint32_t ptx_arch = 0;
   std::vector<ptx::KernelSignature> signatures;
   bool has_module_state = false;  // module-scope .global/.const variables
+  // With transformed forms: the module with every kernel's variants added, and their names.
+  std::string transformed_ptx;
+  std::vector<ptx::KernelForms> forms;
+  std::vector<ptx::KernelSignature> variant_signatures;
 };
 
 // A loaded CUmodule with its kernels; unloaded when the last holder lets go.
@@ -61,7 +78,9 @@ class SharedModule {
 
 class ModuleRegistry {
  public:
-  explicit ModuleRegistry(const Backend& backend);
+  // With `build_forms`, every module also gets the sliced and preemptible forms of its kernels
+  // (for a scheduling policy that uses them).
+  ModuleRegistry(const Backend& backend, bool build_forms);
 
   // A module of this fatbin for one client. CUDA_ERROR_INVALID_IMAGE for bytes that are not a
   // fatbin, CUDA_ERROR_NO_BINARY_FOR_GPU when no PTX in it suits the device. The caller's thread
@@ -82,6 +101,7 @@ class ModuleRegistry {
   void ForgetExpired();
 
   const Backend& backend_;
+  bool build_forms_ = false;
   uint32_t device_arch_ = 0;  // 80 for sm_80
   std::mutex mutex_;
   absl::flat_hash_map<uint64_t, Entry> entries_;  // by content hash

@@ -28,6 +28,11 @@ constexpr Flag kFlags[] = {
      "Unix socket to listen on (default $XDG_RUNTIME_DIR/tally/server.sock, else "
      "/tmp/tally-$UID/server.sock)"},
     {"emulator-library", "TALLY_EMU_LIBRARY", "PATH", "libtally_emu.so to load when emulating"},
+    {"validate", "TALLY_VALIDATE", "FORM",
+     "run every transformable kernel in one form, to check that programs compute the same "
+     "under Tally's transformations: slice:N (N consecutive slices), ptb:W (persistent thread "
+     "blocks, W workers), preempt[:W] (PTB stopped at random moments and resumed); kernels "
+     "that cannot be transformed run unchanged and the log says why"},
 };
 
 void PrintUsage() {
@@ -42,6 +47,16 @@ void PrintUsage() {
   }
   std::printf("  %-26s %s\n", "--help", "show this help");
   std::printf("\nLogging: TALLY_LOG_LEVEL=error|warn|info|debug.\n");
+}
+
+// A count after "name:" in --validate's value, at least 1.
+absl::StatusOr<uint32_t> ParseCount(std::string_view value, std::string_view what) {
+  uint32_t count = 0;
+  if (!absl::SimpleAtoi(absl::string_view(value.data(), value.size()), &count) || count == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("--validate: %s must be a positive integer, not '%s'", what, value));
+  }
+  return count;
 }
 
 absl::Status Apply(const Flag& flag, std::string_view value, ServerOptions& options) {
@@ -62,11 +77,55 @@ absl::Status Apply(const Flag& flag, std::string_view value, ServerOptions& opti
     options.socket_path = value;
   } else if (name == "emulator-library") {
     options.emulator_library = value;
+  } else if (name == "validate") {
+    TALLY_ASSIGN_OR_RETURN(options.validate, ParseValidateForm(value));
   }
   return absl::OkStatus();
 }
 
 }  // namespace
+
+absl::StatusOr<scheduler::LaunchForm> ParseValidateForm(std::string_view value) {
+  using scheduler::FormKind;
+  const size_t colon = value.find(':');
+  const std::string_view kind = value.substr(0, colon);
+  const bool has_count = colon != std::string_view::npos;
+  const std::string_view count = has_count ? value.substr(colon + 1) : std::string_view();
+  scheduler::LaunchForm form;
+  if (kind == "slice" && has_count) {
+    form.kind = FormKind::kSliced;
+    TALLY_ASSIGN_OR_RETURN(form.slices, ParseCount(count, "the slice count N of slice:N"));
+  } else if (kind == "ptb" && has_count) {
+    form.kind = FormKind::kPreemptible;
+    TALLY_ASSIGN_OR_RETURN(form.workers, ParseCount(count, "the worker count W of ptb:W"));
+  } else if (kind == "preempt") {
+    form.kind = FormKind::kPreemptible;
+    form.preempt = true;
+    if (has_count) {
+      TALLY_ASSIGN_OR_RETURN(form.workers, ParseCount(count, "the worker count W of preempt:W"));
+    }
+  } else {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--validate wants slice:N, ptb:W, preempt or preempt:W, not '%s'", value));
+  }
+  return form;
+}
+
+std::string DescribeForm(const scheduler::LaunchForm& form) {
+  using scheduler::FormKind;
+  const std::string workers =
+      form.workers == 0 ? "as many workers as fit" : absl::StrFormat("%d workers", form.workers);
+  switch (form.kind) {
+    case FormKind::kOriginal:
+      return "in its original form";
+    case FormKind::kSliced:
+      return absl::StrFormat("sliced into %d pieces", form.slices);
+    case FormKind::kPreemptible:
+      return absl::StrFormat("as persistent thread blocks (%s)%s", workers,
+                             form.preempt ? ", preempted at random moments and resumed" : "");
+  }
+  return "in an unknown form";
+}
 
 absl::StatusOr<std::optional<ServerOptions>> ParseOptions(
     int argc, char** argv, const std::string& default_emulator_library) {

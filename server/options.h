@@ -3,8 +3,10 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "absl/status/statusor.h"
+#include "scheduler/policy.h"
 
 namespace tally::server {
 
@@ -13,7 +15,16 @@ struct ServerOptions {
   int device = 0;
   std::string socket_path;  // empty: ipc::ResolveSocketPath's default
   std::string emulator_library;
+  // --validate: every transformable kernel in this form (kOriginal: normal operation).
+  scheduler::LaunchForm validate;
 };
+
+// --validate's value: `slice:N` (N >= 1 pieces), `ptb:W` (W >= 1 workers), `preempt` or
+// `preempt:W` (PTB preempted at random moments and resumed; without W as many workers as can
+// be resident).
+absl::StatusOr<scheduler::LaunchForm> ParseValidateForm(std::string_view value);
+// "sliced into 4 pieces", ... for the log.
+std::string DescribeForm(const scheduler::LaunchForm& form);
 
 // The options, or nullopt when --help was given (the usage has been printed). Flags override
 // the environment, which overrides the defaults; `default_emulator_library` is the build's.

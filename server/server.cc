@@ -64,19 +64,28 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   listen.schema_version = ipc::kCudaCallsSchemaVersion;
   TALLY_ASSIGN_OR_RETURN(ipc::Listener listener, ipc::Listener::Listen(std::move(listen)));
   TALLY_LOG_INFO("tally-server: serving '{}' on {}", info.name, listener.path());
-  return std::unique_ptr<Server>(new Server(std::move(backend), info, std::move(listener)));
+  std::unique_ptr<scheduler::Policy> policy = scheduler::MakeFifoPolicy();
+  if (options.validate.kind != scheduler::FormKind::kOriginal) {
+    TALLY_LOG_INFO("tally-server: validation mode: every transformable kernel runs {}",
+                   DescribeForm(options.validate));
+    policy = scheduler::MakeValidationPolicy(options.validate);
+  }
+  return std::unique_ptr<Server>(
+      new Server(std::move(backend), info, std::move(listener), std::move(policy)));
 }
 
-Server::Server(Backend backend, ipc::GetDeviceInfoResponse device_info, ipc::Listener listener)
+Server::Server(Backend backend, ipc::GetDeviceInfoResponse device_info, ipc::Listener listener,
+               std::unique_ptr<scheduler::Policy> policy)
     : backend_(std::move(backend)),
       device_info_(device_info),
-      modules_(backend_),
-      dispatcher_(scheduler::MakeFifoPolicy(),
+      modules_(backend_, policy->UsesTransformedForms()),
+      dispatcher_(std::move(policy),
                   [this] {
                     const absl::Status current = backend_.MakeCurrent();
                     if (!current.ok()) TALLY_LOG_ERROR("dispatcher: {}", current.ToString());
                   }),
-      context_{backend_, modules_, dispatcher_, device_info_},
+      launcher_(backend_, dispatcher_),
+      context_{backend_, modules_, dispatcher_, device_info_, launcher_},
       listener_(std::move(listener)) {}
 
 Server::~Server() {

@@ -12,6 +12,7 @@
 #include "ipc/cuda_calls.h"
 #include "server/backend/backend.h"
 #include "server/dispatcher.h"
+#include "server/kernel_launcher.h"
 #include "server/module_registry.h"
 #include "server/options.h"
 #include "server/session.h"
@@ -37,7 +38,8 @@ class Server {
     std::atomic<bool> done{false};
   };
 
-  Server(Backend backend, ipc::GetDeviceInfoResponse device_info, ipc::Listener listener);
+  Server(Backend backend, ipc::GetDeviceInfoResponse device_info, ipc::Listener listener,
+         std::unique_ptr<scheduler::Policy> policy);
   void Serve(ipc::ServerConnection connection, std::atomic<bool>& done);
   absl::Status ServeRequests(Session& session, ipc::ServerConnection& connection);
   void JoinFinishedClients();
@@ -46,6 +48,7 @@ class Server {
   ipc::GetDeviceInfoResponse device_info_;
   ModuleRegistry modules_;
   Dispatcher dispatcher_;
+  KernelLauncher launcher_;
   ServerContext context_;
   ipc::Listener listener_;
   std::atomic<bool> stopping_{false};

@@ -35,6 +35,10 @@ Session::~Session() {
   for (const auto& [base, size] : allocations_.allocations()) api.cuMemFree(base);
   functions_.Clear([](FunctionEntry&) {});
   modules_.Clear([](std::shared_ptr<SharedModule>&) {});
+  // Before the line that says the client is gone, which scripts wait for.
+  if (launch_stats_->total() > 0) {
+    TALLY_LOG_INFO("client {} kernel launches: {}", client_.client_id, launch_stats_->Format());
+  }
   TALLY_LOG_INFO(
       "client {} (pid {}) gone: freed {} allocation(s) of {} bytes, {} stream(s), {} event(s)",
       client_.client_id, client_.pid, allocations, bytes, streams, events);

@@ -17,6 +17,7 @@
 #include "server/backend/backend.h"
 #include "server/dispatcher.h"
 #include "server/handle_table.h"
+#include "server/kernel_launcher.h"
 #include "server/module_registry.h"
 
 namespace tally::server {
@@ -27,6 +28,7 @@ struct ServerContext {
   ModuleRegistry& modules;
   Dispatcher& dispatcher;
   const ipc::GetDeviceInfoResponse& device_info;
+  KernelLauncher& launcher;
 };
 
 // A client stream. Blocking streams (all but cudaStreamNonBlocking ones) and the client's
@@ -93,6 +95,8 @@ class Session {
   HandleTable<std::shared_ptr<SharedModule>>& modules() { return modules_; }
   HandleTable<FunctionEntry>& functions() { return functions_; }
   AllocationTable& allocations() { return allocations_; }
+  // Shared with the client's queued launches, which count themselves by form.
+  const std::shared_ptr<LaunchStats>& launch_stats() const { return launch_stats_; }
 
  private:
   Session(ServerContext& server, const ipc::ClientInfo& client, ipc::BulkArea bulk);
@@ -114,6 +118,7 @@ class Session {
   AllocationTable allocations_;
   // Module variables: only in per-client modules (ModuleRegistry shares only stateless ones).
   AllocationTable globals_;
+  std::shared_ptr<LaunchStats> launch_stats_ = std::make_shared<LaunchStats>();
 };
 
 }  // namespace tally::server

@@ -31,13 +31,15 @@ struct Device {
       : backend(*Backend::Load(
             {.emulate = true, .device = 0, .emulator_library = TALLY_TEST_EMULATOR_LIBRARY})),
         info(CurrentDeviceInfo(backend)),
-        modules(backend),
+        modules(backend, /*build_forms=*/false),
         dispatcher(scheduler::MakeFifoPolicy(), [this] { backend.MakeCurrent().IgnoreError(); }),
-        context{backend, modules, dispatcher, info} {}
+        launcher(backend, dispatcher),
+        context{backend, modules, dispatcher, info, launcher} {}
   Backend backend;
   ipc::GetDeviceInfoResponse info;
   ModuleRegistry modules;
   Dispatcher dispatcher;
+  KernelLauncher launcher;
   ServerContext context;
 };
 

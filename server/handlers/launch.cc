@@ -1,6 +1,6 @@
 // Kernel launches: the client packed the arguments with the layout GetFunction returned; the
-// server checks the size and rebuilds cuLaunchKernel's kernelParams (one pointer per parameter,
-// CUDA Driver API, cuLaunchKernel) over its own copy of the buffer.
+// server checks the size, keeps its own copy of the buffer and queues the launch. The launcher
+// issues it in the form the scheduling policy picks (server/kernel_launcher.h).
 #include <cuda.h>
 
 #include <memory>
@@ -23,20 +23,21 @@ absl::Status Handle(Session& session, const ipc::Decoded<ipc::LaunchKernelReques
         absl::StrFormat("%d bytes of arguments for %s, which takes %d", request.tail.size(),
                         kernel->signature.name, kernel->signature.param_buffer_size));
   }
-  TALLY_ASSIGN_OR_RETURN(CUstream stream, session.StreamForWork(r.stream));
-  // Copied out of the ring: the record is released before the launch is issued.
-  auto buffer = std::make_shared<std::vector<std::byte>>(request.tail.begin(), request.tail.end());
-  const DriverApi* api = &session.api();
-  // The command holds the module so that it outlives the launch even if the client goes away.
-  session.Enqueue([=, module = entry->module] {
-    std::vector<void*> params;
-    params.reserve(kernel->signature.params.size());
-    for (const ptx::ParamLayout& param : kernel->signature.params) {
-      params.push_back(buffer->data() + param.offset);
-    }
-    return api->cuLaunchKernel(kernel->function, r.grid.x, r.grid.y, r.grid.z, r.block.x, r.block.y,
-                               r.block.z, r.shared_bytes, stream, params.data(), nullptr);
-  });
+  // Copied out of the ring: the record is released before the launch is issued. The launch
+  // holds the module so that it outlives the launch even if the client goes away.
+  auto launch = std::make_shared<KernelLaunch>();
+  TALLY_ASSIGN_OR_RETURN(launch->stream, session.StreamForWork(r.stream));
+  launch->module = entry->module;
+  launch->kernel = kernel;
+  launch->params.assign(request.tail.begin(), request.tail.end());
+  launch->grid = {r.grid.x, r.grid.y, r.grid.z};
+  launch->block = {r.block.x, r.block.y, r.block.z};
+  launch->shared_bytes = r.shared_bytes;
+  launch->client_id = session.client().client_id;
+  launch->priority = session.client().priority;
+  launch->stats = session.launch_stats();
+  KernelLauncher* launcher = &session.server().launcher;
+  session.Enqueue([launcher, launch] { return launcher->Launch(*launch); });
   return absl::OkStatus();
 }
 

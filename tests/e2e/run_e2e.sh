@@ -18,8 +18,9 @@ cleanup() {
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; echo "--- server log" >&2; cat "$work/server.log" >&2; exit 1; }
 
+# start_server [server flags...]
 start_server() {
-  "$server_bin" --emulate --socket "$socket" 2>"$work/server.log" &
+  "$server_bin" --emulate --socket "$socket" "$@" 2>"$work/server.log" &
   server_pid=$!
   for _ in $(seq 100); do [[ -S $socket ]] && return; sleep 0.05; done
   fail "the server did not create $socket"
@@ -92,6 +93,29 @@ case $scenario in
     status=$?
     [[ $status -ne 0 && $status -ne 124 ]] || fail "exit status $status without a server"
     grep -q "nobody.sock" "$work/out" || fail "the error names no socket: $(cat "$work/out")"
+    ;;
+  validate)  # validate FORM programs...: each correct with its kernels in the transformed form
+    form=$5
+    start_server --validate="$form"
+    for program in "${@:6}"; do run "$program" || fail "$program failed under --validate=$form"; done
+    # Each client's launches by form are logged just before it is said to be gone.
+    for _ in $(seq 100); do
+      [[ $(grep -c " gone: freed" "$work/server.log") -eq $(($# - 5)) ]] && break
+      sleep 0.05
+    done
+    sum() { grep -o "[0-9]* $1" "$work/server.log" | awk '{ total += $1 } END { print total + 0 }'; }
+    case $form in
+      slice:*) transformed=$(sum sliced) ;;
+      *) transformed=$(sum preemptible) ;;
+    esac
+    [[ $transformed -gt 0 ]] || fail "no kernel ran in the $form form"
+    originals=$(sum original)
+    [[ $originals -eq 0 ]] || grep -q "keeps its original form" "$work/server.log" ||
+      fail "$originals launches in the original form, and the log says not why"
+    if [[ $form == preempt* ]]; then
+      [[ $(sum resumes) -gt 0 ]] || fail "no PTB kernel was preempted and resumed"
+    fi
+    grep "kernel launches" "$work/server.log"
     ;;
   *) fail "unknown scenario $scenario" ;;
 esac

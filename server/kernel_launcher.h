@@ -1,0 +1,79 @@
+// Issues kernel launches in the form the scheduling policy chooses: the original kernel, its
+// sliced form (consecutive slices of the grid, in order, on the launch's stream) or its
+// preemptible PTB form (worker blocks taking tasks from a counter; with `preempt` the flag is
+// raised at random moments and the kernel relaunched until every task ran).
+#pragma once
+
+#include <cuda.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "ptx_transform/launch_forms.h"
+#include "ptx_transform/transform.h"
+#include "scheduler/policy.h"
+#include "server/backend/backend.h"
+#include "server/dispatcher.h"
+#include "server/module_registry.h"
+
+namespace tally::server {
+
+// One client's launches by form, logged when it leaves (the validation mode's proof that its
+// kernels really ran transformed).
+struct LaunchStats {
+  std::atomic<uint64_t> original{0};
+  std::atomic<uint64_t> sliced{0};
+  std::atomic<uint64_t> slices{0};  // launches of sliced forms
+  std::atomic<uint64_t> preemptible{0};
+  std::atomic<uint64_t> preempted{0};  // PTB launches stopped early at least once
+  std::atomic<uint64_t> resumes{0};    // relaunches of stopped PTB kernels
+  uint64_t total() const { return original + sliced + preemptible; }
+  std::string Format() const;
+};
+
+struct KernelLaunch {
+  std::shared_ptr<SharedModule> module;  // keeps `kernel` loaded
+  const Kernel* kernel = nullptr;
+  std::vector<std::byte> params;  // laid out by kernel->signature
+  ptx::Dim3 grid;
+  ptx::Dim3 block;
+  uint32_t shared_bytes = 0;
+  CUstream stream = nullptr;
+  uint64_t client_id = 0;
+  int32_t priority = 0;
+  std::shared_ptr<LaunchStats> stats;
+};
+
+class KernelLauncher {
+ public:
+  KernelLauncher(const Backend& backend, Dispatcher& dispatcher);
+  KernelLauncher(const KernelLauncher&) = delete;
+  KernelLauncher& operator=(const KernelLauncher&) = delete;
+  ~KernelLauncher();
+
+  // Only on the dispatch thread (from a Command): asks the policy for the form and issues it.
+  CUresult Launch(const KernelLaunch& launch);
+
+ private:
+  CUresult LaunchOriginal(const KernelLaunch& launch);
+  CUresult LaunchSliced(const KernelLaunch& launch, uint32_t slices, uint32_t total);
+  CUresult LaunchPreemptible(const KernelLaunch& launch, const scheduler::LaunchForm& form,
+                             uint32_t total);
+  CUresult Issue(const KernelLaunch& launch, CUfunction function, ptx::Dim3 grid,
+                 std::vector<uint8_t>& params);
+  CUresult EnsurePtbState();
+
+  const DriverApi& api_;
+  Dispatcher& dispatcher_;
+  uint32_t sm_count_ = 1;
+  // PTB launches run one at a time on the dispatch thread, so one state serves them all. Mapped
+  // host memory: the host raises the flag and reads the progress while the kernel runs.
+  ptx::PtbState* ptb_state_ = nullptr;
+  CUdeviceptr ptb_state_device_ = 0;
+  std::mt19937 preempt_rng_{20260522};  // fixed seed: a failing run can be repeated
+};
+
+}  // namespace tally::server
