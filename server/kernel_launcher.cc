@@ -38,8 +38,8 @@ std::string LaunchStats::Format() const {
 KernelLauncher::KernelLauncher(const Backend& backend, Dispatcher& dispatcher)
     : api_(backend.api()), dispatcher_(dispatcher) {
   int sms = 0;
-  if (api_.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
-                                backend.device()) == CUDA_SUCCESS &&
+  if (api_.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, backend.device()) ==
+          CUDA_SUCCESS &&
       sms > 0) {
     sm_count_ = static_cast<uint32_t>(sms);
   }
@@ -51,10 +51,11 @@ KernelLauncher::~KernelLauncher() {
 
 CUresult KernelLauncher::Launch(const KernelLaunch& launch) {
   const Kernel& kernel = *launch.kernel;
-  scheduler::LaunchForm form = dispatcher_.ChooseForm({.client_id = launch.client_id,
-                                                       .priority = launch.priority,
-                                                       .sliceable = kernel.sliced.has_value(),
-                                                       .preemptible = kernel.preemptible.has_value()});
+  scheduler::LaunchForm form =
+      dispatcher_.ChooseForm({.client_id = launch.client_id,
+                              .priority = launch.priority,
+                              .sliceable = kernel.sliced.has_value(),
+                              .preemptible = kernel.preemptible.has_value()});
   if (form.kind == scheduler::FormKind::kOriginal) return LaunchOriginal(launch);
   auto total = ptx::LinearBlockCount(launch.grid);
   if (!total.ok()) {
@@ -74,9 +75,9 @@ CUresult KernelLauncher::LaunchOriginal(const KernelLaunch& launch) {
   auto* buffer = const_cast<std::byte*>(launch.params.data());
   for (const ptx::ParamLayout& param : signature.params) params.push_back(buffer + param.offset);
   ++launch.stats->original;
-  return api_.cuLaunchKernel(launch.kernel->function, launch.grid.x, launch.grid.y,
-                             launch.grid.z, launch.block.x, launch.block.y, launch.block.z,
-                             launch.shared_bytes, launch.stream, params.data(), nullptr);
+  return api_.cuLaunchKernel(launch.kernel->function, launch.grid.x, launch.grid.y, launch.grid.z,
+                             launch.block.x, launch.block.y, launch.block.z, launch.shared_bytes,
+                             launch.stream, params.data(), nullptr);
 }
 
 CUresult KernelLauncher::Issue(const KernelLaunch& launch, CUfunction function, ptx::Dim3 grid,
@@ -88,8 +89,7 @@ CUresult KernelLauncher::Issue(const KernelLaunch& launch, CUfunction function, 
                              launch.block.z, launch.shared_bytes, launch.stream, nullptr, extra);
 }
 
-CUresult KernelLauncher::LaunchSliced(const KernelLaunch& launch, uint32_t slices,
-                                      uint32_t total) {
+CUresult KernelLauncher::LaunchSliced(const KernelLaunch& launch, uint32_t slices, uint32_t total) {
   const KernelVariant& sliced = *launch.kernel->sliced;
   const uint32_t per_slice = total / slices + (total % slices != 0 ? 1 : 0);
   auto plan = ptx::PlanSlices(launch.grid, per_slice);
@@ -137,8 +137,8 @@ CUresult KernelLauncher::LaunchPreemptible(const KernelLaunch& launch,
   const uint32_t workers =
       ptx::PtbWorkerCount(static_cast<uint32_t>(per_sm), sm_count_, total, form.workers);
   if ((result = EnsurePtbState()) != CUDA_SUCCESS) return result;
-  auto params = ptx::PreemptibleParams(ptb.signature, ArgumentPointers(launch),
-                                       ptb_state_device_, launch.grid);
+  auto params = ptx::PreemptibleParams(ptb.signature, ArgumentPointers(launch), ptb_state_device_,
+                                       launch.grid);
   if (!params.ok()) {
     TALLY_LOG_ERROR("{}: {}", ptb.signature.name, params.status().ToString());
     return CUDA_ERROR_INVALID_VALUE;
@@ -162,7 +162,8 @@ CUresult KernelLauncher::LaunchPreemptible(const KernelLaunch& launch,
       // (none, too), or never if the kernel ends first.
       std::uniform_int_distribution<uint32_t> point(next_task.load(), total - 1);
       const uint32_t target = point(preempt_rng_);
-      while (next_task.load() < target && api_.cuStreamQuery(launch.stream) == CUDA_ERROR_NOT_READY) {
+      while (next_task.load() < target &&
+             api_.cuStreamQuery(launch.stream) == CUDA_ERROR_NOT_READY) {
         std::this_thread::yield();
       }
       preempt.store(1);

@@ -40,16 +40,18 @@ void AddTransformedForms(ptx::Module& module, ParsedImage& parsed) {
     auto why = [](const std::vector<std::string>& reasons) {
       return reasons.empty() ? std::string("-") : absl::StrJoin(reasons, "; ");
     };
-    TALLY_LOG_INFO("kernel {} keeps its original form where it cannot be transformed: sliced: {}; "
-                   "preemptible: {}",
-                   forms.analysis.kernel, forms.sliced.empty() ? why(forms.analysis.slice_blockers) : "made",
-                   forms.preemptible.empty() ? why(forms.analysis.ptb_blockers) : "made");
+    TALLY_LOG_INFO(
+        "kernel {} keeps its original form where it cannot be transformed: sliced: {}; "
+        "preemptible: {}",
+        forms.analysis.kernel, forms.sliced.empty() ? why(forms.analysis.slice_blockers) : "made",
+        forms.preemptible.empty() ? why(forms.analysis.ptb_blockers) : "made");
   }
   auto signatures = ptx::ComputeSignatures(module);
   if (!signatures.ok()) {
-    TALLY_LOG_WARN("the transformed module has no parameter layouts ({}): its kernels run in "
-                   "their original forms",
-                   signatures.status().ToString());
+    TALLY_LOG_WARN(
+        "the transformed module has no parameter layouts ({}): its kernels run in "
+        "their original forms",
+        signatures.status().ToString());
     return;
   }
   parsed.transformed_ptx = ptx::PrintModule(module);
@@ -192,9 +194,10 @@ absl::StatusOr<std::shared_ptr<SharedModule>> ModuleRegistry::Load(
     const CUresult loaded = api.cuModuleLoadData(&module, parsed->transformed_ptx.c_str());
     transformed = loaded == CUDA_SUCCESS;
     if (!transformed) {
-      TALLY_LOG_WARN("the transformed module did not load (CUresult {}): its kernels run in their "
-                     "original forms",
-                     +loaded);
+      TALLY_LOG_WARN(
+          "the transformed module did not load (CUresult {}): its kernels run in their "
+          "original forms",
+          +loaded);
     }
   }
   if (!transformed) {

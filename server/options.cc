@@ -105,8 +105,8 @@ absl::StatusOr<scheduler::LaunchForm> ParseValidateForm(std::string_view value) 
       TALLY_ASSIGN_OR_RETURN(form.workers, ParseCount(count, "the worker count W of preempt:W"));
     }
   } else {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "--validate wants slice:N, ptb:W, preempt or preempt:W, not '%s'", value));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("--validate wants slice:N, ptb:W, preempt or preempt:W, not '%s'", value));
   }
   return form;
 }

@@ -31,8 +31,8 @@ TEST_CASE("--validate accepts slice:N, ptb:W, preempt and preempt:W") {
 }
 
 TEST_CASE("bad --validate values are errors that say what is wanted") {
-  for (const char* value : {"", "slice", "slice:", "slice:0", "slice:-2", "slice:x", "ptb",
-                            "ptb:0", "preempt:", "preempt:0", "original", "slice:99999999999"}) {
+  for (const char* value : {"", "slice", "slice:", "slice:0", "slice:-2", "slice:x", "ptb", "ptb:0",
+                            "preempt:", "preempt:0", "original", "slice:99999999999"}) {
     INFO(value);
     auto form = ParseValidateForm(value);
     REQUIRE_FALSE(form.ok());

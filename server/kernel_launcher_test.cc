@@ -1,0 +1,159 @@
+// The launcher on the emulated GPU: every form of a launch (original, sliced, PTB, PTB
+// preempted at random points) runs every block of the original grid exactly once, with the
+// original block indices; a kernel the analysis refuses runs in its original form.
+#include "server/kernel_launcher.h"
+
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "scheduler/policy.h"
+
+namespace tally::server {
+namespace {
+
+using scheduler::FormKind;
+using scheduler::LaunchForm;
+
+struct Device {
+  Device()
+      : backend(*Backend::Load(
+            {.emulate = true, .device = 0, .emulator_library = TALLY_TEST_EMULATOR_LIBRARY})),
+        modules(backend, /*build_forms=*/true) {
+    backend.MakeCurrent().IgnoreError();
+  }
+  Backend backend;
+  ModuleRegistry modules;
+};
+
+Device& TheDevice() {
+  static Device* device = new Device;
+  return *device;
+}
+
+std::shared_ptr<SharedModule> LoadTestModule() {
+  std::ifstream file(std::string(TALLY_TEST_FATBIN_DIR) + "/forms_kernel.fatbin", std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  REQUIRE(!bytes.empty());
+  const auto* data = reinterpret_cast<const std::byte*>(bytes.data());
+  auto module = TheDevice().modules.Register({data, bytes.size()});
+  REQUIRE(module.ok());
+  return *module;
+}
+
+// Device buffers of `count` ints, zeroed, freed at the end.
+class Ints {
+ public:
+  explicit Ints(size_t count) : count_(count) {
+    REQUIRE(api().cuMemAlloc(&address_, count * sizeof(int)) == CUDA_SUCCESS);
+    REQUIRE(api().cuMemsetD8Async(address_, 0, count * sizeof(int), nullptr) == CUDA_SUCCESS);
+  }
+  ~Ints() { api().cuMemFree(address_); }
+  CUdeviceptr address() const { return address_; }
+  std::vector<int> Download(CUstream stream) const {
+    std::vector<int> values(count_);
+    REQUIRE(api().cuMemcpyDtoHAsync(values.data(), address_, count_ * sizeof(int), stream) ==
+            CUDA_SUCCESS);
+    REQUIRE(api().cuStreamSynchronize(stream) == CUDA_SUCCESS);
+    return values;
+  }
+  static const DriverApi& api() { return TheDevice().backend.api(); }
+
+ private:
+  size_t count_;
+  CUdeviceptr address_ = 0;
+};
+
+// Runs `kernel_name(a, b)` through a launcher whose policy is validation in `form`.
+std::shared_ptr<const LaunchStats> Run(const LaunchForm& form, const std::string& kernel_name,
+                                       ptx::Dim3 grid, const Ints& a, const Ints& b,
+                                       CUstream stream) {
+  Device& device = TheDevice();
+  Dispatcher dispatcher(scheduler::MakeValidationPolicy(form),
+                        [&] { device.backend.MakeCurrent().IgnoreError(); });
+  KernelLauncher launcher(device.backend, dispatcher);
+  KernelLaunch launch;
+  launch.module = LoadTestModule();
+  auto kernel = launch.module->FindKernel(kernel_name);
+  REQUIRE(kernel.ok());
+  launch.kernel = *kernel;
+  const CUdeviceptr args[2] = {a.address(), b.address()};
+  launch.params.resize(sizeof(args));
+  std::memcpy(launch.params.data(), args, sizeof(args));
+  launch.grid = grid;
+  launch.block = {32, 1, 1};
+  launch.stream = stream;
+  launch.stats = std::make_shared<LaunchStats>();
+  CHECK(launcher.Launch(launch) == CUDA_SUCCESS);
+  CHECK(device.backend.api().cuStreamSynchronize(stream) == CUDA_SUCCESS);
+  return launch.stats;
+}
+
+TEST_CASE("every form runs every block of the grid once, with its original index") {
+  const auto module = LoadTestModule();
+  const Kernel* kernel = *module->FindKernel("RecordBlocks");
+  REQUIRE(kernel->sliced.has_value());
+  REQUIRE(kernel->preemptible.has_value());
+  CUstream stream = nullptr;
+  REQUIRE(Ints::api().cuStreamCreateWithPriority(&stream, CU_STREAM_NON_BLOCKING, 0) ==
+          CUDA_SUCCESS);
+  const ptx::Dim3 grid{5, 3, 2};
+  const uint32_t blocks = 30;
+  std::vector<int> ids;
+  for (uint32_t z = 0; z < grid.z; ++z) {
+    for (uint32_t y = 0; y < grid.y; ++y) {
+      for (uint32_t x = 0; x < grid.x; ++x)
+        ids.push_back(static_cast<int>(x + 100 * y + 10000 * z));
+    }
+  }
+  const LaunchForm forms[] = {
+      {},
+      {.kind = FormKind::kSliced, .slices = 1},
+      {.kind = FormKind::kSliced, .slices = 4},
+      {.kind = FormKind::kSliced, .slices = 100},
+      {.kind = FormKind::kPreemptible, .workers = 1},
+      {.kind = FormKind::kPreemptible, .workers = 3},
+      {.kind = FormKind::kPreemptible, .preempt = true},
+      {.kind = FormKind::kPreemptible, .workers = 2, .preempt = true},
+  };
+  for (const LaunchForm& form : forms) {
+    INFO("form " << static_cast<int>(form.kind) << " slices " << form.slices << " workers "
+                 << form.workers << " preempt " << form.preempt);
+    for (int repeat = 0; repeat < (form.preempt ? 5 : 1); ++repeat) {
+      Ints runs(blocks);
+      Ints block_ids(blocks);
+      const auto stats = Run(form, "RecordBlocks", grid, runs, block_ids, stream);
+      CHECK(runs.Download(stream) == std::vector<int>(blocks, 1));
+      CHECK(block_ids.Download(stream) == ids);
+      CHECK(stats->original == (form.kind == FormKind::kOriginal ? 1u : 0u));
+      CHECK(stats->sliced == (form.kind == FormKind::kSliced ? 1u : 0u));
+      CHECK(stats->slices == (form.kind == FormKind::kSliced ? std::min(form.slices, blocks) : 0u));
+      CHECK(stats->preemptible == (form.kind == FormKind::kPreemptible ? 1u : 0u));
+      if (!form.preempt) CHECK(stats->resumes == 0u);
+    }
+  }
+  Ints::api().cuStreamDestroy(stream);
+}
+
+TEST_CASE("a kernel the analysis refuses runs in its original form") {
+  const auto module = LoadTestModule();
+  const Kernel* kernel = *module->FindKernel("ReadSmid");
+  CHECK_FALSE(kernel->sliced.has_value());
+  CHECK_FALSE(kernel->preemptible.has_value());
+  for (const LaunchForm& form :
+       {LaunchForm{.kind = FormKind::kSliced, .slices = 2},
+        LaunchForm{.kind = FormKind::kPreemptible, .workers = 2, .preempt = true}}) {
+    Ints out(4);
+    Ints unused(1);
+    const auto stats = Run(form, "ReadSmid", {4, 1, 1}, out, unused, nullptr);
+    CHECK(stats->original == 1u);
+    CHECK(stats->total() == 1u);
+    CHECK(out.Download(nullptr) == std::vector<int>(4, 1));
+  }
+}
+
+}  // namespace
+}  // namespace tally::server
