@@ -31,7 +31,7 @@ constexpr Flag kFlags[] = {
     {"validate", "TALLY_VALIDATE", "FORM",
      "run every transformable kernel in one form, to check that programs compute the same "
      "under Tally's transformations: slice:N (N consecutive slices), ptb:W (persistent thread "
-     "blocks, W workers), preempt[:W] (PTB stopped at random moments and resumed); kernels "
+     "blocks, W workers), preempt[:W] (PTB stopped at random points and resumed); kernels "
      "that cannot be transformed run unchanged and the log says why"},
 };
 
@@ -122,7 +122,7 @@ std::string DescribeForm(const scheduler::LaunchForm& form) {
       return absl::StrFormat("sliced into %d pieces", form.slices);
     case FormKind::kPreemptible:
       return absl::StrFormat("as persistent thread blocks (%s)%s", workers,
-                             form.preempt ? ", preempted at random moments and resumed" : "");
+                             form.preempt ? ", preempted at random points and resumed" : "");
   }
   return "in an unknown form";
 }
