@@ -50,6 +50,8 @@ class Ints {
   explicit Ints(size_t count) : count_(count) {
     REQUIRE(api().cuMemAlloc(&address_, count * sizeof(int)) == CUDA_SUCCESS);
     REQUIRE(api().cuMemsetD8Async(address_, 0, count * sizeof(int), nullptr) == CUDA_SUCCESS);
+    // Done before the launch: the test's stream is non-blocking, unordered with this one.
+    REQUIRE(api().cuStreamSynchronize(nullptr) == CUDA_SUCCESS);
   }
   ~Ints() { api().cuMemFree(address_); }
   CUdeviceptr address() const { return address_; }
