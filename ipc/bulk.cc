@@ -42,8 +42,9 @@ absl::StatusOr<std::unique_ptr<BulkAllocator>> BulkAllocator::Create(std::span<s
   return std::unique_ptr<BulkAllocator>(new BulkAllocator(std::move(impl)));
 }
 
-absl::StatusOr<BulkRef> BulkAllocator::Allocate(size_t size) {
-  void* block = impl_->buffer.allocate(size, std::nothrow);
+absl::StatusOr<BulkRef> BulkAllocator::Allocate(size_t size, size_t alignment) {
+  void* block = alignment == 0 ? impl_->buffer.allocate(size, std::nothrow)
+                               : impl_->buffer.allocate_aligned(size, alignment, std::nothrow);
   if (block == nullptr) {
     return absl::ResourceExhaustedError(
         absl::StrFormat("bulk area has no free block of %d bytes (%d of %d bytes free)", size,

@@ -37,16 +37,17 @@ class BulkArea {
   std::span<std::byte> area_;
 };
 
-// Client-side allocator (Boost.Interprocess rbtree best fit, its metadata inside the area).
-// Thread-safe: the shim's host threads share it.
+// Client-side allocator (Boost.Interprocess rbtree best fit, its metadata inside the area), for
+// the bulk area and the host region. Thread-safe: the shim's host threads share it.
 class BulkAllocator {
  public:
   // Formats `area`, which must be fresh from the server (it discards what the area held).
   static absl::StatusOr<std::unique_ptr<BulkAllocator>> Create(std::span<std::byte> area);
   ~BulkAllocator();
 
-  // ResourceExhausted when no free block of `size` bytes exists right now.
-  absl::StatusOr<BulkRef> Allocate(size_t size);
+  // ResourceExhausted when no free block of `size` bytes exists right now. `alignment` (a power
+  // of two) is relative to the area's start.
+  absl::StatusOr<BulkRef> Allocate(size_t size, size_t alignment = 0);
   // `ref` must come from Allocate on this allocator and not have been freed.
   void Free(const BulkRef& ref);
   std::span<std::byte> Bytes(const BulkRef& ref) const;

@@ -40,6 +40,8 @@ class ServerConnection {
   RingConsumer& requests() { return requests_; }
   RingProducer& responses() { return responses_; }
   const BulkArea& bulk() const { return bulk_; }
+  // The client's page-locked memory, at the same address in both processes.
+  absl::StatusOr<std::span<std::byte>> host_region() const { return segment_.host_region(); }
   // For the server's poll/epoll loop: POLLHUP/POLLRDHUP there means the client is gone.
   int socket_fd() const { return socket_.get(); }
   absl::Status CheckPeerAlive() const;
@@ -118,6 +120,8 @@ class ClientConnection {
   RingConsumer& responses() { return responses_; }
   BulkAllocator& bulk() { return *bulk_allocator_; }
   const BulkArea& bulk_area() const { return bulk_area_; }
+  // Page-locked memory at the address the server chose (an error when it is taken here).
+  absl::StatusOr<std::span<std::byte>> host_region() const { return segment_.host_region(); }
   int socket_fd() const { return socket_.get(); }
   absl::Status CheckPeerAlive() const;
   WaitOptions MakeWaitOptions(absl::Duration timeout) const {

@@ -153,6 +153,7 @@ TEST_CASE("bulk refs outside the area are rejected, also when sums would overflo
 TEST_CASE("malformed segment layouts are rejected") {
   auto good = ComputeLayout({});
   REQUIRE(good.ok());
+  good->host_region_address = kHostRegionBase;  // the server's choice
   REQUIRE(ValidateLayout(*good).ok());
   SegmentLayout bad = *good;
   SECTION("ring capacity not a power of two") { bad.request_ring_capacity += 8; }
@@ -161,6 +162,13 @@ TEST_CASE("malformed segment layouts are rejected") {
   SECTION("offset overflowing") { bad.bulk_offset = UINT64_MAX - 4095; }
   SECTION("header overwritten by a ring") { bad.request_ring_offset = 0; }
   SECTION("unaligned ring") { bad.response_ring_offset += 8; }
+  SECTION("host region overlapping the bulk area") { bad.host_region_offset -= 4096; }
+  SECTION("host region not ending the segment") { bad.segment_size += 4096; }
+  SECTION("host region over the null page") { bad.host_region_address = 0; }
+  SECTION("host region past the servers' range") {
+    bad.host_region_address = kHostRegionLimit - 4096;
+  }
+  SECTION("host region address overflowing") { bad.host_region_address = UINT64_MAX - 4095; }
   CHECK(absl::IsInvalidArgument(ValidateLayout(bad)));
 }
 
@@ -182,6 +190,26 @@ TEST_CASE("attaching checks the memfd's size and header against the handshake") 
     segment->base()[0] = std::byte{0};
     CHECK(absl::IsInvalidArgument(
         Segment::Attach(UniqueFd(dup(segment->fd().get())), layout).status()));
+  }
+  SECTION("host region at the same address; taken in the server's own process") {
+    auto region = segment->host_region();
+    REQUIRE(region.ok());
+    CHECK(reinterpret_cast<uint64_t>(region->data()) == layout.host_region_address);
+    CHECK(layout.host_region_address >= kHostRegionBase);
+    auto second = Segment::Create(config);
+    REQUIRE(second.ok());
+    CHECK(second->layout().host_region_address != layout.host_region_address);
+    // A client in the same process finds the range in use: a clear error, nothing replaced.
+    auto attached = Segment::Attach(UniqueFd(dup(segment->fd().get())), layout);
+    REQUIRE(attached.ok());
+    CHECK(absl::IsFailedPrecondition(attached->host_region().status()));
+    (*region)[0] = std::byte{42};
+    auto* other =
+        static_cast<std::byte*>(mmap(nullptr, 4096, PROT_READ, MAP_SHARED, segment->fd().get(),
+                                     static_cast<off_t>(layout.host_region_offset)));
+    REQUIRE(other != MAP_FAILED);
+    CHECK(other[0] == std::byte{42});  // the mapping is the memfd's host region part
+    munmap(other, 4096);
   }
   SECTION("sealed: the client cannot shrink the server's mapping") {
     CHECK(ftruncate(segment->fd().get(), 4096) != 0);

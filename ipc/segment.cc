@@ -1,4 +1,5 @@
-// Creation (memfd, seals, mmap) and validated attachment of the shared segment.
+// Creation (memfd, seals, mmap) and validated attachment of the shared segment, and the
+// same-address mapping of its host region.
 #include "ipc/segment.h"
 
 #include <fcntl.h>
@@ -24,6 +25,9 @@ constexpr uint64_t kMaxRingCapacity = uint64_t{1} << 31;
 // Bounds every size so that sums of offsets cannot overflow 64 bits.
 constexpr uint64_t kMaxBulkSize = uint64_t{1} << 40;
 constexpr uint64_t kMaxSegmentSize = uint64_t{1} << 42;
+constexpr uint64_t kMaxHostRegionSize = uint64_t{1} << 40;
+// Host region slots are this far apart: a guard gap between two clients' regions.
+constexpr uint64_t kHostRegionSlotAlign = uint64_t{1} << 30;
 constexpr uint64_t kRegionAlign = alignof(RingControl);
 
 constexpr uint64_t RoundUp(uint64_t value, uint64_t align) {
@@ -38,6 +42,40 @@ absl::Status CheckRingCapacity(const char* which, uint64_t capacity) {
                         kMinRingCapacity, kMaxRingCapacity));
   }
   return absl::OkStatus();
+}
+
+// Maps the host region of `fd` at exactly `address`, replacing nothing: a SyscallError with
+// EEXIST when part of the range is in use.
+absl::Status MapHostRegionAt(int fd, const SegmentLayout& layout, uint64_t address) {
+  void* const wanted = reinterpret_cast<void*>(address);
+  TALLY_ASSIGN_OR_RETURN(intptr_t mapped, RetryEintr("mmap(host region)", [&]() -> intptr_t {
+                           void* p = mmap(wanted, layout.host_region_size, PROT_READ | PROT_WRITE,
+                                          MAP_SHARED | MAP_FIXED_NOREPLACE, fd,
+                                          static_cast<off_t>(layout.host_region_offset));
+                           return p == MAP_FAILED ? -1 : reinterpret_cast<intptr_t>(p);
+                         }));
+  if (reinterpret_cast<void*>(mapped) != wanted) {  // kernels before 4.17 take it as a hint
+    munmap(reinterpret_cast<void*>(mapped), layout.host_region_size);
+    return absl::UnimplementedError(
+        "mmap ignored MAP_FIXED_NOREPLACE (Linux 4.17 or later needed)");
+  }
+  return absl::OkStatus();
+}
+
+// The server's choice: the first free slot. Its own mappings are the only ones it can see; a
+// client with something at the same place learns so when it attaches.
+absl::StatusOr<uint64_t> MapHostRegionInFreeSlot(int fd, const SegmentLayout& layout) {
+  const uint64_t stride =
+      RoundUp(layout.host_region_size, kHostRegionSlotAlign) + kHostRegionSlotAlign;
+  for (uint64_t address = kHostRegionBase; address + stride <= kHostRegionLimit;
+       address += stride) {
+    const absl::Status mapped = MapHostRegionAt(fd, layout, address);
+    if (mapped.ok()) return address;
+    if (ErrnoOf(mapped) != EEXIST) return mapped;
+  }
+  return absl::ResourceExhaustedError(
+      absl::StrFormat("no free %d-byte slot for a host region in [0x%x, 0x%x)",
+                      layout.host_region_size, kHostRegionBase, kHostRegionLimit));
 }
 
 absl::StatusOr<std::byte*> MapShared(int fd, uint64_t size) {
@@ -66,37 +104,52 @@ absl::StatusOr<SegmentLayout> ComputeLayout(const SegmentConfig& config) {
   layout.bulk_offset =
       RoundUp(layout.response_ring_offset + RingRegionSize(config.response_ring_capacity), kPage);
   layout.bulk_size = RoundUp(config.bulk_size, kPage);
-  layout.segment_size = layout.bulk_offset + layout.bulk_size;
+  if (config.host_region_size > kMaxHostRegionSize) {
+    return absl::InvalidArgumentError(absl::StrFormat("host region size %d is above %d",
+                                                      config.host_region_size, kMaxHostRegionSize));
+  }
+  layout.host_region_offset = layout.bulk_offset + layout.bulk_size;
+  layout.host_region_size = RoundUp(config.host_region_size, kPage);
+  layout.segment_size = layout.host_region_offset + layout.host_region_size;
   return layout;
 }
 
 absl::Status ValidateLayout(const SegmentLayout& l) {
   TALLY_RETURN_IF_ERROR(CheckRingCapacity("request", l.request_ring_capacity));
   TALLY_RETURN_IF_ERROR(CheckRingCapacity("response", l.response_ring_capacity));
-  const bool sizes_bounded = l.segment_size <= kMaxSegmentSize && l.bulk_size <= kMaxBulkSize &&
-                             l.request_ring_offset <= kMaxSegmentSize &&
-                             l.response_ring_offset <= kMaxSegmentSize &&
-                             l.bulk_offset <= kMaxSegmentSize;
+  const bool sizes_bounded =
+      l.segment_size <= kMaxSegmentSize && l.bulk_size <= kMaxBulkSize &&
+      l.request_ring_offset <= kMaxSegmentSize && l.response_ring_offset <= kMaxSegmentSize &&
+      l.bulk_offset <= kMaxSegmentSize && l.host_region_offset <= kMaxSegmentSize &&
+      l.host_region_size <= kMaxHostRegionSize;
   const bool aligned = l.request_ring_offset % kRegionAlign == 0 &&
                        l.response_ring_offset % kRegionAlign == 0 &&
-                       l.bulk_offset % kRegionAlign == 0;
+                       l.bulk_offset % kRegionAlign == 0 && l.host_region_offset % kPage == 0 &&
+                       l.host_region_size % kPage == 0 && l.host_region_address % kPage == 0;
   const bool ordered =
       sizes_bounded && l.request_ring_offset >= sizeof(SegmentHeader) &&
       l.request_ring_offset + RingRegionSize(l.request_ring_capacity) <= l.response_ring_offset &&
       l.response_ring_offset + RingRegionSize(l.response_ring_capacity) <= l.bulk_offset &&
-      l.bulk_offset + l.bulk_size <= l.segment_size;
-  if (!aligned || !ordered) {
+      l.bulk_offset + l.bulk_size <= l.host_region_offset &&
+      l.host_region_offset + l.host_region_size == l.segment_size;
+  // Only inside the range servers use: never over the null page or the client's usual mappings.
+  const bool placed =
+      l.host_region_size == 0 ||
+      (l.host_region_address >= kHostRegionBase && l.host_region_address <= kHostRegionLimit &&
+       l.host_region_size <= kHostRegionLimit - l.host_region_address);
+  if (!aligned || !ordered || !placed) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "malformed segment layout: size %d, request ring at %d (%d bytes), response ring at %d "
-        "(%d bytes), bulk area at %d (%d bytes)",
+        "(%d bytes), bulk area at %d (%d bytes), host region at %d (%d bytes, address 0x%x)",
         l.segment_size, l.request_ring_offset, l.request_ring_capacity, l.response_ring_offset,
-        l.response_ring_capacity, l.bulk_offset, l.bulk_size));
+        l.response_ring_capacity, l.bulk_offset, l.bulk_size, l.host_region_offset,
+        l.host_region_size, l.host_region_address));
   }
   return absl::OkStatus();
 }
 
 absl::StatusOr<Segment> Segment::Create(const SegmentConfig& config) {
-  TALLY_ASSIGN_OR_RETURN(const SegmentLayout layout, ComputeLayout(config));
+  TALLY_ASSIGN_OR_RETURN(SegmentLayout layout, ComputeLayout(config));
   TALLY_ASSIGN_OR_RETURN(int raw_fd, RetryEintr("memfd_create", [] {
                            return memfd_create("tally-ipc", MFD_CLOEXEC | MFD_ALLOW_SEALING);
                          }));
@@ -108,12 +161,18 @@ absl::StatusOr<Segment> Segment::Create(const SegmentConfig& config) {
                           return fcntl(fd.get(), F_ADD_SEALS,
                                        F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
                         }).status());
-  TALLY_ASSIGN_OR_RETURN(std::byte * base, MapShared(fd.get(), layout.segment_size));
-  const SegmentHeader header{kSegmentMagic, kProtocolVersion, layout};
+  TALLY_ASSIGN_OR_RETURN(std::byte * base, MapShared(fd.get(), layout.host_region_offset));
+  Segment segment(std::move(fd), base, layout);
+  if (layout.host_region_size > 0) {
+    TALLY_ASSIGN_OR_RETURN(segment.layout_.host_region_address,
+                           MapHostRegionInFreeSlot(segment.fd_.get(), layout));
+    segment.host_region_mapped_ = true;
+  }
+  const SegmentHeader header{kSegmentMagic, kProtocolVersion, segment.layout_};
   std::memcpy(base, &header, sizeof(header));
   InitRing(base + layout.request_ring_offset);
   InitRing(base + layout.response_ring_offset);
-  return Segment(std::move(fd), base, layout);
+  return segment;
 }
 
 absl::StatusOr<Segment> Segment::Attach(UniqueFd fd, const SegmentLayout& layout) {
@@ -126,7 +185,7 @@ absl::StatusOr<Segment> Segment::Attach(UniqueFd fd, const SegmentLayout& layout
         absl::StrFormat("shared segment has %d bytes, the handshake announced %d", st.st_size,
                         layout.segment_size));
   }
-  TALLY_ASSIGN_OR_RETURN(std::byte * base, MapShared(fd.get(), layout.segment_size));
+  TALLY_ASSIGN_OR_RETURN(std::byte * base, MapShared(fd.get(), layout.host_region_offset));
   Segment segment(std::move(fd), base, layout);
   SegmentHeader header;
   std::memcpy(&header, base, sizeof(header));
@@ -136,13 +195,37 @@ absl::StatusOr<Segment> Segment::Attach(UniqueFd fd, const SegmentLayout& layout
         "shared segment header (magic 0x%x, version %d) does not match the handshake (version %d)",
         header.magic, header.protocol_version, kProtocolVersion));
   }
+  if (layout.host_region_size > 0) {
+    const absl::Status mapped =
+        MapHostRegionAt(segment.fd_.get(), layout, layout.host_region_address);
+    segment.host_region_mapped_ = mapped.ok();
+    if (ErrnoOf(mapped) == EEXIST) {
+      segment.host_region_error_ = absl::FailedPreconditionError(absl::StrFormat(
+          "the server placed this process's page-locked memory at [0x%x, 0x%x), which this "
+          "process already uses for something else",
+          layout.host_region_address, layout.host_region_address + layout.host_region_size));
+    } else if (!mapped.ok()) {
+      segment.host_region_error_ = mapped;
+    }
+  }
   return segment;
+}
+
+absl::StatusOr<std::span<std::byte>> Segment::host_region() const {
+  if (host_region_mapped_) {
+    return std::span<std::byte>(reinterpret_cast<std::byte*>(layout_.host_region_address),
+                                layout_.host_region_size);
+  }
+  if (!host_region_error_.ok()) return host_region_error_;
+  return absl::FailedPreconditionError("the shared segment has no host region");
 }
 
 Segment::Segment(Segment&& other) noexcept
     : fd_(std::move(other.fd_)),
       base_(std::exchange(other.base_, nullptr)),
-      layout_(other.layout_) {}
+      layout_(other.layout_),
+      host_region_mapped_(std::exchange(other.host_region_mapped_, false)),
+      host_region_error_(std::move(other.host_region_error_)) {}
 
 Segment& Segment::operator=(Segment&& other) noexcept {
   if (this != &other) {
@@ -150,6 +233,8 @@ Segment& Segment::operator=(Segment&& other) noexcept {
     fd_ = std::move(other.fd_);
     base_ = std::exchange(other.base_, nullptr);
     layout_ = other.layout_;
+    host_region_mapped_ = std::exchange(other.host_region_mapped_, false);
+    host_region_error_ = std::move(other.host_region_error_);
   }
   return *this;
 }
@@ -157,8 +242,12 @@ Segment& Segment::operator=(Segment&& other) noexcept {
 Segment::~Segment() { Unmap(); }
 
 void Segment::Unmap() {
-  if (base_ != nullptr) munmap(base_, layout_.segment_size);
+  if (base_ != nullptr) munmap(base_, layout_.host_region_offset);
+  if (host_region_mapped_) {
+    munmap(reinterpret_cast<void*>(layout_.host_region_address), layout_.host_region_size);
+  }
   base_ = nullptr;
+  host_region_mapped_ = false;
 }
 
 }  // namespace tally::ipc

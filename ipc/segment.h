@@ -1,6 +1,9 @@
 // The per-client shared segment: a memfd the server creates and passes to the client, laid out
-// as a header, the request ring (client -> server), the response ring (server -> client) and the
-// bulk-data area. Offsets only, never pointers: each process maps it at its own address.
+// as a header, the request ring (client -> server), the response ring (server -> client), the
+// bulk-data area and the host region. Offsets only, never pointers: each process maps the first
+// four at its own address. The host region (the client's page-locked, mapped and managed memory)
+// is the exception: both map it at the same address, which the server chooses, so that one
+// pointer value serves the application, the server and kernels.
 #pragma once
 
 #include <cstddef>
@@ -19,7 +22,15 @@ struct SegmentConfig {
   uint64_t request_ring_capacity = uint64_t{1} << 20;
   uint64_t response_ring_capacity = uint64_t{256} << 10;
   uint64_t bulk_size = uint64_t{64} << 20;
+  // Address space only: pages exist once the client touches them.
+  uint64_t host_region_size = uint64_t{8} << 30;
 };
+
+// Where servers place host regions: far from where Linux puts the heap (just above the binary)
+// and mmap()s (below the stack, near 0x7fxx'xxxx'xxxx), so that the address a server picks is
+// normally free in its client too; one slot per client of a server.
+inline constexpr uint64_t kHostRegionBase = uint64_t{0x2000} << 32;
+inline constexpr uint64_t kHostRegionLimit = uint64_t{0x3000} << 32;
 
 // Where everything is, in bytes from the segment start. Sent in the handshake reply and repeated
 // in the segment header; the client checks that both agree and that it is well formed.
@@ -31,6 +42,9 @@ struct SegmentLayout {
   uint64_t response_ring_capacity;
   uint64_t bulk_offset;
   uint64_t bulk_size;
+  uint64_t host_region_offset;  // the rest of the segment; may be empty
+  uint64_t host_region_size;
+  uint64_t host_region_address;  // where both sides map it (0 in ComputeLayout's result)
 
   friend bool operator==(const SegmentLayout&, const SegmentLayout&) = default;
 };
@@ -47,7 +61,7 @@ struct SegmentHeader {
 static_assert(std::is_trivially_copyable_v<SegmentHeader> &&
               std::is_standard_layout_v<SegmentHeader>);
 
-// Page-aligned regions in the order header, request ring, response ring, bulk area.
+// Page-aligned regions in the order header, request ring, response ring, bulk area, host region.
 // InvalidArgument for ring capacities that are not powers of two of at least kMinRingCapacity.
 absl::StatusOr<SegmentLayout> ComputeLayout(const SegmentConfig& config);
 
@@ -58,9 +72,12 @@ absl::Status ValidateLayout(const SegmentLayout& layout);
 class Segment {
  public:
   // Server side: a sealed memfd (its size can no longer change, so the client cannot make the
-  // server's accesses fault by shrinking it) with header and rings initialised.
+  // server's accesses fault by shrinking it) with header and rings initialised, and the host
+  // region mapped at a free slot of [kHostRegionBase, kHostRegionLimit).
   static absl::StatusOr<Segment> Create(const SegmentConfig& config);
   // Client side: maps the received memfd after checking its size and header against `layout`.
+  // The host region is mapped at layout.host_region_address without replacing anything: when
+  // that range is taken in this process, host_region() says so and the rest works.
   static absl::StatusOr<Segment> Attach(UniqueFd fd, const SegmentLayout& layout);
 
   Segment(Segment&& other) noexcept;
@@ -76,6 +93,8 @@ class Segment {
   std::byte* request_ring() const { return base_ + layout_.request_ring_offset; }
   std::byte* response_ring() const { return base_ + layout_.response_ring_offset; }
   std::span<std::byte> bulk() const { return {base_ + layout_.bulk_offset, layout_.bulk_size}; }
+  // The host region at layout().host_region_address, or why this process could not map it.
+  absl::StatusOr<std::span<std::byte>> host_region() const;
 
  private:
   Segment(UniqueFd fd, std::byte* base, const SegmentLayout& layout)
@@ -83,8 +102,10 @@ class Segment {
   void Unmap();
 
   UniqueFd fd_;
-  std::byte* base_ = nullptr;
+  std::byte* base_ = nullptr;  // maps [0, host_region_offset)
   SegmentLayout layout_{};
+  bool host_region_mapped_ = false;
+  absl::Status host_region_error_;  // when not mapped
 };
 
 }  // namespace tally::ipc
