@@ -12,7 +12,7 @@
 namespace tally::ipc {
 
 // The schema number exchanged in the handshake (Hello::schema_version).
-inline constexpr uint32_t kCudaCallsSchemaVersion = 5;
+inline constexpr uint32_t kCudaCallsSchemaVersion = 6;
 
 enum class CallMode { kSync, kAsync };
 
@@ -312,6 +312,79 @@ struct OccupancyRequest {
 struct OccupancyResponse {
   TALLY_INTERNAL_RESPONSE(Occupancy);
   int32_t blocks_per_multiprocessor;
+};
+
+// Page-locked host memory (cudaMallocHost, cudaHostAlloc, cuMemHostAlloc, cudaMallocManaged):
+// page-aligned blocks of the client's host region (ipc/segment.h), which the client allocates
+// and the server registers with the device. Both processes see a block at the same address, and
+// with unified addressing that address is also its device pointer.
+struct HostAllocRequest {
+  TALLY_INTERNAL_REQUEST(HostAlloc);
+  uint64_t address;  // page-aligned, inside the host region
+  uint64_t size;     // a multiple of the page size
+};
+struct HostAllocResponse {
+  TALLY_INTERNAL_RESPONSE(HostAlloc);
+  uint32_t reserved;
+};
+// The client's queued work is finished first (cudaFreeHost synchronises).
+struct HostFreeRequest {
+  TALLY_INTERNAL_REQUEST(HostFree);
+  uint64_t address;
+};
+struct HostFreeResponse {
+  TALLY_INTERNAL_RESPONSE(HostFree);
+  uint32_t reserved;
+};
+
+// Where one side of a copy lives.
+enum class MemorySpace : uint32_t {
+  kDevice = 0,      // device memory (also mapped and managed host blocks, which kernels use)
+  kHostRegion = 1,  // a host block of the client's host region, as host memory
+  kBulk = 2,        // the bulk area; `address` is an offset into it
+};
+// A box of width x height x depth bytes/rows/slices starting at `address`, rows `pitch` bytes
+// apart and slices `pitch * slice_height` bytes apart (cudaPitchedPtr's pitch and ysize).
+struct CopySide {
+  uint32_t space;  // MemorySpace
+  uint32_t reserved;
+  uint64_t address;
+  uint64_t pitch;
+  uint64_t slice_height;
+};
+struct CopyExtent {
+  uint64_t width;  // bytes
+  uint64_t height;
+  uint64_t depth;
+};
+struct BoxCopy {
+  CopySide dst;
+  CopySide src;
+  CopyExtent extent;
+  uint64_t stream;
+};
+// One-way: neither side is in the bulk area (the data stays valid without the client waiting).
+struct Memcpy3DRequest {
+  TALLY_INTERNAL_REQUEST(Memcpy3D);
+  BoxCopy copy;
+};
+// One side is in the bulk area; answered once the data has arrived.
+struct Memcpy3DStagedRequest {
+  TALLY_INTERNAL_REQUEST(Memcpy3DStaged);
+  BoxCopy copy;
+};
+struct Memcpy3DStagedResponse {
+  TALLY_INTERNAL_RESPONSE(Memcpy3DStaged);
+  uint32_t reserved;
+};
+// cudaMemset3D/cudaMemset2D: sets the box's bytes to the low byte of `value`. dst.space is
+// kDevice.
+struct Memset3DRequest {
+  TALLY_INTERNAL_REQUEST(Memset3D);
+  uint32_t value;
+  CopySide dst;
+  CopyExtent extent;
+  uint64_t stream;
 };
 
 #undef TALLY_INTERNAL_REQUEST

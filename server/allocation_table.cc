@@ -4,6 +4,8 @@
 
 #include <cuda.h>
 
+#include <iterator>
+
 #include "absl/strings/str_format.h"
 #include "server/cuda_result.h"
 
@@ -37,6 +39,14 @@ absl::Status AllocationTable::CheckRange(uint64_t address, uint64_t size) const 
   return ClientError(
       CUDA_ERROR_INVALID_VALUE,
       absl::StrFormat("[0x%x, +%d) is not inside an allocation of this client", address, size));
+}
+
+bool AllocationTable::Overlaps(uint64_t base, uint64_t size) const {
+  auto next = allocations_.lower_bound(base);
+  if (next != allocations_.end() && next->first - base < size) return true;
+  if (next == allocations_.begin()) return false;
+  const auto& [before, before_size] = *std::prev(next);
+  return base - before < before_size;
 }
 
 }  // namespace tally::server

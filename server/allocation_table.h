@@ -17,6 +17,8 @@ class AllocationTable {
   absl::StatusOr<uint64_t> Remove(uint64_t base);
   // CUDA_ERROR_INVALID_VALUE unless [address, address + size) lies within one allocation.
   absl::Status CheckRange(uint64_t address, uint64_t size) const;
+  // Whether [base, base + size) shares a byte with an allocation; `size` > 0.
+  bool Overlaps(uint64_t base, uint64_t size) const;
 
   size_t count() const { return allocations_.size(); }
   uint64_t total_bytes() const { return total_bytes_; }

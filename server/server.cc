@@ -150,7 +150,8 @@ void Server::Serve(ipc::ServerConnection connection, std::atomic<bool>& done) {
   absl::Status status = backend_.MakeCurrent();
   if (status.ok()) {
     absl::StatusOr<std::unique_ptr<Session>> session =
-        Session::Create(context_, client, connection.bulk());
+        Session::Create(context_, client, connection.bulk(),
+                        connection.host_region().value_or(std::span<std::byte>{}));
     status = session.ok() ? ServeRequests(**session, connection) : session.status();
   }  // the session's destructor has freed what the client owned
   if (absl::IsUnavailable(status) || stopping_) {

@@ -8,16 +8,19 @@
 
 namespace tally::server {
 
-Session::Session(ServerContext& server, const ipc::ClientInfo& client, ipc::BulkArea bulk)
+Session::Session(ServerContext& server, const ipc::ClientInfo& client, ipc::BulkArea bulk,
+                 std::span<std::byte> host_region)
     : server_(server),
       client_(client),
       bulk_(bulk),
+      host_region_(host_region),
       queue_(server.dispatcher.AddClient(client.client_id, client.priority)) {}
 
 absl::StatusOr<std::unique_ptr<Session>> Session::Create(ServerContext& server,
                                                          const ipc::ClientInfo& client,
-                                                         ipc::BulkArea bulk) {
-  std::unique_ptr<Session> session(new Session(server, client, bulk));
+                                                         ipc::BulkArea bulk,
+                                                         std::span<std::byte> host_region) {
+  std::unique_ptr<Session> session(new Session(server, client, bulk, host_region));
   TALLY_ASSIGN_OR_RETURN(session->default_stream_, session->MakeStream(/*blocking=*/true, 0));
   return session;
 }
@@ -33,6 +36,12 @@ Session::~Session() {
   const size_t allocations = allocations_.count();
   const uint64_t bytes = allocations_.total_bytes();
   for (const auto& [base, size] : allocations_.allocations()) api.cuMemFree(base);
+  // The streams are gone, so nothing uses the host region any more: the server's mapping of it
+  // goes with the connection, after this.
+  const size_t host_blocks = host_blocks_.count();
+  for (const auto& [base, size] : host_blocks_.allocations()) {
+    api.cuMemHostUnregister(reinterpret_cast<void*>(base));
+  }
   functions_.Clear([](FunctionEntry&) {});
   modules_.Clear([](std::shared_ptr<SharedModule>&) {});
   // Before the line that says the client is gone, which scripts wait for.
@@ -40,8 +49,9 @@ Session::~Session() {
     TALLY_LOG_INFO("client {} kernel launches: {}", client_.client_id, launch_stats_->Format());
   }
   TALLY_LOG_INFO(
-      "client {} (pid {}) gone: freed {} allocation(s) of {} bytes, {} stream(s), {} event(s)",
-      client_.client_id, client_.pid, allocations, bytes, streams, events);
+      "client {} (pid {}) gone: freed {} allocation(s) of {} bytes, {} page-locked block(s), {} "
+      "stream(s), {} event(s)",
+      client_.client_id, client_.pid, allocations, bytes, host_blocks, streams, events);
 }
 
 absl::StatusOr<StreamEntry> Session::MakeStream(bool blocking, int priority) {
@@ -132,7 +142,50 @@ absl::StatusOr<std::span<std::byte>> Session::ResolveBulk(const ipc::BulkRef& re
 
 absl::Status Session::CheckDeviceRange(uint64_t address, uint64_t size) const {
   if (globals_.CheckRange(address, size).ok()) return absl::OkStatus();
+  if (host_blocks_.CheckRange(address, size).ok()) return absl::OkStatus();
   return allocations_.CheckRange(address, size);
+}
+
+absl::Status Session::AddHostBlock(uint64_t address, uint64_t size) {
+  constexpr uint64_t kPage = 4096;
+  const auto region = reinterpret_cast<uint64_t>(host_region_.data());
+  const bool inside = address >= region && address - region <= host_region_.size() &&
+                      size <= host_region_.size() - (address - region);
+  if (!inside || size == 0 || address % kPage != 0 || size % kPage != 0) {
+    return ClientError(CUDA_ERROR_INVALID_VALUE,
+                       absl::StrFormat("[0x%x, +%d) is not a page-aligned range of the client's "
+                                       "host region [0x%x, +%d)",
+                                       address, size, region, host_region_.size()));
+  }
+  if (host_blocks_.Overlaps(address, size)) {
+    return ClientError(CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
+                       absl::StrFormat("[0x%x, +%d) overlaps a page-locked block", address, size));
+  }
+  void* const pointer = reinterpret_cast<void*>(address);
+  TALLY_RETURN_IF_ERROR(
+      CheckCu(api().cuMemHostRegister(pointer, size,
+                                      CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_PORTABLE),
+              "cuMemHostRegister"));
+  // The design relies on unified addressing: the block's device pointer is its host address.
+  CUdeviceptr device = 0;
+  const CUresult mapped = api().cuMemHostGetDevicePointer(&device, pointer, 0);
+  if (mapped != CUDA_SUCCESS || device != address) {
+    api().cuMemHostUnregister(pointer);
+    return ClientError(CUDA_ERROR_NOT_SUPPORTED,
+                       "the device cannot use host addresses as device pointers (no unified "
+                       "addressing): page-locked memory cannot be shared");
+  }
+  host_blocks_.Insert(address, size);
+  return absl::OkStatus();
+}
+
+absl::Status Session::RemoveHostBlock(uint64_t address) {
+  Flush();
+  const CUresult synced = SynchronizeStreams();
+  TALLY_RETURN_IF_ERROR(host_blocks_.Remove(address).status());
+  TALLY_RETURN_IF_ERROR(
+      CheckCu(api().cuMemHostUnregister(reinterpret_cast<void*>(address)), "cuMemHostUnregister"));
+  return CheckCu(synced, "cuStreamSynchronize");
 }
 
 absl::Status Session::TakeDeferredError() {

@@ -49,9 +49,12 @@ struct FunctionEntry {
 class Session {
  public:
   // Creates the client's default stream. The calling thread must have the context current.
+  // `host_region` is the client's page-locked memory, mapped at the same address in both
+  // processes (empty when the segment has none).
   static absl::StatusOr<std::unique_ptr<Session>> Create(ServerContext& server,
                                                          const ipc::ClientInfo& client,
-                                                         ipc::BulkArea bulk);
+                                                         ipc::BulkArea bulk,
+                                                         std::span<std::byte> host_region = {});
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
   // Discards queued work, waits for the client's streams, frees all it owned.
@@ -76,8 +79,17 @@ class Session {
   absl::StatusOr<std::span<std::byte>> ResolveBulk(const ipc::BulkRef& ref) const;
 
   // CUDA_ERROR_INVALID_VALUE unless [address, address + size) lies in one of the client's
-  // allocations or module variables.
+  // allocations, module variables or host blocks (mapped host memory is device memory too).
   absl::Status CheckDeviceRange(uint64_t address, uint64_t size) const;
+  // Registers [address, address + size) of the host region with the device (cudaMallocHost and
+  // friends): page-aligned, inside the region, overlapping no other host block.
+  absl::Status AddHostBlock(uint64_t address, uint64_t size);
+  // After the client's work has finished, unregisters the host block starting at `address`.
+  absl::Status RemoveHostBlock(uint64_t address);
+  // CUDA_ERROR_INVALID_VALUE unless [address, address + size) lies in one host block.
+  absl::Status CheckHostRange(uint64_t address, uint64_t size) const {
+    return host_blocks_.CheckRange(address, size);
+  }
   // A module variable of the client's, which copies may then target.
   void AddGlobal(uint64_t address, uint64_t size) { globals_.Insert(address, size); }
 
@@ -99,11 +111,13 @@ class Session {
   const std::shared_ptr<LaunchStats>& launch_stats() const { return launch_stats_; }
 
  private:
-  Session(ServerContext& server, const ipc::ClientInfo& client, ipc::BulkArea bulk);
+  Session(ServerContext& server, const ipc::ClientInfo& client, ipc::BulkArea bulk,
+          std::span<std::byte> host_region);
 
   ServerContext& server_;
   ipc::ClientInfo client_;
   ipc::BulkArea bulk_;
+  std::span<std::byte> host_region_;
   std::shared_ptr<Dispatcher::ClientQueue> queue_;
   uint8_t Tag() const { return static_cast<uint8_t>(client_.client_id); }
   absl::StatusOr<StreamEntry> MakeStream(bool blocking, int priority);
@@ -118,6 +132,7 @@ class Session {
   AllocationTable allocations_;
   // Module variables: only in per-client modules (ModuleRegistry shares only stateless ones).
   AllocationTable globals_;
+  AllocationTable host_blocks_;  // registered with the backend
   std::shared_ptr<LaunchStats> launch_stats_ = std::make_shared<LaunchStats>();
 };
 

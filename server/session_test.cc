@@ -4,6 +4,7 @@
 #include "server/session.h"
 
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -50,10 +51,11 @@ Device& TheDevice() {
 
 class TestClient {
  public:
-  explicit TestClient(uint64_t id = 1) : bulk_(1 << 16) {
+  // `host_region`: page-aligned memory standing in for the client's host region.
+  explicit TestClient(uint64_t id = 1, std::span<std::byte> host_region = {}) : bulk_(1 << 16) {
     ipc::ClientInfo info;
     info.client_id = id;
-    session_ = *Session::Create(TheDevice().context, info, ipc::BulkArea(bulk_));
+    session_ = *Session::Create(TheDevice().context, info, ipc::BulkArea(bulk_), host_region);
   }
 
   template <typename Request>
@@ -195,6 +197,114 @@ TEST_CASE("copies round-trip through the bulk area") {
   CHECK(client.bulk()[64 + 7] == std::byte(7));
   CHECK(client.bulk()[64 + 8] == std::byte(0xff));  // the low byte of the value only
   CHECK(client.bulk()[64 + 16] == std::byte(16));
+}
+
+// Page-aligned memory standing in for a client's host region (the same address in both
+// processes is the segment's business, tested in ipc/).
+struct HostRegion {
+  HostRegion() : bytes(static_cast<std::byte*>(std::aligned_alloc(kPage, kSize)), std::free) {}
+  static constexpr size_t kPage = 4096, kSize = 16 * kPage;
+  std::unique_ptr<std::byte, decltype(&std::free)> bytes;
+  std::span<std::byte> span() { return {bytes.get(), kSize}; }
+  uint64_t at(size_t offset) { return reinterpret_cast<uint64_t>(bytes.get()) + offset; }
+};
+
+ipc::CopySide Side(ipc::MemorySpace space, uint64_t address, uint64_t pitch, uint64_t rows = 1) {
+  return {static_cast<uint32_t>(space), 0, address, pitch, rows};
+}
+
+TEST_CASE("host blocks must be whole pages of the client's host region, registered once") {
+  HostRegion region;
+  TestClient client(1, region.span());
+  const auto alloc = [&](uint64_t address, uint64_t size) {
+    return client.Result(ipc::HostAllocRequest{.address = address, .size = size});
+  };
+  CHECK(alloc(region.at(0) - 4096, 4096) == CUDA_ERROR_INVALID_VALUE);       // before the region
+  CHECK(alloc(region.at(15 * 4096), 2 * 4096) == CUDA_ERROR_INVALID_VALUE);  // past its end
+  CHECK(alloc(region.at(8), 4096) == CUDA_ERROR_INVALID_VALUE);              // unaligned
+  CHECK(alloc(region.at(0), 100) == CUDA_ERROR_INVALID_VALUE);               // part of a page
+  CHECK(alloc(region.at(0), 0) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(alloc(UINT64_MAX - 4095, 8192) == CUDA_ERROR_INVALID_VALUE);
+  REQUIRE(alloc(region.at(4096), 2 * 4096) == CUDA_SUCCESS);
+  CHECK(alloc(region.at(0), 2 * 4096) == CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
+  CHECK(alloc(region.at(2 * 4096), 4096) == CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
+  CHECK(client.Result(ipc::HostFreeRequest{.address = region.at(2 * 4096)}) ==
+        CUDA_ERROR_INVALID_VALUE);
+  CHECK(client.Result(ipc::HostFreeRequest{.address = region.at(4096)}) == CUDA_SUCCESS);
+  CHECK(client.Result(ipc::HostFreeRequest{.address = region.at(4096)}) ==
+        CUDA_ERROR_INVALID_VALUE);
+  // A session that ends unregisters its blocks: the next one can register them again.
+  REQUIRE(alloc(region.at(0), 4096) == CUDA_SUCCESS);
+  client.End();
+  TestClient next(2, region.span());
+  CHECK(next.Result(ipc::HostAllocRequest{.address = region.at(0), .size = 4096}) == CUDA_SUCCESS);
+}
+
+TEST_CASE("box copies use host blocks in place and refuse ranges the client does not own") {
+  HostRegion region;
+  TestClient client(1, region.span());
+  REQUIRE(client.Result(ipc::HostAllocRequest{.address = region.at(0), .size = 4096}) ==
+          CUDA_SUCCESS);
+  const uint64_t device = client.Malloc(256);
+  auto* host = region.bytes.get();
+  for (int i = 0; i < 64; ++i) host[i] = std::byte(i + 1);
+  using ipc::MemorySpace;
+  // 4 rows of 16 bytes from the host block (pitch 16) into the device (pitch 64), and back into
+  // the block at offset 1024 (pitch 16) through the bulk area's absence: all one-way.
+  const ipc::CopyExtent box{16, 4, 1};
+  client.Post(
+      ipc::Memcpy3DRequest{.copy = {.dst = Side(MemorySpace::kDevice, device, 64, 4),
+                                    .src = Side(MemorySpace::kHostRegion, region.at(0), 16, 4),
+                                    .extent = box,
+                                    .stream = 0}});
+  client.Post(ipc::Memset3DRequest{.value = 0xee,
+                                   .dst = Side(MemorySpace::kDevice, device + 64 + 4, 64, 4),
+                                   .extent = {2, 2, 1},
+                                   .stream = 0});
+  client.Post(
+      ipc::Memcpy3DRequest{.copy = {.dst = Side(MemorySpace::kHostRegion, region.at(1024), 16, 4),
+                                    .src = Side(MemorySpace::kDevice, device, 64, 4),
+                                    .extent = box,
+                                    .stream = 0}});
+  REQUIRE(client.Result(ipc::StreamSynchronizeRequest{.stream = 0}) == CUDA_SUCCESS);
+  for (int i = 0; i < 64; ++i) {
+    const bool set = (i / 16 == 1 || i / 16 == 2) && (i % 16 == 4 || i % 16 == 5);
+    CHECK(host[1024 + i] == (set ? std::byte(0xee) : std::byte(i + 1)));
+  }
+
+  const auto refused = [&](ipc::BoxCopy copy) {
+    client.Post(ipc::Memcpy3DRequest{.copy = copy});
+    return client.Result(ipc::StreamSynchronizeRequest{.stream = 0});
+  };
+  const ipc::CopySide in_block = Side(MemorySpace::kHostRegion, region.at(0), 16, 4);
+  const ipc::CopySide on_device = Side(MemorySpace::kDevice, device, 64, 4);
+  // Past the host block (registered: 1 page), in a page that is not a block, past the device
+  // allocation, pitch below width, extents that would overflow, the bulk area one-way, an
+  // unknown space.
+  CHECK(refused({on_device, Side(MemorySpace::kHostRegion, region.at(4096 - 16), 16, 4), box, 0}) ==
+        CUDA_ERROR_INVALID_VALUE);
+  CHECK(refused({on_device, Side(MemorySpace::kHostRegion, region.at(8192), 16, 4), box, 0}) ==
+        CUDA_ERROR_INVALID_VALUE);
+  CHECK(refused({Side(MemorySpace::kDevice, device, 64, 4), in_block, {16, 4, 2}, 0}) ==
+        CUDA_ERROR_INVALID_VALUE);
+  CHECK(refused({on_device, Side(MemorySpace::kHostRegion, region.at(0), 8, 4), box, 0}) ==
+        CUDA_ERROR_INVALID_VALUE);
+  CHECK(refused({on_device, in_block, {16, UINT64_MAX, UINT64_MAX}, 0}) ==
+        CUDA_ERROR_INVALID_VALUE);
+  CHECK(refused({on_device, Side(MemorySpace::kBulk, 0, 16, 4), box, 0}) ==
+        CUDA_ERROR_INVALID_VALUE);
+  CHECK(refused({on_device, Side(static_cast<MemorySpace>(7), region.at(0), 16, 4), box, 0}) ==
+        CUDA_ERROR_INVALID_VALUE);
+  // Staged copies need exactly one bulk side, inside the bulk area.
+  CHECK(client.Result(ipc::Memcpy3DStagedRequest{.copy = {on_device, in_block, box, 0}}) ==
+        CUDA_ERROR_INVALID_VALUE);
+  CHECK(client.Result(ipc::Memcpy3DStagedRequest{
+            .copy = {on_device, Side(MemorySpace::kBulk, (1 << 16) - 32, 16, 4), box, 0}}) ==
+        CUDA_ERROR_INVALID_VALUE);
+  for (int i = 0; i < 64; ++i) client.bulk()[i] = std::byte(200 - i);
+  CHECK(client.Result(ipc::Memcpy3DStagedRequest{
+            .copy = {in_block, Side(MemorySpace::kBulk, 0, 16, 4), box, 0}}) == CUDA_SUCCESS);
+  CHECK(host[63] == std::byte(200 - 63));
 }
 
 TEST_CASE("errors of one-way calls surface at the next synchronising call, once") {

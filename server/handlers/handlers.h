@@ -1,7 +1,8 @@
 // The server's handler for every call of ipc/cuda_calls.def, one overload per request type,
-// defined in the file of its CUDA object family (device.cc, memory.cc, stream.cc, event.cc,
-// module.cc, function.cc, launch.cc). A sync handler returns the response or a ClientError; an
-// async one returns OK or a ClientError that the client sees at its next synchronising call.
+// defined in the file of its CUDA object family (device.cc, memory.cc, host_memory.cc,
+// box_copy.cc, stream.cc, event.cc, module.cc, function.cc, launch.cc). A sync handler returns
+// the response or a ClientError; an async one returns OK or a ClientError that the client sees
+// at its next synchronising call.
 #pragma once
 
 #include <cstddef>
