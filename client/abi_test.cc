@@ -51,8 +51,8 @@ TEST_CASE("every libcudart export exists with its symbol version") {
 }
 
 TEST_CASE("unsupported calls return cudaErrorNotSupported") {
-  // cudaMemcpy3D is not implemented yet; its stub takes no notice of the arguments.
-  CHECK(SHIM(cudaMemcpy3D)(nullptr) == cudaErrorNotSupported);
+  // Peer copies are not implemented (one device per server); the stub ignores its arguments.
+  CHECK(SHIM(cudaMemcpy3DPeer)(nullptr) == cudaErrorNotSupported);
 }
 
 TEST_CASE("without a server, calls fail with CUDA errors and the last error is kept") {

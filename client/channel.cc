@@ -58,6 +58,10 @@ absl::StatusOr<Channel*> Channel::Connect() {
   std::unique_ptr<Channel> channel(new Channel(std::move(connection)));
   TALLY_ASSIGN_OR_RETURN(auto device, channel->Call(ipc::GetDeviceInfoRequest{}));
   channel->device_ = device.fields;
+  if (absl::StatusOr<std::span<std::byte>> region = channel->host_region(); region.ok()) {
+    channel->host_region_begin_ = reinterpret_cast<uintptr_t>(region->data());
+    channel->host_region_size_ = region->size();
+  }
   return channel.release();
 }
 

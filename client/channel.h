@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <mutex>
 #include <span>
 #include <string>
@@ -40,6 +41,12 @@ class Channel {
 
   ipc::BulkAllocator& bulk() { return connection_.bulk(); }
   const ipc::GetDeviceInfoResponse& device() const { return device_; }
+  // The host region (page-locked memory, same address in the server), or why it is unusable.
+  absl::StatusOr<std::span<std::byte>> host_region() const { return connection_.host_region(); }
+  // Whether `pointer` lies in the host region: no lock, no system call (copy paths ask).
+  bool InHostRegion(const void* pointer) const {
+    return reinterpret_cast<uintptr_t>(pointer) - host_region_begin_ < host_region_size_;
+  }
 
  private:
   explicit Channel(ipc::ClientConnection connection) : connection_(std::move(connection)) {}
@@ -51,6 +58,8 @@ class Channel {
   std::mutex mutex_;
   ipc::ClientConnection connection_;
   ipc::GetDeviceInfoResponse device_{};
+  uintptr_t host_region_begin_ = 0;
+  size_t host_region_size_ = 0;  // 0 when this process could not map the region
   pid_t pid_ = getpid();
   uint64_t next_sequence_ = 1;
 };

@@ -47,16 +47,34 @@ class DeviceRanges {
   std::map<uintptr_t, size_t> bases_;
 };
 
-// cudaMemcpy semantics (CUDA Runtime API, cudaMemcpy): host data travels through the bulk
-// area in chunks, and copies touching host memory return when the data has arrived, as from
-// pageable memory, also on a stream.
+// Whether a copy may return once it is queued (cudaMemcpyAsync) or only once it is done
+// (cudaMemcpy). Copies with pageable host memory always return once the data has arrived, as
+// CUDA's do; only device and page-locked memory is really asynchronous.
+enum class CopyMode { kSync, kAsync };
+
+// One side of a pitched box (a cudaPitchedPtr with the position folded into `base`).
+struct BoxSide {
+  const void* base;     // the box's first byte
+  size_t pitch;         // bytes between rows
+  size_t slice_height;  // rows between slices (cudaPitchedPtr::ysize)
+};
+struct BoxExtent {
+  size_t width;  // bytes
+  size_t height;
+  size_t depth;
+};
+
+// cudaMemcpy semantics (CUDA Runtime API, cudaMemcpy). Pageable host data travels through the
+// bulk area in chunks; page-locked memory (the host region) is copied by the server directly.
 absl::Status Copy(void* dst, const void* src, size_t count, cudaMemcpyKind kind,
-                  cudaStream_t stream);
-// cudaMemcpy2D semantics: `height` rows of `width` bytes between pitched layouts. Dense layouts
-// are one copy, others a copy per row. cudaErrorInvalidPitchValue when a pitch is below width.
-absl::Status Copy2D(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t width,
-                    size_t height, cudaMemcpyKind kind, cudaStream_t stream);
+                  cudaStream_t stream, CopyMode mode);
+// cudaMemcpy2D/3D semantics for linear memory: `extent` (width in bytes) between pitched
+// layouts. cudaErrorInvalidPitchValue when a pitch is below the width.
+absl::Status CopyBox(const BoxSide& dst, const BoxSide& src, const BoxExtent& extent,
+                     cudaMemcpyKind kind, cudaStream_t stream, CopyMode mode);
 // cudaMemset semantics: sets bytes to the low byte of `value`; one-way.
 absl::Status Memset(void* dst, int value, size_t count, cudaStream_t stream);
+// cudaMemset2D/3D semantics; one-way.
+absl::Status MemsetBox(const BoxSide& dst, int value, const BoxExtent& extent, cudaStream_t stream);
 
 }  // namespace tally::client

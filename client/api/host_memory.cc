@@ -1,79 +1,148 @@
-// Page-locked host memory, for now as ordinary page-aligned memory: copies from and to it work
-// (they go through the bulk area like any host memory) but are not zero-copy, and mapped memory
-// (cudaHostAllocMapped, device access to host memory) is not supported yet. Issue 4 plans pinned
-// memory in shared memory that the server maps.
+// Page-locked host memory, mapped memory, managed memory, host registration and pointer
+// attributes. Page-locked and managed blocks live in the host region that the server maps at the
+// same address (client/host_blocks.h): the pointer the application gets is also the device
+// pointer kernels use. Registered application memory stays invisible to the server.
 #include <cuda_runtime_api.h>
 
-#include <cstdlib>
-#include <mutex>
-
-#include "absl/container/flat_hash_set.h"
+#include "client/copy.h"
 #include "client/entry.h"
 #include "client/handles.h"
+#include "client/host_blocks.h"
 #include "common/status.h"
 
 using tally::client::CheckOut;
 using tally::client::CudaError;
+using tally::client::DeviceRanges;
+using tally::client::HostBlock;
+using tally::client::HostBlockKind;
+using tally::client::HostBlocks;
 using tally::client::Run;
 
 namespace {
 
-constexpr size_t kPageSize = 4096;
+absl::Status AllocateHost(void** pointer, size_t size, HostBlockKind kind, unsigned flags) {
+  TALLY_RETURN_IF_ERROR(CheckOut(pointer));
+  TALLY_ASSIGN_OR_RETURN(*pointer, HostBlocks::Get().Allocate(size, kind, flags));
+  return absl::OkStatus();
+}
 
-// Blocks handed out here, so that cudaFreeHost refuses other pointers instead of freeing them.
-class HostBlocks {
- public:
-  static HostBlocks& Get() {
-    static HostBlocks* const blocks = new HostBlocks;
-    return *blocks;
-  }
-  absl::Status Allocate(void** pointer, size_t size) {
-    TALLY_RETURN_IF_ERROR(CheckOut(pointer));
-    void* block = nullptr;
-    if (posix_memalign(&block, kPageSize, size == 0 ? 1 : size) != 0) {
-      return CudaError(cudaErrorMemoryAllocation, "out of host memory");
-    }
-    std::lock_guard lock(mutex_);
-    blocks_.insert(block);
-    *pointer = block;
+// cudaMallocHost of 0 bytes succeeds with a null pointer, as cudaMalloc's does.
+absl::Status AllocatePinned(void** pointer, size_t size, unsigned flags) {
+  TALLY_RETURN_IF_ERROR(CheckOut(pointer));
+  if (size == 0) {
+    *pointer = nullptr;
     return absl::OkStatus();
   }
-  absl::Status Free(void* pointer) {
-    if (pointer == nullptr) return absl::OkStatus();
-    {
-      std::lock_guard lock(mutex_);
-      if (blocks_.erase(pointer) == 0) {
-        return CudaError(cudaErrorInvalidValue, "not memory from cudaMallocHost/cudaHostAlloc");
-      }
-    }
-    std::free(pointer);
-    return absl::OkStatus();
-  }
+  return AllocateHost(pointer, size, HostBlockKind::kPinned, flags);
+}
 
- private:
-  std::mutex mutex_;
-  absl::flat_hash_set<void*> blocks_;
-};
+cudaPointerAttributes Attributes(cudaMemoryType type, int device, void* device_pointer,
+                                 void* host_pointer) {
+  cudaPointerAttributes attributes{};
+  attributes.type = type;
+  attributes.device = device;
+  attributes.devicePointer = device_pointer;
+  attributes.hostPointer = host_pointer;
+  return attributes;
+}
 
 }  // namespace
 
 extern "C" {
 
 cudaError_t cudaMallocHost(void** pointer, size_t size) {
-  return Run(__func__, [&] { return HostBlocks::Get().Allocate(pointer, size); });
+  return Run(__func__, [&] { return AllocatePinned(pointer, size, cudaHostAllocDefault); });
 }
 
+// Every flag is honoured by what the memory already is: mapped (with unified addressing all
+// page-locked memory is), portable (there is one device), write-combined (a hint).
 cudaError_t cudaHostAlloc(void** pointer, size_t size, unsigned int flags) {
   return Run(__func__, [&]() -> absl::Status {
-    if ((flags & cudaHostAllocMapped) != 0) {
-      return CudaError(cudaErrorNotSupported, "mapped host memory is not supported yet");
-    }
-    return HostBlocks::Get().Allocate(pointer, size);
+    constexpr unsigned kKnown =
+        cudaHostAllocPortable | cudaHostAllocMapped | cudaHostAllocWriteCombined;
+    if ((flags & ~kKnown) != 0)
+      return CudaError(cudaErrorInvalidValue, "unknown cudaHostAlloc flags");
+    return AllocatePinned(pointer, size, flags);
   });
 }
 
 cudaError_t cudaFreeHost(void* pointer) {
-  return Run(__func__, [&] { return HostBlocks::Get().Free(pointer); });
+  return Run(__func__, [&]() -> absl::Status {
+    if (pointer == nullptr) return absl::OkStatus();
+    return HostBlocks::Get().Free(pointer, HostBlockKind::kPinned);
+  });
+}
+
+// Managed memory is host-region memory that kernels access in place: coherent for host and
+// device at one address, without page migration (as on devices without concurrent managed
+// access, the host must not touch it while kernels using it run).
+cudaError_t cudaMallocManaged(void** pointer, size_t size, unsigned int flags) {
+  return Run(__func__, [&]() -> absl::Status {
+    if (flags != cudaMemAttachGlobal && flags != cudaMemAttachHost) {
+      return CudaError(cudaErrorInvalidValue, "flags must be cudaMemAttachGlobal or Host");
+    }
+    if (size == 0) return CudaError(cudaErrorInvalidValue, "cudaMallocManaged of 0 bytes");
+    return AllocateHost(pointer, size, HostBlockKind::kManaged, flags);
+  });
+}
+
+cudaError_t cudaHostGetDevicePointer(void** device, void* host, unsigned int flags) {
+  return Run(__func__, [&]() -> absl::Status {
+    TALLY_RETURN_IF_ERROR(CheckOut(device));
+    if (flags != 0) return CudaError(cudaErrorInvalidValue, "flags must be 0");
+    const std::optional<HostBlock> block = HostBlocks::Get().Find(host);
+    if (!block) return CudaError(cudaErrorInvalidValue, "not page-locked host memory");
+    if (block->kind == HostBlockKind::kRegistered) {
+      return CudaError(cudaErrorNotSupported,
+                       "memory registered with cudaHostRegister cannot be mapped for the device "
+                       "under Tally (the device is in the server process); allocate it with "
+                       "cudaHostAlloc(cudaHostAllocMapped) instead");
+    }
+    *device = host;  // unified addressing: the same address in the server and for kernels
+    return absl::OkStatus();
+  });
+}
+
+cudaError_t cudaHostGetFlags(unsigned int* flags, void* host) {
+  return Run(__func__, [&]() -> absl::Status {
+    TALLY_RETURN_IF_ERROR(CheckOut(flags));
+    const std::optional<HostBlock> block = HostBlocks::Get().Find(host);
+    if (!block || block->kind == HostBlockKind::kManaged) {
+      return CudaError(cudaErrorInvalidValue, "not memory from cudaHostAlloc/cudaHostRegister");
+    }
+    *flags = block->flags;
+    return absl::OkStatus();
+  });
+}
+
+// Tracked only: copies from and to it work (staged like pageable memory), the device cannot use
+// it (see cudaHostGetDevicePointer).
+cudaError_t cudaHostRegister(void* pointer, size_t size, unsigned int flags) {
+  return Run(__func__, [&] { return HostBlocks::Get().Register(pointer, size, flags); });
+}
+
+cudaError_t cudaHostUnregister(void* pointer) {
+  return Run(__func__, [&] { return HostBlocks::Get().Unregister(pointer); });
+}
+
+// Answered locally: the shim knows every allocation of the process (CUDA Runtime API,
+// cudaPointerGetAttributes; since CUDA 11 unregistered host memory is cudaMemoryTypeUnregistered).
+cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* attributes, const void* pointer) {
+  return Run(__func__, [&]() -> absl::Status {
+    TALLY_RETURN_IF_ERROR(CheckOut(attributes));
+    void* const address = const_cast<void*>(pointer);
+    if (const std::optional<HostBlock> block = HostBlocks::Get().Find(pointer)) {
+      const bool managed = block->kind == HostBlockKind::kManaged;
+      const bool mapped = block->kind != HostBlockKind::kRegistered;
+      *attributes = Attributes(managed ? cudaMemoryTypeManaged : cudaMemoryTypeHost, 0,
+                               mapped ? address : nullptr, address);
+    } else if (DeviceRanges::Get().IsDevice(pointer)) {
+      *attributes = Attributes(cudaMemoryTypeDevice, 0, address, nullptr);
+    } else {
+      *attributes = Attributes(cudaMemoryTypeUnregistered, cudaInvalidDeviceId, nullptr, address);
+    }
+    return absl::OkStatus();
+  });
 }
 
 }  // extern "C"

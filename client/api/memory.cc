@@ -1,4 +1,5 @@
-// Device memory entry points: allocation, copies and memsets (the copying is in copy.cc).
+// Device memory entry points: allocation (also pitched and 3-D), copies and memsets (the copying
+// is in copy.cc). Array (cudaArray_t) forms are not supported.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -7,15 +8,23 @@
 #include "client/copy.h"
 #include "client/entry.h"
 #include "client/handles.h"
+#include "client/host_blocks.h"
 #include "common/status.h"
 
+using tally::client::BoxExtent;
+using tally::client::BoxSide;
 using tally::client::Channel;
 using tally::client::CheckOut;
 using tally::client::Copy;
-using tally::client::Copy2D;
+using tally::client::CopyBox;
+using tally::client::CopyMode;
+using tally::client::CudaError;
 using tally::client::DevicePointer;
 using tally::client::DeviceRanges;
+using tally::client::HostBlockKind;
+using tally::client::HostBlocks;
 using tally::client::Memset;
+using tally::client::MemsetBox;
 using tally::client::Run;
 namespace ipc = tally::ipc;
 
@@ -31,13 +40,53 @@ absl::Status Allocate(void** pointer, size_t size) {
 }
 
 // The server issues the client's queued work before freeing, so freeing also keeps the order
-// cudaFreeAsync promises.
+// cudaFreeAsync promises. Managed memory is a host block (host_memory.cc).
 absl::Status Free(void* pointer) {
+  if (const auto block = HostBlocks::Get().Find(pointer);
+      block && block->kind == HostBlockKind::kManaged) {
+    return HostBlocks::Get().Free(pointer, HostBlockKind::kManaged);
+  }
   TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
   TALLY_RETURN_IF_ERROR(
       channel->Call(ipc::MemFreeRequest{.device_ptr = DevicePointer(pointer)}).status());
   DeviceRanges::Get().Remove(DevicePointer(pointer));
   return absl::OkStatus();
+}
+
+// Rows start at multiples of the device's texture alignment, as cudaMallocPitch promises
+// (CUDA Runtime API, cudaMallocPitch: "the pitch ... is guaranteed to satisfy alignment").
+absl::Status AllocatePitched(void** pointer, size_t* pitch, size_t width, size_t rows) {
+  TALLY_RETURN_IF_ERROR(CheckOut(pitch));
+  TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
+  const auto alignment = static_cast<size_t>(std::max(
+      1, channel->device()
+             .attributes[static_cast<size_t>(ipc::SnapshotAttribute::k_TEXTURE_ALIGNMENT)]));
+  *pitch = (width + alignment - 1) / alignment * alignment;
+  return Allocate(pointer, *pitch * rows);
+}
+
+// The first byte of a box in linear memory: cudaPos::x counts bytes there (CUDA Runtime API,
+// cudaMemcpy3D).
+BoxSide SideOf(const cudaPitchedPtr& pointer, const cudaPos& position) {
+  const auto* base = static_cast<const std::byte*>(pointer.ptr);
+  return {base + (position.z * pointer.ysize + position.y) * pointer.pitch + position.x,
+          pointer.pitch, pointer.ysize};
+}
+
+absl::Status Copy3D(const cudaMemcpy3DParms* parms, cudaStream_t stream, CopyMode mode) {
+  if (parms == nullptr) return CudaError(cudaErrorInvalidValue, "null cudaMemcpy3DParms");
+  if (parms->srcArray != nullptr || parms->dstArray != nullptr) {
+    return CudaError(cudaErrorNotSupported, "CUDA arrays are not supported");
+  }
+  const cudaExtent& e = parms->extent;
+  return CopyBox(SideOf(parms->dstPtr, parms->dstPos), SideOf(parms->srcPtr, parms->srcPos),
+                 {e.width, e.height, e.depth}, parms->kind, stream, mode);
+}
+
+absl::Status Memset3D(const cudaPitchedPtr& pointer, int value, const cudaExtent& extent,
+                      cudaStream_t stream) {
+  return MemsetBox({pointer.ptr, pointer.pitch, pointer.ysize}, value,
+                   {extent.width, extent.height, extent.depth}, stream);
 }
 
 }  // namespace
@@ -63,40 +112,54 @@ cudaError_t cudaFreeAsync(void* pointer, cudaStream_t) {
   return Run(__func__, [&] { return Free(pointer); });
 }
 
-// Rows start at multiples of the device's texture alignment, as cudaMallocPitch promises
-// (CUDA Runtime API, cudaMallocPitch: "the pitch ... is guaranteed to satisfy alignment").
 cudaError_t cudaMallocPitch(void** pointer, size_t* pitch, size_t width, size_t height) {
+  return Run(__func__, [&] { return AllocatePitched(pointer, pitch, width, height); });
+}
+
+cudaError_t cudaMalloc3D(cudaPitchedPtr* pitched, cudaExtent extent) {
   return Run(__func__, [&]() -> absl::Status {
-    TALLY_RETURN_IF_ERROR(CheckOut(pitch));
-    TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
-    const auto alignment = static_cast<size_t>(std::max(
-        1, channel->device()
-               .attributes[static_cast<size_t>(ipc::SnapshotAttribute::k_TEXTURE_ALIGNMENT)]));
-    *pitch = (width + alignment - 1) / alignment * alignment;
-    return Allocate(pointer, *pitch * height);
+    TALLY_RETURN_IF_ERROR(CheckOut(pitched));
+    void* pointer = nullptr;
+    size_t pitch = 0;
+    TALLY_RETURN_IF_ERROR(
+        AllocatePitched(&pointer, &pitch, extent.width, extent.height * extent.depth));
+    *pitched = {.ptr = pointer, .pitch = pitch, .xsize = extent.width, .ysize = extent.height};
+    return absl::OkStatus();
   });
 }
 
 cudaError_t cudaMemcpy2D(void* dst, size_t dst_pitch, const void* src, size_t src_pitch,
                          size_t width, size_t height, cudaMemcpyKind kind) {
-  return Run(__func__,
-             [&] { return Copy2D(dst, dst_pitch, src, src_pitch, width, height, kind, nullptr); });
+  return Run(__func__, [&] {
+    return CopyBox({dst, dst_pitch, height}, {src, src_pitch, height}, {width, height, 1}, kind,
+                   nullptr, CopyMode::kSync);
+  });
 }
 
 cudaError_t cudaMemcpy2DAsync(void* dst, size_t dst_pitch, const void* src, size_t src_pitch,
                               size_t width, size_t height, cudaMemcpyKind kind,
                               cudaStream_t stream) {
-  return Run(__func__,
-             [&] { return Copy2D(dst, dst_pitch, src, src_pitch, width, height, kind, stream); });
+  return Run(__func__, [&] {
+    return CopyBox({dst, dst_pitch, height}, {src, src_pitch, height}, {width, height, 1}, kind,
+                   stream, CopyMode::kAsync);
+  });
+}
+
+cudaError_t cudaMemcpy3D(const cudaMemcpy3DParms* parms) {
+  return Run(__func__, [&] { return Copy3D(parms, nullptr, CopyMode::kSync); });
+}
+
+cudaError_t cudaMemcpy3DAsync(const cudaMemcpy3DParms* parms, cudaStream_t stream) {
+  return Run(__func__, [&] { return Copy3D(parms, stream, CopyMode::kAsync); });
 }
 
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
-  return Run(__func__, [&] { return Copy(dst, src, count, kind, nullptr); });
+  return Run(__func__, [&] { return Copy(dst, src, count, kind, nullptr, CopyMode::kSync); });
 }
 
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpyKind kind,
                             cudaStream_t stream) {
-  return Run(__func__, [&] { return Copy(dst, src, count, kind, stream); });
+  return Run(__func__, [&] { return Copy(dst, src, count, kind, stream, CopyMode::kAsync); });
 }
 
 cudaError_t cudaMemset(void* dst, int value, size_t count) {
@@ -105,6 +168,28 @@ cudaError_t cudaMemset(void* dst, int value, size_t count) {
 
 cudaError_t cudaMemsetAsync(void* dst, int value, size_t count, cudaStream_t stream) {
   return Run(__func__, [&] { return Memset(dst, value, count, stream); });
+}
+
+cudaError_t cudaMemset2D(void* dst, size_t pitch, int value, size_t width, size_t height) {
+  return Run(__func__, [&] {
+    return MemsetBox({dst, pitch, height}, value, {width, height, 1}, nullptr);
+  });
+}
+
+cudaError_t cudaMemset2DAsync(void* dst, size_t pitch, int value, size_t width, size_t height,
+                              cudaStream_t stream) {
+  return Run(__func__, [&] {
+    return MemsetBox({dst, pitch, height}, value, {width, height, 1}, stream);
+  });
+}
+
+cudaError_t cudaMemset3D(cudaPitchedPtr pointer, int value, cudaExtent extent) {
+  return Run(__func__, [&] { return Memset3D(pointer, value, extent, nullptr); });
+}
+
+cudaError_t cudaMemset3DAsync(cudaPitchedPtr pointer, int value, cudaExtent extent,
+                              cudaStream_t stream) {
+  return Run(__func__, [&] { return Memset3D(pointer, value, extent, stream); });
 }
 
 }  // extern "C"

@@ -11,6 +11,7 @@
 
 using tally::client::CheckOut;
 using tally::client::Copy;
+using tally::client::CopyMode;
 using tally::client::CudaError;
 using tally::client::KernelRegistry;
 using tally::client::Run;
@@ -28,23 +29,23 @@ absl::StatusOr<void*> SymbolRange(const void* symbol, size_t count, size_t offse
 }
 
 absl::Status ToSymbol(const void* symbol, const void* src, size_t count, size_t offset,
-                      cudaMemcpyKind kind, cudaStream_t stream) {
+                      cudaMemcpyKind kind, cudaStream_t stream, CopyMode mode) {
   if (kind != cudaMemcpyHostToDevice && kind != cudaMemcpyDeviceToDevice &&
       kind != cudaMemcpyDefault) {
     return CudaError(cudaErrorInvalidMemcpyDirection, "copies to a symbol go to the device");
   }
   TALLY_ASSIGN_OR_RETURN(void* dst, SymbolRange(symbol, count, offset));
-  return Copy(dst, src, count, kind, stream);
+  return Copy(dst, src, count, kind, stream, mode);
 }
 
 absl::Status FromSymbol(void* dst, const void* symbol, size_t count, size_t offset,
-                        cudaMemcpyKind kind, cudaStream_t stream) {
+                        cudaMemcpyKind kind, cudaStream_t stream, CopyMode mode) {
   if (kind != cudaMemcpyDeviceToHost && kind != cudaMemcpyDeviceToDevice &&
       kind != cudaMemcpyDefault) {
     return CudaError(cudaErrorInvalidMemcpyDirection, "copies from a symbol come from the device");
   }
   TALLY_ASSIGN_OR_RETURN(void* src, SymbolRange(symbol, count, offset));
-  return Copy(dst, src, count, kind, stream);
+  return Copy(dst, src, count, kind, stream, mode);
 }
 
 }  // namespace
@@ -53,22 +54,28 @@ extern "C" {
 
 cudaError_t cudaMemcpyToSymbol(const void* symbol, const void* src, size_t count, size_t offset,
                                cudaMemcpyKind kind) {
-  return Run(__func__, [&] { return ToSymbol(symbol, src, count, offset, kind, nullptr); });
+  return Run(__func__,
+             [&] { return ToSymbol(symbol, src, count, offset, kind, nullptr, CopyMode::kSync); });
 }
 
 cudaError_t cudaMemcpyToSymbolAsync(const void* symbol, const void* src, size_t count,
                                     size_t offset, cudaMemcpyKind kind, cudaStream_t stream) {
-  return Run(__func__, [&] { return ToSymbol(symbol, src, count, offset, kind, stream); });
+  return Run(__func__,
+             [&] { return ToSymbol(symbol, src, count, offset, kind, stream, CopyMode::kAsync); });
 }
 
 cudaError_t cudaMemcpyFromSymbol(void* dst, const void* symbol, size_t count, size_t offset,
                                  cudaMemcpyKind kind) {
-  return Run(__func__, [&] { return FromSymbol(dst, symbol, count, offset, kind, nullptr); });
+  return Run(__func__, [&] {
+    return FromSymbol(dst, symbol, count, offset, kind, nullptr, CopyMode::kSync);
+  });
 }
 
 cudaError_t cudaMemcpyFromSymbolAsync(void* dst, const void* symbol, size_t count, size_t offset,
                                       cudaMemcpyKind kind, cudaStream_t stream) {
-  return Run(__func__, [&] { return FromSymbol(dst, symbol, count, offset, kind, stream); });
+  return Run(__func__, [&] {
+    return FromSymbol(dst, symbol, count, offset, kind, stream, CopyMode::kAsync);
+  });
 }
 
 cudaError_t cudaGetSymbolAddress(void** address, const void* symbol) {

@@ -1,0 +1,79 @@
+// cudaPointerGetAttributes for every kind of memory, and cudaHostRegister: registered memory
+// copies correctly (staged, since the server cannot see it) and says clearly that the device
+// cannot map it.
+#include <cstdint>
+#include <vector>
+
+#include "check.h"
+
+__global__ void Fill(int* data, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) data[i] = 1000 + i;
+}
+
+void ExpectAttributes(const void* pointer, cudaMemoryType type, const void* device,
+                      const void* host) {
+  cudaPointerAttributes attributes;
+  CHECK_CUDA(cudaPointerGetAttributes(&attributes, pointer));
+  EXPECT(attributes.type == type);
+  EXPECT(attributes.devicePointer == device);
+  EXPECT(attributes.hostPointer == host);
+  EXPECT(attributes.device == (type == cudaMemoryTypeUnregistered ? cudaInvalidDeviceId : 0));
+}
+
+int main() {
+  const int n = 512;
+  int* device = nullptr;
+  int* pinned = nullptr;
+  int* managed = nullptr;
+  CHECK_CUDA(cudaMalloc(&device, n * sizeof(int)));
+  CHECK_CUDA(cudaMallocHost(&pinned, n * sizeof(int)));
+  CHECK_CUDA(cudaMallocManaged(&managed, n * sizeof(int)));
+  std::vector<int> pageable(n, 0);
+
+  ExpectAttributes(device, cudaMemoryTypeDevice, device, nullptr);
+  ExpectAttributes(device + 7, cudaMemoryTypeDevice, device + 7, nullptr);
+  ExpectAttributes(pinned + 3, cudaMemoryTypeHost, pinned + 3, pinned + 3);
+  ExpectAttributes(managed, cudaMemoryTypeManaged, managed, managed);
+  ExpectAttributes(pageable.data(), cudaMemoryTypeUnregistered, nullptr, pageable.data());
+  EXPECT(cudaPointerGetAttributes(nullptr, device) == cudaErrorInvalidValue);
+  cudaGetLastError();
+
+  // Registration: tracked, copies work both ways, device mapping is refused clearly.
+  std::vector<int> registered(n, -1);
+  CHECK_CUDA(cudaHostRegister(registered.data(), n * sizeof(int), cudaHostRegisterDefault));
+  ExpectAttributes(registered.data() + 1, cudaMemoryTypeHost, nullptr, registered.data() + 1);
+  unsigned int flags = 99;
+  CHECK_CUDA(cudaHostGetFlags(&flags, registered.data()));
+  EXPECT(flags == cudaHostRegisterDefault);
+  void* mapped = nullptr;
+  EXPECT(cudaHostGetDevicePointer(&mapped, registered.data(), 0) == cudaErrorNotSupported);
+  EXPECT(cudaHostRegister(registered.data() + 4, 16, 0) == cudaErrorHostMemoryAlreadyRegistered);
+  EXPECT(cudaHostRegister(pinned, 16, 0) == cudaErrorHostMemoryAlreadyRegistered);
+  EXPECT(cudaHostRegister(registered.data(), 16, cudaHostRegisterIoMemory) ==
+         cudaErrorNotSupported);
+  cudaGetLastError();
+  Fill<<<(n + 127) / 128, 128>>>(device, n);
+  cudaStream_t stream;
+  CHECK_CUDA(cudaStreamCreate(&stream));
+  CHECK_CUDA(cudaMemcpyAsync(registered.data(), device, n * sizeof(int), cudaMemcpyDeviceToHost,
+                             stream));
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+  for (int i = 0; i < n; ++i) EXPECT(registered[i] == 1000 + i);
+  for (int i = 0; i < n; ++i) registered[i] = -i;
+  CHECK_CUDA(cudaMemcpy(managed, registered.data(), n * sizeof(int), cudaMemcpyDefault));
+  for (int i = 0; i < n; ++i) EXPECT(managed[i] == -i);
+  CHECK_CUDA(cudaHostUnregister(registered.data()));
+  EXPECT(cudaHostUnregister(registered.data()) == cudaErrorHostMemoryNotRegistered);
+  cudaGetLastError();
+  ExpectAttributes(registered.data(), cudaMemoryTypeUnregistered, nullptr, registered.data());
+
+  // Freed memory is no longer known.
+  CHECK_CUDA(cudaFree(device));
+  CHECK_CUDA(cudaFreeHost(pinned));
+  ExpectAttributes(pinned, cudaMemoryTypeUnregistered, nullptr, pinned);
+  CHECK_CUDA(cudaFree(managed));
+  CHECK_CUDA(cudaStreamDestroy(stream));
+  std::printf("host_register: pointer attributes and host registration behave\n");
+  return 0;
+}
