@@ -1,7 +1,9 @@
 // Benchmark of the client shim's hot paths, run through tally-run against a tally-server:
 // the round trip of a synchronous call (cudaStreamQuery) and the rate at which empty kernel
 // launches are posted, beside a Unix-socket ping-pong between two processes measured in the
-// same run. Usage: shim_calls [round_trips] [launches]
+// same run; then copy throughput from and to pageable memory (staged through the bulk area)
+// and page-locked memory (copied in place by the server). Usage:
+// shim_calls [round_trips] [launches] [copy_mib]
 #include <cuda_runtime.h>
 #include <sched.h>
 #include <sys/socket.h>
@@ -62,11 +64,32 @@ static void SocketBaseline(int round_trips) {
   if (!samples.empty()) Report("Unix socket round trip (baseline)", samples);
 }
 
+// `repeats` copies of `bytes` each way between `host` and `device`, in GB/s.
+static void CopyThroughput(const char* what, void* host, void* device, size_t bytes, int repeats) {
+  double seconds[2] = {0, 0};
+  for (int direction = 0; direction < 2; ++direction) {
+    auto t0 = Clock::now();
+    for (int i = 0; i < repeats; ++i) {
+      cudaError_t e = direction == 0 ? cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice)
+                                     : cudaMemcpy(host, device, bytes, cudaMemcpyDeviceToHost);
+      if (e != cudaSuccess) {
+        std::fprintf(stderr, "shim_calls: copy failed: %s\n", cudaGetErrorString(e));
+        return;
+      }
+    }
+    seconds[direction] = Micros(Clock::now() - t0) / 1e6;
+  }
+  const double gigabytes = static_cast<double>(bytes) * repeats / 1e9;
+  std::printf("%-34s to device %6.2f GB/s   to host %6.2f GB/s\n", what, gigabytes / seconds[0],
+              gigabytes / seconds[1]);
+}
+
 int main(int argc, char** argv) {
   int round_trips = argc > 1 ? std::atoi(argv[1]) : 20000;
   int launches = argc > 2 ? std::atoi(argv[2]) : 200000;
-  if (round_trips < 1 || launches < 1) {
-    std::fprintf(stderr, "usage: shim_calls [round_trips] [launches]\n");
+  int copy_mib = argc > 3 ? std::atoi(argv[3]) : 64;
+  if (round_trips < 1 || launches < 1 || copy_mib < 1) {
+    std::fprintf(stderr, "usage: shim_calls [round_trips] [launches] [copy_mib]\n");
     return 2;
   }
   setvbuf(stdout, nullptr, _IOLBF, 0);
@@ -96,5 +119,18 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "shim_calls: %s\n", cudaGetErrorString(e));
     return 1;
   }
+
+  const size_t bytes = size_t{4} << 20;
+  const int repeats = copy_mib / 4 > 0 ? copy_mib / 4 : 1;
+  std::vector<char> pageable(bytes, 1);
+  void* pinned = nullptr;
+  void* device = nullptr;
+  if (cudaMallocHost(&pinned, bytes) != cudaSuccess || cudaMalloc(&device, bytes) != cudaSuccess) {
+    std::fprintf(stderr, "shim_calls: %s\n", cudaGetErrorString(cudaGetLastError()));
+    return 1;
+  }
+  std::fill_n(static_cast<char*>(pinned), bytes, 1);
+  CopyThroughput("4 MiB cudaMemcpy, pageable", pageable.data(), device, bytes, repeats);
+  CopyThroughput("4 MiB cudaMemcpy, page-locked", pinned, device, bytes, repeats);
   return 0;
 }
