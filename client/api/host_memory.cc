@@ -4,6 +4,9 @@
 // pointer kernels use. Registered application memory stays invisible to the server.
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
+#include <optional>
+
 #include "client/copy.h"
 #include "client/entry.h"
 #include "client/handles.h"
@@ -34,6 +37,16 @@ absl::Status AllocatePinned(void** pointer, size_t size, unsigned flags) {
     return absl::OkStatus();
   }
   return AllocateHost(pointer, size, HostBlockKind::kPinned, flags);
+}
+
+// Hints about managed memory need no action: it always lives in host memory that the device
+// accesses in place, so there is nothing to migrate or attach. The range is still checked.
+absl::Status CheckManagedRange(const void* pointer, size_t count) {
+  const std::optional<HostBlock> block = HostBlocks::Get().Find(pointer);
+  const bool inside = block && block->kind == HostBlockKind::kManaged &&
+                      count <= block->size - (reinterpret_cast<uintptr_t>(pointer) - block->base);
+  if (inside) return absl::OkStatus();
+  return CudaError(cudaErrorInvalidValue, "not a range of memory from cudaMallocManaged");
 }
 
 cudaPointerAttributes Attributes(cudaMemoryType type, int device, void* device_pointer,
@@ -84,6 +97,23 @@ cudaError_t cudaMallocManaged(void** pointer, size_t size, unsigned int flags) {
     if (size == 0) return CudaError(cudaErrorInvalidValue, "cudaMallocManaged of 0 bytes");
     return AllocateHost(pointer, size, HostBlockKind::kManaged, flags);
   });
+}
+
+cudaError_t cudaMemPrefetchAsync(const void* pointer, size_t count, cudaMemLocation,
+                                 unsigned int flags, cudaStream_t) {
+  return Run(__func__, [&]() -> absl::Status {
+    if (flags != 0) return CudaError(cudaErrorInvalidValue, "flags must be 0");
+    return CheckManagedRange(pointer, count);
+  });
+}
+
+cudaError_t cudaMemAdvise(const void* pointer, size_t count, cudaMemoryAdvise, cudaMemLocation) {
+  return Run(__func__, [&] { return CheckManagedRange(pointer, count); });
+}
+
+// length 0 means the whole allocation (CUDA Runtime API, cudaStreamAttachMemAsync).
+cudaError_t cudaStreamAttachMemAsync(cudaStream_t, void* pointer, size_t length, unsigned int) {
+  return Run(__func__, [&] { return CheckManagedRange(pointer, length == 0 ? 1 : length); });
 }
 
 cudaError_t cudaHostGetDevicePointer(void** device, void* host, unsigned int flags) {

@@ -26,6 +26,15 @@ int main() {
   int* data = nullptr;
   CHECK_CUDA(cudaMallocManaged(&data, n * sizeof(int)));
   for (int i = 0; i < n; ++i) data[i] = i;
+  // Hints are accepted for managed ranges (the memory never moves) and refused for others.
+  cudaMemLocation gpu = {cudaMemLocationTypeDevice, 0};
+  CHECK_CUDA(cudaMemPrefetchAsync(data, n * sizeof(int), gpu, 0, 0));
+  CHECK_CUDA(cudaMemAdvise(data + 1, sizeof(int), cudaMemAdviseSetReadMostly, gpu));
+  CHECK_CUDA(cudaStreamAttachMemAsync(0, data, 0, cudaMemAttachGlobal));
+  int on_stack[2];
+  EXPECT(cudaMemPrefetchAsync(on_stack, sizeof on_stack, gpu, 0, 0) == cudaErrorInvalidValue);
+  EXPECT(cudaMemPrefetchAsync(data, n * sizeof(int) + 1, gpu, 0, 0) == cudaErrorInvalidValue);
+  cudaGetLastError();
   int expected[n];
   for (int i = 0; i < n; ++i) expected[i] = i;
   for (int round = 1; round <= 3; ++round) {
