@@ -133,20 +133,49 @@ int main() {
   unsigned char* pinned_rect = nullptr;
   CHECK_CUDA(cudaMallocHost(&pinned_rect, rw * rh));
   for (size_t i = 0; i < rw * rh; ++i) pinned_rect[i] = static_cast<unsigned char>(i);
-  CHECK_CUDA(cudaMemcpy2DAsync(image, pitch, pinned_rect, rw, rw, rh, cudaMemcpyHostToDevice,
-                               stream));
+  CHECK_CUDA(
+      cudaMemcpy2DAsync(image, pitch, pinned_rect, rw, rw, rh, cudaMemcpyHostToDevice, stream));
   unsigned char* other = nullptr;
   size_t other_pitch = 0;
   CHECK_CUDA(cudaMallocPitch(reinterpret_cast<void**>(&other), &other_pitch, 16, 4));
   CHECK_CUDA(cudaMemcpy2DAsync(other, other_pitch, image + 2 * pitch + 30, pitch, 16, 4,
                                cudaMemcpyDeviceToDevice, stream));
   std::vector<unsigned char> small(16 * 4);
-  CHECK_CUDA(cudaMemcpy2DAsync(small.data(), 16, other, other_pitch, 16, 4, cudaMemcpyDefault,
-                               stream));
+  CHECK_CUDA(
+      cudaMemcpy2DAsync(small.data(), 16, other, other_pitch, 16, 4, cudaMemcpyDefault, stream));
   CHECK_CUDA(cudaStreamSynchronize(stream));
   for (size_t y = 0; y < 4; ++y)
     for (size_t x = 0; x < 16; ++x)
       EXPECT(small[y * 16 + x] == static_cast<unsigned char>((y + 2) * rw + x + 30));
+
+  // Boxes larger than a 4 MiB chunk of the bulk area: a 2-D copy staged in runs of rows of one
+  // slice, a 3-D copy staged in runs of whole slices; both ways, checked byte for byte.
+  {
+    // 6 MB each: 3000 x 2000 x 1 takes rows of one slice per chunk, 1000 x 1000 x 6 (1 MB
+    // slices) whole slices per chunk.
+    const cudaExtent boxes[] = {make_cudaExtent(3000, 2000, 1), make_cudaExtent(1000, 1000, 6)};
+    for (const cudaExtent& box : boxes) {
+      const size_t bx = box.width, by = box.height, bz = box.depth;
+      cudaPitchedPtr big;
+      CHECK_CUDA(cudaMalloc3D(&big, make_cudaExtent(bx, by, bz)));
+      std::vector<unsigned char> src(bx * by * bz), dst(bx * by * bz, 0);
+      for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<unsigned char>(i * 31 + i / 977);
+      cudaMemcpy3DParms in = {};
+      in.srcPtr = make_cudaPitchedPtr(src.data(), bx, bx, by);
+      in.dstPtr = big;
+      in.extent = make_cudaExtent(bx, by, bz);
+      in.kind = cudaMemcpyHostToDevice;
+      CHECK_CUDA(cudaMemcpy3D(&in));
+      cudaMemcpy3DParms out = {};
+      out.srcPtr = big;
+      out.dstPtr = make_cudaPitchedPtr(dst.data(), bx, bx, by);
+      out.extent = make_cudaExtent(bx, by, bz);
+      out.kind = cudaMemcpyDeviceToHost;
+      CHECK_CUDA(cudaMemcpy3D(&out));
+      EXPECT(dst == src);
+      CHECK_CUDA(cudaFree(big.ptr));
+    }
+  }
 
   // Unsupported and invalid forms fail with the runtime's codes.
   cudaArray_t array = reinterpret_cast<cudaArray_t>(0x1000);
