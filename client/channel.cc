@@ -9,6 +9,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
+#include "common/log.h"
 #include "ipc/socket_path.h"
 
 namespace tally::client {
@@ -61,6 +62,10 @@ absl::StatusOr<Channel*> Channel::Connect() {
   if (absl::StatusOr<std::span<std::byte>> region = channel->host_region(); region.ok()) {
     channel->host_region_begin_ = reinterpret_cast<uintptr_t>(region->data());
     channel->host_region_size_ = region->size();
+  } else {
+    // Said once: every page-locked allocation will fail with cudaErrorMemoryAllocation.
+    TALLY_LOG_WARN("tally: no page-locked memory for this program: {}",
+                   std::string(region.status().message()));
   }
   return channel.release();
 }
