@@ -211,6 +211,22 @@ TEST_CASE("attaching checks the memfd's size and header against the handshake") 
     CHECK(other[0] == std::byte{42});  // the mapping is the memfd's host region part
     munmap(other, 4096);
   }
+  SECTION("no free slot: the segment works without a host region") {
+    const uint64_t range = kHostRegionLimit - kHostRegionBase;
+    void* const base = reinterpret_cast<void*>(kHostRegionBase);
+    // The whole range, but for the first segment's slot, which it already holds.
+    const uint64_t skip = layout.host_region_address + layout.host_region_size - kHostRegionBase;
+    void* taken = mmap(static_cast<std::byte*>(base) + skip, range - skip, PROT_NONE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+    REQUIRE(taken != MAP_FAILED);
+    auto crowded = Segment::Create(config);
+    munmap(taken, range - skip);
+    REQUIRE(crowded.ok());
+    CHECK(crowded->layout().host_region_size == 0);
+    CHECK(absl::IsFailedPrecondition(crowded->host_region().status()));
+    auto attached = Segment::Attach(UniqueFd(dup(crowded->fd().get())), crowded->layout());
+    CHECK(attached.ok());
+  }
   SECTION("sealed: the client cannot shrink the server's mapping") {
     CHECK(ftruncate(segment->fd().get(), 4096) != 0);
     auto attached = Segment::Attach(UniqueFd(dup(segment->fd().get())), layout);

@@ -10,7 +10,9 @@
 #include <cstring>
 #include <utility>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_format.h"
+#include "common/log.h"
 #include "common/status.h"
 #include "ipc/protocol_version.h"
 #include "ipc/spsc_ring.h"
@@ -44,13 +46,15 @@ absl::Status CheckRingCapacity(const char* which, uint64_t capacity) {
   return absl::OkStatus();
 }
 
-// Maps the host region of `fd` at exactly `address`, replacing nothing: a SyscallError with
-// EEXIST when part of the range is in use.
-absl::Status MapHostRegionAt(int fd, const SegmentLayout& layout, uint64_t address) {
+// Maps the host region of `fd` at exactly `address`. With `replace`, over this process's own
+// reservation of that range; otherwise replacing nothing: a SyscallError with EEXIST when part
+// of the range is in use.
+absl::Status MapHostRegionAt(int fd, const SegmentLayout& layout, uint64_t address, bool replace) {
   void* const wanted = reinterpret_cast<void*>(address);
+  const int placement = replace ? MAP_FIXED : MAP_FIXED_NOREPLACE;
   TALLY_ASSIGN_OR_RETURN(intptr_t mapped, RetryEintr("mmap(host region)", [&]() -> intptr_t {
                            void* p = mmap(wanted, layout.host_region_size, PROT_READ | PROT_WRITE,
-                                          MAP_SHARED | MAP_FIXED_NOREPLACE, fd,
+                                          MAP_SHARED | placement, fd,
                                           static_cast<off_t>(layout.host_region_offset));
                            return p == MAP_FAILED ? -1 : reinterpret_cast<intptr_t>(p);
                          }));
@@ -62,20 +66,27 @@ absl::Status MapHostRegionAt(int fd, const SegmentLayout& layout, uint64_t addre
   return absl::OkStatus();
 }
 
-// The server's choice: the first free slot. Its own mappings are the only ones it can see; a
-// client with something at the same place learns so when it attaches.
-absl::StatusOr<uint64_t> MapHostRegionInFreeSlot(int fd, const SegmentLayout& layout) {
-  const uint64_t stride =
-      RoundUp(layout.host_region_size, kHostRegionSlotAlign) + kHostRegionSlotAlign;
+// The server's choice: address space (no memory) at the first free slot, which the memfd is
+// then mapped over. Only the server's own mappings are visible here; a client with something at
+// the same place learns so when it attaches.
+absl::StatusOr<uint64_t> ReserveHostRegionSlot(uint64_t size) {
+  const uint64_t stride = RoundUp(size, kHostRegionSlotAlign) + kHostRegionSlotAlign;
   for (uint64_t address = kHostRegionBase; address + stride <= kHostRegionLimit;
        address += stride) {
-    const absl::Status mapped = MapHostRegionAt(fd, layout, address);
-    if (mapped.ok()) return address;
-    if (ErrnoOf(mapped) != EEXIST) return mapped;
+    void* const wanted = reinterpret_cast<void*>(address);
+    void* const p = mmap(wanted, size, PROT_NONE,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+    if (p == wanted) return address;
+    if (p != MAP_FAILED) {
+      munmap(p, size);
+      return absl::UnimplementedError(
+          "mmap ignored MAP_FIXED_NOREPLACE (Linux 4.17 or later needed)");
+    }
+    if (errno != EEXIST) return SyscallError("mmap(host region reservation)", errno);
   }
   return absl::ResourceExhaustedError(
-      absl::StrFormat("no free %d-byte slot for a host region in [0x%x, 0x%x)",
-                      layout.host_region_size, kHostRegionBase, kHostRegionLimit));
+      absl::StrFormat("no free %d-byte slot for a host region in [0x%x, 0x%x)", size,
+                      kHostRegionBase, kHostRegionLimit));
 }
 
 absl::StatusOr<std::byte*> MapShared(int fd, uint64_t size) {
@@ -150,6 +161,22 @@ absl::Status ValidateLayout(const SegmentLayout& l) {
 
 absl::StatusOr<Segment> Segment::Create(const SegmentConfig& config) {
   TALLY_ASSIGN_OR_RETURN(SegmentLayout layout, ComputeLayout(config));
+  uint64_t slot = 0;
+  if (layout.host_region_size > 0) {
+    absl::StatusOr<uint64_t> reserved = ReserveHostRegionSlot(layout.host_region_size);
+    if (reserved.ok()) {
+      slot = *reserved;
+    } else {
+      // The client still works, without page-locked memory (its allocations say so).
+      TALLY_LOG_WARN("IPC: a client gets no host region: {}", reserved.status().ToString());
+      SegmentConfig without = config;
+      without.host_region_size = 0;
+      TALLY_ASSIGN_OR_RETURN(layout, ComputeLayout(without));
+    }
+  }
+  auto release_slot = absl::MakeCleanup([&] {
+    if (slot != 0) munmap(reinterpret_cast<void*>(slot), layout.host_region_size);
+  });
   TALLY_ASSIGN_OR_RETURN(int raw_fd, RetryEintr("memfd_create", [] {
                            return memfd_create("tally-ipc", MFD_CLOEXEC | MFD_ALLOW_SEALING);
                          }));
@@ -161,17 +188,18 @@ absl::StatusOr<Segment> Segment::Create(const SegmentConfig& config) {
                           return fcntl(fd.get(), F_ADD_SEALS,
                                        F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
                         }).status());
-  TALLY_ASSIGN_OR_RETURN(std::byte * base, MapShared(fd.get(), layout.host_region_offset));
-  Segment segment(std::move(fd), base, layout);
-  if (layout.host_region_size > 0) {
-    TALLY_ASSIGN_OR_RETURN(segment.layout_.host_region_address,
-                           MapHostRegionInFreeSlot(segment.fd_.get(), layout));
-    segment.host_region_mapped_ = true;
+  if (slot != 0) {
+    TALLY_RETURN_IF_ERROR(MapHostRegionAt(fd.get(), layout, slot, /*replace=*/true));
+    layout.host_region_address = slot;
   }
-  const SegmentHeader header{kSegmentMagic, kProtocolVersion, segment.layout_};
-  std::memcpy(base, &header, sizeof(header));
-  InitRing(base + layout.request_ring_offset);
-  InitRing(base + layout.response_ring_offset);
+  std::move(release_slot).Cancel();
+  Segment segment(std::move(fd), nullptr, layout);
+  segment.host_region_mapped_ = slot != 0;  // the destructor unmaps it from here on
+  TALLY_ASSIGN_OR_RETURN(segment.base_, MapShared(segment.fd_.get(), layout.host_region_offset));
+  const SegmentHeader header{kSegmentMagic, kProtocolVersion, layout};
+  std::memcpy(segment.base_, &header, sizeof(header));
+  InitRing(segment.base_ + layout.request_ring_offset);
+  InitRing(segment.base_ + layout.response_ring_offset);
   return segment;
 }
 
@@ -197,7 +225,7 @@ absl::StatusOr<Segment> Segment::Attach(UniqueFd fd, const SegmentLayout& layout
   }
   if (layout.host_region_size > 0) {
     const absl::Status mapped =
-        MapHostRegionAt(segment.fd_.get(), layout, layout.host_region_address);
+        MapHostRegionAt(segment.fd_.get(), layout, layout.host_region_address, /*replace=*/false);
     segment.host_region_mapped_ = mapped.ok();
     if (ErrnoOf(mapped) == EEXIST) {
       segment.host_region_error_ = absl::FailedPreconditionError(absl::StrFormat(
