@@ -64,7 +64,7 @@ case $scenario in
     [[ $line == READY ]] || fail "hog said '$line'"
     kill -KILL "$hog_pid"
     wait "$hog_pid" 2>/dev/null
-    reclaimed="freed 1 allocation(s) of 268435456 bytes"
+    reclaimed="freed 1 allocation(s) of 268435456 bytes, 2 page-locked block(s)"
     for _ in $(seq 100); do grep -q "$reclaimed" "$work/server.log" && break; sleep 0.05; done
     grep -q "$reclaimed" "$work/server.log" || fail "hog's memory was not reclaimed"
     run meminfo || fail "memory still in use after the killed client"
