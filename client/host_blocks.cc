@@ -2,6 +2,8 @@
 // cudaHostRegister.
 #include "client/host_blocks.h"
 
+#include <sys/mman.h>
+
 #include <iterator>
 
 #include "absl/strings/str_format.h"
@@ -13,6 +15,8 @@ namespace tally::client {
 namespace {
 
 constexpr size_t kPage = 4096;
+
+size_t RoundUpToPage(size_t size) { return (size + kPage - 1) / kPage * kPage; }
 
 }  // namespace
 
@@ -30,8 +34,7 @@ absl::StatusOr<ipc::BulkRef> HostBlocks::Carve(size_t size) {
     TALLY_ASSIGN_OR_RETURN(allocator_, ipc::BulkAllocator::Create(*region));
     region_base_ = reinterpret_cast<uintptr_t>(region->data());
   }
-  absl::StatusOr<ipc::BulkRef> block =
-      allocator_->Allocate((size + kPage - 1) / kPage * kPage, kPage);
+  absl::StatusOr<ipc::BulkRef> block = allocator_->Allocate(RoundUpToPage(size), kPage);
   if (!block.ok()) {
     return CudaError(cudaErrorMemoryAllocation,
                      absl::StrFormat("page-locked memory exhausted: %s", block.status().message()));
@@ -59,6 +62,7 @@ absl::StatusOr<void*> HostBlocks::Allocate(size_t size, HostBlockKind kind, unsi
 
 absl::Status HostBlocks::Free(void* pointer, HostBlockKind kind) {
   const auto base = reinterpret_cast<uintptr_t>(pointer);
+  size_t size = 0;
   {
     std::lock_guard lock(mutex_);
     auto it = blocks_.find(base);
@@ -67,15 +71,20 @@ absl::Status HostBlocks::Free(void* pointer, HostBlockKind kind) {
                                                   ? "not memory from cudaMallocManaged"
                                                   : "not memory from cudaMallocHost/cudaHostAlloc");
     }
+    size = it->second.size;
     blocks_.erase(it);
   }
   DeviceRanges::Get().Remove(base);
   TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
   const absl::Status unregistered = channel->Call(ipc::HostFreeRequest{.address = base}).status();
-  std::lock_guard lock(mutex_);
   // Reused only once the server no longer has it registered; otherwise it is leaked, not reused.
-  if (unregistered.ok()) allocator_->Free({.offset = base - region_base_, .size = 0});
-  return unregistered;
+  if (!unregistered.ok()) return unregistered;
+  // The pages go back to the system (the region is a memfd: MADV_REMOVE punches a hole, for the
+  // server's mapping too) before the allocator writes its free-list entry into the block.
+  madvise(pointer, RoundUpToPage(size), MADV_REMOVE);
+  std::lock_guard lock(mutex_);
+  allocator_->Free({.offset = base - region_base_, .size = 0});
+  return absl::OkStatus();
 }
 
 absl::Status HostBlocks::CheckNoOverlapLocked(uintptr_t base, size_t size) const {

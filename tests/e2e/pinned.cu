@@ -1,8 +1,12 @@
 // Page-locked host memory shared with the server: mapped memory that kernels read and write in
 // place (cudaHostAllocMapped, cudaHostGetDevicePointer, cudaSetDeviceFlags(cudaDeviceMapHost)),
 // and asynchronous copies from and to cudaMallocHost memory ordered with kernels on a stream.
+#include <sys/mman.h>
+
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "check.h"
 
@@ -110,7 +114,20 @@ int main() {
   CHECK_CUDA(cudaFreeHost(mapped_out));
   EXPECT(cudaFreeHost(mapped_out) == cudaErrorInvalidValue);  // freed already
   cudaGetLastError();
-  // Freed blocks are reused.
+  // Freed blocks give their pages back to the system (all but the allocator's bookkeeping in
+  // the first page), and are reused.
+  const size_t big = size_t{8} << 20;
+  char* touched = nullptr;
+  CHECK_CUDA(cudaMallocHost(&touched, big));
+  std::memset(touched, 1, big);
+  std::vector<unsigned char> pages(big / 4096);
+  const auto resident = [&] {
+    EXPECT(mincore(touched, big, pages.data()) == 0);
+    return std::count_if(pages.begin(), pages.end(), [](unsigned char p) { return p & 1; });
+  };
+  EXPECT(resident() == static_cast<long>(pages.size()));
+  CHECK_CUDA(cudaFreeHost(touched));
+  EXPECT(resident() <= 1);
   void* again = nullptr;
   CHECK_CUDA(cudaMallocHost(&again, n * sizeof(int)));
   CHECK_CUDA(cudaFreeHost(again));
