@@ -19,6 +19,17 @@ __global__ void SumSlices(cudaPitchedPtr volume, int width, int height, int dept
   out[x] = total;
 }
 
+// cudaMemcpy3D of a whole volume between two pitched pointers, from their origins.
+cudaError_t CopyVolume(cudaPitchedPtr dst, cudaPitchedPtr src, cudaExtent extent,
+                       cudaMemcpyKind kind) {
+  cudaMemcpy3DParms parms = {};
+  parms.srcPtr = src;
+  parms.dstPtr = dst;
+  parms.extent = extent;
+  parms.kind = kind;
+  return cudaMemcpy3D(&parms);
+}
+
 int main() {
   // A 3-D volume of 37 x 5 x 4 bytes; the host copy has its own (dense) layout.
   const size_t w = 37, h = 5, d = 4;
@@ -28,18 +39,11 @@ int main() {
   std::vector<char> host(w * h * d), back(w * h * d, 0);
   for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<char>(i * 13 + 1);
 
-  cudaMemcpy3DParms up = {};
-  up.srcPtr = make_cudaPitchedPtr(host.data(), w, w, h);
-  up.dstPtr = volume;
-  up.extent = make_cudaExtent(w, h, d);
-  up.kind = cudaMemcpyHostToDevice;
-  CHECK_CUDA(cudaMemcpy3D(&up));
-  cudaMemcpy3DParms down = {};
-  down.srcPtr = volume;
-  down.dstPtr = make_cudaPitchedPtr(back.data(), w, w, h);
-  down.extent = make_cudaExtent(w, h, d);
-  down.kind = cudaMemcpyDeviceToHost;
-  CHECK_CUDA(cudaMemcpy3D(&down));
+  const cudaPitchedPtr host_volume = make_cudaPitchedPtr(host.data(), w, w, h);
+  const cudaPitchedPtr back_volume = make_cudaPitchedPtr(back.data(), w, w, h);
+  const cudaExtent whole = make_cudaExtent(w, h, d);
+  CHECK_CUDA(CopyVolume(volume, host_volume, whole, cudaMemcpyHostToDevice));
+  CHECK_CUDA(CopyVolume(back_volume, volume, whole, cudaMemcpyDeviceToHost));
   EXPECT(back == host);
 
   // The kernel walks the pitched layout.
@@ -109,9 +113,8 @@ int main() {
   across.kind = cudaMemcpyDeviceToDevice;
   CHECK_CUDA(cudaMemcpy3DAsync(&across, stream));
   CHECK_CUDA(cudaStreamSynchronize(stream));
-  down.srcPtr = copy;
   std::fill(back.begin(), back.end(), 0);
-  CHECK_CUDA(cudaMemcpy3D(&down));
+  CHECK_CUDA(CopyVolume(back_volume, copy, whole, cudaMemcpyDeviceToHost));
   EXPECT(back == expected);
 
   // 2-D: pitched allocation, memset, copies in every direction and a device-to-device copy of a
@@ -160,18 +163,10 @@ int main() {
       CHECK_CUDA(cudaMalloc3D(&big, make_cudaExtent(bx, by, bz)));
       std::vector<unsigned char> src(bx * by * bz), dst(bx * by * bz, 0);
       for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<unsigned char>(i * 31 + i / 977);
-      cudaMemcpy3DParms in = {};
-      in.srcPtr = make_cudaPitchedPtr(src.data(), bx, bx, by);
-      in.dstPtr = big;
-      in.extent = make_cudaExtent(bx, by, bz);
-      in.kind = cudaMemcpyHostToDevice;
-      CHECK_CUDA(cudaMemcpy3D(&in));
-      cudaMemcpy3DParms out = {};
-      out.srcPtr = big;
-      out.dstPtr = make_cudaPitchedPtr(dst.data(), bx, bx, by);
-      out.extent = make_cudaExtent(bx, by, bz);
-      out.kind = cudaMemcpyDeviceToHost;
-      CHECK_CUDA(cudaMemcpy3D(&out));
+      CHECK_CUDA(CopyVolume(big, make_cudaPitchedPtr(src.data(), bx, bx, by), box,
+                            cudaMemcpyHostToDevice));
+      CHECK_CUDA(CopyVolume(make_cudaPitchedPtr(dst.data(), bx, bx, by), big, box,
+                            cudaMemcpyDeviceToHost));
       EXPECT(dst == src);
       CHECK_CUDA(cudaFree(big.ptr));
     }
@@ -190,8 +185,8 @@ int main() {
   EXPECT(cudaMemcpy2D(image, rw - 1, rect.data(), rw, rw, rh, cudaMemcpyHostToDevice) ==
          cudaErrorInvalidPitchValue);
   EXPECT(cudaMemset2D(image, pitch, 0, rw, rh + 1) == cudaErrorInvalidValue);  // past the end
-  up.extent = make_cudaExtent(w, h, d + 1);
-  EXPECT(cudaMemcpy3D(&up) == cudaErrorInvalidValue);
+  EXPECT(CopyVolume(volume, host_volume, make_cudaExtent(w, h, d + 1), cudaMemcpyHostToDevice) ==
+         cudaErrorInvalidValue);
   cudaGetLastError();
 
   CHECK_CUDA(cudaStreamDestroy(stream));
