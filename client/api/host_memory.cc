@@ -29,14 +29,36 @@ absl::Status AllocateHost(void** pointer, size_t size, HostBlockKind kind, unsig
   return absl::OkStatus();
 }
 
-// cudaMallocHost of 0 bytes succeeds with a null pointer, as cudaMalloc's does.
+// Every flag is honoured by what the memory already is: mapped (with unified addressing all
+// page-locked memory is), portable (there is one device), write-combined (a hint). The driver's
+// CU_MEMHOSTALLOC_* flags have the same values. 0 bytes give a null pointer, as cudaMalloc's do.
 absl::Status AllocatePinned(void** pointer, size_t size, unsigned flags) {
   TALLY_RETURN_IF_ERROR(CheckOut(pointer));
+  constexpr unsigned kKnown =
+      cudaHostAllocPortable | cudaHostAllocMapped | cudaHostAllocWriteCombined;
+  if ((flags & ~kKnown) != 0)
+    return CudaError(cudaErrorInvalidValue, "unknown cudaHostAlloc flags");
   if (size == 0) {
     *pointer = nullptr;
     return absl::OkStatus();
   }
   return AllocateHost(pointer, size, HostBlockKind::kPinned, flags);
+}
+
+absl::Status FreePinned(void* pointer) {
+  if (pointer == nullptr) return absl::OkStatus();
+  return HostBlocks::Get().Free(pointer, HostBlockKind::kPinned);
+}
+
+// Managed memory is host-region memory that kernels access in place: coherent for host and
+// device at one address, without page migration (as on devices without concurrent managed
+// access, the host must not touch it while kernels using it run).
+absl::Status AllocateManaged(void** pointer, size_t size, unsigned flags) {
+  if (flags != cudaMemAttachGlobal && flags != cudaMemAttachHost) {
+    return CudaError(cudaErrorInvalidValue, "flags must be cudaMemAttachGlobal or Host");
+  }
+  if (size == 0) return CudaError(cudaErrorInvalidValue, "managed allocation of 0 bytes");
+  return AllocateHost(pointer, size, HostBlockKind::kManaged, flags);
 }
 
 // Hints about managed memory need no action: it always lives in host memory that the device
@@ -49,6 +71,31 @@ absl::Status CheckManagedRange(const void* pointer, size_t count) {
   return CudaError(cudaErrorInvalidValue, "not a range of memory from cudaMallocManaged");
 }
 
+absl::Status DevicePointerOf(void** device, void* host, unsigned flags) {
+  TALLY_RETURN_IF_ERROR(CheckOut(device));
+  if (flags != 0) return CudaError(cudaErrorInvalidValue, "flags must be 0");
+  const std::optional<HostBlock> block = HostBlocks::Get().Find(host);
+  if (!block) return CudaError(cudaErrorInvalidValue, "not page-locked host memory");
+  if (block->kind == HostBlockKind::kRegistered) {
+    return CudaError(cudaErrorNotSupported,
+                     "memory registered with cudaHostRegister cannot be mapped for the device "
+                     "under Tally (the device is in the server process); allocate it with "
+                     "cudaHostAlloc(cudaHostAllocMapped) instead");
+  }
+  *device = host;  // unified addressing: the same address in the server and for kernels
+  return absl::OkStatus();
+}
+
+absl::Status FlagsOf(unsigned* flags, void* host) {
+  TALLY_RETURN_IF_ERROR(CheckOut(flags));
+  const std::optional<HostBlock> block = HostBlocks::Get().Find(host);
+  if (!block || block->kind == HostBlockKind::kManaged) {
+    return CudaError(cudaErrorInvalidValue, "not memory from cudaHostAlloc/cudaHostRegister");
+  }
+  *flags = block->flags;
+  return absl::OkStatus();
+}
+
 cudaPointerAttributes Attributes(cudaMemoryType type, int device, void* device_pointer,
                                  void* host_pointer) {
   cudaPointerAttributes attributes{};
@@ -59,6 +106,22 @@ cudaPointerAttributes Attributes(cudaMemoryType type, int device, void* device_p
   return attributes;
 }
 
+// Answered locally: the shim knows every allocation of the process (CUDA Runtime API,
+// cudaPointerGetAttributes; since CUDA 11 unregistered host memory is cudaMemoryTypeUnregistered).
+cudaPointerAttributes AttributesOf(const void* pointer) {
+  void* const address = const_cast<void*>(pointer);
+  if (const std::optional<HostBlock> block = HostBlocks::Get().Find(pointer)) {
+    const bool managed = block->kind == HostBlockKind::kManaged;
+    const bool mapped = block->kind != HostBlockKind::kRegistered;
+    return Attributes(managed ? cudaMemoryTypeManaged : cudaMemoryTypeHost, 0,
+                      mapped ? address : nullptr, address);
+  }
+  if (DeviceRanges::Get().IsDevice(pointer)) {
+    return Attributes(cudaMemoryTypeDevice, 0, address, nullptr);
+  }
+  return Attributes(cudaMemoryTypeUnregistered, cudaInvalidDeviceId, nullptr, address);
+}
+
 }  // namespace
 
 extern "C" {
@@ -67,36 +130,16 @@ cudaError_t cudaMallocHost(void** pointer, size_t size) {
   return Run(__func__, [&] { return AllocatePinned(pointer, size, cudaHostAllocDefault); });
 }
 
-// Every flag is honoured by what the memory already is: mapped (with unified addressing all
-// page-locked memory is), portable (there is one device), write-combined (a hint).
 cudaError_t cudaHostAlloc(void** pointer, size_t size, unsigned int flags) {
-  return Run(__func__, [&]() -> absl::Status {
-    constexpr unsigned kKnown =
-        cudaHostAllocPortable | cudaHostAllocMapped | cudaHostAllocWriteCombined;
-    if ((flags & ~kKnown) != 0)
-      return CudaError(cudaErrorInvalidValue, "unknown cudaHostAlloc flags");
-    return AllocatePinned(pointer, size, flags);
-  });
+  return Run(__func__, [&] { return AllocatePinned(pointer, size, flags); });
 }
 
 cudaError_t cudaFreeHost(void* pointer) {
-  return Run(__func__, [&]() -> absl::Status {
-    if (pointer == nullptr) return absl::OkStatus();
-    return HostBlocks::Get().Free(pointer, HostBlockKind::kPinned);
-  });
+  return Run(__func__, [&] { return FreePinned(pointer); });
 }
 
-// Managed memory is host-region memory that kernels access in place: coherent for host and
-// device at one address, without page migration (as on devices without concurrent managed
-// access, the host must not touch it while kernels using it run).
 cudaError_t cudaMallocManaged(void** pointer, size_t size, unsigned int flags) {
-  return Run(__func__, [&]() -> absl::Status {
-    if (flags != cudaMemAttachGlobal && flags != cudaMemAttachHost) {
-      return CudaError(cudaErrorInvalidValue, "flags must be cudaMemAttachGlobal or Host");
-    }
-    if (size == 0) return CudaError(cudaErrorInvalidValue, "cudaMallocManaged of 0 bytes");
-    return AllocateHost(pointer, size, HostBlockKind::kManaged, flags);
-  });
+  return Run(__func__, [&] { return AllocateManaged(pointer, size, flags); });
 }
 
 cudaError_t cudaMemPrefetchAsync(const void* pointer, size_t count, cudaMemLocation,
@@ -117,36 +160,15 @@ cudaError_t cudaStreamAttachMemAsync(cudaStream_t, void* pointer, size_t length,
 }
 
 cudaError_t cudaHostGetDevicePointer(void** device, void* host, unsigned int flags) {
-  return Run(__func__, [&]() -> absl::Status {
-    TALLY_RETURN_IF_ERROR(CheckOut(device));
-    if (flags != 0) return CudaError(cudaErrorInvalidValue, "flags must be 0");
-    const std::optional<HostBlock> block = HostBlocks::Get().Find(host);
-    if (!block) return CudaError(cudaErrorInvalidValue, "not page-locked host memory");
-    if (block->kind == HostBlockKind::kRegistered) {
-      return CudaError(cudaErrorNotSupported,
-                       "memory registered with cudaHostRegister cannot be mapped for the device "
-                       "under Tally (the device is in the server process); allocate it with "
-                       "cudaHostAlloc(cudaHostAllocMapped) instead");
-    }
-    *device = host;  // unified addressing: the same address in the server and for kernels
-    return absl::OkStatus();
-  });
+  return Run(__func__, [&] { return DevicePointerOf(device, host, flags); });
 }
 
 cudaError_t cudaHostGetFlags(unsigned int* flags, void* host) {
-  return Run(__func__, [&]() -> absl::Status {
-    TALLY_RETURN_IF_ERROR(CheckOut(flags));
-    const std::optional<HostBlock> block = HostBlocks::Get().Find(host);
-    if (!block || block->kind == HostBlockKind::kManaged) {
-      return CudaError(cudaErrorInvalidValue, "not memory from cudaHostAlloc/cudaHostRegister");
-    }
-    *flags = block->flags;
-    return absl::OkStatus();
-  });
+  return Run(__func__, [&] { return FlagsOf(flags, host); });
 }
 
 // Tracked only: copies from and to it work (staged like pageable memory), the device cannot use
-// it (see cudaHostGetDevicePointer).
+// it (see DevicePointerOf).
 cudaError_t cudaHostRegister(void* pointer, size_t size, unsigned int flags) {
   return Run(__func__, [&] { return HostBlocks::Get().Register(pointer, size, flags); });
 }
@@ -155,22 +177,10 @@ cudaError_t cudaHostUnregister(void* pointer) {
   return Run(__func__, [&] { return HostBlocks::Get().Unregister(pointer); });
 }
 
-// Answered locally: the shim knows every allocation of the process (CUDA Runtime API,
-// cudaPointerGetAttributes; since CUDA 11 unregistered host memory is cudaMemoryTypeUnregistered).
 cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* attributes, const void* pointer) {
   return Run(__func__, [&]() -> absl::Status {
     TALLY_RETURN_IF_ERROR(CheckOut(attributes));
-    void* const address = const_cast<void*>(pointer);
-    if (const std::optional<HostBlock> block = HostBlocks::Get().Find(pointer)) {
-      const bool managed = block->kind == HostBlockKind::kManaged;
-      const bool mapped = block->kind != HostBlockKind::kRegistered;
-      *attributes = Attributes(managed ? cudaMemoryTypeManaged : cudaMemoryTypeHost, 0,
-                               mapped ? address : nullptr, address);
-    } else if (DeviceRanges::Get().IsDevice(pointer)) {
-      *attributes = Attributes(cudaMemoryTypeDevice, 0, address, nullptr);
-    } else {
-      *attributes = Attributes(cudaMemoryTypeUnregistered, cudaInvalidDeviceId, nullptr, address);
-    }
+    *attributes = AttributesOf(pointer);
     return absl::OkStatus();
   });
 }
