@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -75,6 +76,8 @@ class Block {
   // atomic, a thread's exit, a barrier's release. A grid whose blocks all keep it unchanged
   // for many rounds is spinning on something that will never happen.
   uint64_t progress() const { return writes_ + exited_ + barrier_releases_; }
+  // Lane-instructions executed since the last call (tally_emu_ext.h defines the count).
+  uint64_t TakeLaneInstructions() { return std::exchange(lane_instructions_, 0); }
 
   // Used by the interpreter (warp.cc).
   WarpStatus RunWarp(Warp& warp, uint32_t budget);
@@ -147,6 +150,7 @@ class Block {
   uint64_t cached_launch_ = 0;  // launch whose access ranges access_cache_ holds
   CUresult fault_code_ = CUDA_SUCCESS;
   std::string fault_;
+  uint64_t lane_instructions_ = 0;
 };
 
 }  // namespace tally::emu::exec

@@ -23,7 +23,11 @@ Dim3 BlockIndex(uint64_t index, const Dim3& grid) {
           static_cast<uint32_t>(index / (uint64_t{grid.x} * grid.y))};
 }
 
+std::atomic<uint64_t> g_lane_instructions{0};  // of every block run in this process
+
 }  // namespace
+
+uint64_t SmPool::LaneInstructions() { return g_lane_instructions.load(std::memory_order_relaxed); }
 
 struct SmPool::Job {
   LaunchSetup* setup = nullptr;
@@ -59,6 +63,7 @@ void SmPool::Drain(Job& job, uint32_t sm) {
     if (!setup.abort.load(std::memory_order_relaxed)) {
       block.Reset(setup, BlockIndex(index, grid), sm);
       status = block.Run();
+      g_lane_instructions.fetch_add(block.TakeLaneInstructions(), std::memory_order_relaxed);
     }
     std::lock_guard lock(job.mu);
     if (!status.ok() && job.error.ok()) {
@@ -108,6 +113,7 @@ absl::Status SmPool::RunCooperative(LaunchSetup& setup) {
     for (const auto& block : live) before += block->progress();
     for (size_t i = 0; i < live.size();) {
       TALLY_ASSIGN_OR_RETURN(bool done, live[i]->RunRound());
+      g_lane_instructions.fetch_add(live[i]->TakeLaneInstructions(), std::memory_order_relaxed);
       after += live[i]->progress();
       if (done) {
         live[i] = std::move(live.back());

@@ -30,6 +30,8 @@ class SmPool {
   // Library teardown: running launches stop at their next time slice (a kernel that never
   // ends must not keep the process from exiting) and later ones do not start.
   void Cancel();
+  // Lane-instructions of every block that finished in this process (tallyEmuLaneInstructions).
+  static uint64_t LaneInstructions();
 
  private:
   struct Job;

@@ -41,6 +41,7 @@ WarpStatus Block::RunWarp(Warp& warp, uint32_t budget) {
     const uint32_t pc = warp.cur_pc;
     const Inst& in = code[pc];
     uint32_t mask = warp.active;
+    lane_instructions_ += std::popcount(mask);
     if (in.guard != kNoSlot) {
       const uint64_t* guard = TALLY_R(in.guard);
       const uint64_t want = (in.flags & kFlagNegateGuard) ? 0 : 1;

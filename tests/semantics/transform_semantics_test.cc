@@ -3,25 +3,20 @@
 // worker counts, also fewer workers than SMs) and a PTB form preempted at random moments and
 // resumed must all produce exactly the original kernel's output.
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <cstddef>
-#include <cstring>
 #include <random>
-#include <thread>
 
 #include "emulator/tests/emu_library.h"
 #include "emulator/tests/kernel_util.h"
-#include "ptx_transform/kernel_signature.h"
 #include "ptx_transform/launch_forms.h"
-#include "ptx_transform/parser.h"
-#include "ptx_transform/printer.h"
-#include "ptx_transform/transform.h"
+#include "tests/semantics/forms_runner.h"
 
 namespace tally::ptx {
 namespace {
 
 using emu::testing::Emu;
+using semantics::LaunchShape;
+using semantics::TransformedModule;
 
 struct KernelCase {
   const char* name;
@@ -49,45 +44,13 @@ const KernelCase kCases[] = {
 constexpr int kInputs = 1000;
 
 // The module of kernels.cu with its variants, loaded once into the emulator.
-class TransformedModule {
- public:
-  TransformedModule() {
-    emu::testing::EnsureContext();
-    auto parsed = ParseModuleOrError(emu::testing::ReadKernelFile(TALLY_SEMANTICS_PTX));
-    REQUIRE(parsed.ok());
-    module_ = *std::move(parsed);
-    report_ = TransformModule(module_, {});
-    text_ = PrintModule(module_);
-    EMU_OK(Emu().cuModuleLoadData(&handle_, text_.c_str()));
-  }
-
-  const KernelForms& Forms(const std::string& kernel) const {
-    for (const auto& forms : report_.kernels) {
-      if (forms.analysis.kernel == kernel) return forms;
-    }
-    FAIL("no kernel " << kernel);
-    throw;
-  }
-  CUfunction Function(const std::string& name) const {
-    CUfunction f = nullptr;
-    EMU_OK(Emu().cuModuleGetFunction(&f, handle_, name.c_str()));
-    return f;
-  }
-  KernelSignature Signature(const std::string& name) const {
-    auto sig = ComputeSignature(*module_.FindFunction(name));
-    REQUIRE(sig.ok());
-    return *sig;
-  }
-
- private:
-  Module module_;
-  TransformReport report_;
-  std::string text_;
-  CUmodule handle_ = nullptr;
-};
-
 const TransformedModule& Transformed() {
-  static const TransformedModule* module = new TransformedModule();
+  static TransformedModule* module = [] {
+    emu::testing::EnsureContext();
+    auto* loaded = new TransformedModule(emu::testing::ReadKernelFile(TALLY_SEMANTICS_PTX));
+    EMU_OK(loaded->Load());
+    return loaded;
+  }();
   return *module;
 }
 
@@ -116,15 +79,17 @@ size_t OutputCount(const KernelCase& c) {
   return size_t{c.grid.x} * c.grid.y * c.grid.z * c.block.x * c.block.y * c.block.z;
 }
 
-void Launch(CUfunction f, Dim3 grid, const KernelCase& c, void** params, void** extra) {
+LaunchShape Shape(const KernelCase& c) { return {c.grid, c.block, c.dynamic_shared}; }
+
+void Launch(CUfunction f, Dim3 grid, const KernelCase& c, void** params) {
   EMU_OK(Emu().cuLaunchKernel(f, grid.x, grid.y, grid.z, c.block.x, c.block.y, c.block.z,
-                              c.dynamic_shared, nullptr, params, extra));
+                              c.dynamic_shared, nullptr, params, nullptr));
 }
 
 std::vector<int> RunOriginal(const KernelCase& c) {
   Buffers buffers(OutputCount(c));
   void* args[] = {&buffers.in, &buffers.out, &buffers.n};
-  Launch(Transformed().Function(c.name), c.grid, c, args, nullptr);
+  Launch(Transformed().Function(c.name), c.grid, c, args);
   EMU_OK(Emu().cuCtxSynchronize());
   std::vector<int> result = buffers.Result();
   // A reference of zeros would let a form that does nothing pass.
@@ -132,73 +97,21 @@ std::vector<int> RunOriginal(const KernelCase& c) {
   return result;
 }
 
-// The sliced form, launched slice by slice with packed parameter buffers (`extra`).
 std::vector<int> RunSliced(const KernelCase& c, uint32_t blocks_per_slice) {
-  const KernelForms& forms = Transformed().Forms(c.name);
-  REQUIRE_FALSE(forms.sliced.empty());
-  KernelSignature sig = Transformed().Signature(forms.sliced);
-  CUfunction f = Transformed().Function(forms.sliced);
   Buffers buffers(OutputCount(c));
   const void* args[] = {&buffers.in, &buffers.out, &buffers.n};
   auto slices = PlanSlices(c.grid, blocks_per_slice);
   REQUIRE(slices.ok());
-  for (const Slice& slice : *slices) {
-    auto packed = SlicedParams(sig, args, slice, c.grid);
-    REQUIRE(packed.ok());
-    size_t size = packed->size();
-    void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, packed->data(), CU_LAUNCH_PARAM_BUFFER_SIZE,
-                     &size, CU_LAUNCH_PARAM_END};
-    Launch(f, Dim3{slice.blocks, 1, 1}, c, nullptr, extra);
-  }
-  EMU_OK(Emu().cuCtxSynchronize());
+  EMU_OK(semantics::RunSliced(Transformed(), c.name, args, Shape(c), *slices));
   return buffers.Result();
 }
 
-// PtbState in host memory mapped into the device, so the host can raise the flag while the
-// kernel runs (as the server does on a GPU).
-class MappedState {
- public:
-  MappedState() {
-    EMU_OK(Emu().cuMemHostAlloc(reinterpret_cast<void**>(&state_), sizeof(PtbState),
-                                CU_MEMHOSTALLOC_DEVICEMAP));
-    *state_ = PtbState{};
-    EMU_OK(Emu().cuMemHostGetDevicePointer_v2(&device_, state_, 0));
-  }
-  ~MappedState() { Emu().cuMemFreeHost(state_); }
-  uint32_t next_task() const { return std::atomic_ref<uint32_t>(state_->next_task).load(); }
-  void set_preempt(bool on) { std::atomic_ref<uint32_t>(state_->preempt).store(on ? 1 : 0); }
-  uint64_t device() const { return device_; }
-
- private:
-  PtbState* state_ = nullptr;
-  CUdeviceptr device_ = 0;
-};
-
-// The PTB form with `workers` blocks (kernelParams). With `preempt_rng`, the flag is raised
-// after a random delay and the kernel relaunched until every task ran.
+// With `preempt_rng`, preempted at random moments and resumed.
 std::vector<int> RunPreemptible(const KernelCase& c, uint32_t workers,
                                 std::mt19937* preempt_rng = nullptr) {
-  const KernelForms& forms = Transformed().Forms(c.name);
-  REQUIRE_FALSE(forms.preemptible.empty());
-  CUfunction f = Transformed().Function(forms.preemptible);
   Buffers buffers(OutputCount(c));
-  MappedState state;
-  uint64_t state_address = state.device();
-  Dim3 grid = c.grid;
-  void* args[] = {&buffers.in, &buffers.out, &buffers.n, &state_address, &grid.x, &grid.y, &grid.z};
-  uint32_t total = *LinearBlockCount(c.grid);
-  int count = 0;
-  do {
-    REQUIRE(count < 10000);
-    state.set_preempt(false);
-    Launch(f, Dim3{workers, 1, 1}, c, args, nullptr);
-    ++count;
-    if (preempt_rng != nullptr) {
-      std::this_thread::sleep_for(std::chrono::microseconds((*preempt_rng)() % 200));
-      state.set_preempt(true);
-    }
-    EMU_OK(Emu().cuCtxSynchronize());
-  } while (state.next_task() < total);
+  const void* args[] = {&buffers.in, &buffers.out, &buffers.n};
+  EMU_OK(semantics::RunPreemptible(Transformed(), c.name, args, Shape(c), workers, preempt_rng));
   return buffers.Result();
 }
 
@@ -250,14 +163,14 @@ TEST_CASE("a preempted PTB kernel stops at a task boundary and resumes without l
   for (uint32_t workers : {1u, 2u, 4u}) {
     for (int stop : {0, 7, 19}) {
       INFO("workers " << workers << ", stop after block " << stop);
-      MappedState state;
+      semantics::MappedPtbState state;
       CUdeviceptr flag = state.device() + offsetof(PtbState, preempt);
       CUdeviceptr runs = emu::testing::Zeros<int>(total);
       uint64_t state_address = state.device();
       Dim3 grid = c.grid;
       int stop_block = stop;
       void* args[] = {&flag, &runs, &stop_block, &state_address, &grid.x, &grid.y, &grid.z};
-      Launch(f, Dim3{workers, 1, 1}, c, args, nullptr);
+      Launch(f, Dim3{workers, 1, 1}, c, args);
       EMU_OK(Emu().cuCtxSynchronize());
       std::vector<int> after_stop = emu::testing::Download<int>(runs, total);
       // Every task taken ran once; with one worker exactly the blocks up to `stop`.
@@ -268,7 +181,7 @@ TEST_CASE("a preempted PTB kernel stops at a task boundary and resumes without l
 
       state.set_preempt(false);
       stop_block = -1;
-      Launch(f, Dim3{workers, 1, 1}, c, args, nullptr);
+      Launch(f, Dim3{workers, 1, 1}, c, args);
       EMU_OK(Emu().cuCtxSynchronize());
       CHECK(state.next_task() >= total);
       CHECK(emu::testing::Download<int>(runs, total) == std::vector<int>(total, 1));
