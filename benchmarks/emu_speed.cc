@@ -39,9 +39,9 @@ void Die(const std::string& message) {
   std::exit(1);
 }
 
-#define CU_CHECK(call)                                                         \
-  do {                                                                         \
-    CUresult result_ = (call);                                                 \
+#define CU_CHECK(call)                                                             \
+  do {                                                                             \
+    CUresult result_ = (call);                                                     \
     if (result_ != CUDA_SUCCESS) Die(#call " failed: " + std::to_string(result_)); \
   } while (0)
 
@@ -151,9 +151,9 @@ Figures Measure(const Emulator& emu, Launch launch, const std::function<void()>&
 
 void Report(const char* name, const Figures& f) {
   std::printf("%-15s %12.3f %10.1f %10.1f %10.3f %10.4f %9.0fx\n", name,
-              static_cast<double>(f.lane_instructions) / 1e6, f.lane_instructions / f.emu_wall / 1e6,
-              f.lane_instructions / f.emu_cpu / 1e6, f.emu_wall * 1e3, f.cpp_wall * 1e3,
-              f.emu_wall / f.cpp_wall);
+              static_cast<double>(f.lane_instructions) / 1e6,
+              f.lane_instructions / f.emu_wall / 1e6, f.lane_instructions / f.emu_cpu / 1e6,
+              f.emu_wall * 1e3, f.cpp_wall * 1e3, f.emu_wall / f.cpp_wall);
 }
 
 template <typename T>
@@ -175,11 +175,12 @@ void VecAdd(const Emulator& emu, int n, int runs) {
   CUdeviceptr da = emu.Upload(a.data(), n * sizeof(float));
   CUdeviceptr db = emu.Upload(b.data(), n * sizeof(float));
   CUdeviceptr dc = emu.Upload(c.data(), n * sizeof(float));
-  Figures f = Measure(emu, {"vec_add", (n + 255u) / 256u, 1, 256, 1, {&da, &db, &dc, &n}},
-                      [&] {
-                        for (int i = 0; i < n; ++i) c[i] = a[i] + b[i];
-                      },
-                      runs);
+  Figures f = Measure(
+      emu, {"vec_add", (n + 255u) / 256u, 1, 256, 1, {&da, &db, &dc, &n}},
+      [&] {
+        for (int i = 0; i < n; ++i) c[i] = a[i] + b[i];
+      },
+      runs);
   Verify("vec_add", emu.Download<float>(dc, n), c);
   Report("vec_add", f);
   for (CUdeviceptr p : {da, db, dc}) emu.api().cuMemFree(p);
@@ -193,17 +194,18 @@ void Matmul(const Emulator& emu, int n, int runs) {
   CUdeviceptr db = emu.Upload(b.data(), count * sizeof(float));
   CUdeviceptr dc = emu.Upload(c.data(), count * sizeof(float));
   unsigned tiles = n / 16;
-  Figures f = Measure(emu, {"matmul_tiled", tiles, tiles, 16, 16, {&da, &db, &dc, &n}},
-                      [&] {
-                        for (int i = 0; i < n; ++i) {
-                          for (int j = 0; j < n; ++j) {
-                            float sum = 0.0f;
-                            for (int k = 0; k < n; ++k) sum += a[i * n + k] * b[k * n + j];
-                            c[i * n + j] = sum;
-                          }
-                        }
-                      },
-                      runs);
+  Figures f = Measure(
+      emu, {"matmul_tiled", tiles, tiles, 16, 16, {&da, &db, &dc, &n}},
+      [&] {
+        for (int i = 0; i < n; ++i) {
+          for (int j = 0; j < n; ++j) {
+            float sum = 0.0f;
+            for (int k = 0; k < n; ++k) sum += a[i * n + k] * b[k * n + j];
+            c[i * n + j] = sum;
+          }
+        }
+      },
+      runs);
   Verify("matmul_tiled", emu.Download<float>(dc, count), c);
   Report("matmul_tiled", f);
   for (CUdeviceptr p : {da, db, dc}) emu.api().cuMemFree(p);
@@ -217,15 +219,16 @@ void Reduce(const Emulator& emu, int n, int runs) {
   for (int i = 0; i < n; ++i) in[i] = static_cast<unsigned>(i) * 2654435761u;
   CUdeviceptr din = emu.Upload(in.data(), n * sizeof(unsigned));
   CUdeviceptr dout = emu.Upload(sums.data(), blocks * sizeof(unsigned));
-  Figures f = Measure(emu, {"shuffle_reduce", unsigned(blocks), 1, kBlock, 1, {&din, &dout}},
-                      [&] {
-                        for (int block = 0; block < blocks; ++block) {
-                          unsigned sum = 0;
-                          for (int i = 0; i < kBlock; ++i) sum += in[block * kBlock + i];
-                          sums[block] = sum;
-                        }
-                      },
-                      runs);
+  Figures f = Measure(
+      emu, {"shuffle_reduce", unsigned(blocks), 1, kBlock, 1, {&din, &dout}},
+      [&] {
+        for (int block = 0; block < blocks; ++block) {
+          unsigned sum = 0;
+          for (int i = 0; i < kBlock; ++i) sum += in[block * kBlock + i];
+          sums[block] = sum;
+        }
+      },
+      runs);
   Verify("shuffle_reduce", emu.Download<unsigned>(dout, blocks), sums);
   Report("shuffle_reduce", f);
   for (CUdeviceptr p : {din, dout}) emu.api().cuMemFree(p);

@@ -33,6 +33,7 @@ class TransformedModule {
   // Loads the module into the current context (again after a context change); the emulator's
   // error when it cannot, e.g. for an instruction it does not support.
   CUresult Load();
+  CUmodule handle() const { return handle_; }
   const Module& module() const { return module_; }
   const TransformReport& report() const { return report_; }
   // The forms of `kernel`; the test fails when it has none.

@@ -1,0 +1,440 @@
+// Semantic equivalence of the transformed forms on the whole PTX corpus: every kernel of every
+// module the emulator can load runs in its original form and in its sliced (several slice
+// sizes), PTB (several worker counts, also fewer than the SMs) and randomly preempted PTB
+// forms, on a 1-D and a 3-D grid, and every form must leave identical bytes in every buffer
+// and module global. Corpus kernels have no known argument semantics, so arguments come from
+// the kernel's signature (kernel_harness.h); kernels whose results depend on block order are
+// detected and compared within a stated tolerance. A summary lists what was compared and why
+// the rest was skipped; a floor on the compared count makes regressions fail.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <random>
+#include <regex>
+
+#include "emulator/tests/emu_library.h"
+#include "ptx_transform/launch_forms.h"
+#include "tests/corpus/corpus_support.h"
+#include "tests/corpus/kernel_harness.h"
+#include "tests/semantics/forms_runner.h"
+
+namespace tally::ptx {
+namespace {
+
+using corpus::ArgStrategy;
+using corpus::Arguments;
+using corpus::Bytes;
+using emu::testing::Emu;
+using semantics::LaunchShape;
+using semantics::TransformedModule;
+
+// Order-dependent kernels (float atomics, races between blocks) compare every 4-byte word as
+// f32 within this relative tolerance.
+constexpr float kOrderTolerance = 1e-4f;
+
+// The grids every kernel runs on: 1-D and 3-D, small (the emulator interprets every lane).
+constexpr Dim3 kGrids[] = {{7, 1, 1}, {2, 3, 2}};
+
+struct Summary {
+  int modules = 0, modules_loaded = 0, kernels = 0;
+  int compared_exact = 0, compared_order_dependent = 0, preempted_mid_grid = 0;
+  std::vector<std::string> order_dependent;  // kernel (grid) compared within tolerance
+  std::map<std::string, std::vector<std::string>> skipped;  // reason -> kernels or modules
+  std::vector<std::string> beyond_tolerance;                // order-dependent, reported
+  std::vector<std::string> failures;                        // a form differs: the test fails
+
+  void Print() const {
+    std::printf("corpus semantics: %d modules, %d load in the emulator; %d kernels\n", modules,
+                modules_loaded, kernels);
+    std::printf("  compared bit for bit: %d kernels\n", compared_exact);
+    std::printf(
+        "  order-dependent on some grid (atomics, read-modify-write races, clocks), compared\n"
+        "  exactly where blocks run in ascending order, else within %g relative: %d kernels\n",
+        static_cast<double>(kOrderTolerance), compared_order_dependent);
+    for (const std::string& k : order_dependent) std::printf("    %s\n", k.c_str());
+    for (const std::string& k : beyond_tolerance) {
+      std::printf("    differs beyond tolerance (reported): %s\n", k.c_str());
+    }
+    std::printf("  PTB runs actually preempted mid-grid: %d\n", preempted_mid_grid);
+    for (const auto& [reason, names] : skipped) {
+      std::printf("  skipped, %s: %zu\n", reason.c_str(), names.size());
+      for (const std::string& name : names) std::printf("    %s\n", name.c_str());
+    }
+  }
+};
+
+std::string ErrorName(CUresult result) {
+  const char* name = nullptr;
+  Emu().cuGetErrorName(result, &name);
+  return name != nullptr ? name : std::to_string(result);
+}
+
+// One module in a context of its own, recreated after a launch error (errors are sticky).
+class Session {
+ public:
+  explicit Session(TransformedModule& module) : module_(module) {
+    // sm_90 modules need a device of compute capability 9.0 (the default is 8.0).
+    setenv("TALLY_EMU_CC", "90", /*overwrite=*/0);
+    EMU_OK(Emu().cuInit(0));
+  }
+  ~Session() { Destroy(); }
+  // A fresh context with the module loaded; the emulator's error and message when it fails.
+  CUresult Start(std::string* message) {
+    Destroy();
+    EMU_OK(Emu().cuCtxCreate_v2(&context_, 0, 0));
+    corpus::CapturedStderr captured;
+    CUresult result = module_.Load();
+    *message = ErrorName(result) + " " + captured.Text();
+    if (result == CUDA_SUCCESS) globals_.emplace(module_);
+    return result;
+  }
+  corpus::ModuleGlobals& globals() { return *globals_; }
+
+ private:
+  void Destroy() {
+    globals_.reset();
+    if (context_ != nullptr) Emu().cuCtxDestroy_v2(context_);
+    context_ = nullptr;
+  }
+  TransformedModule& module_;
+  CUcontext context_ = nullptr;
+  std::optional<corpus::ModuleGlobals> globals_;
+};
+
+std::string GridName(Dim3 grid) {
+  return std::to_string(grid.x) + "x" + std::to_string(grid.y) + "x" + std::to_string(grid.z);
+}
+
+// Where two snapshots first differ, for the failure message.
+std::string FirstDifference(const Bytes& a, const Bytes& b) {
+  if (a.size() != b.size()) return "sizes differ";
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] != b[i]) return "first difference at byte " + std::to_string(i);
+  }
+  return "equal";
+}
+
+bool WithinTolerance(const Bytes& a, const Bytes& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i + 4 <= a.size(); i += 4) {
+    float x, y;
+    std::memcpy(&x, &a[i], 4);
+    std::memcpy(&y, &b[i], 4);
+    if (std::memcmp(&x, &y, 4) == 0) continue;
+    if (!std::isfinite(x) || !std::isfinite(y)) return false;
+    if (std::fabs(x - y) > kOrderTolerance * std::max(std::fabs(x), std::fabs(y))) return false;
+  }
+  return std::memcmp(a.data() + a.size() / 4 * 4, b.data() + b.size() / 4 * 4, a.size() % 4) == 0;
+}
+
+// Runs one kernel on one grid in every form it has.
+class KernelRun {
+ public:
+  KernelRun(TransformedModule& module, Session& session, const KernelForms& forms, Dim3 grid,
+            Summary& summary, std::mt19937& rng)
+      : module_(module),
+        session_(session),
+        forms_(forms),
+        name_(forms.analysis.kernel),
+        summary_(summary),
+        rng_(rng) {
+    const Function& kernel = *module.module().FindFunction(name_);
+    shape_ = {grid, corpus::BlockShape(kernel),
+              forms.analysis.uses_dynamic_shared ? corpus::kDynamicSharedBytes : 0u};
+  }
+
+  // Finds arguments under which the original runs; false (and the reason) when none do.
+  bool FindArguments(std::string* reason) {
+    for (const ArgStrategy& strategy : corpus::kArgStrategies) {
+      args_.emplace(*module_.module().FindFunction(name_), module_.Signature(name_), strategy);
+      std::string message;
+      reference_ = Run(
+          "original", [&] { return LaunchOriginal(); }, &message);
+      if (reference_) return true;
+      if (reason->empty()) *reason = message;
+      args_.reset();
+      Restart();
+    }
+    return false;
+  }
+
+  ~KernelRun() {
+    if (!broken_) return;
+    args_.reset();  // its buffers belong to the failed context
+    Restart();
+  }
+
+  // Compares every form with the original; failures go to the summary.
+  void CompareForms() {
+    const uint32_t total = *LinearBlockCount(shape_.grid);
+    if (ReadsNondeterministicRegister()) {
+      MaskVaryingWords();
+      order_dependent_ = true;
+    }
+    std::optional<Bytes> ascending, descending;
+    if (!forms_.sliced.empty()) {
+      auto one_each = *PlanSlices(shape_.grid, 1);
+      ascending = RunSliced("sliced, 1 block per slice", one_each);
+      std::reverse(one_each.begin(), one_each.end());
+      descending = RunSliced("sliced, 1 block per slice, last block first", one_each);
+      if (!ascending || !descending) return;
+      // The result may depend on block order or on which blocks run concurrently when two
+      // sequential orders disagree or when blocks update the same bytes.
+      order_dependent_ |=
+          *ascending != *descending || BlocksUpdateSharedBytes(one_each, *ascending);
+    }
+    compared_ = true;
+    // Order-dependent kernels compare with the sequential ascending order: exact for the forms
+    // that run blocks in that order, within kOrderTolerance for the others.
+    const Bytes& reference = order_dependent_ && ascending ? *ascending : *reference_;
+    const bool exact = !order_dependent_;
+    auto compare = [&](const std::string& form, const std::optional<Bytes>& result,
+                       bool exact_form) {
+      if (!result) return;  // the error is recorded
+      if (Masked(*result) == Masked(reference)) return;
+      if (!exact_form && WithinTolerance(Masked(*result), Masked(reference))) return;
+      if (exact_form && varying_.empty()) {
+        summary_.failures.push_back(Where(form) + ": " + FirstDifference(*result, reference));
+      } else {
+        summary_.beyond_tolerance.push_back(Where(form));
+      }
+    };
+    compare("original", reference_, exact);
+    if (ascending) {
+      compare("sliced, 1 block per slice", ascending, true);
+      compare("sliced, last block first", descending, exact);
+      for (uint32_t per_slice : {2u, 5u}) {
+        compare("sliced, " + std::to_string(per_slice) + " blocks per slice",
+                RunSliced("sliced", *PlanSlices(shape_.grid, per_slice)), exact);
+      }
+    }
+    if (!forms_.preemptible.empty()) {
+      // One worker runs the tasks in ascending order.
+      compare("PTB, 1 worker", RunPtb(1, false), true);
+      for (uint32_t workers : {3u, total + 2}) {
+        compare("PTB, " + std::to_string(workers) + " workers", RunPtb(workers, false), exact);
+      }
+      for (uint32_t workers : {1u, 3u}) {
+        compare("PTB preempted and resumed, " + std::to_string(workers) + " workers",
+                RunPtb(workers, true), exact);
+      }
+    }
+  }
+
+  bool compared() const { return compared_; }
+  bool order_dependent() const { return order_dependent_; }
+
+ private:
+  // Clocks, timers and SM or launch ids differ between runs by design.
+  bool ReadsNondeterministicRegister() const {
+    for (const std::string& reg : forms_.analysis.special_registers) {
+      if (reg.starts_with("%clock") || reg.starts_with("%globaltimer") ||
+          reg.starts_with("%smid") || reg.starts_with("%gridid")) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // Runs the original twice more and leaves out of every comparison the 8-byte words that
+  // differ between its runs.
+  void MaskVaryingWords() {
+    varying_.assign(reference_->size() / 8, false);
+    for (int run = 0; run < 2; ++run) {
+      std::optional<Bytes> again = Run(
+          "original again", [&] { return LaunchOriginal(); }, nullptr);
+      if (!again) return;
+      for (size_t w = 0; w < varying_.size(); ++w) {
+        if (std::memcmp(&(*again)[w * 8], &(*reference_)[w * 8], 8) != 0) varying_[w] = true;
+      }
+    }
+  }
+
+  Bytes Masked(Bytes bytes) const {
+    for (size_t w = 0; w < varying_.size(); ++w) {
+      if (varying_[w]) std::memset(&bytes[w * 8], 0, 8);
+    }
+    return bytes;
+  }
+
+  // Runs every block alone (a slice of one block) from the initial state. Blocks that store
+  // the same values to the same bytes are harmless (a 3-D grid on a kernel that reads only
+  // %ctaid.x); true when blocks store different values to a byte or their updates of it
+  // accumulate (the sequential run `ascending` ends with another value): atomics and
+  // read-modify-write races, whose result may depend on order or on concurrency.
+  bool BlocksUpdateSharedBytes(const std::vector<Slice>& blocks, const Bytes& ascending) {
+    std::optional<Bytes> initial = Run(
+        "nothing", [] { return CUDA_SUCCESS; }, nullptr);
+    if (!initial) return false;
+    std::vector<int> writers(initial->size(), 0);
+    Bytes stored(initial->size());
+    for (const Slice& block : blocks) {
+      std::optional<Bytes> alone = Run(
+          "one block alone",
+          [&] {
+            return semantics::RunSliced(module_, name_, args_->pointers(), shape_, {&block, 1});
+          },
+          nullptr);
+      if (!alone) return false;
+      for (size_t i = 0; i < stored.size(); ++i) {
+        if ((*alone)[i] == (*initial)[i]) continue;
+        if (writers[i]++ > 0 && (*alone)[i] != stored[i]) return true;
+        stored[i] = (*alone)[i];
+      }
+    }
+    for (size_t i = 0; i < stored.size(); ++i) {
+      if (writers[i] > 1 && ascending[i] != stored[i]) return true;
+    }
+    return false;
+  }
+
+  std::string Where(const std::string& form) const {
+    return name_ + " (grid " + GridName(shape_.grid) + ", " + args_->strategy().name + "): " + form;
+  }
+
+  void Restart() {
+    std::string ignored;
+    REQUIRE(session_.Start(&ignored) == CUDA_SUCCESS);
+  }
+
+  // Resets every buffer and global, runs `launch` with stdout silenced (device printf), and
+  // returns what the kernel left in memory; nullopt after an error (the context is restarted).
+  template <typename Launch>
+  std::optional<Bytes> Run(const std::string& form, Launch launch, std::string* message) {
+    if (broken_) return std::nullopt;  // a form failed: the context is gone
+    args_->Reset();
+    session_.globals().Reset();
+    CUresult result;
+    {
+      corpus::Watchdog::Guard guard(name_ + ": " + form);
+      corpus::SilencedStdout quiet;
+      corpus::CapturedStderr captured;
+      result = launch();
+      if (result != CUDA_SUCCESS && message != nullptr) {
+        *message = ErrorName(result) + ": " + captured.Text();
+      }
+    }
+    if (result != CUDA_SUCCESS) {
+      if (message == nullptr) {
+        summary_.failures.push_back(Where(form) + ": " + ErrorName(result));
+        broken_ = true;
+      }
+      return std::nullopt;
+    }
+    Bytes snapshot = args_->Snapshot();
+    Bytes globals = session_.globals().Snapshot();
+    snapshot.insert(snapshot.end(), globals.begin(), globals.end());
+    return snapshot;
+  }
+
+  CUresult LaunchOriginal() {
+    CUfunction f = module_.Function(name_);
+    auto params = args_->pointers();
+    CUresult result = Emu().cuLaunchKernel(
+        f, shape_.grid.x, shape_.grid.y, shape_.grid.z, shape_.block.x, shape_.block.y,
+        shape_.block.z, shape_.dynamic_shared, nullptr, const_cast<void**>(params.data()), nullptr);
+    return result != CUDA_SUCCESS ? result : Emu().cuCtxSynchronize();
+  }
+
+  std::optional<Bytes> RunSliced(const std::string& form, const std::vector<Slice>& slices) {
+    return Run(
+        form,
+        [&] { return semantics::RunSliced(module_, name_, args_->pointers(), shape_, slices); },
+        nullptr);
+  }
+
+  std::optional<Bytes> RunPtb(uint32_t workers, bool preempt) {
+    int launches = 0;
+    auto result = Run(
+        preempt ? "PTB preempted" : "PTB",
+        [&] {
+          return semantics::RunPreemptible(module_, name_, args_->pointers(), shape_, workers,
+                                           preempt ? &rng_ : nullptr, &launches);
+        },
+        nullptr);
+    if (preempt && launches > 1) ++summary_.preempted_mid_grid;
+    return result;
+  }
+
+  TransformedModule& module_;
+  Session& session_;
+  const KernelForms& forms_;
+  std::string name_;
+  Summary& summary_;
+  std::mt19937& rng_;
+  LaunchShape shape_;
+  std::optional<Arguments> args_;
+  std::optional<Bytes> reference_;
+  bool compared_ = false, order_dependent_ = false;
+  std::vector<bool> varying_;  // 8-byte words left out of comparisons
+  bool broken_ = false;        // a form failed to run
+};
+
+// A skip reason from an emulator log message: its first line without time stamp, kernel name,
+// PTX line and addresses, so that kernels skipped for the same reason group together.
+std::string Reason(const std::string& prefix, const std::string& message) {
+  std::string line = message.substr(0, message.find('\n'));
+  static const std::regex kDetails(
+      R"(^.*\] |kernel [^ ]+: |line \d+: | at PTX line.*| at [a-z]+ address 0x[0-9a-f]+)");
+  return prefix + std::regex_replace(line, kDetails, "");
+}
+
+TEST_CASE("every corpus kernel computes the same in its original and transformed forms") {
+  Summary summary;
+  std::mt19937 rng(2026);
+  corpus::Watchdog watchdog;
+  for (const corpus::CorpusModule& m : corpus::ReadManifest()) {
+    const std::string module_name = m.producer + " " + m.arch + " " + m.path.filename().string();
+    INFO(module_name);
+    ++summary.modules;
+    TransformedModule module(corpus::ReadFile(m.path));
+    Session session(module);
+    std::string message;
+    if (session.Start(&message) != CUDA_SUCCESS) {
+      for (const KernelForms& forms : module.report().kernels) {
+        ++summary.kernels;
+        summary.skipped[Reason("module does not load: ", message)].push_back(module_name + ": " +
+                                                                             forms.analysis.kernel);
+      }
+      continue;
+    }
+    ++summary.modules_loaded;
+    for (const KernelForms& forms : module.report().kernels) {
+      ++summary.kernels;
+      const std::string kernel_name = module_name + ": " + forms.analysis.kernel;
+      if (forms.sliced.empty() && forms.preemptible.empty()) {
+        summary.skipped["not transformable (runs in its original form)"].push_back(kernel_name);
+        continue;
+      }
+      bool compared = false, order_dependent = false;
+      std::string reason;
+      for (Dim3 grid : kGrids) {
+        KernelRun run(module, session, forms, grid, summary, rng);
+        if (!run.FindArguments(&reason)) continue;
+        run.CompareForms();
+        compared |= run.compared();
+        if (run.order_dependent()) {
+          order_dependent = true;
+          summary.order_dependent.push_back(kernel_name + " (grid " + GridName(grid) + ")");
+        }
+      }
+      if (!compared) {
+        summary.skipped[Reason("the original faults under every argument strategy: ", reason)]
+            .push_back(kernel_name);
+      } else if (order_dependent) {
+        ++summary.compared_order_dependent;
+      } else {
+        ++summary.compared_exact;
+      }
+    }
+  }
+  summary.Print();
+  for (const std::string& failure : summary.failures) FAIL_CHECK(failure);
+  // Raise as the emulator learns more of PTX: fewer compared kernels is a regression.
+  CHECK(summary.compared_exact + summary.compared_order_dependent >= TALLY_CORPUS_COMPARED_FLOOR);
+}
+
+}  // namespace
+}  // namespace tally::ptx
