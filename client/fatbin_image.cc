@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_format.h"
 #include "client/status.h"
+#include "common/status.h"
 
 namespace tally::client {
 namespace {
@@ -16,6 +17,10 @@ constexpr int32_t kWrapperMagic = 0x466243b1;
 constexpr uint32_t kFatbinMagic = 0xba55ed50;
 // Sanity bound on a single fatbin; larger ones would not fit the bulk area anyway.
 constexpr uint64_t kMaxFatbinSize = uint64_t{1} << 32;
+// Wrapper version whose second pointer lists the prelinked fatbins of -rdc=true programs.
+constexpr int32_t kLinkedWrapperVersion = 2;
+// Sanity bound on that list (one per translation unit with device code).
+constexpr size_t kMaxLinkedFatbins = 1 << 16;
 
 struct Wrapper {
   int32_t magic;
@@ -31,9 +36,20 @@ struct FatbinHeader {
   uint64_t fat_size;  // bytes after the header
 };
 
+absl::StatusOr<std::span<const std::byte>> FatbinAt(const void* data) {
+  FatbinHeader header;
+  std::memcpy(&header, data, sizeof(header));
+  if (header.magic != kFatbinMagic || header.header_size < sizeof(header) ||
+      header.fat_size > kMaxFatbinSize) {
+    return CudaError(cudaErrorInvalidKernelImage, "the wrapper does not point to a fatbin");
+  }
+  return std::span<const std::byte>(static_cast<const std::byte*>(data),
+                                    header.header_size + header.fat_size);
+}
+
 }  // namespace
 
-absl::StatusOr<std::span<const std::byte>> FatbinImage(const void* wrapper) {
+absl::StatusOr<std::vector<std::span<const std::byte>>> FatbinImages(const void* wrapper) {
   if (wrapper == nullptr) return CudaError(cudaErrorInvalidKernelImage, "null fatbin wrapper");
   Wrapper w;
   std::memcpy(&w, wrapper, sizeof(w));
@@ -41,14 +57,17 @@ absl::StatusOr<std::span<const std::byte>> FatbinImage(const void* wrapper) {
     return CudaError(cudaErrorInvalidKernelImage,
                      absl::StrFormat("fatbin wrapper magic 0x%x is not nvcc's", w.magic));
   }
-  FatbinHeader header;
-  std::memcpy(&header, w.data, sizeof(header));
-  if (header.magic != kFatbinMagic || header.header_size < sizeof(header) ||
-      header.fat_size > kMaxFatbinSize) {
-    return CudaError(cudaErrorInvalidKernelImage, "the wrapper does not point to a fatbin");
+  std::vector<std::span<const std::byte>> images;
+  TALLY_ASSIGN_OR_RETURN(images.emplace_back(), FatbinAt(w.data));
+  if (w.version != kLinkedWrapperVersion || w.filename_or_fatbins == nullptr) return images;
+  const auto* units = static_cast<const void* const*>(w.filename_or_fatbins);
+  for (size_t i = 0; units[i] != nullptr; ++i) {
+    if (i == kMaxLinkedFatbins) {
+      return CudaError(cudaErrorInvalidKernelImage, "the list of linked fatbins does not end");
+    }
+    TALLY_ASSIGN_OR_RETURN(images.emplace_back(), FatbinAt(units[i]));
   }
-  return std::span<const std::byte>(static_cast<const std::byte*>(w.data),
-                                    header.header_size + header.fat_size);
+  return images;
 }
 
 }  // namespace tally::client

@@ -1,15 +1,19 @@
-// The bytes of the fatbin that __cudaRegisterFatBinary's wrapper points to. The shim may not
+// The bytes of the fatbins that __cudaRegisterFatBinary's wrapper points to. The shim may not
 // link ptx_transform (ARCHITECTURE.md: the client stays small), so it reads only the two headers
 // needed for the size; the server parses the content.
 #pragma once
 
 #include <cstddef>
 #include <span>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
 namespace tally::client {
 
-absl::StatusOr<std::span<const std::byte>> FatbinImage(const void* wrapper);
+// The wrapper's fatbin, then, for a program linked with `nvcc -rdc=true` (a version 2 wrapper,
+// crt/link.stub), the fatbin of each translation unit that its NULL-terminated list names:
+// the linked fatbin holds only cubins, the units' fatbins hold the PTX the server links.
+absl::StatusOr<std::vector<std::span<const std::byte>>> FatbinImages(const void* wrapper);
 
 }  // namespace tally::client

@@ -115,24 +115,35 @@ absl::Status KernelRegistry::Resolve(Kernel& kernel) {
 absl::Status KernelRegistry::Upload(Fatbin& fatbin) {
   std::lock_guard lock(fatbin.mutex);
   if (fatbin.module != 0) return absl::OkStatus();
-  TALLY_ASSIGN_OR_RETURN(std::span<const std::byte> image, FatbinImage(fatbin.wrapper));
+  TALLY_ASSIGN_OR_RETURN(const auto images, FatbinImages(fatbin.wrapper));
+  // Several fatbins (an -rdc=true program) go back to back, each 8-byte aligned as in a
+  // .nv_fatbin section; the server reads them in sequence.
+  size_t size = 0;
+  for (std::span<const std::byte> image : images) size = (size + 7) / 8 * 8 + image.size();
   TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
-  absl::StatusOr<ipc::BulkRef> block = channel->bulk().Allocate(image.size());
+  absl::StatusOr<ipc::BulkRef> block = channel->bulk().Allocate(size);
   if (!block.ok()) {
     return CudaError(cudaErrorNotSupported,
-                     absl::StrFormat("a %d-byte fatbin does not fit the bulk area: %s",
-                                     image.size(), block.status().message()));
+                     absl::StrFormat("a %d-byte fatbin does not fit the bulk area: %s", size,
+                                     block.status().message()));
   }
-  std::memcpy(channel->bulk().Bytes(*block).data(), image.data(), image.size());
-  auto answer = channel->Call(
-      ipc::RegisterFatbinRequest{.content_hash = ipc::ContentHash(image), .image = *block});
+  std::span<std::byte> bytes = channel->bulk().Bytes(*block);
+  std::memset(bytes.data(), 0, size);
+  size_t offset = 0;
+  for (std::span<const std::byte> image : images) {
+    offset = (offset + 7) / 8 * 8;
+    std::memcpy(bytes.data() + offset, image.data(), image.size());
+    offset += image.size();
+  }
+  auto answer = channel->Call(ipc::RegisterFatbinRequest{
+      .content_hash = ipc::ContentHash(bytes.first(size)), .image = *block});
   channel->bulk().Free(*block);
   if (!answer.ok() && !fatbin.failure_logged) {
     // Every kernel of the fatbin will fail to launch; say why once (launch errors are easy to
     // miss: the code <<<>>> generates discards them).
     fatbin.failure_logged = true;
-    TALLY_LOG_WARN("tally: the server cannot load this program's device code ({} bytes): {}",
-                   image.size(), std::string(answer.status().message()));
+    TALLY_LOG_WARN("tally: the server cannot load this program's device code ({} bytes): {}", size,
+                   std::string(answer.status().message()));
   }
   TALLY_RETURN_IF_ERROR(answer.status());
   fatbin.module = answer->fields.module;

@@ -12,9 +12,9 @@
 #include "common/status.h"
 #include "ipc/content_hash.h"
 #include "ptx_transform/fatbin.h"
-#include "ptx_transform/parser.h"
 #include "ptx_transform/printer.h"
 #include "server/cuda_result.h"
+#include "server/device_code.h"
 
 namespace tally::server {
 namespace {
@@ -162,25 +162,17 @@ absl::StatusOr<std::shared_ptr<const ParsedImage>> ModuleRegistry::Parse(
     return ClientError(CUDA_ERROR_INVALID_IMAGE,
                        absl::StrFormat("not a fatbin: %s", entries.status().message()));
   }
-  const ptx::FatbinEntry* ptx = ptx::SelectPtxForArch(*entries, device_arch_);
-  if (ptx == nullptr) {
-    return ClientError(CUDA_ERROR_NO_BINARY_FOR_GPU,
-                       absl::StrFormat("the fatbin has no PTX that sm_%d can run (Tally loads "
-                                       "PTX; device code linked with -rdc=true is not "
-                                       "supported yet)",
-                                       device_arch_));
-  }
-  auto module = ptx::ParseModuleOrError(ptx->payload, "<fatbin ptx>");
-  if (!module.ok()) return ClientError(CUDA_ERROR_INVALID_PTX, module.status().message());
-  auto signatures = ptx::ComputeSignatures(*module);
+  TALLY_ASSIGN_OR_RETURN(DeviceCode code, SelectDeviceCode(*entries, device_arch_));
+  auto signatures = ptx::ComputeSignatures(code.module);
   if (!signatures.ok()) return ClientError(CUDA_ERROR_INVALID_PTX, signatures.status().message());
   auto parsed = std::make_shared<ParsedImage>();
   parsed->image.assign(image.begin(), image.end());
-  parsed->ptx = ptx->payload;
-  parsed->ptx_arch = ptx->arch;
+  parsed->ptx = std::move(code.ptx);
+  parsed->ptx_arch = code.arch;
+  parsed->unresolved_functions = std::move(code.unresolved_functions);
   parsed->signatures = *std::move(signatures);
-  parsed->has_module_state = HasModuleState(*module);
-  if (build_forms_) AddTransformedForms(*module, *parsed);
+  parsed->has_module_state = HasModuleState(code.module);
+  if (build_forms_) AddTransformedForms(code.module, *parsed);
   return parsed;
 }
 
@@ -201,8 +193,14 @@ absl::StatusOr<std::shared_ptr<SharedModule>> ModuleRegistry::Load(
     }
   }
   if (!transformed) {
-    TALLY_RETURN_IF_ERROR(
-        CheckCu(api.cuModuleLoadData(&module, parsed->ptx.c_str()), "cuModuleLoadData"));
+    const CUresult loaded = api.cuModuleLoadData(&module, parsed->ptx.c_str());
+    if (loaded != CUDA_SUCCESS && !parsed->unresolved_functions.empty()) {
+      return ClientError(loaded,
+                         absl::StrFormat("cuModuleLoadData failed on the linked device "
+                                         "code, which calls %s without defining it",
+                                         absl::StrJoin(parsed->unresolved_functions, ", ")));
+    }
+    TALLY_RETURN_IF_ERROR(CheckCu(loaded, "cuModuleLoadData"));
   }
   absl::flat_hash_map<std::string, Kernel> kernels;
   for (const ptx::KernelSignature& signature : parsed->signatures) {

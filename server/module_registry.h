@@ -43,10 +43,11 @@ struct Kernel {
 // A fatbin as parsed: what every module loaded from it shares.
 struct ParsedImage {
   std::vector<std::byte> image;
-  std::string ptx;  // the entry selected for the device
+  std::string ptx;  // the entry selected for the device, or a linked program's units, linked
   uint32_t ptx_arch = 0;
   std::vector<ptx::KernelSignature> signatures;
-  bool has_module_state = false;  // module-scope .global/.const variables
+  bool has_module_state = false;                  // module-scope .global/.const variables
+  std::vector<std::string> unresolved_functions;  // linked programs: left to the driver
   // With transformed forms: the module with every kernel's variants added, and their names.
   std::string transformed_ptx;
   std::vector<ptx::KernelForms> forms;
