@@ -2,7 +2,11 @@
 // a program whose units do not link is refused with an error naming what is missing.
 #include "server/device_code.h"
 
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -43,6 +47,13 @@ TEST_CASE("a linked program's translation units become one module") {
   CHECK(code->ptx.find(".entry Apply") != std::string::npos);
   CHECK(code->ptx == ptx::PrintModule(code->module));
   CHECK(code->unresolved_functions.empty());
+  // What a GPU's driver would compile: ptxas must accept it.
+  const std::string path = "/tmp/tally_device_code_test_" + std::to_string(getpid()) + ".ptx";
+  std::ofstream(path) << code->ptx;
+  const int status =
+      std::system((std::string(TALLY_TEST_PTXAS) + " -arch=sm_75 -o /dev/null " + path).c_str());
+  std::remove(path.c_str());
+  CHECK(status == 0);
 }
 
 TEST_CASE("a program whose units do not link is refused, naming the symbol") {
