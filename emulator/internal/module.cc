@@ -163,7 +163,11 @@ absl::Status Module::PlaceGlobals(const ptx::Module& module) {
   for (const ptx::VarDecl* var : placed) {
     if (!var->initializer) continue;
     std::vector<uint8_t> bytes;
-    TALLY_RETURN_IF_ERROR(WriteInitializer(*var->initializer, var->type, globals_, bytes));
+    if (absl::Status written = WriteInitializer(*var->initializer, var->type, globals_, bytes);
+        !written.ok()) {
+      return CudaError(CUDA_ERROR_NOT_SUPPORTED,
+                       "variable " + var->name + ": " + std::string(written.message()));
+    }
     const exec::ModuleSymbol& symbol = globals_[var->name];
     std::memcpy(reinterpret_cast<void*>(symbol.address), bytes.data(),
                 std::min<uint64_t>(bytes.size(), symbol.size));
@@ -181,23 +185,26 @@ absl::StatusOr<std::shared_ptr<Module>> Module::Load(const void* image, DeviceMe
     TALLY_LOG_ERROR("emu: PTX does not parse:\n{}", diagnostics);
     return CudaError(CUDA_ERROR_INVALID_PTX, diagnostics);
   }
+  // cuModuleLoadData can only return a code: every reason to refuse a module is also logged.
+  auto refuse = [](absl::Status status) {
+    TALLY_LOG_ERROR("emu: cannot load module: {}", std::string(status.message()));
+    return status;
+  };
   // PTX for a newer GPU than the configured one is refused, as ptxas refuses it on a real
   // device ("SM version specified by .target is higher than default").
   for (const std::string& target : parsed.targets) {
     uint32_t sm = 0;
     if (target.starts_with("sm_") && std::sscanf(target.c_str() + 3, "%u", &sm) == 1 && sm > arch) {
-      return CudaError(CUDA_ERROR_INVALID_PTX,
-                       "PTX targets " + target + " but the device is sm_" + std::to_string(arch));
+      return refuse(
+          CudaError(CUDA_ERROR_INVALID_PTX,
+                    "PTX targets " + target + " but the device is sm_" + std::to_string(arch)));
     }
   }
   std::shared_ptr<Module> module(new Module(memory, context_id));
   module->ptx_version_ = parsed.version_major * 10 + parsed.version_minor;
-  TALLY_RETURN_IF_ERROR(module->PlaceGlobals(parsed));
+  if (absl::Status placed = module->PlaceGlobals(parsed); !placed.ok()) return refuse(placed);
   auto functions = exec::LowerModule(parsed, module->globals_);
-  if (!functions.ok()) {
-    TALLY_LOG_ERROR("emu: cannot load module: {}", std::string(functions.status().message()));
-    return functions.status();
-  }
+  if (!functions.ok()) return refuse(functions.status());
   module->functions_ = std::move(*functions);
   return module;
 }
