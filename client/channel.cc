@@ -1,6 +1,7 @@
 // Connecting to the server (TALLY_SERVER, TALLY_PRIORITY) and waiting for responses.
 #include "client/channel.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
@@ -76,17 +77,53 @@ absl::Status Channel::CheckSameProcess() const {
                    "CUDA used in a child after fork(): the parent's connection cannot be shared");
 }
 
-absl::StatusOr<ipc::ReceivedMessage> Channel::AwaitResponse(uint64_t sequence) {
-  // Kernels can run for long: the wait ends when the server answers or its socket closes.
-  TALLY_ASSIGN_OR_RETURN(
-      std::span<const std::byte> record,
-      connection_.responses().Peek(connection_.MakeWaitOptions(absl::InfiniteDuration())));
-  TALLY_ASSIGN_OR_RETURN(ipc::ReceivedMessage message, ipc::ParseMessage(record));
-  if (message.header.sequence != sequence) {
-    return absl::DataLossError(
-        absl::StrFormat("response %d arrived for request %d", message.header.sequence, sequence));
+absl::Status Channel::Receive(
+    uint64_t sequence, absl::FunctionRef<absl::Status(const ipc::ReceivedMessage&)> consume) {
+  std::unique_lock lock(receive_mutex_);
+  while (true) {
+    auto mine = std::find_if(handed_over_.begin(), handed_over_.end(),
+                             [&](const auto& entry) { return entry.first == sequence; });
+    if (mine != handed_over_.end()) {
+      const std::vector<std::byte> record = std::move(mine->second);
+      handed_over_.erase(mine);
+      lock.unlock();
+      TALLY_ASSIGN_OR_RETURN(const ipc::ReceivedMessage message, ipc::ParseMessage(record));
+      return consume(message);
+    }
+    if (receiving_) {
+      received_.wait(lock);
+      continue;
+    }
+    receiving_ = true;
+    lock.unlock();
+    // Kernels can run for long: the wait ends when the server answers or its socket closes.
+    absl::StatusOr<std::span<const std::byte>> record = connection_.responses().Peek(wait_);
+    absl::Status status = record.status();
+    bool done = true;
+    if (record.ok()) {
+      absl::StatusOr<ipc::ReceivedMessage> message = ipc::ParseMessage(*record);
+      if (!message.ok()) {
+        status = absl::DataLossError(message.status().message());
+      } else if (message->header.sequence == sequence) {
+        status = consume(*message);
+      } else {
+        done = false;
+        std::vector<std::byte> copy(record->begin(), record->end());
+        lock.lock();
+        handed_over_.emplace_back(message->header.sequence, std::move(copy));
+        lock.unlock();
+      }
+      const absl::Status released = connection_.responses().Release();
+      if (!released.ok()) {
+        status = released;
+        done = true;
+      }
+    }
+    lock.lock();
+    receiving_ = false;
+    received_.notify_all();
+    if (done) return status;
   }
-  return message;
 }
 
 }  // namespace tally::client

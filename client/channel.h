@@ -1,15 +1,25 @@
 // The shim's one connection to tally-server, made on first use: typed sync calls and one-way
-// posts over the rings, serialised across the application's threads, plus the bulk area and
-// the device snapshot. After fork() the child gets errors instead of sharing the parent's rings.
+// posts over the rings, plus the bulk area and the device snapshot. After fork() the child gets
+// errors instead of sharing the parent's rings.
+//
+// Many application threads may call at once. Posting is serialised by one mutex (the request
+// ring has one producer). Receiving is leader/follower: the thread whose call is answered
+// first is not necessarily the one reading the ring (the server answers calls that wait for the
+// device from other threads, in any order), so whichever waiting thread holds the "receiver"
+// role reads the next response; its own is decoded in place, another thread's is copied out and
+// handed over. A single-threaded application never waits for another thread.
 #pragma once
 
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "client/status.h"
 #include "common/status.h"
@@ -52,52 +62,70 @@ class Channel {
   explicit Channel(ipc::ClientConnection connection) : connection_(std::move(connection)) {}
   static absl::StatusOr<Channel*> Connect();
   absl::Status CheckSameProcess() const;
-  // Waits for the response to `sequence` (the caller holds mutex_) and copies it out.
-  absl::StatusOr<ipc::ReceivedMessage> AwaitResponse(uint64_t sequence);
+  // Posts a request (one-way when `flags` has kFlagOneWay); returns its sequence number.
+  template <typename Request>
+  absl::StatusOr<uint64_t> Send(const Request& request, std::span<const std::byte> tail,
+                                uint32_t flags);
+  // Calls `consume` with the response to `sequence` once it has arrived.
+  absl::Status Receive(uint64_t sequence,
+                       absl::FunctionRef<absl::Status(const ipc::ReceivedMessage&)> consume);
 
-  std::mutex mutex_;
+  std::mutex post_mutex_;  // the request ring's single producer
   ipc::ClientConnection connection_;
+  const ipc::WaitOptions wait_ = connection_.MakeWaitOptions(absl::InfiniteDuration());
   ipc::GetDeviceInfoResponse device_{};
   uintptr_t host_region_begin_ = 0;
   size_t host_region_size_ = 0;  // 0 when this process could not map the region
   pid_t pid_ = getpid();
-  uint64_t next_sequence_ = 1;
+  uint64_t next_sequence_ = 1;  // under post_mutex_
+
+  std::mutex receive_mutex_;
+  std::condition_variable received_;  // a response was handed over, or the receiver left
+  bool receiving_ = false;            // a thread reads the response ring
+  // Responses read by another thread than their caller's, until it takes them.
+  std::vector<std::pair<uint64_t, std::vector<std::byte>>> handed_over_;
 };
+
+template <typename Request>
+absl::StatusOr<uint64_t> Channel::Send(const Request& request, std::span<const std::byte> tail,
+                                       uint32_t flags) {
+  TALLY_RETURN_IF_ERROR(CheckSameProcess());
+  std::lock_guard lock(post_mutex_);
+  const uint64_t sequence = next_sequence_++;
+  TALLY_RETURN_IF_ERROR(
+      ipc::PostMessage(connection_.requests(), sequence, flags, request, tail, wait_));
+  return sequence;
+}
 
 template <typename Request>
 absl::StatusOr<Answer<typename ipc::CallTraits<Request>::Response>> Channel::Call(
     const Request& request, std::span<const std::byte> tail) {
   using Response = typename ipc::CallTraits<Request>::Response;
-  TALLY_RETURN_IF_ERROR(CheckSameProcess());
-  std::lock_guard lock(mutex_);
-  const uint64_t sequence = next_sequence_++;
-  TALLY_RETURN_IF_ERROR(ipc::PostMessage(connection_.requests(), sequence, 0, request, tail,
-                                         connection_.MakeWaitOptions(absl::InfiniteDuration())));
-  TALLY_ASSIGN_OR_RETURN(const ipc::ReceivedMessage message, AwaitResponse(sequence));
+  static_assert(ipc::CallTraits<Request>::kMode != ipc::CallMode::kAsync);
+  TALLY_ASSIGN_OR_RETURN(const uint64_t sequence, Send(request, tail, 0));
   absl::StatusOr<Answer<Response>> answer;
-  if (message.header.type == ipc::CallError::kType) {
-    absl::StatusOr<ipc::Decoded<ipc::CallError>> error = ipc::Decode<ipc::CallError>(message);
-    answer = error.ok() ? CudaError(FromDriverResult(error->fields.result),
-                                    std::string(reinterpret_cast<const char*>(error->tail.data()),
-                                                error->tail.size()))
-                        : error.status();
-  } else if (absl::StatusOr<ipc::Decoded<Response>> decoded = ipc::Decode<Response>(message);
-             decoded.ok()) {
-    answer = Answer<Response>{decoded->fields, {decoded->tail.begin(), decoded->tail.end()}};
-  } else {
-    answer = decoded.status();
-  }
-  TALLY_RETURN_IF_ERROR(connection_.responses().Release());
+  TALLY_RETURN_IF_ERROR(Receive(sequence, [&](const ipc::ReceivedMessage& message) {
+    if (message.header.type == ipc::CallError::kType) {
+      absl::StatusOr<ipc::Decoded<ipc::CallError>> error = ipc::Decode<ipc::CallError>(message);
+      answer = error.ok() ? CudaError(FromDriverResult(error->fields.result),
+                                      std::string(reinterpret_cast<const char*>(error->tail.data()),
+                                                  error->tail.size()))
+                          : error.status();
+    } else if (absl::StatusOr<ipc::Decoded<Response>> decoded = ipc::Decode<Response>(message);
+               decoded.ok()) {
+      answer = Answer<Response>{decoded->fields, {decoded->tail.begin(), decoded->tail.end()}};
+    } else {
+      answer = decoded.status();
+    }
+    return absl::OkStatus();
+  }));
   return answer;
 }
 
 template <typename Request>
 absl::Status Channel::Post(const Request& request, std::span<const std::byte> tail) {
   static_assert(ipc::CallTraits<Request>::kMode == ipc::CallMode::kAsync);
-  TALLY_RETURN_IF_ERROR(CheckSameProcess());
-  std::lock_guard lock(mutex_);
-  return ipc::PostMessage(connection_.requests(), next_sequence_++, ipc::kFlagOneWay, request, tail,
-                          connection_.MakeWaitOptions(absl::InfiniteDuration()));
+  return Send(request, tail, ipc::kFlagOneWay).status();
 }
 
 }  // namespace tally::client

@@ -79,7 +79,42 @@ Listener::~Listener() {
   }
 }
 
+namespace {
+
+absl::StatusOr<ControlConnection> AcceptControl(UniqueFd socket, const HandshakePrefix& prefix,
+                                                const PeerCredentials& peer, absl::Time deadline) {
+  if (prefix.protocol_version != kProtocolVersion) {
+    // The bare status prefix carries our version, which the tool then names.
+    const HandshakePrefix reply{kControlReplyMagic, kProtocolVersion, sizeof(StatusReply), 0};
+    SendAll(socket.get(), std::as_bytes(std::span(&reply, 1))).IgnoreError();
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "control request from pid %d speaks IPC protocol version %d, this server version %d",
+        peer.pid, prefix.protocol_version, kProtocolVersion));
+  }
+  ControlRequest request{};
+  request.prefix = prefix;
+  if (prefix.size != sizeof(ControlRequest)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "pid %d sent a %d-byte control request, expected %d", peer.pid, prefix.size,
+        sizeof(ControlRequest)));
+  }
+  TALLY_RETURN_IF_ERROR(ReceiveExact(socket.get(), BytesAfterPrefix(request), deadline));
+  if (request.kind != static_cast<uint32_t>(ControlKind::kStatus)) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("pid %d sent control request kind %d", peer.pid, request.kind));
+  }
+  return ControlConnection(std::move(socket), ControlKind::kStatus, peer.pid);
+}
+
+}  // namespace
+
 absl::StatusOr<ServerConnection> Listener::Accept() {
+  TALLY_ASSIGN_OR_RETURN(auto accepted, AcceptAny());
+  if (auto* client = std::get_if<ServerConnection>(&accepted)) return std::move(*client);
+  return absl::FailedPreconditionError("a control request reached a listener for clients only");
+}
+
+absl::StatusOr<std::variant<ServerConnection, ControlConnection>> Listener::AcceptAny() {
   TALLY_ASSIGN_OR_RETURN(UniqueFd socket, AcceptUnix(fd_.get()));
   TALLY_ASSIGN_OR_RETURN(const PeerCredentials peer, GetPeerCredentials(socket.get()));
   const uint64_t client_id = next_client_id_++;
@@ -94,6 +129,9 @@ absl::StatusOr<ServerConnection> Listener::Accept() {
   const absl::Time deadline = absl::Now() + options_.handshake_timeout;
   Hello hello{};
   TALLY_RETURN_IF_ERROR(ReceiveExact(socket.get(), BytesOf(hello.prefix), deadline));
+  if (hello.prefix.magic == kControlMagic) {
+    return AcceptControl(std::move(socket), hello.prefix, peer, deadline);
+  }
   if (hello.prefix.magic != kHelloMagic) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "pid %d did not start with a Tally hello (magic 0x%08x)", peer.pid, hello.prefix.magic));

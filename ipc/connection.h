@@ -9,10 +9,12 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <variant>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "ipc/bulk.h"
+#include "ipc/control.h"
 #include "ipc/segment.h"
 #include "ipc/spsc_ring.h"
 #include "ipc/unique_fd.h"
@@ -84,8 +86,11 @@ class Listener {
   int fd() const { return fd_.get(); }
   const std::string& path() const { return options_.path; }
 
-  // Blocks for the next client, then runs the handshake. An error concerns that client only
-  // (wrong uid, version or schema mismatch, timeout): log it and keep accepting.
+  // Blocks for the next peer, then runs the handshake: a client (Hello) or a control request
+  // (ControlRequest, e.g. tally-ctl). An error concerns that peer only (wrong uid, version or
+  // schema mismatch, timeout): log it and keep accepting.
+  absl::StatusOr<std::variant<ServerConnection, ControlConnection>> AcceptAny();
+  // As AcceptAny, for a listener that serves clients only: a control request is an error.
   absl::StatusOr<ServerConnection> Accept();
 
  private:

@@ -386,3 +386,62 @@ TEST_CASE("connecting without a server and stalling the handshake give clear err
 
 }  // namespace
 }  // namespace tally::ipc
+
+namespace tally::ipc {
+namespace {
+
+TEST_CASE("a control request is answered with the status and counts as no client") {
+  TempDir dir;
+  auto listener = Listener::Listen(Options(dir.File("server.sock")));
+  REQUIRE(listener.ok());
+  absl::Status served;
+  std::jthread server([&] {
+    auto accepted = listener->AcceptAny();
+    if (!accepted.ok()) {
+      served = accepted.status();
+      return;
+    }
+    auto* control = std::get_if<ControlConnection>(&*accepted);
+    if (control == nullptr) {
+      served = absl::InternalError("a client instead of a control request");
+      return;
+    }
+    StatusReply reply{};
+    reply.server_pid = 99;
+    reply.total_memory = 1000;
+    CopyText("Device", reply.device_name, sizeof(reply.device_name));
+    ClientStatus clients[2] = {};
+    clients[0].pid = 11;
+    clients[1].memory_bytes = 512;
+    CopyText("./app", clients[1].command, sizeof(clients[1].command));
+    served = control->SendStatus(reply, clients);
+  });
+  auto report = QueryStatus(listener->path(), kTestTimeout);
+  server.join();
+  REQUIRE(served.ok());
+  REQUIRE(report.ok());
+  CHECK(report->server.server_pid == 99);
+  CHECK(report->server.total_memory == 1000);
+  CHECK(std::string(report->server.device_name) == "Device");
+  REQUIRE(report->clients.size() == 2);
+  CHECK(report->clients[0].pid == 11);
+  CHECK(report->clients[1].memory_bytes == 512);
+  CHECK(std::string(report->clients[1].command) == "./app");
+}
+
+TEST_CASE("a control request to a clients-only Accept is an error, and no server is named") {
+  TempDir dir;
+  auto listener = Listener::Listen(Options(dir.File("server.sock")));
+  REQUIRE(listener.ok());
+  absl::Status accepted;
+  std::jthread server([&] { accepted = listener->Accept().status(); });
+  CHECK_FALSE(QueryStatus(listener->path(), absl::Seconds(2)).ok());
+  server.join();
+  CHECK(absl::IsFailedPrecondition(accepted));
+  const auto nobody = QueryStatus(dir.File("nobody.sock"), absl::Seconds(2));
+  CHECK(absl::IsUnavailable(nobody.status()));
+  CHECK(nobody.status().message().find("nobody.sock") != absl::string_view::npos);
+}
+
+}  // namespace
+}  // namespace tally::ipc

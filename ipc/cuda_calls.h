@@ -14,7 +14,7 @@ namespace tally::ipc {
 // The schema number exchanged in the handshake (Hello::schema_version).
 inline constexpr uint32_t kCudaCallsSchemaVersion = 6;
 
-enum class CallMode { kSync, kAsync };
+enum class CallMode { kSync, kWait, kAsync };
 
 enum class CallId : uint32_t {
 #define TALLY_CUDA_CALL(name, id, mode) k##name = id,
@@ -402,6 +402,13 @@ struct CallTraits;
     using Response = name##Response;                   \
   };                                                   \
   static_assert(WireMessage<name##Request> && WireMessage<name##Response>);
+#define TALLY_INTERNAL_kWait(name)                     \
+  template <>                                          \
+  struct CallTraits<name##Request> {                   \
+    static constexpr CallMode kMode = CallMode::kWait; \
+    using Response = name##Response;                   \
+  };                                                   \
+  static_assert(WireMessage<name##Request> && WireMessage<name##Response>);
 #define TALLY_INTERNAL_kAsync(name)                     \
   template <>                                           \
   struct CallTraits<name##Request> {                    \
@@ -411,6 +418,7 @@ struct CallTraits;
 #define TALLY_CUDA_CALL(name, id, mode) TALLY_INTERNAL_##mode(name)
 #include "ipc/cuda_calls.def"
 #undef TALLY_INTERNAL_kSync
+#undef TALLY_INTERNAL_kWait
 #undef TALLY_INTERNAL_kAsync
 static_assert(WireMessage<CallError>);
 

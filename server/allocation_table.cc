@@ -12,8 +12,13 @@
 namespace tally::server {
 
 void AllocationTable::Insert(uint64_t base, uint64_t size) {
-  allocations_[base] = size;
+  auto [it, inserted] = allocations_.try_emplace(base, size);
+  if (!inserted) {  // the driver reused an address we still held: keep the totals right
+    total_bytes_ -= it->second;
+    it->second = size;
+  }
   total_bytes_ += size;
+  count_ = allocations_.size();
 }
 
 absl::StatusOr<uint64_t> AllocationTable::Remove(uint64_t base) {
@@ -26,6 +31,7 @@ absl::StatusOr<uint64_t> AllocationTable::Remove(uint64_t base) {
   const uint64_t size = it->second;
   total_bytes_ -= size;
   allocations_.erase(it);
+  count_ = allocations_.size();
   return size;
 }
 

@@ -2,6 +2,7 @@
 // memset or free is only issued when it lies inside memory that client allocated.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 
@@ -10,6 +11,8 @@
 
 namespace tally::server {
 
+// Used by one thread (the client's session thread); only count() and total_bytes() may be read
+// from others (tally-ctl status), which is why they are kept in atomics.
 class AllocationTable {
  public:
   void Insert(uint64_t base, uint64_t size);
@@ -20,13 +23,14 @@ class AllocationTable {
   // Whether [base, base + size) shares a byte with an allocation; `size` > 0.
   bool Overlaps(uint64_t base, uint64_t size) const;
 
-  size_t count() const { return allocations_.size(); }
-  uint64_t total_bytes() const { return total_bytes_; }
+  size_t count() const { return count_.load(std::memory_order_relaxed); }
+  uint64_t total_bytes() const { return total_bytes_.load(std::memory_order_relaxed); }
   const std::map<uint64_t, uint64_t>& allocations() const { return allocations_; }
 
  private:
   std::map<uint64_t, uint64_t> allocations_;  // base -> size
-  uint64_t total_bytes_ = 0;
+  std::atomic<size_t> count_{0};
+  std::atomic<uint64_t> total_bytes_{0};
 };
 
 }  // namespace tally::server

@@ -38,25 +38,44 @@ absl::StatusOr<CUresult> ResultOrViolation(const absl::Status& status) {
   return *result;
 }
 
-template <typename Request>
-absl::StatusOr<std::optional<std::vector<std::byte>>> HandleSync(
-    Session& session, const ipc::ReceivedMessage& message) {
-  TALLY_ASSIGN_OR_RETURN(const ipc::Decoded<Request> request, ipc::Decode<Request>(message));
-  auto reply = Handle(session, request);
-  if (reply.ok()) {
-    return Encode(message.header.sequence, 0, reply->fields, reply->tail);
-  }
+// The response record for a handler's answer: the reply, or a CallError for a failure the
+// client caused. Another failure is returned as is: the message was malformed.
+template <typename T>
+absl::StatusOr<std::vector<std::byte>> EncodeAnswer(uint64_t sequence,
+                                                    const absl::StatusOr<Reply<T>>& reply) {
+  if (reply.ok()) return Encode(sequence, 0, reply->fields, reply->tail);
   TALLY_ASSIGN_OR_RETURN(const CUresult result, ResultOrViolation(reply.status()));
   // The explanation, bounded so that it always fits a response record.
   const absl::string_view reason = reply.status().message().substr(0, kMaxReasonBytes);
-  return Encode(message.header.sequence, ipc::kFlagError,
-                ipc::CallError{static_cast<int32_t>(result), 0},
+  return Encode(sequence, ipc::kFlagError, ipc::CallError{static_cast<int32_t>(result), 0},
                 std::as_bytes(std::span(reason.data(), reason.size())));
 }
 
 template <typename Request>
-absl::StatusOr<std::optional<std::vector<std::byte>>> HandleAsync(
-    Session& session, const ipc::ReceivedMessage& message) {
+absl::StatusOr<Outcome> HandleSync(Session& session, const ipc::ReceivedMessage& message) {
+  TALLY_ASSIGN_OR_RETURN(const ipc::Decoded<Request> request, ipc::Decode<Request>(message));
+  return EncodeAnswer(message.header.sequence, Handle(session, request));
+}
+
+template <typename Request>
+absl::StatusOr<Outcome> HandleWait(Session& session, const ipc::ReceivedMessage& message) {
+  using Response = typename ipc::CallTraits<Request>::Response;
+  TALLY_ASSIGN_OR_RETURN(const ipc::Decoded<Request> request, ipc::Decode<Request>(message));
+  const uint64_t sequence = message.header.sequence;
+  absl::StatusOr<Deferred<Response>> deferred = Handle(session, request);
+  if (!deferred.ok()) return EncodeAnswer<Response>(sequence, deferred.status());
+  if (deferred->ready) return EncodeAnswer(sequence, deferred->finish());
+  return LaterResponse([sequence, finish = std::move(deferred->finish)] {
+    absl::StatusOr<std::vector<std::byte>> record = EncodeAnswer(sequence, finish());
+    if (record.ok()) return *std::move(record);
+    // Waiting cannot meet a malformed message (that was checked before); still, answer.
+    const absl::StatusOr<Reply<Response>> unknown = ClientError(CUDA_ERROR_UNKNOWN, "wait failed");
+    return *EncodeAnswer(sequence, unknown);
+  });
+}
+
+template <typename Request>
+absl::StatusOr<Outcome> HandleAsync(Session& session, const ipc::ReceivedMessage& message) {
   TALLY_ASSIGN_OR_RETURN(const ipc::Decoded<Request> request, ipc::Decode<Request>(message));
   const absl::Status status = Handle(session, request);
   if (!status.ok()) {
@@ -64,22 +83,23 @@ absl::StatusOr<std::optional<std::vector<std::byte>>> HandleAsync(
     // Reported like a failure of the work itself: at the next synchronising call.
     session.Enqueue([result] { return result; });
   }
-  return std::nullopt;
+  return std::monostate{};
 }
 
 }  // namespace
 
-absl::StatusOr<std::optional<std::vector<std::byte>>> HandleCall(
-    Session& session, std::span<const std::byte> record) {
+absl::StatusOr<Outcome> HandleCall(Session& session, std::span<const std::byte> record) {
   TALLY_ASSIGN_OR_RETURN(const ipc::ReceivedMessage message, ipc::ParseMessage(record));
   switch (message.header.type) {
 #define TALLY_INTERNAL_kSync(name) return HandleSync<ipc::name##Request>(session, message);
+#define TALLY_INTERNAL_kWait(name) return HandleWait<ipc::name##Request>(session, message);
 #define TALLY_INTERNAL_kAsync(name) return HandleAsync<ipc::name##Request>(session, message);
 #define TALLY_CUDA_CALL(name, id, mode)        \
   case ipc::RequestType(ipc::CallId::k##name): \
     TALLY_INTERNAL_##mode(name)
 #include "ipc/cuda_calls.def"
 #undef TALLY_INTERNAL_kSync
+#undef TALLY_INTERNAL_kWait
 #undef TALLY_INTERNAL_kAsync
   }
   return ipc::UnknownMessageType(message.header.type);

@@ -2,8 +2,9 @@
 #pragma once
 
 #include <cstddef>
-#include <optional>
+#include <functional>
 #include <span>
+#include <variant>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -11,11 +12,15 @@
 
 namespace tally::server {
 
-// Handles the request in `record` (a ring record: MessageHeader + payload). Returns the encoded
-// response record for a sync call (a CallError when the handler failed for a reason the client
-// caused), nullopt for a one-way call. An error Status means the message itself was malformed
-// (truncated, unknown type, wrong size): the caller ends the session.
-absl::StatusOr<std::optional<std::vector<std::byte>>> HandleCall(Session& session,
-                                                                 std::span<const std::byte> record);
+// Makes the encoded response of a kWait call; may block, so it runs on a waiter thread.
+using LaterResponse = std::function<std::vector<std::byte>()>;
+// What a request leads to: nothing (a one-way call), a response now, or one made later.
+using Outcome = std::variant<std::monostate, std::vector<std::byte>, LaterResponse>;
+
+// Handles the request in `record` (a ring record: MessageHeader + payload). A sync call's
+// response is a CallError when the handler failed for a reason the client caused. An error
+// Status means the message itself was malformed (truncated, unknown type, wrong size): the
+// caller ends the session.
+absl::StatusOr<Outcome> HandleCall(Session& session, std::span<const std::byte> record);
 
 }  // namespace tally::server

@@ -12,6 +12,9 @@ struct Dispatcher::ClientQueue {
   int32_t priority = 0;
   std::deque<std::pair<uint64_t, Command>> commands;  // (arrival, command)
   bool in_flight = false;
+  uint64_t enqueued = 0;  // commands ever enqueued
+  uint64_t issued = 0;    // commands issued to the backend (they are issued in order)
+  bool removed = false;   // RemoveClient ran: the rest will never be issued
   CUresult deferred_error = CUDA_SUCCESS;
 };
 
@@ -42,21 +45,35 @@ std::shared_ptr<Dispatcher::ClientQueue> Dispatcher::AddClient(uint64_t client_i
 void Dispatcher::RemoveClient(ClientQueue& queue) {
   std::unique_lock lock(mutex_);
   queue.commands.clear();
+  queue.removed = true;
   issued_.wait(lock, [&] { return !queue.in_flight; });
   std::erase_if(queues_, [&](const auto& q) { return q.get() == &queue; });
+  issued_.notify_all();  // waiters for commands that were discarded
 }
 
 void Dispatcher::Enqueue(ClientQueue& queue, Command command) {
   {
     std::lock_guard lock(mutex_);
+    if (queue.removed) return;
     queue.commands.emplace_back(next_arrival_++, std::move(command));
+    ++queue.enqueued;
   }
   work_.notify_one();
 }
 
-void Dispatcher::WaitIssued(ClientQueue& queue) {
+uint64_t Dispatcher::Ticket(ClientQueue& queue) {
+  std::lock_guard lock(mutex_);
+  return queue.enqueued;
+}
+
+void Dispatcher::WaitIssued(ClientQueue& queue, uint64_t ticket) {
   std::unique_lock lock(mutex_);
-  issued_.wait(lock, [&] { return queue.commands.empty() && !queue.in_flight; });
+  issued_.wait(lock, [&] { return queue.issued >= ticket || queue.removed; });
+}
+
+bool Dispatcher::Issued(ClientQueue& queue, uint64_t ticket) {
+  std::lock_guard lock(mutex_);
+  return queue.issued >= ticket || queue.removed;
 }
 
 CUresult Dispatcher::TakeDeferredError(ClientQueue& queue) {
@@ -96,6 +113,7 @@ void Dispatcher::Run(const std::function<void()>& thread_setup) {
     const CUresult result = command();
     lock.lock();
     queue.in_flight = false;
+    ++queue.issued;
     if (result != CUDA_SUCCESS && queue.deferred_error == CUDA_SUCCESS) {
       queue.deferred_error = result;
     }

@@ -34,12 +34,19 @@ class Dispatcher {
   ~Dispatcher();
 
   std::shared_ptr<ClientQueue> AddClient(uint64_t client_id, int32_t priority);
-  // Discards the client's queued commands and waits for one being issued to finish issuing.
+  // Discards the client's queued commands and waits for one being issued to finish issuing;
+  // WaitIssued on the queue returns from then on.
   void RemoveClient(ClientQueue& queue);
 
   void Enqueue(ClientQueue& queue, Command command);
-  // Waits until everything enqueued so far for `queue` has been issued to the backend.
-  void WaitIssued(ClientQueue& queue);
+  // How many commands were ever enqueued for `queue`: WaitIssued(queue, Ticket(queue)) waits for
+  // everything enqueued so far, and not for what other threads enqueue later.
+  uint64_t Ticket(ClientQueue& queue);
+  // Waits until the first `ticket` commands of `queue` have been issued to the backend (or the
+  // client was removed).
+  void WaitIssued(ClientQueue& queue, uint64_t ticket);
+  // Whether WaitIssued(queue, ticket) would return at once.
+  bool Issued(ClientQueue& queue, uint64_t ticket);
   // The first failure of an issued command since the last call (CUDA_SUCCESS when none): how
   // asynchronous errors reach the client's next synchronising call, as in CUDA.
   CUresult TakeDeferredError(ClientQueue& queue);

@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <mutex>
+#include <variant>
 
 #include "absl/strings/str_format.h"
 #include "common/log.h"
@@ -18,6 +20,47 @@
 #include "server/cuda_result.h"
 
 namespace tally::server {
+namespace {
+
+// The client's response ring, written by its session thread and by its waiter threads.
+class ResponseWriter {
+ public:
+  ResponseWriter(ipc::RingProducer& ring, ipc::WaitOptions wait)
+      : ring_(ring), wait_(std::move(wait)) {}
+  absl::Status Write(std::span<const std::byte> record) {
+    std::lock_guard lock(mutex_);
+    return ring_.Write(record, wait_);
+  }
+
+ private:
+  std::mutex mutex_;
+  ipc::RingProducer& ring_;
+  const ipc::WaitOptions wait_;
+};
+
+// Serves the client's requests in order until it disconnects (or the server stops). Calls that
+// wait for the device are answered by the session's waiter threads.
+absl::Status ServeRequests(Session& session, ipc::ServerConnection& connection,
+                           const ipc::WaitOptions& wait, ResponseWriter& responses) {
+  while (true) {
+    TALLY_ASSIGN_OR_RETURN(std::span<const std::byte> record, connection.requests().Peek(wait));
+    absl::StatusOr<Outcome> outcome = HandleCall(session, record);
+    TALLY_RETURN_IF_ERROR(connection.requests().Release());
+    if (!outcome.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("malformed message, session closed: %s", outcome.status().message()));
+    }
+    if (auto* now = std::get_if<std::vector<std::byte>>(&*outcome)) {
+      TALLY_RETURN_IF_ERROR(responses.Write(*now));
+    } else if (auto* later = std::get_if<LaterResponse>(&*outcome)) {
+      // A write that fails means the client is gone, which this loop notices itself.
+      session.waiters().Run(
+          [&responses, later = std::move(*later)] { responses.Write(later()).IgnoreError(); });
+    }
+  }
+}
+
+}  // namespace
 
 absl::StatusOr<ipc::GetDeviceInfoResponse> QueryDeviceInfo(const Backend& backend) {
   const DriverApi& api = backend.api();
@@ -85,7 +128,7 @@ Server::Server(Backend backend, ipc::GetDeviceInfoResponse device_info, ipc::Lis
                     if (!current.ok()) TALLY_LOG_ERROR("dispatcher: {}", current.ToString());
                   }),
       launcher_(backend_, dispatcher_),
-      context_{backend_, modules_, dispatcher_, device_info_, launcher_},
+      context_{backend_, modules_, dispatcher_, device_info_, launcher_, &sessions_},
       listener_(std::move(listener)) {}
 
 Server::~Server() {
@@ -115,16 +158,21 @@ absl::Status Server::Run() {
       break;
     }
     if (!(fds[0].revents & POLLIN)) continue;
-    absl::StatusOr<ipc::ServerConnection> connection = listener_.Accept();
-    if (!connection.ok()) {
-      TALLY_LOG_WARN("tally-server: refused a client: {}", connection.status().ToString());
+    auto accepted = listener_.AcceptAny();
+    if (!accepted.ok()) {
+      TALLY_LOG_WARN("tally-server: refused a client: {}", accepted.status().ToString());
       continue;
     }
+    if (auto* control = std::get_if<ipc::ControlConnection>(&*accepted)) {
+      AnswerControl(*control);
+      continue;
+    }
+    auto connection = std::make_shared<ipc::ServerConnection>(
+        std::move(std::get<ipc::ServerConnection>(*accepted)));
     ClientThread& client = clients_.emplace_back();
-    client.thread = std::thread(
-        [this, &client, c = std::make_shared<ipc::ServerConnection>(*std::move(connection))] {
-          Serve(std::move(*c), client.done);
-        });
+    client.thread = std::thread([this, &client, connection] {
+      Serve(std::move(*connection), client.done);
+    });
   }
   stopping_ = true;
   for (ClientThread& client : clients_) client.thread.join();
@@ -143,16 +191,43 @@ void Server::JoinFinishedClients() {
   }
 }
 
+void Server::AnswerControl(ipc::ControlConnection& control) {
+  ipc::StatusReply reply{};
+  reply.server_pid = getpid();
+  reply.backend = static_cast<uint32_t>(backend_.emulated() ? ipc::Backend::kEmulator
+                                                            : ipc::Backend::kNvidiaDriver);
+  reply.total_memory = device_info_.total_memory;
+  size_t free_bytes = 0;
+  size_t total_bytes = 0;
+  if (backend_.api().cuMemGetInfo(&free_bytes, &total_bytes) == CUDA_SUCCESS) {
+    reply.free_memory = free_bytes;
+  }
+  ipc::CopyText(device_info_.name, reply.device_name, sizeof(reply.device_name));
+  ipc::CopyText(backend_.description(), reply.backend_description,
+                sizeof(reply.backend_description));
+  const absl::Status sent = control.SendStatus(reply, sessions_.Report());
+  if (!sent.ok()) {
+    TALLY_LOG_WARN("tally-server: status for pid {} not sent: {}", control.pid(), sent.ToString());
+  }
+}
+
 void Server::Serve(ipc::ServerConnection connection, std::atomic<bool>& done) {
   const ipc::ClientInfo& client = connection.client();
   TALLY_LOG_INFO("client {} connected: pid {}, priority {}, '{}'", client.client_id, client.pid,
                  client.priority, client.command);
+  ipc::WaitOptions wait = connection.MakeWaitOptions(absl::InfiniteDuration());
+  wait.liveness = [this, &connection]() -> absl::Status {
+    if (stopping_) return absl::CancelledError("the server is shutting down");
+    return connection.CheckPeerAlive();
+  };
+  ResponseWriter responses(connection.responses(), wait);  // outlives the session's waiters
   absl::Status status = backend_.MakeCurrent();
   if (status.ok()) {
     absl::StatusOr<std::unique_ptr<Session>> session =
         Session::Create(context_, client, connection.bulk(),
                         connection.host_region().value_or(std::span<std::byte>{}));
-    status = session.ok() ? ServeRequests(**session, connection) : session.status();
+    status = session.ok() ? ServeRequests(**session, connection, wait, responses)
+                          : session.status();
   }  // the session's destructor has freed what the client owned
   if (absl::IsUnavailable(status) || stopping_) {
     TALLY_LOG_DEBUG("client {} ended: {}", client.client_id, status.ToString());
@@ -160,24 +235,6 @@ void Server::Serve(ipc::ServerConnection connection, std::atomic<bool>& done) {
     TALLY_LOG_WARN("client {} ended: {}", client.client_id, status.ToString());
   }
   done = true;
-}
-
-absl::Status Server::ServeRequests(Session& session, ipc::ServerConnection& connection) {
-  ipc::WaitOptions wait = connection.MakeWaitOptions(absl::InfiniteDuration());
-  wait.liveness = [this, &connection]() -> absl::Status {
-    if (stopping_) return absl::CancelledError("the server is shutting down");
-    return connection.CheckPeerAlive();
-  };
-  while (true) {
-    TALLY_ASSIGN_OR_RETURN(std::span<const std::byte> record, connection.requests().Peek(wait));
-    absl::StatusOr<std::optional<std::vector<std::byte>>> response = HandleCall(session, record);
-    TALLY_RETURN_IF_ERROR(connection.requests().Release());
-    if (!response.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("malformed message, session closed: %s", response.status().message()));
-    }
-    if (*response) TALLY_RETURN_IF_ERROR(connection.responses().Write(**response, wait));
-  }
 }
 
 }  // namespace tally::server

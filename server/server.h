@@ -16,6 +16,7 @@
 #include "server/module_registry.h"
 #include "server/options.h"
 #include "server/session.h"
+#include "server/session_registry.h"
 
 namespace tally::server {
 
@@ -41,12 +42,14 @@ class Server {
   Server(Backend backend, ipc::GetDeviceInfoResponse device_info, ipc::Listener listener,
          std::unique_ptr<scheduler::Policy> policy);
   void Serve(ipc::ServerConnection connection, std::atomic<bool>& done);
-  absl::Status ServeRequests(Session& session, ipc::ServerConnection& connection);
+  // Answers tally-ctl on the accepting thread: the answer is small and bounded in time.
+  void AnswerControl(ipc::ControlConnection& control);
   void JoinFinishedClients();
 
   Backend backend_;
   ipc::GetDeviceInfoResponse device_info_;
   ModuleRegistry modules_;
+  SessionRegistry sessions_;
   Dispatcher dispatcher_;
   KernelLauncher launcher_;
   ServerContext context_;

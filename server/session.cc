@@ -5,8 +5,16 @@
 #include "common/log.h"
 #include "common/status.h"
 #include "server/cuda_result.h"
+#include "server/session_registry.h"
 
 namespace tally::server {
+
+StreamEntry::~StreamEntry() {
+  // cudaStreamDestroy returns at once and the work still completes (CUDA Runtime API); the
+  // marker may still be waited on by issued cross-stream ordering, so it goes with the stream.
+  if (stream != nullptr) api->cuStreamDestroy(stream);
+  if (marker != nullptr) api->cuEventDestroy(marker);
+}
 
 Session::Session(ServerContext& server, const ipc::ClientInfo& client, ipc::BulkArea bulk,
                  std::span<std::byte> host_region)
@@ -14,7 +22,11 @@ Session::Session(ServerContext& server, const ipc::ClientInfo& client, ipc::Bulk
       client_(client),
       bulk_(bulk),
       host_region_(host_region),
-      queue_(server.dispatcher.AddClient(client.client_id, client.priority)) {}
+      queue_(server.dispatcher.AddClient(client.client_id, client.priority)),
+      waiters_(std::make_unique<WaiterPool>([&backend = server.backend] {
+        const absl::Status current = backend.MakeCurrent();
+        if (!current.ok()) TALLY_LOG_ERROR("waiter thread: {}", current.ToString());
+      })) {}
 
 absl::StatusOr<std::unique_ptr<Session>> Session::Create(ServerContext& server,
                                                          const ipc::ClientInfo& client,
@@ -22,17 +34,23 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(ServerContext& server,
                                                          std::span<std::byte> host_region) {
   std::unique_ptr<Session> session(new Session(server, client, bulk, host_region));
   TALLY_ASSIGN_OR_RETURN(session->default_stream_, session->MakeStream(/*blocking=*/true, 0));
+  if (server.sessions != nullptr) server.sessions->Add(session.get());
   return session;
 }
 
 Session::~Session() {
+  // Waits blocked on the client's queue end once it is discarded; waits on the device end when
+  // the work issued so far completes. Only then is anything freed.
   server_.dispatcher.RemoveClient(*queue_);
+  waiters_.reset();
   const DriverApi& api = this->api();
   const size_t streams = streams_.size();
-  streams_.Clear([&](const StreamEntry& entry) { DestroyEntry(entry); });
-  if (default_stream_.stream != nullptr) DestroyEntry(default_stream_);
+  const auto synchronize = [&](const StreamRef& entry) { api.cuStreamSynchronize(entry->stream); };
+  streams_.Clear(synchronize);
+  if (default_stream_ != nullptr) synchronize(default_stream_);
+  default_stream_.reset();
   const size_t events = events_.size();
-  events_.Clear([&](CUevent event) { api.cuEventDestroy(event); });
+  events_.Clear([](EventRef&) {});
   const size_t allocations = allocations_.count();
   const uint64_t bytes = allocations_.total_bytes();
   for (const auto& [base, size] : allocations_.allocations()) api.cuMemFree(base);
@@ -52,86 +70,78 @@ Session::~Session() {
       "client {} (pid {}) gone: freed {} allocation(s) of {} bytes, {} page-locked block(s), {} "
       "stream(s), {} event(s)",
       client_.client_id, client_.pid, allocations, bytes, host_blocks, streams, events);
+  // Listed until everything is freed, so that tally-ctl never shows memory as free too early.
+  if (server_.sessions != nullptr) server_.sessions->Remove(this);
 }
 
-absl::StatusOr<StreamEntry> Session::MakeStream(bool blocking, int priority) {
-  StreamEntry entry;
-  entry.blocking = blocking;
+absl::StatusOr<StreamRef> Session::MakeStream(bool blocking, int priority) {
+  auto entry = std::make_shared<StreamEntry>(api(), blocking);
   // Every backend stream is non-blocking: the backend's legacy NULL stream would serialise this
   // client with all others in the shared context. The client's own legacy ordering is added by
   // StreamForWork.
   TALLY_RETURN_IF_ERROR(
-      CheckCu(api().cuStreamCreateWithPriority(&entry.stream, CU_STREAM_NON_BLOCKING, priority),
+      CheckCu(api().cuStreamCreateWithPriority(&entry->stream, CU_STREAM_NON_BLOCKING, priority),
               "cuStreamCreateWithPriority"));
-  const CUresult created = api().cuEventCreate(&entry.marker, CU_EVENT_DISABLE_TIMING);
-  if (created != CUDA_SUCCESS) {
-    api().cuStreamDestroy(entry.stream);
-    return CheckCu(created, "cuEventCreate");
-  }
+  TALLY_RETURN_IF_ERROR(
+      CheckCu(api().cuEventCreate(&entry->marker, CU_EVENT_DISABLE_TIMING), "cuEventCreate"));
   return entry;
 }
 
-void Session::DestroyEntry(const StreamEntry& entry) {
-  api().cuStreamSynchronize(entry.stream);
-  api().cuStreamDestroy(entry.stream);
-  api().cuEventDestroy(entry.marker);
-}
-
 absl::StatusOr<uint64_t> Session::CreateStream(bool blocking, int priority) {
-  TALLY_ASSIGN_OR_RETURN(StreamEntry entry, MakeStream(blocking, priority));
-  return streams_.Insert(entry);
+  TALLY_ASSIGN_OR_RETURN(StreamRef entry, MakeStream(blocking, priority));
+  return streams_.Insert(std::move(entry));
 }
 
 absl::Status Session::DestroyStream(uint64_t handle) {
   Flush();
-  TALLY_ASSIGN_OR_RETURN(const StreamEntry entry, streams_.Remove(handle));
-  // cudaStreamDestroy returns at once and the work still completes (CUDA Runtime API); the
-  // marker may still be waited on by queued cross-stream ordering, so it goes with the stream.
-  TALLY_RETURN_IF_ERROR(CheckCu(api().cuStreamDestroy(entry.stream), "cuStreamDestroy"));
-  api().cuEventDestroy(entry.marker);
-  return absl::OkStatus();
+  // Destroyed here unless a waiter still holds it.
+  return streams_.Remove(handle).status();
 }
 
-absl::StatusOr<StreamEntry*> Session::FindEntry(uint64_t handle) {
+absl::StatusOr<StreamRef*> Session::FindEntry(uint64_t handle) {
   if (handle == 0) return &default_stream_;
   return streams_.Find(handle);
 }
 
 absl::StatusOr<CUstream> Session::FindStream(uint64_t handle) {
-  TALLY_ASSIGN_OR_RETURN(StreamEntry * entry, FindEntry(handle));
-  return entry->stream;
+  TALLY_ASSIGN_OR_RETURN(StreamRef * entry, FindEntry(handle));
+  return (*entry)->stream;
+}
+
+absl::StatusOr<StreamRef> Session::HoldStream(uint64_t handle) {
+  TALLY_ASSIGN_OR_RETURN(StreamRef * entry, FindEntry(handle));
+  return *entry;
 }
 
 absl::StatusOr<CUstream> Session::StreamForWork(uint64_t handle) {
-  TALLY_ASSIGN_OR_RETURN(StreamEntry * entry, FindEntry(handle));
-  if (!entry->blocking) return entry->stream;
+  TALLY_ASSIGN_OR_RETURN(StreamRef * found, FindEntry(handle));
+  const StreamEntry& entry = **found;
+  if (!entry.blocking) return entry.stream;
   const DriverApi* api = &this->api();
-  const CUstream after = entry->stream;
+  const CUstream after = entry.stream;
   // cuStreamWaitEvent waits for the event's most recent record at the time of the call (CUDA
-  // Driver API), so one marker per stream serves every ordering point.
+  // Driver API), so one marker per stream serves every ordering point. Issued before the
+  // stream can be destroyed (DestroyStream flushes first), so raw handles suffice here.
   const auto wait_for = [&](const StreamEntry& before) {
-    Enqueue([api, before, after] {
-      const CUresult recorded = api->cuEventRecord(before.marker, before.stream);
-      return recorded != CUDA_SUCCESS ? recorded : api->cuStreamWaitEvent(after, before.marker, 0);
+    Enqueue([api, marker = before.marker, stream = before.stream, after] {
+      const CUresult recorded = api->cuEventRecord(marker, stream);
+      return recorded != CUDA_SUCCESS ? recorded : api->cuStreamWaitEvent(after, marker, 0);
     });
   };
   if (handle == 0) {
-    streams_.ForEach([&](const StreamEntry& other) {
-      if (other.blocking) wait_for(other);
+    streams_.ForEach([&](const StreamRef& other) {
+      if (other->blocking) wait_for(*other);
     });
   } else {
-    wait_for(default_stream_);
+    wait_for(*default_stream_);
   }
-  return entry->stream;
+  return entry.stream;
 }
 
-CUresult Session::SynchronizeStreams() {
-  CUresult result = api().cuStreamSynchronize(default_stream_.stream);
-  streams_.ForEach([&](const StreamEntry& entry) {
-    const CUresult synced = api().cuStreamSynchronize(entry.stream);
-    if (result == CUDA_SUCCESS) result = synced;
-  });
-  return result;
+std::vector<StreamRef> Session::HoldAllStreams() {
+  std::vector<StreamRef> all{default_stream_};
+  streams_.ForEach([&](const StreamRef& entry) { all.push_back(entry); });
+  return all;
 }
 
 absl::StatusOr<std::span<std::byte>> Session::ResolveBulk(const ipc::BulkRef& ref) const {
@@ -193,6 +203,18 @@ absl::Status Session::TakeDeferredError() {
   if (result == CUDA_SUCCESS) return absl::OkStatus();
   return ClientError(result, absl::StrFormat("asynchronous work failed with CUresult %d",
                                              static_cast<int>(result)));
+}
+
+ipc::ClientStatus Session::Status() {
+  ipc::ClientStatus status{};
+  status.client_id = client_.client_id;
+  status.pid = client_.pid;
+  status.priority = client_.priority;
+  status.memory_bytes = allocations_.total_bytes();
+  status.allocations = allocations_.count();
+  status.queued_commands = queued();
+  ipc::CopyText(client_.command, status.command, sizeof(status.command));
+  return status;
 }
 
 }  // namespace tally::server

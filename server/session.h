@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "ipc/bulk.h"
@@ -19,8 +20,11 @@
 #include "server/handle_table.h"
 #include "server/kernel_launcher.h"
 #include "server/module_registry.h"
+#include "server/waiter_pool.h"
 
 namespace tally::server {
+
+class SessionRegistry;
 
 // What sessions share: one per server.
 struct ServerContext {
@@ -29,16 +33,38 @@ struct ServerContext {
   Dispatcher& dispatcher;
   const ipc::GetDeviceInfoResponse& device_info;
   KernelLauncher& launcher;
+  SessionRegistry* sessions = nullptr;  // where sessions list themselves (tally-ctl status)
 };
 
 // A client stream. Blocking streams (all but cudaStreamNonBlocking ones) and the client's
 // default stream follow the legacy default stream's implicit synchronisation (CUDA Runtime API,
 // "Stream synchronization behavior"), which the session reproduces per client with `marker`.
+// Shared: a waiter thread holds it while it waits, so that a stream the client destroys
+// meanwhile stays valid until the wait ends. The last holder destroys the backend objects.
 struct StreamEntry {
+  StreamEntry(const DriverApi& api, bool blocking) : api(&api), blocking(blocking) {}
+  StreamEntry(const StreamEntry&) = delete;
+  StreamEntry& operator=(const StreamEntry&) = delete;
+  ~StreamEntry();
+
+  const DriverApi* api;
   CUstream stream = nullptr;
   bool blocking = true;
   CUevent marker = nullptr;  // recorded on this stream when another must wait for its tail
 };
+using StreamRef = std::shared_ptr<StreamEntry>;
+
+// A client event, shared for the same reason as StreamEntry.
+struct EventEntry {
+  EventEntry(const DriverApi& api, CUevent event) : api(&api), event(event) {}
+  EventEntry(const EventEntry&) = delete;
+  EventEntry& operator=(const EventEntry&) = delete;
+  ~EventEntry() { api->cuEventDestroy(event); }
+
+  const DriverApi* api;
+  CUevent event;
+};
+using EventRef = std::shared_ptr<EventEntry>;
 
 // A kernel as one client sees it: the module stays loaded while the client holds the handle.
 struct FunctionEntry {
@@ -69,12 +95,14 @@ class Session {
   absl::Status DestroyStream(uint64_t handle);
   // The backend stream of `handle` (0 is the client's default stream), for waiting on it.
   absl::StatusOr<CUstream> FindStream(uint64_t handle);
+  // As FindStream, held for a waiter thread.
+  absl::StatusOr<StreamRef> HoldStream(uint64_t handle);
   // As FindStream, for enqueueing work on it: first enqueues the legacy default stream's
   // implicit ordering (default-stream work after all blocking streams' work, blocking-stream
   // work after the default stream's).
   absl::StatusOr<CUstream> StreamForWork(uint64_t handle);
-  // Waits for every stream of the client; the first failure, or CUDA_SUCCESS.
-  CUresult SynchronizeStreams();
+  // Every stream of the client, held for a waiter thread.
+  std::vector<StreamRef> HoldAllStreams();
   // The bytes of a bulk block; CUDA_ERROR_INVALID_VALUE when it is not inside the area.
   absl::StatusOr<std::span<std::byte>> ResolveBulk(const ipc::BulkRef& ref) const;
 
@@ -94,16 +122,26 @@ class Session {
   void AddGlobal(uint64_t address, uint64_t size) { globals_.Insert(address, size); }
 
   void Enqueue(Command command) { server_.dispatcher.Enqueue(*queue_, std::move(command)); }
+  // Names the point after everything the client has enqueued so far, for WaitIssued.
+  uint64_t Ticket() { return server_.dispatcher.Ticket(*queue_); }
+  // Waits until the work before `ticket` has been issued (any thread may wait).
+  void WaitIssued(uint64_t ticket) { server_.dispatcher.WaitIssued(*queue_, ticket); }
+  bool Issued(uint64_t ticket) { return server_.dispatcher.Issued(*queue_, ticket); }
   // Waits until the client's queued work has been issued; every call that reads or destroys
   // state that queued work may use does this first, which keeps the client's order.
-  void Flush() { server_.dispatcher.WaitIssued(*queue_); }
+  void Flush() { WaitIssued(Ticket()); }
   // Commands enqueued but not yet issued.
   size_t queued() { return server_.dispatcher.queued(*queue_); }
   // The first failure of the client's asynchronous work since the last synchronising call,
   // as a ClientError; OK when none.
   absl::Status TakeDeferredError();
 
-  HandleTable<CUevent>& events() { return events_; }
+  // Where calls that may block wait (call_dispatch.h, kWait), off the session thread.
+  WaiterPool& waiters() { return *waiters_; }
+  // What tally-ctl status reports; callable from any thread.
+  ipc::ClientStatus Status();
+
+  HandleTable<EventRef>& events() { return events_; }
   HandleTable<std::shared_ptr<SharedModule>>& modules() { return modules_; }
   HandleTable<FunctionEntry>& functions() { return functions_; }
   AllocationTable& allocations() { return allocations_; }
@@ -120,13 +158,13 @@ class Session {
   std::span<std::byte> host_region_;
   std::shared_ptr<Dispatcher::ClientQueue> queue_;
   uint8_t Tag() const { return static_cast<uint8_t>(client_.client_id); }
-  absl::StatusOr<StreamEntry> MakeStream(bool blocking, int priority);
-  absl::StatusOr<StreamEntry*> FindEntry(uint64_t handle);
-  void DestroyEntry(const StreamEntry& entry);
+  absl::StatusOr<StreamRef> MakeStream(bool blocking, int priority);
+  absl::StatusOr<StreamRef*> FindEntry(uint64_t handle);
 
-  StreamEntry default_stream_;
-  HandleTable<StreamEntry> streams_{1, Tag(), "stream"};
-  HandleTable<CUevent> events_{2, Tag(), "event"};
+  std::unique_ptr<WaiterPool> waiters_;
+  StreamRef default_stream_;
+  HandleTable<StreamRef> streams_{1, Tag(), "stream"};
+  HandleTable<EventRef> events_{2, Tag(), "event"};
   HandleTable<std::shared_ptr<SharedModule>> modules_{3, Tag(), "module"};
   HandleTable<FunctionEntry> functions_{4, Tag(), "function"};
   AllocationTable allocations_;

@@ -72,10 +72,15 @@ class TestClient {
   // The CUresult a sync request is answered with (CUDA_SUCCESS for a normal response).
   template <typename Request>
   CUresult Result(const Request& request, std::span<const std::byte> tail = {}) {
-    auto response = HandleCall(*session_, Record(request, tail));
-    REQUIRE(response.ok());
-    REQUIRE(response->has_value());
-    last_response_ = **response;
+    auto outcome = HandleCall(*session_, Record(request, tail));
+    REQUIRE(outcome.ok());
+    // A response made later (kWait) is made here, on the test's thread.
+    if (auto* later = std::get_if<LaterResponse>(&*outcome)) {
+      last_response_ = (*later)();
+    } else {
+      REQUIRE(std::holds_alternative<std::vector<std::byte>>(*outcome));
+      last_response_ = std::get<std::vector<std::byte>>(*outcome);
+    }
     const auto message = ipc::ParseMessage(last_response_);
     REQUIRE(message.ok());
     if (message->header.type != ipc::CallError::kType) return CUDA_SUCCESS;
@@ -93,9 +98,9 @@ class TestClient {
 
   template <typename Request>
   void Post(const Request& request, std::span<const std::byte> tail = {}) {
-    auto response = HandleCall(*session_, Record(request, tail));
-    REQUIRE(response.ok());
-    CHECK_FALSE(response->has_value());
+    auto outcome = HandleCall(*session_, Record(request, tail));
+    REQUIRE(outcome.ok());
+    CHECK(std::holds_alternative<std::monostate>(*outcome));
   }
 
   uint64_t Malloc(uint64_t size) {

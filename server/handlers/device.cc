@@ -4,6 +4,7 @@
 #include "common/status.h"
 #include "server/cuda_result.h"
 #include "server/handlers/handlers.h"
+#include "server/handlers/waiting.h"
 
 namespace tally::server {
 
@@ -14,13 +15,9 @@ absl::StatusOr<Reply<ipc::GetDeviceInfoResponse>> Handle(
 
 // cudaDeviceSynchronize waits for all of the calling client's work, not other clients': each
 // client sees a device of its own (CUDA Runtime API, cudaDeviceSynchronize).
-absl::StatusOr<Reply<ipc::DeviceSynchronizeResponse>> Handle(
+absl::StatusOr<Deferred<ipc::DeviceSynchronizeResponse>> Handle(
     Session& session, const ipc::Decoded<ipc::DeviceSynchronizeRequest>&) {
-  session.Flush();
-  const CUresult result = session.SynchronizeStreams();
-  TALLY_RETURN_IF_ERROR(session.TakeDeferredError());
-  TALLY_RETURN_IF_ERROR(CheckCu(result, "cuStreamSynchronize"));
-  return Reply<ipc::DeviceSynchronizeResponse>{};
+  return AfterStreams<ipc::DeviceSynchronizeResponse>(session, session.HoldAllStreams());
 }
 
 absl::StatusOr<Reply<ipc::MemGetInfoResponse>> Handle(Session& session,

@@ -5,22 +5,9 @@
 #include "common/status.h"
 #include "server/cuda_result.h"
 #include "server/handlers/handlers.h"
+#include "server/handlers/waiting.h"
 
 namespace tally::server {
-namespace {
-
-// Issues `copy` in the client's order on `stream` and waits for it: host memory in the bulk
-// area is only valid until the response (cudaMemcpy semantics for pageable memory).
-absl::Status CopyAndWait(Session& session, CUstream stream, Command copy) {
-  session.Enqueue(std::move(copy));
-  session.Flush();
-  const CUresult synced = session.api().cuStreamSynchronize(stream);
-  TALLY_RETURN_IF_ERROR(session.TakeDeferredError());
-  return CheckCu(synced, "cuStreamSynchronize");
-}
-
-}  // namespace
-
 absl::StatusOr<Reply<ipc::MemAllocResponse>> Handle(
     Session& session, const ipc::Decoded<ipc::MemAllocRequest>& request) {
   // cudaMalloc of 0 bytes succeeds with a null pointer (CUDA Runtime API, cudaMalloc).
@@ -32,39 +19,48 @@ absl::StatusOr<Reply<ipc::MemAllocResponse>> Handle(
   return Reply<ipc::MemAllocResponse>{{.device_ptr = pointer}, {}};
 }
 
-absl::StatusOr<Reply<ipc::MemFreeResponse>> Handle(
+// cudaFree waits for the work that may still use the memory (and cuMemFree may wait for the
+// device), so it finishes on a waiter thread; the range leaves the client's table at once.
+absl::StatusOr<Deferred<ipc::MemFreeResponse>> Handle(
     Session& session, const ipc::Decoded<ipc::MemFreeRequest>& request) {
-  if (request.fields.device_ptr == 0) return Reply<ipc::MemFreeResponse>{};  // cudaFree(NULL)
-  session.Flush();  // queued work may still use the memory
-  TALLY_RETURN_IF_ERROR(session.allocations().Remove(request.fields.device_ptr).status());
-  TALLY_RETURN_IF_ERROR(CheckCu(session.api().cuMemFree(request.fields.device_ptr), "cuMemFree"));
-  return Reply<ipc::MemFreeResponse>{};
+  const uint64_t pointer = request.fields.device_ptr;
+  if (pointer == 0) {  // cudaFree(NULL)
+    return Deferred<ipc::MemFreeResponse>{[] { return Reply<ipc::MemFreeResponse>{}; }, true};
+  }
+  TALLY_RETURN_IF_ERROR(session.allocations().Remove(pointer).status());
+  const uint64_t ticket = session.Ticket();
+  return Deferred<ipc::MemFreeResponse>{
+      .finish = [&session, ticket, pointer]() -> absl::StatusOr<Reply<ipc::MemFreeResponse>> {
+        session.WaitIssued(ticket);
+        TALLY_RETURN_IF_ERROR(CheckCu(session.api().cuMemFree(pointer), "cuMemFree"));
+        return Reply<ipc::MemFreeResponse>{};
+      }};
 }
 
-absl::StatusOr<Reply<ipc::MemcpyHtoDResponse>> Handle(
+// Copies with host memory are issued in the client's order on the stream and waited for: the
+// bulk block is only valid until the response (cudaMemcpy semantics for pageable memory).
+absl::StatusOr<Deferred<ipc::MemcpyHtoDResponse>> Handle(
     Session& session, const ipc::Decoded<ipc::MemcpyHtoDRequest>& request) {
   const ipc::MemcpyHtoDRequest& r = request.fields;
   TALLY_RETURN_IF_ERROR(session.CheckDeviceRange(r.dst, r.src.size));
   TALLY_ASSIGN_OR_RETURN(std::span<std::byte> src, session.ResolveBulk(r.src));
+  TALLY_ASSIGN_OR_RETURN(StreamRef held, session.HoldStream(r.stream));
   TALLY_ASSIGN_OR_RETURN(CUstream stream, session.StreamForWork(r.stream));
   const DriverApi* api = &session.api();
-  TALLY_RETURN_IF_ERROR(CopyAndWait(session, stream, [=] {
-    return api->cuMemcpyHtoDAsync(r.dst, src.data(), src.size(), stream);
-  }));
-  return Reply<ipc::MemcpyHtoDResponse>{};
+  session.Enqueue([=] { return api->cuMemcpyHtoDAsync(r.dst, src.data(), src.size(), stream); });
+  return AfterStreams<ipc::MemcpyHtoDResponse>(session, {std::move(held)});
 }
 
-absl::StatusOr<Reply<ipc::MemcpyDtoHResponse>> Handle(
+absl::StatusOr<Deferred<ipc::MemcpyDtoHResponse>> Handle(
     Session& session, const ipc::Decoded<ipc::MemcpyDtoHRequest>& request) {
   const ipc::MemcpyDtoHRequest& r = request.fields;
   TALLY_RETURN_IF_ERROR(session.CheckDeviceRange(r.src, r.dst.size));
   TALLY_ASSIGN_OR_RETURN(std::span<std::byte> dst, session.ResolveBulk(r.dst));
+  TALLY_ASSIGN_OR_RETURN(StreamRef held, session.HoldStream(r.stream));
   TALLY_ASSIGN_OR_RETURN(CUstream stream, session.StreamForWork(r.stream));
   const DriverApi* api = &session.api();
-  TALLY_RETURN_IF_ERROR(CopyAndWait(session, stream, [=] {
-    return api->cuMemcpyDtoHAsync(dst.data(), r.src, dst.size(), stream);
-  }));
-  return Reply<ipc::MemcpyDtoHResponse>{};
+  session.Enqueue([=] { return api->cuMemcpyDtoHAsync(dst.data(), r.src, dst.size(), stream); });
+  return AfterStreams<ipc::MemcpyDtoHResponse>(session, {std::move(held)});
 }
 
 absl::Status Handle(Session& session, const ipc::Decoded<ipc::MemcpyDtoDRequest>& request) {

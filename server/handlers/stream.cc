@@ -5,6 +5,7 @@
 #include "common/status.h"
 #include "server/cuda_result.h"
 #include "server/handlers/handlers.h"
+#include "server/handlers/waiting.h"
 
 namespace tally::server {
 
@@ -24,14 +25,10 @@ absl::StatusOr<Reply<ipc::StreamDestroyResponse>> Handle(
   return Reply<ipc::StreamDestroyResponse>{};
 }
 
-absl::StatusOr<Reply<ipc::StreamSynchronizeResponse>> Handle(
+absl::StatusOr<Deferred<ipc::StreamSynchronizeResponse>> Handle(
     Session& session, const ipc::Decoded<ipc::StreamSynchronizeRequest>& request) {
-  TALLY_ASSIGN_OR_RETURN(CUstream stream, session.FindStream(request.fields.stream));
-  session.Flush();
-  const CUresult synced = session.api().cuStreamSynchronize(stream);
-  TALLY_RETURN_IF_ERROR(session.TakeDeferredError());
-  TALLY_RETURN_IF_ERROR(CheckCu(synced, "cuStreamSynchronize"));
-  return Reply<ipc::StreamSynchronizeResponse>{};
+  TALLY_ASSIGN_OR_RETURN(StreamRef stream, session.HoldStream(request.fields.stream));
+  return AfterStreams<ipc::StreamSynchronizeResponse>(session, {std::move(stream)});
 }
 
 absl::StatusOr<Reply<ipc::StreamQueryResponse>> Handle(
@@ -46,10 +43,10 @@ absl::StatusOr<Reply<ipc::StreamQueryResponse>> Handle(
 }
 
 absl::Status Handle(Session& session, const ipc::Decoded<ipc::StreamWaitEventRequest>& request) {
-  TALLY_ASSIGN_OR_RETURN(CUevent * event, session.events().Find(request.fields.event));
+  TALLY_ASSIGN_OR_RETURN(EventRef * event, session.events().Find(request.fields.event));
   TALLY_ASSIGN_OR_RETURN(CUstream stream, session.StreamForWork(request.fields.stream));
   const DriverApi* api = &session.api();
-  const CUevent waited = *event;
+  const CUevent waited = (*event)->event;
   const unsigned flags = request.fields.flags;
   session.Enqueue([=] { return api->cuStreamWaitEvent(stream, waited, flags); });
   return absl::OkStatus();

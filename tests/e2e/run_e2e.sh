@@ -29,6 +29,30 @@ start_server() {
 # run <program> [args]: through tally-run, bounded in time.
 run() { timeout 120 "$run_bin" --server "$socket" -- "$programs/$1" "${@:2}"; }
 
+# status_json <file>: tally-ctl status --json (TALLY_CTL, set by CMake) into <file>, checked
+# to be valid JSON.
+status_json() {
+  timeout 30 "$TALLY_CTL" status --json --server "$socket" > "$1" || fail "tally-ctl status failed"
+  python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$1" ||
+    fail "tally-ctl status --json is not JSON: $(cat "$1")"
+}
+
+# json_true <file> <python expression over `s`, the parsed status>: its truth as exit status.
+json_true() {
+  python3 -c 'import json, sys; s = json.load(open(sys.argv[1])); sys.exit(0 if eval(sys.argv[2]) else 1)' \
+    "$1" "$2"
+}
+json_check() { json_true "$1" "$2" || fail "status does not satisfy $2: $(cat "$1")"; }
+
+# start_hog [tally-run options]: a client holding 256 MiB, waiting to be killed; sets hog_pid.
+start_hog() {
+  # exec: the coprocess's pid is then the hog's own (tally-run execs it too).
+  coproc HOG { exec "$run_bin" "$@" --server "$socket" -- "$programs/hog"; }
+  hog_pid=$HOG_PID
+  read -r -t 60 line <&"${HOG[0]}" || fail "hog never became ready"
+  [[ $line == READY ]] || fail "hog said '$line'"
+}
+
 case $scenario in
   single)  # each program on its own
     start_server
@@ -57,18 +81,51 @@ case $scenario in
     ;;
   killed)  # a client killed while holding memory: it is reclaimed, the server carries on
     start_server
-    # exec: the coprocess's pid is then the hog's own (tally-run execs it too).
-    coproc HOG { exec "$run_bin" --server "$socket" -- "$programs/hog"; }
-    hog_pid=$HOG_PID
-    read -r -t 60 line <&"${HOG[0]}" || fail "hog never became ready"
-    [[ $line == READY ]] || fail "hog said '$line'"
+    start_hog
+    status_json "$work/before.json"
+    json_check "$work/before.json" \
+      "[c['memory_bytes'] for c in s['clients'] if c['pid'] == $hog_pid] == [268435456]"
     kill -KILL "$hog_pid"
     wait "$hog_pid" 2>/dev/null
-    reclaimed="freed 1 allocation(s) of 268435456 bytes, 2 page-locked block(s)"
-    for _ in $(seq 100); do grep -q "$reclaimed" "$work/server.log" && break; sleep 0.05; done
-    grep -q "$reclaimed" "$work/server.log" || fail "hog's memory was not reclaimed"
+    # Gone from the list and its memory free again (the server frees it within milliseconds).
+    gone="not s['clients'] and s['device']['free_memory_bytes'] == s['device']['total_memory_bytes']"
+    for _ in $(seq 100); do
+      status_json "$work/after.json"
+      json_true "$work/after.json" "$gone" && break
+      sleep 0.05
+    done
+    json_check "$work/after.json" "$gone"
+    grep -q "freed 1 allocation(s) of 268435456 bytes, 2 page-locked block(s)" "$work/server.log" ||
+      fail "the server did not log the reclaimed memory"
     run meminfo || fail "memory still in use after the killed client"
     run vector_add || fail "the server no longer serves after a client died"
+    ;;
+  status)  # tally-ctl status against a live server with a client connected
+    timeout 30 "$TALLY_CTL" --help | grep -q -- "--json" || fail "tally-ctl --help says no --json"
+    timeout 30 "$TALLY_CTL" status --server "$work/nobody.sock" > "$work/out" 2>&1
+    status=$?
+    [[ $status -eq 1 ]] || fail "tally-ctl exited $status without a server"
+    grep -q "nobody.sock" "$work/out" || fail "the error names no socket: $(cat "$work/out")"
+    start_server
+    status_json "$work/empty.json"
+    json_check "$work/empty.json" "s['clients'] == [] and s['backend']['kind'] == 'emulator'"
+    start_hog --priority 5
+    status_json "$work/one.json"
+    json_check "$work/one.json" "set(s) == {'socket', 'server_pid', 'device', 'backend', 'clients'}"
+    json_check "$work/one.json" "s['socket'] == '$socket' and s['server_pid'] == $server_pid"
+    json_check "$work/one.json" \
+      "s['device']['name'] and 0 < s['device']['free_memory_bytes'] < s['device']['total_memory_bytes']"
+    json_check "$work/one.json" "len(s['clients']) == 1"
+    json_check "$work/one.json" "s['clients'][0]['pid'] == $hog_pid and s['clients'][0]['priority'] == 5"
+    json_check "$work/one.json" \
+      "s['clients'][0]['memory_bytes'] == 268435456 and s['clients'][0]['allocations'] == 1"
+    json_check "$work/one.json" \
+      "s['clients'][0]['queued_commands'] == 0 and s['clients'][0]['command'].endswith('/hog')"
+    timeout 30 "$TALLY_CTL" status --server "$socket" > "$work/text" || fail "plain status failed"
+    grep -q "clients: 1" "$work/text" || fail "plain status: $(cat "$work/text")"
+    grep -q "$hog_pid" "$work/text" || fail "plain status lacks pid $hog_pid: $(cat "$work/text")"
+    kill -KILL "$hog_pid"
+    wait "$hog_pid" 2>/dev/null
     ;;
   server_killed)  # a client of a server that dies gets an error promptly, never a hang
     start_server

@@ -1,0 +1,26 @@
+// Sessions register once created and leave at the end of their destructor.
+#include "server/session_registry.h"
+
+#include "server/session.h"
+
+namespace tally::server {
+
+void SessionRegistry::Add(Session* session) {
+  std::lock_guard lock(mutex_);
+  sessions_.push_back(session);
+}
+
+void SessionRegistry::Remove(Session* session) {
+  std::lock_guard lock(mutex_);
+  std::erase(sessions_, session);
+}
+
+std::vector<ipc::ClientStatus> SessionRegistry::Report() {
+  std::lock_guard lock(mutex_);
+  std::vector<ipc::ClientStatus> report;
+  report.reserve(sessions_.size());
+  for (Session* session : sessions_) report.push_back(session->Status());
+  return report;
+}
+
+}  // namespace tally::server

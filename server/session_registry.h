@@ -1,0 +1,27 @@
+// The sessions alive in a server, for reports about all clients (tally-ctl status).
+#pragma once
+
+#include <algorithm>
+#include <mutex>
+#include <vector>
+
+#include "ipc/control.h"
+
+namespace tally::server {
+
+class Session;
+
+class SessionRegistry {
+ public:
+  void Add(Session* session);
+  // After this returns, no report reads `session` any more.
+  void Remove(Session* session);
+  // Session::Status of every live session, in the order they connected.
+  std::vector<ipc::ClientStatus> Report();
+
+ private:
+  std::mutex mutex_;
+  std::vector<Session*> sessions_;
+};
+
+}  // namespace tally::server

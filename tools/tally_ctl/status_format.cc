@@ -1,0 +1,123 @@
+// Formatting of the server's status report.
+#include "tools/tally_ctl/status_format.h"
+
+#include <cstdint>
+
+#include "fmt/format.h"
+
+namespace tally::tools {
+namespace {
+
+std::string_view BackendName(uint32_t backend) {
+  switch (static_cast<ipc::Backend>(backend)) {
+    case ipc::Backend::kEmulator:
+      return "emulator";
+    case ipc::Backend::kNvidiaDriver:
+      return "nvidia-driver";
+  }
+  return "unknown";
+}
+
+std::string Mebibytes(uint64_t bytes) {
+  return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+}
+
+// The length of the UTF-8 sequence starting at text[i], or 0 when it is not well formed
+// (overlong forms, surrogates and code points past U+10FFFF included; RFC 3629).
+size_t Utf8Length(std::string_view text, size_t i) {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
+  const unsigned char lead = byte(i);
+  size_t length = 0;
+  uint32_t code = 0;
+  if (lead >= 0xc2 && lead <= 0xdf) {
+    length = 2;
+    code = lead & 0x1f;
+  } else if (lead >= 0xe0 && lead <= 0xef) {
+    length = 3;
+    code = lead & 0x0f;
+  } else if (lead >= 0xf0 && lead <= 0xf4) {
+    length = 4;
+    code = lead & 0x07;
+  } else {
+    return 0;
+  }
+  if (i + length > text.size()) return 0;
+  for (size_t k = 1; k < length; ++k) {
+    if ((byte(i + k) & 0xc0) != 0x80) return 0;
+    code = (code << 6) | (byte(i + k) & 0x3f);
+  }
+  const bool overlong = (length == 3 && code < 0x800) || (length == 4 && code < 0x10000);
+  const bool surrogate = code >= 0xd800 && code <= 0xdfff;
+  if (overlong || surrogate || code > 0x10ffff) return 0;
+  return length;
+}
+
+}  // namespace
+
+std::string JsonString(std::string_view text) {
+  std::string out = "\"";
+  for (size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x80) {
+      const size_t length = Utf8Length(text, i);
+      out += length == 0 ? std::string_view("\\ufffd") : text.substr(i, length);
+      i += length == 0 ? 1 : length;
+      continue;
+    }
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20 || c == 0x7f) {
+      out += fmt::format("\\u{:04x}", c);
+    } else {
+      out += static_cast<char>(c);
+    }
+    ++i;
+  }
+  return out + "\"";
+}
+
+std::string FormatStatusText(const ipc::StatusReport& report, const std::string& socket) {
+  const ipc::StatusReply& server = report.server;
+  std::string out = fmt::format("tally-server pid {} on {}\n", server.server_pid, socket);
+  out += fmt::format("device:  {} ({} total, {} free)\n", server.device_name,
+                     Mebibytes(server.total_memory), Mebibytes(server.free_memory));
+  out += fmt::format("backend: {} ({})\n", BackendName(server.backend),
+                     server.backend_description);
+  out += fmt::format("clients: {}\n", report.clients.size());
+  if (report.clients.empty()) return out;
+  out += fmt::format("  {:>4} {:>8} {:>8} {:>12} {:>7}  {}\n", "ID", "PID", "PRIORITY", "MEMORY",
+                     "QUEUED", "COMMAND");
+  for (const ipc::ClientStatus& client : report.clients) {
+    out += fmt::format("  {:>4} {:>8} {:>8} {:>12} {:>7}  {}\n", client.client_id, client.pid,
+                       client.priority, Mebibytes(client.memory_bytes), client.queued_commands,
+                       client.command);
+  }
+  return out;
+}
+
+std::string FormatStatusJson(const ipc::StatusReport& report, const std::string& socket) {
+  const ipc::StatusReply& server = report.server;
+  std::string out = "{\n";
+  out += fmt::format("  \"socket\": {},\n", JsonString(socket));
+  out += fmt::format("  \"server_pid\": {},\n", server.server_pid);
+  out += fmt::format(
+      "  \"device\": {{\"name\": {}, \"total_memory_bytes\": {}, \"free_memory_bytes\": {}}},\n",
+      JsonString(server.device_name), server.total_memory, server.free_memory);
+  out += fmt::format("  \"backend\": {{\"kind\": {}, \"description\": {}}},\n",
+                     JsonString(BackendName(server.backend)),
+                     JsonString(server.backend_description));
+  out += "  \"clients\": [";
+  for (size_t i = 0; i < report.clients.size(); ++i) {
+    const ipc::ClientStatus& client = report.clients[i];
+    out += fmt::format(
+        "{}\n    {{\"id\": {}, \"pid\": {}, \"command\": {}, \"priority\": {}, "
+        "\"memory_bytes\": {}, \"allocations\": {}, \"queued_commands\": {}}}",
+        i == 0 ? "" : ",", client.client_id, client.pid, JsonString(client.command),
+        client.priority, client.memory_bytes, client.allocations, client.queued_commands);
+  }
+  out += report.clients.empty() ? "]\n}\n" : "\n  ]\n}\n";
+  return out;
+}
+
+}  // namespace tally::tools

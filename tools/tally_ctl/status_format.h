@@ -1,0 +1,18 @@
+// tally-ctl status's two outputs: a table for people and JSON with stable keys for scripts.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "ipc/control.h"
+
+namespace tally::tools {
+
+std::string FormatStatusText(const ipc::StatusReport& report, const std::string& socket);
+std::string FormatStatusJson(const ipc::StatusReport& report, const std::string& socket);
+
+// `text` as a JSON string literal (with the quotes). Bytes that are not UTF-8 become U+FFFD, so
+// the output is valid JSON whatever a command line holds.
+std::string JsonString(std::string_view text);
+
+}  // namespace tally::tools

@@ -1,0 +1,74 @@
+// tally-ctl's formatting: JSON string escaping (also of bytes that are not UTF-8) and both
+// outputs of a report with and without clients.
+#include "tools/tally_ctl/status_format.h"
+
+#include <catch2/catch.hpp>
+#include <string>
+
+namespace tally::tools {
+namespace {
+
+ipc::StatusReport Report(bool with_client) {
+  ipc::StatusReport report{};
+  report.server.server_pid = 42;
+  report.server.backend = static_cast<uint32_t>(ipc::Backend::kEmulator);
+  report.server.total_memory = uint64_t{4} << 30;
+  report.server.free_memory = uint64_t{3} << 30;
+  ipc::CopyText("Tally \"Emulated\" GPU", report.server.device_name,
+                sizeof(report.server.device_name));
+  ipc::CopyText("emulator (--emulate)", report.server.backend_description,
+                sizeof(report.server.backend_description));
+  if (with_client) {
+    ipc::ClientStatus client{};
+    client.client_id = 7;
+    client.pid = 1234;
+    client.priority = -1;
+    client.memory_bytes = 256 << 20;
+    client.allocations = 2;
+    client.queued_commands = 3;
+    ipc::CopyText("./app --name=a\\b", client.command, sizeof(client.command));
+    report.clients.push_back(client);
+  }
+  return report;
+}
+
+TEST_CASE("JSON strings escape quotes, backslashes, control characters and bad UTF-8") {
+  CHECK(JsonString("plain") == "\"plain\"");
+  CHECK(JsonString("a\"b\\c") == "\"a\\\"b\\\\c\"");
+  CHECK(JsonString(std::string("x\n\t\x01", 4)) == "\"x\\u000a\\u0009\\u0001\"");
+  CHECK(JsonString("caf\xc3\xa9") == "\"caf\xc3\xa9\"");   // valid UTF-8 stays
+  CHECK(JsonString("\xff") == "\"\\ufffd\"");             // never a valid byte
+  CHECK(JsonString("\xc3") == "\"\\ufffd\"");             // truncated sequence
+  CHECK(JsonString("\xc0\xaf") == "\"\\ufffd\\ufffd\"");  // overlong '/'
+  CHECK(JsonString("\xed\xa0\x80") == "\"\\ufffd\\ufffd\\ufffd\"");  // a surrogate
+}
+
+TEST_CASE("status as JSON has every key, with and without clients") {
+  const std::string empty = FormatStatusJson(Report(false), "/tmp/s.sock");
+  CHECK(empty ==
+        "{\n"
+        "  \"socket\": \"/tmp/s.sock\",\n"
+        "  \"server_pid\": 42,\n"
+        "  \"device\": {\"name\": \"Tally \\\"Emulated\\\" GPU\", \"total_memory_bytes\": "
+        "4294967296, \"free_memory_bytes\": 3221225472},\n"
+        "  \"backend\": {\"kind\": \"emulator\", \"description\": \"emulator (--emulate)\"},\n"
+        "  \"clients\": []\n"
+        "}\n");
+  const std::string one = FormatStatusJson(Report(true), "/tmp/s.sock");
+  CHECK(one.find("\"clients\": [\n    {\"id\": 7, \"pid\": 1234, \"command\": "
+                 "\"./app --name=a\\\\b\", \"priority\": -1, \"memory_bytes\": 268435456, "
+                 "\"allocations\": 2, \"queued_commands\": 3}\n  ]\n}\n") != std::string::npos);
+}
+
+TEST_CASE("status as text lists the clients") {
+  const std::string text = FormatStatusText(Report(true), "/tmp/s.sock");
+  CHECK(text.find("tally-server pid 42 on /tmp/s.sock") != std::string::npos);
+  CHECK(text.find("backend: emulator (emulator (--emulate))") != std::string::npos);
+  CHECK(text.find("clients: 1") != std::string::npos);
+  CHECK(text.find("256.0 MiB") != std::string::npos);
+  CHECK(text.find("./app --name=a\\b") != std::string::npos);
+  CHECK(FormatStatusText(Report(false), "/s").find("clients: 0\n") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace tally::tools
