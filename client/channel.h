@@ -49,6 +49,10 @@ class Channel {
   template <typename Request>
   absl::Status Post(const Request& request, std::span<const std::byte> tail = {});
 
+  // Starts (once) the thread that runs host functions when the server asks for them
+  // (host_callbacks.cc).
+  absl::Status EnableHostCallbacks();
+
   ipc::BulkAllocator& bulk() { return connection_.bulk(); }
   const ipc::GetDeviceInfoResponse& device() const { return device_; }
   // The host region (page-locked memory, same address in the server), or why it is unusable.
@@ -78,6 +82,11 @@ class Channel {
   size_t host_region_size_ = 0;  // 0 when this process could not map the region
   pid_t pid_ = getpid();
   uint64_t next_sequence_ = 1;  // under post_mutex_
+
+  // The callback thread's loop: runs what the callback ring asks, answers HostCallbackDone.
+  void ServeHostCallbacks();
+  std::once_flag host_callbacks_started_;
+  absl::Status host_callbacks_status_;
 
   std::mutex receive_mutex_;
   std::condition_variable received_;  // a response was handed over, or the receiver left

@@ -41,6 +41,7 @@ class ServerConnection {
   const ClientInfo& client() const { return client_; }
   RingConsumer& requests() { return requests_; }
   RingProducer& responses() { return responses_; }
+  RingProducer& callbacks() { return callbacks_; }
   const BulkArea& bulk() const { return bulk_; }
   // The client's page-locked memory, at the same address in both processes.
   absl::StatusOr<std::span<std::byte>> host_region() const { return segment_.host_region(); }
@@ -59,6 +60,7 @@ class ServerConnection {
   Segment segment_;
   RingConsumer requests_;
   RingProducer responses_;
+  RingProducer callbacks_;
   BulkArea bulk_;
   ClientInfo client_;
 };
@@ -123,6 +125,7 @@ class ClientConnection {
   uint64_t client_id() const { return client_id_; }
   RingProducer& requests() { return requests_; }
   RingConsumer& responses() { return responses_; }
+  RingConsumer& callbacks() { return callbacks_; }
   BulkAllocator& bulk() { return *bulk_allocator_; }
   const BulkArea& bulk_area() const { return bulk_area_; }
   // Page-locked memory at the address the server chose (an error when it is taken here).
@@ -141,6 +144,7 @@ class ClientConnection {
   Segment segment_;
   RingProducer requests_;
   RingConsumer responses_;
+  RingConsumer callbacks_;
   BulkArea bulk_area_;
   std::unique_ptr<BulkAllocator> bulk_allocator_;
   uint64_t client_id_;

@@ -12,7 +12,7 @@
 namespace tally::ipc {
 
 // The schema number exchanged in the handshake (Hello::schema_version).
-inline constexpr uint32_t kCudaCallsSchemaVersion = 6;
+inline constexpr uint32_t kCudaCallsSchemaVersion = 7;
 
 enum class CallMode { kSync, kWait, kAsync };
 
@@ -386,6 +386,37 @@ struct Memset3DRequest {
   CopyExtent extent;
   uint64_t stream;
 };
+
+// Host functions. The function, its data and the application's stream value are the client's,
+// echoed back to it in RunHostCallback; the server only keeps the order.
+enum class HostCallbackKind : uint32_t {
+  kHostFunc = 0,        // cudaHostFn_t(data)
+  kStreamCallback = 1,  // cudaStreamCallback_t(stream, status, data)
+};
+struct LaunchHostFuncRequest {
+  TALLY_INTERNAL_REQUEST(LaunchHostFunc);
+  uint32_t kind;  // HostCallbackKind
+  uint64_t stream;
+  uint64_t app_stream;  // the cudaStream_t the application passed
+  uint64_t function;
+  uint64_t data;
+};
+// Server -> client on the callback ring: run this now (the stream waits for HostCallbackDone).
+struct RunHostCallback {
+  static constexpr uint32_t kType = 102;
+  uint32_t kind;   // HostCallbackKind
+  int32_t status;  // for kStreamCallback: the stream's CUresult
+  uint64_t app_stream;
+  uint64_t function;
+  uint64_t data;
+  uint64_t gate;  // named in HostCallbackDone
+};
+struct HostCallbackDoneRequest {
+  TALLY_INTERNAL_REQUEST(HostCallbackDone);
+  uint32_t reserved;
+  uint64_t gate;
+};
+static_assert(WireMessage<RunHostCallback>);
 
 #undef TALLY_INTERNAL_REQUEST
 #undef TALLY_INTERNAL_RESPONSE

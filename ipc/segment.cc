@@ -102,6 +102,7 @@ absl::StatusOr<std::byte*> MapShared(int fd, uint64_t size) {
 absl::StatusOr<SegmentLayout> ComputeLayout(const SegmentConfig& config) {
   TALLY_RETURN_IF_ERROR(CheckRingCapacity("request", config.request_ring_capacity));
   TALLY_RETURN_IF_ERROR(CheckRingCapacity("response", config.response_ring_capacity));
+  TALLY_RETURN_IF_ERROR(CheckRingCapacity("callback", config.callback_ring_capacity));
   if (config.bulk_size == 0 || config.bulk_size > kMaxBulkSize) {
     return absl::InvalidArgumentError(
         absl::StrFormat("bulk area size %d is not in [1, %d]", config.bulk_size, kMaxBulkSize));
@@ -112,8 +113,11 @@ absl::StatusOr<SegmentLayout> ComputeLayout(const SegmentConfig& config) {
   layout.response_ring_offset =
       RoundUp(layout.request_ring_offset + RingRegionSize(config.request_ring_capacity), kPage);
   layout.response_ring_capacity = config.response_ring_capacity;
-  layout.bulk_offset =
+  layout.callback_ring_offset =
       RoundUp(layout.response_ring_offset + RingRegionSize(config.response_ring_capacity), kPage);
+  layout.callback_ring_capacity = config.callback_ring_capacity;
+  layout.bulk_offset =
+      RoundUp(layout.callback_ring_offset + RingRegionSize(config.callback_ring_capacity), kPage);
   layout.bulk_size = RoundUp(config.bulk_size, kPage);
   if (config.host_region_size > kMaxHostRegionSize) {
     return absl::InvalidArgumentError(absl::StrFormat("host region size %d is above %d",
@@ -128,19 +132,23 @@ absl::StatusOr<SegmentLayout> ComputeLayout(const SegmentConfig& config) {
 absl::Status ValidateLayout(const SegmentLayout& l) {
   TALLY_RETURN_IF_ERROR(CheckRingCapacity("request", l.request_ring_capacity));
   TALLY_RETURN_IF_ERROR(CheckRingCapacity("response", l.response_ring_capacity));
+  TALLY_RETURN_IF_ERROR(CheckRingCapacity("callback", l.callback_ring_capacity));
   const bool sizes_bounded =
       l.segment_size <= kMaxSegmentSize && l.bulk_size <= kMaxBulkSize &&
       l.request_ring_offset <= kMaxSegmentSize && l.response_ring_offset <= kMaxSegmentSize &&
-      l.bulk_offset <= kMaxSegmentSize && l.host_region_offset <= kMaxSegmentSize &&
-      l.host_region_size <= kMaxHostRegionSize;
+      l.callback_ring_offset <= kMaxSegmentSize && l.bulk_offset <= kMaxSegmentSize &&
+      l.host_region_offset <= kMaxSegmentSize && l.host_region_size <= kMaxHostRegionSize;
   const bool aligned = l.request_ring_offset % kRegionAlign == 0 &&
                        l.response_ring_offset % kRegionAlign == 0 &&
+                       l.callback_ring_offset % kRegionAlign == 0 &&
                        l.bulk_offset % kRegionAlign == 0 && l.host_region_offset % kPage == 0 &&
                        l.host_region_size % kPage == 0 && l.host_region_address % kPage == 0;
   const bool ordered =
       sizes_bounded && l.request_ring_offset >= sizeof(SegmentHeader) &&
       l.request_ring_offset + RingRegionSize(l.request_ring_capacity) <= l.response_ring_offset &&
-      l.response_ring_offset + RingRegionSize(l.response_ring_capacity) <= l.bulk_offset &&
+      l.response_ring_offset + RingRegionSize(l.response_ring_capacity) <=
+          l.callback_ring_offset &&
+      l.callback_ring_offset + RingRegionSize(l.callback_ring_capacity) <= l.bulk_offset &&
       l.bulk_offset + l.bulk_size <= l.host_region_offset &&
       l.host_region_offset + l.host_region_size == l.segment_size;
   // Only inside the range servers use: never over the null page or the client's usual mappings.
@@ -151,10 +159,11 @@ absl::Status ValidateLayout(const SegmentLayout& l) {
   if (!aligned || !ordered || !placed) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "malformed segment layout: size %d, request ring at %d (%d bytes), response ring at %d "
-        "(%d bytes), bulk area at %d (%d bytes), host region at %d (%d bytes, address 0x%x)",
+        "(%d bytes), callback ring at %d (%d bytes), bulk area at %d (%d bytes), host region at "
+        "%d (%d bytes, address 0x%x)",
         l.segment_size, l.request_ring_offset, l.request_ring_capacity, l.response_ring_offset,
-        l.response_ring_capacity, l.bulk_offset, l.bulk_size, l.host_region_offset,
-        l.host_region_size, l.host_region_address));
+        l.response_ring_capacity, l.callback_ring_offset, l.callback_ring_capacity, l.bulk_offset,
+        l.bulk_size, l.host_region_offset, l.host_region_size, l.host_region_address));
   }
   return absl::OkStatus();
 }
@@ -200,6 +209,7 @@ absl::StatusOr<Segment> Segment::Create(const SegmentConfig& config) {
   std::memcpy(segment.base_, &header, sizeof(header));
   InitRing(segment.base_ + layout.request_ring_offset);
   InitRing(segment.base_ + layout.response_ring_offset);
+  InitRing(segment.base_ + layout.callback_ring_offset);
   return segment;
 }
 

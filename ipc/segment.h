@@ -1,9 +1,11 @@
 // The per-client shared segment: a memfd the server creates and passes to the client, laid out
 // as a header, the request ring (client -> server), the response ring (server -> client), the
-// bulk-data area and the host region. Offsets only, never pointers: each process maps the first
-// four at its own address. The host region (the client's page-locked, mapped and managed memory)
-// is the exception: both map it at the same address, which the server chooses, so that one
-// pointer value serves the application, the server and kernels.
+// callback ring (server -> client: requests the client answers, such as running a host
+// function, read by a thread of its own), the bulk-data area and the host region. Offsets only,
+// never pointers: each process maps the first five at its own address. The host region (the
+// client's page-locked, mapped and managed memory) is the exception: both map it at the same
+// address, which the server chooses, so that one pointer value serves the application, the
+// server and kernels.
 #pragma once
 
 #include <cstddef>
@@ -21,6 +23,7 @@ namespace tally::ipc {
 struct SegmentConfig {
   uint64_t request_ring_capacity = uint64_t{1} << 20;
   uint64_t response_ring_capacity = uint64_t{256} << 10;
+  uint64_t callback_ring_capacity = uint64_t{64} << 10;
   uint64_t bulk_size = uint64_t{64} << 20;
   // Address space only: pages exist once the client touches them.
   uint64_t host_region_size = uint64_t{8} << 30;
@@ -40,6 +43,8 @@ struct SegmentLayout {
   uint64_t request_ring_capacity;
   uint64_t response_ring_offset;
   uint64_t response_ring_capacity;
+  uint64_t callback_ring_offset;
+  uint64_t callback_ring_capacity;
   uint64_t bulk_offset;
   uint64_t bulk_size;
   uint64_t host_region_offset;  // the rest of the segment; may be empty
@@ -61,7 +66,8 @@ struct SegmentHeader {
 static_assert(std::is_trivially_copyable_v<SegmentHeader> &&
               std::is_standard_layout_v<SegmentHeader>);
 
-// Page-aligned regions in the order header, request ring, response ring, bulk area, host region.
+// Page-aligned regions in the order header, request ring, response ring, callback ring, bulk
+// area, host region.
 // InvalidArgument for ring capacities that are not powers of two of at least kMinRingCapacity.
 absl::StatusOr<SegmentLayout> ComputeLayout(const SegmentConfig& config);
 
@@ -92,6 +98,7 @@ class Segment {
   std::byte* base() const { return base_; }
   std::byte* request_ring() const { return base_ + layout_.request_ring_offset; }
   std::byte* response_ring() const { return base_ + layout_.response_ring_offset; }
+  std::byte* callback_ring() const { return base_ + layout_.callback_ring_offset; }
   std::span<std::byte> bulk() const { return {base_ + layout_.bulk_offset, layout_.bulk_size}; }
   // The host region at layout().host_region_address, or why this process could not map it.
   absl::StatusOr<std::span<std::byte>> host_region() const;

@@ -226,6 +226,7 @@ void Server::Serve(ipc::ServerConnection connection, std::atomic<bool>& done) {
     absl::StatusOr<std::unique_ptr<Session>> session =
         Session::Create(context_, client, connection.bulk(),
                         connection.host_region().value_or(std::span<std::byte>{}));
+    if (session.ok()) (*session)->host_callbacks().Attach(&connection.callbacks(), wait);
     status = session.ok() ? ServeRequests(**session, connection, wait, responses)
                           : session.status();
   }  // the session's destructor has freed what the client owned

@@ -39,8 +39,10 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(ServerContext& server,
 }
 
 Session::~Session() {
-  // Waits blocked on the client's queue end once it is discarded; waits on the device end when
-  // the work issued so far completes. Only then is anything freed.
+  // Host functions stop waiting for the client, waits blocked on the client's queue end once it
+  // is discarded, waits on the device end when the work issued so far completes. Only then is
+  // anything freed.
+  host_callbacks_->Close();
   server_.dispatcher.RemoveClient(*queue_);
   waiters_.reset();
   const DriverApi& api = this->api();

@@ -18,6 +18,7 @@
 #include "server/backend/backend.h"
 #include "server/dispatcher.h"
 #include "server/handle_table.h"
+#include "server/host_callbacks.h"
 #include "server/kernel_launcher.h"
 #include "server/module_registry.h"
 #include "server/waiter_pool.h"
@@ -138,6 +139,8 @@ class Session {
 
   // Where calls that may block wait (call_dispatch.h, kWait), off the session thread.
   WaiterPool& waiters() { return *waiters_; }
+  // The client's host functions (cudaLaunchHostFunc), run in the client in stream order.
+  HostCallbacks& host_callbacks() { return *host_callbacks_; }
   // What tally-ctl status reports; callable from any thread.
   ipc::ClientStatus Status();
 
@@ -162,6 +165,7 @@ class Session {
   absl::StatusOr<StreamRef*> FindEntry(uint64_t handle);
 
   std::unique_ptr<WaiterPool> waiters_;
+  std::shared_ptr<HostCallbacks> host_callbacks_ = std::make_shared<HostCallbacks>();
   StreamRef default_stream_;
   HandleTable<StreamRef> streams_{1, Tag(), "stream"};
   HandleTable<EventRef> events_{2, Tag(), "event"};

@@ -25,6 +25,22 @@ absl::Status CreateStream(cudaStream_t* stream, unsigned int flags, int priority
   return absl::OkStatus();
 }
 
+// Host functions run after the stream's preceding work and before its later work (CUDA Runtime
+// API, cudaLaunchHostFunc): the server keeps that order and calls back into the shim's callback
+// thread when the stream reaches the function (client/host_callbacks.cc). The call itself
+// returns at once; a bad stream surfaces at the next synchronising call.
+absl::Status LaunchHostCallback(cudaStream_t stream, ipc::HostCallbackKind kind, void* function,
+                                void* data) {
+  TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
+  TALLY_RETURN_IF_ERROR(channel->EnableHostCallbacks());
+  return channel->Post(ipc::LaunchHostFuncRequest{
+      .kind = static_cast<uint32_t>(kind),
+      .stream = StreamHandle(stream),
+      .app_stream = reinterpret_cast<uintptr_t>(stream),
+      .function = reinterpret_cast<uintptr_t>(function),
+      .data = reinterpret_cast<uintptr_t>(data)});
+}
+
 }  // namespace
 
 extern "C" {
@@ -81,18 +97,11 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
   });
 }
 
-// Host functions run after the stream's preceding work and before its later work (CUDA Runtime
-// API, cudaLaunchHostFunc). Until the server can call back into the client, the shim keeps that
-// order by waiting for the stream and running the function on the calling thread: correct
-// ordering, but the call blocks like a synchronisation.
 cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t function, void* data) {
   return Run(__func__, [&]() -> absl::Status {
     if (function == nullptr) return CudaError(cudaErrorInvalidValue, "null host function");
-    TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
-    TALLY_RETURN_IF_ERROR(
-        channel->Call(ipc::StreamSynchronizeRequest{.stream = StreamHandle(stream)}).status());
-    function(data);
-    return absl::OkStatus();
+    return LaunchHostCallback(stream, ipc::HostCallbackKind::kHostFunc,
+                              reinterpret_cast<void*>(function), data);
   });
 }
 
@@ -104,12 +113,8 @@ cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t call
     if (callback == nullptr || flags != 0) {
       return CudaError(cudaErrorInvalidValue, "null callback or nonzero flags");
     }
-    TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
-    const absl::Status synced =
-        channel->Call(ipc::StreamSynchronizeRequest{.stream = StreamHandle(stream)}).status();
-    if (tally::client::ToCudaError(synced) == cudaErrorInvalidResourceHandle) return synced;
-    callback(stream, tally::client::ToCudaError(synced), data);
-    return absl::OkStatus();
+    return LaunchHostCallback(stream, ipc::HostCallbackKind::kStreamCallback,
+                              reinterpret_cast<void*>(callback), data);
   });
 }
 
