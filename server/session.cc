@@ -192,12 +192,7 @@ absl::Status Session::AddHostBlock(uint64_t address, uint64_t size) {
 }
 
 absl::Status Session::RemoveHostBlock(uint64_t address) {
-  Flush();
-  const CUresult synced = SynchronizeStreams();
-  TALLY_RETURN_IF_ERROR(host_blocks_.Remove(address).status());
-  TALLY_RETURN_IF_ERROR(
-      CheckCu(api().cuMemHostUnregister(reinterpret_cast<void*>(address)), "cuMemHostUnregister"));
-  return CheckCu(synced, "cuStreamSynchronize");
+  return host_blocks_.Remove(address).status();
 }
 
 absl::Status Session::TakeDeferredError() {

@@ -113,7 +113,8 @@ class Session {
   // Registers [address, address + size) of the host region with the device (cudaMallocHost and
   // friends): page-aligned, inside the region, overlapping no other host block.
   absl::Status AddHostBlock(uint64_t address, uint64_t size);
-  // After the client's work has finished, unregisters the host block starting at `address`.
+  // Takes the host block starting at `address` out of the client's table; the caller unregisters
+  // it once the client's work has finished (handlers/host_memory.cc).
   absl::Status RemoveHostBlock(uint64_t address);
   // CUDA_ERROR_INVALID_VALUE unless [address, address + size) lies in one host block.
   absl::Status CheckHostRange(uint64_t address, uint64_t size) const {

@@ -9,6 +9,7 @@
 #include "common/status.h"
 #include "server/cuda_result.h"
 #include "server/handlers/handlers.h"
+#include "server/handlers/waiting.h"
 
 namespace tally::server {
 namespace {
@@ -133,8 +134,9 @@ absl::Status Handle(Session& session, const ipc::Decoded<ipc::Memcpy3DRequest>& 
   return absl::OkStatus();
 }
 
-// The bulk block is only valid until the response: the copy is issued and waited for.
-absl::StatusOr<Reply<ipc::Memcpy3DStagedResponse>> Handle(
+// The bulk block is only valid until the response: the copy is issued and waited for (on a
+// waiter thread).
+absl::StatusOr<Deferred<ipc::Memcpy3DStagedResponse>> Handle(
     Session& session, const ipc::Decoded<ipc::Memcpy3DStagedRequest>& request) {
   const ipc::BoxCopy& copy = request.fields.copy;
   const auto bulk = static_cast<uint32_t>(ipc::MemorySpace::kBulk);
@@ -142,16 +144,14 @@ absl::StatusOr<Reply<ipc::Memcpy3DStagedResponse>> Handle(
     return ClientError(CUDA_ERROR_INVALID_VALUE, "a staged copy has exactly one bulk side");
   }
   TALLY_ASSIGN_OR_RETURN(const ResolvedCopy resolved, ResolveCopy(session, copy));
-  if (resolved.empty) return Reply<ipc::Memcpy3DStagedResponse>{};
-  const DriverApi* api = &session.api();
-  session.Enqueue([api, resolved, extent = copy.extent] {
-    return CopyBox(*api, resolved.dst, resolved.src, extent, resolved.stream);
-  });
-  session.Flush();
-  const CUresult synced = api->cuStreamSynchronize(resolved.stream);
-  TALLY_RETURN_IF_ERROR(session.TakeDeferredError());
-  TALLY_RETURN_IF_ERROR(CheckCu(synced, "cuStreamSynchronize"));
-  return Reply<ipc::Memcpy3DStagedResponse>{};
+  TALLY_ASSIGN_OR_RETURN(StreamRef held, session.HoldStream(copy.stream));
+  if (!resolved.empty) {
+    const DriverApi* api = &session.api();
+    session.Enqueue([api, resolved, extent = copy.extent] {
+      return CopyBox(*api, resolved.dst, resolved.src, extent, resolved.stream);
+    });
+  }
+  return AfterStreams<ipc::Memcpy3DStagedResponse>(session, {std::move(held)});
 }
 
 // Row by row unless the box is one dense range (the backend has 1-D memsets only).
