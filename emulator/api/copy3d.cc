@@ -2,7 +2,6 @@
 // and array memory. A 2-D copy is a 3-D copy of depth 1. Every endpoint is resolved and its whole
 // touched range checked at the call; rows are then copied in stream order.
 #include <cuda.h>
-
 #include <fmt/format.h>
 
 #include <cstring>
@@ -49,9 +48,9 @@ absl::StatusOr<PitchedRegion> ResolveEndpoint(Driver& driver, const EndpointDesc
                        fmt::format("unknown {} memory type {}", side, static_cast<int>(e.type)));
   }
   if (e.pitch < extent.width_bytes || e.pitch > kMaxPitch) {
-    return CudaError(CUDA_ERROR_INVALID_VALUE,
-                     fmt::format("{} pitch {} is below the width or above the limit", side,
-                                 e.pitch));
+    return CudaError(
+        CUDA_ERROR_INVALID_VALUE,
+        fmt::format("{} pitch {} is below the width or above the limit", side, e.pitch));
   }
   if (extent.depth > 1 && e.height < extent.height) {
     return CudaError(CUDA_ERROR_INVALID_VALUE,
@@ -90,7 +89,8 @@ absl::Status Copy3D(Driver& driver, const CUDA_MEMCPY3D* copy, CUstream stream, 
   if (extent.width_bytes == 0 || extent.height == 0 || extent.depth == 0) {
     return absl::OkStatus();
   }
-  TALLY_ASSIGN_OR_RETURN(PitchedRegion src, ResolveEndpoint(driver, Source(*copy), extent, "source"));
+  TALLY_ASSIGN_OR_RETURN(PitchedRegion src,
+                         ResolveEndpoint(driver, Source(*copy), extent, "source"));
   TALLY_ASSIGN_OR_RETURN(PitchedRegion dst,
                          ResolveEndpoint(driver, Destination(*copy), extent, "destination"));
   return Submit(

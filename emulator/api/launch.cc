@@ -3,11 +3,10 @@
 // the call (as CUDA does); the grid then runs in stream order on the virtual SMs, and a fault
 // becomes the context's sticky error.
 #include <cuda.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cstring>
-
-#include <fmt/format.h>
 
 #include "common/log.h"
 #include "emulator/internal/entry.h"
@@ -102,9 +101,9 @@ absl::StatusOr<uint64_t> NewGridWorkspace(Driver& driver, const Context& context
   struct GridWorkspace {
     uint32_t size, barrier;
   };
-  TALLY_ASSIGN_OR_RETURN(uint64_t address, driver.memory().Allocate(sizeof(GridWorkspace),
-                                                                     AllocationKind::kDevice,
-                                                                     context.id()));
+  TALLY_ASSIGN_OR_RETURN(
+      uint64_t address,
+      driver.memory().Allocate(sizeof(GridWorkspace), AllocationKind::kDevice, context.id()));
   *reinterpret_cast<GridWorkspace*>(address) = {sizeof(GridWorkspace), 0};
   return address;
 }
@@ -146,6 +145,7 @@ absl::Status Launch(Driver& driver, const LaunchRequest& request) {
   setup->dynamic_shared_bytes = request.dynamic_shared;
   setup->sm_count = static_cast<uint32_t>(driver.config().sm_count);
   setup->cooperative = request.cooperative;
+  setup->textures = &driver.textures();
   if (request.cooperative) {
     TALLY_ASSIGN_OR_RETURN(setup->grid_workspace, NewGridWorkspace(driver, *target.context));
   }
@@ -170,8 +170,9 @@ absl::Status Launch(Driver& driver, const LaunchRequest& request) {
     }
     // The context's memory is released only after its queued work ran, so this is still ours.
     if (setup->grid_workspace != 0) {
-      memory->Release(setup->grid_workspace, KindBit(AllocationKind::kDevice),
-                      CUDA_ERROR_INVALID_VALUE)
+      memory
+          ->Release(setup->grid_workspace, KindBit(AllocationKind::kDevice),
+                    CUDA_ERROR_INVALID_VALUE)
           .IgnoreError();
     }
   });
@@ -213,12 +214,12 @@ absl::Status ApplyAttributes(const CUlaunchConfig& config, LaunchRequest& reques
                          "device-updatable kernel nodes exist only in stream capture");
       case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT:
       case CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT:
-        return CudaError(CUDA_ERROR_NOT_SUPPORTED,
-                         fmt::format("launch attribute {} is not supported",
-                                     static_cast<int>(attribute.id)));
+        return CudaError(
+            CUDA_ERROR_NOT_SUPPORTED,
+            fmt::format("launch attribute {} is not supported", static_cast<int>(attribute.id)));
       default:
-        return CudaError(CUDA_ERROR_INVALID_VALUE,
-                         fmt::format("unknown launch attribute {}", static_cast<int>(attribute.id)));
+        return CudaError(CUDA_ERROR_INVALID_VALUE, fmt::format("unknown launch attribute {}",
+                                                               static_cast<int>(attribute.id)));
     }
   }
   return absl::OkStatus();
@@ -237,8 +238,14 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDi
                         unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
                         void** kernelParams, void** extra) {
   return Run([&](Driver& driver) {
-    return Launch(driver, {f, {gridDimX, gridDimY, gridDimZ}, {blockDimX, blockDimY, blockDimZ},
-                           sharedMemBytes, hStream, kernelParams, extra, false});
+    return Launch(driver, {f,
+                           {gridDimX, gridDimY, gridDimZ},
+                           {blockDimX, blockDimY, blockDimZ},
+                           sharedMemBytes,
+                           hStream,
+                           kernelParams,
+                           extra,
+                           false});
   });
 }
 
@@ -248,8 +255,14 @@ CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX, unsigned
                                    unsigned int sharedMemBytes, CUstream hStream,
                                    void** kernelParams) {
   return Run([&](Driver& driver) {
-    return Launch(driver, {f, {gridDimX, gridDimY, gridDimZ}, {blockDimX, blockDimY, blockDimZ},
-                           sharedMemBytes, hStream, kernelParams, nullptr, true});
+    return Launch(driver, {f,
+                           {gridDimX, gridDimY, gridDimZ},
+                           {blockDimX, blockDimY, blockDimZ},
+                           sharedMemBytes,
+                           hStream,
+                           kernelParams,
+                           nullptr,
+                           true});
   });
 }
 

@@ -1,7 +1,6 @@
 // Exports cuCtxSetLimit and cuCtxGetLimit for the current context (internal/limits.h lists the
 // supported limits). Values above a limit's maximum are clamped, as the driver may do.
 #include <cuda.h>
-
 #include <fmt/format.h>
 
 #include <algorithm>

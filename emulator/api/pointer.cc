@@ -54,9 +54,8 @@ size_t AttributeSize(CUpointer_attribute attribute) {
 absl::Status GetAttribute(Driver& driver, void* data, CUpointer_attribute attribute,
                           CUdeviceptr pointer) {
   if (AttributeSize(attribute) == 0) {
-    return CudaError(CUDA_ERROR_INVALID_VALUE,
-                     fmt::format("pointer attribute {} is not supported",
-                                 static_cast<int>(attribute)));
+    return CudaError(CUDA_ERROR_INVALID_VALUE, fmt::format("pointer attribute {} is not supported",
+                                                           static_cast<int>(attribute)));
   }
   std::optional<Allocation> allocation = driver.memory().Find(pointer);
   if (!allocation) {
@@ -72,8 +71,8 @@ absl::Status GetAttribute(Driver& driver, void* data, CUpointer_attribute attrib
       return Store(data, context->handle());
     }
     case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
-      return Store(data, static_cast<unsigned>(host_side ? CU_MEMORYTYPE_HOST
-                                                         : CU_MEMORYTYPE_DEVICE));
+      return Store(data,
+                   static_cast<unsigned>(host_side ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE));
     case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
       TALLY_RETURN_IF_ERROR(driver.CurrentContext().status());
       return Store(data, pointer);

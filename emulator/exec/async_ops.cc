@@ -27,8 +27,7 @@ struct MbarrierState {
   static MbarrierState Decode(uint64_t word) {
     int64_t tx = static_cast<int64_t>((word >> kTxShift) & kTxMask);
     if (tx & (int64_t{1} << 21)) tx -= int64_t{1} << 22;
-    return {word & kCountMask, (word >> kExpectedShift) & kCountMask, tx,
-            (word & kPhaseBit) != 0};
+    return {word & kCountMask, (word >> kExpectedShift) & kCountMask, tx, (word & kPhaseBit) != 0};
   }
   uint64_t Encode() const {
     return (pending & kCountMask) | (expected & kCountMask) << kExpectedShift |
@@ -55,15 +54,15 @@ bool Block::ExecuteAsync(const Inst& in, Warp& warp, uint32_t mask, uint32_t pc)
       if (!ok) return;
       uint32_t src_bytes = bytes;
       if (in.src[1] != kNoSlot) src_bytes = std::min<uint64_t>(TALLY_R(in.src[1])[l], bytes);
-      if (in.src[2] != kNoSlot && ((TALLY_R(in.src[2])[l] != 0) != ((in.flags & kFlagNegateSrcB) != 0))) {
+      if (in.src[2] != kNoSlot &&
+          ((TALLY_R(in.src[2])[l] != 0) != ((in.flags & kFlagNegateSrcB) != 0))) {
         src_bytes = 0;  // ignore-src: the destination is filled with zeros
       }
       uint64_t dst_address = base[l] + in.offset, src_address = value[l] + src_offset[l];
       uint8_t* dst = Translate(Space::kShared, dst_address, bytes, warp, l, pc, true);
       const uint8_t* src =
-          src_bytes == 0
-              ? dst
-              : Translate(Space::kGlobal, src_address, src_bytes, warp, l, pc, false);
+          src_bytes == 0 ? dst
+                         : Translate(Space::kGlobal, src_address, src_bytes, warp, l, pc, false);
       if (dst == nullptr || src == nullptr) {
         ok = false;
         return;
@@ -94,8 +93,8 @@ bool Block::ExecuteAsync(const Inst& in, Warp& warp, uint32_t mask, uint32_t pc)
       ok = false;
       return;
     }
-    if (address % 8 != 0 || (in.space == Space::kGeneric &&
-                             address - kSharedWindow >= kWindowSize)) {
+    if (address % 8 != 0 ||
+        (in.space == Space::kGeneric && address - kSharedWindow >= kWindowSize)) {
       Fault(warp, l, pc, CUDA_ERROR_MISALIGNED_ADDRESS,
             "an mbarrier must be an 8-byte aligned object in shared memory");
       ok = false;

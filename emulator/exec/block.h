@@ -17,6 +17,7 @@
 #include "emulator/exec/program.h"
 #include "emulator/internal/device_heap.h"
 #include "emulator/internal/device_memory.h"
+#include "emulator/internal/texture.h"
 
 namespace tally::emu::exec {
 
@@ -37,7 +38,8 @@ struct LaunchSetup {
   bool cooperative = false;     // cuLaunchCooperativeKernel: all blocks are resident at once
   uint64_t grid_workspace = 0;  // device address of the grid_workspace (cooperative launches)
   DeviceHeap* heap = nullptr;   // device-side malloc/free (kernels that call them)
-  std::atomic<bool> abort{false};  // a block failed or the library unloads: stop early
+  const TextureTable* textures = nullptr;  // texture and surface objects
+  std::atomic<bool> abort{false};          // a block failed or the library unloads: stop early
 };
 
 struct Warp {
@@ -94,6 +96,8 @@ class Block {
   bool ExecuteMemory(const Inst& in, Warp& warp, uint32_t mask, uint32_t pc);
   // printf/assert for the lanes in `mask` (builtins.cc); false after a fault.
   bool ExecuteBuiltin(const Inst& in, Warp& warp, uint32_t mask, uint32_t pc);
+  // tex/suld/sust for the lanes in `mask` (texture_ops.cc); false after a fault.
+  bool ExecuteTexture(const Inst& in, Warp& warp, uint32_t mask, uint32_t pc);
   // cp.async and mbarrier for the lanes in `mask` (async_ops.cc); false after a fault.
   bool ExecuteAsync(const Inst& in, Warp& warp, uint32_t mask, uint32_t pc);
   // shfl/vote/activemask for the lanes in `mask`.

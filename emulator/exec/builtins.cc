@@ -1,6 +1,7 @@
 // The CUDA runtime's device functions that the driver implements: printf (vprintf), assert
-// (__assertfail) and the device heap (malloc/free). Strings and arguments are read through the same bounds-checked translation as
-// every other access, so a bad pointer passed to printf is a fault, not a host crash.
+// (__assertfail) and the device heap (malloc/free). Strings and arguments are read through the same
+// bounds-checked translation as every other access, so a bad pointer passed to printf is a fault,
+// not a host crash.
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -153,8 +154,8 @@ bool Block::ExecuteBuiltin(const Inst& in, Warp& warp, uint32_t mask, uint32_t p
           return;
         }
         Fault(warp, l, pc, CUDA_ERROR_ASSERT,
-              file + ":" + std::to_string(argument(2, l, 4)) + ": " + function +
-                  ": Assertion `" + message + "` failed");
+              file + ":" + std::to_string(argument(2, l, 4)) + ": " + function + ": Assertion `" +
+                  message + "` failed");
         ok = false;
         return;
       }

@@ -231,6 +231,8 @@ absl::StatusOr<Inst> Decoder::Decode() {
     status = CpAsync();
   } else if (op == "mbarrier") {
     status = Mbarrier();
+  } else if (op == "tex" || op == "suld" || op == "sust") {
+    status = Texture(op == "tex" ? Op::kTex : op == "suld" ? Op::kSuld : Op::kSust);
   } else if (op == "shfl") {
     status = Shfl();
   } else if (op == "vote") {

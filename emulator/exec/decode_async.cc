@@ -43,7 +43,8 @@ absl::Status Decoder::CpAsync() {
   inst_.op = Op::kCpAsync;
   const bool global_only = mods_.Take("cg");  // .cg caches in L2 only and copies 16 bytes
   if (!global_only && !mods_.Take("ca")) return Fail("cp.async needs .ca or .cg");
-  if (!mods_.Take("shared") && !mods_.Take("shared::cta")) return Fail("destination must be .shared");
+  if (!mods_.Take("shared") && !mods_.Take("shared::cta"))
+    return Fail("destination must be .shared");
   if (!mods_.Take("global")) return Fail("source must be .global");
   inst_.space = Space::kShared;
   // With .L2::cache_hint a 64-bit cache policy comes last: a hint.
@@ -79,10 +80,14 @@ absl::Status Decoder::CpAsync() {
 absl::Status Decoder::Mbarrier() {
   inst_.op = Op::kMbarrier;
   constexpr std::pair<std::string_view, MbarrierOp> kOps[] = {
-      {"init", MbarrierOp::kInit},           {"inval", MbarrierOp::kInval},
-      {"arrive", MbarrierOp::kArrive},       {"arrive_drop", MbarrierOp::kArriveDrop},
-      {"expect_tx", MbarrierOp::kExpectTx},  {"complete_tx", MbarrierOp::kCompleteTx},
-      {"test_wait", MbarrierOp::kTestWait},  {"try_wait", MbarrierOp::kTestWait},
+      {"init", MbarrierOp::kInit},
+      {"inval", MbarrierOp::kInval},
+      {"arrive", MbarrierOp::kArrive},
+      {"arrive_drop", MbarrierOp::kArriveDrop},
+      {"expect_tx", MbarrierOp::kExpectTx},
+      {"complete_tx", MbarrierOp::kCompleteTx},
+      {"test_wait", MbarrierOp::kTestWait},
+      {"try_wait", MbarrierOp::kTestWait},
       {"pending_count", MbarrierOp::kPendingCount},
   };
   auto op = mods_.TakeOne(kOps);
@@ -111,11 +116,10 @@ absl::Status Decoder::Mbarrier() {
   const bool has_result = *op == MbarrierOp::kArrive || *op == MbarrierOp::kArriveDrop ||
                           *op == MbarrierOp::kArriveExpectTx || *op == MbarrierOp::kTestWait ||
                           *op == MbarrierOp::kTestWaitParity;
-  const bool needs_value = *op != MbarrierOp::kInval && *op != MbarrierOp::kArrive &&
-                           *op != MbarrierOp::kArriveDrop;
+  const bool needs_value =
+      *op != MbarrierOp::kInval && *op != MbarrierOp::kArrive && *op != MbarrierOp::kArriveDrop;
   size_t first = 0;
-  if (has_result && !in_.operands.empty() &&
-      in_.operands[0].kind != ptx::Operand::Kind::kAddress) {
+  if (has_result && !in_.operands.empty() && in_.operands[0].kind != ptx::Operand::Kind::kAddress) {
     if (Operand(0).kind != ptx::Operand::Kind::kSink) {
       TALLY_ASSIGN_OR_RETURN(inst_.dst[0], context_.Dest(Operand(0)));
       inst_.flags |= kFlagHasResult;

@@ -207,6 +207,7 @@ class Decoder {
   absl::Status Redux();
   absl::Status CpAsync();
   absl::Status Mbarrier();
+  absl::Status Texture(Op op);
 
   const ptx::Instruction& in_;
   Mods mods_;

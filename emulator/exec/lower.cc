@@ -224,7 +224,8 @@ absl::Status FunctionLowering::LowerBuiltin(
                            context_.Source(ptx::Operand::Name(call.guard), Type::kPred));
     if (call.guard_negated) inst.flags |= kFlagNegateGuard;
   }
-  if (builtin == Builtin::kMalloc || builtin == Builtin::kFree) context_.function().uses_heap = true;
+  if (builtin == Builtin::kMalloc || builtin == Builtin::kFree)
+    context_.function().uses_heap = true;
   context_.function().code.push_back(inst);
   return absl::OkStatus();
 }

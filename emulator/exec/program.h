@@ -114,7 +114,8 @@ enum class MbarrierOp : uint8_t {
   kInval,
 };
 // Device functions the driver provides (CUDA C++ Programming Guide, "Formatted Output",
-// "Assertion", "Dynamic Global Memory Allocation and Operations"): arguments are the local-memory offsets of the call's .param variables.
+// "Assertion", "Dynamic Global Memory Allocation and Operations"): arguments are the local-memory
+// offsets of the call's .param variables.
 enum class Builtin : uint8_t { kPrintf, kAssert, kMalloc, kFree };
 
 inline constexpr uint8_t kFlagFtz = 1;

@@ -1,10 +1,10 @@
 // Block distribution over the virtual SMs and failure propagation within a launch.
 #include "emulator/exec/sm_pool.h"
 
+#include <fmt/format.h>
+
 #include <atomic>
 #include <memory>
-
-#include <fmt/format.h>
 
 #include "common/log.h"
 #include "common/status.h"

@@ -517,6 +517,11 @@ WarpStatus Block::RunWarp(Warp& warp, uint32_t budget) {
         case Op::kAtom:
           if (!ExecuteMemory(in, warp, mask, pc)) return WarpStatus::kFault;
           break;
+        case Op::kTex:
+        case Op::kSuld:
+        case Op::kSust:
+          if (!ExecuteTexture(in, warp, mask, pc)) return WarpStatus::kFault;
+          break;
         case Op::kCpAsync:
         case Op::kMbarrier:
           if (!ExecuteAsync(in, warp, mask, pc)) return WarpStatus::kFault;

@@ -5,8 +5,8 @@
 namespace tally::emu {
 namespace {
 
-// What a block costs the heap: the arena hands out 256-byte granules.
-uint64_t Charge(uint64_t size) { return (size + 255) / 256 * 256; }
+// What a block costs the heap: the arena hands out 512-byte granules.
+uint64_t Charge(uint64_t size) { return (size + 511) / 512 * 512; }
 
 }  // namespace
 

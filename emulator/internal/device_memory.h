@@ -30,8 +30,8 @@ struct Allocation {
   uint64_t base = 0;
   uint64_t size = 0;  // as requested (accesses beyond it are out of bounds)
   AllocationKind kind = AllocationKind::kDevice;
-  uint64_t owner = 0;  // id of the context that made it (freed with the context)
-  unsigned flags = 0;  // cuMemHostAlloc / cuMemHostRegister flags
+  uint64_t owner = 0;      // id of the context that made it (freed with the context)
+  unsigned flags = 0;      // cuMemHostAlloc / cuMemHostRegister flags
   uint64_t buffer_id = 0;  // unique over the process's lifetime (CU_POINTER_ATTRIBUTE_BUFFER_ID)
 };
 
@@ -43,7 +43,8 @@ class DeviceMemory {
   DeviceMemory(const DeviceMemory&) = delete;
   DeviceMemory& operator=(const DeviceMemory&) = delete;
 
-  // kDevice, kManaged or kDeviceHeap memory from the arena, 256-byte aligned like cudaMalloc.
+  // kDevice, kManaged or kDeviceHeap memory from the arena, 512-byte aligned (the texture
+  // alignment; cudaMalloc promises 256).
   absl::StatusOr<uint64_t> Allocate(uint64_t size, AllocationKind kind, uint64_t owner);
   // Page-aligned host memory that kernels may access (cuMemHostAlloc).
   absl::StatusOr<void*> AllocateHost(uint64_t size, unsigned flags, uint64_t owner);

@@ -155,6 +155,8 @@ void Driver::ReleaseContextResources(Context& context) {
   events_.RemoveIf([id](const Event& event) { return event.context_id == id; });
   kernels_.RemoveIf([id](const Kernel& kernel) { return kernel.module->context_id() == id; });
   modules_.RemoveIf([id](const ModuleEntry& entry) { return entry.module->context_id() == id; });
+  textures_.RemoveIf([id](const TextureObject& object) { return object.owner == id; });
+  arrays_.RemoveIf([id](const CudaArray& array) { return array.owner == id; });
   context.Deactivate();
   memory_->ReleaseAllOwnedBy(id);
 }

@@ -18,6 +18,7 @@
 #include "emulator/internal/handle_table.h"
 #include "emulator/internal/module.h"
 #include "emulator/internal/stream.h"
+#include "emulator/internal/texture.h"
 
 namespace tally::emu {
 
@@ -48,6 +49,8 @@ class Driver {
   EventTable& events() { return events_; }
   ModuleTable& modules() { return modules_; }
   KernelTable& kernels() { return kernels_; }
+  ArrayTable& arrays() { return arrays_; }
+  TextureTable& textures() { return textures_; }
   // The virtual SMs (started on first use).
   exec::SmPool& sm_pool();
   uint64_t NextLaunchId() { return next_launch_id_++; }
@@ -93,6 +96,8 @@ class Driver {
   EventTable events_;
   ModuleTable modules_;
   KernelTable kernels_;
+  ArrayTable arrays_;
+  TextureTable textures_;
   std::once_flag sm_pool_once_;
   std::unique_ptr<exec::SmPool> sm_pool_;
   std::atomic<uint64_t> next_launch_id_{1};

@@ -19,8 +19,8 @@ inline constexpr LimitInfo kLimits[] = {
     {CU_LIMIT_STACK_SIZE, 1024, 512 * 1024},  // per thread; sm_80 local memory is 512 KiB
     {CU_LIMIT_PRINTF_FIFO_SIZE, 1 << 20, size_t{1} << 30},
     {CU_LIMIT_MALLOC_HEAP_SIZE, 8 << 20, size_t{1} << 40},  // bounded by device memory anyway
-    {CU_LIMIT_MAX_L2_FETCH_GRANULARITY, 64, 128},            // a hint
-    {CU_LIMIT_PERSISTING_L2_CACHE_SIZE, 0, 3 << 20},         // a hint; 3/4 of the 4 MiB L2
+    {CU_LIMIT_MAX_L2_FETCH_GRANULARITY, 64, 128},           // a hint
+    {CU_LIMIT_PERSISTING_L2_CACHE_SIZE, 0, 3 << 20},        // a hint; 3/4 of the 4 MiB L2
 };
 
 inline const LimitInfo* FindLimit(CUlimit limit) {

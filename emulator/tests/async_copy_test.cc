@@ -32,8 +32,8 @@ TEST_CASE("cuda::pipeline double buffering and cuda::barrier with memcpy_async")
   for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<int>(i % 97) - 40;
   CUdeviceptr din = Upload(in), dout = Zeros<int>(128);
   int stages = kStages;
-  EMU_OK(LaunchAndWait(KernelFrom("async_copy", "pipeline_stages"), 1, 128,
-                       {&din, &dout, &stages}));
+  EMU_OK(
+      LaunchAndWait(KernelFrom("async_copy", "pipeline_stages"), 1, 128, {&din, &dout, &stages}));
   std::vector<int> out = Download<int>(dout, 128);
   for (int i = 0; i < 128; ++i) {
     int expected = 0;

@@ -27,7 +27,8 @@ TEST_CASE("every thread mallocs, uses and frees its own block") {
     EMU_OK(LaunchAndWait(f, 4, 64, {&count, &sums, &failures}));
   }
   std::vector<long long> expected(kThreads);
-  for (unsigned t = 0; t < kThreads; ++t) expected[t] = t * 1000ll * count + count * (count - 1) / 2;
+  for (unsigned t = 0; t < kThreads; ++t)
+    expected[t] = t * 1000ll * count + count * (count - 1) / 2;
   CHECK(Download<long long>(sums, kThreads) == expected);
   CHECK(Download<int>(failures, 1)[0] == 0);
 }

@@ -138,8 +138,8 @@ TEST_CASE("cooperative launches are limited to the resident blocks; cuLaunchKern
   EMU_OK(Emu().cuCtxSynchronize());
   std::vector<float> sums = Download<float>(c, x.size());
   for (size_t i = 0; i < x.size(); ++i) REQUIRE(sums[i] == 2 * x[i]);
-  CHECK(Emu().cuLaunchCooperativeKernel(vec_add, resident + 1, 1, 1, 256, 1, 1, 0, nullptr,
-                                        args) == CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE);
+  CHECK(Emu().cuLaunchCooperativeKernel(vec_add, resident + 1, 1, 1, 256, 1, 1, 0, nullptr, args) ==
+        CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE);
   CHECK(Emu().cuLaunchCooperativeKernel(vec_add, 1, 1, 1, 256, 1, 1, 0, nullptr, nullptr) ==
         CUDA_ERROR_INVALID_VALUE);
   // The same grid without cooperation is just a launch.

@@ -174,9 +174,9 @@ TEST_CASE("pointer attributes describe device, managed and host allocations") {
         CUDA_ERROR_INVALID_VALUE);
 
   // The plural form: inapplicable attributes and unknown pointers read as zero, not errors.
-  CUpointer_attribute attributes[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-                                      CU_POINTER_ATTRIBUTE_HOST_POINTER,
-                                      CU_POINTER_ATTRIBUTE_CONTEXT, CU_POINTER_ATTRIBUTE_RANGE_SIZE};
+  CUpointer_attribute attributes[] = {
+      CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_HOST_POINTER,
+      CU_POINTER_ATTRIBUTE_CONTEXT, CU_POINTER_ATTRIBUTE_RANGE_SIZE};
   type = 99;
   host_pointer = &local;
   owner = nullptr;

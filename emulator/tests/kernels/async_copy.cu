@@ -1,12 +1,12 @@
 // Kernels for cp.async and mbarrier as nvcc emits them for sm_80: the __pipeline_* primitives,
 // cuda::pipeline (thread scope, double-buffered), cuda::barrier with cuda::memcpy_async, and
 // raw mbarrier operations.
-#include <cuda/barrier>
-#include <cuda/pipeline>
-#include <cuda_pipeline.h>
-
 #include <cooperative_groups.h>
 #include <cooperative_groups/memcpy_async.h>
+#include <cuda_pipeline.h>
+
+#include <cuda/barrier>
+#include <cuda/pipeline>
 
 // cuda::barrier in __shared__ has a constructor nvcc warns about; init() sets it up.
 #pragma nv_diag_suppress static_var_with_dynamic_init
@@ -16,8 +16,7 @@ namespace cg = cooperative_groups;
 // 16-byte copies (cp.async.cg), 4-byte copies with zero fill for odd threads (src-size 0), and
 // 8-byte copies; then reversed through shared memory. Blocks of 64 threads.
 extern "C" __global__ void pipeline_primitives(const int4* in, int4* out, const int* small,
-                                               int* small_out, const int2* pairs,
-                                               int2* pairs_out) {
+                                               int* small_out, const int2* pairs, int2* pairs_out) {
   __shared__ int4 s[64];
   __shared__ int t[64];
   __shared__ int2 u[64];
@@ -84,16 +83,20 @@ extern "C" __global__ void mbarrier_ops(unsigned* log) {
   asm volatile("mbarrier.pending_count.b64 %0, %1;" : "=r"(pending) : "l"(state));
   log[0] = pending;  // 2
   asm volatile("{.reg .pred p; mbarrier.test_wait.shared.b64 p, [%1], %2; selp.u32 %0, 1, 0, p;}"
-               : "=r"(done) : "r"(addr), "l"(state));
+               : "=r"(done)
+               : "r"(addr), "l"(state));
   log[1] = done;  // 0: phase 0 still pending
   asm volatile("mbarrier.arrive.shared.b64 %0, [%1], 2;" : "=l"(state) : "r"(addr));
   asm volatile("mbarrier.pending_count.b64 %0, %1;" : "=r"(pending) : "l"(state));
   log[2] = pending;  // 0
   asm volatile("{.reg .pred p; mbarrier.test_wait.shared.b64 p, [%1], %2; selp.u32 %0, 1, 0, p;}"
-               : "=r"(done) : "r"(addr), "l"(state));
+               : "=r"(done)
+               : "r"(addr), "l"(state));
   log[3] = done;  // 1: phase 0 completed
-  asm volatile("{.reg .pred p; mbarrier.test_wait.parity.shared.b64 p, [%1], 1; selp.u32 %0, 1, 0, p;}"
-               : "=r"(done) : "r"(addr));
+  asm volatile(
+      "{.reg .pred p; mbarrier.test_wait.parity.shared.b64 p, [%1], 1; selp.u32 %0, 1, 0, p;}"
+      : "=r"(done)
+      : "r"(addr));
   log[4] = done;  // 0: phase 1 (parity 1) is the current one
   // arrive_drop: one arrival now, and later phases expect one fewer (3 -> 2).
   asm volatile("mbarrier.arrive_drop.shared.b64 %0, [%1];" : "=l"(state) : "r"(addr));
@@ -107,11 +110,14 @@ extern "C" __global__ void mbarrier_ops(unsigned* log) {
   asm volatile("mbarrier.expect_tx.shared.b64 [%0], 64;" ::"r"(addr));
   asm volatile("mbarrier.arrive.shared.b64 %0, [%1], 2;" : "=l"(state) : "r"(addr));
   asm volatile("{.reg .pred p; mbarrier.try_wait.shared.b64 p, [%1], %2; selp.u32 %0, 1, 0, p;}"
-               : "=r"(done) : "r"(addr), "l"(state));
+               : "=r"(done)
+               : "r"(addr), "l"(state));
   log[7] = done;  // 0: 64 bytes outstanding
   asm volatile("mbarrier.complete_tx.shared.b64 [%0], 64;" ::"r"(addr));
-  asm volatile("{.reg .pred p; mbarrier.try_wait.parity.shared.b64 p, [%1], 0; selp.u32 %0, 1, 0, p;}"
-               : "=r"(done) : "r"(addr));
+  asm volatile(
+      "{.reg .pred p; mbarrier.try_wait.parity.shared.b64 p, [%1], 0; selp.u32 %0, 1, 0, p;}"
+      : "=r"(done)
+      : "r"(addr));
   log[8] = done;  // 1: phase 2 (parity 0) completed
   asm volatile("mbarrier.inval.shared.b64 [%0];" ::"r"(addr));
 }
