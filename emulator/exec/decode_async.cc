@@ -97,8 +97,9 @@ absl::Status Decoder::Mbarrier() {
   // .noComplete promises that the arrival does not complete the phase; arriving normally is
   // then the same thing.
   mods_.Take("noComplete");
-  mods_.Take("shared::cluster");  // clusters are 1x1x1: the cluster's barriers are the CTA's
-  inst_.space = mods_.TakeSpace();
+  // Clusters are 1x1x1: the cluster's shared memory and scope are the CTA's.
+  mods_.Take("cluster");
+  inst_.space = mods_.Take("shared::cluster") ? Space::kShared : mods_.TakeSpace();
   if (inst_.space != Space::kShared && inst_.space != Space::kGeneric) {
     return Fail("mbarrier objects live in shared memory");
   }

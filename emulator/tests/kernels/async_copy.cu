@@ -113,7 +113,9 @@ extern "C" __global__ void mbarrier_ops(unsigned* log) {
                : "=r"(done)
                : "r"(addr), "l"(state));
   log[7] = done;  // 0: 64 bytes outstanding
-  asm volatile("mbarrier.complete_tx.shared.b64 [%0], 64;" ::"r"(addr));
+  asm volatile("mbarrier.complete_tx.shared.b64 [%0], 32;" ::"r"(addr));
+  // sm_90 spelling with cluster scope (clusters are 1x1x1 here).
+  asm volatile("mbarrier.complete_tx.relaxed.cluster.shared::cluster.b64 [%0], 32;" ::"r"(addr));
   asm volatile(
       "{.reg .pred p; mbarrier.try_wait.parity.shared.b64 p, [%1], 0; selp.u32 %0, 1, 0, p;}"
       : "=r"(done)
