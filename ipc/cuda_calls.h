@@ -12,7 +12,7 @@
 namespace tally::ipc {
 
 // The schema number exchanged in the handshake (Hello::schema_version).
-inline constexpr uint32_t kCudaCallsSchemaVersion = 7;
+inline constexpr uint32_t kCudaCallsSchemaVersion = 8;
 
 enum class CallMode { kSync, kWait, kAsync };
 
@@ -258,12 +258,15 @@ struct GetFunctionResponse {
   uint64_t function;
 };
 // The tail is the packed parameter buffer, param_buffer_size bytes.
+// LaunchKernelRequest::flags.
+inline constexpr uint32_t kLaunchCooperative = 1u << 0;  // cudaLaunchCooperativeKernel
 struct LaunchKernelRequest {
   TALLY_INTERNAL_REQUEST(LaunchKernel);
   static constexpr bool kHasTail = true;
   Dim3 grid;
   Dim3 block;
   uint32_t shared_bytes;
+  uint32_t flags;  // kLaunchCooperative
   uint64_t function;
   uint64_t stream;
 };
@@ -417,6 +420,25 @@ struct HostCallbackDoneRequest {
   uint64_t gate;
 };
 static_assert(WireMessage<RunHostCallback>);
+
+// Context limits (cudaDeviceSetLimit): cudaLimit and CUlimit share their values.
+struct DeviceSetLimitRequest {
+  TALLY_INTERNAL_REQUEST(DeviceSetLimit);
+  uint32_t limit;
+  uint64_t value;
+};
+struct DeviceSetLimitResponse {
+  TALLY_INTERNAL_RESPONSE(DeviceSetLimit);
+  uint32_t reserved;
+};
+struct DeviceGetLimitRequest {
+  TALLY_INTERNAL_REQUEST(DeviceGetLimit);
+  uint32_t limit;
+};
+struct DeviceGetLimitResponse {
+  TALLY_INTERNAL_RESPONSE(DeviceGetLimit);
+  uint64_t value;
+};
 
 #undef TALLY_INTERNAL_REQUEST
 #undef TALLY_INTERNAL_RESPONSE

@@ -51,6 +51,7 @@ KernelLauncher::~KernelLauncher() {
 
 CUresult KernelLauncher::Launch(const KernelLaunch& launch) {
   const Kernel& kernel = *launch.kernel;
+  if (launch.cooperative) return LaunchOriginal(launch);
   scheduler::LaunchForm form =
       dispatcher_.ChooseForm({.client_id = launch.client_id,
                               .priority = launch.priority,
@@ -75,6 +76,12 @@ CUresult KernelLauncher::LaunchOriginal(const KernelLaunch& launch) {
   auto* buffer = const_cast<std::byte*>(launch.params.data());
   for (const ptx::ParamLayout& param : signature.params) params.push_back(buffer + param.offset);
   ++launch.stats->original;
+  if (launch.cooperative) {
+    return api_.cuLaunchCooperativeKernel(launch.kernel->function, launch.grid.x, launch.grid.y,
+                                          launch.grid.z, launch.block.x, launch.block.y,
+                                          launch.block.z, launch.shared_bytes, launch.stream,
+                                          params.data());
+  }
   return api_.cuLaunchKernel(launch.kernel->function, launch.grid.x, launch.grid.y, launch.grid.z,
                              launch.block.x, launch.block.y, launch.block.z, launch.shared_bytes,
                              launch.stream, params.data(), nullptr);

@@ -41,6 +41,9 @@ struct KernelLaunch {
   ptx::Dim3 grid;
   ptx::Dim3 block;
   uint32_t shared_bytes = 0;
+  // cudaLaunchCooperativeKernel: all blocks resident at once (grid-wide sync), so always the
+  // original form, issued with cuLaunchCooperativeKernel.
+  bool cooperative = false;
   CUstream stream = nullptr;
   uint64_t client_id = 0;
   int32_t priority = 0;

@@ -10,6 +10,7 @@
 #include <span>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "ipc/bulk.h"
 #include "ipc/connection.h"
@@ -148,6 +149,8 @@ class Session {
   HandleTable<EventRef>& events() { return events_; }
   HandleTable<std::shared_ptr<SharedModule>>& modules() { return modules_; }
   HandleTable<FunctionEntry>& functions() { return functions_; }
+  // The context limits this client set (cudaDeviceSetLimit), by CUlimit.
+  absl::flat_hash_map<uint32_t, uint64_t>& limits() { return limits_; }
   AllocationTable& allocations() { return allocations_; }
   // Shared with the client's queued launches, which count themselves by form.
   const std::shared_ptr<LaunchStats>& launch_stats() const { return launch_stats_; }
@@ -171,6 +174,7 @@ class Session {
   HandleTable<StreamRef> streams_{1, Tag(), "stream"};
   HandleTable<EventRef> events_{2, Tag(), "event"};
   HandleTable<std::shared_ptr<SharedModule>> modules_{3, Tag(), "module"};
+  absl::flat_hash_map<uint32_t, uint64_t> limits_;
   HandleTable<FunctionEntry> functions_{4, Tag(), "function"};
   AllocationTable allocations_;
   // Module variables: only in per-client modules (ModuleRegistry shares only stateless ones).

@@ -316,7 +316,7 @@ TEST_CASE("errors of one-way calls surface at the next synchronising call, once"
   TestClient client;
   client.Post(ipc::MemsetRequest{.value = 0, .dst = 0x10, .size = 8, .stream = 0});
   client.Post(ipc::LaunchKernelRequest{
-      .grid = {1, 1, 1}, .block = {1, 1, 1}, .shared_bytes = 0, .function = 99, .stream = 0});
+      .grid = {1, 1, 1}, .block = {1, 1, 1}, .shared_bytes = 0, .flags = 0, .function = 99, .stream = 0});
   CHECK(client.Result(ipc::DeviceSynchronizeRequest{}) == CUDA_ERROR_INVALID_VALUE);
   CHECK(client.Result(ipc::DeviceSynchronizeRequest{}) == CUDA_SUCCESS);
 }
@@ -404,6 +404,7 @@ TEST_CASE("a fatbin is loaded once for all clients, and its kernels launch") {
   const ipc::LaunchKernelRequest launch{.grid = {1, 1, 1},
                                         .block = {64, 1, 1},
                                         .shared_bytes = 0,
+                                        .flags = 0,
                                         .function = function.function,
                                         .stream = 0};
   a.Post(launch, params);
@@ -445,6 +446,7 @@ TEST_CASE("clients sharing a fatbin with module state get modules of their own")
     const ipc::LaunchKernelRequest launch{.grid = {1, 1, 1},
                                           .block = {32, 1, 1},
                                           .shared_bytes = 0,
+                                          .flags = 0,
                                           .function = function,
                                           .stream = 0};
     for (int launches = 0; launches < c + 1; ++launches) {

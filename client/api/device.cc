@@ -166,4 +166,26 @@ cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
   });
 }
 
+// Limits are the server context's as this client set them (server/handlers/device.cc).
+cudaError_t cudaDeviceSetLimit(cudaLimit limit, size_t value) {
+  return Run(__func__, [&]() -> absl::Status {
+    TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
+    return channel
+        ->Call(ipc::DeviceSetLimitRequest{.limit = static_cast<uint32_t>(limit), .value = value})
+        .status();
+  });
+}
+
+cudaError_t cudaDeviceGetLimit(size_t* value, cudaLimit limit) {
+  return Run(__func__, [&]() -> absl::Status {
+    TALLY_RETURN_IF_ERROR(CheckOut(value));
+    TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
+    TALLY_ASSIGN_OR_RETURN(
+        auto answer,
+        channel->Call(ipc::DeviceGetLimitRequest{.limit = static_cast<uint32_t>(limit)}));
+    *value = answer.fields.value;
+    return absl::OkStatus();
+  });
+}
+
 }  // extern "C"

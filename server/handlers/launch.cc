@@ -33,6 +33,7 @@ absl::Status Handle(Session& session, const ipc::Decoded<ipc::LaunchKernelReques
   launch->grid = {r.grid.x, r.grid.y, r.grid.z};
   launch->block = {r.block.x, r.block.y, r.block.z};
   launch->shared_bytes = r.shared_bytes;
+  launch->cooperative = (r.flags & ipc::kLaunchCooperative) != 0;
   launch->client_id = session.client().client_id;
   launch->priority = session.client().priority;
   launch->stats = session.launch_stats();
