@@ -1,6 +1,6 @@
-// Exports cuMemcpy2D[Async] and cuMemcpy3D[Async]: pitched copies between host, device, unified
-// and array memory. A 2-D copy is a 3-D copy of depth 1. Every endpoint is resolved and its whole
-// touched range checked at the call; rows are then copied in stream order.
+// Exports cuMemcpy2D[Async], cuMemcpy2DUnaligned and cuMemcpy3D[Async]: pitched copies between
+// host, device, unified and array memory. A 2-D copy is a 3-D copy of depth 1. Every endpoint is
+// resolved and its whole touched range checked at the call; rows are then copied in stream order.
 #include <cuda.h>
 #include <fmt/format.h>
 
@@ -137,6 +137,11 @@ using tally::emu::Copy3D;
 extern "C" {
 
 CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D* pCopy) {
+  return Run([&](Driver& d) { return Copy2D(d, pCopy, {}, true); });
+}
+
+// The emulator has no alignment constraints on pitched copies, so the unaligned form is the same.
+CUresult cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D* pCopy) {
   return Run([&](Driver& d) { return Copy2D(d, pCopy, {}, true); });
 }
 

@@ -39,17 +39,22 @@ TEST_CASE("cuMemcpy2D copies a sub-rectangle between pitched host and device buf
   up.dstY = 1;
   up.WidthInBytes = kWidth;
   up.Height = kHeight;
-  EMU_OK(emu.cuMemcpy2D_v2(&up));
-
-  std::vector<uint8_t> back(kDevicePitch * kRows);
-  EMU_OK(emu.cuMemcpyDtoH_v2(back.data(), device, back.size()));
-  for (size_t y = 0; y < kRows; ++y) {
-    for (size_t x = 0; x < kDevicePitch; ++x) {
-      bool inside = y >= 1 && y < 1 + kHeight && x >= 5 && x < 5 + kWidth;
-      uint8_t expected = inside ? host[(y - 1 + 2) * kHostPitch + (x - 5 + 3)] : 0;
-      REQUIRE(back[y * kDevicePitch + x] == expected);
+  auto check = [&] {
+    std::vector<uint8_t> back(kDevicePitch * kRows);
+    EMU_OK(emu.cuMemcpyDtoH_v2(back.data(), device, back.size()));
+    for (size_t y = 0; y < kRows; ++y) {
+      for (size_t x = 0; x < kDevicePitch; ++x) {
+        bool inside = y >= 1 && y < 1 + kHeight && x >= 5 && x < 5 + kWidth;
+        uint8_t expected = inside ? host[(y - 1 + 2) * kHostPitch + (x - 5 + 3)] : 0;
+        REQUIRE(back[y * kDevicePitch + x] == expected);
+      }
     }
-  }
+  };
+  EMU_OK(emu.cuMemcpy2D_v2(&up));
+  check();
+  EMU_OK(emu.cuMemsetD8_v2(device, 0, kDevicePitch * kRows));
+  EMU_OK(emu.cuMemcpy2DUnaligned_v2(&up));  // no alignment constraints here: the same copy
+  check();
 
   // And back to the host through the async form with unified (device) and host pointers.
   std::vector<uint8_t> down(kWidth * kHeight, 0xee);
