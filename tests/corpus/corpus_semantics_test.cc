@@ -87,7 +87,7 @@ class Session {
     corpus::CapturedStderr captured;
     CUresult result = module_.Load();
     *message = ErrorName(result) + " " + captured.Text();
-    if (result == CUDA_SUCCESS) globals_.emplace(module_);
+    if (result == CUDA_SUCCESS) globals_.emplace(module_.module(), module_.handle());
     return result;
   }
   corpus::ModuleGlobals& globals() { return *globals_; }

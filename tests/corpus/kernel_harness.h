@@ -66,9 +66,6 @@ class Arguments {
 // read back after it (kernels may write results there).
 class ModuleGlobals {
  public:
-  template <typename LoadedModule>
-  explicit ModuleGlobals(const LoadedModule& module)
-      : ModuleGlobals(module.module(), module.handle()) {}
   ModuleGlobals(const Module& module, CUmodule handle);
   void Reset() const;
   Bytes Snapshot() const;

@@ -55,7 +55,8 @@ const KernelSignature& TransformedModule::Signature(const std::string& name) con
 MappedPtbState::MappedPtbState() {
   EMU_OK(Emu().cuMemHostAlloc(reinterpret_cast<void**>(&state_), sizeof(PtbState),
                               CU_MEMHOSTALLOC_DEVICEMAP));
-  Reset();
+  std::atomic_ref<uint32_t>(state_->next_task).store(0);
+  set_preempt(false);
   EMU_OK(Emu().cuMemHostGetDevicePointer_v2(&device_, state_, 0));
 }
 
@@ -67,11 +68,6 @@ uint32_t MappedPtbState::next_task() const {
 
 void MappedPtbState::set_preempt(bool on) {
   std::atomic_ref<uint32_t>(state_->preempt).store(on ? 1 : 0);
-}
-
-void MappedPtbState::Reset() {
-  std::atomic_ref<uint32_t>(state_->next_task).store(0);
-  set_preempt(false);
 }
 
 namespace {

@@ -59,7 +59,6 @@ class MappedPtbState {
   MappedPtbState& operator=(const MappedPtbState&) = delete;
   uint32_t next_task() const;
   void set_preempt(bool on);
-  void Reset();  // a fresh state: task 0, flag down
   uint64_t device() const { return device_; }
 
  private:
