@@ -1,0 +1,17 @@
+// Conformance kernels for instructions the emulator does not implement yet (not registered:
+// see ../README.md). References in ../gaps_cases.cc.
+#define GID (blockIdx.x * blockDim.x + threadIdx.x)
+
+// Integer dot products (dp4a, dp2a) and mul24.hi.
+extern "C" __global__ void int_dot(const int* a, const int* b, const int* c, int* out) {
+  unsigned i = GID;
+  int x = a[i], y = b[i], z = c[i];
+  int* o = out + i * 5;
+  o[0] = __dp4a(x, y, z);
+  o[1] = (int)__dp4a((unsigned)x, (unsigned)y, (unsigned)z);
+  o[2] = __dp2a_lo(x, y, z);
+  o[3] = __dp2a_hi(x, y, z);
+  int h;
+  asm("mul24.hi.s32 %0, %1, %2;" : "=r"(h) : "r"(x), "r"(y));
+  o[4] = h;
+}
