@@ -75,12 +75,18 @@ struct Outputs {
 // The expectations a case's reference registers; Check() lists every violation (empty: pass).
 class Expect {
  public:
-  // Bit-exact, element by element (floating point included: bit patterns compare).
+  // Bit-exact, element by element (floating point included: bit patterns compare, except that
+  // NaN payloads are free).
   template <typename T>
   void Equal(size_t arg, std::vector<T> expected);
   // Floating point within max(abs, rel * |expected|); NaN matches NaN of either sign.
   template <typename T>
   void Near(size_t arg, std::vector<T> expected, double rel, double abs = 0.0);
+  // Near with a bound per column: the results interleave bounds.size() values per thread and
+  // element i is held to bounds[i % bounds.size()] = {rel, abs}.
+  template <typename T>
+  void NearColumns(size_t arg, std::vector<T> expected,
+                   std::vector<std::pair<double, double>> bounds);
   // The same elements in any order: results whose order depends on scheduling.
   template <typename T>
   void SameElements(size_t arg, std::vector<T> expected);
