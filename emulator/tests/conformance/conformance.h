@@ -92,6 +92,8 @@ class Expect {
   void SameElements(size_t arg, std::vector<T> expected);
   // The printed lines, in any order (threads print concurrently).
   void Printed(std::vector<std::string> lines);
+  // Any other property of the outputs: `check` returns what is wrong (empty: nothing).
+  void Satisfies(std::function<std::string(const Values& outputs)> check);
 
   std::string Check(const Outputs& outputs) const;
 

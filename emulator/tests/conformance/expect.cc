@@ -19,6 +19,13 @@ void Expect::Printed(std::vector<std::string> lines) {
   });
 }
 
+void Expect::Satisfies(std::function<std::string(const Values& outputs)> check) {
+  checkers_.push_back([check = std::move(check)](const Outputs& out, std::string& errors) {
+    std::string problem = check(out.args);
+    if (!problem.empty()) errors += problem + "\n";
+  });
+}
+
 std::string Expect::Check(const Outputs& outputs) const {
   std::string errors;
   for (const Checker& checker : checkers_) checker(outputs, errors);
