@@ -47,6 +47,18 @@ std::vector<Case> Cases() {
              }
              e.Equal(3, out);
            }},
+      {.kernel = "shared_address_wrap",
+       .covers = "32-bit shared addresses wrap around (register + offset)",
+       .grid = {1},
+       .block = {128},
+       .args = [] { return std::vector<Arg>{In(Random<int>(128, -1000, 1000, 39)), Out<int>(128)}; },
+       .reference =
+           [](const Values& in, Expect& e) {
+             auto v = in.Get<int>(0);
+             std::vector<int> out(128);
+             for (int t = 0; t < 128; ++t) out[t] = t < 64 ? v[63 - t] + 1 : (v[191 - t] + 1) * 2;
+             e.Equal(1, out);
+           }},
   };
 }
 

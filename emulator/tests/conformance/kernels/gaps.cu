@@ -15,3 +15,13 @@ extern "C" __global__ void int_dot(const int* a, const int* b, const int* c, int
   asm("mul24.hi.s32 %0, %1, %2;" : "=r"(h) : "r"(x), "r"(y));
   o[4] = h;
 }
+
+// A 32-bit shared address that wraps: nvcc folds s[191 - t] into [(s + 4 * (63 - t)) + 512],
+// whose 32-bit register is negative for t = 64 (the sum wraps to the right address on a GPU).
+extern "C" __global__ void shared_address_wrap(const int* in, int* out) {
+  __shared__ int s[128];
+  unsigned t = threadIdx.x;
+  s[t] = in[t] + 1;
+  __syncthreads();
+  out[t] = t < 64 ? s[63 - t] : s[64 + (127 - t)] * 2;
+}
