@@ -59,6 +59,30 @@ std::vector<Case> Cases() {
              for (int t = 0; t < 128; ++t) out[t] = t < 64 ? v[63 - t] + 1 : (v[191 - t] + 1) * 2;
              e.Equal(1, out);
            }},
+      {.kernel = "shared_in_function",
+       .covers = ".shared variable declared inside a .func",
+       .grid = {2},
+       .block = {64},
+       .args = [] { return std::vector<Arg>{In(Random<int>(128, -1000, 1000, 38)), Out<int>(128)}; },
+       .reference =
+           [](const Values& in, Expect& e) {
+             auto v = in.Get<int>(0);
+             std::vector<int> out(128);
+             for (int i = 0; i < 128; ++i) out[i] = v[i / 64 * 64 + 63 - i % 64] * 3;
+             e.Equal(1, out);
+           }},
+      {.kernel = "module_shared_in_function",
+       .covers = "module-scope .shared variable named inside a .func",
+       .grid = {2},
+       .block = {64},
+       .args = [] { return std::vector<Arg>{In(Random<int>(128, -1000, 1000, 37)), Out<int>(128)}; },
+       .reference =
+           [](const Values& in, Expect& e) {
+             auto v = in.Get<int>(0);
+             std::vector<int> out(128);
+             for (int i = 0; i < 128; ++i) out[i] = (v[i / 64 * 64 + 63 - i % 64] + v[i]) * 3;
+             e.Equal(1, out);
+           }},
   };
 }
 

@@ -25,3 +25,23 @@ extern "C" __global__ void shared_address_wrap(const int* in, int* out) {
   __syncthreads();
   out[t] = t < 64 ? s[63 - t] : s[64 + (127 - t)] * 2;
 }
+
+__device__ __noinline__ int MirrorThroughShared(int* s, int v) {
+  s[threadIdx.x] = v;
+  __syncthreads();
+  return s[blockDim.x - 1 - threadIdx.x];
+}
+
+// A shared variable only a .func uses: nvcc declares it inside the .func ("demoted variable").
+extern "C" __global__ void shared_in_function(const int* in, int* out) {
+  __shared__ int s[64];
+  out[GID] = MirrorThroughShared(s, in[GID] * 3);
+}
+
+// A shared variable that both the kernel and a .func use: nvcc declares it at module scope and
+// the .func names it directly.
+extern "C" __global__ void module_shared_in_function(const int* in, int* out) {
+  __shared__ int s[64];
+  int r = MirrorThroughShared(s, in[GID] * 3);
+  out[GID] = r + s[threadIdx.x];
+}
