@@ -258,7 +258,6 @@ absl::StatusOr<Inst> Decoder::Decode() {
   } else if (op == "trap" || op == "brkpt") {
     inst_.op = Op::kTrap;
   } else if (op == "nanosleep" || op == "pmevent") {
-    mods_.Take("u32");  // nanosleep.u32 t: a hint; warps already yield to each other
     inst_.op = Op::kNop;
     mods_.TakeType();  // nanosleep.u32 t: a hint; spinning warps yield after a time slice anyway
   } else {
