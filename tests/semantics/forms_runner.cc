@@ -3,7 +3,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <thread>
 
 #include "ptx_transform/parser.h"
 #include "ptx_transform/printer.h"
@@ -119,7 +118,13 @@ CUresult RunPreemptible(const TransformedModule& module, const std::string& kern
     if (result != CUDA_SUCCESS) return result;
     ++count;
     if (preempt_rng != nullptr) {
-      std::this_thread::sleep_for(std::chrono::microseconds((*preempt_rng)() % 200));
+      // A busy wait: sleeping has a timer slack of tens of microseconds, longer than small
+      // kernels run. One launch in four raises the flag at once, usually before the workers
+      // took their first task.
+      uint32_t delay = (*preempt_rng)() % 4 == 0 ? 0 : (*preempt_rng)() % 200;
+      auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(delay);
+      while (std::chrono::steady_clock::now() < deadline) {
+      }
       state.set_preempt(true);
     }
     result = Emu().cuCtxSynchronize();

@@ -73,7 +73,8 @@ CUresult RunSliced(const TransformedModule& module, const std::string& kernel,
                    std::span<const Slice> slices);
 
 // Launches the PTB form of `kernel` with `workers` worker blocks until every task ran. With
-// `preempt_rng` the flag is raised after a random delay of up to 200 us in every launch.
+// `preempt_rng` the flag is raised after a random delay of up to 200 us in every launch (no
+// delay in one launch of four).
 // `launches` (optional) receives the number of launches it took.
 CUresult RunPreemptible(const TransformedModule& module, const std::string& kernel,
                         std::span<const void* const> args, const LaunchShape& shape,

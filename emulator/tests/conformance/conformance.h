@@ -108,6 +108,7 @@ struct Case {
   const char* covers = "";  // the issue 3 feature(s) the case exercises
   Dim grid, block;
   uint32_t dynamic_shared = 0;
+  bool cooperative = false;  // launched with cuLaunchCooperativeKernel (grid-wide sync)
   std::function<std::vector<Arg>()> args;                    // seeded: the same every call
   std::function<void(const Values& in, Expect&)> reference;  // `in`: the initial arguments
   // Output order depends on how blocks and warps are scheduled (e.g. atomicExch results): the

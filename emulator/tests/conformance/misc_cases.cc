@@ -211,7 +211,11 @@ std::vector<Case> Cases() {
              e.Equal(1, partial);
              e.Equal(2, std::vector<u32>{6});  // wraps only when incremented past the limit
              e.Equal(3, std::vector<int>{total});
-           }},
+           },
+       // The last block reads the partial sums with volatile loads in a loop: the analysis
+       // cannot tell that from waiting for other blocks, so it refuses (conservatively).
+       .slice_refusal = "polls memory in a loop",
+       .ptb_refusal = "polls memory in a loop"},
   };
 }
 

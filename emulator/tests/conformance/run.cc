@@ -89,8 +89,13 @@ Outputs RunOriginal(CUmodule module, const Case& c) {
   std::vector<std::string> printed = CapturePrinted(
       [&] {
         CUresult launched =
-            Emu().cuLaunchKernel(function, c.grid.x, c.grid.y, c.grid.z, c.block.x, c.block.y,
-                                 c.block.z, c.dynamic_shared, nullptr, params.data(), nullptr);
+            c.cooperative
+                ? Emu().cuLaunchCooperativeKernel(function, c.grid.x, c.grid.y, c.grid.z,
+                                                  c.block.x, c.block.y, c.block.z,
+                                                  c.dynamic_shared, nullptr, params.data())
+                : Emu().cuLaunchKernel(function, c.grid.x, c.grid.y, c.grid.z, c.block.x,
+                                       c.block.y, c.block.z, c.dynamic_shared, nullptr,
+                                       params.data(), nullptr);
         return launched != CUDA_SUCCESS ? launched : Emu().cuCtxSynchronize();
       },
       &result);
