@@ -462,3 +462,20 @@ TEST_CASE("clients sharing a fatbin with module state get modules of their own")
 
 }  // namespace
 }  // namespace tally::server
+
+namespace tally::server {
+namespace {
+
+TEST_CASE("host function answers for gates nobody waits for, and unknown kinds, are refused") {
+  TestClient client;
+  client.Post(ipc::HostCallbackDoneRequest{.reserved = 0, .gate = 12345});
+  CHECK(client.Result(ipc::DeviceSynchronizeRequest{}) == CUDA_ERROR_INVALID_VALUE);
+  // This session has no callback ring (no client process to call back).
+  client.Post(ipc::LaunchHostFuncRequest{
+      .kind = 0, .stream = 0, .app_stream = 0, .function = 1, .data = 0});
+  CHECK(client.Result(ipc::DeviceSynchronizeRequest{}) == CUDA_ERROR_NOT_SUPPORTED);
+  CHECK(client.Result(ipc::DeviceSynchronizeRequest{}) == CUDA_SUCCESS);
+}
+
+}  // namespace
+}  // namespace tally::server
