@@ -2,6 +2,7 @@
 // teardown that makes later calls answer CUDA_ERROR_DEINITIALIZED.
 #include <cuda.h>
 
+#include "common/cu_result_table.h"
 #include "emulator/internal/entry.h"
 
 namespace tally::emu {
@@ -43,7 +44,7 @@ CUresult cuDriverGetVersion(int* driverVersion) {
 CUresult cuGetErrorName(CUresult error, const char** pStr) {
   return RunAnyState([&] {
     TALLY_RETURN_IF_ERROR(CheckOut(pStr));
-    *pStr = tally::emu::CuResultName(error);
+    *pStr = tally::CuResultName(error);
     if (*pStr == nullptr) return CudaError(CUDA_ERROR_INVALID_VALUE, "unknown CUresult");
     return absl::OkStatus();
   });
@@ -52,7 +53,7 @@ CUresult cuGetErrorName(CUresult error, const char** pStr) {
 CUresult cuGetErrorString(CUresult error, const char** pStr) {
   return RunAnyState([&] {
     TALLY_RETURN_IF_ERROR(CheckOut(pStr));
-    *pStr = tally::emu::CuResultDescription(error);
+    *pStr = tally::CuResultDescription(error);
     if (*pStr == nullptr) return CudaError(CUDA_ERROR_INVALID_VALUE, "unknown CUresult");
     return absl::OkStatus();
   });

@@ -1,4 +1,4 @@
-// CUresult payloads on absl::Status and the generated name/description table of cuda.h's errors.
+// CUresult payloads on absl::Status.
 #include "emulator/internal/cuda_status.h"
 
 #include <string>
@@ -53,28 +53,6 @@ CUresult ToCuResult(const absl::Status& status) {
       return CUDA_ERROR_NOT_SUPPORTED;
     default:
       return CUDA_ERROR_UNKNOWN;
-  }
-}
-
-const char* CuResultName(CUresult code) {
-  switch (code) {
-#define TALLY_CU_ERROR(name, description) \
-  case name:                              \
-    return #name;
-#include "emulator/cu_errors.def"
-    default:
-      return nullptr;
-  }
-}
-
-const char* CuResultDescription(CUresult code) {
-  switch (code) {
-#define TALLY_CU_ERROR(name, description) \
-  case name:                              \
-    return description;
-#include "emulator/cu_errors.def"
-    default:
-      return nullptr;
   }
 }
 

@@ -17,8 +17,4 @@ absl::Status CudaError(CUresult code, std::string_view message);
 // (invalid argument -> CUDA_ERROR_INVALID_VALUE, resource exhausted -> OUT_OF_MEMORY, ...).
 CUresult ToCuResult(const absl::Status& status);
 
-// Name and description of a CUresult (nullptr for values cuda.h does not define).
-const char* CuResultName(CUresult code);
-const char* CuResultDescription(CUresult code);
-
 }  // namespace tally::emu
