@@ -1,7 +1,13 @@
 // The shim as an application's loader sees it: it answers to libcudart.so.13, exports every
-// libcudart function under that symbol version, fails unsupported and invalid calls with CUDA
-// error codes (never a crash or an exception), and keeps the per-thread last error. No server
-// runs here: TALLY_SERVER names a socket nobody listens on.
+// libcudart function under that symbol version and every libcuda function under its plain name,
+// fails unsupported and invalid calls with CUDA error codes (never a crash or an exception), and
+// keeps the per-thread last error. cuGetProcAddress answers its table. No server runs here:
+// TALLY_SERVER names a socket nobody listens on.
+//
+// __CUDA_API_VERSION_INTERNAL: cuda.h and cudaTypedefs.h declare every versioned driver symbol.
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cuda.h>
+#include <cudaTypedefs.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 
@@ -44,7 +50,7 @@ TEST_CASE("the shim stands in for libcudart.so.13") {
 
 TEST_CASE("every libcudart export exists with its symbol version") {
   int missing = 0;
-#define TALLY_CUDART_EXPORT(name) \
+#define TALLY_LIBRARY_EXPORT(name) \
   if (dlvsym(Shim(), #name, kVersion) == nullptr) ++missing;
 #include "client/cudart_exports.def"
   CHECK(missing == 0);
@@ -132,6 +138,75 @@ TEST_CASE("launching unregistered kernels or kernels of a corrupt fatbin fails c
   CHECK(SHIM(cudaLaunchKernel)(reinterpret_cast<const void*>(&HostStub), dim3(1), dim3(1), args, 0,
                                nullptr) == cudaErrorInvalidKernelImage);
   SHIM(cudaGetLastError)();
+}
+
+TEST_CASE("every libcuda export exists under its plain name") {
+  int missing = 0;
+#define TALLY_LIBRARY_EXPORT(name) \
+  if (dlsym(Shim(), #name) == nullptr) ++missing;
+#include "client/driver_exports.def"
+  CHECK(missing == 0);
+}
+
+CUresult GetProc(const char* name, void** function, int version,
+                 CUdriverProcAddressQueryResult* status = nullptr) {
+  return SHIM(cuGetProcAddress_v2)(name, function, version, CU_GET_PROC_ADDRESS_DEFAULT, status);
+}
+
+TEST_CASE("cuGetProcAddress answers every table entry at its version with its export"){
+#define TALLY_DRIVER_API(name, version, symbol)                         \
+  {                                                                     \
+    INFO(#name " v" #version);                                          \
+    void* function = nullptr;                                           \
+    CUdriverProcAddressQueryResult status;                              \
+    CHECK(GetProc(#name, &function, version, &status) == CUDA_SUCCESS); \
+    CHECK(status == CU_GET_PROC_ADDRESS_SUCCESS);                       \
+    CHECK(function == dlsym(Shim(), #symbol));                          \
+  }
+#include "client/driver_api.def"
+}
+
+TEST_CASE("cuGetProcAddress picks the newest variant the caller's version knows") {
+  void* function = nullptr;
+  CHECK(GetProc("cuStreamDestroy", &function, 3020) == CUDA_SUCCESS);
+  CHECK(function == dlsym(Shim(), "cuStreamDestroy"));
+  CHECK(GetProc("cuStreamDestroy", &function, 13000) == CUDA_SUCCESS);
+  CHECK(function == dlsym(Shim(), "cuStreamDestroy_v2"));
+  CHECK(GetProc("cuCtxCreate", &function, 12040) == CUDA_SUCCESS);
+  CHECK(function == dlsym(Shim(), "cuCtxCreate_v2"));
+  CUdriverProcAddressQueryResult status;
+  CHECK(GetProc("cuModuleLoadDataEx", &function, 2000, &status) == CUDA_ERROR_NOT_FOUND);
+  CHECK((status == CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT && function == nullptr));
+  // A real driver function the shim does not implement is not offered.
+  CHECK(GetProc("cuGraphCreate", &function, 13000, &status) == CUDA_ERROR_NOT_FOUND);
+  CHECK(status == CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
+  CHECK(SHIM(cuGetProcAddress_v2)(nullptr, &function, 13000, 0, nullptr) ==
+        CUDA_ERROR_INVALID_VALUE);
+}
+
+TEST_CASE("driver calls need cuInit, which fails cleanly without a server") {
+  CUdeviceptr address = 0;
+  CHECK(SHIM(cuMemAlloc_v2)(&address, 64) == CUDA_ERROR_NOT_INITIALIZED);
+  CHECK(SHIM(cuInit)(1) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(SHIM(cuInit)(0) == CUDA_ERROR_DEVICE_UNAVAILABLE);
+  CHECK(SHIM(cuMemAlloc_v2)(&address, 64) == CUDA_ERROR_NOT_INITIALIZED);
+  const void* table = reinterpret_cast<const void*>(1);
+  CHECK(SHIM(cuGetExportTable)(&table, nullptr) == CUDA_ERROR_NOT_SUPPORTED);
+  CHECK(table == nullptr);
+  // The weak stub of an unimplemented export ignores its arguments.
+  CHECK(reinterpret_cast<CUresult (*)()>(dlsym(Shim(), "cuGraphCreate"))() ==
+        CUDA_ERROR_NOT_SUPPORTED);
+  // The runtime's last error is the runtime's alone.
+  CHECK(SHIM(cudaGetLastError)() == cudaSuccess);
+}
+
+TEST_CASE("driver error names and descriptions come from cuda.h") {
+  const char* text = nullptr;
+  CHECK(SHIM(cuGetErrorName)(CUDA_ERROR_INVALID_HANDLE, &text) == CUDA_SUCCESS);
+  CHECK(std::string(text) == "CUDA_ERROR_INVALID_HANDLE");
+  CHECK(SHIM(cuGetErrorString)(CUDA_ERROR_OUT_OF_MEMORY, &text) == CUDA_SUCCESS);
+  CHECK(std::strlen(text) > 10);
+  CHECK(SHIM(cuGetErrorName)(static_cast<CUresult>(123456), &text) == CUDA_ERROR_INVALID_VALUE);
 }
 
 }  // namespace

@@ -68,6 +68,7 @@ absl::StatusOr<Channel*> Channel::Connect() {
     TALLY_LOG_WARN("tally: no page-locked memory for this program: {}",
                    std::string(region.status().message()));
   }
+  connected_.store(true, std::memory_order_release);
   return channel.release();
 }
 

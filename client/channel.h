@@ -10,6 +10,7 @@
 // handed over. A single-threaded application never waits for another thread.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -40,6 +41,8 @@ class Channel {
   // The process's channel, connecting (and fetching the device snapshot) on the first call. A
   // failure is remembered and returned to every later call.
   static absl::StatusOr<Channel*> Get();
+  // Whether Get() has connected successfully (a lock-free check for the driver API).
+  static bool Connected() { return connected_.load(std::memory_order_acquire); }
 
   // Sends a sync request and waits for its response; a CallError becomes a CudaError.
   template <typename Request>
@@ -74,6 +77,7 @@ class Channel {
   absl::Status Receive(uint64_t sequence,
                        absl::FunctionRef<absl::Status(const ipc::ReceivedMessage&)> consume);
 
+  static inline std::atomic<bool> connected_{false};
   std::mutex post_mutex_;  // the request ring's single producer
   ipc::ClientConnection connection_;
   const ipc::WaitOptions wait_ = connection_.MakeWaitOptions(absl::InfiniteDuration());

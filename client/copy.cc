@@ -257,12 +257,21 @@ absl::Status CopyBox(const BoxSide& dst, const BoxSide& src, const BoxExtent& ex
 }
 
 absl::Status Memset(void* dst, int value, size_t count, cudaStream_t stream) {
+  return MemsetElements(dst, static_cast<uint8_t>(value), 1, count, stream);
+}
+
+absl::Status MemsetElements(void* dst, uint32_t value, uint32_t element_size, size_t count,
+                            cudaStream_t stream) {
   if (count == 0) return absl::OkStatus();
-  TALLY_RETURN_IF_ERROR(CheckDeviceRange(dst, count));
+  if (count > SIZE_MAX / element_size || DevicePointer(dst) % element_size != 0) {
+    return CudaError(cudaErrorInvalidValue, "memset destination misaligned or count too large");
+  }
+  TALLY_RETURN_IF_ERROR(CheckDeviceRange(dst, count * element_size));
   TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
-  return channel->Post(ipc::MemsetRequest{.value = static_cast<uint32_t>(value),
+  return channel->Post(ipc::MemsetRequest{.value = value,
+                                          .element_size = element_size,
                                           .dst = DevicePointer(dst),
-                                          .size = count,
+                                          .size = count * element_size,
                                           .stream = StreamHandle(stream)});
 }
 

@@ -76,5 +76,9 @@ absl::Status CopyBox(const BoxSide& dst, const BoxSide& src, const BoxExtent& ex
 absl::Status Memset(void* dst, int value, size_t count, cudaStream_t stream);
 // cudaMemset2D/3D semantics; one-way.
 absl::Status MemsetBox(const BoxSide& dst, int value, const BoxExtent& extent, cudaStream_t stream);
+// cuMemsetD8/D16/D32 semantics: sets `count` elements of `element_size` (1, 2 or 4) bytes to the
+// low bytes of `value`; the destination must be aligned to the element size. One-way.
+absl::Status MemsetElements(void* dst, uint32_t value, uint32_t element_size, size_t count,
+                            cudaStream_t stream);
 
 }  // namespace tally::client

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <string>
 
+#include "client/channel.h"
 #include "client/status.h"
 #include "common/log.h"
 
@@ -34,5 +35,7 @@ void LogFailure(const char* api, const absl::Status& status) {
   }
   TALLY_LOG_DEBUG("tally: {} failed: {}", api, std::string(status.message()));
 }
+
+bool DriverInitialized() { return Channel::Connected(); }
 
 }  // namespace tally::client

@@ -1,9 +1,13 @@
-// The one way an exported runtime entry point runs its body: noexcept, an exception barrier,
-// the single absl::Status -> cudaError_t conversion, and the per-thread last error that
-// cudaGetLastError reports (CUDA Runtime API, "Error Handling").
+// The one way an exported entry point runs its body: noexcept, an exception barrier and the
+// single absl::Status -> error code conversion. Runtime entry points (Run) return cudaError_t
+// and keep the per-thread last error that cudaGetLastError reports (CUDA Runtime API, "Error
+// Handling"); driver entry points (RunDriver) return CUresult and leave that error alone.
 #pragma once
 
+#include <cuda.h>
 #include <cuda_runtime_api.h>
+
+#include <utility>
 
 #include "absl/status/status.h"
 #include "client/status.h"
@@ -29,6 +33,29 @@ cudaError_t Run(const char* api, Body&& body) noexcept {
     // std::bad_alloc and friends: never let them cross the C ABI into the application.
     return RecordError(cudaErrorUnknown);
   }
+}
+
+// Whether the driver API may be used: after cuInit, or once the runtime API has connected (the
+// CUDA runtime initialises the driver itself).
+bool DriverInitialized();
+
+template <typename Body>
+CUresult RunDriverAnyState(const char* api, Body&& body) noexcept {
+  try {
+    const absl::Status status = body();
+    if (status.ok()) return CUDA_SUCCESS;
+    LogFailure(api, status);
+    return ToCuResult(status);
+  } catch (...) {
+    return CUDA_ERROR_UNKNOWN;
+  }
+}
+
+// For driver entry points that need cuInit: CUDA_ERROR_NOT_INITIALIZED before it.
+template <typename Body>
+CUresult RunDriver(const char* api, Body&& body) noexcept {
+  if (!DriverInitialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  return RunDriverAnyState(api, std::forward<Body>(body));
 }
 
 }  // namespace tally::client

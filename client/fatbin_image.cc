@@ -36,6 +36,17 @@ struct FatbinHeader {
   uint64_t fat_size;  // bytes after the header
 };
 
+// Whether `bytes` starts with `prefix`, reading no further than the first mismatch (a short
+// PTX string must not be read past its NUL).
+bool StartsWith(const void* bytes, const void* prefix, size_t size) {
+  const auto* b = static_cast<const unsigned char*>(bytes);
+  const auto* p = static_cast<const unsigned char*>(prefix);
+  for (size_t i = 0; i < size; ++i) {
+    if (b[i] != p[i]) return false;
+  }
+  return true;
+}
+
 absl::StatusOr<std::span<const std::byte>> FatbinAt(const void* data) {
   FatbinHeader header;
   std::memcpy(&header, data, sizeof(header));
@@ -67,6 +78,27 @@ absl::StatusOr<std::vector<std::span<const std::byte>>> FatbinImages(const void*
     }
     TALLY_ASSIGN_OR_RETURN(images.emplace_back(), FatbinAt(units[i]));
   }
+  return images;
+}
+
+absl::StatusOr<std::vector<std::span<const std::byte>>> ModuleImages(const void* image) {
+  if (image == nullptr) return CudaError(cudaErrorInvalidValue, "null module image");
+  if (StartsWith(image, &kWrapperMagic, sizeof(kWrapperMagic))) return FatbinImages(image);
+  std::vector<std::span<const std::byte>> images;
+  if (StartsWith(image, &kFatbinMagic, sizeof(kFatbinMagic))) {
+    TALLY_ASSIGN_OR_RETURN(images.emplace_back(), FatbinAt(image));
+    return images;
+  }
+  if (StartsWith(image,
+                 "\x7f"
+                 "ELF",
+                 4)) {
+    return DriverError(CUDA_ERROR_NO_BINARY_FOR_GPU,
+                       "the module image is a cubin (machine code only): Tally loads device code "
+                       "as PTX, so load PTX text or a fatbin that contains PTX");
+  }
+  const char* text = static_cast<const char*>(image);
+  images.push_back(std::as_bytes(std::span(text, std::strlen(text) + 1)));
   return images;
 }
 

@@ -1,4 +1,5 @@
-// The bytes of the fatbins that __cudaRegisterFatBinary's wrapper points to. The shim may not
+// The bytes of the fatbins that __cudaRegisterFatBinary's wrapper points to, and of the images
+// cuModuleLoadData takes (which come without a size). The shim may not
 // link ptx_transform (ARCHITECTURE.md: the client stays small), so it reads only the two headers
 // needed for the size; the server parses the content.
 #pragma once
@@ -15,5 +16,10 @@ namespace tally::client {
 // crt/link.stub), the fatbin of each translation unit that its NULL-terminated list names:
 // the linked fatbin holds only cubins, the units' fatbins hold the PTX the server links.
 absl::StatusOr<std::vector<std::span<const std::byte>>> FatbinImages(const void* wrapper);
+
+// The bytes of a cuModuleLoadData image: a fatbin wrapper's fatbins (as FatbinImages), a
+// fatbin, or PTX text with its NUL (CUDA Driver API, cuModuleLoadData). A cubin is refused here
+// with an explanation: Tally loads device code as PTX.
+absl::StatusOr<std::vector<std::span<const std::byte>>> ModuleImages(const void* image);
 
 }  // namespace tally::client

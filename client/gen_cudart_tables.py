@@ -4,9 +4,10 @@
   gen_cudart_tables.py errors <driver_types.h> <out.def>
       TALLY_CUDA_ERROR(cudaErrorX, "description") for every cudaError_t, the description being
       the first sentence of NVIDIA's doc comment above the enumerator.
-  gen_cudart_tables.py exports <nm> <libcudart.so.N> <out.def>
-      TALLY_CUDART_EXPORT(name) for every function libcudart exports, so that the shim can
-      answer each one (unsupported ones with cudaErrorNotSupported) instead of leaving the
+  gen_cudart_tables.py exports <nm> <library> <out.def>
+      TALLY_LIBRARY_EXPORT(name) for every function the library exports (libcudart.so.N, and
+      libcuda.so's stub for the driver API), so that the shim can answer each one (unsupported
+      ones with cudaErrorNotSupported / CUDA_ERROR_NOT_SUPPORTED) instead of leaving the
       application with an unresolved symbol.
 """
 import re
@@ -31,10 +32,10 @@ def errors(header: str) -> list:
 def exports(nm: str, library: str) -> list:
     listing = subprocess.run([nm, "-D", "--defined-only", library], check=True,
                              capture_output=True, text=True).stdout
-    names = sorted({m.group(1) for m in re.finditer(r"^\S+ T (\w+)@", listing, re.M)})
-    lines = ["#ifndef TALLY_CUDART_EXPORT", "#define TALLY_CUDART_EXPORT(name)", "#endif"]
-    lines += [f"TALLY_CUDART_EXPORT({name})" for name in names]
-    lines.append("#undef TALLY_CUDART_EXPORT")
+    names = sorted({m.group(1) for m in re.finditer(r"^\S+ T (\w+)(@\S*)?$", listing, re.M)})
+    lines = ["#ifndef TALLY_LIBRARY_EXPORT", "#define TALLY_LIBRARY_EXPORT(name)", "#endif"]
+    lines += [f"TALLY_LIBRARY_EXPORT({name})" for name in names]
+    lines.append("#undef TALLY_LIBRARY_EXPORT")
     return lines
 
 

@@ -22,6 +22,12 @@ inline uint64_t EventHandle(cudaEvent_t event) { return reinterpret_cast<uintptr
 inline cudaEvent_t ToEvent(uint64_t handle) { return reinterpret_cast<cudaEvent_t>(handle); }
 inline uint64_t DevicePointer(const void* pointer) { return reinterpret_cast<uintptr_t>(pointer); }
 
+// The server serves one device: the application's device 0.
+inline absl::Status CheckDevice(int device) {
+  if (device == 0) return absl::OkStatus();
+  return CudaError(cudaErrorInvalidDevice, "Tally serves device 0 only");
+}
+
 // cudaErrorInvalidValue for a null output argument.
 inline absl::Status CheckOut(const void* out) {
   if (out != nullptr) return absl::OkStatus();

@@ -59,16 +59,12 @@ absl::StatusOr<Variable*> KernelRegistry::ResolveVariable(const void* host_varia
   std::lock_guard lock(variable->mutex);
   if (variable->address != 0) return variable;
   TALLY_RETURN_IF_ERROR(Upload(*variable->fatbin));
-  TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
-  TALLY_ASSIGN_OR_RETURN(
-      auto answer,
-      channel->Call(ipc::GetGlobalRequest{.module = variable->fatbin->module},
-                    std::as_bytes(std::span(variable->name.data(), variable->name.size()))));
-  if (answer.fields.size < variable->size) {
+  TALLY_ASSIGN_OR_RETURN(const ipc::GetGlobalResponse global,
+                         FetchGlobal(variable->fatbin->module, variable->name));
+  if (global.size < variable->size) {
     return absl::DataLossError("the server's variable is smaller than the registered one");
   }
-  variable->address = answer.fields.device_ptr;
-  DeviceRanges::Get().Add(variable->address, variable->size);
+  variable->address = global.device_ptr;
   return variable;
 }
 
@@ -91,9 +87,70 @@ absl::Status KernelRegistry::Resolve(Kernel& kernel) {
   std::lock_guard lock(kernel.mutex);
   if (kernel.function != 0) return absl::OkStatus();
   TALLY_RETURN_IF_ERROR(Upload(*kernel.fatbin));
+  return FetchFunction(kernel.fatbin->module, kernel);
+}
+
+absl::Status KernelRegistry::Upload(Fatbin& fatbin) {
+  std::lock_guard lock(fatbin.mutex);
+  if (fatbin.module != 0) return absl::OkStatus();
+  TALLY_ASSIGN_OR_RETURN(const auto images, FatbinImages(fatbin.wrapper));
+  absl::StatusOr<uint64_t> module = RegisterImages(images);
+  if (!module.ok() && !fatbin.failure_logged) {
+    // Every kernel of the fatbin will fail to launch; say why once (launch errors are easy to
+    // miss: the code <<<>>> generates discards them).
+    fatbin.failure_logged = true;
+    TALLY_LOG_WARN("tally: the server cannot load this program's device code: {}",
+                   std::string(module.status().message()));
+  }
+  TALLY_RETURN_IF_ERROR(module.status());
+  fatbin.module = *module;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<const Kernel*> DriverFunction(CUfunction function) {
+  const auto* kernel = reinterpret_cast<const Kernel*>(function);
+  // Registered kernels (cudaKernel_t) are no CUfunctions: they resolve lazily, under a lock.
+  if (kernel == nullptr || kernel->magic != Kernel::kMagic || kernel->fatbin != nullptr) {
+    return DriverError(CUDA_ERROR_INVALID_HANDLE, "not a CUfunction of cuModuleGetFunction");
+  }
+  if (kernel->unloaded.load(std::memory_order_acquire)) {
+    return DriverError(CUDA_ERROR_INVALID_HANDLE,
+                       absl::StrFormat("%s: its module was unloaded", kernel->name));
+  }
+  return kernel;
+}
+
+absl::StatusOr<uint64_t> RegisterImages(std::span<const std::span<const std::byte>> images) {
+  // Several fatbins (an -rdc=true program) go back to back, each 8-byte aligned as in a
+  // .nv_fatbin section; the server reads them in sequence.
+  size_t size = 0;
+  for (std::span<const std::byte> image : images) size = (size + 7) / 8 * 8 + image.size();
+  TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
+  absl::StatusOr<ipc::BulkRef> block = channel->bulk().Allocate(size);
+  if (!block.ok()) {
+    return CudaError(cudaErrorNotSupported,
+                     absl::StrFormat("a %d-byte module image does not fit the bulk area: %s", size,
+                                     block.status().message()));
+  }
+  std::span<std::byte> bytes = channel->bulk().Bytes(*block);
+  std::memset(bytes.data(), 0, size);
+  size_t offset = 0;
+  for (std::span<const std::byte> image : images) {
+    offset = (offset + 7) / 8 * 8;
+    std::memcpy(bytes.data() + offset, image.data(), image.size());
+    offset += image.size();
+  }
+  auto answer = channel->Call(ipc::RegisterFatbinRequest{
+      .content_hash = ipc::ContentHash(bytes.first(size)), .image = *block});
+  channel->bulk().Free(*block);
+  TALLY_RETURN_IF_ERROR(answer.status());
+  return answer->fields.module;
+}
+
+absl::Status FetchFunction(uint64_t module, Kernel& kernel) {
   TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
   TALLY_ASSIGN_OR_RETURN(
-      auto answer, channel->Call(ipc::GetFunctionRequest{.module = kernel.fatbin->module},
+      auto answer, channel->Call(ipc::GetFunctionRequest{.module = module},
                                  std::as_bytes(std::span(kernel.name.data(), kernel.name.size()))));
   const uint32_t count = answer.fields.param_count;
   if (answer.tail.size() != count * sizeof(ipc::ParamSlot)) {
@@ -112,42 +169,13 @@ absl::Status KernelRegistry::Resolve(Kernel& kernel) {
   return absl::OkStatus();
 }
 
-absl::Status KernelRegistry::Upload(Fatbin& fatbin) {
-  std::lock_guard lock(fatbin.mutex);
-  if (fatbin.module != 0) return absl::OkStatus();
-  TALLY_ASSIGN_OR_RETURN(const auto images, FatbinImages(fatbin.wrapper));
-  // Several fatbins (an -rdc=true program) go back to back, each 8-byte aligned as in a
-  // .nv_fatbin section; the server reads them in sequence.
-  size_t size = 0;
-  for (std::span<const std::byte> image : images) size = (size + 7) / 8 * 8 + image.size();
+absl::StatusOr<ipc::GetGlobalResponse> FetchGlobal(uint64_t module, const std::string& name) {
   TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
-  absl::StatusOr<ipc::BulkRef> block = channel->bulk().Allocate(size);
-  if (!block.ok()) {
-    return CudaError(cudaErrorNotSupported,
-                     absl::StrFormat("a %d-byte fatbin does not fit the bulk area: %s", size,
-                                     block.status().message()));
-  }
-  std::span<std::byte> bytes = channel->bulk().Bytes(*block);
-  std::memset(bytes.data(), 0, size);
-  size_t offset = 0;
-  for (std::span<const std::byte> image : images) {
-    offset = (offset + 7) / 8 * 8;
-    std::memcpy(bytes.data() + offset, image.data(), image.size());
-    offset += image.size();
-  }
-  auto answer = channel->Call(ipc::RegisterFatbinRequest{
-      .content_hash = ipc::ContentHash(bytes.first(size)), .image = *block});
-  channel->bulk().Free(*block);
-  if (!answer.ok() && !fatbin.failure_logged) {
-    // Every kernel of the fatbin will fail to launch; say why once (launch errors are easy to
-    // miss: the code <<<>>> generates discards them).
-    fatbin.failure_logged = true;
-    TALLY_LOG_WARN("tally: the server cannot load this program's device code ({} bytes): {}", size,
-                   std::string(answer.status().message()));
-  }
-  TALLY_RETURN_IF_ERROR(answer.status());
-  fatbin.module = answer->fields.module;
-  return absl::OkStatus();
+  TALLY_ASSIGN_OR_RETURN(auto answer,
+                         channel->Call(ipc::GetGlobalRequest{.module = module},
+                                       std::as_bytes(std::span(name.data(), name.size()))));
+  DeviceRanges::Get().Add(answer.fields.device_ptr, answer.fields.size);
+  return answer.fields;
 }
 
 }  // namespace tally::client

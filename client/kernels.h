@@ -4,9 +4,13 @@
 // server answers with the kernel's handle and parameter layout, used to pack every launch.
 #pragma once
 
+#include <cuda.h>
+
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -23,13 +27,19 @@ struct Fatbin {
   bool failure_logged = false;
 };
 
+// A kernel: registered by nvcc's code (resolved on first use), or a CUfunction of a driver API
+// module (resolved when found). The record outlives its module, so that a stale CUfunction is
+// an error, not a dangling pointer.
 struct Kernel {
-  Fatbin* fatbin = nullptr;
-  std::string name;  // mangled
+  static constexpr uint64_t kMagic = 0x6c656e72656b5954;  // tells a CUfunction from other memory
+  uint64_t magic = kMagic;
+  Fatbin* fatbin = nullptr;  // null for a driver API module's function
+  std::string name;          // mangled
   std::mutex mutex;
   uint64_t function = 0;  // 0 until resolved
   uint32_t param_buffer_size = 0;
   std::vector<ipc::ParamSlot> params;
+  std::atomic<bool> unloaded{false};  // its driver API module was unloaded
 };
 
 // A __device__ or __constant__ variable, known by the address of its host shadow.
@@ -40,6 +50,18 @@ struct Variable {
   std::mutex mutex;
   uint64_t address = 0;  // 0 until resolved
 };
+
+// Sends a module's images (fatbins, or PTX text with its NUL) to the server: its module handle.
+absl::StatusOr<uint64_t> RegisterImages(std::span<const std::span<const std::byte>> images);
+// Resolves `kernel` (by its name) in the server's module `module`: handle and parameter layout.
+absl::Status FetchFunction(uint64_t module, Kernel& kernel);
+// A module variable's address and size; its range becomes device memory of this process.
+absl::StatusOr<ipc::GetGlobalResponse> FetchGlobal(uint64_t module, const std::string& name);
+
+// The Kernel behind a CUfunction the shim handed out (api/module.cc); CUDA_ERROR_INVALID_HANDLE
+// for anything else, including a function of an unloaded module. Lock-free (launch path): such
+// kernels are resolved before they are handed out.
+absl::StatusOr<const Kernel*> DriverFunction(CUfunction function);
 
 class KernelRegistry {
  public:

@@ -6,6 +6,7 @@
 
 #include "absl/strings/cord.h"
 #include "absl/strings/numbers.h"
+#include "common/cu_result_table.h"
 
 namespace tally::client {
 namespace {
@@ -46,6 +47,29 @@ cudaError_t ToCudaError(const absl::Status& status) {
     return cudaErrorDevicesUnavailable;
   }
   return static_cast<cudaError_t>(value);
+}
+
+// The payload is the code's value: CUresult and cudaError_t share the values of the codes both
+// have, and a driver status never reaches a runtime entry point.
+absl::Status DriverError(CUresult error, absl::string_view message) {
+  return CudaError(static_cast<cudaError_t>(error), message);
+}
+
+CUresult ToCuResult(const absl::Status& status) {
+  const cudaError_t error = ToCudaError(status);
+  if (CuResultName(static_cast<CUresult>(error)) != nullptr) return static_cast<CUresult>(error);
+  switch (error) {  // runtime-only codes
+    case cudaErrorInvalidSymbol:
+      return CUDA_ERROR_NOT_FOUND;
+    case cudaErrorInvalidDeviceFunction:
+      return CUDA_ERROR_INVALID_HANDLE;
+    case cudaErrorPriorLaunchFailure:
+      return CUDA_ERROR_LAUNCH_FAILED;
+    case cudaErrorStartupFailure:
+      return CUDA_ERROR_UNKNOWN;
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
+  }
 }
 
 cudaError_t FromDriverResult(int32_t result) {

@@ -3,6 +3,7 @@
 // (no server, server gone) and reads as cudaErrorDevicesUnavailable.
 #pragma once
 
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
@@ -14,6 +15,12 @@ namespace tally::client {
 
 absl::Status CudaError(cudaError_t error, absl::string_view message);
 cudaError_t ToCudaError(const absl::Status& status);
+
+// The driver API's view of the same errors: a driver entry point's status built with
+// DriverError, or a runtime error mapped to the CUresult a driver call reports for it (equal
+// values where cuda.h has the code).
+absl::Status DriverError(CUresult error, absl::string_view message);
+CUresult ToCuResult(const absl::Status& status);
 
 // The runtime error for a driver CUresult from the server. The two enums share their values
 // for every code both have (cuda.h and driver_types.h); others read as cudaErrorUnknown.

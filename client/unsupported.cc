@@ -1,7 +1,9 @@
-// Every libcudart export the shim does not implement (client/cudart_exports.def, generated from
-// the installed libcudart): a weak stub that returns cudaErrorNotSupported and logs the name
-// once, so that an application linking against any runtime function starts and gets an error
-// instead of an unresolved symbol. The implementations in api/ are strong and replace these.
+// Every libcudart and libcuda export the shim does not implement (client/cudart_exports.def and
+// client/driver_exports.def, generated from the installed libcudart and libcuda stub): a weak
+// stub that returns cudaErrorNotSupported (CUDA_ERROR_NOT_SUPPORTED has the same value) and logs
+// the name once, so that an application linking against any runtime or driver function starts
+// and gets an error instead of an unresolved symbol. The implementations in api/ are strong and
+// replace these.
 // No CUDA header here: the stubs cannot repeat each function's prototype, and under the C
 // calling convention a function returning an int-sized enum needs none.
 #include <atomic>
@@ -10,12 +12,12 @@
 
 namespace {
 
-constexpr int kCudaErrorNotSupported = 801;  // cudaErrorNotSupported, driver_types.h
+constexpr int kCudaErrorNotSupported = 801;  // cudaErrorNotSupported, CUDA_ERROR_NOT_SUPPORTED
 
 int Unsupported(const char* name, std::atomic<bool>& logged) noexcept {
   if (!logged.exchange(true)) {
     try {
-      TALLY_LOG_WARN("tally: {} is not supported yet; returning cudaErrorNotSupported", name);
+      TALLY_LOG_WARN("tally: {} is not supported yet; returning error 801 (not supported)", name);
     } catch (...) {
       // Logging is best effort; the error code still reaches the application.
     }
@@ -25,11 +27,15 @@ int Unsupported(const char* name, std::atomic<bool>& logged) noexcept {
 
 }  // namespace
 
-extern "C" {
-#define TALLY_CUDART_EXPORT(name)             \
+#define TALLY_UNSUPPORTED_STUB(name)          \
   __attribute__((weak)) int name() noexcept { \
     static std::atomic<bool> logged{false};   \
     return Unsupported(#name, logged);        \
   }
+
+extern "C" {
+#define TALLY_LIBRARY_EXPORT TALLY_UNSUPPORTED_STUB
 #include "client/cudart_exports.def"
+#define TALLY_LIBRARY_EXPORT TALLY_UNSUPPORTED_STUB
+#include "client/driver_exports.def"
 }

@@ -12,7 +12,7 @@
 namespace tally::ipc {
 
 // The schema number exchanged in the handshake (Hello::schema_version).
-inline constexpr uint32_t kCudaCallsSchemaVersion = 8;
+inline constexpr uint32_t kCudaCallsSchemaVersion = 9;
 
 enum class CallMode { kSync, kWait, kAsync };
 
@@ -127,10 +127,12 @@ struct MemcpyDtoDRequest {
   uint64_t size;
   uint64_t stream;
 };
-// cudaMemset sets bytes (CUDA Runtime API): the value is the low byte of `value`.
+// Sets size / element_size elements of 1, 2 or 4 bytes (cudaMemset: bytes; cuMemsetD16/D32)
+// to the low element_size bytes of `value`.
 struct MemsetRequest {
   TALLY_INTERNAL_REQUEST(Memset);
   uint32_t value;
+  uint32_t element_size;
   uint64_t dst;
   uint64_t size;
   uint64_t stream;
@@ -269,6 +271,17 @@ struct LaunchKernelRequest {
   uint32_t flags;  // kLaunchCooperative
   uint64_t function;
   uint64_t stream;
+};
+
+// Drops this client's handle of a module (cuModuleUnload) and of the functions found in it;
+// launches already queued keep the module loaded until they ran.
+struct ModuleUnloadRequest {
+  TALLY_INTERNAL_REQUEST(ModuleUnload);
+  uint64_t module;
+};
+struct ModuleUnloadResponse {
+  TALLY_INTERNAL_RESPONSE(ModuleUnload);
+  uint32_t reserved;
 };
 
 // A module-scope variable (__device__, __constant__) of this client's module; the tail is its

@@ -53,6 +53,11 @@ absl::StatusOr<std::string> ResolveSocketPath(DirectoryMode mode) {
   if (std::string explicit_path = Env("TALLY_SERVER"); !explicit_path.empty()) {
     return explicit_path;
   }
+  TALLY_ASSIGN_OR_RETURN(std::string dir, RuntimeDirectory(mode));
+  return dir + "/server.sock";
+}
+
+absl::StatusOr<std::string> RuntimeDirectory(DirectoryMode mode) {
   std::string dir;
   if (std::string runtime = Env("XDG_RUNTIME_DIR"); !runtime.empty()) {
     dir = runtime + "/tally";
@@ -60,7 +65,7 @@ absl::StatusOr<std::string> ResolveSocketPath(DirectoryMode mode) {
     dir = absl::StrFormat("/tmp/tally-%d", geteuid());
   }
   TALLY_RETURN_IF_ERROR(EnsurePrivateDirectory(dir, mode));
-  return dir + "/server.sock";
+  return dir;
 }
 
 }  // namespace tally::ipc

@@ -16,6 +16,10 @@ enum class DirectoryMode {
 
 absl::StatusOr<std::string> ResolveSocketPath(DirectoryMode mode);
 
+// The private per-user directory of the default socket ($XDG_RUNTIME_DIR/tally, else
+// /tmp/tally-$UID), also where tally-run keeps its files.
+absl::StatusOr<std::string> RuntimeDirectory(DirectoryMode mode);
+
 // Creates `dir` with mode 0700 when asked and missing; then FailedPrecondition unless it is a
 // real directory (not a symlink) owned by our effective uid with no group or other access.
 absl::Status EnsurePrivateDirectory(const std::string& dir, DirectoryMode mode);

@@ -59,6 +59,12 @@ class HandleTable {
     entries_.clear();
   }
 
+  // Removes the entries `pred` holds for.
+  template <typename Pred>
+  void EraseIf(Pred&& pred) {
+    absl::erase_if(entries_, [&](const auto& entry) { return pred(entry.second); });
+  }
+
   template <typename Fn>
   void ForEach(Fn&& fn) const {
     for (const auto& [handle, value] : entries_) fn(value);

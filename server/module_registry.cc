@@ -12,6 +12,7 @@
 #include "common/status.h"
 #include "ipc/content_hash.h"
 #include "ptx_transform/fatbin.h"
+#include "ptx_transform/parser.h"
 #include "ptx_transform/printer.h"
 #include "server/cuda_result.h"
 #include "server/device_code.h"
@@ -157,12 +158,7 @@ void ModuleRegistry::ForgetExpired() {
 
 absl::StatusOr<std::shared_ptr<const ParsedImage>> ModuleRegistry::Parse(
     std::span<const std::byte> image) {
-  auto entries = ptx::ReadFatbin({reinterpret_cast<const uint8_t*>(image.data()), image.size()});
-  if (!entries.ok()) {
-    return ClientError(CUDA_ERROR_INVALID_IMAGE,
-                       absl::StrFormat("not a fatbin: %s", entries.status().message()));
-  }
-  TALLY_ASSIGN_OR_RETURN(DeviceCode code, SelectDeviceCode(*entries, device_arch_));
+  TALLY_ASSIGN_OR_RETURN(DeviceCode code, ImageCode(image));
   auto signatures = ptx::ComputeSignatures(code.module);
   if (!signatures.ok()) return ClientError(CUDA_ERROR_INVALID_PTX, signatures.status().message());
   auto parsed = std::make_shared<ParsedImage>();
@@ -174,6 +170,31 @@ absl::StatusOr<std::shared_ptr<const ParsedImage>> ModuleRegistry::Parse(
   parsed->has_module_state = HasModuleState(code.module);
   if (build_forms_) AddTransformedForms(code.module, *parsed);
   return parsed;
+}
+
+absl::StatusOr<DeviceCode> ModuleRegistry::ImageCode(std::span<const std::byte> image) {
+  constexpr std::byte kElfMagic[] = {std::byte{0x7f}, std::byte{'E'}, std::byte{'L'},
+                                     std::byte{'F'}};
+  if (image.size() >= sizeof(kElfMagic) && std::ranges::equal(image.first(4), kElfMagic)) {
+    return ClientError(CUDA_ERROR_NO_BINARY_FOR_GPU,
+                       "the image is a cubin (machine code only): Tally loads device code as "
+                       "PTX, so load PTX text or a fatbin that contains PTX");
+  }
+  auto entries = ptx::ReadFatbin({reinterpret_cast<const uint8_t*>(image.data()), image.size()});
+  if (entries.ok()) return SelectDeviceCode(*entries, device_arch_);
+  // cuModuleLoadData's other form: PTX text, NUL-terminated (CUDA Driver API, cuModuleLoadData).
+  const auto nul = std::ranges::find(image, std::byte{0});
+  if (image.empty() || nul != image.end() - 1) {
+    return ClientError(CUDA_ERROR_INVALID_IMAGE,
+                       absl::StrFormat("not a fatbin (%s), and not NUL-terminated PTX text",
+                                       entries.status().message()));
+  }
+  DeviceCode code;
+  code.ptx.assign(reinterpret_cast<const char*>(image.data()), image.size() - 1);
+  auto module = ptx::ParseModuleOrError(code.ptx, "<module ptx>");
+  if (!module.ok()) return ClientError(CUDA_ERROR_INVALID_PTX, module.status().message());
+  code.module = *std::move(module);
+  return code;
 }
 
 absl::StatusOr<std::shared_ptr<SharedModule>> ModuleRegistry::Load(
@@ -222,8 +243,8 @@ absl::StatusOr<std::shared_ptr<SharedModule>> ModuleRegistry::Load(
     }
     kernels.emplace(signature.name, std::move(kernel));
   }
-  TALLY_LOG_INFO("loaded a module ({}-byte fatbin, sm_{} PTX, {} kernel(s){}{})",
-                 parsed->image.size(), parsed->ptx_arch, kernels.size(),
+  TALLY_LOG_INFO("loaded a module ({}-byte {}, sm_{} PTX, {} kernel(s){}{})", parsed->image.size(),
+                 parsed->ptx_arch != 0 ? "fatbin" : "PTX image", parsed->ptx_arch, kernels.size(),
                  parsed->has_module_state ? ", per-client module state" : "",
                  transformed ? ", with transformed forms" : "");
   auto loaded = std::make_shared<SharedModule>(api, module, std::move(parsed), std::move(kernels));

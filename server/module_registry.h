@@ -21,6 +21,7 @@
 #include "ptx_transform/kernel_signature.h"
 #include "ptx_transform/transform.h"
 #include "server/backend/backend.h"
+#include "server/device_code.h"
 
 namespace tally::server {
 
@@ -43,8 +44,9 @@ struct Kernel {
 // A fatbin as parsed: what every module loaded from it shares.
 struct ParsedImage {
   std::vector<std::byte> image;
-  std::string ptx;  // the entry selected for the device, or a linked program's units, linked
-  uint32_t ptx_arch = 0;
+  std::string ptx;        // the entry selected for the device, a linked program's units linked, or
+                          // the image itself (PTX text)
+  uint32_t ptx_arch = 0;  // 0 for a PTX image
   std::vector<ptx::KernelSignature> signatures;
   bool has_module_state = false;                  // module-scope .global/.const variables
   std::vector<std::string> unresolved_functions;  // linked programs: left to the driver
@@ -83,8 +85,9 @@ class ModuleRegistry {
   // (for a scheduling policy that uses them).
   ModuleRegistry(const Backend& backend, bool build_forms);
 
-  // A module of this fatbin for one client. CUDA_ERROR_INVALID_IMAGE for bytes that are not a
-  // fatbin, CUDA_ERROR_NO_BINARY_FOR_GPU when no PTX in it suits the device. The caller's thread
+  // A module of this fatbin or NUL-terminated PTX text (cuModuleLoadData's images) for one
+  // client. CUDA_ERROR_INVALID_IMAGE for bytes that are neither, CUDA_ERROR_NO_BINARY_FOR_GPU for
+  // a cubin or a fatbin without PTX that suits the device. The caller's thread
   // must have the backend's context current.
   absl::StatusOr<std::shared_ptr<SharedModule>> Register(std::span<const std::byte> image);
 
@@ -98,6 +101,8 @@ class ModuleRegistry {
   };
 
   absl::StatusOr<std::shared_ptr<const ParsedImage>> Parse(std::span<const std::byte> image);
+  // The PTX of a fatbin image (device_code.h) or of PTX text.
+  absl::StatusOr<DeviceCode> ImageCode(std::span<const std::byte> image);
   absl::StatusOr<std::shared_ptr<SharedModule>> Load(std::shared_ptr<const ParsedImage> parsed);
   void ForgetExpired();
 

@@ -72,6 +72,7 @@ using EventRef = std::shared_ptr<EventEntry>;
 struct FunctionEntry {
   std::shared_ptr<SharedModule> module;
   const Kernel* kernel = nullptr;
+  uint64_t module_handle = 0;  // the client's handle the function was found through
 };
 
 class Session {

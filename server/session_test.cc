@@ -196,7 +196,8 @@ TEST_CASE("copies round-trip through the bulk area") {
   for (int i = 0; i < 64; ++i) client.bulk()[i] = std::byte(i);
   REQUIRE(client.Result(ipc::MemcpyHtoDRequest{.dst = pointer, .stream = 0, .src = {0, 64}}) ==
           CUDA_SUCCESS);
-  client.Post(ipc::MemsetRequest{.value = 0x1ff, .dst = pointer + 8, .size = 8, .stream = 0});
+  client.Post(ipc::MemsetRequest{
+      .value = 0x1ff, .element_size = 1, .dst = pointer + 8, .size = 8, .stream = 0});
   REQUIRE(client.Result(ipc::MemcpyDtoHRequest{.src = pointer, .stream = 0, .dst = {64, 64}}) ==
           CUDA_SUCCESS);
   CHECK(client.bulk()[64 + 7] == std::byte(7));
@@ -312,11 +313,39 @@ TEST_CASE("box copies use host blocks in place and refuse ranges the client does
   CHECK(host[63] == std::byte(200 - 63));
 }
 
+TEST_CASE("memsets of 16- and 32-bit elements, aligned ones only") {
+  TestClient client;
+  const uint64_t pointer = client.Malloc(32);
+  client.Post(ipc::MemsetRequest{
+      .value = 0x01020304, .element_size = 4, .dst = pointer, .size = 32, .stream = 0});
+  client.Post(ipc::MemsetRequest{
+      .value = 0xa0b0c0d0, .element_size = 2, .dst = pointer + 4, .size = 4, .stream = 0});
+  REQUIRE(client.Result(ipc::MemcpyDtoHRequest{.src = pointer, .stream = 0, .dst = {0, 32}}) ==
+          CUDA_SUCCESS);
+  const uint8_t expected[12] = {4, 3, 2, 1, 0xd0, 0xc0, 0xd0, 0xc0, 4, 3, 2, 1};
+  for (int i = 0; i < 12; ++i) CHECK(client.bulk()[i] == std::byte(expected[i]));
+  // Misaligned, a size that is no multiple of the element, an element size CUDA has not.
+  client.Post(ipc::MemsetRequest{
+      .value = 0, .element_size = 4, .dst = pointer + 2, .size = 4, .stream = 0});
+  CHECK(client.Result(ipc::DeviceSynchronizeRequest{}) == CUDA_ERROR_INVALID_VALUE);
+  client.Post(
+      ipc::MemsetRequest{.value = 0, .element_size = 2, .dst = pointer, .size = 3, .stream = 0});
+  CHECK(client.Result(ipc::DeviceSynchronizeRequest{}) == CUDA_ERROR_INVALID_VALUE);
+  client.Post(
+      ipc::MemsetRequest{.value = 0, .element_size = 8, .dst = pointer, .size = 8, .stream = 0});
+  CHECK(client.Result(ipc::DeviceSynchronizeRequest{}) == CUDA_ERROR_INVALID_VALUE);
+}
+
 TEST_CASE("errors of one-way calls surface at the next synchronising call, once") {
   TestClient client;
-  client.Post(ipc::MemsetRequest{.value = 0, .dst = 0x10, .size = 8, .stream = 0});
-  client.Post(ipc::LaunchKernelRequest{
-      .grid = {1, 1, 1}, .block = {1, 1, 1}, .shared_bytes = 0, .flags = 0, .function = 99, .stream = 0});
+  client.Post(
+      ipc::MemsetRequest{.value = 0, .element_size = 1, .dst = 0x10, .size = 8, .stream = 0});
+  client.Post(ipc::LaunchKernelRequest{.grid = {1, 1, 1},
+                                       .block = {1, 1, 1},
+                                       .shared_bytes = 0,
+                                       .flags = 0,
+                                       .function = 99,
+                                       .stream = 0});
   CHECK(client.Result(ipc::DeviceSynchronizeRequest{}) == CUDA_ERROR_INVALID_VALUE);
   CHECK(client.Result(ipc::DeviceSynchronizeRequest{}) == CUDA_SUCCESS);
 }
@@ -458,6 +487,56 @@ TEST_CASE("clients sharing a fatbin with module state get modules of their own")
     std::memcpy(&counter, client.bulk().data(), sizeof(counter));
     CHECK(counter == c + 1);  // this client's launches only
   }
+}
+
+// cuModuleLoadData's other image: PTX text with its NUL, loaded and unloaded by the driver API.
+TEST_CASE("PTX images load, their functions launch, and unloading forgets the functions") {
+  TestClient client;
+  const std::string ptx =
+      ".version 7.0\n.target sm_50\n.address_size 64\n"
+      ".visible .entry Fill(.param .u64 out)\n{\n  .reg .b32 %r<2>;\n  .reg .b64 %rd<3>;\n"
+      "  ld.param.u64 %rd1, [out];\n  cvta.to.global.u64 %rd2, %rd1;\n"
+      "  mov.u32 %r1, 77;\n  st.global.u32 [%rd2], %r1;\n  ret;\n}\n";
+  std::memcpy(client.bulk().data(), ptx.c_str(), ptx.size() + 1);
+  const std::span<const std::byte> image = client.bulk().first(ptx.size() + 1);
+  REQUIRE(client.Result(ipc::RegisterFatbinRequest{.content_hash = ipc::ContentHash(image),
+                                                   .image = {0, image.size()}}) == CUDA_SUCCESS);
+  const uint64_t module = client.Last<ipc::RegisterFatbinResponse>().module;
+  const std::string name = "Fill";
+  REQUIRE(client.Result(ipc::GetFunctionRequest{.module = module},
+                        std::as_bytes(std::span(name))) == CUDA_SUCCESS);
+  const uint64_t function = client.Last<ipc::GetFunctionResponse>().function;
+  const uint64_t out = client.Malloc(sizeof(int));
+  const ipc::LaunchKernelRequest launch{.grid = {1, 1, 1},
+                                        .block = {1, 1, 1},
+                                        .shared_bytes = 0,
+                                        .flags = 0,
+                                        .function = function,
+                                        .stream = 0};
+  client.Post(launch, std::as_bytes(std::span(&out, 1)));
+  REQUIRE(client.Result(ipc::MemcpyDtoHRequest{.src = out, .stream = 0, .dst = {0, 4}}) ==
+          CUDA_SUCCESS);
+  int value = 0;
+  std::memcpy(&value, client.bulk().data(), sizeof(value));
+  CHECK(value == 77);
+
+  REQUIRE(client.Result(ipc::ModuleUnloadRequest{.module = module}) == CUDA_SUCCESS);
+  CHECK(client.Result(ipc::ModuleUnloadRequest{.module = module}) == CUDA_ERROR_INVALID_HANDLE);
+  client.Post(launch, std::as_bytes(std::span(&out, 1)));
+  CHECK(client.Result(ipc::DeviceSynchronizeRequest{}) == CUDA_ERROR_INVALID_HANDLE);
+}
+
+TEST_CASE("a cubin image is refused with an explanation") {
+  TestClient client;
+  const char elf[] =
+      "\x7f"
+      "ELF\x02\x01\x01 not really a cubin";
+  std::memcpy(client.bulk().data(), elf, sizeof(elf));
+  const std::span<const std::byte> image = client.bulk().first(sizeof(elf));
+  CHECK(client.Result(ipc::RegisterFatbinRequest{.content_hash = ipc::ContentHash(image),
+                                                 .image = {0, image.size()}}) ==
+        CUDA_ERROR_NO_BINARY_FOR_GPU);
+  CHECK(client.last_reason().find("PTX") != std::string::npos);
 }
 
 }  // namespace

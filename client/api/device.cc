@@ -1,8 +1,13 @@
-// Device management. The server serves one device, so the application sees device 0 only;
-// everything but synchronisation is answered from the snapshot fetched at connection.
+// Device management, runtime and driver API. The server serves one device, so the application
+// sees device 0 only; everything but synchronisation is answered from the snapshot fetched at
+// connection.
+//
+// __CUDA_API_VERSION_INTERNAL: cuda.h declares cuDeviceGetUuid and cuDeviceGetUuid_v2 apart.
+#define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 
@@ -12,17 +17,15 @@
 #include "common/status.h"
 
 using tally::client::Channel;
+using tally::client::CheckDevice;
 using tally::client::CheckOut;
 using tally::client::CudaError;
+using tally::client::DriverError;
 using tally::client::Run;
+using tally::client::RunDriver;
 namespace ipc = tally::ipc;
 
 namespace {
-
-absl::Status CheckDevice(int device) {
-  if (device == 0) return absl::OkStatus();
-  return CudaError(cudaErrorInvalidDevice, "Tally serves device 0 only");
-}
 
 int Attribute(const ipc::GetDeviceInfoResponse& info, ipc::SnapshotAttribute attribute) {
   return info.attributes[static_cast<size_t>(attribute)];
@@ -37,6 +40,30 @@ absl::StatusOr<int> SnapshotValue(const ipc::GetDeviceInfoResponse& info, int at
   return CudaError(
       cudaErrorNotSupported,
       "this device attribute is not in Tally's snapshot (ipc/snapshot_attributes.def)");
+}
+
+// cudaDeviceGetAttribute and cuDeviceGetAttribute (cudaDeviceAttr and CUdevice_attribute share
+// their values, driver_types.h and cuda.h).
+absl::Status GetAttribute(int* value, int attribute, int device) {
+  TALLY_RETURN_IF_ERROR(CheckOut(value));
+  TALLY_RETURN_IF_ERROR(CheckDevice(device));
+  TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
+  TALLY_ASSIGN_OR_RETURN(*value, SnapshotValue(channel->device(), attribute));
+  return absl::OkStatus();
+}
+
+// The device snapshot, for device `device`.
+absl::StatusOr<const ipc::GetDeviceInfoResponse*> DeviceInfo(int device) {
+  TALLY_RETURN_IF_ERROR(CheckDevice(device));
+  TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
+  return &channel->device();
+}
+
+absl::Status GetUuid(CUuuid* uuid, CUdevice device) {
+  TALLY_RETURN_IF_ERROR(CheckOut(uuid));
+  TALLY_ASSIGN_OR_RETURN(const ipc::GetDeviceInfoResponse* info, DeviceInfo(device));
+  std::memcpy(uuid->bytes, info->uuid, sizeof(uuid->bytes));
+  return absl::OkStatus();
 }
 
 // The runtime's device selection is per host thread (CUDA Runtime API, cudaSetDevice); with a
@@ -98,14 +125,8 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
 }
 
 cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) {
-  return Run(__func__, [&]() -> absl::Status {
-    TALLY_RETURN_IF_ERROR(CheckOut(value));
-    TALLY_RETURN_IF_ERROR(CheckDevice(device));
-    TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
-    // cudaDeviceAttr and CUdevice_attribute share their values (driver_types.h, cuda.h).
-    TALLY_ASSIGN_OR_RETURN(*value, SnapshotValue(channel->device(), static_cast<int>(attr)));
-    return absl::OkStatus();
-  });
+  return Run(__func__,
+             [&]() -> absl::Status { return GetAttribute(value, static_cast<int>(attr), device); });
 }
 
 // Flags (cudaDeviceScheduleSpin, ...) choose how the host waits; the shim always spins then
@@ -154,18 +175,6 @@ cudaError_t cudaDeviceSynchronize() {
   });
 }
 
-cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
-  return Run(__func__, [&]() -> absl::Status {
-    TALLY_RETURN_IF_ERROR(CheckOut(free_bytes));
-    TALLY_RETURN_IF_ERROR(CheckOut(total_bytes));
-    TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
-    TALLY_ASSIGN_OR_RETURN(auto answer, channel->Call(ipc::MemGetInfoRequest{}));
-    *free_bytes = answer.fields.free_bytes;
-    *total_bytes = answer.fields.total_bytes;
-    return absl::OkStatus();
-  });
-}
-
 // Limits are the server context's as this client set them (server/handlers/device.cc).
 cudaError_t cudaDeviceSetLimit(cudaLimit limit, size_t value) {
   return Run(__func__, [&]() -> absl::Status {
@@ -185,6 +194,67 @@ cudaError_t cudaDeviceGetLimit(size_t* value, cudaLimit limit) {
         channel->Call(ipc::DeviceGetLimitRequest{.limit = static_cast<uint32_t>(limit)}));
     *value = answer.fields.value;
     return absl::OkStatus();
+  });
+}
+
+// Driver API (CUDA Driver API, "Device Management"): CUdevice 0 is the server's device.
+
+CUresult cuDeviceGet(CUdevice* device, int ordinal) {
+  return RunDriver(__func__, [&]() -> absl::Status {
+    TALLY_RETURN_IF_ERROR(CheckOut(device));
+    TALLY_RETURN_IF_ERROR(CheckDevice(ordinal));
+    *device = 0;
+    return absl::OkStatus();
+  });
+}
+
+CUresult cuDeviceGetCount(int* count) {
+  return RunDriver(__func__, [&]() -> absl::Status {
+    TALLY_RETURN_IF_ERROR(CheckOut(count));
+    *count = 1;
+    return absl::OkStatus();
+  });
+}
+
+CUresult cuDeviceGetName(char* name, int length, CUdevice device) {
+  return RunDriver(__func__, [&]() -> absl::Status {
+    TALLY_RETURN_IF_ERROR(CheckOut(name));
+    if (length <= 0) return DriverError(CUDA_ERROR_INVALID_VALUE, "name length must be positive");
+    TALLY_ASSIGN_OR_RETURN(const ipc::GetDeviceInfoResponse* info, DeviceInfo(device));
+    const size_t n = strnlen(info->name, sizeof(info->name));
+    const size_t copied = std::min(n, static_cast<size_t>(length) - 1);
+    std::memcpy(name, info->name, copied);
+    name[copied] = '\0';
+    return absl::OkStatus();
+  });
+}
+
+CUresult cuDeviceGetAttribute(int* value, CUdevice_attribute attribute, CUdevice device) {
+  return RunDriver(__func__, [&] { return GetAttribute(value, attribute, device); });
+}
+
+CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice device) {
+  return RunDriver(__func__, [&]() -> absl::Status {
+    TALLY_RETURN_IF_ERROR(CheckOut(bytes));
+    TALLY_ASSIGN_OR_RETURN(const ipc::GetDeviceInfoResponse* info, DeviceInfo(device));
+    *bytes = info->total_memory;
+    return absl::OkStatus();
+  });
+}
+
+CUresult cuDeviceGetUuid(CUuuid* uuid, CUdevice device) {
+  return RunDriver(__func__, [&] { return GetUuid(uuid, device); });
+}
+
+CUresult cuDeviceGetUuid_v2(CUuuid* uuid, CUdevice device) {
+  return RunDriver(__func__, [&] { return GetUuid(uuid, device); });
+}
+
+CUresult cuDeviceComputeCapability(int* major, int* minor, CUdevice device) {
+  return RunDriver(__func__, [&]() -> absl::Status {
+    TALLY_RETURN_IF_ERROR(
+        GetAttribute(major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device));
+    return GetAttribute(minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);
   });
 }
 

@@ -1,4 +1,9 @@
-// Events: created on the server; records are one-way and ordered with the client's other work.
+// Events, runtime and driver API: created on the server; records are one-way and ordered with
+// the client's other work (CUevent and cudaEvent_t are one type, and so are their flags' values).
+//
+// __CUDA_API_VERSION_INTERNAL: cuda.h declares cuEventDestroy and cuEventDestroy_v2 apart.
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 
 #include "client/channel.h"
@@ -10,6 +15,7 @@ using tally::client::Channel;
 using tally::client::CheckOut;
 using tally::client::EventHandle;
 using tally::client::Run;
+using tally::client::RunDriver;
 using tally::client::StreamHandle;
 using tally::client::ToEvent;
 namespace ipc = tally::ipc;
@@ -29,6 +35,21 @@ template <typename Request>
 absl::Status EventCall(cudaEvent_t event) {
   TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
   return channel->Call(Request{.event = EventHandle(event)}).status();
+}
+
+absl::Status RecordEvent(cudaEvent_t event, cudaStream_t stream) {
+  TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
+  return channel->Post(
+      ipc::EventRecordRequest{.event = EventHandle(event), .stream = StreamHandle(stream)});
+}
+
+absl::Status ElapsedTime(float* milliseconds, cudaEvent_t start, cudaEvent_t end) {
+  TALLY_RETURN_IF_ERROR(CheckOut(milliseconds));
+  TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
+  TALLY_ASSIGN_OR_RETURN(auto answer, channel->Call(ipc::EventElapsedTimeRequest{
+                                          .start = EventHandle(start), .end = EventHandle(end)}));
+  *milliseconds = answer.fields.milliseconds;
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -56,22 +77,43 @@ cudaError_t cudaEventQuery(cudaEvent_t event) {
 }
 
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
-  return Run(__func__, [&]() -> absl::Status {
-    TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
-    return channel->Post(
-        ipc::EventRecordRequest{.event = EventHandle(event), .stream = StreamHandle(stream)});
-  });
+  return Run(__func__, [&] { return RecordEvent(event, stream); });
 }
 
 cudaError_t cudaEventElapsedTime(float* milliseconds, cudaEvent_t start, cudaEvent_t end) {
-  return Run(__func__, [&]() -> absl::Status {
-    TALLY_RETURN_IF_ERROR(CheckOut(milliseconds));
-    TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
-    TALLY_ASSIGN_OR_RETURN(auto answer, channel->Call(ipc::EventElapsedTimeRequest{
-                                            .start = EventHandle(start), .end = EventHandle(end)}));
-    *milliseconds = answer.fields.milliseconds;
-    return absl::OkStatus();
-  });
+  return Run(__func__, [&] { return ElapsedTime(milliseconds, start, end); });
 }
+
+// Driver API (CUDA Driver API, "Event Management").
+
+CUresult cuEventCreate(CUevent* event, unsigned int flags) {
+  return RunDriver(__func__, [&] { return CreateEvent(event, flags); });
+}
+
+CUresult cuEventRecord(CUevent event, CUstream stream) {
+  return RunDriver(__func__, [&] { return RecordEvent(event, stream); });
+}
+
+CUresult cuEventSynchronize(CUevent event) {
+  return RunDriver(__func__, [&] { return EventCall<ipc::EventSynchronizeRequest>(event); });
+}
+
+CUresult cuEventQuery(CUevent event) {
+  return RunDriver(__func__, [&] { return EventCall<ipc::EventQueryRequest>(event); });
+}
+
+CUresult cuEventElapsedTime_v2(float* milliseconds, CUevent start, CUevent end) {
+  return RunDriver(__func__, [&] { return ElapsedTime(milliseconds, start, end); });
+}
+
+CUresult cuEventElapsedTime(float* milliseconds, CUevent start, CUevent end) {
+  return cuEventElapsedTime_v2(milliseconds, start, end);
+}
+
+CUresult cuEventDestroy_v2(CUevent event) {
+  return RunDriver(__func__, [&] { return EventCall<ipc::EventDestroyRequest>(event); });
+}
+
+CUresult cuEventDestroy(CUevent event) { return cuEventDestroy_v2(event); }
 
 }  // extern "C"

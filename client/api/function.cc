@@ -1,5 +1,6 @@
 // Kernel attributes and occupancy (CUDA Runtime API, "Execution Control" and "Occupancy"), for
-// kernels named by their host stub; the kernel is resolved with the server first.
+// kernels named by their host stub (resolved with the server first), and the driver API's
+// cuFuncGetAttribute for CUfunctions.
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
@@ -13,12 +14,21 @@
 
 using tally::client::Channel;
 using tally::client::CheckOut;
+using tally::client::DriverError;
 using tally::client::Kernel;
 using tally::client::KernelRegistry;
 using tally::client::Run;
+using tally::client::RunDriver;
 namespace ipc = tally::ipc;
 
 namespace {
+
+absl::StatusOr<ipc::FuncGetAttributesResponse> FetchAttributes(const Kernel& kernel) {
+  TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
+  TALLY_ASSIGN_OR_RETURN(auto answer,
+                         channel->Call(ipc::FuncGetAttributesRequest{.function = kernel.function}));
+  return answer.fields;
+}
 
 absl::Status Occupancy(int* blocks, const void* function, int block_size, size_t dynamic_shared) {
   TALLY_RETURN_IF_ERROR(CheckOut(blocks));
@@ -40,10 +50,8 @@ cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attributes, const void* fu
   return Run(__func__, [&]() -> absl::Status {
     TALLY_RETURN_IF_ERROR(CheckOut(attributes));
     TALLY_ASSIGN_OR_RETURN(Kernel * kernel, KernelRegistry::Get().Resolve(function));
-    TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
-    TALLY_ASSIGN_OR_RETURN(
-        auto answer, channel->Call(ipc::FuncGetAttributesRequest{.function = kernel->function}));
-    const int32_t* v = answer.fields.values;
+    TALLY_ASSIGN_OR_RETURN(const ipc::FuncGetAttributesResponse answer, FetchAttributes(*kernel));
+    const int32_t* v = answer.values;
     std::memset(attributes, 0, sizeof(*attributes));
     attributes->maxThreadsPerBlock = v[CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK];
     attributes->sharedSizeBytes = v[CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES];
@@ -89,6 +97,19 @@ cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, const voi
 cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
     int* blocks, const void* function, int block_size, size_t dynamic_shared, unsigned int) {
   return Run(__func__, [&] { return Occupancy(blocks, function, block_size, dynamic_shared); });
+}
+
+CUresult cuFuncGetAttribute(int* value, CUfunction_attribute attribute, CUfunction function) {
+  return RunDriver(__func__, [&]() -> absl::Status {
+    TALLY_RETURN_IF_ERROR(CheckOut(value));
+    TALLY_ASSIGN_OR_RETURN(const Kernel* kernel, tally::client::DriverFunction(function));
+    if (attribute < 0 || static_cast<size_t>(attribute) >= ipc::kFuncAttributeSlots) {
+      return DriverError(CUDA_ERROR_INVALID_VALUE, "unknown CUfunction_attribute");
+    }
+    TALLY_ASSIGN_OR_RETURN(const ipc::FuncGetAttributesResponse answer, FetchAttributes(*kernel));
+    *value = answer.values[attribute];
+    return absl::OkStatus();
+  });
 }
 
 }  // extern "C"

@@ -1,11 +1,14 @@
-// Kernel launches: cudaLaunchKernel, and what `<<<>>>` compiles to in CUDA 13
+// Kernel launches: cudaLaunchKernel, what `<<<>>>` compiles to in CUDA 13
 // (crt/host_runtime.h's __cudaLaunch: __cudaPushCallConfiguration at the call site, then in the
-// stub __cudaGetKernel once, __cudaPopCallConfiguration and __cudaLaunchKernel). Arguments are
-// packed with the layout the server derived from the kernel's PTX and posted one-way.
+// stub __cudaGetKernel once, __cudaPopCallConfiguration and __cudaLaunchKernel), and the driver
+// API's cuLaunchKernel. Arguments are packed with the layout the server derived from the
+// kernel's PTX and posted one-way.
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <vector>
 
 #include "absl/strings/str_format.h"
@@ -18,9 +21,12 @@
 using tally::client::Channel;
 using tally::client::CheckOut;
 using tally::client::CudaError;
+using tally::client::DriverError;
+using tally::client::DriverFunction;
 using tally::client::Kernel;
 using tally::client::KernelRegistry;
 using tally::client::Run;
+using tally::client::RunDriver;
 using tally::client::StreamHandle;
 namespace ipc = tally::ipc;
 
@@ -37,24 +43,44 @@ struct CallConfiguration {
 // different threads interleave).
 thread_local std::vector<CallConfiguration> configurations;
 
-absl::Status Launch(Kernel& kernel, dim3 grid, dim3 block, void** args, size_t shared_bytes,
-                    cudaStream_t stream, uint32_t flags = 0) {
-  TALLY_RETURN_IF_ERROR(KernelRegistry::Get().Resolve(kernel));
-  std::vector<std::byte> buffer(kernel.param_buffer_size);
-  if (!kernel.params.empty() && args == nullptr) {
-    return CudaError(cudaErrorInvalidValue, "kernel arguments missing");
-  }
-  for (size_t i = 0; i < kernel.params.size(); ++i) {
-    std::memcpy(buffer.data() + kernel.params[i].offset, args[i], kernel.params[i].size);
+// The parameter buffer of the calling thread, reused by its launches: no allocation per launch.
+thread_local std::vector<std::byte> param_buffer;
+
+absl::Status Post(const Kernel& kernel, ipc::Dim3 grid, ipc::Dim3 block, size_t shared_bytes,
+                  cudaStream_t stream, std::span<const std::byte> params, uint32_t flags = 0) {
+  if (shared_bytes > UINT32_MAX) {
+    return CudaError(cudaErrorInvalidValue, "dynamic shared memory above 4 GiB");
   }
   TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
-  return channel->Post(ipc::LaunchKernelRequest{.grid = {grid.x, grid.y, grid.z},
-                                                .block = {block.x, block.y, block.z},
+  return channel->Post(ipc::LaunchKernelRequest{.grid = grid,
+                                                .block = block,
                                                 .shared_bytes = static_cast<uint32_t>(shared_bytes),
                                                 .flags = flags,
                                                 .function = kernel.function,
                                                 .stream = StreamHandle(stream)},
-                       buffer);
+                       params);
+}
+
+// `args` holds one pointer per parameter (cudaLaunchKernel's args, cuLaunchKernel's
+// kernelParams), packed here with the layout the server derived from the kernel's PTX.
+absl::Status PostWithArgs(const Kernel& kernel, ipc::Dim3 grid, ipc::Dim3 block,
+                          size_t shared_bytes, cudaStream_t stream, void** args,
+                          uint32_t flags = 0) {
+  if (!kernel.params.empty() && args == nullptr) {
+    return CudaError(cudaErrorInvalidValue, "kernel arguments missing");
+  }
+  param_buffer.assign(kernel.param_buffer_size, std::byte{0});
+  for (size_t i = 0; i < kernel.params.size(); ++i) {
+    std::memcpy(param_buffer.data() + kernel.params[i].offset, args[i], kernel.params[i].size);
+  }
+  return Post(kernel, grid, block, shared_bytes, stream, param_buffer, flags);
+}
+
+absl::Status Launch(Kernel& kernel, dim3 grid, dim3 block, void** args, size_t shared_bytes,
+                    cudaStream_t stream, uint32_t flags = 0) {
+  TALLY_RETURN_IF_ERROR(KernelRegistry::Get().Resolve(kernel));
+  return PostWithArgs(kernel, {grid.x, grid.y, grid.z}, {block.x, block.y, block.z}, shared_bytes,
+                      stream, args, flags);
 }
 
 // A cooperative launch needs every block resident at once: cudaErrorCooperativeLaunchTooLarge
@@ -72,19 +98,17 @@ absl::Status LaunchCooperative(Kernel& kernel, dim3 grid, dim3 block, void** arg
   if (threads == 0 || threads > INT32_MAX) {
     return CudaError(cudaErrorInvalidConfiguration, "invalid block size");
   }
-  TALLY_ASSIGN_OR_RETURN(auto occupancy,
-                         channel->Call(ipc::OccupancyRequest{
-                             .block_size = static_cast<int32_t>(threads),
-                             .function = kernel.function,
-                             .dynamic_shared_bytes = shared_bytes}));
-  const uint64_t resident =
-      uint64_t(occupancy.fields.blocks_per_multiprocessor) *
-      uint64_t(attributes[static_cast<size_t>(A::k_MULTIPROCESSOR_COUNT)]);
+  TALLY_ASSIGN_OR_RETURN(auto occupancy, channel->Call(ipc::OccupancyRequest{
+                                             .block_size = static_cast<int32_t>(threads),
+                                             .function = kernel.function,
+                                             .dynamic_shared_bytes = shared_bytes}));
+  const uint64_t resident = uint64_t(occupancy.fields.blocks_per_multiprocessor) *
+                            uint64_t(attributes[static_cast<size_t>(A::k_MULTIPROCESSOR_COUNT)]);
   const uint64_t blocks = uint64_t{grid.x} * grid.y * grid.z;
   if (blocks > resident) {
-    return CudaError(cudaErrorCooperativeLaunchTooLarge,
-                     absl::StrFormat("%d blocks, but at most %d can be resident at once", blocks,
-                                     resident));
+    return CudaError(
+        cudaErrorCooperativeLaunchTooLarge,
+        absl::StrFormat("%d blocks, but at most %d can be resident at once", blocks, resident));
   }
   return Launch(kernel, grid, block, args, shared_bytes, stream, ipc::kLaunchCooperative);
 }
@@ -112,8 +136,8 @@ absl::StatusOr<uint32_t> LaunchFlags(const cudaLaunchConfig_t& config) {
       case cudaLaunchAttributeNvlinkUtilCentricScheduling:
         break;
       case cudaLaunchAttributeClusterDimension:
-        if (attribute.val.clusterDim.x * attribute.val.clusterDim.y *
-                attribute.val.clusterDim.z <= 1) {
+        if (attribute.val.clusterDim.x * attribute.val.clusterDim.y * attribute.val.clusterDim.z <=
+            1) {
           break;  // a cluster of one block is no cluster
         }
         [[fallthrough]];
@@ -128,40 +152,42 @@ absl::StatusOr<uint32_t> LaunchFlags(const cudaLaunchConfig_t& config) {
                          absl::StrFormat("launch attribute %d is not supported by Tally",
                                          static_cast<int>(attribute.id)));
       default:
-        return CudaError(cudaErrorInvalidValue,
-                         absl::StrFormat("unknown launch attribute %d",
-                                         static_cast<int>(attribute.id)));
+        return CudaError(cudaErrorInvalidValue, absl::StrFormat("unknown launch attribute %d",
+                                                                static_cast<int>(attribute.id)));
     }
   }
   return flags;
 }
 
+// cuLaunchKernel's `extra`: CU_LAUNCH_PARAM_BUFFER_POINTER and _SIZE give the parameters
+// already packed, the list ends with CU_LAUNCH_PARAM_END (CUDA Driver API, cuLaunchKernel).
+absl::StatusOr<std::span<const std::byte>> PackedParams(const Kernel& kernel, void** extra) {
+  const void* buffer = nullptr;
+  const size_t* size = nullptr;
+  for (void** option = extra; *option != CU_LAUNCH_PARAM_END; option += 2) {
+    if (*option == CU_LAUNCH_PARAM_BUFFER_POINTER) {
+      buffer = option[1];
+    } else if (*option == CU_LAUNCH_PARAM_BUFFER_SIZE) {
+      size = static_cast<const size_t*>(option[1]);
+    } else {
+      return DriverError(CUDA_ERROR_INVALID_VALUE, "unknown cuLaunchKernel extra option");
+    }
+  }
+  if (kernel.param_buffer_size == 0) return std::span<const std::byte>();
+  if (buffer == nullptr || size == nullptr) {
+    return DriverError(CUDA_ERROR_INVALID_VALUE, "extra lacks the parameter buffer or its size");
+  }
+  if (*size < kernel.param_buffer_size) {
+    return DriverError(CUDA_ERROR_INVALID_VALUE,
+                       absl::StrFormat("a %d-byte parameter buffer for %s, which takes %d", *size,
+                                       kernel.name, kernel.param_buffer_size));
+  }
+  return std::span(static_cast<const std::byte*>(buffer), kernel.param_buffer_size);
+}
+
 }  // namespace
 
 extern "C" {
-
-cudaError_t cudaLaunchCooperativeKernel(const void* function, dim3 grid, dim3 block, void** args,
-                                        size_t shared_bytes, cudaStream_t stream) {
-  return Run(__func__, [&]() -> absl::Status {
-    TALLY_ASSIGN_OR_RETURN(Kernel * kernel, KernelRegistry::Get().Resolve(function));
-    return LaunchCooperative(*kernel, grid, block, args, shared_bytes, stream);
-  });
-}
-
-cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* function,
-                                void** args) {
-  return Run(__func__, [&]() -> absl::Status {
-    if (config == nullptr) return CudaError(cudaErrorInvalidValue, "null launch configuration");
-    TALLY_ASSIGN_OR_RETURN(const uint32_t flags, LaunchFlags(*config));
-    TALLY_ASSIGN_OR_RETURN(Kernel * kernel, KernelRegistry::Get().Resolve(function));
-    if ((flags & ipc::kLaunchCooperative) != 0) {
-      return LaunchCooperative(*kernel, config->gridDim, config->blockDim, args,
-                               config->dynamicSmemBytes, config->stream);
-    }
-    return Launch(*kernel, config->gridDim, config->blockDim, args, config->dynamicSmemBytes,
-                  config->stream);
-  });
-}
 
 cudaError_t cudaLaunchKernel(const void* function, dim3 grid, dim3 block, void** args,
                              size_t shared_bytes, cudaStream_t stream) {
@@ -213,6 +239,49 @@ cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 grid, dim3 block, void*
     // __cudaGetKernel failed earlier (its handle stayed null): nothing to launch.
     if (kernel == nullptr) return CudaError(cudaErrorInvalidDeviceFunction, "no kernel");
     return Launch(*reinterpret_cast<Kernel*>(kernel), grid, block, args, shared_bytes, stream);
+  });
+}
+
+cudaError_t cudaLaunchCooperativeKernel(const void* function, dim3 grid, dim3 block, void** args,
+                                        size_t shared_bytes, cudaStream_t stream) {
+  return Run(__func__, [&]() -> absl::Status {
+    TALLY_ASSIGN_OR_RETURN(Kernel * kernel, KernelRegistry::Get().Resolve(function));
+    return LaunchCooperative(*kernel, grid, block, args, shared_bytes, stream);
+  });
+}
+
+cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* function,
+                                void** args) {
+  return Run(__func__, [&]() -> absl::Status {
+    if (config == nullptr) return CudaError(cudaErrorInvalidValue, "null launch configuration");
+    TALLY_ASSIGN_OR_RETURN(const uint32_t flags, LaunchFlags(*config));
+    TALLY_ASSIGN_OR_RETURN(Kernel * kernel, KernelRegistry::Get().Resolve(function));
+    if ((flags & ipc::kLaunchCooperative) != 0) {
+      return LaunchCooperative(*kernel, config->gridDim, config->blockDim, args,
+                               config->dynamicSmemBytes, config->stream);
+    }
+    return Launch(*kernel, config->gridDim, config->blockDim, args, config->dynamicSmemBytes,
+                  config->stream);
+  });
+}
+
+// Exactly one of kernelParams and extra gives the arguments (CUDA Driver API, cuLaunchKernel).
+CUresult cuLaunchKernel(CUfunction function, unsigned int grid_x, unsigned int grid_y,
+                        unsigned int grid_z, unsigned int block_x, unsigned int block_y,
+                        unsigned int block_z, unsigned int shared_bytes, CUstream stream,
+                        void** kernel_params, void** extra) {
+  return RunDriver(__func__, [&]() -> absl::Status {
+    TALLY_ASSIGN_OR_RETURN(const Kernel* kernel, DriverFunction(function));
+    const ipc::Dim3 grid{grid_x, grid_y, grid_z};
+    const ipc::Dim3 block{block_x, block_y, block_z};
+    if (extra == nullptr) {
+      return PostWithArgs(*kernel, grid, block, shared_bytes, stream, kernel_params);
+    }
+    if (kernel_params != nullptr) {
+      return DriverError(CUDA_ERROR_INVALID_VALUE, "both kernelParams and extra given");
+    }
+    TALLY_ASSIGN_OR_RETURN(std::span<const std::byte> params, PackedParams(*kernel, extra));
+    return Post(*kernel, grid, block, shared_bytes, stream, params);
   });
 }
 

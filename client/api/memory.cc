@@ -1,5 +1,7 @@
-// Device memory entry points: allocation (also pitched and 3-D), copies and memsets (the copying
-// is in copy.cc). Array (cudaArray_t) forms are not supported.
+// Device memory entry points, runtime and driver API: allocation (also pitched and 3-D), copies
+// and memsets (the copying is in copy.cc). Array (cudaArray_t) forms are not supported. A
+// CUdeviceptr is the address a cudaMalloc pointer holds.
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -25,7 +27,9 @@ using tally::client::HostBlockKind;
 using tally::client::HostBlocks;
 using tally::client::Memset;
 using tally::client::MemsetBox;
+using tally::client::MemsetElements;
 using tally::client::Run;
+using tally::client::RunDriver;
 namespace ipc = tally::ipc;
 
 namespace {
@@ -88,6 +92,18 @@ absl::Status Memset3D(const cudaPitchedPtr& pointer, int value, const cudaExtent
   return MemsetBox({pointer.ptr, pointer.pitch, pointer.ysize}, value,
                    {extent.width, extent.height, extent.depth}, stream);
 }
+
+absl::Status GetInfo(size_t* free_bytes, size_t* total_bytes) {
+  TALLY_RETURN_IF_ERROR(CheckOut(free_bytes));
+  TALLY_RETURN_IF_ERROR(CheckOut(total_bytes));
+  TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
+  TALLY_ASSIGN_OR_RETURN(auto answer, channel->Call(ipc::MemGetInfoRequest{}));
+  *free_bytes = answer.fields.free_bytes;
+  *total_bytes = answer.fields.total_bytes;
+  return absl::OkStatus();
+}
+
+void* Pointer(CUdeviceptr address) { return reinterpret_cast<void*>(address); }
 
 }  // namespace
 
@@ -190,6 +206,107 @@ cudaError_t cudaMemset3D(cudaPitchedPtr pointer, int value, cudaExtent extent) {
 cudaError_t cudaMemset3DAsync(cudaPitchedPtr pointer, int value, cudaExtent extent,
                               cudaStream_t stream) {
   return Run(__func__, [&] { return Memset3D(pointer, value, extent, stream); });
+}
+
+cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
+  return Run(__func__, [&] { return GetInfo(free_bytes, total_bytes); });
+}
+
+// Driver API (CUDA Driver API, "Memory Management"). Copies named HtoD/DtoH/DtoD behave as the
+// runtime's with that cudaMemcpyKind; cuMemcpy infers the direction from the addresses, as
+// cudaMemcpyDefault does (unified addressing).
+
+CUresult cuMemGetInfo_v2(size_t* free_bytes, size_t* total_bytes) {
+  return RunDriver(__func__, [&] { return GetInfo(free_bytes, total_bytes); });
+}
+
+CUresult cuMemAlloc_v2(CUdeviceptr* address, size_t size) {
+  return RunDriver(__func__, [&]() -> absl::Status {
+    if (size == 0)
+      return tally::client::DriverError(CUDA_ERROR_INVALID_VALUE, "zero-byte cuMemAlloc");
+    return Allocate(reinterpret_cast<void**>(address), size);
+  });
+}
+
+CUresult cuMemFree_v2(CUdeviceptr address) {
+  return RunDriver(__func__, [&] { return Free(Pointer(address)); });
+}
+
+CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t count) {
+  return RunDriver(__func__, [&] {
+    return Copy(Pointer(dst), Pointer(src), count, cudaMemcpyDefault, nullptr, CopyMode::kSync);
+  });
+}
+
+CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t count, CUstream stream) {
+  return RunDriver(__func__, [&] {
+    return Copy(Pointer(dst), Pointer(src), count, cudaMemcpyDefault, stream, CopyMode::kAsync);
+  });
+}
+
+CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, size_t count) {
+  return RunDriver(__func__, [&] {
+    return Copy(Pointer(dst), src, count, cudaMemcpyHostToDevice, nullptr, CopyMode::kSync);
+  });
+}
+
+CUresult cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, size_t count) {
+  return RunDriver(__func__, [&] {
+    return Copy(dst, Pointer(src), count, cudaMemcpyDeviceToHost, nullptr, CopyMode::kSync);
+  });
+}
+
+CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t count) {
+  return RunDriver(__func__, [&] {
+    return Copy(Pointer(dst), Pointer(src), count, cudaMemcpyDeviceToDevice, nullptr,
+                CopyMode::kSync);
+  });
+}
+
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void* src, size_t count, CUstream stream) {
+  return RunDriver(__func__, [&] {
+    return Copy(Pointer(dst), src, count, cudaMemcpyHostToDevice, stream, CopyMode::kAsync);
+  });
+}
+
+CUresult cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, size_t count, CUstream stream) {
+  return RunDriver(__func__, [&] {
+    return Copy(dst, Pointer(src), count, cudaMemcpyDeviceToHost, stream, CopyMode::kAsync);
+  });
+}
+
+CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t count, CUstream stream) {
+  return RunDriver(__func__, [&] {
+    return Copy(Pointer(dst), Pointer(src), count, cudaMemcpyDeviceToDevice, stream,
+                CopyMode::kAsync);
+  });
+}
+
+CUresult cuMemsetD8_v2(CUdeviceptr dst, unsigned char value, size_t count) {
+  return RunDriver(__func__,
+                   [&] { return MemsetElements(Pointer(dst), value, 1, count, nullptr); });
+}
+
+CUresult cuMemsetD16_v2(CUdeviceptr dst, unsigned short value, size_t count) {
+  return RunDriver(__func__,
+                   [&] { return MemsetElements(Pointer(dst), value, 2, count, nullptr); });
+}
+
+CUresult cuMemsetD32_v2(CUdeviceptr dst, unsigned int value, size_t count) {
+  return RunDriver(__func__,
+                   [&] { return MemsetElements(Pointer(dst), value, 4, count, nullptr); });
+}
+
+CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t count, CUstream stream) {
+  return RunDriver(__func__, [&] { return MemsetElements(Pointer(dst), value, 1, count, stream); });
+}
+
+CUresult cuMemsetD16Async(CUdeviceptr dst, unsigned short value, size_t count, CUstream stream) {
+  return RunDriver(__func__, [&] { return MemsetElements(Pointer(dst), value, 2, count, stream); });
+}
+
+CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned int value, size_t count, CUstream stream) {
+  return RunDriver(__func__, [&] { return MemsetElements(Pointer(dst), value, 4, count, stream); });
 }
 
 }  // extern "C"

@@ -2,6 +2,7 @@
 // range is checked against that table before anything is issued.
 #include <cuda.h>
 
+#include "absl/strings/str_format.h"
 #include "common/status.h"
 #include "server/cuda_result.h"
 #include "server/handlers/handlers.h"
@@ -77,9 +78,24 @@ absl::Status Handle(Session& session, const ipc::Decoded<ipc::MemsetRequest>& re
   const ipc::MemsetRequest& r = request.fields;
   TALLY_RETURN_IF_ERROR(session.CheckDeviceRange(r.dst, r.size));
   TALLY_ASSIGN_OR_RETURN(CUstream stream, session.StreamForWork(r.stream));
+  if ((r.element_size != 1 && r.element_size != 2 && r.element_size != 4) ||
+      r.size % r.element_size != 0 || r.dst % r.element_size != 0) {
+    return ClientError(CUDA_ERROR_INVALID_VALUE,
+                       absl::StrFormat("memset of %d-byte elements over %d bytes at 0x%x",
+                                       r.element_size, r.size, r.dst));
+  }
   const DriverApi* api = &session.api();
-  const auto byte = static_cast<unsigned char>(r.value & 0xff);
-  session.Enqueue([=] { return api->cuMemsetD8Async(r.dst, byte, r.size, stream); });
+  const size_t count = r.size / r.element_size;
+  session.Enqueue([=] {
+    switch (r.element_size) {
+      case 1:
+        return api->cuMemsetD8Async(r.dst, static_cast<unsigned char>(r.value), count, stream);
+      case 2:
+        return api->cuMemsetD16Async(r.dst, static_cast<unsigned short>(r.value), count, stream);
+      default:
+        return api->cuMemsetD32Async(r.dst, r.value, count, stream);
+    }
+  });
   return absl::OkStatus();
 }
 

@@ -44,13 +44,24 @@ absl::StatusOr<Reply<ipc::GetFunctionResponse>> Handle(
   Reply<ipc::GetFunctionResponse> reply;
   reply.fields.param_count = static_cast<uint32_t>(params.size());
   reply.fields.param_buffer_size = kernel->signature.param_buffer_size;
-  reply.fields.function = session.functions().Insert({*module, kernel});
+  reply.fields.function = session.functions().Insert({*module, kernel, request.fields.module});
   reply.tail.resize(params.size() * sizeof(ipc::ParamSlot));
   for (size_t i = 0; i < params.size(); ++i) {
     const ipc::ParamSlot slot{params[i].offset, params[i].size};
     std::memcpy(reply.tail.data() + i * sizeof(slot), &slot, sizeof(slot));
   }
   return reply;
+}
+
+// The functions found through this handle go too: they would otherwise keep the module loaded
+// until the session ends (queued launches hold it themselves).
+absl::StatusOr<Reply<ipc::ModuleUnloadResponse>> Handle(
+    Session& session, const ipc::Decoded<ipc::ModuleUnloadRequest>& request) {
+  TALLY_RETURN_IF_ERROR(session.modules().Remove(request.fields.module).status());
+  session.functions().EraseIf([&](const FunctionEntry& function) {
+    return function.module_handle == request.fields.module;
+  });
+  return Reply<ipc::ModuleUnloadResponse>{};
 }
 
 absl::StatusOr<Reply<ipc::GetGlobalResponse>> Handle(

@@ -1,6 +1,7 @@
 // tally-run: runs a CUDA program with its runtime calls served by tally-server. Sets LD_PRELOAD
-// to libtally_client.so, TALLY_PRIORITY and TALLY_SERVER, then execs the program; refuses
-// programs whose CUDA runtime is linked statically, which the shim could not intercept.
+// to libtally_client.so, TALLY_PRIORITY and TALLY_SERVER (and, without an NVIDIA driver, puts a
+// libcuda.so.1 that is the shim on LD_LIBRARY_PATH: driver_library.h), then execs the program;
+// refuses programs whose CUDA runtime is linked statically, which the shim could not intercept.
 #include <unistd.h>
 
 #include <cerrno>
@@ -15,6 +16,7 @@
 
 #include "absl/strings/numbers.h"
 #include "tools/tally_run/cudart_linkage.h"
+#include "tools/tally_run/driver_library.h"
 
 namespace {
 
@@ -95,10 +97,26 @@ int main(int argc, char** argv) {
   if (!CheckLinkage(argv[i])) return 3;
 
   const char* shim = std::getenv("TALLY_CLIENT_LIBRARY");
-  std::string preload = shim != nullptr && *shim != '\0' ? shim : TALLY_DEFAULT_CLIENT_LIBRARY;
+  const std::string shim_path =
+      shim != nullptr && *shim != '\0' ? shim : TALLY_DEFAULT_CLIENT_LIBRARY;
+  std::string preload = shim_path;
   // Ours first: its symbols must win over any other preloaded library's.
   if (const char* existing = std::getenv("LD_PRELOAD"); existing != nullptr && *existing != '\0') {
     preload += std::string(":") + existing;
+  }
+  if (!tally::tools::DriverLibraryInstalled()) {
+    // Before LD_PRELOAD changes: the directory is made for the shim alone.
+    absl::StatusOr<std::string> driver_dir = tally::tools::DriverShimDirectory(shim_path);
+    if (!driver_dir.ok()) {
+      return Fail(std::string("cannot provide libcuda.so.1 for the program: ") +
+                  std::string(driver_dir.status().message()));
+    }
+    std::string library_path = *driver_dir;
+    if (const char* existing = std::getenv("LD_LIBRARY_PATH");
+        existing != nullptr && *existing != '\0') {
+      library_path += std::string(":") + existing;
+    }
+    setenv("LD_LIBRARY_PATH", library_path.c_str(), 1);
   }
   setenv("LD_PRELOAD", preload.c_str(), 1);
   if (!priority.empty()) setenv("TALLY_PRIORITY", priority.c_str(), 1);

@@ -1,0 +1,102 @@
+// Driver API initialisation, error names and entry-point lookup. cuGetProcAddress answers from
+// driver_api.def with the lookup the emulator shares (common/driver_proc_table.h).
+//
+// __CUDA_API_VERSION_INTERNAL makes cuda.h declare every versioned symbol under its own name
+// (cuGetProcAddress next to cuGetProcAddress_v2) instead of mapping names to the newest one.
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
+#include <string>
+
+#include "client/channel.h"
+#include "client/entry.h"
+#include "client/handles.h"
+#include "common/cu_result_table.h"
+#include "common/driver_proc_table.h"
+#include "common/status.h"
+
+using tally::client::Channel;
+using tally::client::CheckOut;
+using tally::client::DriverError;
+using tally::client::RunDriver;
+using tally::client::RunDriverAnyState;
+
+namespace tally::client {
+namespace {
+
+#define TALLY_DRIVER_API TALLY_DRIVER_PROC_CHECK
+#include "client/driver_api.def"
+
+const DriverProc kProcTable[] = {
+#define TALLY_DRIVER_API TALLY_DRIVER_PROC_ENTRY
+#include "client/driver_api.def"
+};
+
+}  // namespace
+}  // namespace tally::client
+
+extern "C" {
+
+// Connects to the server: without one, the program learns it here (the error names the socket).
+CUresult cuInit(unsigned int flags) {
+  return RunDriverAnyState(__func__, [&]() -> absl::Status {
+    if (flags != 0) return DriverError(CUDA_ERROR_INVALID_VALUE, "cuInit flags must be 0");
+    return Channel::Get().status();
+  });
+}
+
+// The server's driver (for the emulator, the CUDA version it implements).
+CUresult cuDriverGetVersion(int* version) {
+  return RunDriverAnyState(__func__, [&]() -> absl::Status {
+    TALLY_RETURN_IF_ERROR(CheckOut(version));
+    TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
+    *version = channel->device().driver_version;
+    return absl::OkStatus();
+  });
+}
+
+CUresult cuGetErrorName(CUresult error, const char** name) {
+  return RunDriverAnyState(__func__, [&]() -> absl::Status {
+    TALLY_RETURN_IF_ERROR(CheckOut(name));
+    *name = tally::CuResultName(error);
+    if (*name == nullptr) return DriverError(CUDA_ERROR_INVALID_VALUE, "unknown CUresult");
+    return absl::OkStatus();
+  });
+}
+
+CUresult cuGetErrorString(CUresult error, const char** description) {
+  return RunDriverAnyState(__func__, [&]() -> absl::Status {
+    TALLY_RETURN_IF_ERROR(CheckOut(description));
+    *description = tally::CuResultDescription(error);
+    if (*description == nullptr) return DriverError(CUDA_ERROR_INVALID_VALUE, "unknown CUresult");
+    return absl::OkStatus();
+  });
+}
+
+// Works before cuInit (the CUDA runtime obtains cuInit itself through it).
+CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags,
+                             CUdriverProcAddressQueryResult* symbolStatus) {
+  return RunDriverAnyState(__func__, [&]() -> absl::Status {
+    const CUresult result = tally::LookUpDriverProc(tally::client::kProcTable, symbol, pfn,
+                                                    cudaVersion, flags, symbolStatus);
+    if (result == CUDA_SUCCESS) return absl::OkStatus();
+    return DriverError(result, std::string("cuGetProcAddress(") +
+                                   (symbol != nullptr ? symbol : "null") + ", " +
+                                   std::to_string(cudaVersion) + ")");
+  });
+}
+
+CUresult cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags) {
+  return cuGetProcAddress_v2(symbol, pfn, cudaVersion, flags, nullptr);
+}
+
+// NVIDIA's private interfaces (used by its own libraries, e.g. a statically linked cudart).
+CUresult cuGetExportTable(const void** table, const CUuuid*) {
+  return RunDriverAnyState(__func__, [&]() -> absl::Status {
+    if (table != nullptr) *table = nullptr;
+    return DriverError(CUDA_ERROR_NOT_SUPPORTED, "cuGetExportTable: no private export tables");
+  });
+}
+
+}  // extern "C"
