@@ -100,6 +100,8 @@ class Block {
   bool ExecuteTexture(const Inst& in, Warp& warp, uint32_t mask, uint32_t pc);
   // cp.async and mbarrier for the lanes in `mask` (async_ops.cc); false after a fault.
   bool ExecuteAsync(const Inst& in, Warp& warp, uint32_t mask, uint32_t pc);
+  // f16/bf16 arithmetic, conversions and comparisons, and set (half_ops.cc).
+  void ExecuteHalf(const Inst& in, Warp& warp, uint32_t mask);
   // shfl/vote/activemask for the lanes in `mask`.
   void ExecuteCollective(const Inst& in, Warp& warp, uint32_t mask);
 

@@ -13,6 +13,7 @@ absl::Status Decoder::Arithmetic(Op op, size_t sources) {
     FloatModes();
     mods_.Take("approx");
     mods_.Take("full");
+    if ((op == Op::kMin || op == Op::kMax) && mods_.Take("NaN")) inst_.mod |= kHalfNan;
   } else if (mods_.Take("sat")) {
     if (inst_.type != Type::kS32) return Fail(".sat needs .s32");
     inst_.flags |= kFlagSat;
@@ -93,9 +94,11 @@ absl::Status Decoder::Mov() {
   return Operands(1);
 }
 
-// setp.CmpOp[.BoolOp].type p[|q], a, b[, {!}c] (PTX ISA, "setp").
-absl::Status Decoder::Setp() {
-  inst_.op = Op::kSetp;
+// setp.CmpOp[.BoolOp][.ftz].type p[|q], a, b[, {!}c] (PTX ISA, "setp") and
+// set.CmpOp[.BoolOp][.ftz].dtype.stype d, a, b[, {!}c] (PTX ISA, "set"), whose result is a mask
+// (integer destination) or 1.0 (float destination) per compared value.
+absl::Status Decoder::Compare(Op op) {
+  inst_.op = op;
   auto cmp = mods_.TakeOne(kCmpOps);
   if (!cmp) return Fail("missing comparison");
   inst_.mod = static_cast<uint8_t>(*cmp);
@@ -104,11 +107,23 @@ absl::Status Decoder::Setp() {
   inst_.mod2 = static_cast<uint8_t>(mods_.TakeOne(kBoolOps).value_or(BoolOp::kNone));
   if (mods_.Take("ftz")) inst_.flags |= kFlagFtz;
   TALLY_RETURN_IF_ERROR(NeedType());
+  Type compared = inst_.type;
+  if (op == Op::kSet) {
+    auto source = mods_.TakeType();
+    if (!source) return Fail("missing source type");
+    compared = inst_.type2 = *source;
+    Type d = inst_.type;
+    bool valid = d == Type::kU32 || d == Type::kS32 || d == Type::kF32 ||
+                 (IsHalf(d) && IsPackedHalf(d) == IsPackedHalf(compared));
+    if (!valid || (IsPackedHalf(compared) && !IsPackedHalf(d) && IsFloat(d))) {
+      return Fail("unsupported destination type");
+    }
+  }
   bool combine = inst_.mod2 != static_cast<uint8_t>(BoolOp::kNone);
   TALLY_RETURN_IF_ERROR(Arity(combine ? 4 : 3));
   TALLY_RETURN_IF_ERROR(Destinations(Operand(0)));
   for (size_t i = 0; i < 2; ++i) {
-    TALLY_ASSIGN_OR_RETURN(inst_.src[i], context_.Source(Operand(i + 1), inst_.type));
+    TALLY_ASSIGN_OR_RETURN(inst_.src[i], context_.Source(Operand(i + 1), compared));
   }
   if (combine) {
     TALLY_ASSIGN_OR_RETURN(inst_.src[2], context_.Source(Operand(3), Type::kPred));
@@ -117,16 +132,81 @@ absl::Status Decoder::Setp() {
   return absl::OkStatus();
 }
 
-// cvt[.rnd][.ftz][.sat].dtype.atype d, a (PTX ISA, "cvt").
+// cvt[.rnd][.ftz][.sat].dtype.atype d, a; cvt.rnd[.relu][.satfinite].{f16,bf16}{,x2}.f32 d, a[, b]
+// (PTX ISA, "cvt"): the x2 forms pack a into the upper and b into the lower half.
 absl::Status Decoder::Cvt() {
   inst_.op = Op::kCvt;
   FloatModes();
+  if (mods_.Take("relu")) inst_.mod |= kHalfRelu;
+  if (mods_.Take("satfinite")) inst_.mod |= kHalfSatfinite;
   TALLY_RETURN_IF_ERROR(NeedType());
   auto source = mods_.TakeType();
   if (!source) return Fail("missing source type");
-  if (*source == Type::kF16) return Fail("f16 conversions are not implemented yet");
   inst_.type2 = *source;
+  if (inst_.mod != 0 && !IsHalf(inst_.type)) {
+    return Fail(".relu and .satfinite need an f16/bf16 destination");
+  }
+  if (IsPackedHalf(*source)) return Fail("conversions from packed f16x2/bf16x2");
+  if (IsHalf(inst_.type) || IsHalf(*source)) inst_.op = Op::kHalfCvt;
+  if (IsPackedHalf(inst_.type)) {
+    if (*source != Type::kF32) return Fail("packed conversions need .f32 sources");
+    return Operands(2, {Type::kF32, Type::kF32});
+  }
   return Operands(1, {*source});
+}
+
+// f16/bf16 operands (PTX ISA, "Half Precision Floating-Point Instructions"): arithmetic and
+// comparisons get their own operations; moves, loads, stores, selects and atomics move bits.
+absl::Status Decoder::HalfForm() {
+  switch (inst_.op) {
+    case Op::kMov:
+    case Op::kPack:
+    case Op::kUnpack:
+    case Op::kLd:
+    case Op::kSt:
+    case Op::kSelp:
+    case Op::kAtom:
+    case Op::kSet:
+    case Op::kHalfCvt:
+      return absl::OkStatus();
+    case Op::kSetp:
+      inst_.op = Op::kHalfSetp;
+      return absl::OkStatus();
+    case Op::kAdd:
+    case Op::kSub:
+    case Op::kMul:
+    case Op::kFma:
+    case Op::kMin:
+    case Op::kMax:
+    case Op::kNeg:
+    case Op::kAbs:
+    case Op::kEx2:
+    case Op::kTanh: {
+      auto rounding = static_cast<Rounding>(inst_.mod2);
+      if (rounding != Rounding::kDefault && rounding != Rounding::kRn) {
+        return Fail("f16/bf16 arithmetic rounds to nearest even only");
+      }
+      const bool min_max = inst_.op == Op::kMin || inst_.op == Op::kMax;
+      uint8_t mode = inst_.mod & kHalfNan;  // taken with the other float modifiers
+      if (mods_.Take("relu")) mode |= kHalfRelu;
+      if (mods_.Take("xorsign")) {
+        if (!mods_.Take("abs")) return Fail(".xorsign without .abs");
+        mode |= kHalfXorsignAbs;
+      }
+      if ((mode & kHalfRelu) != 0 && inst_.op != Op::kFma && !min_max) {
+        return Fail(".relu needs fma, min or max");
+      }
+      if ((mode & (kHalfNan | kHalfXorsignAbs)) != 0 && !min_max) {
+        return Fail(".NaN and .xorsign.abs need min or max");
+      }
+      inst_.mod = static_cast<uint8_t>(inst_.op);
+      inst_.mod2 = mode;
+      inst_.op = Op::kHalfArith;
+      return absl::OkStatus();
+    }
+    default:
+      return Fail("not implemented for f16/bf16 operands");
+  }
 }
 
 // ld/st[.space][.cache][.vN].type (PTX ISA, "ld", "st").
@@ -206,8 +286,8 @@ absl::StatusOr<Inst> Decoder::Decode() {
     inst_.op = Op::kSelp;
     status = NeedType();
     if (status.ok()) status = Operands(3, {Type::kNone, Type::kNone, Type::kPred});
-  } else if (op == "setp") {
-    status = Setp();
+  } else if (op == "setp" || op == "set") {
+    status = Compare(op == "setp" ? Op::kSetp : Op::kSet);
   } else if (op == "cvt") {
     status = Cvt();
   } else if (op == "cvta") {
@@ -264,6 +344,7 @@ absl::StatusOr<Inst> Decoder::Decode() {
     return Fail("not implemented by the emulator");
   }
   TALLY_RETURN_IF_ERROR(status);
+  if (IsHalf(inst_.type) || IsHalf(inst_.type2)) TALLY_RETURN_IF_ERROR(HalfForm());
   TALLY_RETURN_IF_ERROR(mods_.Finish());
   if (inst_.op == Op::kPrmt && inst_.type != Type::kB32) return Fail("prmt needs .b32");
   if (!in_.guard.empty()) {

@@ -44,9 +44,11 @@ absl::Status Decoder::Atom(bool has_result) {
   if (!atom_op) return Fail("missing atomic operation");
   inst_.mod = static_cast<uint8_t>(*atom_op);
   TALLY_RETURN_IF_ERROR(NeedType());
-  // 16-bit atomics exist only as cas.b16 (sm_70+); other sub-word forms are f16/bf16 adds.
+  // 16-bit atomics exist only as cas.b16 (sm_70+) and f16/bf16 adds (PTX ISA, "atom").
   bool cas16 = *atom_op == AtomOp::kCas && TypeBits(inst_.type) == 16;
-  if (TypeBits(inst_.type) < 32 && !cas16) return Fail("sub-word atomics");
+  bool half_add = *atom_op == AtomOp::kAdd && IsHalf(inst_.type);
+  if (TypeBits(inst_.type) < 32 && !cas16 && !half_add) return Fail("sub-word atomics");
+  if (IsHalf(inst_.type) && !half_add) return Fail("f16/bf16 atomics other than add");
   size_t sources = *atom_op == AtomOp::kCas ? 2 : 1;
   size_t first = has_result ? 1 : 0;
   TALLY_RETURN_IF_ERROR(Arity(first + 1 + sources));

@@ -20,10 +20,11 @@ struct NamedType {
   Type type;
 };
 inline constexpr NamedType kTypes[] = {
-    {"pred", Type::kPred}, {"b8", Type::kB8},   {"b16", Type::kB16}, {"b32", Type::kB32},
-    {"b64", Type::kB64},   {"u8", Type::kU8},   {"u16", Type::kU16}, {"u32", Type::kU32},
-    {"u64", Type::kU64},   {"s8", Type::kS8},   {"s16", Type::kS16}, {"s32", Type::kS32},
-    {"s64", Type::kS64},   {"f16", Type::kF16}, {"f32", Type::kF32}, {"f64", Type::kF64},
+    {"pred", Type::kPred}, {"b8", Type::kB8},       {"b16", Type::kB16},       {"b32", Type::kB32},
+    {"b64", Type::kB64},   {"u8", Type::kU8},       {"u16", Type::kU16},       {"u32", Type::kU32},
+    {"u64", Type::kU64},   {"s8", Type::kS8},       {"s16", Type::kS16},       {"s32", Type::kS32},
+    {"s64", Type::kS64},   {"f16", Type::kF16},     {"f32", Type::kF32},       {"f64", Type::kF64},
+    {"bf16", Type::kBF16}, {"f16x2", Type::kF16x2}, {"bf16x2", Type::kBF16x2},
 };
 
 inline constexpr std::pair<std::string_view, CmpOp> kCmpOps[] = {
@@ -137,7 +138,6 @@ class Decoder {
     auto type = mods_.TakeType();
     if (!type) return Fail("missing type");
     inst_.type = *type;
-    if (inst_.type == Type::kF16) return Fail("f16 arithmetic is not implemented yet");
     return absl::OkStatus();
   }
   // d, a, b, c... with sources of the instruction's type unless `types` says otherwise.
@@ -196,8 +196,9 @@ class Decoder {
   absl::Status Arithmetic(Op op, size_t sources);
   absl::Status MulMad(Op op);
   absl::Status Mov();
-  absl::Status Setp();
+  absl::Status Compare(Op op);
   absl::Status Cvt();
+  absl::Status HalfForm();
   absl::Status Memory(Op op);
   absl::Status Atom(bool has_result);
   absl::Status Shfl();

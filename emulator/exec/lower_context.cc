@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "common/status.h"
+#include "emulator/exec/float16.h"
 #include "emulator/internal/cuda_status.h"
 
 namespace tally::emu::exec {
@@ -50,6 +51,11 @@ absl::Status InvalidPtx(std::string message) { return CudaError(CUDA_ERROR_INVAL
 
 uint64_t FloatBitsFor(const ptx::Expr& expr, Type type) {
   bool is_f32_literal = expr.float_form == ptx::Expr::FloatForm::kHexF32;
+  if (IsHalf(type) && !IsPackedHalf(type)) {
+    double value = is_f32_literal ? std::bit_cast<float>(static_cast<uint32_t>(expr.float_bits))
+                                  : std::bit_cast<double>(expr.float_bits);
+    return DoubleToHalf(value, FormatOf(type), Rounding::kRn);
+  }
   if (type == Type::kF32 && !is_f32_literal) {
     return std::bit_cast<uint32_t>(static_cast<float>(std::bit_cast<double>(expr.float_bits)));
   }

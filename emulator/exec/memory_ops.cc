@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "emulator/exec/block.h"
+#include "emulator/exec/float16.h"
 #include "emulator/exec/lanes.h"
 
 namespace tally::emu::exec {
@@ -24,6 +25,12 @@ uint64_t Atomic(U* target, AtomOp op, Type type, uint64_t b, uint64_t c) {
   auto as = [&](U v) { return static_cast<uint64_t>(v); };
   switch (op) {
     case AtomOp::kAdd:
+      if (IsHalf(type)) {  // atom.add.noftz.{f16,bf16}{,x2}: round to nearest, no flushing
+        const HalfFormat f = FormatOf(type);
+        return as(AtomicUpdate(target, [&](U old) {
+          return static_cast<U>(IsPackedHalf(type) ? PackedHalfAdd(old, b, f) : HalfAdd(old, b, f));
+        }));
+      }
       if (type == Type::kF32 || type == Type::kF64) {
         return as(AtomicUpdate(target, [&](U old) {
           if constexpr (sizeof(U) == 4)

@@ -34,6 +34,9 @@ enum class Type : uint8_t {
   kF16,
   kF32,
   kF64,
+  kBF16,
+  kF16x2,  // two f16 (or bf16) values packed in 32 bits, the first in the low half
+  kBF16x2,
 };
 
 inline int TypeBits(Type t) {
@@ -48,11 +51,14 @@ inline int TypeBits(Type t) {
     case Type::kU16:
     case Type::kS16:
     case Type::kF16:
+    case Type::kBF16:
       return 16;
     case Type::kB32:
     case Type::kU32:
     case Type::kS32:
     case Type::kF32:
+    case Type::kF16x2:
+    case Type::kBF16x2:
       return 32;
     case Type::kB64:
     case Type::kU64:
@@ -67,7 +73,12 @@ inline int TypeBits(Type t) {
 inline bool IsSigned(Type t) {
   return t == Type::kS8 || t == Type::kS16 || t == Type::kS32 || t == Type::kS64;
 }
-inline bool IsFloat(Type t) { return t == Type::kF16 || t == Type::kF32 || t == Type::kF64; }
+// The 16-bit float formats and their packed pairs (interpreted by half_ops.cc).
+inline bool IsHalf(Type t) {
+  return t == Type::kF16 || t == Type::kBF16 || t == Type::kF16x2 || t == Type::kBF16x2;
+}
+inline bool IsPackedHalf(Type t) { return t == Type::kF16x2 || t == Type::kBF16x2; }
+inline bool IsFloat(Type t) { return t == Type::kF32 || t == Type::kF64 || IsHalf(t); }
 
 // State spaces (PTX ISA, "State Spaces"); kGeneric when an access names none.
 enum class Space : uint8_t { kGeneric, kGlobal, kShared, kLocal, kParam, kConst };
@@ -117,6 +128,13 @@ enum class MbarrierOp : uint8_t {
 // "Assertion", "Dynamic Global Memory Allocation and Operations"): arguments are the local-memory
 // offsets of the call's .param variables.
 enum class Builtin : uint8_t { kPrintf, kAssert, kMalloc, kFree };
+
+// Modifiers of the f16/bf16 instructions (kHalfArith's mod2, kHalfCvt's mod); kHalfNan is also
+// the mod of f32/f64 min/max.NaN.
+inline constexpr uint8_t kHalfRelu = 1;        // negative results become +0, NaN stays NaN
+inline constexpr uint8_t kHalfNan = 2;         // min/max.NaN: a NaN input gives NaN
+inline constexpr uint8_t kHalfXorsignAbs = 4;  // min/max.xorsign.abs
+inline constexpr uint8_t kHalfSatfinite = 8;   // cvt.satfinite: infinities become +-MAX
 
 inline constexpr uint8_t kFlagFtz = 1;
 inline constexpr uint8_t kFlagSat = 2;

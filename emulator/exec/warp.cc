@@ -223,8 +223,14 @@ WarpStatus Block::RunWarp(Warp& warp, uint32_t budget) {
         case Op::kMax: {
           const bool is_min = in.op == Op::kMin;
           if (is_float) {
-            float_binary(
-                [&](auto x, auto y) { return is_min ? std::fmin(x, y) : std::fmax(x, y); });
+            // .NaN: a NaN operand gives the canonical NaN instead of the other operand.
+            const bool nan = in.mod & kHalfNan;
+            float_binary([&](auto x, auto y) {
+              if (nan && (std::isnan(x) || std::isnan(y))) {
+                return std::numeric_limits<decltype(x)>::quiet_NaN();
+              }
+              return is_min ? std::fmin(x, y) : std::fmax(x, y);
+            });
           } else {
             int_binary([&](auto x, auto y) { return is_min ? std::min(x, y) : std::max(x, y); });
           }
@@ -533,6 +539,12 @@ WarpStatus Block::RunWarp(Warp& warp, uint32_t budget) {
           // A sequentially consistent read-modify-write on one shared word: a full fence on
           // the host that ThreadSanitizer also understands (it does not model bare fences).
           g_fence_word.fetch_add(0, std::memory_order_seq_cst);
+          break;
+        case Op::kSet:
+        case Op::kHalfArith:
+        case Op::kHalfCvt:
+        case Op::kHalfSetp:
+          ExecuteHalf(in, warp, mask);
           break;
         case Op::kShfl:
         case Op::kVote:

@@ -221,9 +221,9 @@ TEST_CASE("unsupported or malformed PTX fails the load with a reason") {
   CHECK(LoadPtx(".visible .entry k(.param .u64 p) {\n .reg .b32 %r<3>;\n"
                 " mul24.lo.s32 %r1, %r2, %r2;\n ret;\n}\n") == CUDA_ERROR_NOT_SUPPORTED);
   CHECK(LoadPtx(".visible .entry k() {\n .reg .b16 %h<3>;\n"
-                " add.f16 %h1, %h2, %h2;\n ret;\n}\n") == CUDA_ERROR_NOT_SUPPORTED);
+                " add.rz.f16 %h1, %h2, %h2;\n ret;\n}\n") == CUDA_ERROR_NOT_SUPPORTED);
   CHECK(LoadPtx(".visible .entry k() {\n .reg .b32 %r<3>;\n"
-                " min.NaN.f32 %r1, %r2, %r2;\n ret;\n}\n") == CUDA_ERROR_NOT_SUPPORTED);
+                " min.xorsign.abs.f32 %r1, %r2, %r2;\n ret;\n}\n") == CUDA_ERROR_NOT_SUPPORTED);
   CHECK(LoadPtx(".visible .entry k() {\n .reg .b32 %r<3>;\n"
                 " mov.u32 %r1, %r9;\n ret;\n}\n") == CUDA_ERROR_INVALID_PTX);
   CHECK(LoadPtx(".visible .entry k() {\n bra NOWHERE;\n}\n") == CUDA_ERROR_INVALID_PTX);
