@@ -118,6 +118,29 @@ void Block::ExecuteCollective(const Inst& in, Warp& warp, uint32_t mask) {
       ForLanes(mask, [&](int l) { d[l] = result; });
       break;
     }
+    case Op::kMatch: {
+      // Lanes of the member mask (that run here) holding the same value as each lane.
+      const uint64_t wm = WidthMask(TypeBits(in.type));
+      const uint32_t members = mask & static_cast<uint32_t>(b[std::countr_zero(mask)]);
+      if (in.mod == 0) {
+        ForLanes(mask, [&](int l) {
+          uint32_t same = 0;
+          ForLanes(members,
+                   [&](int j) { same |= static_cast<uint32_t>(((a[j] ^ a[l]) & wm) == 0) << j; });
+          d[l] = same;
+        });
+      } else {
+        bool all = true;
+        const uint64_t first = a[std::countr_zero(members | (members == 0 ? mask : 0))] & wm;
+        ForLanes(members, [&](int j) { all = all && (a[j] & wm) == first; });
+        uint64_t* p = in.dst[1] != kNoSlot ? TALLY_R(in.dst[1]) : nullptr;
+        ForLanes(mask, [&](int l) {
+          d[l] = all ? members : 0;
+          if (p != nullptr) p[l] = all;
+        });
+      }
+      break;
+    }
     default:
       break;
   }

@@ -327,9 +327,25 @@ absl::StatusOr<Inst> Decoder::Decode() {
     inst_.op = Op::kBra;
     status = Arity(1);
     if (status.ok() && Operand(0).kind != ptx::Operand::Kind::kName) {
-      status = Fail("indirect branches (brx.idx) are not implemented yet");
+      status = Fail("bra needs a label");
     }
     if (status.ok()) context_.BranchTo(Operand(0).name);
+  } else if (op == "brx") {
+    // brx.idx{.uni} index, tlist (PTX ISA, "brx.idx"): tlist names a .branchtargets list.
+    inst_.op = Op::kBrx;
+    if (!mods_.Take("idx")) return Fail("brx needs .idx");
+    status = Arity(2);
+    if (status.ok() && Operand(1).kind != ptx::Operand::Kind::kName) {
+      status = Fail("the target list must be a .branchtargets label");
+    }
+    if (status.ok()) {
+      auto index = context_.Source(Operand(0), Type::kU32);
+      status = index.status();
+      if (status.ok()) inst_.src[0] = *index;
+      context_.IndexedBranchTo(Operand(1).name);
+    }
+  } else if (op == "match") {
+    status = Match();
   } else if (op == "ret" && context_.in_call()) {
     inst_.op = Op::kBra;  // to the end of the inlined callee
     context_.ReturnFromCall();

@@ -121,6 +121,26 @@ absl::Status Decoder::Redux() {
   return Operands(2, {Type::kNone, Type::kU32});
 }
 
+// match.any.sync.type d, a, membermask; match.all.sync.type d[|p], a, membermask with .b32 or
+// .b64 (PTX ISA, "match.sync").
+absl::Status Decoder::Match() {
+  inst_.op = Op::kMatch;
+  if (!mods_.Take("sync")) return Fail("only match.sync exists");
+  if (mods_.Take("all")) {
+    inst_.mod = 1;
+  } else if (!mods_.Take("any")) {
+    return Fail("match needs .any or .all");
+  }
+  TALLY_RETURN_IF_ERROR(NeedType());
+  if (inst_.type != Type::kB32 && inst_.type != Type::kB64) return Fail("match needs .b32 or .b64");
+  TALLY_RETURN_IF_ERROR(Arity(3));
+  TALLY_RETURN_IF_ERROR(Destinations(Operand(0)));
+  if (inst_.mod == 0 && inst_.dst[1] != kNoSlot) return Fail("match.any has no predicate result");
+  TALLY_ASSIGN_OR_RETURN(inst_.src[0], context_.Source(Operand(1), inst_.type));
+  TALLY_ASSIGN_OR_RETURN(inst_.src[1], context_.Source(Operand(2), Type::kU32));
+  return absl::OkStatus();
+}
+
 // bar{.cta}.sync / barrier{.cta}.sync{.aligned} a{, b}; bar.arrive a, b; bar.warp.sync mask.
 absl::Status Decoder::Barrier() {
   mods_.Take("cta");

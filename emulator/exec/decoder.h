@@ -209,6 +209,7 @@ class Decoder {
   absl::Status CpAsync();
   absl::Status Mbarrier();
   absl::Status Texture(Op op);
+  absl::Status Match();
 
   const ptx::Instruction& in_;
   Mods mods_;

@@ -37,6 +37,20 @@ uint64_t AlignUp(uint64_t value, uint64_t alignment) {
   return (value + alignment - 1) / alignment * alignment;
 }
 
+// "A, B,  C" -> {"A", "B", "C"} (the arguments of .branchtargets and .calltargets).
+std::vector<std::string> SplitList(const std::string& text) {
+  std::vector<std::string> items(1);
+  for (char c : text) {
+    if (c == ',') {
+      items.emplace_back();
+    } else if (c != ' ' && c != '\t' && c != '\n') {
+      items.back().push_back(c);
+    }
+  }
+  if (items.back().empty()) items.pop_back();
+  return items;
+}
+
 class FunctionLowering {
  public:
   FunctionLowering(const ptx::Module& module, Function& function, const ModuleSymbols& globals)
@@ -99,11 +113,19 @@ absl::Status FunctionLowering::CollectVariables(const std::vector<ptx::Statement
 
 absl::Status FunctionLowering::LowerStatements(const std::vector<ptx::Statement>& statements) {
   context_.PushScope();
+  const ptx::Label* previous_label = nullptr;
   for (const ptx::Statement& statement : statements) {
+    const ptx::Label* label = std::get_if<ptx::Label>(&statement.value);
     if (const auto* regs = std::get_if<ptx::RegDecl>(&statement.value)) {
       TALLY_RETURN_IF_ERROR(context_.DeclareRegisters(*regs));
-    } else if (const auto* label = std::get_if<ptx::Label>(&statement.value)) {
+    } else if (label != nullptr) {
       context_.DeclareLabel(label->name);
+    } else if (const auto* directive = std::get_if<ptx::Directive>(&statement.value);
+               directive != nullptr && directive->name == "branchtargets") {
+      if (previous_label == nullptr) {
+        return CudaError(CUDA_ERROR_INVALID_PTX, ".branchtargets without a label");
+      }
+      context_.DeclareBranchTargets(previous_label->name, SplitList(directive->args));
     } else if (const auto* instruction = std::get_if<ptx::Instruction>(&statement.value)) {
       if (instruction->opcode == "call") {
         TALLY_RETURN_IF_ERROR(InlineCall(*instruction));
@@ -116,6 +138,7 @@ absl::Status FunctionLowering::LowerStatements(const std::vector<ptx::Statement>
     } else if (const auto* block = std::get_if<ptx::Block>(&statement.value)) {
       TALLY_RETURN_IF_ERROR(LowerStatements(block->statements));
     }
+    previous_label = label;
   }
   context_.PopScope();
   return absl::OkStatus();

@@ -145,6 +145,18 @@ absl::Status LowerContext::PopFrame() {
     if (it == frame.labels.end()) return InvalidPtx("unknown label `" + label + "`");
     function_.code[index].target = it->second;
   }
+  for (const auto& [index, list] : frame.indexed_branches) {
+    auto it = frame.target_lists.find(list);
+    if (it == frame.target_lists.end()) return InvalidPtx("unknown .branchtargets `" + list + "`");
+    std::vector<uint32_t> targets;
+    for (const std::string& label : it->second) {
+      auto target = frame.labels.find(label);
+      if (target == frame.labels.end()) return InvalidPtx("unknown label `" + label + "`");
+      targets.push_back(target->second);
+    }
+    function_.code[index].target = static_cast<uint32_t>(function_.branch_tables.size());
+    function_.branch_tables.push_back(std::move(targets));
+  }
   for (uint32_t index : frame.returns) function_.code[index].target = next_index();
   frames_.pop_back();
   return absl::OkStatus();

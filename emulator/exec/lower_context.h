@@ -44,6 +44,14 @@ class LowerContext {
   // The instruction being decoded (the next one appended) branches to `label`; resolved when
   // the frame ends, since labels may follow their uses.
   void BranchTo(const std::string& label);
+  // `name: .branchtargets labels...;` declares a target list; brx.idx through it is resolved
+  // with the frame's labels, like branches.
+  void DeclareBranchTargets(const std::string& name, std::vector<std::string> labels) {
+    frames_.back().target_lists[name] = std::move(labels);
+  }
+  void IndexedBranchTo(const std::string& list) {
+    frames_.back().indexed_branches.emplace_back(next_index(), list);
+  }
   // The instruction being decoded returns from the current inlined call.
   void ReturnFromCall() { frames_.back().returns.push_back(next_index()); }
   bool in_call() const { return frames_.size() > 1; }
@@ -83,7 +91,9 @@ class LowerContext {
     absl::flat_hash_map<std::string, uint32_t> labels;
     absl::flat_hash_map<std::string, LocalSymbol> locals;
     std::vector<std::pair<uint32_t, std::string>> branches;  // instruction, label
-    std::vector<uint32_t> returns;                           // instructions
+    absl::flat_hash_map<std::string, std::vector<std::string>> target_lists;
+    std::vector<std::pair<uint32_t, std::string>> indexed_branches;  // instruction, list
+    std::vector<uint32_t> returns;                                   // instructions
   };
   uint32_t next_index() const { return static_cast<uint32_t>(function_.code.size()); }
   absl::StatusOr<uint64_t> SymbolValue(const std::string& name);

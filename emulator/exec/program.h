@@ -180,6 +180,8 @@ struct Function {
   std::vector<std::pair<uint32_t, uint32_t>> param_layout;  // (offset, size) per parameter
   uint32_t max_threads = 1024;                              // .maxntid / .reqntid product
   bool uses_heap = false;                                   // calls malloc or free
+  // brx.idx target lists (.branchtargets), as instruction indices.
+  std::vector<std::vector<uint32_t>> branch_tables;
 };
 
 // Special registers materialised per lane at warp start (PTX ISA, "Special Registers").

@@ -550,6 +550,7 @@ WarpStatus Block::RunWarp(Warp& warp, uint32_t budget) {
         case Op::kVote:
         case Op::kActiveMask:
         case Op::kRedux:
+        case Op::kMatch:
           ExecuteCollective(in, warp, mask);
           break;
         case Op::kClock: {
@@ -568,6 +569,25 @@ WarpStatus Block::RunWarp(Warp& warp, uint32_t budget) {
           }
           for (uint32_t m = mask; m != 0; m &= m - 1) warp.pc[std::countr_zero(m)] = in.target;
           for (uint32_t m = stay; m != 0; m &= m - 1) warp.pc[std::countr_zero(m)] = pc + 1;
+          Schedule(warp);
+          continue;
+        }
+        case Op::kBrx: {
+          // Each lane jumps to the entry of the target list its index selects.
+          const std::vector<uint32_t>& table = function_->branch_tables[in.target];
+          for (uint32_t m = mask; m != 0; m &= m - 1) {
+            int l = std::countr_zero(m);
+            uint64_t index = a[l] & 0xffffffffu;
+            if (index >= table.size()) {
+              Fault(warp, l, pc, CUDA_ERROR_LAUNCH_FAILED,
+                    "brx.idx index " + std::to_string(index) + " outside its target list");
+              return WarpStatus::kFault;
+            }
+            warp.pc[l] = table[index];
+          }
+          for (uint32_t m = warp.active & ~mask; m != 0; m &= m - 1) {
+            warp.pc[std::countr_zero(m)] = pc + 1;
+          }
           Schedule(warp);
           continue;
         }

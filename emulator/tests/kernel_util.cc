@@ -50,6 +50,21 @@ CUfunction KernelFrom(const char* file, const char* kernel) {
   return function;
 }
 
+ScratchContext::ScratchContext(const std::string& ptx_file) {
+  BasicModule();
+  REQUIRE(Emu().cuCtxCreate_v2(&context_, 0, 0) == CUDA_SUCCESS);
+  std::string ptx = ReadKernelFile(ptx_file);
+  REQUIRE(Emu().cuModuleLoadData(&module_, ptx.c_str()) == CUDA_SUCCESS);
+}
+
+ScratchContext::~ScratchContext() { Emu().cuCtxDestroy_v2(context_); }
+
+CUfunction ScratchContext::Kernel(const char* name) {
+  CUfunction function = nullptr;
+  REQUIRE(Emu().cuModuleGetFunction(&function, module_, name) == CUDA_SUCCESS);
+  return function;
+}
+
 CUresult LaunchAndWait(CUfunction function, unsigned grid_x, unsigned block_x,
                        std::vector<void*> args, unsigned shared, unsigned grid_y, unsigned grid_z,
                        unsigned block_y, unsigned block_z) {

@@ -43,6 +43,19 @@ CUdeviceptr Zeros(size_t count) {
   return Upload(std::vector<T>(count, T{}));
 }
 
+// A context of its own (made current; the previous one is current again afterwards) with the
+// module `ptx_file` loaded: for launches whose sticky errors must not reach other tests.
+class ScratchContext {
+ public:
+  explicit ScratchContext(const std::string& ptx_file = "basic.ptx");
+  ~ScratchContext();
+  CUfunction Kernel(const char* name);
+
+ private:
+  CUcontext context_ = nullptr;
+  CUmodule module_ = nullptr;
+};
+
 // cuLaunchKernel with kernelParams, then cuCtxSynchronize; returns the first error.
 CUresult LaunchAndWait(CUfunction function, unsigned grid_x, unsigned block_x,
                        std::vector<void*> args, unsigned shared = 0, unsigned grid_y = 1,

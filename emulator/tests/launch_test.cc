@@ -16,26 +16,6 @@ namespace tally::emu::testing {
 namespace {
 
 // A fresh context for tests that poison their context with a sticky error.
-class ScratchContext {
- public:
-  ScratchContext() {
-    BasicModule();
-    REQUIRE(Emu().cuCtxCreate_v2(&context_, 0, 0) == CUDA_SUCCESS);
-    std::string ptx = ReadKernelFile("basic.ptx");
-    REQUIRE(Emu().cuModuleLoadData(&module_, ptx.c_str()) == CUDA_SUCCESS);
-  }
-  ~ScratchContext() { Emu().cuCtxDestroy_v2(context_); }
-  CUfunction Kernel(const char* name) {
-    CUfunction function = nullptr;
-    REQUIRE(Emu().cuModuleGetFunction(&function, module_, name) == CUDA_SUCCESS);
-    return function;
-  }
-
- private:
-  CUcontext context_ = nullptr;
-  CUmodule module_ = nullptr;
-};
-
 CUresult LoadPtx(const char* body) {
   std::string ptx = std::string(".version 8.0\n.target sm_80\n.address_size 64\n") + body;
   CUmodule module = nullptr;
