@@ -17,17 +17,6 @@
 namespace tally::ipc {
 namespace {
 
-template <typename T>
-std::span<std::byte> BytesOf(T& value) {
-  return {reinterpret_cast<std::byte*>(&value), sizeof(T)};
-}
-
-// The part of a struct after its HandshakePrefix, read once the prefix has been checked.
-template <typename T>
-std::span<std::byte> BytesAfterPrefix(T& value) {
-  return BytesOf(value).subspan(sizeof(HandshakePrefix));
-}
-
 absl::Status SendReply(int socket, HelloStatus status, uint32_t schema_version, uint64_t client_id,
                        const SegmentLayout& layout, int segment_fd) {
   HelloReply reply{};

@@ -222,11 +222,6 @@ TEST_CASE("a server waiting for requests notices a killed client promptly") {
   CHECK(took < std::chrono::seconds(2));
 }
 
-template <typename T>
-std::span<std::byte> BytesOf(T& value) {
-  return {reinterpret_cast<std::byte*>(&value), sizeof(T)};
-}
-
 TEST_CASE("a protocol version mismatch is named on both sides") {
   TempDir dir;
   SECTION("client newer than the server") {

@@ -17,11 +17,6 @@ namespace tally::ipc {
 namespace {
 
 template <typename T>
-std::span<std::byte> BytesOf(T& value) {
-  return {reinterpret_cast<std::byte*>(&value), sizeof(T)};
-}
-
-template <typename T>
 void Append(std::vector<std::byte>& out, const T& value) {
   const auto* bytes = reinterpret_cast<const std::byte*>(&value);
   out.insert(out.end(), bytes, bytes + sizeof(T));
@@ -95,7 +90,7 @@ absl::StatusOr<StatusReport> QueryStatus(const std::string& path, absl::Duration
         sizeof(StatusReply)));
   }
   TALLY_RETURN_IF_ERROR(ReceiveExact(
-      socket.get(), BytesOf(report.server).subspan(sizeof(HandshakePrefix)), deadline));
+      socket.get(), BytesAfterPrefix(report.server), deadline));
   if (report.server.client_count > kMaxReportedClients) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "the server on %s reports %d clients, more than the %d allowed", path,

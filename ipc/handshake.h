@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <type_traits>
 
 #include "ipc/segment.h"
@@ -49,5 +50,16 @@ struct HelloReply {
 
 static_assert(std::is_trivially_copyable_v<Hello> && std::is_standard_layout_v<Hello>);
 static_assert(std::is_trivially_copyable_v<HelloReply> && std::is_standard_layout_v<HelloReply>);
+
+// A wire struct's bytes, for sending and receiving it whole.
+template <typename T>
+std::span<std::byte> BytesOf(T& value) {
+  return {reinterpret_cast<std::byte*>(&value), sizeof(T)};
+}
+// The part of a struct after its HandshakePrefix, read once the prefix has been checked.
+template <typename T>
+std::span<std::byte> BytesAfterPrefix(T& value) {
+  return BytesOf(value).subspan(sizeof(HandshakePrefix));
+}
 
 }  // namespace tally::ipc
