@@ -4,6 +4,7 @@
 #include <boost/interprocess/creation_tags.hpp>
 #include <boost/interprocess/exceptions.hpp>
 #include <boost/interprocess/managed_external_buffer.hpp>
+#include <mutex>
 #include <new>
 
 #include "absl/strings/str_format.h"
@@ -23,6 +24,9 @@ absl::StatusOr<std::span<std::byte>> BulkArea::Resolve(const BulkRef& ref) const
 
 struct BulkAllocator::Impl {
   std::span<std::byte> area;
+  // managed_external_buffer's allocator has no lock of its own (null_mutex_family): the shim's
+  // host threads allocate and free concurrently, so every use of `buffer` holds `mutex`.
+  mutable std::mutex mutex;
   boost::interprocess::managed_external_buffer buffer;
 };
 
@@ -43,18 +47,21 @@ absl::StatusOr<std::unique_ptr<BulkAllocator>> BulkAllocator::Create(std::span<s
 }
 
 absl::StatusOr<BulkRef> BulkAllocator::Allocate(size_t size, size_t alignment) {
+  std::unique_lock lock(impl_->mutex);
   void* block = alignment == 0 ? impl_->buffer.allocate(size, std::nothrow)
                                : impl_->buffer.allocate_aligned(size, alignment, std::nothrow);
   if (block == nullptr) {
-    return absl::ResourceExhaustedError(
-        absl::StrFormat("bulk area has no free block of %d bytes (%d of %d bytes free)", size,
-                        free_bytes(), impl_->area.size()));
+    const size_t free = impl_->buffer.get_free_memory();
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "bulk area has no free block of %d bytes (%d of %d bytes free)", size, free,
+        impl_->area.size()));
   }
   const auto offset = static_cast<uint64_t>(static_cast<std::byte*>(block) - impl_->area.data());
   return BulkRef{offset, size};
 }
 
 void BulkAllocator::Free(const BulkRef& ref) {
+  std::lock_guard lock(impl_->mutex);
   impl_->buffer.deallocate(impl_->area.data() + ref.offset);
 }
 
@@ -63,6 +70,9 @@ std::span<std::byte> BulkAllocator::Bytes(const BulkRef& ref) const {
   return impl_->area.subspan(ref.offset, ref.size);
 }
 
-size_t BulkAllocator::free_bytes() const { return impl_->buffer.get_free_memory(); }
+size_t BulkAllocator::free_bytes() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->buffer.get_free_memory();
+}
 
 }  // namespace tally::ipc
