@@ -171,6 +171,21 @@ TEST_CASE("printing and parsing again gives the same IR and the same text") {
   CHECK(PrintModule(second) == printed);
 }
 
+// Found by the fuzzer: `+%r2` is an expression whose printed form `%r2` read back as a
+// register; expressions that start with a name keep their parentheses when printed.
+TEST_CASE("expression operands that start with a name print back to the same IR") {
+  for (std::string body : {"\tmov.u32 %r1, +%r2;", "\tmov.u32 %r1, (%r2)+4;",
+                           "\tmov.u32 %r1, (%r2)*2;", "\tld.u32 %r1, [(%rd1)];",
+                           "\tld.u32 %r1, [+generic(g)];", "\tmov.u64 %rd1, generic(g)+4;"}) {
+    INFO(body);
+    Module first = ParseClean(Kernel(body));
+    std::string printed = PrintModule(first);
+    Module second = ParseClean(printed);
+    CHECK(first == second);
+    CHECK(PrintModule(second) == printed);
+  }
+}
+
 TEST_CASE("IR equality notices edits") {
   Module a = ParseClean(Kernel("\tmov.u32 %r1, 1;"));
   Module b = a;

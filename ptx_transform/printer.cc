@@ -92,16 +92,27 @@ void AppendExpr(std::string& out, const Expr& e, int parent_precedence = 0) {
   }
 }
 
-void AppendOperand(std::string& out, const Operand& op);
+void AppendOperand(std::string& out, const Operand& op, bool in_address = false);
 
-void AppendOperandList(std::string& out, const std::vector<Operand>& elements) {
+void AppendOperandList(std::string& out, const std::vector<Operand>& elements,
+                       bool in_address = false) {
   for (size_t i = 0; i < elements.size(); ++i) {
     if (i) out += ", ";
-    AppendOperand(out, elements[i]);
+    AppendOperand(out, elements[i], in_address);
   }
 }
 
-void AppendOperand(std::string& out, const Operand& op) {
+// An expression operand printed as `sym...` would read back as a name operand (`sym+4` as a
+// register with an offset), and inside `[...]` so would `f(...)`: such expressions keep the
+// parentheses they must have been written with, so that printing round-trips.
+bool NeedsParentheses(const Expr& e, bool in_address) {
+  const Expr* leftmost = &e;
+  while (leftmost->kind == Expr::Kind::kBinary) leftmost = &leftmost->children[0];
+  return leftmost->kind == Expr::Kind::kSymbol ||
+         (in_address && leftmost->kind == Expr::Kind::kCall);
+}
+
+void AppendOperand(std::string& out, const Operand& op, bool in_address) {
   switch (op.kind) {
     case Operand::Kind::kName:
       if (op.negated) out.push_back('!');
@@ -115,9 +126,13 @@ void AppendOperand(std::string& out, const Operand& op) {
         AppendInt(out, op.offset);
       }
       return;
-    case Operand::Kind::kImmediate:
+    case Operand::Kind::kImmediate: {
+      bool parens = NeedsParentheses(*op.expr, in_address);
+      if (parens) out.push_back('(');
       AppendExpr(out, *op.expr);
+      if (parens) out.push_back(')');
       return;
+    }
     case Operand::Kind::kVector:
       out.push_back('{');
       AppendOperandList(out, op.elements);
@@ -125,7 +140,7 @@ void AppendOperand(std::string& out, const Operand& op) {
       return;
     case Operand::Kind::kAddress:
       out.push_back('[');
-      AppendOperandList(out, op.elements);
+      AppendOperandList(out, op.elements, /*in_address=*/true);
       out.push_back(']');
       return;
     case Operand::Kind::kParenList:
