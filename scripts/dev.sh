@@ -6,6 +6,8 @@
 #   scripts/dev.sh test    build + run the whole test suite (ctest), then the fuzzers for a
 #                          bounded time in a clang build (build-fuzz/); with ctest arguments
 #                          (e.g. -L unit) only the matching tests of the main build run
+#   scripts/dev.sh fuzz [S]  the fuzzers alone, S seconds each (default 600) with a new random
+#                          seed each run: to search beyond the fixed-seed runs of `test`
 # Environment: TALLY_BUILD_DIR (default build), TALLY_CUDA_ROOT (default /usr/local/cuda),
 # TALLY_JOBS (default: number of cores).
 set -euo pipefail
@@ -53,10 +55,13 @@ demo() {
 }
 
 # The fuzz targets need clang's libFuzzer and instrumented libraries: a build of their own.
+# Arguments: seconds per fuzzer and libFuzzer seed (0: random); the defaults are the tests'.
 fuzz() {
   local fuzz_dir="$build_dir-fuzz"
+  setup
   CC=clang CXX=clang++ cmake -S "$root" -B "$fuzz_dir" -G Ninja -DTALLY_CUDA_ROOT="$cuda_root" \
-    -DTALLY_FUZZ=ON -DTALLY_SANITIZE=address,undefined >/dev/null
+    -DTALLY_FUZZ=ON -DTALLY_SANITIZE=address,undefined \
+    -DTALLY_FUZZ_SECONDS="${1:-30}" -DTALLY_FUZZ_SEED="${2:-1}" >/dev/null
   cmake --build "$fuzz_dir" -j "$jobs" --target ptx_parser_fuzz fatbin_fuzz
   ctest --test-dir "$fuzz_dir" --output-on-failure -j "$jobs" -L fuzz
 }
@@ -72,5 +77,6 @@ case "${1:-}" in
   build) build ;;
   demo) demo ;;
   test) shift; run_tests "$@" ;;
-  *) sed -n '2,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  fuzz) fuzz "${2:-600}" 0 ;;
+  *) sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac
