@@ -3,6 +3,9 @@
 #include "ptx_transform/kernel_analysis.h"
 
 #include <catch2/catch.hpp>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "ptx_transform/parser.h"
 
@@ -169,6 +172,137 @@ $loop:
 )");
   CHECK(once.sliceable());
   CHECK(once.preemptible());
+}
+
+// A kernel `k(flag, out)` whose body is `loop` with the registers it may use declared.
+std::string LoopKernel(const std::string& loop) {
+  return R"(
+.visible .entry k(.param .u64 flag, .param .u64 out)
+{
+  .reg .b16 %rs<4>;
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<4>;
+  .reg .pred %p<4>;
+  .shared .align 4 .u32 s;
+  ld.param.u64 %rd1, [flag];
+  ld.param.u64 %rd2, [out];
+  mov.u32 %r2, 0;
+  mov.u32 %r3, 0;
+)" + loop + R"(
+  st.global.u32 [%rd2], %r3;
+  ret;
+}
+)";
+}
+
+TEST_CASE("a loop that only reads polled memory waits for nobody") {
+  // The last block of a threadfence reduction sums the partial results of the others with
+  // volatile loads (nvcc's unrolled and remainder loops): the exits depend on counters only.
+  KernelAnalysis last_block = Analyze(LoopKernel(R"(
+  mov.u32 %r4, %nctaid.x;
+$unrolled:
+  ld.volatile.global.u32 %r1, [%rd1];
+  add.s32 %r3, %r3, %r1;
+  ld.volatile.global.u32 %r1, [%rd1+4];
+  add.s32 %r3, %r3, %r1;
+  add.s64 %rd1, %rd1, 8;
+  add.s32 %r2, %r2, 2;
+  setp.lt.u32 %p1, %r2, %r4;
+  @%p1 bra $unrolled;
+$remainder:
+  ld.volatile.global.u32 %r1, [%rd1];
+  max.s32 %r3, %r3, %r1;
+  st.global.u32 [%rd2+4], %r3;
+  add.s32 %r4, %r4, -1;
+  setp.ne.s32 %p2, %r4, 0;
+  @%p2 bra $remainder;
+)"));
+  CHECK(last_block.sliceable());
+  CHECK(last_block.preemptible());
+}
+
+TEST_CASE("a loop whose exit depends on a polled value is a spin-wait") {
+  const std::vector<std::pair<const char*, std::string>> spins = {
+      {"exit by a forward branch (break)", R"(
+$wait:
+  ld.relaxed.gpu.global.u32 %r1, [%rd1];
+  setp.ne.u32 %p1, %r1, 0;
+  @%p1 bra $done;
+  add.s32 %r2, %r2, 1;
+  bra.uni $wait;
+$done:
+)"},
+      {"ticket lock: wait until the served ticket is ours", R"(
+  atom.global.add.u32 %r5, [%rd1], 1;
+$wait:
+  ld.volatile.global.u32 %r1, [%rd1+4];
+  setp.ne.u32 %p1, %r1, %r5;
+  @%p1 bra $wait;
+)"},
+      {"decoupled look-back: the flag bits of a (flag, value) word", R"(
+$look_back:
+  ld.acquire.gpu.global.u64 %rd3, [%rd1];
+  cvt.u32.u64 %r1, %rd3;
+  shr.u32 %r4, %r1, 30;
+  and.b32 %r4, %r4, 3;
+  setp.eq.u32 %p1, %r4, 0;
+  @%p1 bra $look_back;
+)"},
+      {"the value decides through a predicated move", R"(
+  mov.u32 %r6, 1;
+$wait:
+  ld.volatile.global.u32 %r1, [%rd1];
+  setp.ne.u32 %p1, %r1, 0;
+  @%p1 mov.u32 %r6, 0;
+  setp.ne.u32 %p2, %r6, 0;
+  @%p2 bra $wait;
+)"},
+      {"one iteration late (loop-carried)", R"(
+  mov.u32 %r1, 0;
+$wait:
+  setp.eq.u32 %p1, %r1, 0;
+  mov.u32 %r6, %r1;
+  ld.volatile.global.u32 %r1, [%rd1];
+  @%p1 bra $wait;
+)"},
+      {"one thread polls, the block decides through shared memory", R"(
+  mov.u32 %r4, %tid.x;
+  setp.eq.u32 %p3, %r4, 0;
+$wait:
+  @%p3 ld.volatile.global.u32 %r1, [%rd1];
+  @%p3 st.shared.u32 [s], %r1;
+  bar.sync 0;
+  ld.shared.u32 %r6, [s];
+  bar.sync 0;
+  setp.eq.u32 %p1, %r6, 0;
+  @%p1 bra $wait;
+)"},
+      {"the value steers a branch inside the loop", R"(
+$wait:
+  ld.volatile.global.u32 %r1, [%rd1];
+  setp.eq.u32 %p1, %r1, 0;
+  @%p1 bra $skip;
+  add.s32 %r2, %r2, 1;
+$skip:
+  setp.lt.u32 %p2, %r2, 4;
+  @%p2 bra $wait;
+)"},
+  };
+  for (const auto& [name, loop] : spins) {
+    INFO(name);
+    KernelAnalysis a = Analyze(LoopKernel(loop));
+    CHECK(Mentions(a.slice_blockers, "polls memory in a loop"));
+    CHECK(Mentions(a.ptb_blockers, "inter-block dependency"));
+  }
+  KernelAnalysis sleeps = Analyze(LoopKernel(R"(
+$backoff:
+  nanosleep.u32 100;
+  add.s32 %r2, %r2, 1;
+  setp.lt.u32 %p1, %r2, 4;
+  @%p1 bra $backoff;
+)"));
+  CHECK(Mentions(sleeps.slice_blockers, "sleeps in a loop"));
+  CHECK(Mentions(sleeps.ptb_blockers, "sleeps in a loop"));
 }
 
 TEST_CASE("barriers the unified synchronisation cannot route block only PTB") {

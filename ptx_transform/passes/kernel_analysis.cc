@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "ptx_transform/passes/ir_walk.h"
+#include "ptx_transform/passes/spin_waits.h"
 
 namespace tally::ptx {
 namespace {
@@ -104,18 +105,6 @@ constexpr std::pair<std::string_view, const char*> kForbiddenOpcodes[] = {
 // printf, malloc/free and assert): calling them affects neither the grid nor barriers.
 constexpr std::string_view kKnownExternalFunctions[] = {"vprintf", "malloc", "free",
                                                         "__assertfail"};
-
-// Loads used to poll memory written by other blocks (PTX ISA "Memory Consistency Model").
-bool IsPollingLoad(const Instruction& inst) {
-  if (inst.opcode != "ld" && inst.opcode != "ldu") return false;
-  for (std::string_view space : {"shared", "local", "param", "const"}) {
-    if (inst.HasModifier(space)) return false;
-  }
-  for (std::string_view m : {"volatile", "acquire", "relaxed", "cv", "cg", "mmio"}) {
-    if (inst.HasModifier(m)) return true;
-  }
-  return false;
-}
 
 struct BodyFacts {
   std::set<std::string> special_registers;
@@ -219,36 +208,12 @@ BodyFacts ScanBody(const passes::FunctionIndex& functions, const Function& f) {
     });
   });
 
-  // Polling loops: a backward branch whose loop body polls memory (or sleeps) waits for
-  // another block: such a kernel needs all its blocks resident and in order (decoupled
-  // look-back, grid barriers built from atomics).
-  std::vector<const Statement*> flat;
-  std::map<std::string, size_t> label_index;
-  auto flatten = [&](auto& self, const std::vector<Statement>& statements) -> void {
-    for (const auto& s : statements) {
-      if (const auto* label = std::get_if<Label>(&s.value)) label_index[label->name] = flat.size();
-      if (const auto* block = std::get_if<Block>(&s.value)) {
-        self(self, block->statements);
-      } else {
-        flat.push_back(&s);
-      }
-    }
-  };
-  flatten(flatten, f.body->statements);
-  for (size_t i = 0; i < flat.size(); ++i) {
-    const auto* branch = std::get_if<Instruction>(&flat[i]->value);
-    if (branch == nullptr || branch->opcode != "bra" || branch->operands.empty()) continue;
-    auto target = label_index.find(branch->operands[0].name);
-    if (target == label_index.end() || target->second > i) continue;
-    for (size_t j = target->second; j <= i; ++j) {
-      const auto* inst = std::get_if<Instruction>(&flat[j]->value);
-      if (inst != nullptr && (IsPollingLoad(*inst) || inst->opcode == "nanosleep")) {
-        AddUnique(
-            facts.both_blockers,
-            "polls memory in a loop (may wait for other blocks: inter-block dependency)" + where);
-        break;
-      }
-    }
+  // Spin-waits need all blocks resident and in order (decoupled look-back, grid barriers
+  // built from flags): another block may never run before this one finishes.
+  const std::string spin_wait = passes::FindSpinWait(f.body->statements);
+  if (!spin_wait.empty()) {
+    AddUnique(facts.both_blockers,
+              spin_wait + " (may wait for other blocks: inter-block dependency)" + where);
   }
   return facts;
 }

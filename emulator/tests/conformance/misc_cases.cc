@@ -194,7 +194,7 @@ std::vector<Case> Cases() {
        .ptb_refusal = "reads %gridid"},
       {.kernel = "last_block_reduce",
        .covers = "threadfence + atomic.inc ticket: the last block to finish reduces (volatile "
-                 "loads)",
+                 "loads in a loop that waits for nobody: sliced and PTB too)",
        .grid = {6},
        .block = {64},
        .args =
@@ -211,11 +211,7 @@ std::vector<Case> Cases() {
              e.Equal(1, partial);
              e.Equal(2, std::vector<u32>{6});  // wraps only when incremented past the limit
              e.Equal(3, std::vector<int>{total});
-           },
-       // The last block reads the partial sums with volatile loads in a loop: the analysis
-       // cannot tell that from waiting for other blocks, so it refuses (conservatively).
-       .slice_refusal = "polls memory in a loop",
-       .ptb_refusal = "polls memory in a loop"},
+           }},
   };
 }
 
