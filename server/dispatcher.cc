@@ -81,6 +81,11 @@ CUresult Dispatcher::TakeDeferredError(ClientQueue& queue) {
   return std::exchange(queue.deferred_error, CUDA_SUCCESS);
 }
 
+void Dispatcher::DeferError(ClientQueue& queue, CUresult result) {
+  std::lock_guard lock(mutex_);
+  if (queue.deferred_error == CUDA_SUCCESS) queue.deferred_error = result;
+}
+
 size_t Dispatcher::queued(ClientQueue& queue) {
   std::lock_guard lock(mutex_);
   return queue.commands.size();

@@ -50,6 +50,9 @@ class Dispatcher {
   // The first failure of an issued command since the last call (CUDA_SUCCESS when none): how
   // asynchronous errors reach the client's next synchronising call, as in CUDA.
   CUresult TakeDeferredError(ClientQueue& queue);
+  // Records the failure of work that an issued command started and that ended later (a PTB
+  // run), for TakeDeferredError.
+  void DeferError(ClientQueue& queue, CUresult result);
   size_t queued(ClientQueue& queue);
   // The policy's form for a kernel launch; only from a command (on the dispatch thread).
   scheduler::LaunchForm ChooseForm(const scheduler::LaunchInfo& launch) {

@@ -1,7 +1,8 @@
 // Issues kernel launches in the form the scheduling policy chooses: the original kernel, its
 // sliced form (consecutive slices of the grid, in order, on the launch's stream) or its
-// preemptible PTB form (worker blocks taking tasks from a counter; with `preempt` the flag is
-// raised at random moments and the kernel relaunched until every task ran).
+// preemptible PTB form (worker blocks taking tasks from a counter, asynchronous and
+// stream-ordered through ptb_launches.h; with `preempt` the flag is raised at chosen moments and
+// the kernel relaunched until every task ran).
 #pragma once
 
 #include <cuda.h>
@@ -9,7 +10,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <random>
+#include <string>
 #include <vector>
 
 #include "ptx_transform/launch_forms.h"
@@ -18,6 +19,7 @@
 #include "server/backend/backend.h"
 #include "server/dispatcher.h"
 #include "server/module_registry.h"
+#include "server/ptb_launches.h"
 
 namespace tally::server {
 
@@ -48,35 +50,42 @@ struct KernelLaunch {
   uint64_t client_id = 0;
   int32_t priority = 0;
   std::shared_ptr<LaunchStats> stats;
+  // Where failures found after Launch returned (a PTB run) are deferred to; may be null (then
+  // they are logged).
+  std::shared_ptr<Dispatcher::ClientQueue> queue;
 };
+
+// The original arguments as one pointer per parameter, into the launch's buffer.
+std::vector<const void*> ArgumentPointers(const KernelLaunch& launch);
+
+// Launches `function` (a variant of the launch's kernel, same block shape and shared memory)
+// with the packed parameter buffer `params` on `stream`.
+CUresult LaunchVariant(const DriverApi& api, const KernelLaunch& launch, CUfunction function,
+                       ptx::Dim3 grid, CUstream stream, std::vector<uint8_t>& params);
 
 class KernelLauncher {
  public:
-  KernelLauncher(const Backend& backend, Dispatcher& dispatcher);
+  KernelLauncher(const Backend& backend, Dispatcher& dispatcher,
+                 PreemptPoint preempt_point = RandomPreemptPoints());
   KernelLauncher(const KernelLauncher&) = delete;
   KernelLauncher& operator=(const KernelLauncher&) = delete;
-  ~KernelLauncher();
 
   // Only on the dispatch thread (from a Command): asks the policy for the form and issues it.
+  // Returns once the launch is queued on its stream, whatever its form.
   CUresult Launch(const KernelLaunch& launch);
+  // Waits until the client's PTB launches have finished running (PtbLaunches::WaitForClient).
+  void WaitForClient(uint64_t client_id) { ptb_.WaitForClient(client_id); }
 
  private:
   CUresult LaunchOriginal(const KernelLaunch& launch);
   CUresult LaunchSliced(const KernelLaunch& launch, uint32_t slices, uint32_t total);
   CUresult LaunchPreemptible(const KernelLaunch& launch, const scheduler::LaunchForm& form,
                              uint32_t total);
-  CUresult Issue(const KernelLaunch& launch, CUfunction function, ptx::Dim3 grid,
-                 std::vector<uint8_t>& params);
-  CUresult EnsurePtbState();
 
   const DriverApi& api_;
   Dispatcher& dispatcher_;
   uint32_t sm_count_ = 1;
-  // PTB launches run one at a time on the dispatch thread, so one state serves them all. Mapped
-  // host memory: the host raises the flag and reads the progress while the kernel runs.
-  ptx::PtbState* ptb_state_ = nullptr;
-  CUdeviceptr ptb_state_device_ = 0;
-  std::mt19937 preempt_rng_{20260522};  // fixed seed: a failing run can be repeated
+  PtbLaunches ptb_;
 };
 
 }  // namespace tally::server

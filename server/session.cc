@@ -51,6 +51,8 @@ Session::~Session() {
   streams_.Clear(synchronize);
   if (default_stream_ != nullptr) synchronize(default_stream_);
   default_stream_.reset();
+  // Also those on streams the client destroyed: their kernels use its memory.
+  server_.launcher.WaitForClient(client_.client_id);
   const size_t events = events_.size();
   events_.Clear([](EventRef&) {});
   const size_t allocations = allocations_.count();

@@ -155,6 +155,8 @@ class Session {
   AllocationTable& allocations() { return allocations_; }
   // Shared with the client's queued launches, which count themselves by form.
   const std::shared_ptr<LaunchStats>& launch_stats() const { return launch_stats_; }
+  // The client's command queue, which work that outlives its command reports failures to.
+  const std::shared_ptr<Dispatcher::ClientQueue>& queue() const { return queue_; }
 
  private:
   Session(ServerContext& server, const ipc::ClientInfo& client, ipc::BulkArea bulk,

@@ -37,6 +37,7 @@ absl::Status Handle(Session& session, const ipc::Decoded<ipc::LaunchKernelReques
   launch->client_id = session.client().client_id;
   launch->priority = session.client().priority;
   launch->stats = session.launch_stats();
+  launch->queue = session.queue();
   KernelLauncher* launcher = &session.server().launcher;
   session.Enqueue([launcher, launch] { return launcher->Launch(*launch); });
   return absl::OkStatus();
