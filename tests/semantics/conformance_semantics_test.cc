@@ -8,6 +8,8 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <set>
+#include <string>
 
 #include "emulator/tests/conformance/run.h"
 #include "emulator/tests/kernel_util.h"
@@ -85,7 +87,9 @@ TEST_CASE("conformance kernels compute the same in every transformed form") {
   size_t form_runs = 0, refused = 0, preempted_runs = 0, interrupted_runs = 0;
   for (const char* const* producer = emu::conformance::kProducers; *producer; ++producer) {
     std::map<std::string, std::unique_ptr<TransformedModule>> modules;
+    std::map<std::string, std::set<std::string>> kernels_with_cases;  // by module
     for (const Case& c : emu::conformance::AllCases()) {
+      kernels_with_cases[c.module].insert(c.kernel);
       INFO(*producer << " " << c.module << ".ptx: " << c.kernel);
       auto& module = modules[c.module];
       if (!module) {
@@ -143,6 +147,14 @@ TEST_CASE("conformance kernels compute the same in every transformed form") {
           ++preempted_runs;
           interrupted_runs += launches > 1;
         }
+      }
+    }
+    // Every kernel of every registered theme (newly registered ones too) has a case, so every
+    // kernel runs in every form the analysis gives it.
+    for (const auto& [name, module] : modules) {
+      for (const KernelForms& kernel : module->report().kernels) {
+        INFO(*producer << " " << name << ".ptx: " << kernel.analysis.kernel << " has no case");
+        CHECK(kernels_with_cases[name].contains(kernel.analysis.kernel));
       }
     }
   }
