@@ -30,9 +30,11 @@ constexpr Flag kFlags[] = {
     {"emulator-library", "TALLY_EMU_LIBRARY", "PATH", "libtally_emu.so to load when emulating"},
     {"validate", "TALLY_VALIDATE", "FORM",
      "run every transformable kernel in one form, to check that programs compute the same "
-     "under Tally's transformations: slice:N (N consecutive slices), ptb:W (persistent thread "
-     "blocks, W workers), preempt[:W] (PTB stopped at random points and resumed); kernels "
-     "that cannot be transformed run unchanged and the log says why"},
+     "under Tally's transformations: slice:N (N consecutive slices, fewer for smaller grids), "
+     "ptb:W (persistent thread blocks, at most W workers and no more than fit), preempt[:W] "
+     "(PTB stopped at random points, up to 3 times per launch, and resumed); launches stay "
+     "asynchronous and in stream order. Kernels that cannot be transformed (the log says why) "
+     "and cooperative launches run unchanged; the log says how each client's launches ran"},
 };
 
 void PrintUsage() {

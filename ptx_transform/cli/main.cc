@@ -24,7 +24,8 @@ Commands:
                            add sliced and/or preemptible (PTB) variants of every kernel that
                            can be transformed safely (both when neither flag is given); the
                            module goes to standard output, a report per kernel (made, or why
-                           not) to standard error
+                           not) to standard error. These are the forms that
+                           `tally-server --validate=FORM` runs programs in
 
 Options:
   -o, --output DIR         output directory for `extract` (created if missing)
