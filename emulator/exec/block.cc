@@ -228,6 +228,11 @@ uint8_t* Block::TranslateGlobal(uint64_t address, uint32_t size, uint32_t pc) {
 
 uint8_t* Block::Translate(Space space, uint64_t address, uint32_t size, const Warp& warp, int lane,
                           uint32_t pc, bool write) {
+  // Addresses are "truncated if the register width exceeds the state space address width"
+  // (PTX ISA, "Addresses as Operands"): 32 bits for shared and local memory, so a 32-bit
+  // register plus an offset wraps as on a GPU (nvcc folds s[i + 128] into [%r + 512] with %r
+  // "negative").
+  if (space == Space::kShared || space == Space::kLocal) address &= 0xffffffffu;
   if (space == Space::kGeneric) {
     if (address - kSharedWindow < kWindowSize) {
       space = Space::kShared;

@@ -102,6 +102,8 @@ class Block {
   bool ExecuteAsync(const Inst& in, Warp& warp, uint32_t mask, uint32_t pc);
   // f16/bf16 arithmetic, conversions and comparisons, and set (half_ops.cc).
   void ExecuteHalf(const Inst& in, Warp& warp, uint32_t mask);
+  // mul24/mad24, dp4a/dp2a and the SIMD video instructions (narrow_int_ops.cc).
+  void ExecuteNarrowInt(const Inst& in, Warp& warp, uint32_t mask);
   // shfl/vote/activemask for the lanes in `mask`.
   void ExecuteCollective(const Inst& in, Warp& warp, uint32_t mask);
 

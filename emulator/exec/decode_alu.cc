@@ -265,6 +265,8 @@ absl::StatusOr<Inst> Decoder::Decode() {
     inst_.op = Op::kLop3;
     status = NeedType();
     if (status.ok()) status = Operands(4, {Type::kNone, Type::kNone, Type::kNone, Type::kU32});
+  } else if (IsNarrowIntOpcode(op)) {
+    status = NarrowInt();
   } else if (op == "sad") {
     status = Arithmetic(Op::kSad, 3);
   } else if (op == "copysign") {

@@ -118,6 +118,9 @@ class Mods {
   std::vector<bool> used_;
 };
 
+// mul24, mad24, dp4a, dp2a and the SIMD video opcodes (Decoder::NarrowInt).
+bool IsNarrowIntOpcode(std::string_view opcode);
+
 class Decoder {
  public:
   Decoder(const ptx::Instruction& instruction, LowerContext& context)
@@ -210,6 +213,7 @@ class Decoder {
   absl::Status Mbarrier();
   absl::Status Texture(Op op);
   absl::Status Match();
+  absl::Status NarrowInt();
 
   const ptx::Instruction& in_;
   Mods mods_;

@@ -59,8 +59,13 @@ class FunctionLowering {
   absl::Status Lower(const ptx::Function& kernel);
 
  private:
-  absl::Status PlaceVariable(const ptx::VarDecl& var, bool in_callee);
-  absl::Status CollectVariables(const std::vector<ptx::Statement>& statements, bool in_callee);
+  // Where a variable is declared: module scope, the kernel's body or a called .func's body.
+  enum class Scope { kModule, kKernel, kCallee };
+  absl::Status PlaceVariable(const ptx::VarDecl& var, Scope scope);
+  absl::Status CollectVariables(const std::vector<ptx::Statement>& statements, Scope scope);
+  void PlaceCalleeShared(const std::vector<ptx::Statement>& statements, bool in_callee,
+                         absl::flat_hash_set<const ptx::Function*>& visited);
+  uint64_t AllocateShared(const ptx::VarDecl& var);
   absl::Status LowerStatements(const std::vector<ptx::Statement>& statements);
   absl::Status InlineCall(const ptx::Instruction& call);
   absl::Status LowerBuiltin(const ptx::Instruction& call, Builtin builtin, bool has_result,
@@ -69,21 +74,72 @@ class FunctionLowering {
   const ptx::Module& module_;
   LowerContext context_;
   uint64_t shared_bytes_ = 0;
-  std::vector<std::string> dynamic_shared_;  // extern `[]` shared arrays
+  std::vector<std::pair<std::string, Scope>> dynamic_shared_;  // extern `[]` shared arrays
+  // .shared variables declared in .func bodies: one block-wide instance per declaration, however
+  // often the .func is inlined (like a C++ function's static `__shared__` variable, which nvcc
+  // turns into one).
+  absl::flat_hash_map<const ptx::VarDecl*, uint64_t> callee_shared_;
 };
 
-absl::Status FunctionLowering::PlaceVariable(const ptx::VarDecl& var, bool in_callee) {
-  if (var.state_space == "shared") {
-    if (in_callee) {
-      return CudaError(CUDA_ERROR_NOT_SUPPORTED, "shared variable declared inside a .func");
+uint64_t FunctionLowering::AllocateShared(const ptx::VarDecl& var) {
+  shared_bytes_ = AlignUp(shared_bytes_, VariableAlignment(var));
+  uint64_t offset = shared_bytes_;
+  shared_bytes_ += VariableBytes(var);
+  return offset;
+}
+
+// Lays out the .shared variables of every .func reachable from `statements` before dynamic
+// shared memory is placed after all static data.
+void FunctionLowering::PlaceCalleeShared(const std::vector<ptx::Statement>& statements,
+                                         bool in_callee,
+                                         absl::flat_hash_set<const ptx::Function*>& visited) {
+  for (const ptx::Statement& statement : statements) {
+    if (const auto* var = std::get_if<Box<ptx::VarDecl>>(&statement.value)) {
+      const ptx::VarDecl& decl = **var;
+      bool is_static = decl.dims.empty() || decl.dims.back().has_value();
+      if (in_callee && decl.state_space == "shared" && is_static) {
+        callee_shared_[&decl] = AllocateShared(decl);
+      }
+    } else if (const auto* block = std::get_if<ptx::Block>(&statement.value)) {
+      PlaceCalleeShared(block->statements, in_callee, visited);
+    } else if (const auto* call = std::get_if<ptx::Instruction>(&statement.value);
+               call != nullptr && call->opcode == "call") {
+      for (const ptx::Operand& operand : call->operands) {
+        const ptx::Function* callee = operand.kind == ptx::Operand::Kind::kName
+                                          ? module_.FindFunction(operand.name)
+                                          : nullptr;
+        if (callee != nullptr && callee->body && visited.insert(callee).second) {
+          PlaceCalleeShared(callee->body->statements, /*in_callee=*/true, visited);
+        }
+      }
     }
-    if (!var.dims.empty() && !var.dims.back().has_value()) {
-      dynamic_shared_.push_back(var.name);
+  }
+}
+
+absl::Status FunctionLowering::PlaceVariable(const ptx::VarDecl& var, Scope scope) {
+  if (var.state_space == "shared") {
+    const bool dynamic = !var.dims.empty() && !var.dims.back().has_value();
+    LocalSymbol symbol{Space::kShared, 0};
+    if (dynamic && scope != Scope::kCallee) {
+      dynamic_shared_.emplace_back(var.name, scope);
       return absl::OkStatus();
     }
-    shared_bytes_ = AlignUp(shared_bytes_, VariableAlignment(var));
-    context_.DeclareVariable(var.name, {Space::kShared, shared_bytes_});
-    shared_bytes_ += VariableBytes(var);
+    if (dynamic) {
+      symbol.offset = context_.function().static_shared_bytes;  // placed by now
+    } else if (scope == Scope::kCallee) {
+      auto placed = callee_shared_.find(&var);
+      if (placed == callee_shared_.end()) {
+        return CudaError(CUDA_ERROR_INVALID_PTX, "shared variable " + var.name + " not laid out");
+      }
+      symbol.offset = placed->second;
+    } else {
+      symbol.offset = AllocateShared(var);
+    }
+    if (scope == Scope::kModule) {
+      context_.DeclareModuleVariable(var.name, symbol);
+    } else {
+      context_.DeclareVariable(var.name, symbol);
+    }
   } else if (var.state_space == "local" || var.state_space == "param") {
     // Body-level .param variables are call arguments: per thread, hence local memory. Each call
     // sequence block redeclares `param0` & co.; they all share the largest one's storage (the
@@ -100,12 +156,12 @@ absl::Status FunctionLowering::PlaceVariable(const ptx::VarDecl& var, bool in_ca
 }
 
 absl::Status FunctionLowering::CollectVariables(const std::vector<ptx::Statement>& statements,
-                                                bool in_callee) {
+                                                Scope scope) {
   for (const ptx::Statement& statement : statements) {
     if (const auto* var = std::get_if<Box<ptx::VarDecl>>(&statement.value)) {
-      TALLY_RETURN_IF_ERROR(PlaceVariable(**var, in_callee));
+      TALLY_RETURN_IF_ERROR(PlaceVariable(**var, scope));
     } else if (const auto* block = std::get_if<ptx::Block>(&statement.value)) {
-      TALLY_RETURN_IF_ERROR(CollectVariables(block->statements, in_callee));
+      TALLY_RETURN_IF_ERROR(CollectVariables(block->statements, scope));
     }
   }
   return absl::OkStatus();
@@ -209,7 +265,7 @@ absl::Status FunctionLowering::InlineCall(const ptx::Instruction& call) {
   context_.PushFrame();
   context_.SetFrameFunction(name);
   for (const auto& [formal, symbol] : bindings) context_.DeclareVariable(formal, symbol);
-  TALLY_RETURN_IF_ERROR(CollectVariables(callee->body->statements, /*in_callee=*/true));
+  TALLY_RETURN_IF_ERROR(CollectVariables(callee->body->statements, Scope::kCallee));
   TALLY_RETURN_IF_ERROR(LowerStatements(callee->body->statements));
   TALLY_RETURN_IF_ERROR(context_.PopFrame());
   if (guarded) context_.DeclareLabel(after_call);
@@ -290,14 +346,20 @@ absl::Status FunctionLowering::Lower(const ptx::Function& kernel) {
   // them (before its own); they are few and small in practice.
   for (const ptx::TopLevel& item : module_.items) {
     if (const auto* var = std::get_if<ptx::VarDecl>(&item.value)) {
-      if (var->state_space == "shared") TALLY_RETURN_IF_ERROR(PlaceVariable(*var, false));
+      if (var->state_space == "shared") TALLY_RETURN_IF_ERROR(PlaceVariable(*var, Scope::kModule));
     }
   }
-  TALLY_RETURN_IF_ERROR(CollectVariables(kernel.body->statements, /*in_callee=*/false));
+  TALLY_RETURN_IF_ERROR(CollectVariables(kernel.body->statements, Scope::kKernel));
+  absl::flat_hash_set<const ptx::Function*> reached = {&kernel};
+  PlaceCalleeShared(kernel.body->statements, /*in_callee=*/false, reached);
   // Dynamic shared memory (extern `[]` arrays) starts after all static data, 16-byte aligned.
   uint64_t dynamic_base = AlignUp(shared_bytes_, 16);
-  for (const std::string& name : dynamic_shared_) {
-    context_.DeclareVariable(name, {Space::kShared, dynamic_base});
+  for (const auto& [name, scope] : dynamic_shared_) {
+    if (scope == Scope::kModule) {
+      context_.DeclareModuleVariable(name, {Space::kShared, dynamic_base});
+    } else {
+      context_.DeclareVariable(name, {Space::kShared, dynamic_base});
+    }
   }
   function.static_shared_bytes = static_cast<uint32_t>(dynamic_base);
 

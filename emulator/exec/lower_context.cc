@@ -119,6 +119,7 @@ std::optional<uint32_t> LowerContext::FindRegister(const std::string& name) cons
 std::optional<LocalSymbol> LowerContext::FindVariable(const std::string& name) const {
   const auto& locals = frames_.back().locals;
   if (auto it = locals.find(name); it != locals.end()) return it->second;
+  if (auto it = module_variables_.find(name); it != module_variables_.end()) return it->second;
   return std::nullopt;
 }
 

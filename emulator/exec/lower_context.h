@@ -70,6 +70,11 @@ class LowerContext {
   void DeclareVariable(const std::string& name, LocalSymbol symbol) {
     frames_.back().locals[name] = symbol;
   }
+  // Module-scope variables laid out per kernel (.shared ones): visible in every frame, below
+  // the frame's own names.
+  void DeclareModuleVariable(const std::string& name, LocalSymbol symbol) {
+    module_variables_[name] = symbol;
+  }
   std::optional<LocalSymbol> FindVariable(const std::string& name) const;
   // Per-thread local memory for a variable of `bytes` bytes.
   uint64_t AllocateLocal(uint64_t bytes, uint64_t alignment);
@@ -105,6 +110,7 @@ class LowerContext {
   std::vector<Frame> frames_;
   absl::flat_hash_map<uint64_t, uint32_t> constant_slots_;
   absl::flat_hash_set<uint32_t> predicate_slots_;
+  absl::flat_hash_map<std::string, LocalSymbol> module_variables_;
   uint64_t local_bytes_ = 0;
 };
 

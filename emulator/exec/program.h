@@ -110,6 +110,12 @@ enum class AtomOp : uint8_t { kAdd, kMin, kMax, kInc, kDec, kExch, kCas, kAnd, k
 enum class ShflMode : uint8_t { kUp, kDown, kBfly, kIdx };
 enum class VoteMode : uint8_t { kAll, kAny, kUni, kBallot };
 enum class BarRedMode : uint8_t { kNone, kPopc, kAnd, kOr };
+// dp4a, and dp2a taking the low or high half of b's bytes (PTX ISA, "dp4a", "dp2a").
+enum class DotMode : uint8_t { k4, k2Lo, k2Hi };
+// The SIMD video instructions vop2/vop4 (PTX ISA, "SIMD Video Instructions"); VideoFlags say
+// which of d, a, b are signed and whether the lanes accumulate into c (.add).
+enum class VideoOp : uint8_t { kAdd, kSub, kAvrg, kAbsdiff, kMin, kMax };
+inline constexpr uint8_t kVideoSignedD = 1, kVideoSignedA = 2, kVideoSignedB = 4, kVideoAdd = 8;
 // mbarrier operations (PTX ISA, "Parallel Synchronization and Communication Instructions:
 // mbarrier"); the test/try waits take the state token or, with .parity, a phase parity.
 enum class MbarrierOp : uint8_t {

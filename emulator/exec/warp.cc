@@ -546,6 +546,11 @@ WarpStatus Block::RunWarp(Warp& warp, uint32_t budget) {
         case Op::kHalfSetp:
           ExecuteHalf(in, warp, mask);
           break;
+        case Op::kMul24:
+        case Op::kDot:
+        case Op::kVideo:
+          ExecuteNarrowInt(in, warp, mask);
+          break;
         case Op::kShfl:
         case Op::kVote:
         case Op::kActiveMask:

@@ -199,7 +199,12 @@ TEST_CASE("modules: lookups, unload, fatbins") {
 
 TEST_CASE("unsupported or malformed PTX fails the load with a reason") {
   CHECK(LoadPtx(".visible .entry k(.param .u64 p) {\n .reg .b32 %r<3>;\n"
-                " mul24.lo.s32 %r1, %r2, %r2;\n ret;\n}\n") == CUDA_ERROR_NOT_SUPPORTED);
+                " vset4.u32.u32.lt %r1, %r2, %r2, %r2;\n ret;\n}\n") == CUDA_ERROR_NOT_SUPPORTED);
+  CHECK(LoadPtx(".visible .entry k() {\n .reg .b32 %r<3>;\n"
+                " mad24.lo.sat.s32 %r1, %r2, %r2, %r2;\n ret;\n}\n") == CUDA_ERROR_NOT_SUPPORTED);
+  CHECK(LoadPtx(".visible .entry k() {\n .reg .b32 %r<3>;\n"
+                " vadd4.u32.u32.u32.add.sat %r1, %r2, %r2, %r2;\n ret;\n}\n") ==
+        CUDA_ERROR_NOT_SUPPORTED);
   CHECK(LoadPtx(".visible .entry k() {\n .reg .b16 %h<3>;\n"
                 " add.rz.f16 %h1, %h2, %h2;\n ret;\n}\n") == CUDA_ERROR_NOT_SUPPORTED);
   CHECK(LoadPtx(".visible .entry k() {\n .reg .b32 %r<3>;\n"

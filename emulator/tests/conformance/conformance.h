@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <random>
 #include <string>
 #include <type_traits>
@@ -19,15 +20,36 @@ struct Dim {
   unsigned x = 1, y = 1, z = 1;
 };
 
-// One kernel argument: a device buffer with its initial contents, or a scalar value.
+// How a texture object samples (CUDA_TEXTURE_DESC's fields that cases vary); the address mode
+// applies to every dimension, values are cuda.h's CUaddress_mode.
+enum class AddressMode : uint8_t { kWrap = 0, kClamp = 1, kMirror = 2, kBorder = 3 };
+struct Sampler {
+  bool linear = false;      // CU_TR_FILTER_MODE_LINEAR (else point)
+  AddressMode address = AddressMode::kClamp;
+  bool normalized = false;  // CU_TRSF_NORMALIZED_COORDINATES
+  float border = 0;         // every channel of the border color
+};
+
+// A 2-D CUDA array of one-channel float texels behind a texture or surface object argument.
+struct Image {
+  uint32_t width = 0, height = 0;
+  bool surface = false;  // a CUsurfObject (else a CUtexObject sampled with `sampler`)
+  Sampler sampler;
+};
+
+// One kernel argument: a device buffer with its initial contents, a scalar value, or a texture
+// or surface object over a CUDA array whose texels are `bytes` (row-major floats).
 struct Arg {
   bool is_buffer = false;
   std::vector<uint8_t> bytes;
+  std::optional<Image> image;
 };
 
 template <typename T>
 Arg In(const std::vector<T>& values) {
-  Arg arg{true, std::vector<uint8_t>(values.size() * sizeof(T))};
+  Arg arg;
+  arg.is_buffer = true;
+  arg.bytes.resize(values.size() * sizeof(T));
   std::memcpy(arg.bytes.data(), values.data(), arg.bytes.size());
   return arg;
 }
@@ -35,10 +57,24 @@ template <typename T>
 Arg Out(size_t count, T fill = T{}) {
   return In(std::vector<T>(count, fill));
 }
+// A CUtexObject over a width x (texels / width) array holding `texels`.
+inline Arg Texture2D(const std::vector<float>& texels, uint32_t width, Sampler sampler) {
+  Arg arg = In(texels);
+  arg.is_buffer = false;
+  arg.image = Image{width, static_cast<uint32_t>(texels.size() / width), false, sampler};
+  return arg;
+}
+// A CUsurfObject over such an array; after a run, the argument's bytes are the array's texels.
+inline Arg Surface2D(const std::vector<float>& texels, uint32_t width) {
+  Arg arg = Texture2D(texels, width, {});
+  arg.image->surface = true;
+  return arg;
+}
 template <typename T>
 Arg Value(T value) {
   static_assert(std::is_trivially_copyable_v<T>);
-  Arg arg{false, std::vector<uint8_t>(sizeof(T))};
+  Arg arg;
+  arg.bytes.resize(sizeof(T));
   std::memcpy(arg.bytes.data(), &value, sizeof(T));
   return arg;
 }

@@ -12,28 +12,100 @@ namespace tally::emu::conformance {
 
 using emu::testing::Emu;
 
-DeviceArgs::DeviceArgs(const std::vector<Arg>& args) : args_(args), buffers_(args.size(), 0) {
+namespace {
+
+static_assert(static_cast<int>(AddressMode::kWrap) == CU_TR_ADDRESS_MODE_WRAP &&
+              static_cast<int>(AddressMode::kClamp) == CU_TR_ADDRESS_MODE_CLAMP &&
+              static_cast<int>(AddressMode::kMirror) == CU_TR_ADDRESS_MODE_MIRROR &&
+              static_cast<int>(AddressMode::kBorder) == CU_TR_ADDRESS_MODE_BORDER);
+
+// Copies an image's texels (rows of `width` floats) into its array from `from`, or (with `from`
+// null) out of it to `to`.
+void CopyImage(const Image& image, CUarray array, const void* from, void* to) {
+  CUDA_MEMCPY2D copy{};
+  const size_t row = size_t{image.width} * sizeof(float);
+  if (from != nullptr) {
+    copy.srcMemoryType = CU_MEMORYTYPE_HOST;
+    copy.srcHost = from;
+    copy.srcPitch = row;
+    copy.dstMemoryType = CU_MEMORYTYPE_ARRAY;
+    copy.dstArray = array;
+  } else {
+    copy.srcMemoryType = CU_MEMORYTYPE_ARRAY;
+    copy.srcArray = array;
+    copy.dstMemoryType = CU_MEMORYTYPE_HOST;
+    copy.dstHost = to;
+    copy.dstPitch = row;
+  }
+  copy.WidthInBytes = row;
+  copy.Height = image.height;
+  EMU_OK(Emu().cuMemcpy2D_v2(&copy));
+}
+
+}  // namespace
+
+DeviceArgs::DeviceArgs(const std::vector<Arg>& args) : args_(args), slots_(args.size()) {
   for (size_t i = 0; i < args_.size(); ++i) {
-    if (!args_[i].is_buffer) continue;
-    // At least one byte, so that an empty buffer still has an address of its own.
-    EMU_OK(Emu().cuMemAlloc_v2(&buffers_[i], std::max<size_t>(args_[i].bytes.size(), 1)));
-    if (!args_[i].bytes.empty()) {
-      EMU_OK(Emu().cuMemcpyHtoD_v2(buffers_[i], args_[i].bytes.data(), args_[i].bytes.size()));
+    const Arg& arg = args_[i];
+    Slot& slot = slots_[i];
+    if (arg.image) {
+      const Image& image = *arg.image;
+      REQUIRE(arg.bytes.size() == size_t{image.width} * image.height * sizeof(float));
+      CUDA_ARRAY3D_DESCRIPTOR array{};
+      array.Width = image.width;
+      array.Height = image.height;
+      array.Format = CU_AD_FORMAT_FLOAT;
+      array.NumChannels = 1;
+      array.Flags = image.surface ? CUDA_ARRAY3D_SURFACE_LDST : 0;
+      EMU_OK(Emu().cuArray3DCreate_v2(&slot.array, &array));
+      CopyImage(image, slot.array, arg.bytes.data(), nullptr);
+      CUDA_RESOURCE_DESC resource{};
+      resource.resType = CU_RESOURCE_TYPE_ARRAY;
+      resource.res.array.hArray = slot.array;
+      if (image.surface) {
+        EMU_OK(Emu().cuSurfObjectCreate(&slot.object, &resource));
+        continue;
+      }
+      CUDA_TEXTURE_DESC texture{};
+      for (auto& mode : texture.addressMode) {
+        mode = static_cast<CUaddress_mode>(image.sampler.address);
+      }
+      texture.filterMode =
+          image.sampler.linear ? CU_TR_FILTER_MODE_LINEAR : CU_TR_FILTER_MODE_POINT;
+      texture.flags = image.sampler.normalized ? CU_TRSF_NORMALIZED_COORDINATES : 0;
+      for (float& channel : texture.borderColor) channel = image.sampler.border;
+      EMU_OK(Emu().cuTexObjectCreate(&slot.object, &resource, &texture, nullptr));
+    } else if (arg.is_buffer) {
+      // At least one byte, so that an empty buffer still has an address of its own.
+      EMU_OK(Emu().cuMemAlloc_v2(&slot.buffer, std::max<size_t>(arg.bytes.size(), 1)));
+      if (!arg.bytes.empty()) {
+        EMU_OK(Emu().cuMemcpyHtoD_v2(slot.buffer, arg.bytes.data(), arg.bytes.size()));
+      }
     }
   }
 }
 
 DeviceArgs::~DeviceArgs() {
-  for (CUdeviceptr buffer : buffers_) {
-    if (buffer != 0) Emu().cuMemFree_v2(buffer);
+  for (size_t i = 0; i < args_.size(); ++i) {
+    const Slot& slot = slots_[i];
+    if (slot.buffer != 0) Emu().cuMemFree_v2(slot.buffer);
+    if (slot.object != 0) {
+      if (args_[i].image->surface) {
+        Emu().cuSurfObjectDestroy(slot.object);
+      } else {
+        Emu().cuTexObjectDestroy(slot.object);
+      }
+    }
+    if (slot.array != nullptr) Emu().cuArrayDestroy(slot.array);
   }
 }
 
 std::vector<void*> DeviceArgs::Params() {
   std::vector<void*> params;
   for (size_t i = 0; i < args_.size(); ++i) {
-    params.push_back(args_[i].is_buffer ? static_cast<void*>(&buffers_[i])
-                                        : static_cast<void*>(args_[i].bytes.data()));
+    params.push_back(args_[i].image      ? static_cast<void*>(&slots_[i].object)
+                     : args_[i].is_buffer ? static_cast<void*>(&slots_[i].buffer)
+                                          : static_cast<void*>(args_[i].bytes.data()));
   }
   return params;
 }
@@ -42,8 +114,10 @@ Outputs DeviceArgs::Collect(std::vector<std::string> printed) const {
   std::vector<std::vector<uint8_t>> bytes;
   for (size_t i = 0; i < args_.size(); ++i) {
     bytes.push_back(args_[i].bytes);
-    if (args_[i].is_buffer && !bytes.back().empty()) {
-      EMU_OK(Emu().cuMemcpyDtoH_v2(bytes.back().data(), buffers_[i], bytes.back().size()));
+    if (args_[i].image && args_[i].image->surface) {
+      CopyImage(*args_[i].image, slots_[i].array, nullptr, bytes.back().data());
+    } else if (args_[i].is_buffer && !bytes.back().empty()) {
+      EMU_OK(Emu().cuMemcpyDtoH_v2(bytes.back().data(), slots_[i].buffer, bytes.back().size()));
     }
   }
   return Outputs{Values(std::move(bytes)), std::move(printed)};

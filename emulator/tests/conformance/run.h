@@ -11,7 +11,8 @@
 
 namespace tally::emu::conformance {
 
-// A case's arguments in device memory for one run (buffers freed on destruction).
+// A case's arguments on the device for one run: buffers, and CUDA arrays with their texture or
+// surface objects (all freed on destruction).
 class DeviceArgs {
  public:
   explicit DeviceArgs(const std::vector<Arg>& args);
@@ -21,12 +22,18 @@ class DeviceArgs {
 
   // kernelParams for cuLaunchKernel: one pointer per argument.
   std::vector<void*> Params();
-  // Every argument's bytes now (buffers downloaded), with the lines a run printed.
+  // Every argument's bytes now (buffers and surfaces' arrays downloaded), with the lines a run
+  // printed.
   Outputs Collect(std::vector<std::string> printed) const;
 
  private:
+  struct Slot {
+    CUdeviceptr buffer = 0;   // buffers
+    CUarray array = nullptr;  // images, with their object
+    unsigned long long object = 0;
+  };
   std::vector<Arg> args_;
-  std::vector<CUdeviceptr> buffers_;  // 0 for scalars
+  std::vector<Slot> slots_;
 };
 
 // Runs `launch` (which launches and synchronises, returning the first error) with the
