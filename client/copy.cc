@@ -3,6 +3,7 @@
 #include "client/copy.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 
@@ -180,6 +181,11 @@ absl::Status StagedBox(Channel& channel, Where device_where, const BoxSide& devi
 
 }  // namespace
 
+uint64_t NewBufferId() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
 absl::Status Copy(void* dst, const void* src, size_t count, cudaMemcpyKind kind,
                   cudaStream_t stream, CopyMode mode) {
   if (count == 0) return absl::OkStatus();
@@ -275,14 +281,19 @@ absl::Status MemsetElements(void* dst, uint32_t value, uint32_t element_size, si
                                           .stream = StreamHandle(stream)});
 }
 
-absl::Status MemsetBox(const BoxSide& dst, int value, const BoxExtent& extent,
-                       cudaStream_t stream) {
+absl::Status MemsetBox(const BoxSide& dst, uint32_t value, uint32_t element_size,
+                       const BoxExtent& extent, cudaStream_t stream) {
   if (extent.width == 0 || extent.height == 0 || extent.depth == 0) return absl::OkStatus();
+  if (DevicePointer(dst.base) % element_size != 0 || dst.pitch % element_size != 0 ||
+      extent.width % element_size != 0) {
+    return CudaError(cudaErrorInvalidValue, "memset destination or pitch misaligned");
+  }
   TALLY_ASSIGN_OR_RETURN(const size_t span, BoxSpan(dst, extent));
   TALLY_RETURN_IF_ERROR(CheckDeviceRange(dst.base, span));
   TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
   return channel->Post(ipc::Memset3DRequest{
-      .value = static_cast<uint32_t>(value),
+      .value = value,
+      .element_size = element_size,
       .dst =
           WireSide(ipc::MemorySpace::kDevice, DevicePointer(dst.base), dst.pitch, dst.slice_height),
       .extent = {extent.width, extent.height, extent.depth},

@@ -8,43 +8,76 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "absl/status/status.h"
 
 namespace tally::client {
 
-// This process's device memory (allocations, and __device__ variables once resolved): tells
-// device from host pointers for cudaMemcpyDefault (with unified addressing the kind follows from
-// the pointer, CUDA Runtime API, cudaMemcpy) and checks one-way calls' ranges locally.
+// What a device range is: the kinds differ in what cudaDeviceReset destroys.
+enum class RangeKind : uint8_t {
+  kAllocation,  // cudaMalloc, cuMemAlloc, ...
+  kHostBlock,   // page-locked or managed memory of the host region (host_blocks.h)
+  kVariable,    // a module variable, resolved by name
+};
+
+// One entry of DeviceRanges.
+struct DeviceRange {
+  uintptr_t base = 0;
+  size_t size = 0;
+  RangeKind kind = RangeKind::kAllocation;
+  uint64_t buffer_id = 0;  // unique over the process's lifetime (CU_POINTER_ATTRIBUTE_BUFFER_ID)
+};
+
+// A fresh CU_POINTER_ATTRIBUTE_BUFFER_ID: IDs are never reused within the process.
+uint64_t NewBufferId();
+
+// This process's device memory (allocations, host blocks, and __device__ variables once
+// resolved): tells device from host pointers for cudaMemcpyDefault (with unified addressing the
+// kind follows from the pointer, CUDA Runtime API, cudaMemcpy), checks one-way calls' ranges
+// locally and answers pointer queries (cuMemGetAddressRange, cuPointerGetAttribute).
 class DeviceRanges {
  public:
   static DeviceRanges& Get() {
     static DeviceRanges* const ranges = new DeviceRanges;
     return *ranges;
   }
-  void Add(uintptr_t base, size_t size) {
+  void Add(uintptr_t base, size_t size, RangeKind kind) {
+    const uint64_t id = NewBufferId();
     std::lock_guard lock(mutex_);
-    bases_[base] = size;
+    bases_[base] = {base, size, kind, id};
   }
   void Remove(uintptr_t base) {
     std::lock_guard lock(mutex_);
     bases_.erase(base);
   }
-  // Whether [pointer, pointer + size) lies inside one allocation of this process.
-  bool Contains(const void* pointer, size_t size) {
+  // Forgets every allocation (cudaDeviceReset destroyed them); host blocks are forgotten with
+  // HostBlocks, variables stay (their modules stay loaded).
+  void RemoveAllocations() {
+    std::lock_guard lock(mutex_);
+    std::erase_if(bases_,
+                  [](const auto& entry) { return entry.second.kind == RangeKind::kAllocation; });
+  }
+  // The range containing `pointer`.
+  std::optional<DeviceRange> Find(const void* pointer) {
     const auto address = reinterpret_cast<uintptr_t>(pointer);
     std::lock_guard lock(mutex_);
     auto it = bases_.upper_bound(address);
-    if (it == bases_.begin()) return false;
+    if (it == bases_.begin()) return std::nullopt;
     --it;
-    const uintptr_t offset = address - it->first;
-    return offset < it->second && size <= it->second - offset;
+    if (address - it->first >= it->second.size) return std::nullopt;
+    return it->second;
   }
-  bool IsDevice(const void* pointer) { return Contains(pointer, 1); }
+  // Whether [pointer, pointer + size) lies inside one range of this process.
+  bool Contains(const void* pointer, size_t size) {
+    const std::optional<DeviceRange> range = Find(pointer);
+    return range && size <= range->size - (reinterpret_cast<uintptr_t>(pointer) - range->base);
+  }
+  bool IsDevice(const void* pointer) { return Find(pointer).has_value(); }
 
  private:
   std::mutex mutex_;
-  std::map<uintptr_t, size_t> bases_;
+  std::map<uintptr_t, DeviceRange> bases_;
 };
 
 // Whether a copy may return once it is queued (cudaMemcpyAsync) or only once it is done
@@ -74,8 +107,11 @@ absl::Status CopyBox(const BoxSide& dst, const BoxSide& src, const BoxExtent& ex
                      cudaMemcpyKind kind, cudaStream_t stream, CopyMode mode);
 // cudaMemset semantics: sets bytes to the low byte of `value`; one-way.
 absl::Status Memset(void* dst, int value, size_t count, cudaStream_t stream);
-// cudaMemset2D/3D semantics; one-way.
-absl::Status MemsetBox(const BoxSide& dst, int value, const BoxExtent& extent, cudaStream_t stream);
+// cudaMemset2D/3D and cuMemsetD2D8/16/32 semantics: sets the box (its width in bytes) to
+// elements of `element_size` (1, 2 or 4) bytes holding the low bytes of `value`; the first byte,
+// the pitch and the width must be multiples of the element size. One-way.
+absl::Status MemsetBox(const BoxSide& dst, uint32_t value, uint32_t element_size,
+                       const BoxExtent& extent, cudaStream_t stream);
 // cuMemsetD8/D16/D32 semantics: sets `count` elements of `element_size` (1, 2 or 4) bytes to the
 // low bytes of `value`; the destination must be aligned to the element size. One-way.
 absl::Status MemsetElements(void* dst, uint32_t value, uint32_t element_size, size_t count,

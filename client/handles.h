@@ -2,6 +2,7 @@
 // and the argument checks every entry point shares.
 #pragma once
 
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
@@ -21,6 +22,10 @@ inline cudaStream_t ToStream(uint64_t handle) { return reinterpret_cast<cudaStre
 inline uint64_t EventHandle(cudaEvent_t event) { return reinterpret_cast<uintptr_t>(event); }
 inline cudaEvent_t ToEvent(uint64_t handle) { return reinterpret_cast<cudaEvent_t>(handle); }
 inline uint64_t DevicePointer(const void* pointer) { return reinterpret_cast<uintptr_t>(pointer); }
+
+// The primary context's handle (api/context.cc): the context of every allocation, since all of a
+// client's contexts share its one server session.
+CUcontext PrimaryContext();
 
 // The server serves one device: the application's device 0.
 inline absl::Status CheckDevice(int device) {

@@ -54,9 +54,9 @@ absl::StatusOr<void*> HostBlocks::Allocate(size_t size, HostBlockKind kind, unsi
     allocator_->Free(block);
     return registered;
   }
-  blocks_[base] = HostBlock{base, size, kind, flags};
+  blocks_[base] = HostBlock{base, size, kind, flags, NewBufferId()};
   // Kernels may use it: memsets and device-side copies accept it like device memory.
-  DeviceRanges::Get().Add(base, size);
+  DeviceRanges::Get().Add(base, size, RangeKind::kHostBlock);
   return reinterpret_cast<void*>(base);
 }
 
@@ -79,12 +79,26 @@ absl::Status HostBlocks::Free(void* pointer, HostBlockKind kind) {
   const absl::Status unregistered = channel->Call(ipc::HostFreeRequest{.address = base}).status();
   // Reused only once the server no longer has it registered; otherwise it is leaked, not reused.
   if (!unregistered.ok()) return unregistered;
+  std::lock_guard lock(mutex_);
+  ReturnPagesLocked(base, size);
+  return absl::OkStatus();
+}
+
+void HostBlocks::ReturnPagesLocked(uintptr_t base, size_t size) {
   // The pages go back to the system (the region is a memfd: MADV_REMOVE punches a hole, for the
   // server's mapping too) before the allocator writes its free-list entry into the block.
-  madvise(pointer, RoundUpToPage(size), MADV_REMOVE);
-  std::lock_guard lock(mutex_);
+  madvise(reinterpret_cast<void*>(base), RoundUpToPage(size), MADV_REMOVE);
   allocator_->Free({.offset = base - region_base_, .size = 0});
-  return absl::OkStatus();
+}
+
+void HostBlocks::Reset() {
+  std::lock_guard lock(mutex_);
+  for (const auto& [base, block] : blocks_) {
+    if (block.kind == HostBlockKind::kRegistered) continue;
+    DeviceRanges::Get().Remove(base);
+    ReturnPagesLocked(base, block.size);
+  }
+  blocks_.clear();
 }
 
 absl::Status HostBlocks::CheckNoOverlapLocked(uintptr_t base, size_t size) const {
@@ -120,7 +134,7 @@ absl::Status HostBlocks::Register(void* pointer, size_t size, unsigned flags) {
   }
   std::lock_guard lock(mutex_);
   TALLY_RETURN_IF_ERROR(CheckNoOverlapLocked(base, size));
-  blocks_[base] = HostBlock{base, size, HostBlockKind::kRegistered, flags};
+  blocks_[base] = HostBlock{base, size, HostBlockKind::kRegistered, flags, NewBufferId()};
   return absl::OkStatus();
 }
 

@@ -27,7 +27,8 @@ struct HostBlock {
   uintptr_t base = 0;
   size_t size = 0;  // as requested
   HostBlockKind kind = HostBlockKind::kPinned;
-  unsigned flags = 0;  // as given to cudaHostAlloc / cudaHostRegister / cudaMallocManaged
+  unsigned flags = 0;      // as given to cudaHostAlloc / cudaHostRegister / cudaMallocManaged
+  uint64_t buffer_id = 0;  // CU_POINTER_ATTRIBUTE_BUFFER_ID
 };
 
 class HostBlocks {
@@ -45,9 +46,14 @@ class HostBlocks {
   absl::Status Unregister(void* pointer);
   // The block containing `pointer`.
   std::optional<HostBlock> Find(const void* pointer) const;
+  // cudaDeviceReset, once the server has unregistered every block: forgets all blocks and
+  // registrations, and gives the blocks' pages back.
+  void Reset();
 
  private:
   absl::StatusOr<ipc::BulkRef> Carve(size_t size);
+  // Gives a carved block's pages back to the system and the block to the allocator.
+  void ReturnPagesLocked(uintptr_t base, size_t size);
   absl::Status CheckNoOverlapLocked(uintptr_t base, size_t size) const;
 
   mutable std::mutex mutex_;

@@ -174,7 +174,7 @@ absl::StatusOr<ipc::GetGlobalResponse> FetchGlobal(uint64_t module, const std::s
   TALLY_ASSIGN_OR_RETURN(auto answer,
                          channel->Call(ipc::GetGlobalRequest{.module = module},
                                        std::as_bytes(std::span(name.data(), name.size()))));
-  DeviceRanges::Get().Add(answer.fields.device_ptr, answer.fields.size);
+  DeviceRanges::Get().Add(answer.fields.device_ptr, answer.fields.size, RangeKind::kVariable);
   return answer.fields;
 }
 

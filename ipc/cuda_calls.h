@@ -12,7 +12,7 @@
 namespace tally::ipc {
 
 // The schema number exchanged in the handshake (Hello::schema_version).
-inline constexpr uint32_t kCudaCallsSchemaVersion = 9;
+inline constexpr uint32_t kCudaCallsSchemaVersion = 10;
 
 enum class CallMode { kSync, kWait, kAsync };
 
@@ -353,6 +353,17 @@ struct HostFreeResponse {
   uint32_t reserved;
 };
 
+// cudaDeviceReset: the client's work is finished, then everything it owns is destroyed except
+// its default stream and its modules (server/handlers/device.cc).
+struct DeviceResetRequest {
+  TALLY_INTERNAL_REQUEST(DeviceReset);
+  uint32_t reserved;
+};
+struct DeviceResetResponse {
+  TALLY_INTERNAL_RESPONSE(DeviceReset);
+  uint32_t reserved;
+};
+
 // Where one side of a copy lives.
 enum class MemorySpace : uint32_t {
   kDevice = 0,      // device memory (also mapped and managed host blocks, which kernels use)
@@ -393,11 +404,13 @@ struct Memcpy3DStagedResponse {
   TALLY_INTERNAL_RESPONSE(Memcpy3DStaged);
   uint32_t reserved;
 };
-// cudaMemset3D/cudaMemset2D: sets the box's bytes to the low byte of `value`. dst.space is
-// kDevice.
+// cudaMemset3D/cudaMemset2D, cuMemsetD2D8/16/32: sets the box's elements of `element_size`
+// (1, 2 or 4) bytes to the low bytes of `value`; the address, pitch and width are multiples of
+// it. dst.space is kDevice.
 struct Memset3DRequest {
   TALLY_INTERNAL_REQUEST(Memset3D);
   uint32_t value;
+  uint32_t element_size;
   CopySide dst;
   CopyExtent extent;
   uint64_t stream;

@@ -21,6 +21,16 @@ void AllocationTable::Insert(uint64_t base, uint64_t size) {
   count_ = allocations_.size();
 }
 
+std::vector<uint64_t> AllocationTable::TakeAll() {
+  std::vector<uint64_t> bases;
+  bases.reserve(allocations_.size());
+  for (const auto& [base, size] : allocations_) bases.push_back(base);
+  allocations_.clear();
+  count_ = 0;
+  total_bytes_ = 0;
+  return bases;
+}
+
 absl::StatusOr<uint64_t> AllocationTable::Remove(uint64_t base) {
   auto it = allocations_.find(base);
   if (it == allocations_.end()) {

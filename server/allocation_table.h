@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -18,6 +19,8 @@ class AllocationTable {
   void Insert(uint64_t base, uint64_t size);
   // CUDA_ERROR_INVALID_VALUE unless `base` starts a live allocation; returns its size.
   absl::StatusOr<uint64_t> Remove(uint64_t base);
+  // Empties the table; returns the bases it held.
+  std::vector<uint64_t> TakeAll();
   // CUDA_ERROR_INVALID_VALUE unless [address, address + size) lies within one allocation.
   absl::Status CheckRange(uint64_t address, uint64_t size) const;
   // Whether [base, base + size) shares a byte with an allocation; `size` > 0.
@@ -25,7 +28,6 @@ class AllocationTable {
 
   size_t count() const { return count_.load(std::memory_order_relaxed); }
   uint64_t total_bytes() const { return total_bytes_.load(std::memory_order_relaxed); }
-  const std::map<uint64_t, uint64_t>& allocations() const { return allocations_; }
 
  private:
   std::map<uint64_t, uint64_t> allocations_;  // base -> size

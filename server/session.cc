@@ -46,24 +46,20 @@ Session::~Session() {
   server_.dispatcher.RemoveClient(*queue_);
   waiters_.reset();
   const DriverApi& api = this->api();
-  const size_t streams = streams_.size();
-  const auto synchronize = [&](const StreamRef& entry) { api.cuStreamSynchronize(entry->stream); };
-  streams_.Clear(synchronize);
-  if (default_stream_ != nullptr) synchronize(default_stream_);
+  const uint64_t bytes = allocations_.total_bytes();
+  OwnedResources owned = TakeOwned();
+  const size_t streams = owned.streams.size();
+  const size_t events = owned.events.size();
+  const size_t allocations = owned.allocations.size();
+  const size_t host_blocks = owned.host_blocks.size();
+  for (const StreamRef& entry : owned.streams) api.cuStreamSynchronize(entry->stream);
+  if (default_stream_ != nullptr) api.cuStreamSynchronize(default_stream_->stream);
   default_stream_.reset();
   // Also those on streams the client destroyed: their kernels use its memory.
   server_.launcher.WaitForClient(client_.client_id);
-  const size_t events = events_.size();
-  events_.Clear([](EventRef&) {});
-  const size_t allocations = allocations_.count();
-  const uint64_t bytes = allocations_.total_bytes();
-  for (const auto& [base, size] : allocations_.allocations()) api.cuMemFree(base);
   // The streams are gone, so nothing uses the host region any more: the server's mapping of it
   // goes with the connection, after this.
-  const size_t host_blocks = host_blocks_.count();
-  for (const auto& [base, size] : host_blocks_.allocations()) {
-    api.cuMemHostUnregister(reinterpret_cast<void*>(base));
-  }
+  owned.Release(api);
   functions_.Clear([](FunctionEntry&) {});
   modules_.Clear([](std::shared_ptr<SharedModule>&) {});
   // Before the line that says the client is gone, which scripts wait for.
@@ -76,6 +72,24 @@ Session::~Session() {
       client_.client_id, client_.pid, allocations, bytes, host_blocks, streams, events);
   // Listed until everything is freed, so that tally-ctl never shows memory as free too early.
   if (server_.sessions != nullptr) server_.sessions->Remove(this);
+}
+
+void OwnedResources::Release(const DriverApi& api) {
+  streams.clear();  // destroyed here unless a waiter still holds one
+  events.clear();
+  for (const uint64_t base : allocations) api.cuMemFree(base);
+  for (const uint64_t base : host_blocks) api.cuMemHostUnregister(reinterpret_cast<void*>(base));
+  allocations.clear();
+  host_blocks.clear();
+}
+
+OwnedResources Session::TakeOwned() {
+  OwnedResources owned;
+  streams_.Clear([&](StreamRef& entry) { owned.streams.push_back(std::move(entry)); });
+  events_.Clear([&](EventRef& entry) { owned.events.push_back(std::move(entry)); });
+  owned.allocations = allocations_.TakeAll();
+  owned.host_blocks = host_blocks_.TakeAll();
+  return owned;
 }
 
 absl::StatusOr<StreamRef> Session::MakeStream(bool blocking, int priority) {

@@ -75,6 +75,17 @@ struct FunctionEntry {
   uint64_t module_handle = 0;  // the client's handle the function was found through
 };
 
+// What cudaDeviceReset destroys of a client's: everything but its default stream and its
+// modules, taken out of the session's tables (Session::TakeOwned).
+struct OwnedResources {
+  std::vector<StreamRef> streams;
+  std::vector<EventRef> events;
+  std::vector<uint64_t> allocations;  // device pointers
+  std::vector<uint64_t> host_blocks;  // registered host-region blocks
+  // Destroys and frees them (any thread). The client's work that used them must have finished.
+  void Release(const DriverApi& api);
+};
+
 class Session {
  public:
   // Creates the client's default stream. The calling thread must have the context current.
@@ -122,6 +133,9 @@ class Session {
   absl::Status CheckHostRange(uint64_t address, uint64_t size) const {
     return host_blocks_.CheckRange(address, size);
   }
+  // Takes the client's streams (not the default stream), events, allocations and host blocks
+  // out of its tables, for cudaDeviceReset and cleanup.
+  OwnedResources TakeOwned();
   // A module variable of the client's, which copies may then target.
   void AddGlobal(uint64_t address, uint64_t size) { globals_.Insert(address, size); }
 

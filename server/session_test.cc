@@ -264,6 +264,7 @@ TEST_CASE("box copies use host blocks in place and refuse ranges the client does
                                     .extent = box,
                                     .stream = 0}});
   client.Post(ipc::Memset3DRequest{.value = 0xee,
+                                   .element_size = 1,
                                    .dst = Side(MemorySpace::kDevice, device + 64 + 4, 64, 4),
                                    .extent = {2, 2, 1},
                                    .stream = 0});

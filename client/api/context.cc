@@ -153,6 +153,12 @@ absl::Status GetDevice(CUdevice* device, CUcontext context) {
 
 }  // namespace
 
+namespace tally::client {
+
+CUcontext PrimaryContext() { return Contexts::Get().primary(); }
+
+}  // namespace tally::client
+
 extern "C" {
 
 CUresult cuDevicePrimaryCtxRetain(CUcontext* context, CUdevice device) {

@@ -12,15 +12,19 @@
 #include <cstring>
 
 #include "client/channel.h"
+#include "client/copy.h"
 #include "client/entry.h"
 #include "client/handles.h"
+#include "client/host_blocks.h"
 #include "common/status.h"
 
 using tally::client::Channel;
 using tally::client::CheckDevice;
 using tally::client::CheckOut;
 using tally::client::CudaError;
+using tally::client::DeviceRanges;
 using tally::client::DriverError;
+using tally::client::HostBlocks;
 using tally::client::Run;
 using tally::client::RunDriver;
 namespace ipc = tally::ipc;
@@ -172,6 +176,21 @@ cudaError_t cudaDeviceSynchronize() {
   return Run(__func__, [&]() -> absl::Status {
     TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
     return channel->Call(ipc::DeviceSynchronizeRequest{}).status();
+  });
+}
+
+// cudaDeviceReset (CUDA Runtime API): the server finishes the client's work and destroys its
+// streams, events, memory and page-locked blocks (server/handlers/device.cc); the shim then
+// forgets those ranges. Registered kernels and variables stay resolved, since their modules stay
+// loaded: as after CUDA's reset, they remain usable. As in CUDA, no other thread may be using
+// the device meanwhile.
+cudaError_t cudaDeviceReset() {
+  return Run(__func__, [&]() -> absl::Status {
+    TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
+    TALLY_RETURN_IF_ERROR(channel->Call(ipc::DeviceResetRequest{}).status());
+    HostBlocks::Get().Reset();
+    DeviceRanges::Get().RemoveAllocations();
+    return absl::OkStatus();
   });
 }
 

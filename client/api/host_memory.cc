@@ -1,10 +1,15 @@
 // Page-locked host memory, mapped memory, managed memory, host registration and pointer
 // attributes. Page-locked and managed blocks live in the host region that the server maps at the
 // same address (client/host_blocks.h): the pointer the application gets is also the device
-// pointer kernels use. Registered application memory stays invisible to the server.
+// pointer kernels use. Registered application memory stays invisible to the server. The driver
+// API's forms (cuMemHostAlloc, cuPointerGetAttribute, ...) share each runtime function's code.
+// __CUDA_API_VERSION_INTERNAL: cuda.h declares cuMemHostRegister and cuMemHostRegister_v2 apart.
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <cstring>
 #include <optional>
 
 #include "client/copy.h"
@@ -15,11 +20,15 @@
 
 using tally::client::CheckOut;
 using tally::client::CudaError;
+using tally::client::DeviceRange;
 using tally::client::DeviceRanges;
+using tally::client::DriverError;
 using tally::client::HostBlock;
 using tally::client::HostBlockKind;
 using tally::client::HostBlocks;
+using tally::client::PrimaryContext;
 using tally::client::Run;
+using tally::client::RunDriver;
 
 namespace {
 
@@ -71,17 +80,19 @@ absl::Status CheckManagedRange(const void* pointer, size_t count) {
   return CudaError(cudaErrorInvalidValue, "not a range of memory from cudaMallocManaged");
 }
 
+absl::Status RegisteredNotMapped() {
+  return CudaError(cudaErrorNotSupported,
+                   "memory registered with cudaHostRegister cannot be mapped for the device "
+                   "under Tally (the device is in the server process); allocate it with "
+                   "cudaHostAlloc(cudaHostAllocMapped) instead");
+}
+
 absl::Status DevicePointerOf(void** device, void* host, unsigned flags) {
   TALLY_RETURN_IF_ERROR(CheckOut(device));
   if (flags != 0) return CudaError(cudaErrorInvalidValue, "flags must be 0");
   const std::optional<HostBlock> block = HostBlocks::Get().Find(host);
   if (!block) return CudaError(cudaErrorInvalidValue, "not page-locked host memory");
-  if (block->kind == HostBlockKind::kRegistered) {
-    return CudaError(cudaErrorNotSupported,
-                     "memory registered with cudaHostRegister cannot be mapped for the device "
-                     "under Tally (the device is in the server process); allocate it with "
-                     "cudaHostAlloc(cudaHostAllocMapped) instead");
-  }
+  if (block->kind == HostBlockKind::kRegistered) return RegisteredNotMapped();
   *device = host;  // unified addressing: the same address in the server and for kernels
   return absl::OkStatus();
 }
@@ -96,30 +107,159 @@ absl::Status FlagsOf(unsigned* flags, void* host) {
   return absl::OkStatus();
 }
 
-cudaPointerAttributes Attributes(cudaMemoryType type, int device, void* device_pointer,
-                                 void* host_pointer) {
-  cudaPointerAttributes attributes{};
-  attributes.type = type;
-  attributes.device = device;
-  attributes.devicePointer = device_pointer;
-  attributes.hostPointer = host_pointer;
-  return attributes;
+// What the shim knows of an address: the process's allocations, host blocks and variables.
+enum class PointerKind { kUnknown, kDevice, kPinned, kManaged, kRegistered };
+
+struct PointerInfo {
+  PointerKind kind = PointerKind::kUnknown;
+  uintptr_t base = 0;  // of the allocation containing the address
+  size_t size = 0;
+  uint64_t buffer_id = 0;
+};
+
+PointerInfo Classify(const void* pointer) {
+  if (const std::optional<HostBlock> block = HostBlocks::Get().Find(pointer)) {
+    const PointerKind kind = block->kind == HostBlockKind::kManaged  ? PointerKind::kManaged
+                             : block->kind == HostBlockKind::kPinned ? PointerKind::kPinned
+                                                                     : PointerKind::kRegistered;
+    return {kind, block->base, block->size, block->buffer_id};
+  }
+  if (const std::optional<DeviceRange> range = DeviceRanges::Get().Find(pointer)) {
+    return {PointerKind::kDevice, range->base, range->size, range->buffer_id};
+  }
+  return {};
+}
+
+bool IsHost(PointerKind kind) {
+  return kind == PointerKind::kPinned || kind == PointerKind::kRegistered;
+}
+// Host blocks are the device's memory too (mapped); registered memory is not (RegisteredNotMapped).
+bool DeviceReaches(PointerKind kind) {
+  return kind != PointerKind::kUnknown && kind != PointerKind::kRegistered;
+}
+bool HostReaches(PointerKind kind) {
+  return kind != PointerKind::kUnknown && kind != PointerKind::kDevice;
 }
 
 // Answered locally: the shim knows every allocation of the process (CUDA Runtime API,
 // cudaPointerGetAttributes; since CUDA 11 unregistered host memory is cudaMemoryTypeUnregistered).
 cudaPointerAttributes AttributesOf(const void* pointer) {
   void* const address = const_cast<void*>(pointer);
-  if (const std::optional<HostBlock> block = HostBlocks::Get().Find(pointer)) {
-    const bool managed = block->kind == HostBlockKind::kManaged;
-    const bool mapped = block->kind != HostBlockKind::kRegistered;
-    return Attributes(managed ? cudaMemoryTypeManaged : cudaMemoryTypeHost, 0,
-                      mapped ? address : nullptr, address);
+  const PointerInfo info = Classify(pointer);
+  cudaPointerAttributes attributes{};
+  attributes.type = info.kind == PointerKind::kUnknown   ? cudaMemoryTypeUnregistered
+                    : info.kind == PointerKind::kManaged ? cudaMemoryTypeManaged
+                    : IsHost(info.kind)                  ? cudaMemoryTypeHost
+                                                         : cudaMemoryTypeDevice;
+  attributes.device = info.kind == PointerKind::kUnknown ? cudaInvalidDeviceId : 0;
+  attributes.devicePointer = DeviceReaches(info.kind) ? address : nullptr;
+  attributes.hostPointer = info.kind == PointerKind::kDevice ? nullptr : address;
+  return attributes;
+}
+
+template <typename T>
+void Store(void* data, T value) {
+  std::memcpy(data, &value, sizeof(T));
+}
+
+// Writes `attribute` of `pointer` to `data` in the type cuPointerGetAttribute documents for it
+// (booleans as unsigned int), or that type's zero (cudaInvalidDeviceId for the ordinal) where the
+// pointer has no such value, which it reports by returning false. Attributes of what Tally does
+// not provide (P2P tokens, GPUDirect RDMA, IPC and shareable handles, virtual memory mappings)
+// are CUDA_ERROR_NOT_SUPPORTED.
+absl::StatusOr<bool> StoreAttribute(void* data, CUpointer_attribute attribute, const void* pointer,
+                                    const PointerInfo& info) {
+  const bool known = info.kind != PointerKind::kUnknown;
+  const auto flag = [&](bool value) {
+    Store(data, static_cast<unsigned int>(value));
+    return known;
+  };
+  switch (attribute) {
+    case CU_POINTER_ATTRIBUTE_CONTEXT:
+      Store(data, known ? PrimaryContext() : CUcontext{});
+      return known;
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:  // managed memory is device memory to the driver
+      Store(data, static_cast<unsigned int>(!known              ? 0
+                                            : IsHost(info.kind) ? CU_MEMORYTYPE_HOST
+                                                                : CU_MEMORYTYPE_DEVICE));
+      return known;
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER: {
+      const bool reaches = DeviceReaches(info.kind);
+      Store(data, reaches ? reinterpret_cast<CUdeviceptr>(pointer) : CUdeviceptr{0});
+      return reaches;
+    }
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER: {
+      const bool reaches = HostReaches(info.kind);
+      Store(data, reaches ? const_cast<void*>(pointer) : nullptr);
+      return reaches;
+    }
+    case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:  // never set: cuPointerSetAttribute is not provided
+      return flag(false);
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+      Store(data, static_cast<unsigned long long>(info.buffer_id));
+      return known;
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+      return flag(info.kind == PointerKind::kManaged);
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+      Store(data, known ? 0 : static_cast<int>(cudaInvalidDeviceId));
+      return known;
+    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
+    case CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE:
+      return flag(false);
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+      Store(data, static_cast<CUdeviceptr>(info.base));
+      return known;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+      Store(data, info.size);
+      return known;
+    case CU_POINTER_ATTRIBUTE_MAPPED:
+      return flag(known);
+    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:  // no memory comes from a pool
+      Store(data, CUmemoryPool{});
+      return known;
+    case CU_POINTER_ATTRIBUTE_P2P_TOKENS:
+    case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
+    case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
+    case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
+    case CU_POINTER_ATTRIBUTE_MAPPING_SIZE:
+    case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR:
+    case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID:
+      return DriverError(CUDA_ERROR_NOT_SUPPORTED, "pointer attribute not provided by Tally");
   }
-  if (DeviceRanges::Get().IsDevice(pointer)) {
-    return Attributes(cudaMemoryTypeDevice, 0, address, nullptr);
+  return DriverError(CUDA_ERROR_INVALID_VALUE, "unknown CUpointer_attribute");
+}
+
+// cuPointerGetAttribute: CUDA_ERROR_INVALID_VALUE for an address CUDA does not know, or one that
+// has no such value (a device pointer's host pointer).
+absl::Status PointerAttribute(void* data, CUpointer_attribute attribute, CUdeviceptr address) {
+  TALLY_RETURN_IF_ERROR(CheckOut(data));
+  const void* const pointer = reinterpret_cast<const void*>(address);
+  const PointerInfo info = Classify(pointer);
+  if (info.kind == PointerKind::kUnknown) {
+    return DriverError(CUDA_ERROR_INVALID_VALUE, "not memory allocated or registered with CUDA");
   }
-  return Attributes(cudaMemoryTypeUnregistered, cudaInvalidDeviceId, nullptr, address);
+  if (attribute == CU_POINTER_ATTRIBUTE_DEVICE_POINTER && info.kind == PointerKind::kRegistered) {
+    return RegisteredNotMapped();
+  }
+  TALLY_ASSIGN_OR_RETURN(const bool stored, StoreAttribute(data, attribute, pointer, info));
+  if (!stored) return DriverError(CUDA_ERROR_INVALID_VALUE, "the pointer has no such value");
+  return absl::OkStatus();
+}
+
+// cuPointerGetAttributes: unlike cuPointerGetAttribute, an unknown address or a missing value
+// gets the attribute's zero, not an error (CUDA Driver API, cuPointerGetAttributes).
+absl::Status PointerAttributes(unsigned count, const CUpointer_attribute* attributes, void** data,
+                               CUdeviceptr address) {
+  if (count > 0 && (attributes == nullptr || data == nullptr)) {
+    return DriverError(CUDA_ERROR_INVALID_VALUE, "null attribute or data array");
+  }
+  const void* const pointer = reinterpret_cast<const void*>(address);
+  const PointerInfo info = Classify(pointer);
+  for (unsigned i = 0; i < count; ++i) {
+    TALLY_RETURN_IF_ERROR(CheckOut(data[i]));
+    TALLY_RETURN_IF_ERROR(StoreAttribute(data[i], attributes[i], pointer, info).status());
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -183,6 +323,56 @@ cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* attributes, const vo
     *attributes = AttributesOf(pointer);
     return absl::OkStatus();
   });
+}
+
+// Driver API (CUDA Driver API, "Memory Management", "Unified Addressing"). The CU_MEMHOSTALLOC_*,
+// CU_MEMHOSTREGISTER_* and CU_MEM_ATTACH_* flags have the runtime flags' values.
+
+CUresult cuMemHostAlloc(void** pointer, size_t size, unsigned int flags) {
+  return RunDriver(__func__, [&] { return AllocatePinned(pointer, size, flags); });
+}
+
+CUresult cuMemAllocHost_v2(void** pointer, size_t size) {
+  return RunDriver(__func__, [&] { return AllocatePinned(pointer, size, 0); });
+}
+
+CUresult cuMemFreeHost(void* pointer) {
+  return RunDriver(__func__, [&] { return FreePinned(pointer); });
+}
+
+CUresult cuMemAllocManaged(CUdeviceptr* address, size_t size, unsigned int flags) {
+  return RunDriver(__func__,
+                   [&] { return AllocateManaged(reinterpret_cast<void**>(address), size, flags); });
+}
+
+CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr* device, void* host, unsigned int flags) {
+  return RunDriver(__func__,
+                   [&] { return DevicePointerOf(reinterpret_cast<void**>(device), host, flags); });
+}
+
+CUresult cuMemHostGetFlags(unsigned int* flags, void* host) {
+  return RunDriver(__func__, [&] { return FlagsOf(flags, host); });
+}
+
+CUresult cuMemHostRegister_v2(void* pointer, size_t size, unsigned int flags) {
+  return RunDriver(__func__, [&] { return HostBlocks::Get().Register(pointer, size, flags); });
+}
+
+CUresult cuMemHostRegister(void* pointer, size_t size, unsigned int flags) {
+  return cuMemHostRegister_v2(pointer, size, flags);
+}
+
+CUresult cuMemHostUnregister(void* pointer) {
+  return RunDriver(__func__, [&] { return HostBlocks::Get().Unregister(pointer); });
+}
+
+CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attribute, CUdeviceptr pointer) {
+  return RunDriver(__func__, [&] { return PointerAttribute(data, attribute, pointer); });
+}
+
+CUresult cuPointerGetAttributes(unsigned int count, CUpointer_attribute* attributes, void** data,
+                                CUdeviceptr pointer) {
+  return RunDriver(__func__, [&] { return PointerAttributes(count, attributes, data, pointer); });
 }
 
 }  // extern "C"

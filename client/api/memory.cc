@@ -1,10 +1,12 @@
 // Device memory entry points, runtime and driver API: allocation (also pitched and 3-D), copies
-// and memsets (the copying is in copy.cc). Array (cudaArray_t) forms are not supported. A
-// CUdeviceptr is the address a cudaMalloc pointer holds.
+// and memsets (the copying is in copy.cc), address ranges. Array (cudaArray_t, CUarray) forms
+// are not supported. A CUdeviceptr is the address a cudaMalloc pointer holds.
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <optional>
 
 #include "client/channel.h"
 #include "client/copy.h"
@@ -22,12 +24,15 @@ using tally::client::CopyBox;
 using tally::client::CopyMode;
 using tally::client::CudaError;
 using tally::client::DevicePointer;
+using tally::client::DeviceRange;
 using tally::client::DeviceRanges;
+using tally::client::DriverError;
 using tally::client::HostBlockKind;
 using tally::client::HostBlocks;
 using tally::client::Memset;
 using tally::client::MemsetBox;
 using tally::client::MemsetElements;
+using tally::client::RangeKind;
 using tally::client::Run;
 using tally::client::RunDriver;
 namespace ipc = tally::ipc;
@@ -39,7 +44,7 @@ absl::Status Allocate(void** pointer, size_t size) {
   TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
   TALLY_ASSIGN_OR_RETURN(auto answer, channel->Call(ipc::MemAllocRequest{.size = size}));
   *pointer = reinterpret_cast<void*>(answer.fields.device_ptr);
-  if (size > 0) DeviceRanges::Get().Add(answer.fields.device_ptr, size);
+  if (size > 0) DeviceRanges::Get().Add(answer.fields.device_ptr, size, RangeKind::kAllocation);
   return absl::OkStatus();
 }
 
@@ -87,10 +92,16 @@ absl::Status Copy3D(const cudaMemcpy3DParms* parms, cudaStream_t stream, CopyMod
                  {e.width, e.height, e.depth}, parms->kind, stream, mode);
 }
 
+// cudaMemset2D/3D set bytes to the low byte of `value`.
+absl::Status MemsetBytes(const BoxSide& dst, int value, const BoxExtent& extent,
+                         cudaStream_t stream) {
+  return MemsetBox(dst, static_cast<uint8_t>(value), 1, extent, stream);
+}
+
 absl::Status Memset3D(const cudaPitchedPtr& pointer, int value, const cudaExtent& extent,
                       cudaStream_t stream) {
-  return MemsetBox({pointer.ptr, pointer.pitch, pointer.ysize}, value,
-                   {extent.width, extent.height, extent.depth}, stream);
+  return MemsetBytes({pointer.ptr, pointer.pitch, pointer.ysize}, value,
+                     {extent.width, extent.height, extent.depth}, stream);
 }
 
 absl::Status GetInfo(size_t* free_bytes, size_t* total_bytes) {
@@ -104,6 +115,144 @@ absl::Status GetInfo(size_t* free_bytes, size_t* total_bytes) {
 }
 
 void* Pointer(CUdeviceptr address) { return reinterpret_cast<void*>(address); }
+
+// One side of a driver copy descriptor (CUDA Driver API, cuMemcpy3D); cuMemcpy2D's are the same
+// with z = 0 and one slice.
+struct DriverSide {
+  CUmemorytype type;
+  const void* host;
+  CUdeviceptr device;
+  size_t x, y, z, lod;
+  size_t pitch;
+  size_t height;  // rows per slice
+};
+
+DriverSide SourceOf(const CUDA_MEMCPY3D& c) {
+  return {c.srcMemoryType, c.srcHost, c.srcDevice, c.srcXInBytes, c.srcY,
+          c.srcZ,          c.srcLOD,  c.srcPitch,  c.srcHeight};
+}
+DriverSide DestinationOf(const CUDA_MEMCPY3D& c) {
+  return {c.dstMemoryType, c.dstHost, c.dstDevice, c.dstXInBytes, c.dstY,
+          c.dstZ,          c.dstLOD,  c.dstPitch,  c.dstHeight};
+}
+
+// cuMemcpy2D as the 3-D copy of one slice it is.
+CUDA_MEMCPY3D As3D(const CUDA_MEMCPY2D& c) {
+  CUDA_MEMCPY3D copy{};
+  copy.srcXInBytes = c.srcXInBytes;
+  copy.srcY = c.srcY;
+  copy.srcMemoryType = c.srcMemoryType;
+  copy.srcHost = c.srcHost;
+  copy.srcDevice = c.srcDevice;
+  copy.srcArray = c.srcArray;
+  copy.srcPitch = c.srcPitch;
+  copy.srcHeight = c.Height;
+  copy.dstXInBytes = c.dstXInBytes;
+  copy.dstY = c.dstY;
+  copy.dstMemoryType = c.dstMemoryType;
+  copy.dstHost = c.dstHost;
+  copy.dstDevice = c.dstDevice;
+  copy.dstArray = c.dstArray;
+  copy.dstPitch = c.dstPitch;
+  copy.dstHeight = c.Height;
+  copy.WidthInBytes = c.WidthInBytes;
+  copy.Height = c.Height;
+  copy.Depth = 1;
+  return copy;
+}
+
+// Whether the side is device memory. Unified addresses are told apart as cudaMemcpyDefault
+// tells them (the host region counts as device memory; copy.cc copies it in place either way).
+absl::StatusOr<bool> IsDeviceSide(const DriverSide& side) {
+  switch (side.type) {
+    case CU_MEMORYTYPE_HOST:
+      return false;
+    case CU_MEMORYTYPE_DEVICE:
+      return true;
+    case CU_MEMORYTYPE_UNIFIED:
+      return DeviceRanges::Get().IsDevice(Pointer(side.device));
+    case CU_MEMORYTYPE_ARRAY:
+      return DriverError(CUDA_ERROR_NOT_SUPPORTED, "CUDA arrays are not supported");
+  }
+  return DriverError(CUDA_ERROR_INVALID_VALUE, "unknown CUmemorytype");
+}
+
+// The side's box: its first byte is at (z * height + y) * pitch + x (CUDA Driver API,
+// cuMemcpy3D), whose pitch must hold x + WidthInBytes and whose slices Height + y rows.
+absl::StatusOr<BoxSide> BoxOf(const DriverSide& side, bool device, const CUDA_MEMCPY3D& copy,
+                              size_t max_pitch) {
+  if (side.lod != 0) return DriverError(CUDA_ERROR_INVALID_VALUE, "the LOD must be 0");
+  if (side.pitch > max_pitch) {
+    return DriverError(CUDA_ERROR_INVALID_VALUE, "a pitch exceeds CU_DEVICE_ATTRIBUTE_MAX_PITCH");
+  }
+  if (side.x > side.pitch || copy.WidthInBytes > side.pitch - side.x) {
+    return DriverError(CUDA_ERROR_INVALID_VALUE, "a pitch is below the row's end");
+  }
+  if (copy.Depth > 1 && (side.y > side.height || copy.Height > side.height - side.y)) {
+    return DriverError(CUDA_ERROR_INVALID_VALUE, "a slice height is below the copy's last row");
+  }
+  using Wide = unsigned __int128;
+  const Wide offset = (Wide{side.z} * side.height + side.y) * side.pitch + side.x;
+  if (offset > SIZE_MAX / 2)
+    return DriverError(CUDA_ERROR_INVALID_VALUE, "the copy starts too far");
+  const auto* base = static_cast<const std::byte*>(device ? Pointer(side.device) : side.host);
+  if (base == nullptr) return DriverError(CUDA_ERROR_INVALID_VALUE, "null copy address");
+  return BoxSide{base + static_cast<size_t>(offset), side.pitch, side.height};
+}
+
+// cuMemcpy2D/3D and their Async forms: linear memory only. `check_pitch` is false for
+// cuMemcpy2DUnaligned, which has no pitch limit.
+absl::Status DriverCopy3D(const CUDA_MEMCPY3D* copy, CUstream stream, CopyMode mode,
+                          bool check_pitch) {
+  if (copy == nullptr) return DriverError(CUDA_ERROR_INVALID_VALUE, "null copy descriptor");
+  if (copy->reserved0 != nullptr || copy->reserved1 != nullptr) {
+    return DriverError(CUDA_ERROR_INVALID_VALUE, "reserved0 and reserved1 must be NULL");
+  }
+  size_t max_pitch = SIZE_MAX;
+  if (check_pitch) {
+    TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
+    max_pitch = static_cast<size_t>(std::max(
+        0, channel->device().attributes[static_cast<size_t>(ipc::SnapshotAttribute::k_MAX_PITCH)]));
+  }
+  const DriverSide src = SourceOf(*copy);
+  const DriverSide dst = DestinationOf(*copy);
+  TALLY_ASSIGN_OR_RETURN(const bool from_device, IsDeviceSide(src));
+  TALLY_ASSIGN_OR_RETURN(const bool to_device, IsDeviceSide(dst));
+  if (copy->WidthInBytes == 0 || copy->Height == 0 || copy->Depth == 0) return absl::OkStatus();
+  TALLY_ASSIGN_OR_RETURN(const BoxSide src_box, BoxOf(src, from_device, *copy, max_pitch));
+  TALLY_ASSIGN_OR_RETURN(const BoxSide dst_box, BoxOf(dst, to_device, *copy, max_pitch));
+  const cudaMemcpyKind kind = from_device
+                                  ? (to_device ? cudaMemcpyDeviceToDevice : cudaMemcpyDeviceToHost)
+                                  : (to_device ? cudaMemcpyHostToDevice : cudaMemcpyHostToHost);
+  return CopyBox(dst_box, src_box, {copy->WidthInBytes, copy->Height, copy->Depth}, kind, stream,
+                 mode);
+}
+
+absl::Status DriverCopy2D(const CUDA_MEMCPY2D* copy, CUstream stream, CopyMode mode,
+                          bool check_pitch) {
+  if (copy == nullptr) return DriverError(CUDA_ERROR_INVALID_VALUE, "null copy descriptor");
+  const CUDA_MEMCPY3D as_3d = As3D(*copy);
+  return DriverCopy3D(&as_3d, stream, mode, check_pitch);
+}
+
+// cuMemsetD2D8/16/32: `width` elements per row; the pitch is unused for a single row.
+absl::Status MemsetRows(CUdeviceptr dst, size_t pitch, uint32_t value, uint32_t element_size,
+                        size_t width, size_t height, CUstream stream) {
+  if (width > SIZE_MAX / element_size) return DriverError(CUDA_ERROR_INVALID_VALUE, "too wide");
+  const size_t row = width * element_size;
+  return MemsetBox({Pointer(dst), height == 1 ? row : pitch, height}, value, element_size,
+                   {row, height, 1}, stream);
+}
+
+// The allocation containing `pointer` (CUDA Driver API, cuMemGetAddressRange): device memory,
+// page-locked and managed blocks, module variables. Either output may be null.
+absl::Status AddressRange(CUdeviceptr* base, size_t* size, CUdeviceptr pointer) {
+  const std::optional<DeviceRange> range = DeviceRanges::Get().Find(Pointer(pointer));
+  if (!range) return DriverError(CUDA_ERROR_NOT_FOUND, "not inside memory allocated here");
+  if (base != nullptr) *base = range->base;
+  if (size != nullptr) *size = range->size;
+  return absl::OkStatus();
+}
 
 }  // namespace
 
@@ -188,14 +337,14 @@ cudaError_t cudaMemsetAsync(void* dst, int value, size_t count, cudaStream_t str
 
 cudaError_t cudaMemset2D(void* dst, size_t pitch, int value, size_t width, size_t height) {
   return Run(__func__, [&] {
-    return MemsetBox({dst, pitch, height}, value, {width, height, 1}, nullptr);
+    return MemsetBytes({dst, pitch, height}, value, {width, height, 1}, nullptr);
   });
 }
 
 cudaError_t cudaMemset2DAsync(void* dst, size_t pitch, int value, size_t width, size_t height,
                               cudaStream_t stream) {
   return Run(__func__, [&] {
-    return MemsetBox({dst, pitch, height}, value, {width, height, 1}, stream);
+    return MemsetBytes({dst, pitch, height}, value, {width, height, 1}, stream);
   });
 }
 
@@ -222,8 +371,7 @@ CUresult cuMemGetInfo_v2(size_t* free_bytes, size_t* total_bytes) {
 
 CUresult cuMemAlloc_v2(CUdeviceptr* address, size_t size) {
   return RunDriver(__func__, [&]() -> absl::Status {
-    if (size == 0)
-      return tally::client::DriverError(CUDA_ERROR_INVALID_VALUE, "zero-byte cuMemAlloc");
+    if (size == 0) return DriverError(CUDA_ERROR_INVALID_VALUE, "zero-byte cuMemAlloc");
     return Allocate(reinterpret_cast<void**>(address), size);
   });
 }
@@ -295,6 +443,66 @@ CUresult cuMemsetD16_v2(CUdeviceptr dst, unsigned short value, size_t count) {
 CUresult cuMemsetD32_v2(CUdeviceptr dst, unsigned int value, size_t count) {
   return RunDriver(__func__,
                    [&] { return MemsetElements(Pointer(dst), value, 4, count, nullptr); });
+}
+
+CUresult cuMemsetD2D8_v2(CUdeviceptr dst, size_t pitch, unsigned char value, size_t width,
+                         size_t height) {
+  return RunDriver(__func__,
+                   [&] { return MemsetRows(dst, pitch, value, 1, width, height, nullptr); });
+}
+
+CUresult cuMemsetD2D16_v2(CUdeviceptr dst, size_t pitch, unsigned short value, size_t width,
+                          size_t height) {
+  return RunDriver(__func__,
+                   [&] { return MemsetRows(dst, pitch, value, 2, width, height, nullptr); });
+}
+
+CUresult cuMemsetD2D32_v2(CUdeviceptr dst, size_t pitch, unsigned int value, size_t width,
+                          size_t height) {
+  return RunDriver(__func__,
+                   [&] { return MemsetRows(dst, pitch, value, 4, width, height, nullptr); });
+}
+
+CUresult cuMemsetD2D8Async(CUdeviceptr dst, size_t pitch, unsigned char value, size_t width,
+                           size_t height, CUstream stream) {
+  return RunDriver(__func__,
+                   [&] { return MemsetRows(dst, pitch, value, 1, width, height, stream); });
+}
+
+CUresult cuMemsetD2D16Async(CUdeviceptr dst, size_t pitch, unsigned short value, size_t width,
+                            size_t height, CUstream stream) {
+  return RunDriver(__func__,
+                   [&] { return MemsetRows(dst, pitch, value, 2, width, height, stream); });
+}
+
+CUresult cuMemsetD2D32Async(CUdeviceptr dst, size_t pitch, unsigned int value, size_t width,
+                            size_t height, CUstream stream) {
+  return RunDriver(__func__,
+                   [&] { return MemsetRows(dst, pitch, value, 4, width, height, stream); });
+}
+
+CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D* copy) {
+  return RunDriver(__func__, [&] { return DriverCopy2D(copy, nullptr, CopyMode::kSync, true); });
+}
+
+CUresult cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D* copy) {
+  return RunDriver(__func__, [&] { return DriverCopy2D(copy, nullptr, CopyMode::kSync, false); });
+}
+
+CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D* copy, CUstream stream) {
+  return RunDriver(__func__, [&] { return DriverCopy2D(copy, stream, CopyMode::kAsync, true); });
+}
+
+CUresult cuMemcpy3D_v2(const CUDA_MEMCPY3D* copy) {
+  return RunDriver(__func__, [&] { return DriverCopy3D(copy, nullptr, CopyMode::kSync, true); });
+}
+
+CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D* copy, CUstream stream) {
+  return RunDriver(__func__, [&] { return DriverCopy3D(copy, stream, CopyMode::kAsync, true); });
+}
+
+CUresult cuMemGetAddressRange_v2(CUdeviceptr* base, size_t* size, CUdeviceptr pointer) {
+  return RunDriver(__func__, [&] { return AddressRange(base, size, pointer); });
 }
 
 CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t count, CUstream stream) {

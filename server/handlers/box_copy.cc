@@ -9,6 +9,7 @@
 #include "common/status.h"
 #include "server/cuda_result.h"
 #include "server/handlers/handlers.h"
+#include "server/handlers/memset.h"
 #include "server/handlers/waiting.h"
 
 namespace tally::server {
@@ -155,27 +156,46 @@ absl::StatusOr<Deferred<ipc::Memcpy3DStagedResponse>> Handle(
 }
 
 // Row by row unless the box is one dense range (the backend has 1-D memsets only).
+CUresult SetElements(const DriverApi& api, uint64_t address, uint32_t value, uint32_t element_size,
+                     uint64_t bytes, CUstream stream) {
+  switch (element_size) {
+    case 1:
+      return api.cuMemsetD8Async(address, static_cast<unsigned char>(value), bytes, stream);
+    case 2:
+      return api.cuMemsetD16Async(address, static_cast<unsigned short>(value), bytes / 2, stream);
+    default:
+      return api.cuMemsetD32Async(address, value, bytes / 4, stream);
+  }
+}
+
 absl::Status Handle(Session& session, const ipc::Decoded<ipc::Memset3DRequest>& request) {
   const ipc::Memset3DRequest& r = request.fields;
   if (r.dst.space != static_cast<uint32_t>(ipc::MemorySpace::kDevice)) {
     return ClientError(CUDA_ERROR_INVALID_VALUE, "memsets take device memory");
+  }
+  const uint32_t element = r.element_size;
+  if ((element != 1 && element != 2 && element != 4) || r.dst.address % element != 0 ||
+      r.dst.pitch % element != 0 || r.extent.width % element != 0) {
+    return ClientError(CUDA_ERROR_INVALID_VALUE,
+                       absl::StrFormat("memset of %d-byte elements at 0x%x, pitch %d, width %d",
+                                       element, r.dst.address, r.dst.pitch, r.extent.width));
   }
   TALLY_ASSIGN_OR_RETURN(const uint64_t span, BoxSpan(r.dst, r.extent));
   if (span > 0) TALLY_RETURN_IF_ERROR(session.CheckDeviceRange(r.dst.address, span));
   TALLY_ASSIGN_OR_RETURN(CUstream stream, session.StreamForWork(r.stream));
   if (span == 0) return absl::OkStatus();
   const DriverApi* api = &session.api();
-  const auto byte = static_cast<unsigned char>(r.value & 0xff);
+  const uint32_t value = r.value;
   const ipc::CopySide dst = r.dst;
   const ipc::CopyExtent extent = r.extent;
-  session.Enqueue([api, dst, extent, byte, stream, span]() -> CUresult {
+  session.Enqueue([api, dst, extent, value, element, stream, span]() -> CUresult {
     const bool dense =
         dst.pitch == extent.width && (extent.depth == 1 || dst.slice_height == extent.height);
-    if (dense) return api->cuMemsetD8Async(dst.address, byte, span, stream);
+    if (dense) return SetElements(*api, dst.address, value, element, span, stream);
     for (uint64_t z = 0; z < extent.depth; ++z) {
       for (uint64_t y = 0; y < extent.height; ++y) {
         const uint64_t row = dst.address + (z * dst.slice_height + y) * dst.pitch;
-        const CUresult set = api->cuMemsetD8Async(row, byte, extent.width, stream);
+        const CUresult set = SetElements(*api, row, value, element, extent.width, stream);
         if (set != CUDA_SUCCESS) return set;
       }
     }

@@ -1,5 +1,9 @@
-// Device-wide calls: the properties snapshot, device synchronisation, memory information.
+// Device-wide calls: the properties snapshot, device synchronisation and reset, memory
+// information, limits.
 #include <cuda.h>
+
+#include <memory>
+#include <vector>
 
 #include "common/status.h"
 #include "server/cuda_result.h"
@@ -18,6 +22,30 @@ absl::StatusOr<Reply<ipc::GetDeviceInfoResponse>> Handle(
 absl::StatusOr<Deferred<ipc::DeviceSynchronizeResponse>> Handle(
     Session& session, const ipc::Decoded<ipc::DeviceSynchronizeRequest>&) {
   return AfterStreams<ipc::DeviceSynchronizeResponse>(session, session.HoldAllStreams());
+}
+
+// cudaDeviceReset "destroys and cleans up all resources associated with the current device in
+// the current process" (CUDA Runtime API): for a client, its device: its work finishes, then its
+// streams, events, memory and page-locked blocks are destroyed, its limits forgotten and errors
+// of its earlier asynchronous work cleared. Its default stream stays, and so do its modules:
+// CUDA's runtime reloads registered modules after a reset, so their kernels stay launchable.
+absl::StatusOr<Deferred<ipc::DeviceResetResponse>> Handle(
+    Session& session, const ipc::Decoded<ipc::DeviceResetRequest>&) {
+  std::vector<StreamRef> streams = session.HoldAllStreams();
+  const uint64_t ticket = session.Ticket();
+  auto owned = std::make_shared<OwnedResources>(session.TakeOwned());
+  session.limits().clear();
+  Deferred<ipc::DeviceResetResponse> deferred;
+  deferred.finish = [&session, ticket, streams = std::move(streams),
+                     owned]() -> absl::StatusOr<Reply<ipc::DeviceResetResponse>> {
+    // The failure of earlier work is not reported: the reset discards it with the work.
+    WaitForStreams(session, ticket, streams).IgnoreError();
+    // Also launches on streams the client destroyed: their kernels may use its memory.
+    session.server().launcher.WaitForClient(session.client().client_id);
+    owned->Release(session.api());
+    return Reply<ipc::DeviceResetResponse>{};
+  };
+  return deferred;
 }
 
 absl::StatusOr<Reply<ipc::MemGetInfoResponse>> Handle(Session& session,
@@ -47,9 +75,9 @@ absl::StatusOr<Reply<ipc::DeviceSetLimitResponse>> Handle(
 absl::StatusOr<Reply<ipc::DeviceGetLimitResponse>> Handle(
     Session& session, const ipc::Decoded<ipc::DeviceGetLimitRequest>& request) {
   size_t current = 0;
-  TALLY_RETURN_IF_ERROR(CheckCu(
-      session.api().cuCtxGetLimit(&current, static_cast<CUlimit>(request.fields.limit)),
-      "cuCtxGetLimit"));
+  TALLY_RETURN_IF_ERROR(
+      CheckCu(session.api().cuCtxGetLimit(&current, static_cast<CUlimit>(request.fields.limit)),
+              "cuCtxGetLimit"));
   auto set = session.limits().find(request.fields.limit);
   return Reply<ipc::DeviceGetLimitResponse>{
       {.value = set != session.limits().end() ? set->second : current}, {}};

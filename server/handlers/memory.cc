@@ -6,6 +6,7 @@
 #include "common/status.h"
 #include "server/cuda_result.h"
 #include "server/handlers/handlers.h"
+#include "server/handlers/memset.h"
 #include "server/handlers/waiting.h"
 
 namespace tally::server {
@@ -85,17 +86,8 @@ absl::Status Handle(Session& session, const ipc::Decoded<ipc::MemsetRequest>& re
                                        r.element_size, r.size, r.dst));
   }
   const DriverApi* api = &session.api();
-  const size_t count = r.size / r.element_size;
-  session.Enqueue([=] {
-    switch (r.element_size) {
-      case 1:
-        return api->cuMemsetD8Async(r.dst, static_cast<unsigned char>(r.value), count, stream);
-      case 2:
-        return api->cuMemsetD16Async(r.dst, static_cast<unsigned short>(r.value), count, stream);
-      default:
-        return api->cuMemsetD32Async(r.dst, r.value, count, stream);
-    }
-  });
+  session.Enqueue(
+      [=] { return SetElements(*api, r.dst, r.value, r.element_size, r.size, stream); });
   return absl::OkStatus();
 }
 
