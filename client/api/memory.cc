@@ -13,6 +13,7 @@
 #include "client/entry.h"
 #include "client/handles.h"
 #include "client/host_blocks.h"
+#include "common/memcpy_descriptors.h"
 #include "common/status.h"
 
 using tally::client::BoxExtent;
@@ -136,31 +137,6 @@ DriverSide DestinationOf(const CUDA_MEMCPY3D& c) {
           c.dstZ,          c.dstLOD,  c.dstPitch,  c.dstHeight};
 }
 
-// cuMemcpy2D as the 3-D copy of one slice it is.
-CUDA_MEMCPY3D As3D(const CUDA_MEMCPY2D& c) {
-  CUDA_MEMCPY3D copy{};
-  copy.srcXInBytes = c.srcXInBytes;
-  copy.srcY = c.srcY;
-  copy.srcMemoryType = c.srcMemoryType;
-  copy.srcHost = c.srcHost;
-  copy.srcDevice = c.srcDevice;
-  copy.srcArray = c.srcArray;
-  copy.srcPitch = c.srcPitch;
-  copy.srcHeight = c.Height;
-  copy.dstXInBytes = c.dstXInBytes;
-  copy.dstY = c.dstY;
-  copy.dstMemoryType = c.dstMemoryType;
-  copy.dstHost = c.dstHost;
-  copy.dstDevice = c.dstDevice;
-  copy.dstArray = c.dstArray;
-  copy.dstPitch = c.dstPitch;
-  copy.dstHeight = c.Height;
-  copy.WidthInBytes = c.WidthInBytes;
-  copy.Height = c.Height;
-  copy.Depth = 1;
-  return copy;
-}
-
 // Whether the side is device memory. Unified addresses are told apart as cudaMemcpyDefault
 // tells them (the host region counts as device memory; copy.cc copies it in place either way).
 absl::StatusOr<bool> IsDeviceSide(const DriverSide& side) {
@@ -231,7 +207,7 @@ absl::Status DriverCopy3D(const CUDA_MEMCPY3D* copy, CUstream stream, CopyMode m
 absl::Status DriverCopy2D(const CUDA_MEMCPY2D* copy, CUstream stream, CopyMode mode,
                           bool check_pitch) {
   if (copy == nullptr) return DriverError(CUDA_ERROR_INVALID_VALUE, "null copy descriptor");
-  const CUDA_MEMCPY3D as_3d = As3D(*copy);
+  const CUDA_MEMCPY3D as_3d = tally::Memcpy3DOf(*copy);
   return DriverCopy3D(&as_3d, stream, mode, check_pitch);
 }
 

@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "common/memcpy_descriptors.h"
 #include "emulator/internal/entry.h"
 #include "emulator/internal/memory_layout.h"
 #include "emulator/internal/submit.h"
@@ -97,34 +98,9 @@ absl::Status Copy3D(Driver& driver, const CUDA_MEMCPY3D* copy, CUstream stream, 
       driver, stream, [=] { CopyRegion(dst, src, extent); }, wait);
 }
 
-// The 3-D descriptor of a 2-D copy: depth 1, everything else carried over.
-CUDA_MEMCPY3D From2D(const CUDA_MEMCPY2D& c) {
-  CUDA_MEMCPY3D copy{};
-  copy.srcXInBytes = c.srcXInBytes;
-  copy.srcY = c.srcY;
-  copy.srcMemoryType = c.srcMemoryType;
-  copy.srcHost = c.srcHost;
-  copy.srcDevice = c.srcDevice;
-  copy.srcArray = c.srcArray;
-  copy.srcPitch = c.srcPitch;
-  copy.srcHeight = c.Height;
-  copy.dstXInBytes = c.dstXInBytes;
-  copy.dstY = c.dstY;
-  copy.dstMemoryType = c.dstMemoryType;
-  copy.dstHost = c.dstHost;
-  copy.dstDevice = c.dstDevice;
-  copy.dstArray = c.dstArray;
-  copy.dstPitch = c.dstPitch;
-  copy.dstHeight = c.Height;
-  copy.WidthInBytes = c.WidthInBytes;
-  copy.Height = c.Height;
-  copy.Depth = 1;
-  return copy;
-}
-
 absl::Status Copy2D(Driver& driver, const CUDA_MEMCPY2D* copy, CUstream stream, bool wait) {
   if (copy == nullptr) return CudaError(CUDA_ERROR_INVALID_VALUE, "null copy descriptor");
-  CUDA_MEMCPY3D copy3d = From2D(*copy);
+  CUDA_MEMCPY3D copy3d = Memcpy3DOf(*copy);
   return Copy3D(driver, &copy3d, stream, wait);
 }
 
