@@ -16,6 +16,7 @@
 #include "common/memcpy_descriptors.h"
 #include "common/status.h"
 
+using tally::MemcpySide;
 using tally::client::BoxExtent;
 using tally::client::BoxSide;
 using tally::client::Channel;
@@ -117,29 +118,9 @@ absl::Status GetInfo(size_t* free_bytes, size_t* total_bytes) {
 
 void* Pointer(CUdeviceptr address) { return reinterpret_cast<void*>(address); }
 
-// One side of a driver copy descriptor (CUDA Driver API, cuMemcpy3D); cuMemcpy2D's are the same
-// with z = 0 and one slice.
-struct DriverSide {
-  CUmemorytype type;
-  const void* host;
-  CUdeviceptr device;
-  size_t x, y, z, lod;
-  size_t pitch;
-  size_t height;  // rows per slice
-};
-
-DriverSide SourceOf(const CUDA_MEMCPY3D& c) {
-  return {c.srcMemoryType, c.srcHost, c.srcDevice, c.srcXInBytes, c.srcY,
-          c.srcZ,          c.srcLOD,  c.srcPitch,  c.srcHeight};
-}
-DriverSide DestinationOf(const CUDA_MEMCPY3D& c) {
-  return {c.dstMemoryType, c.dstHost, c.dstDevice, c.dstXInBytes, c.dstY,
-          c.dstZ,          c.dstLOD,  c.dstPitch,  c.dstHeight};
-}
-
 // Whether the side is device memory. Unified addresses are told apart as cudaMemcpyDefault
 // tells them (the host region counts as device memory; copy.cc copies it in place either way).
-absl::StatusOr<bool> IsDeviceSide(const DriverSide& side) {
+absl::StatusOr<bool> IsDeviceSide(const MemcpySide& side) {
   switch (side.type) {
     case CU_MEMORYTYPE_HOST:
       return false;
@@ -155,22 +136,23 @@ absl::StatusOr<bool> IsDeviceSide(const DriverSide& side) {
 
 // The side's box: its first byte is at (z * height + y) * pitch + x (CUDA Driver API,
 // cuMemcpy3D), whose pitch must hold x + WidthInBytes and whose slices Height + y rows.
-absl::StatusOr<BoxSide> BoxOf(const DriverSide& side, bool device, const CUDA_MEMCPY3D& copy,
+absl::StatusOr<BoxSide> BoxOf(const MemcpySide& side, bool device, const CUDA_MEMCPY3D& copy,
                               size_t max_pitch) {
   if (side.lod != 0) return DriverError(CUDA_ERROR_INVALID_VALUE, "the LOD must be 0");
   if (side.pitch > max_pitch) {
     return DriverError(CUDA_ERROR_INVALID_VALUE, "a pitch exceeds CU_DEVICE_ATTRIBUTE_MAX_PITCH");
   }
-  if (side.x > side.pitch || copy.WidthInBytes > side.pitch - side.x) {
+  if (side.x_bytes > side.pitch || copy.WidthInBytes > side.pitch - side.x_bytes) {
     return DriverError(CUDA_ERROR_INVALID_VALUE, "a pitch is below the row's end");
   }
   if (copy.Depth > 1 && (side.y > side.height || copy.Height > side.height - side.y)) {
     return DriverError(CUDA_ERROR_INVALID_VALUE, "a slice height is below the copy's last row");
   }
   using Wide = unsigned __int128;
-  const Wide offset = (Wide{side.z} * side.height + side.y) * side.pitch + side.x;
-  if (offset > SIZE_MAX / 2)
+  const Wide offset = (Wide{side.z} * side.height + side.y) * side.pitch + side.x_bytes;
+  if (offset > SIZE_MAX / 2) {
     return DriverError(CUDA_ERROR_INVALID_VALUE, "the copy starts too far");
+  }
   const auto* base = static_cast<const std::byte*>(device ? Pointer(side.device) : side.host);
   if (base == nullptr) return DriverError(CUDA_ERROR_INVALID_VALUE, "null copy address");
   return BoxSide{base + static_cast<size_t>(offset), side.pitch, side.height};
@@ -190,8 +172,8 @@ absl::Status DriverCopy3D(const CUDA_MEMCPY3D* copy, CUstream stream, CopyMode m
     max_pitch = static_cast<size_t>(std::max(
         0, channel->device().attributes[static_cast<size_t>(ipc::SnapshotAttribute::k_MAX_PITCH)]));
   }
-  const DriverSide src = SourceOf(*copy);
-  const DriverSide dst = DestinationOf(*copy);
+  const MemcpySide src = tally::SourceOf(*copy);
+  const MemcpySide dst = tally::DestinationOf(*copy);
   TALLY_ASSIGN_OR_RETURN(const bool from_device, IsDeviceSide(src));
   TALLY_ASSIGN_OR_RETURN(const bool to_device, IsDeviceSide(dst));
   if (copy->WidthInBytes == 0 || copy->Height == 0 || copy->Depth == 0) return absl::OkStatus();

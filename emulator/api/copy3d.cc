@@ -17,17 +17,7 @@ using tally::emu::Run;
 namespace tally::emu {
 namespace {
 
-// One side of a copy as cuda.h's CUDA_MEMCPY3D describes it.
-struct EndpointDesc {
-  CUmemorytype type;
-  size_t x_bytes, y, z;
-  const void* host;
-  CUdeviceptr device;
-  CUarray array;
-  size_t pitch, height;
-};
-
-absl::StatusOr<PitchedRegion> ResolveEndpoint(Driver& driver, const EndpointDesc& e,
+absl::StatusOr<PitchedRegion> ResolveEndpoint(Driver& driver, const MemcpySide& e,
                                               const CopyExtent& extent, const char* side) {
   PitchedRegion region;
   region.pitch = e.pitch;
@@ -69,16 +59,6 @@ absl::StatusOr<PitchedRegion> ResolveEndpoint(Driver& driver, const EndpointDesc
   return region;
 }
 
-EndpointDesc Source(const CUDA_MEMCPY3D& c) {
-  return {c.srcMemoryType, c.srcXInBytes, c.srcY,     c.srcZ,     c.srcHost,
-          c.srcDevice,     c.srcArray,    c.srcPitch, c.srcHeight};
-}
-
-EndpointDesc Destination(const CUDA_MEMCPY3D& c) {
-  return {c.dstMemoryType, c.dstXInBytes, c.dstY,     c.dstZ,     c.dstHost,
-          c.dstDevice,     c.dstArray,    c.dstPitch, c.dstHeight};
-}
-
 absl::Status Copy3D(Driver& driver, const CUDA_MEMCPY3D* copy, CUstream stream, bool wait) {
   if (copy == nullptr) return CudaError(CUDA_ERROR_INVALID_VALUE, "null copy descriptor");
   TALLY_RETURN_IF_ERROR(driver.ResolveStream(stream).status());
@@ -91,9 +71,9 @@ absl::Status Copy3D(Driver& driver, const CUDA_MEMCPY3D* copy, CUstream stream, 
     return absl::OkStatus();
   }
   TALLY_ASSIGN_OR_RETURN(PitchedRegion src,
-                         ResolveEndpoint(driver, Source(*copy), extent, "source"));
+                         ResolveEndpoint(driver, SourceOf(*copy), extent, "source"));
   TALLY_ASSIGN_OR_RETURN(PitchedRegion dst,
-                         ResolveEndpoint(driver, Destination(*copy), extent, "destination"));
+                         ResolveEndpoint(driver, DestinationOf(*copy), extent, "destination"));
   return Submit(
       driver, stream, [=] { CopyRegion(dst, src, extent); }, wait);
 }
