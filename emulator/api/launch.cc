@@ -146,6 +146,7 @@ absl::Status Launch(Driver& driver, const LaunchRequest& request) {
   setup->sm_count = static_cast<uint32_t>(driver.config().sm_count);
   setup->cooperative = request.cooperative;
   setup->textures = &driver.textures();
+  setup->stack_size = target.context->limit(CU_LIMIT_STACK_SIZE);
   if (request.cooperative) {
     TALLY_ASSIGN_OR_RETURN(setup->grid_workspace, NewGridWorkspace(driver, *target.context));
   }

@@ -2,6 +2,8 @@
 // exited count as arrived), deadlock detection, and bounds-checked address translation.
 #include "emulator/exec/block.h"
 
+#include <sys/mman.h>
+
 #include <bit>
 
 #include "common/log.h"
@@ -15,6 +17,23 @@ constexpr uint32_t kTimeSlice = 4096;
 
 }  // namespace
 
+LocalMemory::~LocalMemory() {
+  if (data_ != nullptr) munmap(data_, size_);
+}
+
+bool LocalMemory::Reserve(uint64_t bytes) {
+  if (bytes <= size_) return true;
+  if (data_ != nullptr) munmap(data_, size_);
+  data_ = nullptr;
+  size_ = 0;
+  void* mapping = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (mapping == MAP_FAILED) return false;
+  data_ = static_cast<uint8_t*>(mapping);
+  size_ = bytes;
+  return true;
+}
+
 void Block::Reset(const LaunchSetup& setup, Dim3 ctaid, uint32_t sm) {
   ctaid_ = ctaid;
   exited_ = 0;
@@ -26,7 +45,9 @@ void Block::Reset(const LaunchSetup& setup, Dim3 ctaid, uint32_t sm) {
   for (uint32_t& r : reduction_arrived_) r = 0;
   for (uint32_t& v : reduction_votes_) v = 0;
   if (cached_launch_ != setup.launch_id || sm_ != sm) PrepareLaunch(setup, sm);
+  if (fault_code_ != CUDA_SUCCESS) return;  // RunRound reports it
   std::fill(shared_.begin(), shared_.end(), 0);
+  const bool calls = !function_->call_sites.empty();
   for (Warp& warp : warps_) {
     std::fill(std::begin(warp.pc), std::end(warp.pc), 0);
     warp.live = warp.initial_live;
@@ -39,6 +60,12 @@ void Block::Reset(const LaunchSetup& setup, Dim3 ctaid, uint32_t sm) {
       regs[(ctaid_slot + 1) * 32 + lane] = ctaid.y;
       regs[(ctaid_slot + 2) * 32 + lane] = ctaid.z;
     }
+    if (calls) {  // lanes of the previous block may have exited inside calls
+      warp.in_call = 0;
+      std::fill(std::begin(warp.depth), std::end(warp.depth), 0);
+      std::fill(std::begin(warp.stack_used), std::end(warp.stack_used), 0);
+      std::fill_n(regs + static_cast<uint32_t>(SpecialSlot::kFrameBase) * 32, 32, 0);
+    }
   }
 }
 
@@ -49,11 +76,18 @@ void Block::PrepareLaunch(const LaunchSetup& setup, uint32_t sm) {
   setup_ = &setup;
   function_ = setup.function;
   sm_ = sm;
-  cached_launch_ = setup.launch_id;
   threads_ = static_cast<uint32_t>(setup.block.Count());
+  stack_limit_ = setup.stack_size;
+  lane_local_bytes_ = function_->local_bytes + StackCapacity(*function_, setup.stack_size);
+  if (!local_.Reserve(uint64_t{threads_} * lane_local_bytes_)) {
+    fault_code_ = CUDA_ERROR_OUT_OF_MEMORY;
+    fault_ = "kernel " + function_->name + ": no memory for " + std::to_string(threads_) +
+             " threads' local memory of " + std::to_string(lane_local_bytes_) + " bytes";
+    return;
+  }
+  cached_launch_ = setup.launch_id;
   access_cache_.assign(function_->code.size(), AccessRange{});
   shared_.assign(function_->static_shared_bytes + setup.dynamic_shared_bytes, 0);
-  local_.resize(uint64_t{threads_} * function_->local_bytes);
 
   const uint32_t slots = function_->num_slots;
   const uint32_t warp_count = (threads_ + 31) / 32;
@@ -104,6 +138,18 @@ void Block::Schedule(Warp& warp) {
   warp.active = 0;
   warp.others_min = UINT32_MAX;
   if (runnable == 0) return;
+  if ((runnable & warp.in_call) != 0) {
+    // Lanes inside real calls: the deepest run first, so that lanes returning to a call site
+    // find the lanes waiting there (at the same depth) and reconverge with them.
+    uint32_t deepest = 0;
+    for (uint32_t m = runnable; m != 0; m &= m - 1) {
+      deepest = std::max(deepest, warp.depth[std::countr_zero(m)]);
+    }
+    for (uint32_t m = runnable; m != 0; m &= m - 1) {
+      int lane = std::countr_zero(m);
+      if (warp.depth[lane] != deepest) runnable &= ~(1u << lane);
+    }
+  }
   uint32_t min = UINT32_MAX;
   for (uint32_t m = runnable; m != 0; m &= m - 1) min = std::min(min, warp.pc[std::countr_zero(m)]);
   for (uint32_t m = runnable; m != 0; m &= m - 1) {
@@ -126,6 +172,7 @@ absl::Status Block::Run() {
 }
 
 absl::StatusOr<bool> Block::RunRound() {
+  if (fault_code_ != CUDA_SUCCESS) return CudaError(fault_code_, fault_);
   bool any_live = false, ran = false;
   for (Warp& warp : warps_) {
     if (warp.live == 0) continue;
@@ -258,8 +305,8 @@ uint8_t* Block::Translate(Space space, uint64_t address, uint32_t size, const Wa
       }
       break;
     case Space::kLocal:
-      if (address < function_->local_bytes && size <= function_->local_bytes - address) {
-        host = local_.data() + uint64_t{warp.index * 32 + lane} * function_->local_bytes + address;
+      if (address < lane_local_bytes_ && size <= lane_local_bytes_ - address) {
+        host = LaneLocal(warp, lane) + address;
       }
       break;
     case Space::kParam:

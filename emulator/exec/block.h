@@ -40,6 +40,30 @@ struct LaunchSetup {
   DeviceHeap* heap = nullptr;   // device-side malloc/free (kernels that call them)
   const TextureTable* textures = nullptr;  // texture and surface objects
   std::atomic<bool> abort{false};          // a block failed or the library unloads: stop early
+  uint64_t stack_size = 1024;  // per thread: cuCtxSetLimit(CU_LIMIT_STACK_SIZE) at the launch
+};
+
+// Storage for the call stacks of one lane is capped here (the mapping is committed lazily).
+inline constexpr uint64_t kMaxLaneStackBytes = 4ull << 20;
+// Bytes of call stack a lane of `function` needs so that any chain of calls within `limit`
+// (charged as call_ops.cc describes) fits; 0 for a kernel without real calls.
+uint64_t StackCapacity(const Function& function, uint64_t limit);
+
+// Per-thread local memory of a block: an anonymous mapping that the kernel commits page by page
+// as it touches it, so that call stacks cost only their used depth.
+class LocalMemory {
+ public:
+  LocalMemory() = default;
+  LocalMemory(const LocalMemory&) = delete;
+  LocalMemory& operator=(const LocalMemory&) = delete;
+  ~LocalMemory();
+  // At least `bytes` (contents undefined); false when the mapping fails.
+  bool Reserve(uint64_t bytes);
+  uint8_t* data() const { return data_; }
+
+ private:
+  uint8_t* data_ = nullptr;
+  uint64_t size_ = 0;
 };
 
 struct Warp {
@@ -54,6 +78,11 @@ struct Warp {
   uint32_t cur_pc = 0;
   uint32_t others_min = 0;  // smallest pc among runnable lanes outside `active`
   uint32_t index = 0;       // warp number in the block
+  // Real calls (call_ops.cc): lanes inside one, and per lane the call depth and the stack bytes
+  // charged against the stack size limit.
+  uint32_t in_call = 0;
+  uint32_t depth[32] = {};
+  uint32_t stack_used[32] = {};
 };
 
 enum class WarpStatus { kYielded, kWaiting, kDone, kFault };
@@ -98,6 +127,10 @@ class Block {
   bool ExecuteBuiltin(const Inst& in, Warp& warp, uint32_t mask, uint32_t pc);
   // tex/suld/sust for the lanes in `mask` (texture_ops.cc); false after a fault.
   bool ExecuteTexture(const Inst& in, Warp& warp, uint32_t mask, uint32_t pc);
+  // call/ret of out-of-line functions for the lanes in `mask` (call_ops.cc): sets the pc of
+  // every active lane; false after a fault.
+  bool ExecuteCall(const Inst& in, Warp& warp, uint32_t mask, uint32_t pc);
+  bool ExecuteReturn(const Inst& in, Warp& warp, uint32_t mask, uint32_t pc);
   // cp.async and mbarrier for the lanes in `mask` (async_ops.cc); false after a fault.
   bool ExecuteAsync(const Inst& in, Warp& warp, uint32_t mask, uint32_t pc);
   // f16/bf16 arithmetic, conversions and comparisons, and set (half_ops.cc).
@@ -131,6 +164,12 @@ class Block {
     return reinterpret_cast<uint8_t*>(address);
   }
   std::string ThreadName(const Warp& warp, int lane) const;
+  // Start of a lane's local memory: the kernel's variables, then its call stack.
+  uint8_t* LaneLocal(const Warp& warp, int lane) {
+    return local_.data() + uint64_t{warp.index * 32 + lane} * lane_local_bytes_;
+  }
+  // A `.param` call variable of the running function (at `offset` in its frame), and its value.
+  uint8_t* CallVariable(const Warp& warp, int lane, uint64_t offset);
   uint64_t LocalWord(const Warp& warp, int lane, uint64_t offset, uint32_t size);
   bool ReadString(uint64_t address, const Warp& warp, int lane, uint32_t pc, std::string* out);
   bool FormatPrintf(const Warp& warp, int lane, uint32_t pc, uint64_t format_address,
@@ -147,7 +186,9 @@ class Block {
   std::vector<uint64_t> registers_;
   std::vector<Warp> warps_;
   std::vector<uint8_t> shared_;
-  std::vector<uint8_t> local_;
+  LocalMemory local_;
+  uint64_t lane_local_bytes_ = 0;  // the kernel's local variables and the call stack
+  uint64_t stack_limit_ = 0;
   std::vector<AccessRange> access_cache_;
   uint32_t arrived_[16] = {};
   uint32_t expected_[16] = {};  // 0: every thread of the block

@@ -22,11 +22,14 @@ std::mutex& OutputMutex() {
 
 }  // namespace
 
+uint8_t* Block::CallVariable(const Warp& warp, int lane, uint64_t offset) {
+  return LaneLocal(warp, lane) +
+         warp.regs[static_cast<uint32_t>(SpecialSlot::kFrameBase) * 32 + lane] + offset;
+}
+
 uint64_t Block::LocalWord(const Warp& warp, int lane, uint64_t offset, uint32_t size) {
   uint64_t value = 0;
-  std::memcpy(&value,
-              local_.data() + uint64_t{warp.index * 32 + lane} * function_->local_bytes + offset,
-              size);
+  std::memcpy(&value, CallVariable(warp, lane, offset), size);
   return value;
 }
 
@@ -121,9 +124,7 @@ bool Block::ExecuteBuiltin(const Inst& in, Warp& warp, uint32_t mask, uint32_t p
     return LocalWord(warp, lane, warp.regs[in.src[k] * 32 + lane], size);
   };
   auto result = [&](int lane, const void* value, size_t size) {
-    std::memcpy(
-        local_.data() + uint64_t{warp.index * 32 + lane} * function_->local_bytes + in.offset,
-        value, size);
+    std::memcpy(CallVariable(warp, lane, in.offset), value, size);
   };
   bool ok = true;
   ForLanes(mask, [&](int l) {

@@ -90,6 +90,14 @@ absl::Status Decoder::Mov() {
     }
     return absl::OkStatus();
   }
+  if (auto offset = context_.FrameOffset(src)) {
+    // A variable in an out-of-line function's frame: its address is the frame base + offset.
+    inst_.op = Op::kAdd;
+    TALLY_ASSIGN_OR_RETURN(inst_.dst[0], context_.Dest(dst));
+    inst_.src[0] = static_cast<uint32_t>(SpecialSlot::kFrameBase);
+    inst_.src[1] = context_.Constant(*offset);
+    return absl::OkStatus();
+  }
   inst_.op = Op::kMov;
   return Operands(1);
 }
@@ -348,6 +356,9 @@ absl::StatusOr<Inst> Decoder::Decode() {
     }
   } else if (op == "match") {
     status = Match();
+  } else if (op == "ret" && context_.ReturnsFrom()) {
+    inst_.op = Op::kRet;
+    inst_.target = *context_.ReturnsFrom();
   } else if (op == "ret" && context_.in_call()) {
     inst_.op = Op::kBra;  // to the end of the inlined callee
     context_.ReturnFromCall();

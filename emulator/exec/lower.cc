@@ -1,14 +1,18 @@
 // Lowering driver: lays out each kernel's variables, resolves names, inlines the `.func`s it
-// calls, and decodes its instructions (decode_*.cc) into the Program form.
+// calls, lowers the out-of-line ones after the kernel, and decodes its instructions
+// (decode_*.cc) into the Program form.
 //
-// Calls are inlined: the callee is lowered into the caller's code in a frame of its own, its
-// parameters bound to the caller's `.param` argument variables (which live in per-thread local
-// memory), and `ret` becomes a branch past the inlined body. Divergent calls then need nothing
-// beyond the interpreter's per-lane program counters. Recursion cannot be inlined and fails the
-// load, as do indirect calls.
+// Calls are inlined where they can be: the callee is lowered into the caller's code in a frame
+// of its own, its parameters bound to the caller's `.param` argument variables (which live in
+// per-thread local memory), and `ret` becomes a branch past the inlined body. Divergent calls
+// then need nothing beyond the interpreter's per-lane program counters, and cost nothing.
+// Recursive and address-taken functions (call_graph.h) cannot be inlined: each is lowered once,
+// after the kernel's code, with its local variables relative to a per-lane frame base, and
+// called with kCall / left with kRet (exec/call_ops.cc).
 #include "emulator/exec/lower.h"
 
 #include <cstring>
+#include <utility>
 
 #include "common/status.h"
 #include "emulator/exec/lower_context.h"
@@ -32,6 +36,8 @@ namespace {
 
 // Inlining stops here: a kernel this large after inlining is refused rather than lowered.
 constexpr size_t kMaxInstructions = 1 << 20;
+// A .func whose registers exceed this cannot be recursive here: each activation saves them all.
+constexpr uint32_t kMaxSavedSlots = 1 << 16;
 
 uint64_t AlignUp(uint64_t value, uint64_t alignment) {
   return (value + alignment - 1) / alignment * alignment;
@@ -53,8 +59,9 @@ std::vector<std::string> SplitList(const std::string& text) {
 
 class FunctionLowering {
  public:
-  FunctionLowering(const ptx::Module& module, Function& function, const ModuleSymbols& globals)
-      : module_(module), context_(function, globals) {}
+  FunctionLowering(const ptx::Module& module, Function& function, const ModuleSymbols& globals,
+                   const CallGraph& calls)
+      : module_(module), calls_(calls), context_(function, globals, calls) {}
 
   absl::Status Lower(const ptx::Function& kernel);
 
@@ -67,12 +74,25 @@ class FunctionLowering {
                          absl::flat_hash_set<const ptx::Function*>& visited);
   uint64_t AllocateShared(const ptx::VarDecl& var);
   absl::Status LowerStatements(const std::vector<ptx::Statement>& statements);
-  absl::Status InlineCall(const ptx::Instruction& call);
+  absl::Status LowerCall(const ptx::Instruction& call);
+  absl::Status InlineCall(const ptx::Instruction& call, const CallOperands& operands,
+                          const ptx::Function& callee);
+  // A kCall to out-of-line function `index`, or an indirect one (nullopt).
+  absl::Status RealCall(const ptx::Instruction& call, const CallOperands& operands,
+                        std::optional<uint32_t> index);
+  // Lowers out-of-line function `index` at the end of the code.
+  absl::Status LowerOutOfLine(uint32_t index);
+  // The caller's `.param` variables named by a call's return or argument list.
+  absl::Status CallVariables(const ptx::Instruction& call, const ptx::Operand* list,
+                             std::vector<LocalSymbol>& out);
   absl::Status LowerBuiltin(const ptx::Instruction& call, Builtin builtin, bool has_result,
                             const std::vector<std::pair<std::string, LocalSymbol>>& bindings);
 
   const ptx::Module& module_;
+  const CallGraph& calls_;
   LowerContext context_;
+  std::vector<uint32_t> unit_call_sites_;  // real call sites of the code being lowered
+  uint64_t unit_local_variable_bytes_ = 0;  // its .local variables (not .param ones)
   uint64_t shared_bytes_ = 0;
   std::vector<std::pair<std::string, Scope>> dynamic_shared_;  // extern `[]` shared arrays
   // .shared variables declared in .func bodies: one block-wide instance per declaration, however
@@ -145,6 +165,9 @@ absl::Status FunctionLowering::PlaceVariable(const ptx::VarDecl& var, Scope scop
     // sequence block redeclares `param0` & co.; they all share the largest one's storage (the
     // blocks never overlap in time), since names here resolve per frame, not per block.
     uint64_t bytes = VariableBytes(var);
+    if (var.state_space == "local") {
+      unit_local_variable_bytes_ += AlignUp(bytes, VariableAlignment(var));
+    }
     auto existing = context_.FindVariable(var.name);
     if (existing && existing->space == Space::kLocal && existing->size >= bytes) {
       return absl::OkStatus();
@@ -184,7 +207,7 @@ absl::Status FunctionLowering::LowerStatements(const std::vector<ptx::Statement>
       context_.DeclareBranchTargets(previous_label->name, SplitList(directive->args));
     } else if (const auto* instruction = std::get_if<ptx::Instruction>(&statement.value)) {
       if (instruction->opcode == "call") {
-        TALLY_RETURN_IF_ERROR(InlineCall(*instruction));
+        TALLY_RETURN_IF_ERROR(LowerCall(*instruction));
       } else {
         TALLY_RETURN_IF_ERROR(DecodeInstruction(*instruction, context_, context_.function().code));
       }
@@ -200,51 +223,67 @@ absl::Status FunctionLowering::LowerStatements(const std::vector<ptx::Statement>
   return absl::OkStatus();
 }
 
-// call{.uni} [(ret),] func[, (args)]  (PTX ISA, "call").
-absl::Status FunctionLowering::InlineCall(const ptx::Instruction& call) {
-  using Kind = ptx::Operand::Kind;
-  const auto& operands = call.operands;
-  size_t i = 0;
-  const ptx::Operand* returns = nullptr;
-  if (i < operands.size() && operands[i].kind == Kind::kParenList) returns = &operands[i++];
-  if (i >= operands.size() || operands[i].kind != Kind::kName) {
-    return Unsupported(call, "malformed call");
+absl::Status FunctionLowering::CallVariables(const ptx::Instruction& call,
+                                             const ptx::Operand* list,
+                                             std::vector<LocalSymbol>& out) {
+  if (list == nullptr) return absl::OkStatus();
+  for (const ptx::Operand& actual : list->elements) {
+    auto symbol = actual.kind == ptx::Operand::Kind::kName ? context_.FindVariable(actual.name)
+                                                           : std::nullopt;
+    if (!symbol || symbol->space != Space::kLocal) {
+      return Unsupported(call, "arguments must be .param variables");
+    }
+    out.push_back(*symbol);
   }
-  const std::string& name = operands[i++].name;
-  const ptx::Operand* arguments = nullptr;
-  if (i < operands.size() && operands[i].kind == Kind::kParenList) arguments = &operands[i++];
-  if (i != operands.size()) return Unsupported(call, "indirect calls are not implemented yet");
+  return absl::OkStatus();
+}
+
+// call{.uni} [(ret),] func[, (args)]  and  call{.uni} [(ret),] %reg, [(args),] prototype
+// (PTX ISA, "call").
+absl::Status FunctionLowering::LowerCall(const ptx::Instruction& call) {
+  std::optional<CallOperands> operands = ParseCallOperands(call);
+  if (!operands) return Unsupported(call, "malformed call");
+  const std::string& name = operands->target->name;
   const ptx::Function* callee = module_.FindFunction(name);
-  if (callee == nullptr) return Unsupported(call, "calls an undeclared function: " + name);
-  if (context_.InFrameOf(name)) {
-    return Unsupported(call, "recursive calls are not implemented yet: " + name);
+  if (callee == nullptr) {
+    if (operands->prototype == nullptr) return Unsupported(call, "calls an undeclared function");
+    return RealCall(call, *operands, std::nullopt);  // through a register
+  }
+  if (auto it = calls_.index.find(name); it != calls_.index.end()) {
+    return RealCall(call, *operands, it->second);
+  }
+  return InlineCall(call, *operands, *callee);
+}
+
+absl::Status FunctionLowering::InlineCall(const ptx::Instruction& call,
+                                          const CallOperands& operands,
+                                          const ptx::Function& callee) {
+  const std::string& name = callee.name;
+  if (context_.InFrameOf(name)) {  // the call graph makes recursive functions out-of-line
+    return Unsupported(call, "unexpected recursive call: " + name);
   }
   // Bind the callee's parameter names to the caller's argument variables.
   auto bind = [&](const ptx::Operand* list, const std::vector<ptx::VarDecl>& formals,
                   std::vector<std::pair<std::string, LocalSymbol>>& out) -> absl::Status {
-    size_t count = list != nullptr ? list->elements.size() : 0;
-    if (count != formals.size()) return Unsupported(call, "argument count mismatch");
-    for (size_t k = 0; k < count; ++k) {
-      const ptx::Operand& actual = list->elements[k];
-      auto symbol = actual.kind == Kind::kName ? context_.FindVariable(actual.name) : std::nullopt;
-      if (!symbol || symbol->space != Space::kLocal) {
-        return Unsupported(call, "arguments must be .param variables");
-      }
-      out.emplace_back(formals[k].name, *symbol);
-    }
+    std::vector<LocalSymbol> actuals;
+    TALLY_RETURN_IF_ERROR(CallVariables(call, list, actuals));
+    if (actuals.size() != formals.size()) return Unsupported(call, "argument count mismatch");
+    for (size_t k = 0; k < actuals.size(); ++k) out.emplace_back(formals[k].name, actuals[k]);
     return absl::OkStatus();
   };
   std::vector<std::pair<std::string, LocalSymbol>> bindings;
-  TALLY_RETURN_IF_ERROR(bind(returns, callee->returns, bindings));
-  TALLY_RETURN_IF_ERROR(bind(arguments, callee->params, bindings));
-  if (!callee->body) {
+  TALLY_RETURN_IF_ERROR(bind(operands.returns, callee.returns, bindings));
+  TALLY_RETURN_IF_ERROR(bind(operands.arguments, callee.params, bindings));
+  if (!callee.body) {
     static constexpr std::pair<const char*, Builtin> kBuiltins[] = {
         {"vprintf", Builtin::kPrintf},
         {"__assertfail", Builtin::kAssert},
         {"malloc", Builtin::kMalloc},
         {"free", Builtin::kFree}};
     for (const auto& [builtin_name, builtin] : kBuiltins) {
-      if (name == builtin_name) return LowerBuiltin(call, builtin, returns != nullptr, bindings);
+      if (name == builtin_name) {
+        return LowerBuiltin(call, builtin, operands.returns != nullptr, bindings);
+      }
     }
     return Unsupported(call, "calls a function without a body here: " + name);
   }
@@ -265,10 +304,94 @@ absl::Status FunctionLowering::InlineCall(const ptx::Instruction& call) {
   context_.PushFrame();
   context_.SetFrameFunction(name);
   for (const auto& [formal, symbol] : bindings) context_.DeclareVariable(formal, symbol);
-  TALLY_RETURN_IF_ERROR(CollectVariables(callee->body->statements, Scope::kCallee));
-  TALLY_RETURN_IF_ERROR(LowerStatements(callee->body->statements));
+  TALLY_RETURN_IF_ERROR(CollectVariables(callee.body->statements, Scope::kCallee));
+  TALLY_RETURN_IF_ERROR(LowerStatements(callee.body->statements));
   TALLY_RETURN_IF_ERROR(context_.PopFrame());
   if (guarded) context_.DeclareLabel(after_call);
+  return absl::OkStatus();
+}
+
+absl::Status FunctionLowering::RealCall(const ptx::Instruction& call,
+                                        const CallOperands& operands,
+                                        std::optional<uint32_t> index) {
+  Function& function = context_.function();
+  CallSite site;
+  std::vector<LocalSymbol> returns, arguments;
+  TALLY_RETURN_IF_ERROR(CallVariables(call, operands.returns, returns));
+  TALLY_RETURN_IF_ERROR(CallVariables(call, operands.arguments, arguments));
+  for (const LocalSymbol& symbol : returns) site.returns.emplace_back(symbol.offset, symbol.size);
+  for (const LocalSymbol& symbol : arguments) {
+    site.arguments.emplace_back(symbol.offset, symbol.size);
+  }
+  Inst inst;
+  inst.op = Op::kCall;
+  inst.line = call.location.line;
+  if (index) {
+    const ptx::Function& callee = *calls_.out_of_line[*index];
+    if (returns.size() != callee.returns.size() || arguments.size() != callee.params.size()) {
+      return Unsupported(call, "argument count mismatch");
+    }
+    site.callee = *index;
+  } else {
+    TALLY_ASSIGN_OR_RETURN(inst.src[0], context_.Source(*operands.target, Type::kU64));
+  }
+  if (!call.guard.empty()) {
+    TALLY_ASSIGN_OR_RETURN(inst.guard,
+                           context_.Source(ptx::Operand::Name(call.guard), Type::kPred));
+    if (call.guard_negated) inst.flags |= kFlagNegateGuard;
+  }
+  site.return_pc = static_cast<uint32_t>(function.code.size() + 1);
+  inst.target = static_cast<uint32_t>(function.call_sites.size());
+  unit_call_sites_.push_back(inst.target);
+  function.call_sites.push_back(std::move(site));
+  function.code.push_back(inst);
+  return absl::OkStatus();
+}
+
+// The function's formals first (returns, then parameters, each at its alignment), then its own
+// variables: all relative to the frame base, so each activation has its own.
+absl::Status FunctionLowering::LowerOutOfLine(uint32_t index) {
+  const ptx::Function& source = *calls_.out_of_line[index];
+  Function& function = context_.function();
+  Callee& callee = function.callees[index];
+  callee.entry = static_cast<uint32_t>(function.code.size());
+  const uint32_t first_slot = function.num_slots;
+  context_.PushFrame();
+  context_.SetFrameFunction(source.name);
+  context_.SetOutOfLine(index);
+  auto place_formals = [&](const std::vector<ptx::VarDecl>& formals,
+                           std::vector<std::pair<uint32_t, uint32_t>>& layout) {
+    for (const ptx::VarDecl& formal : formals) {
+      uint64_t bytes = VariableBytes(formal);
+      uint64_t offset = context_.AllocateLocal(bytes, VariableAlignment(formal));
+      context_.DeclareVariable(formal.name, {Space::kLocal, offset, bytes});
+      layout.emplace_back(static_cast<uint32_t>(offset), static_cast<uint32_t>(bytes));
+    }
+  };
+  place_formals(source.returns, callee.returns);
+  place_formals(source.params, callee.params);
+  TALLY_RETURN_IF_ERROR(CollectVariables(source.body->statements, Scope::kCallee));
+  TALLY_RETURN_IF_ERROR(LowerStatements(source.body->statements));
+  TALLY_RETURN_IF_ERROR(context_.PopFrame());
+  // Falling off the end of a function returns (and keeps a branch to a trailing label in range).
+  Inst ret;
+  ret.op = Op::kRet;
+  ret.target = index;
+  function.code.push_back(ret);
+  callee.frame_bytes = static_cast<uint32_t>(AlignUp(context_.TakeLocalBytes(), 16));
+  callee.stack_charge = static_cast<uint32_t>(
+      kCallRecordBytes + AlignUp(std::exchange(unit_local_variable_bytes_, 0), 16));
+  if (calls_.recursive[index]) {
+    if (function.num_slots - first_slot > kMaxSavedSlots) {
+      return CudaError(CUDA_ERROR_NOT_SUPPORTED,
+                       "recursive function " + source.name + " uses too many registers");
+    }
+    callee.saved_begin = first_slot;
+    callee.saved_end = function.num_slots;
+  }
+  for (uint32_t site : std::exchange(unit_call_sites_, {})) {
+    function.call_sites[site].caller_frame_bytes = callee.frame_bytes;
+  }
   return absl::OkStatus();
 }
 
@@ -352,6 +475,14 @@ absl::Status FunctionLowering::Lower(const ptx::Function& kernel) {
   TALLY_RETURN_IF_ERROR(CollectVariables(kernel.body->statements, Scope::kKernel));
   absl::flat_hash_set<const ptx::Function*> reached = {&kernel};
   PlaceCalleeShared(kernel.body->statements, /*in_callee=*/false, reached);
+  // Out-of-line functions reached only through indirect calls too.
+  const std::vector<uint32_t> out_of_line = calls_.Reachable(kernel);
+  for (uint32_t index : out_of_line) {
+    const ptx::Function* callee = calls_.out_of_line[index];
+    if (reached.insert(callee).second) {
+      PlaceCalleeShared(callee->body->statements, /*in_callee=*/true, reached);
+    }
+  }
   // Dynamic shared memory (extern `[]` arrays) starts after all static data, 16-byte aligned.
   uint64_t dynamic_base = AlignUp(shared_bytes_, 16);
   for (const auto& [name, scope] : dynamic_shared_) {
@@ -369,21 +500,41 @@ absl::Status FunctionLowering::Lower(const ptx::Function& kernel) {
   Inst exit;
   exit.op = Op::kExit;
   function.code.push_back(exit);
-  function.local_bytes = static_cast<uint32_t>(AlignUp(context_.local_bytes(), 16));
+  function.local_bytes = static_cast<uint32_t>(AlignUp(context_.TakeLocalBytes(), 16));
+  unit_local_variable_bytes_ = 0;
+  for (uint32_t site : std::exchange(unit_call_sites_, {})) {
+    function.call_sites[site].caller_frame_bytes = function.local_bytes;
+  }
+
+  if (out_of_line.empty()) return absl::OkStatus();
+  function.callees.resize(calls_.out_of_line.size());
+  for (size_t i = 0; i < calls_.out_of_line.size(); ++i) {
+    function.callees[i].name = calls_.out_of_line[i]->name;
+  }
+  for (uint32_t index : out_of_line) {
+    if (absl::Status status = LowerOutOfLine(index); !status.ok()) {
+      return CudaError(ToCuResult(status), "in " + calls_.out_of_line[index]->name + ": " +
+                                               std::string(status.message()));
+    }
+    if (function.code.size() > kMaxInstructions) {
+      return CudaError(CUDA_ERROR_NOT_SUPPORTED, "kernel too large after inlining calls");
+    }
+  }
   return absl::OkStatus();
 }
 
 }  // namespace
 
 absl::StatusOr<std::vector<Function>> LowerModule(const ptx::Module& module,
-                                                  const ModuleSymbols& globals) {
+                                                  const ModuleSymbols& globals,
+                                                  const CallGraph& calls) {
   std::vector<Function> functions;
   for (const ptx::TopLevel& item : module.items) {
     const auto* kernel = std::get_if<ptx::Function>(&item.value);
     if (kernel == nullptr || !kernel->is_entry || !kernel->body) continue;
     Function function;
     function.name = kernel->name;
-    FunctionLowering lowering(module, function, globals);
+    FunctionLowering lowering(module, function, globals, calls);
     if (absl::Status status = lowering.Lower(*kernel); !status.ok()) {
       return CudaError(ToCuResult(status),
                        "kernel " + kernel->name + ": " + std::string(status.message()));

@@ -7,6 +7,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "emulator/exec/call_graph.h"
 #include "emulator/exec/program.h"
 #include "ptx_transform/ir.h"
 
@@ -28,7 +29,9 @@ uint64_t VariableAlignment(const ptx::VarDecl& var);
 // Every `.entry` with a body, lowered. Fails with CUDA_ERROR_NOT_SUPPORTED naming the first
 // instruction (and line) the interpreter does not implement, and with CUDA_ERROR_INVALID_PTX
 // for names that do not resolve.
+// `calls` (AnalyzeCalls of the same module) says which .funcs are called for real.
 absl::StatusOr<std::vector<Function>> LowerModule(const ptx::Module& module,
-                                                  const ModuleSymbols& globals);
+                                                  const ModuleSymbols& globals,
+                                                  const CallGraph& calls);
 
 }  // namespace tally::emu::exec

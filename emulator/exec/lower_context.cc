@@ -163,9 +163,28 @@ absl::Status LowerContext::PopFrame() {
   return absl::OkStatus();
 }
 
+std::optional<uint64_t> LowerContext::FrameOffset(const ptx::Operand& operand) const {
+  if (operand.kind != ptx::Operand::Kind::kName || !frames_.front().out_of_line ||
+      FindRegister(operand.name)) {
+    return std::nullopt;
+  }
+  auto local = FindVariable(operand.name);
+  if (!local || local->space != Space::kLocal) return std::nullopt;
+  return local->offset;
+}
+
 absl::StatusOr<uint64_t> LowerContext::SymbolValue(const std::string& name) {
-  if (auto local = FindVariable(name)) return local->offset;
+  if (auto local = FindVariable(name)) {
+    if (local->space == Space::kLocal && frames_.front().out_of_line) {
+      return CudaError(CUDA_ERROR_NOT_SUPPORTED,
+                       "the address of `" + name + "` in a .func's frame used outside mov/[]");
+    }
+    return local->offset;
+  }
   if (auto it = globals_.find(name); it != globals_.end()) return it->second.address;
+  if (auto it = calls_.index.find(name); it != calls_.index.end()) {
+    return FunctionAddress(it->second);
+  }
   return InvalidPtx("unknown name `" + name + "`");
 }
 
@@ -187,6 +206,10 @@ absl::StatusOr<uint64_t> LowerContext::Evaluate(const ptx::Expr& expr) {
       const std::string& name = expr.children[0].text;
       auto local = FindVariable(name);
       if (!local) return SymbolValue(name);
+      if (local->space == Space::kLocal && frames_.front().out_of_line) {
+        // A .func's local offsets are relative to its frame; the generic address is not.
+        return CudaError(CUDA_ERROR_NOT_SUPPORTED, "generic(" + name + ") inside a .func");
+      }
       uint64_t window = local->space == Space::kShared  ? kSharedWindow
                         : local->space == Space::kLocal ? kLocalWindow
                                                         : kParamWindow;
@@ -289,6 +312,10 @@ absl::StatusOr<LowerContext::Address> LowerContext::AddressOf(const ptx::Operand
   if (base.kind == ptx::Operand::Kind::kImmediate) {
     TALLY_ASSIGN_OR_RETURN(uint64_t value, Evaluate(*base.expr));
     return Address{Constant(value), 0, std::nullopt};
+  }
+  if (auto offset = FrameOffset(base)) {
+    return Address{static_cast<uint32_t>(SpecialSlot::kFrameBase),
+                   static_cast<int64_t>(*offset) + base.offset, Space::kLocal};
   }
   TALLY_ASSIGN_OR_RETURN(uint32_t slot, Source(base, Type::kU64));
   std::optional<Space> symbol_space;

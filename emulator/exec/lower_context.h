@@ -1,16 +1,19 @@
 // Name resolution while lowering one kernel: register scopes, labels, variables and the
-// constant pool, per frame. The kernel body is the first frame; every inlined `.func` call
-// gets its own frame, so callee registers, labels and locals never clash with the caller's.
+// constant pool, per frame. The kernel body is the first frame, as is the body of each
+// out-of-line `.func` lowered after it; every inlined `.func` call gets its own frame, so callee
+// registers, labels and locals never clash with the caller's.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
+#include "emulator/exec/call_graph.h"
 #include "emulator/exec/lower.h"
 #include "emulator/exec/program.h"
 #include "ptx_transform/ir.h"
@@ -27,8 +30,8 @@ struct LocalSymbol {
 
 class LowerContext {
  public:
-  LowerContext(Function& function, const ModuleSymbols& globals)
-      : function_(function), globals_(globals) {}
+  LowerContext(Function& function, const ModuleSymbols& globals, const CallGraph& calls)
+      : function_(function), globals_(globals), calls_(calls) {}
 
   // Slot holding `operand`'s value: a register, an immediate (converted to `type` when it is a
   // float literal) or a symbol's address. Special registers resolve to their per-lane slots.
@@ -41,6 +44,10 @@ class LowerContext {
     std::optional<Space> symbol_space;  // when the base is a function-scope variable
   };
   absl::StatusOr<Address> AddressOf(const ptx::Operand& operand);
+  // The frame offset of the local variable `operand` names when it lives in an out-of-line
+  // function's frame: its address is then the lane's frame base plus that offset, computed at
+  // run time. nullopt for registers, other names, and the kernel's own variables.
+  std::optional<uint64_t> FrameOffset(const ptx::Operand& operand) const;
   // The instruction being decoded (the next one appended) branches to `label`; resolved when
   // the frame ends, since labels may follow their uses.
   void BranchTo(const std::string& label);
@@ -54,7 +61,15 @@ class LowerContext {
   }
   // The instruction being decoded returns from the current inlined call.
   void ReturnFromCall() { frames_.back().returns.push_back(next_index()); }
-  bool in_call() const { return frames_.size() > 1; }
+  // Inside a .func (inlined or out of line) rather than the kernel's own code.
+  bool in_call() const { return frames_.size() > 1 || frames_.front().out_of_line.has_value(); }
+  // The out-of-line function (its index in CallGraph::out_of_line) that a `ret` here leaves;
+  // nullopt in the kernel's code and inside inlined calls.
+  std::optional<uint32_t> ReturnsFrom() const {
+    return frames_.size() == 1 ? frames_.front().out_of_line : std::nullopt;
+  }
+  // The current (first) frame is the body of out-of-line function `index`.
+  void SetOutOfLine(uint32_t index) { frames_.back().out_of_line = index; }
   uint32_t Constant(uint64_t value);
 
   // Frames and declarations.
@@ -78,7 +93,9 @@ class LowerContext {
   std::optional<LocalSymbol> FindVariable(const std::string& name) const;
   // Per-thread local memory for a variable of `bytes` bytes.
   uint64_t AllocateLocal(uint64_t bytes, uint64_t alignment);
-  uint64_t local_bytes() const { return local_bytes_; }
+  // Local bytes allocated so far for the code being lowered (the kernel with its inlined calls,
+  // or one out-of-line function's frame), reset for the next.
+  uint64_t TakeLocalBytes() { return std::exchange(local_bytes_, 0); }
 
   Function& function() { return function_; }
   // The value of a constant expression (an immediate operand).
@@ -99,6 +116,7 @@ class LowerContext {
     absl::flat_hash_map<std::string, std::vector<std::string>> target_lists;
     std::vector<std::pair<uint32_t, std::string>> indexed_branches;  // instruction, list
     std::vector<uint32_t> returns;                                   // instructions
+    std::optional<uint32_t> out_of_line;
   };
   uint32_t next_index() const { return static_cast<uint32_t>(function_.code.size()); }
   absl::StatusOr<uint64_t> SymbolValue(const std::string& name);
@@ -107,6 +125,7 @@ class LowerContext {
 
   Function& function_;
   const ModuleSymbols& globals_;
+  const CallGraph& calls_;
   std::vector<Frame> frames_;
   absl::flat_hash_map<uint64_t, uint32_t> constant_slots_;
   absl::flat_hash_set<uint32_t> predicate_slots_;

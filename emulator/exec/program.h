@@ -171,7 +171,39 @@ struct Inst {
   uint32_t line = 0;           // PTX source line, for fault reports
 };
 
-// A kernel ready to run (the .funcs it calls are inlined into its code).
+// A `.func` lowered once, after the kernel's code, and entered with a real call (kCall) because
+// it is recursive or its address is taken; the other .funcs are inlined at each call. Its
+// frame lives on the calling lane's stack in local memory (exec/call_ops.cc):
+//   [call record: 16 bytes][saved registers: recursive functions only][frame: frame_bytes]
+// and its variables (formals, .local variables, call arguments) are at offsets in the frame.
+struct Callee {
+  std::string name;
+  uint32_t entry = kNoEntry;  // first instruction; kNoEntry when the kernel cannot reach it
+  uint32_t frame_bytes = 0;   // 16-byte multiple
+  // What a call charges against the stack size limit: its call record and .local variables.
+  // Formals and call arguments are not charged: a GPU passes them in registers.
+  uint32_t stack_charge = 0;
+  // Register slots a recursive function saves on entry and restores on return: every slot its
+  // code (inlined callees included) uses, since an outer activation may still need them.
+  uint32_t saved_begin = 0, saved_end = 0;
+  std::vector<std::pair<uint32_t, uint32_t>> returns, params;  // (frame offset, size) of formals
+  static constexpr uint32_t kNoEntry = 0xffffffff;
+};
+
+// One kCall instruction: its callee and the caller's `.param` variables (frame offsets and sizes)
+// that are copied to the callee's formals on entry, and from its return formals on return.
+struct CallSite {
+  uint32_t callee = kIndirect;  // index in `callees`, or kIndirect (the address is in a register)
+  uint32_t return_pc = 0;
+  uint32_t caller_frame_bytes = 0;  // the callee's call record starts after the caller's frame
+  std::vector<std::pair<uint32_t, uint32_t>> returns, arguments;
+  static constexpr uint32_t kIndirect = 0xffffffff;
+};
+
+// Bytes of a call record (call site index, callee index, caller's frame base) on the stack.
+inline constexpr uint32_t kCallRecordBytes = 16;
+
+// A kernel ready to run: its code, then the code of the out-of-line .funcs it may call.
 struct Function {
   std::string name;
   std::vector<Inst> code;
@@ -188,6 +220,10 @@ struct Function {
   bool uses_heap = false;                                   // calls malloc or free
   // brx.idx target lists (.branchtargets), as instruction indices.
   std::vector<std::vector<uint32_t>> branch_tables;
+  // The module's out-of-line .funcs, indexed as their addresses are (FunctionAddress), and
+  // this kernel's real call sites. Both empty for a kernel without real calls.
+  std::vector<Callee> callees;
+  std::vector<CallSite> call_sites;
 };
 
 // Special registers materialised per lane at warp start (PTX ISA, "Special Registers").
@@ -222,6 +258,9 @@ enum class SpecialSlot : uint32_t {
   kEnvReg1,
   kEnvReg2,
   kCarry,  // the condition-code carry flag CC.CF of extended-precision arithmetic
+  // Where the running out-of-line function's frame starts in the lane's local memory (0 in the
+  // kernel's own code): its variables' addresses are this plus their offsets in the frame.
+  kFrameBase,
   kCount,
 };
 
@@ -231,6 +270,11 @@ inline constexpr uint64_t kSharedWindow = 0x100000000000ull;
 inline constexpr uint64_t kLocalWindow = 0x110000000000ull;
 inline constexpr uint64_t kParamWindow = 0x120000000000ull;
 inline constexpr uint64_t kWindowSize = 0x10000000000ull;
+// Function addresses (`mov.u64 %rd, f;`, function symbols in initializers): out-of-line function
+// i of a module is at kFunctionWindow + i * kFunctionAlign, outside every data window.
+inline constexpr uint64_t kFunctionWindow = 0x130000000000ull;
+inline constexpr uint64_t kFunctionAlign = 16;
+inline uint64_t FunctionAddress(uint32_t index) { return kFunctionWindow + index * kFunctionAlign; }
 static_assert(kLocalWindow == kSharedWindow + kWindowSize &&
                   kParamWindow == kLocalWindow + kWindowSize,
               "the windows are contiguous: one range check tells a generic address's space");

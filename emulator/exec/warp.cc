@@ -596,6 +596,14 @@ WarpStatus Block::RunWarp(Warp& warp, uint32_t budget) {
           Schedule(warp);
           continue;
         }
+        case Op::kCall:
+          if (!ExecuteCall(in, warp, mask, pc)) return WarpStatus::kFault;
+          Schedule(warp);
+          continue;
+        case Op::kRet:
+          if (!ExecuteReturn(in, warp, mask, pc)) return WarpStatus::kFault;
+          Schedule(warp);
+          continue;
         case Op::kExit:
           warp.live &= ~mask;
           warp.active &= ~mask;

@@ -57,10 +57,17 @@ absl::StatusOr<std::string> PtxOf(const void* image, uint32_t arch) {
   return entry->payload;
 }
 
+// What names in initializers resolve to: module variables and out-of-line functions.
+struct InitializerNames {
+  const exec::ModuleSymbols& variables;
+  const exec::CallGraph& functions;
+};
+
 // The value of an integer or address constant expression in an initializer: literals, the
-// addresses of module variables (`sym`, `generic(sym)`) and arithmetic on them.
+// addresses of module variables (`sym`, `generic(sym)`) and functions (device function-pointer
+// tables, vtables) and arithmetic on them.
 absl::StatusOr<uint64_t> EvaluateInitializer(const ptx::Expr& expr,
-                                             const exec::ModuleSymbols& symbols) {
+                                             const InitializerNames& symbols) {
   using Kind = ptx::Expr::Kind;
   switch (expr.kind) {
     case Kind::kInt:
@@ -72,9 +79,13 @@ absl::StatusOr<uint64_t> EvaluateInitializer(const ptx::Expr& expr,
         if (expr.text != "generic" || expr.children.size() != 1) break;
         symbol = &expr.children[0];
       }
-      auto it = symbols.find(symbol->text);
-      if (symbol->kind != Kind::kSymbol || it == symbols.end()) break;
-      return it->second.address;
+      if (symbol->kind != Kind::kSymbol) break;
+      if (auto it = symbols.variables.find(symbol->text); it != symbols.variables.end()) {
+        return it->second.address;
+      }
+      auto function = symbols.functions.index.find(symbol->text);
+      if (function == symbols.functions.index.end() || expr.kind == Kind::kCall) break;
+      return exec::FunctionAddress(function->second);
     }
     case Kind::kUnary: {
       TALLY_ASSIGN_OR_RETURN(uint64_t value, EvaluateInitializer(expr.children.at(0), symbols));
@@ -104,7 +115,7 @@ absl::StatusOr<uint64_t> EvaluateInitializer(const ptx::Expr& expr,
 
 // Writes a variable initializer's scalars (PTX ISA, "Variable Initializers") into `out`.
 absl::Status WriteInitializer(const ptx::Expr& expr, const std::string& type,
-                              const exec::ModuleSymbols& symbols, std::vector<uint8_t>& out) {
+                              const InitializerNames& symbols, std::vector<uint8_t>& out) {
   using Kind = ptx::Expr::Kind;
   if (expr.kind == Kind::kList) {
     for (const ptx::Expr& element : expr.children) {
@@ -140,7 +151,7 @@ std::atomic<uint64_t> g_next_module_owner{1ull << 63};
 Module::Module(DeviceMemory& memory, uint64_t context_id)
     : memory_(memory), context_id_(context_id), owner_(g_next_module_owner++) {}
 
-absl::Status Module::PlaceGlobals(const ptx::Module& module) {
+absl::Status Module::PlaceGlobals(const ptx::Module& module, const exec::CallGraph& calls) {
   std::vector<const ptx::VarDecl*> placed;
   for (const ptx::TopLevel& item : module.items) {
     const auto* var = std::get_if<ptx::VarDecl>(&item.value);
@@ -163,7 +174,8 @@ absl::Status Module::PlaceGlobals(const ptx::Module& module) {
   for (const ptx::VarDecl* var : placed) {
     if (!var->initializer) continue;
     std::vector<uint8_t> bytes;
-    if (absl::Status written = WriteInitializer(*var->initializer, var->type, globals_, bytes);
+    if (absl::Status written =
+            WriteInitializer(*var->initializer, var->type, {globals_, calls}, bytes);
         !written.ok()) {
       return CudaError(CUDA_ERROR_NOT_SUPPORTED,
                        "variable " + var->name + ": " + std::string(written.message()));
@@ -202,8 +214,11 @@ absl::StatusOr<std::shared_ptr<Module>> Module::Load(const void* image, DeviceMe
   }
   std::shared_ptr<Module> module(new Module(memory, context_id));
   module->ptx_version_ = parsed.version_major * 10 + parsed.version_minor;
-  if (absl::Status placed = module->PlaceGlobals(parsed); !placed.ok()) return refuse(placed);
-  auto functions = exec::LowerModule(parsed, module->globals_);
+  const exec::CallGraph calls = exec::AnalyzeCalls(parsed);
+  if (absl::Status placed = module->PlaceGlobals(parsed, calls); !placed.ok()) {
+    return refuse(placed);
+  }
+  auto functions = exec::LowerModule(parsed, module->globals_, calls);
   if (!functions.ok()) return refuse(functions.status());
   module->functions_ = std::move(*functions);
   return module;

@@ -11,6 +11,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "emulator/exec/call_graph.h"
 #include "emulator/exec/lower.h"
 #include "emulator/exec/program.h"
 #include "emulator/internal/device_memory.h"
@@ -50,7 +51,7 @@ class Module {
 
  private:
   Module(DeviceMemory& memory, uint64_t context_id);
-  absl::Status PlaceGlobals(const ptx::Module& module);
+  absl::Status PlaceGlobals(const ptx::Module& module, const exec::CallGraph& calls);
 
   DeviceMemory& memory_;
   const uint64_t context_id_;

@@ -218,10 +218,6 @@ TEST_CASE("unsupported or malformed PTX fails the load with a reason") {
   CUmodule module_for_newer_gpu = nullptr;
   CHECK(Emu().cuModuleLoadData(&module_for_newer_gpu, newer.c_str()) == CUDA_ERROR_INVALID_PTX);
 
-  std::string recursive = ReadKernelFile("recursive.ptx");
-  CUmodule unsupported = nullptr;
-  CHECK(Emu().cuModuleLoadData(&unsupported, recursive.c_str()) == CUDA_ERROR_NOT_SUPPORTED);
-
   std::string ptx =
       ".version 8.0\n.target sm_80\n.address_size 64\n"
       ".visible .entry k() {\n .reg .b32 %r<3>;\n"

@@ -8,6 +8,43 @@ using u32 = uint32_t;
 
 int Fibonacci(int n) { return n < 2 ? n : Fibonacci(n - 1) + Fibonacci(n - 2); }
 
+int TreeWalk(const std::vector<int>& values, int node, int count, int* path, int depth) {
+  int own[8];
+  for (int i = 0; i < 8; ++i) own[i] = values[node] * (i + 1);
+  path[depth] = values[node];
+  int sum = 0;
+  for (int d = 0; d <= depth; ++d) sum += path[d];
+  int left = 2 * node + 1, right = 2 * node + 2;
+  if (left < count) sum += TreeWalk(values, left, count, path, depth + 1);
+  if (right < count) sum += TreeWalk(values, right, count, path, depth + 1);
+  return sum + own[(node + depth) & 7];
+}
+
+u32 Odd(int n, u32 acc);
+u32 Even(int n, u32 acc) { return n == 0 ? acc : Odd(n - 1, acc * 3 + 1); }
+u32 Odd(int n, u32 acc) { return n == 0 ? 0u - acc : Even(n - 1, acc ^ (u32(n) << 2)); }
+
+// virtual_calls: Area() and Scaled(k) of the shape the lane picks.
+std::pair<int, int> Shape(int v) {
+  int k = v & 3;
+  switch ((v >> 6) & 3) {
+    case 0:
+      return {0, 0};
+    case 1: {
+      int a = v & 31;
+      return {a * a, k * a * a};
+    }
+    case 2: {
+      int area = (v & 7) * ((v >> 3) & 7);
+      return {area, area + k};
+    }
+    default: {
+      int area = ((v >> 2) & 15) * 5 / 2;
+      return {area, area + k};
+    }
+  }
+}
+
 std::vector<Case> Cases() {
   return {
       {.kernel = "warp_match",
@@ -72,6 +109,71 @@ std::vector<Case> Cases() {
              for (int v : in.Get<int>(0)) {
                int r[3] = {2 * v, v * v, -v};
                out.push_back(r[unsigned(v) % 3]);
+             }
+             e.Equal(1, out);
+           },
+       .slice_refusal = "indirect call",
+       .ptb_refusal = "indirect call"},
+      {.kernel = "tree_walk",
+       .covers = "recursion to per-lane depths, per-activation local arrays, pointers into an "
+                 "outer frame",
+       .grid = {2},
+       .block = {64},
+       .args =
+           [] {
+             return std::vector<Arg>{In(Random<int>(63, -100, 100, 199)), Value<int>(63),
+                                     Out<int>(128)};
+           },
+       .reference =
+           [](const Values& in, Expect& e) {
+             auto values = in.Get<int>(0);
+             int count = in.Scalar<int>(1);
+             std::vector<int> out;
+             for (int i = 0; i < 128; ++i) {
+               int path[16];
+               out.push_back(TreeWalk(values, i % count, count, path, 0));
+             }
+             e.Equal(2, out);
+           }},
+      {.kernel = "mutual_recursion",
+       .covers = "mutual recursion with per-lane depths",
+       .grid = {2},
+       .block = {64},
+       .args = [] { return std::vector<Arg>{In(Random<int>(128, 0, 1 << 20, 200)), Out<u32>(128)}; },
+       .reference =
+           [](const Values& in, Expect& e) {
+             std::vector<u32> out;
+             for (int v : in.Get<int>(0)) out.push_back((v & 1) ? Odd(v % 41, v) : Even(v % 37, v));
+             e.Equal(1, out);
+           }},
+      {.kernel = "pointer_table",
+       .covers = "a device function-pointer table in a .global initializer, indexed per lane",
+       .grid = {2},
+       .block = {64},
+       .args = [] { return std::vector<Arg>{In(Random<int>(128, 0, 40000, 201)), Out<int>(128)}; },
+       .reference =
+           [](const Values& in, Expect& e) {
+             auto v = in.Get<int>(0);
+             std::vector<int> out;
+             for (int i = 0; i < 128; ++i) {
+               int r[4] = {v[i] + i, v[i] - i, v[i] * i, v[i] ^ i};
+               out.push_back(r[(v[i] >> 4) & 3]);
+             }
+             e.Equal(1, out);
+           },
+       .slice_refusal = "indirect call",
+       .ptb_refusal = "indirect call"},
+      {.kernel = "virtual_calls",
+       .covers = "virtual functions of a class hierarchy (vtables naming methods), divergent",
+       .grid = {2},
+       .block = {64},
+       .args = [] { return std::vector<Arg>{In(Random<int>(128, 0, 40000, 202)), Out<int>(256)}; },
+       .reference =
+           [](const Values& in, Expect& e) {
+             std::vector<int> out;
+             for (int v : in.Get<int>(0)) {
+               auto [area, scaled] = Shape(v);
+               out.insert(out.end(), {area, scaled});
              }
              e.Equal(1, out);
            },
