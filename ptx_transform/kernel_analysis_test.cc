@@ -221,6 +221,22 @@ $remainder:
   CHECK(last_block.preemptible());
 }
 
+TEST_CASE("a compare-and-swap update loop waits for nobody") {
+  // atomicAdd on doubles before sm_60, atomicMax on floats: retry with the value just read
+  // until no other thread changed it in between; some thread always succeeds.
+  KernelAnalysis update = Analyze(LoopKernel(R"(
+  ld.global.u32 %r5, [%rd1];
+$retry:
+  mov.u32 %r4, %r5;
+  add.s32 %r6, %r4, 7;
+  atom.global.cas.b32 %r5, [%rd1], %r4, %r6;
+  setp.ne.s32 %p1, %r4, %r5;
+  @%p1 bra $retry;
+)"));
+  CHECK(update.sliceable());
+  CHECK(update.preemptible());
+}
+
 TEST_CASE("a loop whose exit depends on a polled value is a spin-wait") {
   const std::vector<std::pair<const char*, std::string>> spins = {
       {"exit by a forward branch (break)", R"(
@@ -275,6 +291,21 @@ $wait:
   ld.shared.u32 %r6, [s];
   bar.sync 0;
   setp.eq.u32 %p1, %r6, 0;
+  @%p1 bra $wait;
+)"},
+      {"grid barrier from atomics: count arrivals until all blocks are in", R"(
+  atom.global.add.u32 %r5, [%rd1], 1;
+  mov.u32 %r4, %nctaid.x;
+$wait:
+  atom.global.add.u32 %r1, [%rd1], 0;
+  setp.lt.u32 %p1, %r1, %r4;
+  @%p1 bra $wait;
+)"},
+      {"compare-and-swap used as a read (expected and new values the same)", R"(
+  mov.u32 %r6, 1;
+$wait:
+  atom.global.cas.b32 %r1, [%rd1], %r6, %r6;
+  setp.ne.u32 %p1, %r1, %r6;
   @%p1 bra $wait;
 )"},
       {"the value steers a branch inside the loop", R"(

@@ -35,6 +35,19 @@ bool IsPollingLoad(const Instruction& inst) {
   return false;
 }
 
+// Atomics read memory other blocks write, too: `while (atomicAdd(&arrived, 0) < n)` is a grid
+// barrier. The one exemption is the compare-and-swap update idiom (`assumed = old; old =
+// atomicCAS(p, assumed, f(assumed))` until they match): its expected value is a register and
+// differs from the value swapped in, and it retries only while other threads make progress. A
+// CAS whose expected and new values are the same operand only reads, and is polling.
+bool IsPollingAtomic(const Instruction& inst) {
+  if (inst.opcode != "atom" || inst.HasModifier("shared")) return false;
+  if (!inst.HasModifier("cas") || inst.operands.size() != 4) return true;
+  const Operand& expected = inst.operands[2];
+  const Operand& swapped_in = inst.operands[3];
+  return expected.kind != Operand::Kind::kName || expected == swapped_in;
+}
+
 // Instructions that decide where control goes (or whether the thread goes on at all).
 bool IsControl(const Instruction& inst) {
   for (std::string_view op : {"bra", "brx", "ret", "exit", "trap", "call"}) {
@@ -87,7 +100,7 @@ class LoopTaint {
   // Adds what `inst` propagates; true when it is a control instruction that depends on taint.
   bool Step(const Instruction& inst) {
     const size_t first_source = WritesFirstOperand(inst) ? 1 : 0;
-    bool tainted = IsPollingLoad(inst) || (memory_ && ReadsMemory(inst)) ||
+    bool tainted = IsPollingLoad(inst) || IsPollingAtomic(inst) || (memory_ && ReadsMemory(inst)) ||
                    (!inst.guard.empty() && tainted_.contains(inst.guard));
     for (size_t i = first_source; i < inst.operands.size() && !tainted; ++i) {
       ForEachName(inst.operands[i], [&](std::string_view name) {
@@ -152,7 +165,7 @@ std::string FindSpinWait(const std::vector<Statement>& body) {
       const auto* inst = std::get_if<Instruction>(&flat[j]->value);
       if (inst == nullptr) continue;
       if (inst->opcode == "nanosleep") return "sleeps in a loop";
-      polls = polls || IsPollingLoad(*inst);
+      polls = polls || IsPollingLoad(*inst) || IsPollingAtomic(*inst);
       loop.push_back(inst);
     }
     if (polls && WaitsOnPolledValue(loop)) return "polls memory in a loop";
