@@ -161,7 +161,8 @@ TEST_CASE("conformance kernels compute the same in every transformed form") {
   INFO(form_runs << " form runs, " << refused << " forms refused, " << interrupted_runs << " of "
                  << preempted_runs << " preemptible runs really interrupted");
   CHECK(form_runs > 2 * 70 * 10);
-  // Preemption really happened: many runs needed more than one launch.
+  // Preemption really happened: many runs needed more than one launch (a quarter of the
+  // launches start with the flag raised, so this does not depend on timing).
   CHECK(interrupted_runs * 10 > preempted_runs);
 }
 

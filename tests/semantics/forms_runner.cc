@@ -113,16 +113,18 @@ CUresult RunPreemptible(const TransformedModule& module, const std::string& kern
   int count = 0;
   do {
     REQUIRE(count < 10000);
-    state.set_preempt(false);
+    // One launch in four finds the flag already raised: its workers stop before taking a task,
+    // so runs are interrupted however fast the machine is. The others get the flag after a
+    // random busy wait (sleeping has a timer slack of tens of microseconds, longer than small
+    // kernels run), at whatever point the workers then are.
+    const bool raised_before = preempt_rng != nullptr && (*preempt_rng)() % 4 == 0;
+    state.set_preempt(raised_before);
     CUresult result = LaunchPacked(f, Dim3{workers, 1, 1}, shape, *packed);
     if (result != CUDA_SUCCESS) return result;
     ++count;
-    if (preempt_rng != nullptr) {
-      // A busy wait: sleeping has a timer slack of tens of microseconds, longer than small
-      // kernels run. One launch in four raises the flag at once, usually before the workers
-      // took their first task.
-      uint32_t delay = (*preempt_rng)() % 4 == 0 ? 0 : (*preempt_rng)() % 200;
-      auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(delay);
+    if (preempt_rng != nullptr && !raised_before) {
+      auto deadline = std::chrono::steady_clock::now() +
+                      std::chrono::microseconds((*preempt_rng)() % 200);
       while (std::chrono::steady_clock::now() < deadline) {
       }
       state.set_preempt(true);
