@@ -137,6 +137,9 @@ class Block {
   void ExecuteHalf(const Inst& in, Warp& warp, uint32_t mask);
   // mul24/mad24, dp4a/dp2a and the SIMD video instructions (narrow_int_ops.cc).
   void ExecuteNarrowInt(const Inst& in, Warp& warp, uint32_t mask);
+  // wmma/mma/ldmatrix/stmatrix/movmatrix (matrix_ops.cc): `mask` must be the whole warp; false
+  // after a fault.
+  bool ExecuteMatrix(const Inst& in, Warp& warp, uint32_t mask, uint32_t pc);
   // shfl/vote/activemask for the lanes in `mask`.
   void ExecuteCollective(const Inst& in, Warp& warp, uint32_t mask);
 

@@ -356,6 +356,9 @@ absl::StatusOr<Inst> Decoder::Decode() {
     }
   } else if (op == "match") {
     status = Match();
+  } else if (op == "wmma" || op == "mma" || op == "ldmatrix" || op == "stmatrix" ||
+             op == "movmatrix") {
+    status = Matrix();
   } else if (op == "ret" && context_.ReturnsFrom()) {
     inst_.op = Op::kRet;
     inst_.target = *context_.ReturnsFrom();

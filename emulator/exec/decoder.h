@@ -121,6 +121,8 @@ class Mods {
 // mul24, mad24, dp4a, dp2a and the SIMD video opcodes (Decoder::NarrowInt).
 bool IsNarrowIntOpcode(std::string_view opcode);
 
+class MatrixDecoder;  // decode_matrix.cc
+
 class Decoder {
  public:
   Decoder(const ptx::Instruction& instruction, LowerContext& context)
@@ -131,6 +133,7 @@ class Decoder {
   absl::StatusOr<Inst> Decode();
 
  private:
+  friend class MatrixDecoder;
   absl::Status Fail(std::string_view why) const { return Unsupported(in_, why); }
   const ptx::Operand& Operand(size_t i) const { return in_.operands[i]; }
   absl::Status Arity(size_t n) const {
@@ -214,6 +217,7 @@ class Decoder {
   absl::Status Texture(Op op);
   absl::Status Match();
   absl::Status NarrowInt();
+  absl::Status Matrix();  // wmma, mma, ldmatrix, stmatrix, movmatrix (decode_matrix.cc)
 
   const ptx::Instruction& in_;
   Mods mods_;

@@ -153,6 +153,43 @@ inline constexpr uint8_t kFlagCarryOut = 128;  // .cc: write the carry
 
 inline constexpr uint32_t kNoSlot = 0xffffffff;
 
+// Element types of the warp-level matrix instructions (PTX ISA, "Warp Level Matrix Multiply-
+// Accumulate Instructions"): .tf32 is f32 data of which the multiply uses only the top 19 bits.
+enum class MatrixElement : uint8_t { kF16, kBF16, kTF32, kF32, kF64, kS8, kU8, kS32, kB16 };
+inline int MatrixElementBits(MatrixElement e) {
+  constexpr int kBits[] = {16, 16, 32, 32, 64, 8, 8, 32, 16};  // in MatrixElement's order
+  return kBits[static_cast<int>(e)];
+}
+inline bool IsIntegerElement(MatrixElement e) {
+  return e == MatrixElement::kS8 || e == MatrixElement::kU8 || e == MatrixElement::kS32;
+}
+// Elements below 32 bits share a 32-bit register, the first in the lowest bits.
+inline int MatrixElementsPerRegister(MatrixElement e) {
+  return MatrixElementBits(e) < 32 ? 32 / MatrixElementBits(e) : 1;
+}
+enum class MatrixKind : uint8_t { kWmmaLoad, kWmmaStore, kMma, kLdmatrix, kStmatrix, kMovmatrix };
+
+// One matrix operand spread over the 32 lanes of a warp: its registers (each lane's elements
+// packed from bit 0 of the first register up, several per register below 32 bits) and, per
+// (lane * elements_per_lane + element), the element's index row * cols + col in the operand.
+struct MatrixFragment {
+  MatrixElement element = MatrixElement::kF32;
+  uint16_t rows = 0, cols = 0;
+  uint16_t elements_per_lane = 0;
+  std::vector<uint32_t> slots;
+  std::vector<uint16_t> index;
+};
+
+// A decoded wmma/mma/ldmatrix/stmatrix/movmatrix (exec/decode_matrix.cc, exec/matrix_ops.cc).
+struct MatrixInst {
+  MatrixKind kind = MatrixKind::kMma;
+  // kMma: D, A, B, C. kWmmaLoad/kWmmaStore/kLdmatrix/kStmatrix: the register operand.
+  // kMovmatrix: D (transposed layout), A.
+  MatrixFragment fragments[4];
+  bool column_major = false;  // wmma.load/store: the matrix's layout in memory
+  bool satfinite = false;     // integer mma: clamp to the s32 range instead of wrapping
+};
+
 struct Inst {
   Op op = Op::kNop;
   Type type = Type::kNone;   // the operation's type
@@ -167,7 +204,7 @@ struct Inst {
   uint32_t src[4] = {kNoSlot, kNoSlot, kNoSlot, kNoSlot};
   uint32_t address = kNoSlot;  // base address slot of ld/st/atom
   int64_t offset = 0;          // added to it
-  uint32_t target = 0;         // branch target instruction
+  uint32_t target = 0;         // branch target instruction; kMatrix: index in matrix_insts
   uint32_t line = 0;           // PTX source line, for fault reports
 };
 
@@ -224,6 +261,8 @@ struct Function {
   // this kernel's real call sites. Both empty for a kernel without real calls.
   std::vector<Callee> callees;
   std::vector<CallSite> call_sites;
+  // The operands and layouts of the kernel's warp-level matrix instructions.
+  std::vector<MatrixInst> matrix_insts;
 };
 
 // Special registers materialised per lane at warp start (PTX ISA, "Special Registers").

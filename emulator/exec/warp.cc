@@ -532,6 +532,9 @@ WarpStatus Block::RunWarp(Warp& warp, uint32_t budget) {
         case Op::kMbarrier:
           if (!ExecuteAsync(in, warp, mask, pc)) return WarpStatus::kFault;
           break;
+        case Op::kMatrix:
+          if (!ExecuteMatrix(in, warp, mask, pc)) return WarpStatus::kFault;
+          break;
         case Op::kBuiltin:
           if (!ExecuteBuiltin(in, warp, mask, pc)) return WarpStatus::kFault;
           break;

@@ -211,6 +211,23 @@ TEST_CASE("unsupported or malformed PTX fails the load with a reason") {
                 " min.xorsign.abs.f32 %r1, %r2, %r2;\n ret;\n}\n") == CUDA_ERROR_NOT_SUPPORTED);
   CHECK(LoadPtx(".visible .entry k() {\n .reg .b32 %r<3>;\n"
                 " mov.u32 %r1, %r9;\n ret;\n}\n") == CUDA_ERROR_INVALID_PTX);
+  // Matrix forms the emulator does not implement: sparse, Volta's m8n8k4 .f16, sub-byte wmma,
+  // .satfinite on floating point, ldmatrix of other shapes.
+  for (const char* matrix :
+       {"mma.sp.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f1, %f2, %f3, %f4}, {%r1, %r2}, "
+        "{%r3, %r4}, {%f1, %f2, %f3, %f4}, %r1, 0x0;",
+        "mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f32 {%f1, %f2, %f3, %f4, %f5, %f6, %f7, %f8}, "
+        "{%r1, %r2}, {%r3, %r4}, {%f1, %f2, %f3, %f4, %f5, %f6, %f7, %f8};",
+        "wmma.load.a.sync.aligned.row.m8n8k32.s4 {%r1}, [%rd1];",
+        "wmma.mma.sync.aligned.row.col.m16n16k16.f32.f32.satfinite {%f1, %f2, %f3, %f4, %f5, %f6, "
+        "%f7, %f8}, {%r1, %r1, %r1, %r1, %r1, %r1, %r1, %r1}, {%r1, %r1, %r1, %r1, %r1, %r1, %r1, "
+        "%r1}, {%f1, %f2, %f3, %f4, %f5, %f6, %f7, %f8};",
+        "ldmatrix.sync.aligned.m16n16.x1.trans.shared.b8 {%r1, %r2}, [%rd1];"}) {
+    INFO(matrix);
+    std::string body = ".visible .entry k() {\n .reg .f32 %f<9>;\n .reg .b32 %r<5>;\n"
+                       " .reg .b64 %rd<2>;\n " + std::string(matrix) + "\n ret;\n}\n";
+    CHECK(LoadPtx(body.c_str()) == CUDA_ERROR_NOT_SUPPORTED);
+  }
   CHECK(LoadPtx(".visible .entry k() {\n bra NOWHERE;\n}\n") == CUDA_ERROR_INVALID_PTX);
   CHECK(LoadPtx(".visible .entry k( {\n") == CUDA_ERROR_INVALID_PTX);
   std::string newer =
