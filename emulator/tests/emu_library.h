@@ -24,6 +24,10 @@ const EmuApi& Emu();
 // cuInit + the retained primary context made current (what the CUDA runtime does).
 CUcontext InitPrimaryContext();
 
+// Copies `host` (rows of width_bytes, packed) into (`to_array`) or out of a whole array.
+CUresult CopyArray(CUarray array, void* host, size_t width_bytes, size_t height, size_t depth,
+                   bool to_array);
+
 }  // namespace tally::emu::testing
 
 #define EMU_OK(call) REQUIRE((call) == CUDA_SUCCESS)

@@ -26,31 +26,6 @@ CUarray MakeArray(size_t width, size_t height, size_t depth, CUarray_format form
   return array;
 }
 
-// Copies `host` (rows of width_bytes, packed) into or out of a whole array.
-CUresult CopyArray(CUarray array, void* host, size_t width_bytes, size_t height, size_t depth,
-                   bool to_array) {
-  CUDA_MEMCPY3D copy{};
-  if (to_array) {
-    copy.srcMemoryType = CU_MEMORYTYPE_HOST;
-    copy.srcHost = host;
-    copy.srcPitch = width_bytes;
-    copy.srcHeight = height;
-    copy.dstMemoryType = CU_MEMORYTYPE_ARRAY;
-    copy.dstArray = array;
-  } else {
-    copy.srcMemoryType = CU_MEMORYTYPE_ARRAY;
-    copy.srcArray = array;
-    copy.dstMemoryType = CU_MEMORYTYPE_HOST;
-    copy.dstHost = host;
-    copy.dstPitch = width_bytes;
-    copy.dstHeight = height;
-  }
-  copy.WidthInBytes = width_bytes;
-  copy.Height = height;
-  copy.Depth = depth;
-  return Emu().cuMemcpy3D_v2(&copy);
-}
-
 CUtexObject MakeTexture(const CUDA_RESOURCE_DESC& resource, CUaddress_mode mode,
                         CUfilter_mode filter, unsigned flags, float border = 0) {
   CUDA_TEXTURE_DESC desc{};

@@ -10,6 +10,7 @@
 
 namespace tally::emu::conformance {
 
+using emu::testing::CopyArray;
 using emu::testing::Emu;
 
 namespace {
@@ -18,29 +19,6 @@ static_assert(static_cast<int>(AddressMode::kWrap) == CU_TR_ADDRESS_MODE_WRAP &&
               static_cast<int>(AddressMode::kClamp) == CU_TR_ADDRESS_MODE_CLAMP &&
               static_cast<int>(AddressMode::kMirror) == CU_TR_ADDRESS_MODE_MIRROR &&
               static_cast<int>(AddressMode::kBorder) == CU_TR_ADDRESS_MODE_BORDER);
-
-// Copies an image's texels (rows of `width` floats) into its array from `from`, or (with `from`
-// null) out of it to `to`.
-void CopyImage(const Image& image, CUarray array, const void* from, void* to) {
-  CUDA_MEMCPY2D copy{};
-  const size_t row = size_t{image.width} * sizeof(float);
-  if (from != nullptr) {
-    copy.srcMemoryType = CU_MEMORYTYPE_HOST;
-    copy.srcHost = from;
-    copy.srcPitch = row;
-    copy.dstMemoryType = CU_MEMORYTYPE_ARRAY;
-    copy.dstArray = array;
-  } else {
-    copy.srcMemoryType = CU_MEMORYTYPE_ARRAY;
-    copy.srcArray = array;
-    copy.dstMemoryType = CU_MEMORYTYPE_HOST;
-    copy.dstHost = to;
-    copy.dstPitch = row;
-  }
-  copy.WidthInBytes = row;
-  copy.Height = image.height;
-  EMU_OK(Emu().cuMemcpy2D_v2(&copy));
-}
 
 }  // namespace
 
@@ -58,7 +36,10 @@ DeviceArgs::DeviceArgs(const std::vector<Arg>& args) : args_(args), slots_(args.
       array.NumChannels = 1;
       array.Flags = image.surface ? CUDA_ARRAY3D_SURFACE_LDST : 0;
       EMU_OK(Emu().cuArray3DCreate_v2(&slot.array, &array));
-      CopyImage(image, slot.array, arg.bytes.data(), nullptr);
+      // Copied into the array: only read.
+      void* texels = const_cast<uint8_t*>(arg.bytes.data());
+      EMU_OK(CopyArray(slot.array, texels, size_t{image.width} * sizeof(float), image.height, 1,
+                       /*to_array=*/true));
       CUDA_RESOURCE_DESC resource{};
       resource.resType = CU_RESOURCE_TYPE_ARRAY;
       resource.res.array.hArray = slot.array;
@@ -115,7 +96,9 @@ Outputs DeviceArgs::Collect(std::vector<std::string> printed) const {
   for (size_t i = 0; i < args_.size(); ++i) {
     bytes.push_back(args_[i].bytes);
     if (args_[i].image && args_[i].image->surface) {
-      CopyImage(*args_[i].image, slots_[i].array, nullptr, bytes.back().data());
+      const Image& image = *args_[i].image;
+      EMU_OK(CopyArray(slots_[i].array, bytes.back().data(), size_t{image.width} * sizeof(float),
+                       image.height, 1, /*to_array=*/false));
     } else if (args_[i].is_buffer && !bytes.back().empty()) {
       EMU_OK(Emu().cuMemcpyDtoH_v2(bytes.back().data(), slots_[i].buffer, bytes.back().size()));
     }
