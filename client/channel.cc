@@ -1,8 +1,11 @@
 // Connecting to the server (TALLY_SERVER, TALLY_PRIORITY) and waiting for responses.
 #include "client/channel.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <memory>
@@ -46,6 +49,8 @@ std::string CommandLine() {
 absl::StatusOr<Channel*> Channel::Get() {
   // Never destroyed: application threads may still call in while static destructors run.
   static const absl::StatusOr<Channel*>* const channel = new absl::StatusOr<Channel*>(Connect());
+  // Also before the bulk area or the host region, which a forked child shares with its parent.
+  TALLY_RETURN_IF_ERROR(CheckSameProcess());
   return *channel;
 }
 
@@ -55,6 +60,13 @@ absl::StatusOr<Channel*> Channel::Connect() {
   TALLY_ASSIGN_OR_RETURN(options.priority, PriorityFromEnvironment());
   options.schema_version = ipc::kCudaCallsSchemaVersion;
   options.command = CommandLine();
+  // Registered once, before the connection exists: a child forked from then on would inherit
+  // it. The handler runs in the child alone, before fork() returns there.
+  if (const int error = pthread_atfork(nullptr, nullptr,
+                                       [] { inherited_.store(true, std::memory_order_relaxed); });
+      error != 0) {
+    return absl::InternalError(absl::StrFormat("pthread_atfork: %s", std::strerror(error)));
+  }
   // Its message already names the socket and says how to start or select a server.
   TALLY_ASSIGN_OR_RETURN(ipc::ClientConnection connection, ipc::ClientConnection::Connect(options));
   std::unique_ptr<Channel> channel(new Channel(std::move(connection)));
@@ -72,8 +84,7 @@ absl::StatusOr<Channel*> Channel::Connect() {
   return channel.release();
 }
 
-absl::Status Channel::CheckSameProcess() const {
-  if (getpid() == pid_) return absl::OkStatus();
+absl::Status Channel::InheritedError() {
   return CudaError(cudaErrorInitializationError,
                    "CUDA used in a child after fork(): the parent's connection cannot be shared");
 }

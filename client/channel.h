@@ -1,6 +1,7 @@
 // The shim's one connection to tally-server, made on first use: typed sync calls and one-way
 // posts over the rings, plus the bulk area and the device snapshot. After fork() the child gets
-// errors instead of sharing the parent's rings.
+// errors instead of sharing the parent's rings (a pthread_atfork handler marks the inherited
+// channel: no getpid() system call per post).
 //
 // Many application threads may call at once. Posting is serialised by one mutex (the request
 // ring has one producer). Receiving is leader/follower: the thread whose call is answered
@@ -68,7 +69,13 @@ class Channel {
  private:
   explicit Channel(ipc::ClientConnection connection) : connection_(std::move(connection)) {}
   static absl::StatusOr<Channel*> Connect();
-  absl::Status CheckSameProcess() const;
+  // cudaErrorInitializationError in a child that inherited the channel through fork().
+  static absl::Status CheckSameProcess() {
+    if (!inherited_.load(std::memory_order_relaxed)) [[likely]]
+      return absl::OkStatus();
+    return InheritedError();
+  }
+  static absl::Status InheritedError();
   // Posts a request (one-way when `flags` has kFlagOneWay); returns its sequence number.
   template <typename Request>
   absl::StatusOr<uint64_t> Send(const Request& request, std::span<const std::byte> tail,
@@ -78,14 +85,16 @@ class Channel {
                        absl::FunctionRef<absl::Status(const ipc::ReceivedMessage&)> consume);
 
   static inline std::atomic<bool> connected_{false};
+  // Set in the child by the fork handler Connect() registers: the child shares the parent's
+  // rings and must not use them. A child that forks before the first connection connects anew.
+  static inline std::atomic<bool> inherited_{false};
   std::mutex post_mutex_;  // the request ring's single producer
   ipc::ClientConnection connection_;
   const ipc::WaitOptions wait_ = connection_.MakeWaitOptions(absl::InfiniteDuration());
   ipc::GetDeviceInfoResponse device_{};
   uintptr_t host_region_begin_ = 0;
   size_t host_region_size_ = 0;  // 0 when this process could not map the region
-  pid_t pid_ = getpid();
-  uint64_t next_sequence_ = 1;  // under post_mutex_
+  uint64_t next_sequence_ = 1;   // under post_mutex_
 
   // The callback thread's loop: runs what the callback ring asks, answers HostCallbackDone.
   void ServeHostCallbacks();
