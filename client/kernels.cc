@@ -84,10 +84,14 @@ absl::StatusOr<Kernel*> KernelRegistry::Resolve(const void* host_function) {
 }
 
 absl::Status KernelRegistry::Resolve(Kernel& kernel) {
+  // Every launch comes here: once resolved, one acquire load and no lock.
+  if (kernel.resolved.load(std::memory_order_acquire)) return absl::OkStatus();
   std::lock_guard lock(kernel.mutex);
-  if (kernel.function != 0) return absl::OkStatus();
+  if (kernel.resolved.load(std::memory_order_relaxed)) return absl::OkStatus();
   TALLY_RETURN_IF_ERROR(Upload(*kernel.fatbin));
-  return FetchFunction(kernel.fatbin->module, kernel);
+  TALLY_RETURN_IF_ERROR(FetchFunction(kernel.fatbin->module, kernel));
+  kernel.resolved.store(true, std::memory_order_release);
+  return absl::OkStatus();
 }
 
 absl::Status KernelRegistry::Upload(Fatbin& fatbin) {

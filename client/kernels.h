@@ -35,10 +35,13 @@ struct Kernel {
   uint64_t magic = kMagic;
   Fatbin* fatbin = nullptr;  // null for a driver API module's function
   std::string name;          // mangled
-  std::mutex mutex;
-  uint64_t function = 0;  // 0 until resolved
+  std::mutex mutex;          // held while a registered kernel is resolved
+  uint64_t function = 0;     // 0 until resolved
   uint32_t param_buffer_size = 0;
   std::vector<ipc::ParamSlot> params;
+  // A registered kernel's handle and layout above are written once, then this is released:
+  // launches check it without the lock (KernelRegistry::Resolve).
+  std::atomic<bool> resolved{false};
   std::atomic<bool> unloaded{false};  // its driver API module was unloaded
 };
 
