@@ -129,16 +129,20 @@ absl::Status RingConsumer::Fail(absl::Status status) {
 absl::StatusOr<std::optional<std::span<const std::byte>>> RingConsumer::TryPeek() {
   if (!broken_.ok()) return broken_;
   TALLY_CHECK(record_end_ == 0);  // one record at a time: Release() before the next Peek
-  const uint64_t head = control_->head.load(std::memory_order_acquire);
-  if (head < tail_ || head - tail_ > capacity_ || head % kAlign != 0) {
-    return Fail(absl::DataLossError(absl::StrFormat(
-        "IPC ring: producer position %d is inconsistent with consumer position %d (capacity %d)",
-        head, tail_, capacity_)));
+  if (cached_head_ == tail_) {
+    const uint64_t head = control_->head.load(std::memory_order_acquire);
+    if (head < tail_ || head - tail_ > capacity_ || head % kAlign != 0) {
+      return Fail(absl::DataLossError(absl::StrFormat(
+          "IPC ring: producer position %d is inconsistent with consumer position %d (capacity %d)",
+          head, tail_, capacity_)));
+    }
+    cached_head_ = head;
   }
-  while (head != tail_) {
+  // Records up to cached_head_ were published before the acquire load that read it.
+  while (cached_head_ != tail_) {
     const uint64_t index = tail_ & (capacity_ - 1);
     const uint64_t contiguous = capacity_ - index;
-    const uint64_t available = head - tail_;
+    const uint64_t available = cached_head_ - tail_;
     RecordHeader header;  // copied once: the producer may rewrite the shared bytes at any time
     std::memcpy(&header, data_ + index, sizeof(header));
     if (header.kind == static_cast<uint32_t>(RecordKind::kPadding)) {

@@ -1,8 +1,10 @@
 // Single-producer single-consumer ring of variable-size records in shared memory. The producer
 // and the consumer keep their own positions privately and only read the peer's position from
 // shared memory, validating it: a buggy or hostile peer can make reads fail, never go out of
-// bounds. Records are contiguous (a padding record fills the end when one would wrap), so the
-// consumer reads them in place.
+// bounds. Each side caches the peer's position and reads it again only when its cached view is
+// exhausted (the producer's full, the consumer's empty), so that a stream of records does not
+// move the peer's cache line back and forth once per record. Records are contiguous (a padding
+// record fills the end when one would wrap), so the consumer reads them in place.
 #pragma once
 
 #include <atomic>
@@ -126,8 +128,9 @@ class RingConsumer {
   RingControl* control_ = nullptr;
   const std::byte* data_ = nullptr;
   uint64_t capacity_ = 0;
-  uint64_t tail_ = 0;        // consumed position (padding included), published by Release
-  uint64_t record_end_ = 0;  // end of the peeked record, 0 when none
+  uint64_t tail_ = 0;         // consumed position (padding included), published by Release
+  uint64_t cached_head_ = 0;  // last validated producer position: read again only at tail_
+  uint64_t record_end_ = 0;   // end of the peeked record, 0 when none
   absl::Status broken_;
 };
 
