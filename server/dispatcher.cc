@@ -61,6 +61,20 @@ void Dispatcher::Enqueue(ClientQueue& queue, Command command) {
   work_.notify_one();
 }
 
+void Dispatcher::Enqueue(ClientQueue& queue, std::vector<Command>& commands) {
+  {
+    std::lock_guard lock(mutex_);
+    if (!queue.removed) {
+      for (Command& command : commands) {
+        queue.commands.emplace_back(next_arrival_++, std::move(command));
+      }
+      queue.enqueued += commands.size();
+    }
+  }
+  commands.clear();
+  work_.notify_one();
+}
+
 uint64_t Dispatcher::Ticket(ClientQueue& queue) {
   std::lock_guard lock(mutex_);
   return queue.enqueued;

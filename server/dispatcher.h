@@ -39,6 +39,9 @@ class Dispatcher {
   void RemoveClient(ClientQueue& queue);
 
   void Enqueue(ClientQueue& queue, Command command);
+  // Appends `commands` in their order under one lock and one wake-up (a session's one-way work,
+  // session.h) and leaves `commands` empty, its capacity kept for the next batch.
+  void Enqueue(ClientQueue& queue, std::vector<Command>& commands);
   // How many commands were ever enqueued for `queue`: WaitIssued(queue, Ticket(queue)) waits for
   // everything enqueued so far, and not for what other threads enqueue later.
   uint64_t Ticket(ClientQueue& queue);

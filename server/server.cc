@@ -42,10 +42,18 @@ class ResponseWriter {
 // wait for the device are answered by the session's waiter threads.
 absl::Status ServeRequests(Session& session, ipc::ServerConnection& connection,
                            const ipc::WaitOptions& wait, ResponseWriter& responses) {
+  ipc::RingConsumer& requests = connection.requests();
   while (true) {
-    TALLY_ASSIGN_OR_RETURN(std::span<const std::byte> record, connection.requests().Peek(wait));
+    TALLY_ASSIGN_OR_RETURN(std::optional<std::span<const std::byte>> next, requests.TryPeek());
+    if (!next) {
+      // Nothing more for now: the work gathered from one-way requests goes to the dispatcher in
+      // one hand-over before this thread waits.
+      session.HandOver();
+      TALLY_ASSIGN_OR_RETURN(next, requests.Peek(wait));
+    }
+    const std::span<const std::byte> record = *next;
     absl::StatusOr<Outcome> outcome = HandleCall(session, record);
-    TALLY_RETURN_IF_ERROR(connection.requests().Release());
+    TALLY_RETURN_IF_ERROR(requests.Release());
     if (!outcome.ok()) {
       return absl::InvalidArgumentError(
           absl::StrFormat("malformed message, session closed: %s", outcome.status().message()));
@@ -170,9 +178,8 @@ absl::Status Server::Run() {
     auto connection = std::make_shared<ipc::ServerConnection>(
         std::move(std::get<ipc::ServerConnection>(*accepted)));
     ClientThread& client = clients_.emplace_back();
-    client.thread = std::thread([this, &client, connection] {
-      Serve(std::move(*connection), client.done);
-    });
+    client.thread =
+        std::thread([this, &client, connection] { Serve(std::move(*connection), client.done); });
   }
   stopping_ = true;
   for (ClientThread& client : clients_) client.thread.join();
@@ -227,8 +234,8 @@ void Server::Serve(ipc::ServerConnection connection, std::atomic<bool>& done) {
         Session::Create(context_, client, connection.bulk(),
                         connection.host_region().value_or(std::span<std::byte>{}));
     if (session.ok()) (*session)->host_callbacks().Attach(&connection.callbacks(), wait);
-    status = session.ok() ? ServeRequests(**session, connection, wait, responses)
-                          : session.status();
+    status =
+        session.ok() ? ServeRequests(**session, connection, wait, responses) : session.status();
   }  // the session's destructor has freed what the client owned
   if (absl::IsUnavailable(status) || stopping_) {
     TALLY_LOG_DEBUG("client {} ended: {}", client.client_id, status.ToString());

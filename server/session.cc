@@ -43,6 +43,7 @@ Session::~Session() {
   // is discarded, waits on the device end when the work issued so far completes. Only then is
   // anything freed.
   host_callbacks_->Close();
+  batch_.clear();
   server_.dispatcher.RemoveClient(*queue_);
   waiters_.reset();
   const DriverApi& api = this->api();
@@ -90,6 +91,17 @@ OwnedResources Session::TakeOwned() {
   owned.allocations = allocations_.TakeAll();
   owned.host_blocks = host_blocks_.TakeAll();
   return owned;
+}
+
+void Session::Enqueue(Command command) {
+  // Enough to amortise the hand-over, few enough that the device starts early.
+  constexpr size_t kMaxBatch = 128;
+  batch_.push_back(std::move(command));
+  if (batch_.size() >= kMaxBatch) HandOver();
+}
+
+void Session::HandOver() {
+  if (!batch_.empty()) server_.dispatcher.Enqueue(*queue_, batch_);
 }
 
 absl::StatusOr<StreamRef> Session::MakeStream(bool blocking, int priority) {
@@ -225,7 +237,7 @@ ipc::ClientStatus Session::Status() {
   status.priority = client_.priority;
   status.memory_bytes = allocations_.total_bytes();
   status.allocations = allocations_.count();
-  status.queued_commands = queued();
+  status.queued_commands = server_.dispatcher.queued(*queue_);  // any thread: not the batch
   ipc::CopyText(client_.command, status.command, sizeof(status.command));
   return status;
 }

@@ -139,17 +139,25 @@ class Session {
   // A module variable of the client's, which copies may then target.
   void AddGlobal(uint64_t address, uint64_t size) { globals_.Insert(address, size); }
 
-  void Enqueue(Command command) { server_.dispatcher.Enqueue(*queue_, std::move(command)); }
+  // Queues stream-ordered work, on the session thread. Commands are gathered and handed to the
+  // dispatcher in batches (one lock and one wake-up for many launches): HandOver passes them on.
+  // The request loop hands over whenever the client's ring runs empty, Ticket does first, and a
+  // full batch goes at once, so the device never waits for a client that keeps posting.
+  void Enqueue(Command command);
+  void HandOver();
   // Names the point after everything the client has enqueued so far, for WaitIssued.
-  uint64_t Ticket() { return server_.dispatcher.Ticket(*queue_); }
+  uint64_t Ticket() {
+    HandOver();
+    return server_.dispatcher.Ticket(*queue_);
+  }
   // Waits until the work before `ticket` has been issued (any thread may wait).
   void WaitIssued(uint64_t ticket) { server_.dispatcher.WaitIssued(*queue_, ticket); }
   bool Issued(uint64_t ticket) { return server_.dispatcher.Issued(*queue_, ticket); }
   // Waits until the client's queued work has been issued; every call that reads or destroys
   // state that queued work may use does this first, which keeps the client's order.
   void Flush() { WaitIssued(Ticket()); }
-  // Commands enqueued but not yet issued.
-  size_t queued() { return server_.dispatcher.queued(*queue_); }
+  // Commands enqueued but not yet issued (on the session thread: the batch counts too).
+  size_t queued() { return batch_.size() + server_.dispatcher.queued(*queue_); }
   // The first failure of the client's asynchronous work since the last synchronising call,
   // as a ClientError; OK when none.
   absl::Status TakeDeferredError();
@@ -181,6 +189,7 @@ class Session {
   ipc::BulkArea bulk_;
   std::span<std::byte> host_region_;
   std::shared_ptr<Dispatcher::ClientQueue> queue_;
+  std::vector<Command> batch_;  // enqueued, not yet handed over
   uint8_t Tag() const { return static_cast<uint8_t>(client_.client_id); }
   absl::StatusOr<StreamRef> MakeStream(bool blocking, int priority);
   absl::StatusOr<StreamRef*> FindEntry(uint64_t handle);

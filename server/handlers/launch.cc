@@ -3,8 +3,7 @@
 // issues it in the form the scheduling policy picks (server/kernel_launcher.h).
 #include <cuda.h>
 
-#include <memory>
-#include <vector>
+#include <utility>
 
 #include "absl/strings/str_format.h"
 #include "common/status.h"
@@ -24,22 +23,24 @@ absl::Status Handle(Session& session, const ipc::Decoded<ipc::LaunchKernelReques
                         kernel->signature.name, kernel->signature.param_buffer_size));
   }
   // Copied out of the ring: the record is released before the launch is issued. The launch
-  // holds the module so that it outlives the launch even if the client goes away.
-  auto launch = std::make_shared<KernelLaunch>();
-  TALLY_ASSIGN_OR_RETURN(launch->stream, session.StreamForWork(r.stream));
-  launch->module = entry->module;
-  launch->kernel = kernel;
-  launch->params.assign(request.tail.begin(), request.tail.end());
-  launch->grid = {r.grid.x, r.grid.y, r.grid.z};
-  launch->block = {r.block.x, r.block.y, r.block.z};
-  launch->shared_bytes = r.shared_bytes;
-  launch->cooperative = (r.flags & ipc::kLaunchCooperative) != 0;
-  launch->client_id = session.client().client_id;
-  launch->priority = session.client().priority;
-  launch->stats = session.launch_stats();
-  launch->queue = session.queue();
-  KernelLauncher* launcher = &session.server().launcher;
-  session.Enqueue([launcher, launch] { return launcher->Launch(*launch); });
+  // holds the module so that it outlives the launch even if the client goes away. It lives in
+  // the command itself: one allocation per launch (two with arguments), not one per object.
+  KernelLaunch launch;
+  TALLY_ASSIGN_OR_RETURN(launch.stream, session.StreamForWork(r.stream));
+  launch.module = entry->module;
+  launch.kernel = kernel;
+  launch.params.assign(request.tail.begin(), request.tail.end());
+  launch.grid = {r.grid.x, r.grid.y, r.grid.z};
+  launch.block = {r.block.x, r.block.y, r.block.z};
+  launch.shared_bytes = r.shared_bytes;
+  launch.cooperative = (r.flags & ipc::kLaunchCooperative) != 0;
+  launch.client_id = session.client().client_id;
+  launch.priority = session.client().priority;
+  launch.stats = session.launch_stats();
+  launch.queue = session.queue();
+  session.Enqueue([launcher = &session.server().launcher, launch = std::move(launch)] {
+    return launcher->Launch(launch);
+  });
   return absl::OkStatus();
 }
 
