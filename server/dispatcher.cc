@@ -15,6 +15,9 @@ struct Dispatcher::ClientQueue {
   uint64_t enqueued = 0;  // commands ever enqueued
   uint64_t issued = 0;    // commands issued to the backend (they are issued in order)
   bool removed = false;   // RemoveClient ran: the rest will never be issued
+  // The smallest `issued` a WaitIssued waits for: the dispatch thread wakes waiters only then,
+  // not after every command of a long queue.
+  uint64_t wake_at = UINT64_MAX;
   CUresult deferred_error = CUDA_SUCCESS;
 };
 
@@ -82,7 +85,11 @@ uint64_t Dispatcher::Ticket(ClientQueue& queue) {
 
 void Dispatcher::WaitIssued(ClientQueue& queue, uint64_t ticket) {
   std::unique_lock lock(mutex_);
-  issued_.wait(lock, [&] { return queue.issued >= ticket || queue.removed; });
+  while (queue.issued < ticket && !queue.removed) {
+    // Several may wait: each woken one that is not done yet sets its ticket again.
+    queue.wake_at = std::min(queue.wake_at, ticket);
+    issued_.wait(lock);
+  }
 }
 
 bool Dispatcher::Issued(ClientQueue& queue, uint64_t ticket) {
@@ -136,7 +143,11 @@ void Dispatcher::Run(const std::function<void()>& thread_setup) {
     if (result != CUDA_SUCCESS && queue.deferred_error == CUDA_SUCCESS) {
       queue.deferred_error = result;
     }
-    issued_.notify_all();
+    // RemoveClient waits for the command in flight.
+    if (queue.issued >= queue.wake_at || queue.removed) {
+      queue.wake_at = UINT64_MAX;
+      issued_.notify_all();
+    }
   }
 }
 

@@ -69,7 +69,7 @@ class Dispatcher {
   std::unique_ptr<scheduler::Policy> policy_;
   std::mutex mutex_;
   std::condition_variable work_;    // dispatch thread: commands arrived or stopping
-  std::condition_variable issued_;  // sessions: a command was issued
+  std::condition_variable issued_;  // waiters: the command they wait for was issued
   std::vector<std::shared_ptr<ClientQueue>> queues_;
   uint64_t next_arrival_ = 0;
   bool stopping_ = false;
