@@ -26,6 +26,8 @@ inline uint64_t DevicePointer(const void* pointer) { return reinterpret_cast<uin
 // The primary context's handle (api/context.cc): the context of every allocation, since all of a
 // client's contexts share its one server session.
 CUcontext PrimaryContext();
+// The calling thread's current context (the primary context where it made none current).
+CUcontext CurrentContext();
 
 // The server serves one device: the application's device 0.
 inline absl::Status CheckDevice(int device) {

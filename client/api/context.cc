@@ -156,6 +156,7 @@ absl::Status GetDevice(CUdevice* device, CUcontext context) {
 namespace tally::client {
 
 CUcontext PrimaryContext() { return Contexts::Get().primary(); }
+CUcontext CurrentContext() { return Current(); }
 
 }  // namespace tally::client
 

@@ -16,6 +16,7 @@
 #include "client/entry.h"
 #include "client/handles.h"
 #include "client/host_blocks.h"
+#include "client/streams.h"
 #include "common/status.h"
 
 using tally::client::Channel;
@@ -27,6 +28,7 @@ using tally::client::DriverError;
 using tally::client::HostBlocks;
 using tally::client::Run;
 using tally::client::RunDriver;
+using tally::client::Streams;
 namespace ipc = tally::ipc;
 
 namespace {
@@ -67,6 +69,25 @@ absl::Status GetUuid(CUuuid* uuid, CUdevice device) {
   TALLY_RETURN_IF_ERROR(CheckOut(uuid));
   TALLY_ASSIGN_OR_RETURN(const ipc::GetDeviceInfoResponse* info, DeviceInfo(device));
   std::memcpy(uuid->bytes, info->uuid, sizeof(uuid->bytes));
+  return absl::OkStatus();
+}
+
+// Limits are the server context's as this client set them (server/handlers/device.cc);
+// cudaLimit and CUlimit share their values.
+absl::Status SetLimit(int limit, size_t value) {
+  TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
+  return channel
+      ->Call(ipc::DeviceSetLimitRequest{.limit = static_cast<uint32_t>(limit), .value = value})
+      .status();
+}
+
+absl::Status GetLimit(size_t* value, int limit) {
+  TALLY_RETURN_IF_ERROR(CheckOut(value));
+  TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
+  TALLY_ASSIGN_OR_RETURN(
+      auto answer,
+      channel->Call(ipc::DeviceGetLimitRequest{.limit = static_cast<uint32_t>(limit)}));
+  *value = answer.fields.value;
   return absl::OkStatus();
 }
 
@@ -181,39 +202,35 @@ cudaError_t cudaDeviceSynchronize() {
 
 // cudaDeviceReset (CUDA Runtime API): the server finishes the client's work and destroys its
 // streams, events, memory and page-locked blocks (server/handlers/device.cc); the shim then
-// forgets those ranges. Registered kernels and variables stay resolved, since their modules stay
-// loaded: as after CUDA's reset, they remain usable. As in CUDA, no other thread may be using
-// the device meanwhile.
+// forgets those ranges and streams. Registered kernels and variables stay resolved, since their
+// modules stay loaded: as after CUDA's reset, they remain usable. As in CUDA, no other thread may
+// be using the device meanwhile.
 cudaError_t cudaDeviceReset() {
   return Run(__func__, [&]() -> absl::Status {
     TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
     TALLY_RETURN_IF_ERROR(channel->Call(ipc::DeviceResetRequest{}).status());
     HostBlocks::Get().Reset();
     DeviceRanges::Get().RemoveAllocations();
+    Streams::Get().Clear();
     return absl::OkStatus();
   });
 }
 
-// Limits are the server context's as this client set them (server/handlers/device.cc).
 cudaError_t cudaDeviceSetLimit(cudaLimit limit, size_t value) {
-  return Run(__func__, [&]() -> absl::Status {
-    TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
-    return channel
-        ->Call(ipc::DeviceSetLimitRequest{.limit = static_cast<uint32_t>(limit), .value = value})
-        .status();
-  });
+  return Run(__func__, [&] { return SetLimit(limit, value); });
 }
 
 cudaError_t cudaDeviceGetLimit(size_t* value, cudaLimit limit) {
-  return Run(__func__, [&]() -> absl::Status {
-    TALLY_RETURN_IF_ERROR(CheckOut(value));
-    TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
-    TALLY_ASSIGN_OR_RETURN(
-        auto answer,
-        channel->Call(ipc::DeviceGetLimitRequest{.limit = static_cast<uint32_t>(limit)}));
-    *value = answer.fields.value;
-    return absl::OkStatus();
-  });
+  return Run(__func__, [&] { return GetLimit(value, limit); });
+}
+
+// The current context's limits: every context of the client shares the server's.
+CUresult cuCtxSetLimit(CUlimit limit, size_t value) {
+  return RunDriver(__func__, [&] { return SetLimit(limit, value); });
+}
+
+CUresult cuCtxGetLimit(size_t* value, CUlimit limit) {
+  return RunDriver(__func__, [&] { return GetLimit(value, limit); });
 }
 
 // Driver API (CUDA Driver API, "Device Management"): CUdevice 0 is the server's device.

@@ -1,8 +1,9 @@
 // Kernel launches: cudaLaunchKernel, what `<<<>>>` compiles to in CUDA 13
 // (crt/host_runtime.h's __cudaLaunch: __cudaPushCallConfiguration at the call site, then in the
-// stub __cudaGetKernel once, __cudaPopCallConfiguration and __cudaLaunchKernel), and the driver
-// API's cuLaunchKernel. Arguments are packed with the layout the server derived from the
-// kernel's PTX and posted one-way.
+// stub __cudaGetKernel once, __cudaPopCallConfiguration and __cudaLaunchKernel), cooperative
+// and attributed launches, and the driver API's forms of them (cuLaunchKernel,
+// cuLaunchCooperativeKernel, cuLaunchKernelEx). Arguments are packed with the layout the server
+// derived from the kernel's PTX and posted one-way.
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
@@ -84,10 +85,10 @@ absl::Status Launch(Kernel& kernel, dim3 grid, dim3 block, void** args, size_t s
 }
 
 // A cooperative launch needs every block resident at once: cudaErrorCooperativeLaunchTooLarge
-// when the grid exceeds what the device holds (CUDA Runtime API, cudaLaunchCooperativeKernel).
-absl::Status LaunchCooperative(Kernel& kernel, dim3 grid, dim3 block, void** args,
-                               size_t shared_bytes, cudaStream_t stream) {
-  TALLY_RETURN_IF_ERROR(KernelRegistry::Get().Resolve(kernel));
+// (= CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE) when the grid exceeds what the device holds (CUDA
+// Runtime API, cudaLaunchCooperativeKernel). `kernel` is resolved.
+absl::Status CheckCooperative(const Kernel& kernel, ipc::Dim3 grid, ipc::Dim3 block,
+                              size_t shared_bytes) {
   TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
   const auto& attributes = channel->device().attributes;
   using A = ipc::SnapshotAttribute;
@@ -110,22 +111,50 @@ absl::Status LaunchCooperative(Kernel& kernel, dim3 grid, dim3 block, void** arg
         cudaErrorCooperativeLaunchTooLarge,
         absl::StrFormat("%d blocks, but at most %d can be resident at once", blocks, resident));
   }
+  return absl::OkStatus();
+}
+
+absl::Status LaunchCooperative(Kernel& kernel, dim3 grid, dim3 block, void** args,
+                               size_t shared_bytes, cudaStream_t stream) {
+  TALLY_RETURN_IF_ERROR(KernelRegistry::Get().Resolve(kernel));
+  TALLY_RETURN_IF_ERROR(CheckCooperative(kernel, {grid.x, grid.y, grid.z},
+                                         {block.x, block.y, block.z}, shared_bytes));
   return Launch(kernel, grid, block, args, shared_bytes, stream, ipc::kLaunchCooperative);
 }
 
-// The launch attributes of cudaLaunchKernelExC: cooperative is honoured, performance hints are
-// ignored (they never change results), attributes whose semantics Tally does not provide are
-// cudaErrorNotSupported, and ids cuda_runtime_api.h does not know are cudaErrorInvalidValue.
-absl::StatusOr<uint32_t> LaunchFlags(const cudaLaunchConfig_t& config) {
-  if (config.numAttrs > 0 && config.attrs == nullptr) {
+// The runtime's and the driver's launch attributes are one enumeration (cudaLaunchAttributeID
+// and CUlaunchAttributeID, driver_types.h and cuda.h) with values of one layout.
+static_assert(int{cudaLaunchAttributeCooperative} == int{CU_LAUNCH_ATTRIBUTE_COOPERATIVE});
+static_assert(int{cudaLaunchAttributePriority} == int{CU_LAUNCH_ATTRIBUTE_PRIORITY});
+static_assert(int{cudaLaunchAttributeClusterDimension} ==
+              int{CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION});
+static_assert(int{cudaLaunchAttributePreferredSharedMemoryCarveout} ==
+              int{CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT});
+static_assert(int{cudaLaunchAttributeNvlinkUtilCentricScheduling} ==
+              int{CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING});
+const cudaLaunchAttributeValue& ValueOf(const cudaLaunchAttribute& attribute) {
+  return attribute.val;
+}
+const CUlaunchAttributeValue& ValueOf(const CUlaunchAttribute& attribute) {
+  return attribute.value;
+}
+
+// The launch attributes of cudaLaunchKernelExC and cuLaunchKernelEx: cooperative is honoured,
+// performance hints are ignored (they never change results), attributes whose semantics Tally
+// does not provide are cudaErrorNotSupported, and ids the headers do not know are
+// cudaErrorInvalidValue.
+template <typename Attribute>
+absl::StatusOr<uint32_t> LaunchFlags(const Attribute* attributes, unsigned count) {
+  if (count > 0 && attributes == nullptr) {
     return CudaError(cudaErrorInvalidValue, "numAttrs > 0 with null attrs");
   }
   uint32_t flags = 0;
-  for (unsigned i = 0; i < config.numAttrs; ++i) {
-    const cudaLaunchAttribute& attribute = config.attrs[i];
-    switch (attribute.id) {
+  for (unsigned i = 0; i < count; ++i) {
+    const auto& value = ValueOf(attributes[i]);
+    const int id = static_cast<int>(attributes[i].id);
+    switch (id) {
       case cudaLaunchAttributeCooperative:
-        if (attribute.val.cooperative != 0) flags |= ipc::kLaunchCooperative;
+        if (value.cooperative != 0) flags |= ipc::kLaunchCooperative;
         break;
       case cudaLaunchAttributeIgnore:
       case cudaLaunchAttributeAccessPolicyWindow:
@@ -136,8 +165,7 @@ absl::StatusOr<uint32_t> LaunchFlags(const cudaLaunchConfig_t& config) {
       case cudaLaunchAttributeNvlinkUtilCentricScheduling:
         break;
       case cudaLaunchAttributeClusterDimension:
-        if (attribute.val.clusterDim.x * attribute.val.clusterDim.y * attribute.val.clusterDim.z <=
-            1) {
+        if (value.clusterDim.x * value.clusterDim.y * value.clusterDim.z <= 1) {
           break;  // a cluster of one block is no cluster
         }
         [[fallthrough]];
@@ -149,11 +177,9 @@ absl::StatusOr<uint32_t> LaunchFlags(const cudaLaunchConfig_t& config) {
       case cudaLaunchAttributeLaunchCompletionEvent:
       case cudaLaunchAttributeDeviceUpdatableKernelNode:
         return CudaError(cudaErrorNotSupported,
-                         absl::StrFormat("launch attribute %d is not supported by Tally",
-                                         static_cast<int>(attribute.id)));
+                         absl::StrFormat("launch attribute %d is not supported by Tally", id));
       default:
-        return CudaError(cudaErrorInvalidValue, absl::StrFormat("unknown launch attribute %d",
-                                                                static_cast<int>(attribute.id)));
+        return CudaError(cudaErrorInvalidValue, absl::StrFormat("unknown launch attribute %d", id));
     }
   }
   return flags;
@@ -183,6 +209,20 @@ absl::StatusOr<std::span<const std::byte>> PackedParams(const Kernel& kernel, vo
                                        kernel.name, kernel.param_buffer_size));
   }
   return std::span(static_cast<const std::byte*>(buffer), kernel.param_buffer_size);
+}
+
+// A driver API launch: exactly one of kernelParams and extra gives the arguments (CUDA Driver
+// API, cuLaunchKernel).
+absl::Status PostDriver(const Kernel& kernel, ipc::Dim3 grid, ipc::Dim3 block, size_t shared_bytes,
+                        CUstream stream, void** kernel_params, void** extra, uint32_t flags = 0) {
+  if (extra == nullptr) {
+    return PostWithArgs(kernel, grid, block, shared_bytes, stream, kernel_params, flags);
+  }
+  if (kernel_params != nullptr) {
+    return DriverError(CUDA_ERROR_INVALID_VALUE, "both kernelParams and extra given");
+  }
+  TALLY_ASSIGN_OR_RETURN(std::span<const std::byte> params, PackedParams(kernel, extra));
+  return Post(kernel, grid, block, shared_bytes, stream, params, flags);
 }
 
 }  // namespace
@@ -254,7 +294,7 @@ cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* fu
                                 void** args) {
   return Run(__func__, [&]() -> absl::Status {
     if (config == nullptr) return CudaError(cudaErrorInvalidValue, "null launch configuration");
-    TALLY_ASSIGN_OR_RETURN(const uint32_t flags, LaunchFlags(*config));
+    TALLY_ASSIGN_OR_RETURN(const uint32_t flags, LaunchFlags(config->attrs, config->numAttrs));
     TALLY_ASSIGN_OR_RETURN(Kernel * kernel, KernelRegistry::Get().Resolve(function));
     if ((flags & ipc::kLaunchCooperative) != 0) {
       return LaunchCooperative(*kernel, config->gridDim, config->blockDim, args,
@@ -265,23 +305,44 @@ cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* fu
   });
 }
 
-// Exactly one of kernelParams and extra gives the arguments (CUDA Driver API, cuLaunchKernel).
 CUresult cuLaunchKernel(CUfunction function, unsigned int grid_x, unsigned int grid_y,
                         unsigned int grid_z, unsigned int block_x, unsigned int block_y,
                         unsigned int block_z, unsigned int shared_bytes, CUstream stream,
                         void** kernel_params, void** extra) {
   return RunDriver(__func__, [&]() -> absl::Status {
     TALLY_ASSIGN_OR_RETURN(const Kernel* kernel, DriverFunction(function));
+    return PostDriver(*kernel, {grid_x, grid_y, grid_z}, {block_x, block_y, block_z}, shared_bytes,
+                      stream, kernel_params, extra);
+  });
+}
+
+CUresult cuLaunchCooperativeKernel(CUfunction function, unsigned int grid_x, unsigned int grid_y,
+                                   unsigned int grid_z, unsigned int block_x, unsigned int block_y,
+                                   unsigned int block_z, unsigned int shared_bytes, CUstream stream,
+                                   void** kernel_params) {
+  return RunDriver(__func__, [&]() -> absl::Status {
+    TALLY_ASSIGN_OR_RETURN(const Kernel* kernel, DriverFunction(function));
     const ipc::Dim3 grid{grid_x, grid_y, grid_z};
     const ipc::Dim3 block{block_x, block_y, block_z};
-    if (extra == nullptr) {
-      return PostWithArgs(*kernel, grid, block, shared_bytes, stream, kernel_params);
+    TALLY_RETURN_IF_ERROR(CheckCooperative(*kernel, grid, block, shared_bytes));
+    return PostWithArgs(*kernel, grid, block, shared_bytes, stream, kernel_params,
+                        ipc::kLaunchCooperative);
+  });
+}
+
+CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction function, void** kernel_params,
+                          void** extra) {
+  return RunDriver(__func__, [&]() -> absl::Status {
+    if (config == nullptr) return DriverError(CUDA_ERROR_INVALID_VALUE, "null launch config");
+    TALLY_ASSIGN_OR_RETURN(const uint32_t flags, LaunchFlags(config->attrs, config->numAttrs));
+    TALLY_ASSIGN_OR_RETURN(const Kernel* kernel, DriverFunction(function));
+    const ipc::Dim3 grid{config->gridDimX, config->gridDimY, config->gridDimZ};
+    const ipc::Dim3 block{config->blockDimX, config->blockDimY, config->blockDimZ};
+    if ((flags & ipc::kLaunchCooperative) != 0) {
+      TALLY_RETURN_IF_ERROR(CheckCooperative(*kernel, grid, block, config->sharedMemBytes));
     }
-    if (kernel_params != nullptr) {
-      return DriverError(CUDA_ERROR_INVALID_VALUE, "both kernelParams and extra given");
-    }
-    TALLY_ASSIGN_OR_RETURN(std::span<const std::byte> params, PackedParams(*kernel, extra));
-    return Post(*kernel, grid, block, shared_bytes, stream, params);
+    return PostDriver(*kernel, grid, block, config->sharedMemBytes, config->hStream, kernel_params,
+                      extra, flags);
   });
 }
 

@@ -1,33 +1,66 @@
 // Streams, runtime and driver API: created and destroyed on the server, named by its handles
-// (CUstream and cudaStream_t are one type, and so are their flags' values).
+// (CUstream and cudaStream_t are one type, and so are their flags' values). What never changes
+// about a stream (flags, priority, context, id) is answered from the shim's record of it
+// (client/streams.h).
 //
 // __CUDA_API_VERSION_INTERNAL: cuda.h declares cuStreamDestroy and cuStreamDestroy_v2 apart.
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
+
 #include "client/channel.h"
 #include "client/entry.h"
 #include "client/handles.h"
+#include "client/streams.h"
 #include "common/status.h"
 
 using tally::client::Channel;
 using tally::client::CheckOut;
 using tally::client::CudaError;
+using tally::client::DriverError;
 using tally::client::Run;
 using tally::client::RunDriver;
 using tally::client::StreamHandle;
+using tally::client::StreamInfo;
+using tally::client::Streams;
 using tally::client::ToStream;
 namespace ipc = tally::ipc;
 
 namespace {
 
+// A priority outside the device's range is clamped to it (CUDA Driver API,
+// cuStreamCreateWithPriority); lower numbers are higher priorities.
 absl::Status CreateStream(cudaStream_t* stream, unsigned int flags, int priority) {
   TALLY_RETURN_IF_ERROR(CheckOut(stream));
+  if ((flags & ~unsigned{CU_STREAM_NON_BLOCKING}) != 0) {
+    return CudaError(cudaErrorInvalidValue, "unknown stream flags");
+  }
   TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
+  priority = std::clamp(priority, channel->device().stream_priority_greatest,
+                        channel->device().stream_priority_least);
   TALLY_ASSIGN_OR_RETURN(
       auto answer, channel->Call(ipc::StreamCreateRequest{.flags = flags, .priority = priority}));
   *stream = ToStream(answer.fields.stream);
+  Streams::Get().Add(
+      *stream,
+      StreamInfo{.flags = flags, .priority = priority, .context = tally::client::CurrentContext()});
+  return absl::OkStatus();
+}
+
+absl::Status DestroyStream(cudaStream_t stream) {
+  Streams::Get().Remove(stream);
+  TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
+  return channel->Call(ipc::StreamDestroyRequest{.stream = StreamHandle(stream)}).status();
+}
+
+// One field of a stream's record (cuStreamGetFlags, cuStreamGetPriority, ...).
+template <typename Out, typename Field>
+absl::Status QueryStream(cudaStream_t stream, Out* out, Field StreamInfo::*field) {
+  TALLY_RETURN_IF_ERROR(CheckOut(out));
+  TALLY_ASSIGN_OR_RETURN(const StreamInfo info, Streams::Get().Find(stream));
+  *out = info.*field;
   return absl::OkStatus();
 }
 
@@ -39,7 +72,7 @@ absl::Status GetPriorityRange(int* least, int* greatest) {
   return absl::OkStatus();
 }
 
-// A sync call on one stream: destroy, synchronize or query.
+// A sync call on one stream: synchronize or query.
 template <typename Request>
 absl::Status StreamCall(cudaStream_t stream) {
   TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
@@ -55,9 +88,11 @@ absl::Status WaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flag
 // Host functions run after the stream's preceding work and before its later work (CUDA Runtime
 // API, cudaLaunchHostFunc): the server keeps that order and calls back into the shim's callback
 // thread when the stream reaches the function (client/host_callbacks.cc). The call itself
-// returns at once; a bad stream surfaces at the next synchronising call.
+// returns at once, after checking the stream: a function that would never run must not be
+// reported later, at a synchronising call unrelated to it.
 absl::Status LaunchHostCallback(cudaStream_t stream, ipc::HostCallbackKind kind, void* function,
                                 void* data) {
+  TALLY_RETURN_IF_ERROR(Streams::Get().Find(stream).status());
   TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
   TALLY_RETURN_IF_ERROR(channel->EnableHostCallbacks());
   return channel->Post(ipc::LaunchHostFuncRequest{.kind = static_cast<uint32_t>(kind),
@@ -88,7 +123,19 @@ cudaError_t cudaDeviceGetStreamPriorityRange(int* least, int* greatest) {
 }
 
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
-  return Run(__func__, [&] { return StreamCall<ipc::StreamDestroyRequest>(stream); });
+  return Run(__func__, [&] { return DestroyStream(stream); });
+}
+
+cudaError_t cudaStreamGetFlags(cudaStream_t stream, unsigned int* flags) {
+  return Run(__func__, [&] { return QueryStream(stream, flags, &StreamInfo::flags); });
+}
+
+cudaError_t cudaStreamGetPriority(cudaStream_t stream, int* priority) {
+  return Run(__func__, [&] { return QueryStream(stream, priority, &StreamInfo::priority); });
+}
+
+cudaError_t cudaStreamGetId(cudaStream_t stream, unsigned long long* id) {
+  return Run(__func__, [&] { return QueryStream(stream, id, &StreamInfo::id); });
 }
 
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
@@ -135,7 +182,7 @@ CUresult cuStreamCreateWithPriority(CUstream* stream, unsigned int flags, int pr
 }
 
 CUresult cuStreamDestroy_v2(CUstream stream) {
-  return RunDriver(__func__, [&] { return StreamCall<ipc::StreamDestroyRequest>(stream); });
+  return RunDriver(__func__, [&] { return DestroyStream(stream); });
 }
 
 CUresult cuStreamDestroy(CUstream stream) { return cuStreamDestroy_v2(stream); }
@@ -150,6 +197,55 @@ CUresult cuStreamQuery(CUstream stream) {
 
 CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int flags) {
   return RunDriver(__func__, [&] { return WaitEvent(stream, event, flags); });
+}
+
+CUresult cuStreamGetFlags(CUstream stream, unsigned int* flags) {
+  return RunDriver(__func__, [&] { return QueryStream(stream, flags, &StreamInfo::flags); });
+}
+
+CUresult cuStreamGetPriority(CUstream stream, int* priority) {
+  return RunDriver(__func__, [&] { return QueryStream(stream, priority, &StreamInfo::priority); });
+}
+
+CUresult cuStreamGetId(CUstream stream, unsigned long long* id) {
+  return RunDriver(__func__, [&] { return QueryStream(stream, id, &StreamInfo::id); });
+}
+
+// The context current on the creating thread; for the special handles, the calling thread's.
+CUresult cuStreamGetCtx(CUstream stream, CUcontext* context) {
+  return RunDriver(__func__, [&] { return QueryStream(stream, context, &StreamInfo::context); });
+}
+
+// Tally makes no green contexts: *green is always NULL.
+CUresult cuStreamGetCtx_v2(CUstream stream, CUcontext* context, CUgreenCtx* green) {
+  return RunDriver(__func__, [&]() -> absl::Status {
+    TALLY_RETURN_IF_ERROR(CheckOut(green));
+    TALLY_RETURN_IF_ERROR(QueryStream(stream, context, &StreamInfo::context));
+    *green = nullptr;
+    return absl::OkStatus();
+  });
+}
+
+// As cudaLaunchHostFunc (CUDA Driver API, cuLaunchHostFunc).
+CUresult cuLaunchHostFunc(CUstream stream, CUhostFn function, void* data) {
+  return RunDriver(__func__, [&]() -> absl::Status {
+    if (function == nullptr) return DriverError(CUDA_ERROR_INVALID_VALUE, "null host function");
+    return LaunchHostCallback(stream, ipc::HostCallbackKind::kHostFunc,
+                              reinterpret_cast<void*>(function), data);
+  });
+}
+
+// As cudaStreamAddCallback: CUstreamCallback takes a CUresult where cudaStreamCallback_t takes
+// a cudaError_t, the same value for every code the two enums share (client/status.h).
+CUresult cuStreamAddCallback(CUstream stream, CUstreamCallback callback, void* data,
+                             unsigned int flags) {
+  return RunDriver(__func__, [&]() -> absl::Status {
+    if (callback == nullptr || flags != 0) {
+      return DriverError(CUDA_ERROR_INVALID_VALUE, "null callback or nonzero flags");
+    }
+    return LaunchHostCallback(stream, ipc::HostCallbackKind::kStreamCallback,
+                              reinterpret_cast<void*>(callback), data);
+  });
 }
 
 CUresult cuCtxGetStreamPriorityRange(int* least, int* greatest) {

@@ -6,7 +6,6 @@
 // with the documented errors for bad arguments. Also that cuGetProcAddress answers the exports
 // cuda.h maps each name to.
 #include <cuda.h>
-#include <dlfcn.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -17,6 +16,7 @@
 #include "add_one_ptx.h"
 #include "check.h"
 #include "check_cu.h"
+#include "driver_setup.h"
 
 namespace {
 
@@ -64,16 +64,7 @@ void TestEntryPoints() {
       {"cuPointerGetAttribute", 13000, "cuPointerGetAttribute"},
       {"cuPointerGetAttributes", 13000, "cuPointerGetAttributes"},
   };
-  for (const Expected& e : expected) {
-    void* function = nullptr;
-    CUdriverProcAddressQueryResult status;
-    CHECK_CU(cuGetProcAddress(e.name, &function, e.version, CU_GET_PROC_ADDRESS_DEFAULT, &status));
-    void* const exported = dlsym(RTLD_DEFAULT, e.symbol);
-    if (function == nullptr || function != exported) {
-      std::fprintf(stderr, "cuGetProcAddress(%s, %d) is not %s\n", e.name, e.version, e.symbol);
-      std::exit(1);
-    }
-  }
+  for (const Expected& e : expected) ExpectProcAddress(e.name, e.version, e.symbol);
 }
 
 void TestPinned() {
@@ -500,15 +491,9 @@ void TestAddressesAndAttributes() {
 int main() {
   void* none = nullptr;
   EXPECT(cuMemAllocHost(&none, 64) == CUDA_ERROR_NOT_INITIALIZED);  // before cuInit
-  CHECK_CU(cuInit(0));
-  CUdevice device;
-  CHECK_CU(cuDeviceGet(&device, 0));
-  CUcontext context;
-  CHECK_CU(cuDevicePrimaryCtxRetain(&context, device));
-  CHECK_CU(cuCtxSetCurrent(context));
+  const CUdevice device = UsePrimaryContext();
   CUmodule module;
-  CHECK_CU(cuModuleLoadData(&module, kAddOnePtx));
-  CHECK_CU(cuModuleGetFunction(&add_one, module, "add_one"));
+  add_one = LoadFunction(&module, kAddOnePtx, "add_one");
 
   TestEntryPoints();
   TestPinned();
