@@ -3,20 +3,14 @@
 #include "ptx_transform/parser.h"
 
 #include <catch2/catch.hpp>
-#include <fstream>
-#include <sstream>
 
 #include "ptx_transform/printer.h"
+#include "ptx_transform/test_util.h"
 
 namespace tally::ptx {
 namespace {
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  std::ostringstream buffer;
-  buffer << file.rdbuf();
-  return buffer.str();
-}
+using testing::ReadFile;
 
 // Wraps a kernel body in a minimal module.
 std::string Kernel(const std::string& body) {

@@ -2,8 +2,11 @@
 // program order, descending into nested `{ }` blocks.
 #pragma once
 
+#include <algorithm>
+#include <iterator>
 #include <map>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <variant>
 #include <vector>
@@ -48,6 +51,14 @@ inline size_t CallTargetIndex(const Instruction& call) {
 inline const Operand* CallTarget(const Instruction& call) {
   size_t i = CallTargetIndex(call);
   return i < call.operands.size() ? &call.operands[i] : nullptr;
+}
+
+// Functions without a body in the module whose behaviour is known (CUDA's device runtime for
+// printf, malloc/free and assert): calling them affects neither the grid, nor barriers, nor
+// other blocks.
+inline bool IsKnownExternalFunction(std::string_view name) {
+  constexpr std::string_view kKnown[] = {"vprintf", "malloc", "free", "__assertfail"};
+  return std::find(std::begin(kKnown), std::end(kKnown), name) != std::end(kKnown);
 }
 
 // Functions of a module by name (the definition when there is one), built once: looking them

@@ -101,11 +101,6 @@ constexpr std::pair<std::string_view, const char*> kForbiddenOpcodes[] = {
     {"setmaxnreg", "reallocates registers between warps (warp specialisation)"},
 };
 
-// Functions without a body in the module whose behaviour is known (CUDA's device runtime for
-// printf, malloc/free and assert): calling them affects neither the grid nor barriers.
-constexpr std::string_view kKnownExternalFunctions[] = {"vprintf", "malloc", "free",
-                                                        "__assertfail"};
-
 struct BodyFacts {
   std::set<std::string> special_registers;
   std::vector<BarrierUse> barriers;
@@ -148,7 +143,8 @@ std::optional<BarrierUse> AsBarrier(const Instruction& inst) {
 }
 
 // Facts about one body, not following calls.
-BodyFacts ScanBody(const passes::FunctionIndex& functions, const Function& f) {
+BodyFacts ScanBody(const passes::FunctionIndex& functions, passes::SpinWaitFinder& spin_waits,
+                   const Function& f) {
   BodyFacts facts;
   const std::string where = f.is_entry ? "" : fmt::format(" in called function {}", f.name);
   ForEachInstruction(f.body->statements, [&](const Instruction& inst) {
@@ -187,8 +183,7 @@ BodyFacts ScanBody(const passes::FunctionIndex& functions, const Function& f) {
         AddUnique(facts.both_blockers, "indirect call (unknown callee)" + where);
       } else if (callee->body) {
         AddUnique(facts.callees, callee->name);
-      } else if (std::find(std::begin(kKnownExternalFunctions), std::end(kKnownExternalFunctions),
-                           callee->name) == std::end(kKnownExternalFunctions)) {
+      } else if (!passes::IsKnownExternalFunction(callee->name)) {
         AddUnique(
             facts.both_blockers,
             fmt::format("calls external function {} (unknown behaviour){}", callee->name, where));
@@ -210,7 +205,7 @@ BodyFacts ScanBody(const passes::FunctionIndex& functions, const Function& f) {
 
   // Spin-waits need all blocks resident and in order (decoupled look-back, grid barriers
   // built from flags): another block may never run before this one finishes.
-  const std::string spin_wait = passes::FindSpinWait(f.body->statements);
+  const std::string spin_wait = spin_waits.Find(f);
   if (!spin_wait.empty()) {
     AddUnique(facts.both_blockers,
               spin_wait + " (may wait for other blocks: inter-block dependency)" + where);
@@ -239,7 +234,7 @@ class KernelAnalyzer::Impl {
       result.ptb_blockers.push_back("kernel has no body");
       return result;
     }
-    BodyFacts own = ScanBody(functions_, kernel);
+    BodyFacts own = ScanBody(functions_, spin_waits_, kernel);
     result.barriers = own.barriers;
     result.exits = own.exits;
     Merge(own, result, /*from_callee=*/"");
@@ -260,7 +255,7 @@ class KernelAnalyzer::Impl {
   void Visit(const std::string& name, KernelAnalysis& result, std::set<std::string>& visited) {
     if (!visited.insert(name).second) return;  // recursion and shared callees: once each
     auto [it, inserted] = cache_.try_emplace(name);
-    if (inserted) it->second = ScanBody(functions_, *functions_.Find(name));
+    if (inserted) it->second = ScanBody(functions_, spin_waits_, *functions_.Find(name));
     const BodyFacts& facts = it->second;
     Merge(facts, result, name);
     for (const auto& callee : facts.callees) Visit(callee, result, visited);
@@ -287,6 +282,7 @@ class KernelAnalyzer::Impl {
   }
 
   passes::FunctionIndex functions_;
+  passes::SpinWaitFinder spin_waits_{functions_};  // summaries of called functions, shared too
   std::set<std::string> dynamic_shared_;
   std::map<std::string, BodyFacts> cache_;  // facts of called functions, shared by kernels
 };
