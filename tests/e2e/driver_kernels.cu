@@ -292,9 +292,10 @@ void TestLaunches() {
   CHECK_CU(cuCtxSynchronize());
   ExpectRotated(b, kN, kThreads, 7);
 
-  // cuLaunchKernelEx: cooperative, with hints that change nothing, on a stream.
+  // cuLaunchKernelEx: cooperative, with hints that change nothing, on a stream (a blocking one:
+  // its launches wait for the memsets below, which are asynchronous on the default stream).
   CUstream stream;
-  CHECK_CU(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  CHECK_CU(cuStreamCreate(&stream, CU_STREAM_DEFAULT));
   CUlaunchAttribute attributes[4] = {};
   attributes[0].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
   attributes[0].value.cooperative = 1;

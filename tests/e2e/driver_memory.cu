@@ -382,8 +382,10 @@ void TestMemset2D() {
   fill(4 * kPitch + 2, 7, 2, &u16, 2);
   CHECK_CU(cuMemsetD2D32(device + 6 * kPitch + 40, kPitch, u32, 5, 3));
   fill(6 * kPitch + 40, 5, 3, &u32, 4);
+  // A blocking stream: its memsets wait for the ones above, which are asynchronous on the
+  // default stream (CUDA Driver API, "API synchronization behavior": memsets of device memory).
   CUstream stream;
-  CHECK_CU(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  CHECK_CU(cuStreamCreate(&stream, CU_STREAM_DEFAULT));
   const uint8_t a8 = 0x01;
   const uint16_t a16 = 0x7071;
   const uint32_t a32 = 0xdeadbeef;
