@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "common/log.h"
 #include "emulator/internal/entry.h"
@@ -80,6 +81,10 @@ absl::Status CheckShape(const Kernel& kernel, exec::Dim3 grid, exec::Dim3 block,
   if (dynamic_shared > limit) {
     return CudaError(CUDA_ERROR_INVALID_VALUE, "too much dynamic shared memory");
   }
+  // Shared addresses of other CTAs of a cluster carry the CTA above these bits (program.h).
+  if (uint64_t{kernel.function->static_shared_bytes} + dynamic_shared > exec::kClusterOffsetMask) {
+    return CudaError(CUDA_ERROR_INVALID_VALUE, "more shared memory than a block can have");
+  }
   return absl::OkStatus();
 }
 
@@ -116,7 +121,65 @@ struct LaunchRequest {
   void** kernel_params;
   void** extra;
   bool cooperative;
+  std::optional<exec::Dim3> cluster = std::nullopt;  // CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
 };
+
+constexpr uint32_t kPortableClusterSize = 8, kNonPortableClusterSize = 16;
+
+// The launch's cluster shape (CUDA C++ Programming Guide, "Thread Block Clusters"): the kernel's
+// compile-time .reqnctapercluster, or the launch attribute's, or implicit one-CTA clusters; it
+// must divide the grid and stay within the portable size of 8 CTAs (16 when the kernel allows
+// non-portable sizes) and the kernel's .maxclusterrank.
+absl::Status ResolveCluster(const Driver& driver, const Kernel& kernel,
+                            const LaunchRequest& request, exec::LaunchSetup& setup) {
+  const exec::Function& f = *kernel.function;
+  const exec::Dim3 required{f.required_cluster[0], f.required_cluster[1], f.required_cluster[2]};
+  const bool has_required = required.x != 0;
+  if (request.cluster) {
+    const exec::Dim3& given = *request.cluster;
+    if (given.Count() == 0) {
+      return CudaError(CUDA_ERROR_INVALID_CLUSTER_SIZE, "a cluster dimension is 0");
+    }
+    if (has_required &&
+        (given.x != required.x || given.y != required.y || given.z != required.z)) {
+      return CudaError(CUDA_ERROR_INVALID_CLUSTER_SIZE,
+                       fmt::format("cluster {}x{}x{} differs from the kernel's .reqnctapercluster "
+                                   "{}x{}x{}",
+                                   given.x, given.y, given.z, required.x, required.y, required.z));
+    }
+    setup.cluster = given;
+  } else if (has_required) {
+    setup.cluster = required;
+  } else if (f.explicit_cluster) {
+    return CudaError(CUDA_ERROR_INVALID_CLUSTER_SIZE,
+                     "the kernel is .explicitcluster: the launch needs cluster dimensions");
+  }
+  setup.explicit_cluster = request.cluster.has_value() || f.explicit_cluster;
+  const exec::Dim3& shape = setup.cluster;
+  if (setup.explicit_cluster && driver.config().cc_major < 9) {
+    // Without clusters, a 1x1x1 cluster attribute asks for what every launch is anyway.
+    if (shape.Count() > 1 || f.explicit_cluster) {
+      return CudaError(CUDA_ERROR_NOT_SUPPORTED,
+                       "thread-block clusters need compute capability 9.0");
+    }
+    setup.explicit_cluster = false;
+  }
+  if (request.grid.x % shape.x != 0 || request.grid.y % shape.y != 0 ||
+      request.grid.z % shape.z != 0) {
+    return CudaError(CUDA_ERROR_INVALID_CLUSTER_SIZE,
+                     fmt::format("cluster {}x{}x{} does not divide the grid {}x{}x{}", shape.x,
+                                 shape.y, shape.z, request.grid.x, request.grid.y, request.grid.z));
+  }
+  const uint64_t limit = kernel.non_portable_cluster ? kNonPortableClusterSize
+                                                     : kPortableClusterSize;
+  if (shape.Count() > limit || (f.max_cluster_rank != 0 && shape.Count() > f.max_cluster_rank)) {
+    return CudaError(CUDA_ERROR_INVALID_CLUSTER_SIZE,
+                     fmt::format("a cluster of {} CTAs exceeds the limit of {}", shape.Count(),
+                                 f.max_cluster_rank != 0 ? std::min<uint64_t>(limit, f.max_cluster_rank)
+                                                         : limit));
+  }
+  return absl::OkStatus();
+}
 
 absl::Status Launch(Driver& driver, const LaunchRequest& request) {
   TALLY_ASSIGN_OR_RETURN(std::shared_ptr<Kernel> kernel, driver.kernels().Lookup(request.function));
@@ -145,6 +208,7 @@ absl::Status Launch(Driver& driver, const LaunchRequest& request) {
   setup->dynamic_shared_bytes = request.dynamic_shared;
   setup->sm_count = static_cast<uint32_t>(driver.config().sm_count);
   setup->cooperative = request.cooperative;
+  TALLY_RETURN_IF_ERROR(ResolveCluster(driver, *kernel, request, *setup));
   setup->textures = &driver.textures();
   setup->stack_size = target.context->limit(CU_LIMIT_STACK_SIZE);
   if (request.cooperative) {
@@ -202,14 +266,15 @@ absl::Status ApplyAttributes(const CUlaunchConfig& config, LaunchRequest& reques
       case CU_LAUNCH_ATTRIBUTE_COOPERATIVE:
         request.cooperative = attribute.value.cooperative != 0;
         break;
-      case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION:
-      case CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION: {
+      case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION: {
         const auto& dim = attribute.value.clusterDim;
-        if (dim.x * dim.y * dim.z != 1) {
-          return CudaError(CUDA_ERROR_NOT_SUPPORTED, "thread block clusters are not emulated");
-        }
+        request.cluster = exec::Dim3{dim.x, dim.y, dim.z};
         break;
       }
+      // A best-effort grouping into larger clusters: the device may always launch the regular
+      // clusters instead (CUDA driver API, cuLaunchKernelEx), which the emulator does.
+      case CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION:
+        break;
       case CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE:
         return CudaError(CUDA_ERROR_INVALID_VALUE,
                          "device-updatable kernel nodes exist only in stream capture");

@@ -147,11 +147,23 @@ CUresult cuFuncGetAttribute(int* pi, CUfunction_attribute attrib, CUfunction hfu
       case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
         *pi = kernel->shared_carveout;
         break;
+      // Cluster properties: .reqnctapercluster (0 without), .explicitcluster.
+      case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH:
+      case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT:
+      case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH:
+        *pi = static_cast<int>(f.required_cluster[attrib - CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH]);
+        break;
+      case CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET:
+        *pi = f.explicit_cluster ? 1 : 0;
+        break;
+      case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED:
+        *pi = kernel->non_portable_cluster ? 1 : 0;
+        break;
       default:
         if (attrib < 0 || attrib >= CU_FUNC_ATTRIBUTE_MAX) {
           return CudaError(CUDA_ERROR_INVALID_VALUE, "unknown function attribute");
         }
-        *pi = 0;  // constant and cluster properties: none
+        *pi = 0;  // constant memory, the cluster scheduling policy (default): none
     }
     return absl::OkStatus();
   });
@@ -171,6 +183,10 @@ CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int v
       case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
         if (value < -1 || value > 100) return CudaError(CUDA_ERROR_INVALID_VALUE, "bad carveout");
         kernel->shared_carveout = value;
+        return absl::OkStatus();
+      case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED:
+        if (value != 0 && value != 1) return CudaError(CUDA_ERROR_INVALID_VALUE, "not 0 or 1");
+        kernel->non_portable_cluster = value == 1;
         return absl::OkStatus();
       default:
         return CudaError(CUDA_ERROR_INVALID_VALUE, "attribute is read-only or unknown");

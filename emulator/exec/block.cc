@@ -47,18 +47,34 @@ void Block::Reset(const LaunchSetup& setup, Dim3 ctaid, uint32_t sm) {
   if (cached_launch_ != setup.launch_id || sm_ != sm) PrepareLaunch(setup, sm);
   if (fault_code_ != CUDA_SUCCESS) return;  // RunRound reports it
   std::fill(shared_.begin(), shared_.end(), 0);
+  // The cluster: CTAs are grouped into clusters of setup.cluster's shape, ranked x first.
+  const Dim3& cluster = setup.cluster;
+  const Dim3 in_cluster{ctaid.x % cluster.x, ctaid.y % cluster.y, ctaid.z % cluster.z};
+  cluster_rank_ = in_cluster.x + cluster.x * (in_cluster.y + cluster.y * in_cluster.z);
+  cluster_size_ = static_cast<uint32_t>(cluster.Count());
+  cluster_peers_ = nullptr;
+  cluster_arrivals_ = cluster_waiting_ = 0;
   const bool calls = !function_->call_sites.empty();
   for (Warp& warp : warps_) {
     std::fill(std::begin(warp.pc), std::end(warp.pc), 0);
     warp.live = warp.initial_live;
-    warp.blocked = warp.active = 0;
-    // %ctaid is the only special register that differs between blocks of a launch.
+    warp.blocked = warp.active = warp.cluster_arrived = 0;
+    // %ctaid and the cluster position are the only special registers that differ between
+    // blocks of a launch.
     uint64_t* regs = warp.regs;
-    const uint32_t ctaid_slot = static_cast<uint32_t>(SpecialSlot::kCtaidX);
-    for (int lane = 0; lane < 32; ++lane) {
-      regs[ctaid_slot * 32 + lane] = ctaid.x;
-      regs[(ctaid_slot + 1) * 32 + lane] = ctaid.y;
-      regs[(ctaid_slot + 2) * 32 + lane] = ctaid.z;
+    auto set3 = [&](SpecialSlot first, uint32_t x, uint32_t y, uint32_t z) {
+      uint64_t* slot = regs + static_cast<uint32_t>(first) * 32;
+      std::fill_n(slot, 32, x);
+      std::fill_n(slot + 32, 32, y);
+      std::fill_n(slot + 64, 32, z);
+    };
+    set3(SpecialSlot::kCtaidX, ctaid.x, ctaid.y, ctaid.z);
+    if (function_->reads_cluster_position) {
+      set3(SpecialSlot::kClusterCtaidX, in_cluster.x, in_cluster.y, in_cluster.z);
+      set3(SpecialSlot::kClusterIdX, ctaid.x / cluster.x, ctaid.y / cluster.y,
+           ctaid.z / cluster.z);
+      std::fill_n(regs + static_cast<uint32_t>(SpecialSlot::kClusterCtarank) * 32, 32,
+                  cluster_rank_);
     }
     if (calls) {  // lanes of the previous block may have exited inside calls
       warp.in_call = 0;
@@ -126,6 +142,14 @@ void Block::PrepareLaunch(const LaunchSetup& setup, uint32_t sm) {
       set(SpecialSlot::kTotalSmemSize, lane, shared_.size());
       set(SpecialSlot::kEnvReg1, lane, setup.grid_workspace >> 32);
       set(SpecialSlot::kEnvReg2, lane, setup.grid_workspace & 0xffffffffu);
+      set(SpecialSlot::kClusterNctaidX, lane, setup.cluster.x);
+      set(SpecialSlot::kClusterNctaidY, lane, setup.cluster.y);
+      set(SpecialSlot::kClusterNctaidZ, lane, setup.cluster.z);
+      set(SpecialSlot::kNclusterIdX, lane, setup.grid.x / setup.cluster.x);
+      set(SpecialSlot::kNclusterIdY, lane, setup.grid.y / setup.cluster.y);
+      set(SpecialSlot::kNclusterIdZ, lane, setup.grid.z / setup.cluster.z);
+      set(SpecialSlot::kClusterNctarank, lane, setup.cluster.Count());
+      set(SpecialSlot::kIsExplicitCluster, lane, setup.explicit_cluster ? 1 : 0);
     }
     for (const auto& [slot, value] : function_->constants) {
       for (int lane = 0; lane < 32; ++lane) regs[slot * 32 + lane] = value;
@@ -184,6 +208,9 @@ absl::StatusOr<bool> Block::RunRound() {
   if (!any_live) return true;
   if (setup_->abort.load(std::memory_order_relaxed)) return true;
   if (!ReleaseBarriers() && !ran) {
+    // Lanes wait at barrier.cluster for other CTAs, which the cluster's runner runs and whose
+    // arrival it checks (and which may release the other waits here).
+    if (cluster_waiting_ != 0 && cluster_size_ > 1) return false;
     // Every live thread waits at a barrier that the remaining threads will never reach
     // (e.g. bar.sync in divergent code with a thread count that cannot be met).
     uint32_t waiting = 0;
@@ -242,6 +269,10 @@ bool Block::ReleaseBarriers() {
     reduction_votes_[b] = 0;
     released = true;
     ++barrier_releases_;
+  }
+  if (cluster_arrivals_ != 0 && cluster_size_ == 1) {
+    Block* self = this;
+    released |= ReleaseClusterBarrier(&self, 1);
   }
   return released;
 }
@@ -302,6 +333,8 @@ uint8_t* Block::Translate(Space space, uint64_t address, uint32_t size, const Wa
     case Space::kShared:
       if (address < shared_.size() && size <= shared_.size() - address) {
         host = shared_.data() + address;
+      } else if (address <= 0xffffffffu) {
+        host = TranslateClusterShared(static_cast<uint32_t>(address), size);
       }
       break;
     case Space::kLocal:

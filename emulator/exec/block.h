@@ -33,6 +33,8 @@ struct LaunchSetup {
   const DeviceMemory* memory = nullptr;
   Dim3 grid, block;
   uint32_t dynamic_shared_bytes = 0;
+  Dim3 cluster;                   // CTAs per cluster (1x1x1: every CTA is its own cluster)
+  bool explicit_cluster = false;  // %is_explicit_cluster: the launch or kernel set the shape
   std::vector<uint8_t> params;
   uint32_t sm_count = 1;
   bool cooperative = false;     // cuLaunchCooperativeKernel: all blocks are resident at once
@@ -83,6 +85,7 @@ struct Warp {
   uint32_t in_call = 0;
   uint32_t depth[32] = {};
   uint32_t stack_used[32] = {};
+  uint32_t cluster_arrived = 0;  // lanes that arrived in barrier.cluster's current phase
 };
 
 enum class WarpStatus { kYielded, kWaiting, kDone, kFault };
@@ -142,6 +145,18 @@ class Block {
   bool ExecuteMatrix(const Inst& in, Warp& warp, uint32_t mask, uint32_t pc);
   // shfl/vote/activemask for the lanes in `mask`.
   void ExecuteCollective(const Inst& in, Warp& warp, uint32_t mask);
+  // barrier.cluster, mapa and getctarank for the lanes in `mask` (cluster_ops.cc); false after
+  // a fault.
+  bool ExecuteCluster(const Inst& in, Warp& warp, uint32_t mask, uint32_t pc);
+
+  // Thread-block clusters of several CTAs: their runner (SmPool) runs all CTAs of a cluster on
+  // one host thread, hands each the blocks of its cluster by rank (after Reset) and, after
+  // every round, completes barrier.cluster's phase across them. A block of a one-CTA cluster
+  // does that itself.
+  void JoinCluster(Block* const* peers) { cluster_peers_ = peers; }
+  // Completes barrier.cluster's current phase once every live thread of the cluster's
+  // `count` blocks arrived, releasing the waiting lanes; true if it did.
+  static bool ReleaseClusterBarrier(Block* const* blocks, uint32_t count);
 
  private:
   void PrepareLaunch(const LaunchSetup& setup, uint32_t sm);
@@ -166,6 +181,8 @@ class Block {
     if (address < range.lo || address + size > range.hi) return nullptr;
     return reinterpret_cast<uint8_t*>(address);
   }
+  // Another CTA's shared memory through a .shared::cluster address (program.h), or nullptr.
+  uint8_t* TranslateClusterShared(uint32_t address, uint32_t size);
   std::string ThreadName(const Warp& warp, int lane) const;
   // Start of a lane's local memory: the kernel's variables, then its call stack.
   uint8_t* LaneLocal(const Warp& warp, int lane) {
@@ -193,6 +210,13 @@ class Block {
   uint64_t lane_local_bytes_ = 0;  // the kernel's local variables and the call stack
   uint64_t stack_limit_ = 0;
   std::vector<AccessRange> access_cache_;
+  // The cluster: this block's rank and the cluster's size, its blocks by rank (nullptr for a
+  // one-CTA cluster), lanes that arrived at barrier.cluster in its current phase and lanes
+  // blocked at barrier.cluster.wait (barrier_of_lane kClusterBarrier).
+  static constexpr uint8_t kClusterBarrier = 16;
+  uint32_t cluster_rank_ = 0, cluster_size_ = 1;
+  Block* const* cluster_peers_ = nullptr;
+  uint32_t cluster_arrivals_ = 0, cluster_waiting_ = 0;
   uint32_t arrived_[16] = {};
   uint32_t expected_[16] = {};  // 0: every thread of the block
   // bar.red state per barrier: its mode, threads that arrived through it, and their true votes.

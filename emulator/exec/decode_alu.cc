@@ -284,7 +284,9 @@ absl::StatusOr<Inst> Decoder::Decode() {
     status = Arithmetic(Op::kBfind, 1);
   } else if (op == "isspacep") {
     inst_.op = Op::kIsspacep;
-    inst_.space = mods_.TakeSpace();
+    // .shared::cluster: any CTA's shared memory; .shared(::cta): the executing CTA's.
+    if (mods_.Take("shared::cluster")) inst_.mod = 1;
+    inst_.space = inst_.mod == 1 ? Space::kShared : mods_.TakeSpace();
     inst_.type = Type::kU64;
     status = inst_.space == Space::kGeneric ? Fail("isspacep needs a state space") : Operands(1);
   } else if (op == "redux") {
@@ -354,6 +356,8 @@ absl::StatusOr<Inst> Decoder::Decode() {
       if (status.ok()) inst_.src[0] = *index;
       context_.IndexedBranchTo(Operand(1).name);
     }
+  } else if (op == "mapa" || op == "getctarank") {
+    status = Mapa(op == "getctarank");
   } else if (op == "match") {
     status = Match();
   } else if (op == "wmma" || op == "mma" || op == "ldmatrix" || op == "stmatrix" ||

@@ -97,9 +97,8 @@ absl::Status Decoder::Mbarrier() {
   // .noComplete promises that the arrival does not complete the phase; arriving normally is
   // then the same thing.
   mods_.Take("noComplete");
-  // Clusters are 1x1x1: the cluster's shared memory and scope are the CTA's.
-  mods_.Take("cluster");
-  inst_.space = mods_.Take("shared::cluster") ? Space::kShared : mods_.TakeSpace();
+  // An mbarrier of another CTA of the cluster is addressed by a .shared::cluster address.
+  inst_.space = mods_.TakeSpace();
   if (inst_.space != Space::kShared && inst_.space != Space::kGeneric) {
     return Fail("mbarrier objects live in shared memory");
   }

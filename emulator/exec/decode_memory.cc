@@ -143,6 +143,7 @@ absl::Status Decoder::Match() {
 
 // bar{.cta}.sync / barrier{.cta}.sync{.aligned} a{, b}; bar.arrive a, b; bar.warp.sync mask.
 absl::Status Decoder::Barrier() {
+  if (mods_.Take("cluster")) return ClusterBarrier();
   mods_.Take("cta");
   if (mods_.Take("warp")) {
     // With min-PC scheduling the named lanes are already converged at this point.

@@ -44,16 +44,19 @@ inline constexpr std::pair<std::string_view, Rounding> kRoundings[] = {
 inline constexpr std::pair<std::string_view, Space> kSpaces[] = {
     {"global", Space::kGlobal}, {"shared", Space::kShared}, {"shared::cta", Space::kShared},
     {"local", Space::kLocal},   {"param", Space::kParam},   {"const", Space::kConst},
+    // Shared addresses of other CTAs of the cluster are told apart by their value (program.h).
+    {"shared::cluster", Space::kShared},
 };
 
 // Modifiers that change nothing in a sequentially consistent emulator: cache operators and
 // eviction hints, memory-ordering semantics and scopes (every access is already visible
-// in order), `.uni`, `.sync`/`.aligned` on warp operations that run converged anyway.
+// in order; the CTAs of a cluster run on one host thread), `.uni`, `.sync`/`.aligned` on warp
+// operations that run converged anyway.
 inline bool IsHarmless(std::string_view m) {
   constexpr std::string_view kHarmless[] = {
-      "uni",     "sync", "aligned", "nc",  "volatile", "relaxed", "acquire", "release",
-      "acq_rel", "sc",   "weak",    "cta", "gpu",      "sys",     "ca",      "cg",
-      "cs",      "lu",   "cv",      "wb",  "wt",       "mmio",    "noftz",
+      "uni", "sync", "aligned", "nc",  "volatile", "relaxed", "acquire", "release", "acq_rel",
+      "sc",  "weak", "cta",     "gpu", "sys",      "cluster", "ca",      "cg",      "cs",
+      "lu",  "cv",   "wb",      "wt",  "mmio",     "noftz",
   };
   for (std::string_view h : kHarmless)
     if (m == h) return true;
@@ -211,6 +214,8 @@ class Decoder {
   absl::Status Vote();
   absl::Status Barrier();
   absl::Status BarrierReduction();
+  absl::Status ClusterBarrier();    // decode_cluster.cc
+  absl::Status Mapa(bool rank_of);  // mapa, getctarank (decode_cluster.cc)
   absl::Status Redux();
   absl::Status CpAsync();
   absl::Status Mbarrier();

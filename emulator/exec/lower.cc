@@ -432,29 +432,60 @@ absl::Status FunctionLowering::LowerBuiltin(
   return absl::OkStatus();
 }
 
-// .maxntid / .reqntid limit the block size (PTX ISA, "Performance-Tuning Directives").
-uint32_t MaxThreads(const ptx::Function& function) {
-  for (const ptx::Directive& directive : function.performance_directives) {
-    if (directive.name != "maxntid" && directive.name != "reqntid") continue;
-    uint64_t product = 1;
-    const char* p = directive.args.c_str();
-    while (*p != '\0') {
-      if (*p >= '0' && *p <= '9') {
-        char* end = nullptr;
-        product *= std::strtoull(p, &end, 10);
-        p = end;
-      } else {
-        ++p;
-      }
+// The numbers of a directive's arguments (`.maxntid 256, 1, 1` -> 256 1 1).
+std::vector<uint64_t> DirectiveNumbers(const ptx::Directive& directive) {
+  std::vector<uint64_t> numbers;
+  const char* p = directive.args.c_str();
+  while (*p != '\0') {
+    if (*p >= '0' && *p <= '9') {
+      char* end = nullptr;
+      numbers.push_back(std::strtoull(p, &end, 10));
+      p = end;
+    } else {
+      ++p;
     }
-    return static_cast<uint32_t>(std::min<uint64_t>(product, 1024));
   }
-  return 1024;
+  return numbers;
+}
+
+// The performance-tuning and cluster dimension directives (PTX ISA, "Performance-Tuning
+// Directives", "Cluster Dimension Directives"): .maxntid / .reqntid limit the block size,
+// .reqnctapercluster fixes the cluster shape, .explicitcluster requires one at launch,
+// .maxclusterrank bounds its size.
+absl::Status ApplyDirectives(const ptx::Function& kernel, Function& function) {
+  for (const ptx::Directive& directive : kernel.performance_directives) {
+    const std::vector<uint64_t> numbers = DirectiveNumbers(directive);
+    if (directive.name == "maxntid" || directive.name == "reqntid") {
+      uint64_t product = 1;
+      for (uint64_t n : numbers) product *= n;
+      function.max_threads = static_cast<uint32_t>(std::min<uint64_t>(product, 1024));
+    } else if (directive.name == "reqnctapercluster") {
+      if (numbers.empty() || numbers.size() > 3) {
+        return CudaError(CUDA_ERROR_INVALID_PTX, ".reqnctapercluster needs 1 to 3 dimensions");
+      }
+      for (size_t i = 0; i < 3; ++i) {
+        uint64_t n = i < numbers.size() ? numbers[i] : 1;
+        if (n == 0 || n > kMaxClusterSize) {
+          return CudaError(CUDA_ERROR_INVALID_PTX, ".reqnctapercluster dimension out of range");
+        }
+        function.required_cluster[i] = static_cast<uint32_t>(n);
+      }
+      function.explicit_cluster = true;
+    } else if (directive.name == "explicitcluster") {
+      function.explicit_cluster = true;
+    } else if (directive.name == "maxclusterrank") {
+      if (numbers.size() != 1 || numbers[0] == 0) {
+        return CudaError(CUDA_ERROR_INVALID_PTX, ".maxclusterrank needs one positive number");
+      }
+      function.max_cluster_rank = static_cast<uint32_t>(std::min<uint64_t>(numbers[0], 1u << 16));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status FunctionLowering::Lower(const ptx::Function& kernel) {
   Function& function = context_.function();
-  function.max_threads = MaxThreads(kernel);
+  TALLY_RETURN_IF_ERROR(ApplyDirectives(kernel, function));
   function.num_slots = static_cast<uint32_t>(SpecialSlot::kCount);
   context_.PushFrame();
   context_.SetFrameFunction(kernel.name);

@@ -45,6 +45,21 @@ constexpr SpecialName kSpecials[] = {
     {"%total_smem_size", 0, SpecialSlot::kTotalSmemSize},
     {"%envreg1", 0, SpecialSlot::kEnvReg1},
     {"%envreg2", 0, SpecialSlot::kEnvReg2},
+    {"%cluster_ctaid", 'x', SpecialSlot::kClusterCtaidX},
+    {"%cluster_ctaid", 'y', SpecialSlot::kClusterCtaidY},
+    {"%cluster_ctaid", 'z', SpecialSlot::kClusterCtaidZ},
+    {"%clusterid", 'x', SpecialSlot::kClusterIdX},
+    {"%clusterid", 'y', SpecialSlot::kClusterIdY},
+    {"%clusterid", 'z', SpecialSlot::kClusterIdZ},
+    {"%cluster_ctarank", 0, SpecialSlot::kClusterCtarank},
+    {"%cluster_nctaid", 'x', SpecialSlot::kClusterNctaidX},
+    {"%cluster_nctaid", 'y', SpecialSlot::kClusterNctaidY},
+    {"%cluster_nctaid", 'z', SpecialSlot::kClusterNctaidZ},
+    {"%nclusterid", 'x', SpecialSlot::kNclusterIdX},
+    {"%nclusterid", 'y', SpecialSlot::kNclusterIdY},
+    {"%nclusterid", 'z', SpecialSlot::kNclusterIdZ},
+    {"%cluster_nctarank", 0, SpecialSlot::kClusterNctarank},
+    {"%is_explicit_cluster", 0, SpecialSlot::kIsExplicitCluster},
 };
 
 absl::Status InvalidPtx(std::string message) { return CudaError(CUDA_ERROR_INVALID_PTX, message); }
@@ -266,18 +281,18 @@ absl::StatusOr<uint32_t> LowerContext::Source(const ptx::Operand& operand, Type 
   }
   for (const SpecialName& special : kSpecials) {
     if (operand.name == special.name && operand.component == special.component) {
+      if (special.slot >= SpecialSlot::kClusterCtaidX && special.slot <= SpecialSlot::kClusterCtarank) {
+        function_.reads_cluster_position = true;
+      }
       return static_cast<uint32_t>(special.slot);
     }
   }
   if (!operand.name.empty() && operand.name[0] == '%' && !FindVariable(operand.name)) {
-    // Special registers of the PTX ISA that the emulator does not provide (clusters, perf
-    // monitors, environment registers other than the grid workspace's); any other %name is
-    // simply undeclared.
+    // Special registers of the PTX ISA that the emulator does not provide (perf monitors,
+    // environment registers other than the grid workspace's); any other %name is simply
+    // undeclared.
     constexpr std::string_view kUnsupported[] = {"%envreg",
                                                  "%pm",
-                                                 "%cluster",
-                                                 "%nclusterid",
-                                                 "%is_explicit_cluster",
                                                  "%aggr_smem_size",
                                                  "%reserved_smem",
                                                  "%current_graph_exec",

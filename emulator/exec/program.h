@@ -255,6 +255,15 @@ struct Function {
   std::vector<std::pair<uint32_t, uint32_t>> param_layout;  // (offset, size) per parameter
   uint32_t max_threads = 1024;                              // .maxntid / .reqntid product
   bool uses_heap = false;                                   // calls malloc or free
+  // Thread-block clusters (PTX ISA, "Cluster Dimension Directives"): .reqnctapercluster's
+  // dimensions (all 0 without it), .explicitcluster (or .reqnctapercluster: a launch must have
+  // cluster dimensions), .maxclusterrank (0: none).
+  uint32_t required_cluster[3] = {0, 0, 0};
+  bool explicit_cluster = false;
+  uint32_t max_cluster_rank = 0;
+  // Reads %clusterid, %cluster_ctaid or %cluster_ctarank: the per-block cluster position is
+  // written into the register file at each block start only for such kernels.
+  bool reads_cluster_position = false;
   // brx.idx target lists (.branchtargets), as instruction indices.
   std::vector<std::vector<uint32_t>> branch_tables;
   // The module's out-of-line .funcs, indexed as their addresses are (FunctionAddress), and
@@ -296,6 +305,23 @@ enum class SpecialSlot : uint32_t {
   // (cooperative_groups/details/driver_abi.h); 0 outside cooperative launches.
   kEnvReg1,
   kEnvReg2,
+  // Thread-block clusters (PTX ISA, "Special Registers"): the CTA's position in its cluster and
+  // the cluster's in the grid (per block), the shapes and %is_explicit_cluster (per launch).
+  kClusterCtaidX,
+  kClusterCtaidY,
+  kClusterCtaidZ,
+  kClusterIdX,
+  kClusterIdY,
+  kClusterIdZ,
+  kClusterCtarank,
+  kClusterNctaidX,
+  kClusterNctaidY,
+  kClusterNctaidZ,
+  kNclusterIdX,
+  kNclusterIdY,
+  kNclusterIdZ,
+  kClusterNctarank,
+  kIsExplicitCluster,
   kCarry,  // the condition-code carry flag CC.CF of extended-precision arithmetic
   // Where the running out-of-line function's frame starts in the lane's local memory (0 in the
   // kernel's own code): its variables' addresses are this plus their offsets in the frame.
@@ -309,6 +335,13 @@ inline constexpr uint64_t kSharedWindow = 0x100000000000ull;
 inline constexpr uint64_t kLocalWindow = 0x110000000000ull;
 inline constexpr uint64_t kParamWindow = 0x120000000000ull;
 inline constexpr uint64_t kWindowSize = 0x10000000000ull;
+// A .shared::cluster address (PTX ISA, "Distributed Shared Memory") is 32 bits like a shared
+// one: the CTA's own shared memory at its offsets (so every .shared::cta address is also a
+// .shared::cluster one), another CTA's at (rank + 1) << kClusterRankShift plus the offset
+// (mapa makes these). Shared memory per CTA stays below 1 << kClusterRankShift.
+inline constexpr uint32_t kClusterRankShift = 24;
+inline constexpr uint32_t kClusterOffsetMask = (1u << kClusterRankShift) - 1;
+inline constexpr uint32_t kMaxClusterSize = 16;  // non-portable maximum (CUDA 12+, sm_90)
 // Function addresses (`mov.u64 %rd, f;`, function symbols in initializers): out-of-line function
 // i of a module is at kFunctionWindow + i * kFunctionAlign, outside every data window.
 inline constexpr uint64_t kFunctionWindow = 0x130000000000ull;

@@ -1,8 +1,9 @@
 // The virtual SMs: a pool of worker threads that run the blocks of launches. The launching
 // thread takes part too, so a launch always makes progress; blocks of concurrent launches
-// (from different streams) share the workers. A cooperative grid runs on the launching thread
-// alone, its blocks interleaved round by round, so that blocks waiting for each other at a
-// grid-wide barrier all make progress whatever the other launches do.
+// (from different streams) share the workers. Blocks that must be resident together run on one
+// host thread, interleaved round by round, so that blocks waiting for each other all make
+// progress whatever the other launches do: a cooperative grid (on the launching thread), and
+// the CTAs of each thread-block cluster (a cluster is the unit the workers hand out).
 #pragma once
 
 #include <condition_variable>
@@ -36,9 +37,13 @@ class SmPool {
  private:
   struct Job;
   void WorkerLoop(uint32_t sm);
-  // A cooperative grid: all blocks resident at once, interleaved on the calling thread.
-  static absl::Status RunCooperative(LaunchSetup& setup);
-  // Runs blocks of `job` until none are left; `sm` is the virtual SM reported in %smid.
+  // Clusters [first_cluster, first_cluster + clusters) of `setup`'s grid (all of it for a
+  // cooperative grid, one cluster otherwise) resident at once in `blocks` (grown as needed,
+  // reused across calls), interleaved on the calling thread; block i runs on virtual SM
+  // sm + i. After every round, each cluster's barrier.cluster phase is completed if it can be.
+  static absl::Status RunResident(LaunchSetup& setup, uint64_t first_cluster, uint64_t clusters,
+                                  uint32_t sm, std::vector<std::unique_ptr<Block>>& blocks);
+  // Runs clusters of `job` until none are left; `sm` is the virtual SM reported in %smid.
   static void Drain(Job& job, uint32_t sm);
 
   std::mutex mu_;

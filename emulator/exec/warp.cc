@@ -380,9 +380,13 @@ WarpStatus Block::RunWarp(Warp& warp, uint32_t budget) {
             bool shared = in_window(a[l], kSharedWindow), local = in_window(a[l], kLocalWindow),
                  param = in_window(a[l], kParamWindow);
             switch (in.space) {
-              case Space::kShared:
-                d[l] = shared;
+              case Space::kShared: {
+                // .shared::cta: the executing CTA's window (its own or its mapa'd addresses);
+                // .shared::cluster (mod 1): any CTA's of the cluster.
+                const uint32_t tag = static_cast<uint32_t>(a[l] - kSharedWindow) >> kClusterRankShift;
+                d[l] = shared && (in.mod == 1 || tag == 0 || tag == cluster_rank_ + 1);
                 break;
+              }
               case Space::kLocal:
                 d[l] = local;
                 break;
@@ -537,6 +541,10 @@ WarpStatus Block::RunWarp(Warp& warp, uint32_t budget) {
           break;
         case Op::kBuiltin:
           if (!ExecuteBuiltin(in, warp, mask, pc)) return WarpStatus::kFault;
+          break;
+        case Op::kClusterBarrier:
+        case Op::kMapa:
+          if (!ExecuteCluster(in, warp, mask, pc)) return WarpStatus::kFault;
           break;
         case Op::kFence:
           // A sequentially consistent read-modify-write on one shared word: a full fence on

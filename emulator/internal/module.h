@@ -33,6 +33,8 @@ struct Kernel {
   const exec::Function* function = nullptr;
   std::atomic<int> max_dynamic_shared{0};
   std::atomic<int> shared_carveout{-1};
+  // CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED: clusters of up to 16 CTAs (else 8).
+  std::atomic<bool> non_portable_cluster{false};
 };
 
 class Module {

@@ -7,7 +7,7 @@
 
 namespace tally::emu::conformance {
 
-#define TALLY_CONFORMANCE_THEME(theme) std::vector<Case> theme##_cases();
+#define TALLY_CONFORMANCE_THEME(theme, arch) std::vector<Case> theme##_cases();
 #include "themes.def"
 
 }  // namespace tally::emu::conformance
