@@ -4,8 +4,10 @@
 // forms, on a 1-D and a 3-D grid, and every form must leave identical bytes in every buffer
 // and module global. Corpus kernels have no known argument semantics, so arguments come from
 // the kernel's signature (kernel_harness.h); kernels whose results depend on block order are
-// detected and compared within a stated tolerance. A summary lists what was compared and why
-// the rest was skipped; a floor on the compared count makes regressions fail.
+// detected and compared within a stated tolerance. Kernels the analysis refuses to transform
+// must say why, and run in their original form (twice: the runs must agree, or are reported).
+// A summary lists what was compared and why the rest was skipped; floors on the compared
+// counts make regressions fail.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstring>
@@ -41,6 +43,9 @@ struct Summary {
   int modules = 0, modules_loaded = 0, kernels = 0;
   int compared_exact = 0, compared_order_dependent = 0, preempted_mid_grid = 0;
   std::vector<std::string> order_dependent;  // kernel (grid) compared within tolerance
+  // Not transformable, run in the original form only: kernels by the analysis' reasons.
+  std::map<std::string, std::vector<std::string>> original_only;
+  int original_only_count = 0;
   std::map<std::string, std::vector<std::string>> skipped;  // reason -> kernels or modules
   std::vector<std::string> beyond_tolerance;                // order-dependent, reported
   std::vector<std::string> failures;                        // a form differs: the test fails
@@ -58,6 +63,12 @@ struct Summary {
       std::printf("    differs beyond tolerance (reported): %s\n", k.c_str());
     }
     std::printf("  PTB runs actually preempted mid-grid: %d\n", preempted_mid_grid);
+    std::printf("  not transformable, run in their original form only (twice): %d kernels\n",
+                original_only_count);
+    for (const auto& [reason, names] : original_only) {
+      std::printf("    refused: %s\n", reason.c_str());
+      for (const std::string& name : names) std::printf("      %s\n", name.c_str());
+    }
     for (const auto& [reason, names] : skipped) {
       std::printf("  skipped, %s: %zu\n", reason.c_str(), names.size());
       for (const std::string& name : names) std::printf("    %s\n", name.c_str());
@@ -223,6 +234,21 @@ class KernelRun {
     }
   }
 
+  // A kernel without transformed forms: the original runs once more and must leave the same
+  // bytes (words that vary by design left out); a difference is reported, not a failure, since
+  // concurrently running blocks may legitimately order their atomics differently.
+  void RepeatOriginal() {
+    if (ReadsNondeterministicRegister()) MaskVaryingWords();
+    std::optional<Bytes> again = Run(
+        "original again", [&] { return LaunchOriginal(); }, nullptr);
+    if (!again) return;  // the error is recorded
+    compared_ = true;
+    if (Masked(*again) != Masked(*reference_)) {
+      order_dependent_ = true;
+      summary_.beyond_tolerance.push_back(Where("original run twice"));
+    }
+  }
+
   bool compared() const { return compared_; }
   bool order_dependent() const { return order_dependent_; }
 
@@ -329,12 +355,24 @@ class KernelRun {
     return snapshot;
   }
 
+  // Cooperatively when the kernel reads %envreg1/2, the grid workspace of cooperative groups'
+  // grid-wide synchronisation (without it, grid.sync() traps as on a GPU).
   CUresult LaunchOriginal() {
     CUfunction f = module_.Function(name_);
     auto params = args_->pointers();
-    CUresult result = Emu().cuLaunchKernel(
-        f, shape_.grid.x, shape_.grid.y, shape_.grid.z, shape_.block.x, shape_.block.y,
-        shape_.block.z, shape_.dynamic_shared, nullptr, const_cast<void**>(params.data()), nullptr);
+    void** kernel_params = const_cast<void**>(params.data());
+    const bool cooperative =
+        std::any_of(forms_.analysis.special_registers.begin(),
+                    forms_.analysis.special_registers.end(),
+                    [](const std::string& reg) { return reg.starts_with("%envreg"); });
+    CUresult result =
+        cooperative
+            ? Emu().cuLaunchCooperativeKernel(f, shape_.grid.x, shape_.grid.y, shape_.grid.z,
+                                              shape_.block.x, shape_.block.y, shape_.block.z,
+                                              shape_.dynamic_shared, nullptr, kernel_params)
+            : Emu().cuLaunchKernel(f, shape_.grid.x, shape_.grid.y, shape_.grid.z,
+                                   shape_.block.x, shape_.block.y, shape_.block.z,
+                                   shape_.dynamic_shared, nullptr, kernel_params, nullptr);
     return result != CUDA_SUCCESS ? result : Emu().cuCtxSynchronize();
   }
 
@@ -404,15 +442,26 @@ TEST_CASE("every corpus kernel computes the same in its original and transformed
     for (const KernelForms& forms : module.report().kernels) {
       ++summary.kernels;
       const std::string kernel_name = module_name + ": " + forms.analysis.kernel;
-      if (forms.sliced.empty() && forms.preemptible.empty()) {
-        summary.skipped["not transformable (runs in its original form)"].push_back(kernel_name);
-        continue;
+      const bool transformable = !forms.sliced.empty() || !forms.preemptible.empty();
+      std::string refusal;
+      if (!transformable) {
+        // The analysis refused both forms: it must say why (the server records the reason).
+        for (const std::string& b : forms.analysis.slice_blockers) refusal += b + "; ";
+        for (const std::string& b : forms.analysis.ptb_blockers) {
+          if (refusal.find(b + "; ") == std::string::npos) refusal += b + "; ";
+        }
+        if (refusal.empty()) summary.failures.push_back(kernel_name + ": refused without a reason");
       }
       bool compared = false, order_dependent = false;
       std::string reason;
       for (Dim3 grid : kGrids) {
         KernelRun run(module, session, forms, grid, summary, rng);
         if (!run.FindArguments(&reason)) continue;
+        if (!transformable) {
+          run.RepeatOriginal();
+          compared |= run.compared();
+          continue;
+        }
         run.CompareForms();
         compared |= run.compared();
         if (run.order_dependent()) {
@@ -423,6 +472,9 @@ TEST_CASE("every corpus kernel computes the same in its original and transformed
       if (!compared) {
         summary.skipped[Reason("the original faults under every argument strategy: ", reason)]
             .push_back(kernel_name);
+      } else if (!transformable) {
+        ++summary.original_only_count;
+        summary.original_only[refusal.substr(0, refusal.size() - 2)].push_back(kernel_name);
       } else if (order_dependent) {
         ++summary.compared_order_dependent;
       } else {
@@ -434,6 +486,7 @@ TEST_CASE("every corpus kernel computes the same in its original and transformed
   for (const std::string& failure : summary.failures) FAIL_CHECK(failure);
   // Raise as the emulator learns more of PTX: fewer compared kernels is a regression.
   CHECK(summary.compared_exact + summary.compared_order_dependent >= TALLY_CORPUS_COMPARED_FLOOR);
+  CHECK(summary.original_only_count >= TALLY_CORPUS_ORIGINAL_ONLY_FLOOR);
 }
 
 }  // namespace
