@@ -567,6 +567,56 @@ $wait:
   CHECK(once.preemptible());
 }
 
+TEST_CASE("calls of unknown functions count as polling everything") {
+  // An indirect call (through a .callprototype) and an external function without a body, each
+  // in a loop of a called function: the analysis cannot see what they read or return.
+  const std::string functions = R"(
+.extern .func (.param .b32 r) unknown(.param .b64 f);
+.func wait_indirect(.param .b64 f)
+{
+  .reg .b32 %v;
+  .reg .b64 %a<3>;
+  .reg .pred %q;
+  ld.param.u64 %a1, [f];
+  ld.global.u64 %a2, [%a1+8];
+$again:
+  { .param .b64 a0; .param .b32 r0; st.param.b64 [a0], %a1;
+    proto: .callprototype (.param .b32 _) _ (.param .b64 _);
+    call (r0), %a2, (a0), proto; ld.param.b32 %v, [r0]; }
+  setp.eq.u32 %q, %v, 0;
+  @%q bra $again;
+  ret;
+}
+.func wait_external(.param .b64 f)
+{
+  .reg .b32 %v;
+  .reg .b64 %a;
+  .reg .pred %q;
+  ld.param.u64 %a, [f];
+$again:
+  { .param .b64 a0; .param .b32 r0; st.param.b64 [a0], %a;
+    call (r0), unknown, (a0); ld.param.b32 %v, [r0]; }
+  setp.eq.u32 %q, %v, 0;
+  @%q bra $again;
+  ret;
+}
+)";
+  for (const char* callee : {"wait_indirect", "wait_external"}) {
+    INFO(callee);
+    KernelAnalysis a =
+        Analyze(LoopKernel(std::string("{ .param .b64 a0; st.param.b64 [a0], %rd1; call.uni ") +
+                               callee + ", (a0); }\n",
+                           functions));
+    const bool indirect = std::string(callee) == "wait_indirect";
+    CHECK(Mentions(a.slice_blockers, indirect ? "polls memory in a loop through an indirect call"
+                                              : "polls memory in a loop through external "
+                                                "function unknown (unknown behaviour)"));
+    CHECK(Mentions(a.slice_blockers, indirect ? "indirect call (unknown callee)"
+                                              : "calls external function unknown"));
+    CHECK(Mentions(a.ptb_blockers, std::string("in called function ") + callee));
+  }
+}
+
 TEST_CASE("calls that read polled memory without waiting on it keep the kernel transformable") {
   struct Case {
     const char* what;
