@@ -22,12 +22,18 @@ namespace {
 
 // Module-scope variables a program can write (PTX ISA, "State Spaces": .global is per-context
 // device memory, .const is written by the host through cudaMemcpyToSymbol).
-bool HasModuleState(const ptx::Module& module) {
-  return std::ranges::any_of(module.items, [](const ptx::TopLevel& item) {
+// The names of the module's own .global/.const variables (textures and surfaces are no memory).
+std::vector<std::string> StateVariables(const ptx::Module& module) {
+  std::vector<std::string> names;
+  for (const ptx::TopLevel& item : module.items) {
     const auto* var = std::get_if<ptx::VarDecl>(&item.value);
-    return var != nullptr && var->linkage != "extern" &&
-           (var->state_space == "global" || var->state_space == "const");
-  });
+    if (var != nullptr && var->linkage != "extern" &&
+        (var->state_space == "global" || var->state_space == "const") &&
+        var->type != "texref" && var->type != "surfref" && var->type != "samplerref") {
+      names.push_back(var->name);
+    }
+  }
+  return names;
 }
 
 // The sliced and PTB variants of every kernel the analysis allows, in one module with the
@@ -108,6 +114,31 @@ absl::StatusOr<std::pair<CUdeviceptr, size_t>> SharedModule::FindGlobal(
   return std::make_pair(address, size);
 }
 
+absl::Status SharedModule::ResetVariables(CUstream stream) const {
+  if (parsed_->state_variables.empty()) return absl::OkStatus();
+  CUmodule fresh = nullptr;
+  TALLY_RETURN_IF_ERROR(CheckCu(api_.cuModuleLoadData(&fresh, parsed_->ptx.c_str()),
+                                "cuModuleLoadData (initial values of module variables)"));
+  CUresult result = CUDA_SUCCESS;
+  for (const std::string& name : parsed_->state_variables) {
+    CUdeviceptr initial = 0;
+    CUdeviceptr current = 0;
+    size_t initial_size = 0;
+    size_t current_size = 0;
+    // A variable the compiler dropped is in neither module.
+    if (api_.cuModuleGetGlobal(&initial, &initial_size, fresh, name.c_str()) != CUDA_SUCCESS ||
+        api_.cuModuleGetGlobal(&current, &current_size, module_, name.c_str()) != CUDA_SUCCESS ||
+        initial_size != current_size) {
+      continue;
+    }
+    result = api_.cuMemcpyDtoDAsync(current, initial, current_size, stream);
+    if (result != CUDA_SUCCESS) break;
+  }
+  if (result == CUDA_SUCCESS) result = api_.cuStreamSynchronize(stream);
+  api_.cuModuleUnload(fresh);
+  return CheckCu(result, "resetting module variables");
+}
+
 ModuleRegistry::ModuleRegistry(const Backend& backend, bool build_forms)
     : backend_(backend), build_forms_(build_forms) {
   int major = 0;
@@ -134,7 +165,7 @@ absl::StatusOr<std::shared_ptr<SharedModule>> ModuleRegistry::Register(
   }
   if (std::shared_ptr<SharedModule> shared = entry.shared.lock()) return shared;
   TALLY_ASSIGN_OR_RETURN(std::shared_ptr<SharedModule> module, Load(parsed));
-  if (!parsed->has_module_state) entry.shared = module;
+  if (parsed->state_variables.empty()) entry.shared = module;
   return module;
 }
 
@@ -167,7 +198,7 @@ absl::StatusOr<std::shared_ptr<const ParsedImage>> ModuleRegistry::Parse(
   parsed->ptx_arch = code.arch;
   parsed->unresolved_functions = std::move(code.unresolved_functions);
   parsed->signatures = *std::move(signatures);
-  parsed->has_module_state = HasModuleState(code.module);
+  parsed->state_variables = StateVariables(code.module);
   if (build_forms_) AddTransformedForms(code.module, *parsed);
   return parsed;
 }
@@ -245,7 +276,7 @@ absl::StatusOr<std::shared_ptr<SharedModule>> ModuleRegistry::Load(
   }
   TALLY_LOG_INFO("loaded a module ({}-byte {}, sm_{} PTX, {} kernel(s){}{})", parsed->image.size(),
                  parsed->ptx_arch != 0 ? "fatbin" : "PTX image", parsed->ptx_arch, kernels.size(),
-                 parsed->has_module_state ? ", per-client module state" : "",
+                 !parsed->state_variables.empty() ? ", per-client module state" : "",
                  transformed ? ", with transformed forms" : "");
   auto loaded = std::make_shared<SharedModule>(api, module, std::move(parsed), std::move(kernels));
   loaded_.push_back(loaded);

@@ -48,7 +48,8 @@ struct ParsedImage {
                           // the image itself (PTX text)
   uint32_t ptx_arch = 0;  // 0 for a PTX image
   std::vector<ptx::KernelSignature> signatures;
-  bool has_module_state = false;                  // module-scope .global/.const variables
+  // Module-scope .global/.const variables: per-process state in CUDA.
+  std::vector<std::string> state_variables;
   std::vector<std::string> unresolved_functions;  // linked programs: left to the driver
   // With transformed forms: the module with every kernel's variants added, and their names.
   std::string transformed_ptx;
@@ -71,6 +72,9 @@ class SharedModule {
   // Address and size of a module-scope variable; CUDA_ERROR_NOT_FOUND when there is none.
   absl::StatusOr<std::pair<CUdeviceptr, size_t>> FindGlobal(const std::string& mangled_name) const;
   const ParsedImage& parsed() const { return *parsed_; }
+  // Gives the module's variables their initial values again (cudaDeviceReset): copies them on
+  // `stream` from a fresh load of the same code, and waits for the copies.
+  absl::Status ResetVariables(CUstream stream) const;
 
  private:
   const DriverApi& api_;

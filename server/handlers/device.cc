@@ -28,21 +28,29 @@ absl::StatusOr<Deferred<ipc::DeviceSynchronizeResponse>> Handle(
 // the current process" (CUDA Runtime API): for a client, its device: its work finishes, then its
 // streams, events, memory and page-locked blocks are destroyed, its limits forgotten and errors
 // of its earlier asynchronous work cleared. Its default stream stays, and so do its modules:
-// CUDA's runtime reloads registered modules after a reset, so their kernels stay launchable.
+// CUDA's runtime reloads registered modules after a reset, so their kernels stay launchable and
+// their variables have their initial values again.
 absl::StatusOr<Deferred<ipc::DeviceResetResponse>> Handle(
     Session& session, const ipc::Decoded<ipc::DeviceResetRequest>&) {
   std::vector<StreamRef> streams = session.HoldAllStreams();
+  TALLY_ASSIGN_OR_RETURN(CUstream default_stream, session.FindStream(0));
+  std::vector<std::shared_ptr<SharedModule>> modules;
+  session.modules().ForEach([&](const std::shared_ptr<SharedModule>& m) { modules.push_back(m); });
   const uint64_t ticket = session.Ticket();
   auto owned = std::make_shared<OwnedResources>(session.TakeOwned());
   session.limits().clear();
   Deferred<ipc::DeviceResetResponse> deferred;
-  deferred.finish = [&session, ticket, streams = std::move(streams),
-                     owned]() -> absl::StatusOr<Reply<ipc::DeviceResetResponse>> {
+  deferred.finish = [&session, ticket, streams = std::move(streams), owned, default_stream,
+                     modules = std::move(modules)]()
+      -> absl::StatusOr<Reply<ipc::DeviceResetResponse>> {
     // The failure of earlier work is not reported: the reset discards it with the work.
     WaitForStreams(session, ticket, streams).IgnoreError();
     // Also launches on streams the client destroyed: their kernels may use its memory.
     session.server().launcher.WaitForClient(session.client().client_id);
     owned->Release(session.api());
+    for (const std::shared_ptr<SharedModule>& module : modules) {
+      TALLY_RETURN_IF_ERROR(module->ResetVariables(default_stream));
+    }
     return Reply<ipc::DeviceResetResponse>{};
   };
   return deferred;

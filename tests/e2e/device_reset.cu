@@ -1,7 +1,8 @@
 // cudaDeviceReset destroys what the process owns on the device: after it, the memory (device,
 // page-locked, managed), streams and events from before are invalid and the device memory is free
 // again; the registered kernel still launches and computes correctly with new memory, streams
-// and page-locked blocks. (A failing kernel is not tried: the emulator's errors are sticky for
+// and page-locked blocks, and the module's __device__ and __constant__ variables have their
+// initial values again. (A failing kernel is not tried: the emulator's errors are sticky for
 // the server's one context, shared by all clients.)
 #include <cstdio>
 #include <vector>
@@ -13,9 +14,32 @@ __global__ void Scale(const int* in, int* out, int factor, int n) {
   if (i < n) out[i] = in[i] * factor + i;
 }
 
+__device__ int launches = 100;
+__constant__ int offset = 3;
+
+__global__ void Count(int* seen) { *seen = atomicAdd(&launches, 1) + offset; }
+
 namespace {
 
 constexpr int kN = 1000;
+
+// Runs Count: the launch counter before it plus the constant offset.
+int RunCount() {
+  int* seen = nullptr;
+  CHECK_CUDA(cudaMalloc(&seen, sizeof(int)));
+  Count<<<1, 1>>>(seen);
+  CHECK_CUDA(cudaGetLastError());
+  int value = 0;
+  CHECK_CUDA(cudaMemcpy(&value, seen, sizeof(int), cudaMemcpyDeviceToHost));
+  CHECK_CUDA(cudaFree(seen));
+  return value;
+}
+
+int ReadLaunches() {
+  int value = 0;
+  CHECK_CUDA(cudaMemcpyFromSymbol(&value, launches, sizeof(int)));
+  return value;
+}
 
 void RunScale(const int* in, int* out, int factor, cudaStream_t stream) {
   Scale<<<(kN + 127) / 128, 128, 0, stream>>>(in, out, factor, kN);
@@ -34,11 +58,17 @@ int main() {
   std::vector<int> input(kN), output(kN);
   for (int i = 0; i < kN; ++i) input[i] = i * 3 - 500;
 
-  // The kernel's module is loaded before the baseline, so that it counts in both measurements.
+  // The kernel's module is loaded before the baseline, so that it counts in both measurements;
+  // its variables change.
   int* warm = nullptr;
   CHECK_CUDA(cudaMalloc(&warm, kN * sizeof(int)));
   RunScale(warm, warm, 1, nullptr);
   CHECK_CUDA(cudaFree(warm));
+  EXPECT(RunCount() == 103);
+  const int new_offset = 50;
+  CHECK_CUDA(cudaMemcpyToSymbol(offset, &new_offset, sizeof(int)));
+  EXPECT(RunCount() == 151);
+  EXPECT(ReadLaunches() == 102);
   size_t free_before = 0, total = 0;
   CHECK_CUDA(cudaMemGetInfo(&free_before, &total));
 
@@ -80,6 +110,8 @@ int main() {
   size_t free_after = 0;
   CHECK_CUDA(cudaMemGetInfo(&free_after, &total));
   EXPECT(free_after == free_before);
+  EXPECT(ReadLaunches() == 100);
+  EXPECT(RunCount() == 103);
 
   // New work with the same kernel, new memory, a new stream and page-locked memory.
   int* in = nullptr;
