@@ -16,19 +16,6 @@ namespace {
 
 namespace ipc = tally::ipc;
 
-// Large enough to amortise a round trip, small enough that several threads copy at once.
-constexpr size_t kMaxChunk = size_t{4} << 20;
-
-// A bulk block of up to `wanted` bytes; smaller when other threads hold much of the area.
-absl::StatusOr<ipc::BulkRef> AllocateChunk(Channel& channel, size_t wanted) {
-  for (size_t size = std::min(wanted, kMaxChunk); size > 0; size /= 2) {
-    if (absl::StatusOr<ipc::BulkRef> block = channel.bulk().Allocate(size); block.ok()) {
-      return block;
-    }
-  }
-  return CudaError(cudaErrorMemoryAllocation, "the bulk area is exhausted");
-}
-
 // One-way calls are checked here too, so that a bad pointer fails the call itself rather than
 // the next synchronising one (the server checks again: it trusts no client). Page-locked blocks
 // count: kernels and the device use them too.
@@ -180,6 +167,15 @@ absl::Status StagedBox(Channel& channel, Where device_where, const BoxSide& devi
 }
 
 }  // namespace
+
+absl::StatusOr<ipc::BulkRef> AllocateChunk(Channel& channel, size_t wanted) {
+  for (size_t size = std::min(wanted, kMaxChunk); size > 0; size /= 2) {
+    if (absl::StatusOr<ipc::BulkRef> block = channel.bulk().Allocate(size); block.ok()) {
+      return block;
+    }
+  }
+  return CudaError(cudaErrorMemoryAllocation, "the bulk area is exhausted");
+}
 
 uint64_t NewBufferId() {
   static std::atomic<uint64_t> next{1};

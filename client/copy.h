@@ -11,6 +11,8 @@
 #include <optional>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "ipc/bulk.h"
 
 namespace tally::client {
 
@@ -79,6 +81,15 @@ class DeviceRanges {
   std::mutex mutex_;
   std::map<uintptr_t, DeviceRange> bases_;
 };
+
+class Channel;
+
+// Bulk blocks for staged data: large enough to amortise a round trip, small enough that several
+// threads stage data at once.
+inline constexpr size_t kMaxChunk = size_t{4} << 20;
+// A bulk block of up to min(`wanted`, kMaxChunk) bytes (`wanted` > 0); smaller when other
+// threads hold much of the area.
+absl::StatusOr<ipc::BulkRef> AllocateChunk(Channel& channel, size_t wanted);
 
 // Whether a copy may return once it is queued (cudaMemcpyAsync) or only once it is done
 // (cudaMemcpy). Copies with pageable host memory always return once the data has arrived, as

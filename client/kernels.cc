@@ -7,10 +7,10 @@
 #include "client/channel.h"
 #include "client/copy.h"
 #include "client/fatbin_image.h"
+#include "client/module_upload.h"
 #include "client/status.h"
 #include "common/log.h"
 #include "common/status.h"
-#include "ipc/content_hash.h"
 
 namespace tally::client {
 
@@ -122,33 +122,6 @@ absl::StatusOr<const Kernel*> DriverFunction(CUfunction function) {
                        absl::StrFormat("%s: its module was unloaded", kernel->name));
   }
   return kernel;
-}
-
-absl::StatusOr<uint64_t> RegisterImages(std::span<const std::span<const std::byte>> images) {
-  // Several fatbins (an -rdc=true program) go back to back, each 8-byte aligned as in a
-  // .nv_fatbin section; the server reads them in sequence.
-  size_t size = 0;
-  for (std::span<const std::byte> image : images) size = (size + 7) / 8 * 8 + image.size();
-  TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
-  absl::StatusOr<ipc::BulkRef> block = channel->bulk().Allocate(size);
-  if (!block.ok()) {
-    return CudaError(cudaErrorNotSupported,
-                     absl::StrFormat("a %d-byte module image does not fit the bulk area: %s", size,
-                                     block.status().message()));
-  }
-  std::span<std::byte> bytes = channel->bulk().Bytes(*block);
-  std::memset(bytes.data(), 0, size);
-  size_t offset = 0;
-  for (std::span<const std::byte> image : images) {
-    offset = (offset + 7) / 8 * 8;
-    std::memcpy(bytes.data() + offset, image.data(), image.size());
-    offset += image.size();
-  }
-  auto answer = channel->Call(ipc::RegisterFatbinRequest{
-      .content_hash = ipc::ContentHash(bytes.first(size)), .image = *block});
-  channel->bulk().Free(*block);
-  TALLY_RETURN_IF_ERROR(answer.status());
-  return answer->fields.module;
 }
 
 absl::Status FetchFunction(uint64_t module, Kernel& kernel) {

@@ -54,8 +54,6 @@ struct Variable {
   uint64_t address = 0;  // 0 until resolved
 };
 
-// Sends a module's images (fatbins, or PTX text with its NUL) to the server: its module handle.
-absl::StatusOr<uint64_t> RegisterImages(std::span<const std::span<const std::byte>> images);
 // Resolves `kernel` (by its name) in the server's module `module`: handle and parameter layout.
 absl::Status FetchFunction(uint64_t module, Kernel& kernel);
 // A module variable's address and size; its range becomes device memory of this process.

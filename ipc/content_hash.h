@@ -9,8 +9,10 @@
 
 namespace tally::ipc {
 
-inline uint64_t ContentHash(std::span<const std::byte> bytes) {
-  uint64_t hash = 0xcbf29ce484222325ull;  // FNV offset basis
+inline constexpr uint64_t kContentHashBasis = 0xcbf29ce484222325ull;  // FNV offset basis
+
+// `hash` continues a hash of preceding bytes: ContentHash(b, ContentHash(a)) hashes a then b.
+inline uint64_t ContentHash(std::span<const std::byte> bytes, uint64_t hash = kContentHashBasis) {
   for (std::byte b : bytes) hash = (hash ^ static_cast<uint64_t>(b)) * 0x100000001b3ull;
   return hash;
 }

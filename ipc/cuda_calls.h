@@ -12,7 +12,7 @@
 namespace tally::ipc {
 
 // The schema number exchanged in the handshake (Hello::schema_version).
-inline constexpr uint32_t kCudaCallsSchemaVersion = 10;
+inline constexpr uint32_t kCudaCallsSchemaVersion = 11;
 
 enum class CallMode { kSync, kWait, kAsync };
 
@@ -228,13 +228,20 @@ struct EventElapsedTimeResponse {
   float milliseconds;
 };
 
-// Modules and launches. A fatbin is sent whole (the bytes __cudaRegisterFatBinary's wrapper
-// points to) with its content hash; the server keeps one module per distinct content and
-// answers with this client's handle for it.
+// Modules and launches. A module image (a fatbin as __cudaRegisterFatBinary's wrapper points
+// to it, or PTX text) travels in pieces through the bulk area, so that an image of any size up
+// to kMaxModuleImage passes an area of any size: each request carries the bytes at `offset` of
+// the `image_size`-byte image, in order, one image at a time per client (a piece at offset 0
+// starts a new image). The answer to the last piece, once the server has checked the whole
+// image against its content hash, is this client's handle for the module (the server keeps one
+// per distinct content); earlier pieces are answered with module 0.
+inline constexpr uint64_t kMaxModuleImage = uint64_t{1} << 30;
 struct RegisterFatbinRequest {
   TALLY_INTERNAL_REQUEST(RegisterFatbin);
   uint64_t content_hash;
-  BulkRef image;
+  uint64_t image_size;
+  uint64_t offset;
+  BulkRef piece;
 };
 struct RegisterFatbinResponse {
   TALLY_INTERNAL_RESPONSE(RegisterFatbin);

@@ -75,6 +75,13 @@ struct FunctionEntry {
   uint64_t module_handle = 0;  // the client's handle the function was found through
 };
 
+// A module image arriving in pieces (RegisterFatbinRequest), until its last piece.
+struct ModuleUpload {
+  uint64_t content_hash = 0;
+  uint64_t size = 0;
+  std::vector<std::byte> bytes;  // the pieces so far, copied out of the bulk area
+};
+
 // What cudaDeviceReset destroys of a client's: everything but its default stream and its
 // modules, taken out of the session's tables (Session::TakeOwned).
 struct OwnedResources {
@@ -171,6 +178,7 @@ class Session {
 
   HandleTable<EventRef>& events() { return events_; }
   HandleTable<std::shared_ptr<SharedModule>>& modules() { return modules_; }
+  ModuleUpload& module_upload() { return module_upload_; }
   HandleTable<FunctionEntry>& functions() { return functions_; }
   // The context limits this client set (cudaDeviceSetLimit), by CUlimit.
   absl::flat_hash_map<uint32_t, uint64_t>& limits() { return limits_; }
@@ -200,6 +208,7 @@ class Session {
   HandleTable<StreamRef> streams_{1, Tag(), "stream"};
   HandleTable<EventRef> events_{2, Tag(), "event"};
   HandleTable<std::shared_ptr<SharedModule>> modules_{3, Tag(), "module"};
+  ModuleUpload module_upload_;
   absl::flat_hash_map<uint32_t, uint64_t> limits_;
   HandleTable<FunctionEntry> functions_{4, Tag(), "function"};
   AllocationTable allocations_;

@@ -4,6 +4,7 @@
 #include "server/session.h"
 
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -351,16 +352,55 @@ TEST_CASE("errors of one-way calls surface at the next synchronising call, once"
   CHECK(client.Result(ipc::DeviceSynchronizeRequest{}) == CUDA_SUCCESS);
 }
 
+// Registers `image` as the shim does: in pieces of at most `piece` bytes through the start of
+// the bulk area. The last answer's result; the module is then client.Last's.
+CUresult SendImage(TestClient& client, std::span<const std::byte> image, size_t piece = 1 << 16,
+                   uint64_t hash = 0) {
+  if (hash == 0) hash = ipc::ContentHash(image);
+  CUresult result = CUDA_SUCCESS;
+  for (size_t offset = 0; offset < image.size() && result == CUDA_SUCCESS; offset += piece) {
+    const size_t size = std::min(piece, image.size() - offset);
+    std::memcpy(client.bulk().data(), image.data() + offset, size);
+    result = client.Result(ipc::RegisterFatbinRequest{
+        .content_hash = hash, .image_size = image.size(), .offset = offset, .piece = {0, size}});
+  }
+  return result;
+}
+
+std::span<const std::byte> Bytes(const std::string& text) {
+  return std::as_bytes(std::span(text.c_str(), text.size() + 1));  // with the NUL
+}
+
 TEST_CASE("fatbins that are not fatbins, or do not match their hash, are refused") {
   TestClient client;
-  std::span<std::byte> junk = client.bulk().first(128);
-  std::memset(junk.data(), 0x5a, junk.size());
-  const uint64_t hash = ipc::ContentHash(junk);
-  CHECK(client.Result(ipc::RegisterFatbinRequest{.content_hash = hash, .image = {0, 128}}) ==
-        CUDA_ERROR_INVALID_IMAGE);
+  const std::vector<std::byte> junk(128, std::byte{0x5a});
+  CHECK(SendImage(client, junk) == CUDA_ERROR_INVALID_IMAGE);
   CHECK(client.last_reason().find("not a fatbin") != std::string::npos);
-  CHECK(client.Result(ipc::RegisterFatbinRequest{.content_hash = hash + 1, .image = {0, 128}}) ==
-        CUDA_ERROR_INVALID_VALUE);
+  CHECK(SendImage(client, junk, 1 << 16, ipc::ContentHash(junk) + 1) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(SendImage(client, junk, 48, ipc::ContentHash(junk) + 1) == CUDA_ERROR_INVALID_VALUE);
+}
+
+TEST_CASE("module image pieces out of order, out of bounds or beyond the limit are refused") {
+  TestClient client;
+  auto piece = [&](uint64_t size, uint64_t offset, uint64_t bytes, uint64_t hash = 7) {
+    return client.Result(ipc::RegisterFatbinRequest{
+        .content_hash = hash, .image_size = size, .offset = offset, .piece = {0, bytes}});
+  };
+  CHECK(piece(ipc::kMaxModuleImage + 1, 0, 16) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(client.last_reason().find("limit") != std::string::npos);
+  CHECK(piece(0, 0, 0) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(piece(100, 0, 0) == CUDA_ERROR_INVALID_VALUE);             // an empty piece
+  CHECK(piece(100, 0, 101) == CUDA_ERROR_INVALID_VALUE);           // past the image's end
+  CHECK(piece(100, 0, (1 << 16) + 1) == CUDA_ERROR_INVALID_VALUE);  // past the bulk area's
+  CHECK(piece(100, 50, 50) == CUDA_ERROR_INVALID_VALUE);           // no image was started
+  REQUIRE(piece(100, 0, 50) == CUDA_SUCCESS);
+  CHECK(client.Last<ipc::RegisterFatbinResponse>().module == 0);   // more to come
+  CHECK(piece(100, 60, 40) == CUDA_ERROR_INVALID_VALUE);           // a gap
+  CHECK(client.last_reason().find("out of order") != std::string::npos);
+  CHECK(piece(100, 50, 50) == CUDA_ERROR_INVALID_VALUE);           // the upload was dropped
+  REQUIRE(piece(100, 0, 50) == CUDA_SUCCESS);
+  CHECK(piece(100, 50, 50, 8) == CUDA_ERROR_INVALID_VALUE);        // another image's hash
+  CHECK(piece(200, 50, 50) == CUDA_ERROR_INVALID_VALUE);           // another image's size
 }
 
 TEST_CASE("ending a session frees what the client left allocated") {
@@ -391,11 +431,7 @@ std::vector<std::byte> ReadTestFatbin(const std::string& name) {
 
 // Registers the test fatbin from `client`'s bulk area; returns the module handle.
 uint64_t RegisterTestFatbin(TestClient& client, const std::string& name) {
-  const std::vector<std::byte> image = ReadTestFatbin(name);
-  REQUIRE(image.size() <= client.bulk().size());
-  std::memcpy(client.bulk().data(), image.data(), image.size());
-  REQUIRE(client.Result(ipc::RegisterFatbinRequest{.content_hash = ipc::ContentHash(image),
-                                                   .image = {0, image.size()}}) == CUDA_SUCCESS);
+  REQUIRE(SendImage(client, ReadTestFatbin(name)) == CUDA_SUCCESS);
   return client.Last<ipc::RegisterFatbinResponse>().module;
 }
 
@@ -498,11 +534,13 @@ TEST_CASE("PTX images load, their functions launch, and unloading forgets the fu
       ".visible .entry Fill(.param .u64 out)\n{\n  .reg .b32 %r<2>;\n  .reg .b64 %rd<3>;\n"
       "  ld.param.u64 %rd1, [out];\n  cvta.to.global.u64 %rd2, %rd1;\n"
       "  mov.u32 %r1, 77;\n  st.global.u32 [%rd2], %r1;\n  ret;\n}\n";
-  std::memcpy(client.bulk().data(), ptx.c_str(), ptx.size() + 1);
-  const std::span<const std::byte> image = client.bulk().first(ptx.size() + 1);
-  REQUIRE(client.Result(ipc::RegisterFatbinRequest{.content_hash = ipc::ContentHash(image),
-                                                   .image = {0, image.size()}}) == CUDA_SUCCESS);
+  // Larger than the bulk area: it arrives in pieces.
+  std::string padded = ptx;
+  while (padded.size() < 3 * client.bulk().size()) padded += "// padding to pass in pieces\n";
+  const bool in_pieces = GENERATE(false, true);
+  REQUIRE(SendImage(client, Bytes(in_pieces ? padded : ptx), 40000) == CUDA_SUCCESS);
   const uint64_t module = client.Last<ipc::RegisterFatbinResponse>().module;
+  REQUIRE(module != 0);
   const std::string name = "Fill";
   REQUIRE(client.Result(ipc::GetFunctionRequest{.module = module},
                         std::as_bytes(std::span(name))) == CUDA_SUCCESS);
@@ -532,11 +570,7 @@ TEST_CASE("a cubin image is refused with an explanation") {
   const char elf[] =
       "\x7f"
       "ELF\x02\x01\x01 not really a cubin";
-  std::memcpy(client.bulk().data(), elf, sizeof(elf));
-  const std::span<const std::byte> image = client.bulk().first(sizeof(elf));
-  CHECK(client.Result(ipc::RegisterFatbinRequest{.content_hash = ipc::ContentHash(image),
-                                                 .image = {0, image.size()}}) ==
-        CUDA_ERROR_NO_BINARY_FOR_GPU);
+  CHECK(SendImage(client, std::as_bytes(std::span(elf))) == CUDA_ERROR_NO_BINARY_FOR_GPU);
   CHECK(client.last_reason().find("PTX") != std::string::npos);
 }
 

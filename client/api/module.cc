@@ -17,6 +17,7 @@
 #include "client/fatbin_image.h"
 #include "client/handles.h"
 #include "client/kernels.h"
+#include "client/module_upload.h"
 #include "common/status.h"
 
 using tally::client::CheckOut;

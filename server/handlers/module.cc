@@ -3,7 +3,10 @@
 #include <cuda.h>
 
 #include <cstring>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_format.h"
 #include "common/status.h"
@@ -13,16 +16,51 @@
 
 namespace tally::server {
 
+namespace {
+
+// Appends the request's piece to the client's upload; the whole image once it is complete.
+absl::StatusOr<std::optional<std::vector<std::byte>>> AddPiece(
+    Session& session, const ipc::RegisterFatbinRequest& request) {
+  ModuleUpload& upload = session.module_upload();
+  if (request.offset == 0) upload = {request.content_hash, request.image_size, {}};
+  if (request.image_size == 0 || request.image_size > ipc::kMaxModuleImage) {
+    upload = {};
+    return ClientError(CUDA_ERROR_INVALID_VALUE,
+                       absl::StrFormat("a module image of %d bytes (the limit is %d)",
+                                       request.image_size, ipc::kMaxModuleImage));
+  }
+  if (upload.size != request.image_size || upload.content_hash != request.content_hash ||
+      upload.bytes.size() != request.offset) {
+    upload = {};
+    return ClientError(CUDA_ERROR_INVALID_VALUE,
+                       absl::StrFormat("module image piece at offset %d out of order",
+                                       request.offset));
+  }
+  // Copied out of shared memory: the client could change the bytes while we parse them.
+  TALLY_ASSIGN_OR_RETURN(std::span<std::byte> piece, session.ResolveBulk(request.piece));
+  if (piece.empty() || piece.size() > request.image_size - request.offset) {
+    upload = {};
+    return ClientError(CUDA_ERROR_INVALID_VALUE,
+                       absl::StrFormat("a %d-byte module image piece at offset %d of %d",
+                                       piece.size(), request.offset, request.image_size));
+  }
+  upload.bytes.insert(upload.bytes.end(), piece.begin(), piece.end());
+  if (upload.bytes.size() < upload.size) return std::nullopt;
+  return std::exchange(upload, {}).bytes;
+}
+
+}  // namespace
+
 absl::StatusOr<Reply<ipc::RegisterFatbinResponse>> Handle(
     Session& session, const ipc::Decoded<ipc::RegisterFatbinRequest>& request) {
-  TALLY_ASSIGN_OR_RETURN(std::span<std::byte> shared, session.ResolveBulk(request.fields.image));
-  // Copied out of shared memory first: the client could change the bytes while we parse them.
-  const std::vector<std::byte> image(shared.begin(), shared.end());
-  if (ipc::ContentHash(image) != request.fields.content_hash) {
-    return ClientError(CUDA_ERROR_INVALID_VALUE, "the fatbin does not match its content hash");
+  TALLY_ASSIGN_OR_RETURN(std::optional<std::vector<std::byte>> image,
+                         AddPiece(session, request.fields));
+  if (!image) return Reply<ipc::RegisterFatbinResponse>{{.module = 0}, {}};
+  if (ipc::ContentHash(*image) != request.fields.content_hash) {
+    return ClientError(CUDA_ERROR_INVALID_VALUE, "the module image does not match its content hash");
   }
   TALLY_ASSIGN_OR_RETURN(std::shared_ptr<SharedModule> module,
-                         session.server().modules.Register(image));
+                         session.server().modules.Register(*image));
   return Reply<ipc::RegisterFatbinResponse>{{.module = session.modules().Insert(std::move(module))},
                                             {}};
 }
