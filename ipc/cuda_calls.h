@@ -485,6 +485,7 @@ struct CallTraits;
   template <>                                          \
   struct CallTraits<name##Request> {                   \
     static constexpr CallMode kMode = CallMode::kSync; \
+    static constexpr const char* kName = #name;        \
     using Response = name##Response;                   \
   };                                                   \
   static_assert(WireMessage<name##Request> && WireMessage<name##Response>);
@@ -492,6 +493,7 @@ struct CallTraits;
   template <>                                          \
   struct CallTraits<name##Request> {                   \
     static constexpr CallMode kMode = CallMode::kWait; \
+    static constexpr const char* kName = #name;        \
     using Response = name##Response;                   \
   };                                                   \
   static_assert(WireMessage<name##Request> && WireMessage<name##Response>);
@@ -499,6 +501,7 @@ struct CallTraits;
   template <>                                           \
   struct CallTraits<name##Request> {                    \
     static constexpr CallMode kMode = CallMode::kAsync; \
+    static constexpr const char* kName = #name;         \
   };                                                    \
   static_assert(WireMessage<name##Request>);
 #define TALLY_CUDA_CALL(name, id, mode) TALLY_INTERNAL_##mode(name)

@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "absl/strings/str_format.h"
 #include "common/log.h"
 #include "common/status.h"
 #include "ipc/message.h"
@@ -80,8 +81,8 @@ absl::StatusOr<Outcome> HandleAsync(Session& session, const ipc::ReceivedMessage
   const absl::Status status = Handle(session, request);
   if (!status.ok()) {
     TALLY_ASSIGN_OR_RETURN(const CUresult result, ResultOrViolation(status));
-    // Reported like a failure of the work itself: at the next synchronising call.
-    session.Enqueue([result] { return result; });
+    session.EnqueueFailure(result, absl::StrFormat("%s (%s)", ipc::CallTraits<Request>::kName,
+                                                   status.message()));
   }
   return std::monostate{};
 }

@@ -3,7 +3,11 @@
 #include "server/dispatcher.h"
 
 #include <algorithm>
+#include <string>
 #include <utility>
+
+#include "common/cu_result_table.h"
+#include "common/log.h"
 
 namespace tally::server {
 
@@ -18,7 +22,7 @@ struct Dispatcher::ClientQueue {
   // The smallest `issued` a WaitIssued waits for: the dispatch thread wakes waiters only then,
   // not after every command of a long queue.
   uint64_t wake_at = UINT64_MAX;
-  CUresult deferred_error = CUDA_SUCCESS;
+  DeferredError deferred_error;
 };
 
 Dispatcher::Dispatcher(std::unique_ptr<scheduler::Policy> policy,
@@ -97,14 +101,23 @@ bool Dispatcher::Issued(ClientQueue& queue, uint64_t ticket) {
   return queue.issued >= ticket || queue.removed;
 }
 
-CUresult Dispatcher::TakeDeferredError(ClientQueue& queue) {
+DeferredError Dispatcher::TakeDeferredError(ClientQueue& queue) {
   std::lock_guard lock(mutex_);
-  return std::exchange(queue.deferred_error, CUDA_SUCCESS);
+  return std::exchange(queue.deferred_error, {});
 }
 
-void Dispatcher::DeferError(ClientQueue& queue, CUresult result) {
+void Dispatcher::DeferError(ClientQueue& queue, CUresult result, std::string what) {
   std::lock_guard lock(mutex_);
-  if (queue.deferred_error == CUDA_SUCCESS) queue.deferred_error = result;
+  RecordFailure(queue, result, std::move(what));
+}
+
+void Dispatcher::RecordFailure(ClientQueue& queue, CUresult result, std::string what) {
+  if (queue.deferred_error.result != CUDA_SUCCESS) return;
+  const char* name = CuResultName(result);
+  TALLY_LOG_WARN("client {}: {} failed with {} (reported at its next synchronising call)",
+                 queue.client_id, what.empty() ? "asynchronous work" : what,
+                 name != nullptr ? name : std::to_string(static_cast<int>(result)));
+  queue.deferred_error = {result, std::move(what)};
 }
 
 size_t Dispatcher::queued(ClientQueue& queue) {
@@ -140,9 +153,7 @@ void Dispatcher::Run(const std::function<void()>& thread_setup) {
     lock.lock();
     queue.in_flight = false;
     ++queue.issued;
-    if (result != CUDA_SUCCESS && queue.deferred_error == CUDA_SUCCESS) {
-      queue.deferred_error = result;
-    }
+    if (result != CUDA_SUCCESS) RecordFailure(queue, result, {});
     // RemoveClient waits for the command in flight.
     if (queue.issued >= queue.wake_at || queue.removed) {
       queue.wake_at = UINT64_MAX;

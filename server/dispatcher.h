@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -21,6 +22,12 @@ namespace tally::server {
 // Issues one piece of stream-ordered work (a launch, copy, memset, event record) to the
 // backend; returns what the driver returned.
 using Command = std::function<CUresult()>;
+
+// The first failure of a client's asynchronous work since its last synchronising call.
+struct DeferredError {
+  CUresult result = CUDA_SUCCESS;
+  std::string what;  // the failed work ("kernel K<<<...>>>", "LaunchKernel: ..."); may be empty
+};
 
 class Dispatcher {
  public:
@@ -52,10 +59,11 @@ class Dispatcher {
   bool Issued(ClientQueue& queue, uint64_t ticket);
   // The first failure of an issued command since the last call (CUDA_SUCCESS when none): how
   // asynchronous errors reach the client's next synchronising call, as in CUDA.
-  CUresult TakeDeferredError(ClientQueue& queue);
-  // Records the failure of work that an issued command started and that ended later (a PTB
-  // run), for TakeDeferredError.
-  void DeferError(ClientQueue& queue, CUresult result);
+  DeferredError TakeDeferredError(ClientQueue& queue);
+  // Records the failure of work, named by `what`, for TakeDeferredError: from a command that
+  // knows what it issued (before it returns the failure), or from work an issued command
+  // started that ended later (a PTB run). The first failure is logged.
+  void DeferError(ClientQueue& queue, CUresult result, std::string what);
   size_t queued(ClientQueue& queue);
   // The policy's form for a kernel launch; only from a command (on the dispatch thread).
   scheduler::LaunchForm ChooseForm(const scheduler::LaunchInfo& launch) {
@@ -64,6 +72,7 @@ class Dispatcher {
   bool UsesTransformedForms() const { return policy_->UsesTransformedForms(); }
 
  private:
+  void RecordFailure(ClientQueue& queue, CUresult result, std::string what);  // mutex_ held
   void Run(const std::function<void()>& thread_setup);
 
   std::unique_ptr<scheduler::Policy> policy_;

@@ -47,7 +47,22 @@ KernelLauncher::KernelLauncher(const Backend& backend, Dispatcher& dispatcher,
   }
 }
 
+std::string DescribeLaunch(const KernelLaunch& launch) {
+  return absl::StrFormat("kernel %s<<<(%d,%d,%d), (%d,%d,%d), %d>>>",
+                         launch.kernel->signature.name, launch.grid.x, launch.grid.y,
+                         launch.grid.z, launch.block.x, launch.block.y, launch.block.z,
+                         launch.shared_bytes);
+}
+
 CUresult KernelLauncher::Launch(const KernelLaunch& launch) {
+  const CUresult result = Issue(launch);
+  if (result != CUDA_SUCCESS && launch.queue != nullptr) {
+    dispatcher_.DeferError(*launch.queue, result, DescribeLaunch(launch));
+  }
+  return result;
+}
+
+CUresult KernelLauncher::Issue(const KernelLaunch& launch) {
   const Kernel& kernel = *launch.kernel;
   if (launch.cooperative) return LaunchOriginal(launch);
   scheduler::LaunchForm form =

@@ -55,6 +55,9 @@ struct KernelLaunch {
   std::shared_ptr<Dispatcher::ClientQueue> queue;
 };
 
+// "kernel K<<<(grid), (block), shared bytes>>>", for messages about a failed launch.
+std::string DescribeLaunch(const KernelLaunch& launch);
+
 // The original arguments as one pointer per parameter, into the launch's buffer.
 std::vector<const void*> ArgumentPointers(const KernelLaunch& launch);
 
@@ -77,6 +80,7 @@ class KernelLauncher {
   void WaitForClient(uint64_t client_id) { ptb_.WaitForClient(client_id); }
 
  private:
+  CUresult Issue(const KernelLaunch& launch);
   CUresult LaunchOriginal(const KernelLaunch& launch);
   CUresult LaunchSliced(const KernelLaunch& launch, uint32_t slices, uint32_t total);
   CUresult LaunchPreemptible(const KernelLaunch& launch, const scheduler::LaunchForm& form,

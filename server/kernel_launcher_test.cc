@@ -244,8 +244,8 @@ TEST_CASE("a PTB launch being preempted and resumed holds only its own stream") 
   CHECK(launch_a.stats->preempted == 1u);
   CHECK(launch_a.stats->resumes == 1u);
   CHECK(launch_b.stats->resumes == 0u);
-  CHECK(dispatcher.TakeDeferredError(*queue_a) == CUDA_SUCCESS);
-  CHECK(dispatcher.TakeDeferredError(*queue_b) == CUDA_SUCCESS);
+  CHECK(dispatcher.TakeDeferredError(*queue_a).result == CUDA_SUCCESS);
+  CHECK(dispatcher.TakeDeferredError(*queue_b).result == CUDA_SUCCESS);
   for (CUstream stream : {a_stream, a_other_stream, b_stream, probe_stream}) {
     api.cuStreamDestroy(stream);
   }

@@ -88,7 +88,7 @@ void CUDA_CB PtbLaunches::Gate(void* pointer) {
     const CUresult result = owner.Execute(*run);
     if (result != CUDA_SUCCESS) {
       if (run->launch.queue != nullptr) {
-        owner.dispatcher_.DeferError(*run->launch.queue, result);
+        owner.dispatcher_.DeferError(*run->launch.queue, result, DescribeLaunch(run->launch));
       } else {
         TALLY_LOG_ERROR("{}: PTB launch failed with CUresult {}",
                         run->launch.kernel->signature.name, static_cast<int>(result));

@@ -2,6 +2,7 @@
 #include "server/session.h"
 
 #include "absl/strings/str_format.h"
+#include "common/cu_result_table.h"
 #include "common/log.h"
 #include "common/status.h"
 #include "server/cuda_result.h"
@@ -224,10 +225,21 @@ absl::Status Session::RemoveHostBlock(uint64_t address) {
 }
 
 absl::Status Session::TakeDeferredError() {
-  const CUresult result = server_.dispatcher.TakeDeferredError(*queue_);
-  if (result == CUDA_SUCCESS) return absl::OkStatus();
-  return ClientError(result, absl::StrFormat("asynchronous work failed with CUresult %d",
-                                             static_cast<int>(result)));
+  const DeferredError error = server_.dispatcher.TakeDeferredError(*queue_);
+  if (error.result == CUDA_SUCCESS) return absl::OkStatus();
+  const char* name = CuResultName(error.result);
+  return ClientError(error.result,
+                     absl::StrFormat("earlier asynchronous work failed: %s: %s",
+                                     error.what.empty() ? "a queued call" : error.what,
+                                     name != nullptr ? name : "an unknown CUresult"));
+}
+
+void Session::EnqueueFailure(CUresult result, std::string what) {
+  Enqueue([&dispatcher = server_.dispatcher, queue = queue_.get(), result,
+           what = std::move(what)]() mutable {
+    dispatcher.DeferError(*queue, result, std::move(what));
+    return result;
+  });
 }
 
 ipc::ClientStatus Session::Status() {

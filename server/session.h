@@ -151,6 +151,9 @@ class Session {
   // The request loop hands over whenever the client's ring runs empty, Ticket does first, and a
   // full batch goes at once, so the device never waits for a client that keeps posting.
   void Enqueue(Command command);
+  // Queues the failure of a one-way call that was refused (`what` says which and why), to be
+  // reported like a failure of the work itself, at the next synchronising call.
+  void EnqueueFailure(CUresult result, std::string what);
   void HandOver();
   // Names the point after everything the client has enqueued so far, for WaitIssued.
   uint64_t Ticket() {

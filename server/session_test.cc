@@ -349,6 +349,9 @@ TEST_CASE("errors of one-way calls surface at the next synchronising call, once"
                                        .function = 99,
                                        .stream = 0});
   CHECK(client.Result(ipc::DeviceSynchronizeRequest{}) == CUDA_ERROR_INVALID_VALUE);
+  // The first failure is named: the call and why it was refused.
+  CHECK(client.last_reason().find("Memset") != std::string::npos);
+  CHECK(client.last_reason().find("CUDA_ERROR_INVALID_VALUE") != std::string::npos);
   CHECK(client.Result(ipc::DeviceSynchronizeRequest{}) == CUDA_SUCCESS);
 }
 
@@ -494,6 +497,29 @@ TEST_CASE("a fatbin is loaded once for all clients, and its kernels launch") {
 
 // __device__ variables are per process in CUDA: two instances of one program must not share
 // them even though they share the parsed fatbin.
+TEST_CASE("a launch the driver refuses is named at the next synchronising call") {
+  TestClient client;
+  const uint64_t module = RegisterTestFatbin(client, "scale_kernel.fatbin");
+  const std::string name = "Scale";
+  REQUIRE(client.Result(ipc::GetFunctionRequest{.module = module},
+                        std::as_bytes(std::span(name))) == CUDA_SUCCESS);
+  const uint64_t function = client.Last<ipc::GetFunctionResponse>().function;
+  const uint64_t data = client.Malloc(64);
+  std::byte params[24] = {};
+  std::memcpy(params, &data, 8);
+  // More threads per block than any device has.
+  client.Post(ipc::LaunchKernelRequest{.grid = {2, 1, 1},
+                                       .block = {4096, 1, 1},
+                                       .shared_bytes = 0,
+                                       .flags = 0,
+                                       .function = function,
+                                       .stream = 0},
+              params);
+  CHECK(client.Result(ipc::DeviceSynchronizeRequest{}) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(client.last_reason().find("kernel Scale<<<(2,1,1), (4096,1,1), 0>>>") != std::string::npos);
+  CHECK(client.Result(ipc::DeviceSynchronizeRequest{}) == CUDA_SUCCESS);
+}
+
 TEST_CASE("clients sharing a fatbin with module state get modules of their own") {
   TestClient a(1);
   TestClient b(2);
