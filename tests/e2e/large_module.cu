@@ -10,14 +10,10 @@
 #include "add_one_ptx.h"
 #include "check.h"
 #include "check_cu.h"
+#include "driver_setup.h"
 
 int main() {
-  CHECK_CU(cuInit(0));
-  CUdevice device;
-  CHECK_CU(cuDeviceGet(&device, 0));
-  CUcontext context;
-  CHECK_CU(cuDevicePrimaryCtxRetain(&context, device));
-  CHECK_CU(cuCtxSetCurrent(context));
+  UsePrimaryContext();
 
   constexpr size_t kImageBytes = size_t{65} << 20;
   std::string ptx = kAddOnePtx;
@@ -25,9 +21,7 @@ int main() {
   ptx.reserve(kImageBytes + padding.size());
   while (ptx.size() < kImageBytes) ptx += padding;
   CUmodule module;
-  CHECK_CU(cuModuleLoadData(&module, ptx.c_str()));
-  CUfunction add_one;
-  CHECK_CU(cuModuleGetFunction(&add_one, module, "add_one"));
+  CUfunction add_one = LoadFunction(&module, ptx.c_str(), "add_one");
 
   constexpr unsigned kN = 1000;
   std::vector<unsigned> values(kN);
