@@ -59,6 +59,60 @@ $loop:
   CHECK(once.preemptible());
 }
 
+// Compilers may lay a loop's blocks out after its backward branch; the loop body follows the
+// control flow, not the program order.
+TEST_CASE("a polling load laid out after the loop's backward branch is found") {
+  const std::string out_of_line = R"(
+.visible .entry k(.param .u64 flag)
+{
+  .reg .b32 %r<2>;
+  .reg .b64 %rd<2>;
+  .reg .pred %p;
+  ld.param.u64 %rd1, [flag];
+  mov.u32 %r1, 0;
+$head:
+  setp.ne.u32 %p, %r1, 0;
+  @%p bra $done;
+  bra $poll;
+$back:
+  bra $head;
+$done:
+  ret;
+$poll:
+  ld.volatile.global.u32 %r1, [%rd1];
+  bra $back;
+}
+)";
+  KernelAnalysis a = Analyze(out_of_line);
+  CHECK(Mentions(a.slice_blockers, "inter-block dependency"));
+  CHECK(Mentions(a.ptb_blockers, "inter-block dependency"));
+
+  // A backward jump that closes no cycle is no loop: the polled branch before it runs once.
+  KernelAnalysis straight = Analyze(R"(
+.visible .entry k(.param .u64 flag, .param .u64 out)
+{
+  .reg .b32 %r<3>;
+  .reg .b64 %rd<3>;
+  .reg .pred %p;
+  ld.param.u64 %rd1, [flag];
+  ld.param.u64 %rd2, [out];
+  ld.volatile.global.u32 %r1, [%rd1];
+  setp.eq.u32 %p, %r1, 0;
+  @%p bra $second;
+$first:
+  mov.u32 %r2, 1;
+  st.global.u32 [%rd2], %r2;
+  ret;
+$second:
+  mov.u32 %r2, 2;
+  st.global.u32 [%rd2], %r2;
+  bra $first;
+}
+)");
+  CHECK(straight.sliceable());
+  CHECK(straight.preemptible());
+}
+
 // A kernel `k(flag, out)` whose body is `loop` with the registers it may use declared, after
 // the device functions `functions`.
 std::string LoopKernel(const std::string& loop, const std::string& functions = "") {

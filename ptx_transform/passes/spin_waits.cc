@@ -228,6 +228,74 @@ bool ControlDependsOnPolledValue(const std::vector<const Instruction*>& code, Ta
   return control;
 }
 
+// The control flow between a function's instructions (flattened in order; `label_index` maps a
+// label to the instruction after it), for finding the instructions of a loop wherever the
+// compiler laid them out.
+class FlowGraph {
+ public:
+  FlowGraph(const std::vector<const Instruction*>& flat,
+            const absl::flat_hash_map<std::string_view, size_t>& label_index)
+      : successors_(flat.size()), predecessors_(flat.size()) {
+    std::vector<size_t> all_labels;  // where an indirect branch (brx.idx) may go
+    for (const auto& [name, index] : label_index) all_labels.push_back(index);
+    for (size_t i = 0; i < flat.size(); ++i) {
+      const Instruction& inst = *flat[i];
+      const bool guarded = !inst.guard.empty();
+      bool falls_through = true;
+      if (inst.opcode == "bra" && !inst.operands.empty()) {
+        auto target = label_index.find(inst.operands[0].name);
+        if (target != label_index.end()) Add(i, target->second);
+        falls_through = guarded;
+      } else if (inst.opcode == "brx") {
+        for (size_t target : all_labels) Add(i, target);
+        falls_through = guarded;
+      } else if (inst.opcode == "ret" || inst.opcode == "exit" || inst.opcode == "trap") {
+        falls_through = guarded;
+      }
+      if (falls_through) Add(i, i + 1);
+    }
+  }
+
+  const std::vector<size_t>& successors(size_t i) const { return successors_[i]; }
+  // The instructions on some path from `header` to `latch` (the body of the loop whose back edge
+  // goes from `latch` to `header`, including blocks laid out after the branch), in order.
+  std::vector<size_t> Loop(size_t header, size_t latch) const {
+    const std::vector<bool> from_header = Reach(header, successors_);
+    const std::vector<bool> to_latch = Reach(latch, predecessors_);
+    std::vector<size_t> loop;
+    for (size_t i = 0; i < from_header.size(); ++i) {
+      if (from_header[i] && to_latch[i]) loop.push_back(i);
+    }
+    return loop;
+  }
+
+ private:
+  void Add(size_t from, size_t to) {
+    if (to >= successors_.size()) return;  // a label at the end: nothing runs there
+    successors_[from].push_back(to);
+    predecessors_[to].push_back(from);
+  }
+  static std::vector<bool> Reach(size_t start, const std::vector<std::vector<size_t>>& edges) {
+    std::vector<bool> seen(edges.size(), false);
+    std::vector<size_t> stack{start};
+    seen[start] = true;
+    while (!stack.empty()) {
+      const size_t n = stack.back();
+      stack.pop_back();
+      for (size_t next : edges[n]) {
+        if (!seen[next]) {
+          seen[next] = true;
+          stack.push_back(next);
+        }
+      }
+    }
+    return seen;
+  }
+
+  std::vector<std::vector<size_t>> successors_;
+  std::vector<std::vector<size_t>> predecessors_;
+};
+
 // Everything the finder knows about one function with a body.
 struct Summary {
   CallEffects effects;
@@ -249,7 +317,7 @@ class SpinWaitFinder::Impl {
     const NameSet params = ParamVariables(f);
     auto effects_of = [this](const Instruction& call) { return EffectsOf(call); };
 
-    std::vector<const Instruction*> flat;  // instructions and labels (as nullptr), in order
+    std::vector<const Instruction*> flat;  // the instructions, in order
     absl::flat_hash_map<std::string_view, size_t> label_index;
     auto flatten = [&](auto& self, const std::vector<Statement>& statements) -> void {
       for (const auto& s : statements) {
@@ -264,14 +332,19 @@ class SpinWaitFinder::Impl {
     };
     flatten(flatten, f.body->statements);
 
-    std::vector<const Instruction*> loop;
+    // Every cycle of the control flow has a branch backwards in program order: the loops are
+    // found from those branches, and their bodies from the flow graph.
+    const FlowGraph graph(flat, label_index);
+    std::vector<std::pair<size_t, size_t>> back_edges;  // (header, latch)
     for (size_t i = 0; i < flat.size(); ++i) {
-      const Instruction& branch = *flat[i];
-      if (branch.opcode != "bra" || branch.operands.empty()) continue;
-      auto target = label_index.find(branch.operands[0].name);
-      if (target == label_index.end() || target->second > i) continue;
-      loop.assign(flat.begin() + static_cast<ptrdiff_t>(target->second),
-                  flat.begin() + static_cast<ptrdiff_t>(i) + 1);
+      for (size_t target : graph.successors(i)) {
+        if (target <= i) back_edges.emplace_back(target, i);
+      }
+    }
+    std::vector<const Instruction*> loop;
+    for (const auto& [header, latch] : back_edges) {
+      loop.clear();
+      for (size_t index : graph.Loop(header, latch)) loop.push_back(flat[index]);
       bool reads_directly = false;
       const Instruction* polling_call = nullptr;
       for (const Instruction* inst : loop) {
