@@ -18,33 +18,33 @@ using testing::Analyze;
 using testing::Mentions;
 using testing::ReadFile;
 
-TEST_CASE("polling another block's progress in a loop is an inter-block dependency") {
-  const std::string spin = R"(
-.visible .entry k(.param .u64 flag)
+// A kernel k(flag, out) whose body starts with %rd1 = flag and %rd2 = out loaded; `body` follows
+// (registers %r1..%r2, %rd1..%rd2, %p).
+std::string FlagKernel(const std::string& body) {
+  return R"(
+.visible .entry k(.param .u64 flag, .param .u64 out)
 {
-  .reg .b32 %r<2>;
-  .reg .b64 %rd<2>;
+  .reg .b32 %r<3>;
+  .reg .b64 %rd<3>;
   .reg .pred %p;
   ld.param.u64 %rd1, [flag];
+  ld.param.u64 %rd2, [out];
+)" + body + "}\n";
+}
+
+TEST_CASE("polling another block's progress in a loop is an inter-block dependency") {
+  KernelAnalysis a = Analyze(FlagKernel(R"(
 $wait:
   ld.volatile.global.u32 %r1, [%rd1];
   setp.eq.u32 %p, %r1, 0;
   @%p bra $wait;
   ret;
-}
-)";
-  KernelAnalysis a = Analyze(spin);
+)"));
   CHECK(Mentions(a.slice_blockers, "inter-block dependency"));
   CHECK(Mentions(a.ptb_blockers, "inter-block dependency"));
 
   // The same load outside any loop, and an ordinary loop without polling loads, are fine.
-  KernelAnalysis once = Analyze(R"(
-.visible .entry k(.param .u64 flag)
-{
-  .reg .b32 %r<3>;
-  .reg .b64 %rd<2>;
-  .reg .pred %p;
-  ld.param.u64 %rd1, [flag];
+  KernelAnalysis once = Analyze(FlagKernel(R"(
   ld.volatile.global.u32 %r1, [%rd1];
   mov.u32 %r2, 0;
 $loop:
@@ -53,8 +53,7 @@ $loop:
   setp.lt.u32 %p, %r2, 10;
   @%p bra $loop;
   ret;
-}
-)");
+)"));
   CHECK(once.sliceable());
   CHECK(once.preemptible());
 }
@@ -62,13 +61,7 @@ $loop:
 // Compilers may lay a loop's blocks out after its backward branch; the loop body follows the
 // control flow, not the program order.
 TEST_CASE("a polling load laid out after the loop's backward branch is found") {
-  const std::string out_of_line = R"(
-.visible .entry k(.param .u64 flag)
-{
-  .reg .b32 %r<2>;
-  .reg .b64 %rd<2>;
-  .reg .pred %p;
-  ld.param.u64 %rd1, [flag];
+  KernelAnalysis a = Analyze(FlagKernel(R"(
   mov.u32 %r1, 0;
 $head:
   setp.ne.u32 %p, %r1, 0;
@@ -81,21 +74,12 @@ $done:
 $poll:
   ld.volatile.global.u32 %r1, [%rd1];
   bra $back;
-}
-)";
-  KernelAnalysis a = Analyze(out_of_line);
+)"));
   CHECK(Mentions(a.slice_blockers, "inter-block dependency"));
   CHECK(Mentions(a.ptb_blockers, "inter-block dependency"));
 
   // A backward jump that closes no cycle is no loop: the polled branch before it runs once.
-  KernelAnalysis straight = Analyze(R"(
-.visible .entry k(.param .u64 flag, .param .u64 out)
-{
-  .reg .b32 %r<3>;
-  .reg .b64 %rd<3>;
-  .reg .pred %p;
-  ld.param.u64 %rd1, [flag];
-  ld.param.u64 %rd2, [out];
+  KernelAnalysis straight = Analyze(FlagKernel(R"(
   ld.volatile.global.u32 %r1, [%rd1];
   setp.eq.u32 %p, %r1, 0;
   @%p bra $second;
@@ -107,8 +91,7 @@ $second:
   mov.u32 %r2, 2;
   st.global.u32 [%rd2], %r2;
   bra $first;
-}
-)");
+)"));
   CHECK(straight.sliceable());
   CHECK(straight.preemptible());
 }
