@@ -36,7 +36,9 @@ class ImageBytes {
       const size_t end = start + image.size();
       const size_t from = std::max(start, offset);
       const size_t to = std::min(end, offset + out.size());
-      if (from < to) std::memcpy(out.data() + (from - offset), image.data() + (from - start), to - from);
+      if (from < to) {
+        std::memcpy(out.data() + (from - offset), image.data() + (from - start), to - from);
+      }
       start = end;
     }
   }

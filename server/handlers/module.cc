@@ -57,7 +57,8 @@ absl::StatusOr<Reply<ipc::RegisterFatbinResponse>> Handle(
                          AddPiece(session, request.fields));
   if (!image) return Reply<ipc::RegisterFatbinResponse>{{.module = 0}, {}};
   if (ipc::ContentHash(*image) != request.fields.content_hash) {
-    return ClientError(CUDA_ERROR_INVALID_VALUE, "the module image does not match its content hash");
+    return ClientError(CUDA_ERROR_INVALID_VALUE,
+                       "the module image does not match its content hash");
   }
   TALLY_ASSIGN_OR_RETURN(std::shared_ptr<SharedModule> module,
                          session.server().modules.Register(*image));
