@@ -404,11 +404,12 @@ class SpinWaitFinder::Impl {
   Node& NodeOf(const Function& f) {
     auto [it, inserted] = nodes_.try_emplace(&f);
     if (inserted) {
+      // Not the binding itself: clang before 16 refuses lambdas that capture one.
+      std::vector<const Function*>& callees = it->second.callees;
       ForEachInstruction(f.body->statements, [&](const Instruction& inst) {
         if (inst.opcode != "call") return;
         const Function* callee = Callee(inst);
         if (callee == nullptr || !callee->body) return;
-        auto& callees = it->second.callees;
         if (std::find(callees.begin(), callees.end(), callee) == callees.end()) {
           callees.push_back(callee);
         }
