@@ -7,6 +7,7 @@
 #include "absl/strings/cord.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/cu_result_table.h"
 
 namespace tally::server {
 namespace {
@@ -25,6 +26,11 @@ absl::Status CheckCu(CUresult result, absl::string_view call) {
   if (result == CUDA_SUCCESS) return absl::OkStatus();
   return ClientError(result,
                      absl::StrCat(call, " failed with CUresult ", static_cast<int>(result)));
+}
+
+std::string CuResultText(CUresult result) {
+  const char* name = CuResultName(result);
+  return name != nullptr ? name : absl::StrCat("CUresult ", static_cast<int>(result));
 }
 
 std::optional<CUresult> ResultOf(const absl::Status& status) {

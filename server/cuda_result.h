@@ -5,6 +5,7 @@
 #include <cuda.h>
 
 #include <optional>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -16,6 +17,9 @@ absl::Status ClientError(CUresult result, absl::string_view message);
 
 // OK for CUDA_SUCCESS, else ClientError(result, "<call> failed with CUresult N").
 absl::Status CheckCu(CUresult result, absl::string_view call);
+
+// cuda.h's name of `result` ("CUDA_ERROR_INVALID_VALUE"), or "CUresult N" for a value it lacks.
+std::string CuResultText(CUresult result);
 
 // The CUresult a ClientError carries; nullopt for any other status (and for OK).
 std::optional<CUresult> ResultOf(const absl::Status& status);

@@ -6,8 +6,8 @@
 #include <string>
 #include <utility>
 
-#include "common/cu_result_table.h"
 #include "common/log.h"
+#include "server/cuda_result.h"
 
 namespace tally::server {
 
@@ -113,10 +113,9 @@ void Dispatcher::DeferError(ClientQueue& queue, CUresult result, std::string wha
 
 void Dispatcher::RecordFailure(ClientQueue& queue, CUresult result, std::string what) {
   if (queue.deferred_error.result != CUDA_SUCCESS) return;
-  const char* name = CuResultName(result);
   TALLY_LOG_WARN("client {}: {} failed with {} (reported at its next synchronising call)",
                  queue.client_id, what.empty() ? "asynchronous work" : what,
-                 name != nullptr ? name : std::to_string(static_cast<int>(result)));
+                 CuResultText(result));
   queue.deferred_error = {result, std::move(what)};
 }
 

@@ -2,7 +2,6 @@
 #include "server/session.h"
 
 #include "absl/strings/str_format.h"
-#include "common/cu_result_table.h"
 #include "common/log.h"
 #include "common/status.h"
 #include "server/cuda_result.h"
@@ -227,11 +226,10 @@ absl::Status Session::RemoveHostBlock(uint64_t address) {
 absl::Status Session::TakeDeferredError() {
   const DeferredError error = server_.dispatcher.TakeDeferredError(*queue_);
   if (error.result == CUDA_SUCCESS) return absl::OkStatus();
-  const char* name = CuResultName(error.result);
   return ClientError(error.result,
                      absl::StrFormat("earlier asynchronous work failed: %s: %s",
                                      error.what.empty() ? "a queued call" : error.what,
-                                     name != nullptr ? name : "an unknown CUresult"));
+                                     CuResultText(error.result)));
 }
 
 void Session::EnqueueFailure(CUresult result, std::string what) {
