@@ -43,9 +43,18 @@ setup() {
   fi
 }
 
+# ccache, where installed, makes rebuilds in other checkouts (worktrees) cheap; it is optional.
+launcher_flags() {
+  if command -v ccache >/dev/null; then
+    echo "-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache"
+  fi
+}
+
 build() {
   setup
-  cmake -S "$root" -B "$build_dir" -G Ninja -DTALLY_CUDA_ROOT="$cuda_root" >/dev/null
+  # shellcheck disable=SC2046
+  cmake -S "$root" -B "$build_dir" -G Ninja -DTALLY_CUDA_ROOT="$cuda_root" $(launcher_flags) \
+    >/dev/null
   cmake --build "$build_dir" -j "$jobs"
 }
 
