@@ -1,63 +1,95 @@
-// The scheduling policy interface: given the heads of the clients' non-empty command queues,
-// decide whose command the device gets next. Pure: no clock, device or threads of its own, so
-// the same policy runs in tally-server and in tests with fake inputs.
+// The scheduling policy interface. A policy is told of clients joining and leaving, priority
+// changes, new queue heads, the ends of runs and the passage of time, and answers each event
+// with actions (scheduler/types.h). Pure: no threads, clock or device of its own, so the same
+// policy runs in tally-server's dispatcher, in the simulator and in tests with a fake clock
+// (../shared/SCHEDULING.md, "One policy, three drivers").
+//
+// The driver's side of the contract:
+// - Every client has one ordered command queue; HeadArrived announces each head once. A head
+//   that is other work, or a kernel issued in its original form, is consumed by its kIssue; a
+//   kernel issued in a transformed form is consumed when a RunEnded says `finished`. After a
+//   head is consumed the client's next head (if any) is announced.
+// - A kernel in a transformed form has at most one run in flight: the policy issues it again
+//   (next slice, resumption) only after that run's RunEnded.
+// - Actions are carried out in the order given; an action about a client that has left, a
+//   kIssue without a head, or a kPreempt without a running PTB kernel is ignored.
+// - Woken is called at or after the time of the earliest WakeAt still pending.
 #pragma once
 
-#include <cstddef>
-#include <cstdint>
 #include <memory>
-#include <optional>
-#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "scheduler/form_advisor.h"
+#include "scheduler/types.h"
 
 namespace tally::scheduler {
-
-// What a policy sees of one client queue.
-struct QueueHead {
-  uint64_t client_id = 0;
-  int32_t priority = 0;  // higher is more important (TALLY_PRIORITY)
-  uint64_t arrival = 0;  // server-wide enqueue order of the head command
-  size_t depth = 0;      // commands queued, head included
-};
-
-// The form in which a kernel launch runs (ARCHITECTURE.md, "Transformations").
-enum class FormKind : uint8_t { kOriginal, kSliced, kPreemptible };
-
-struct LaunchForm {
-  FormKind kind = FormKind::kOriginal;
-  uint32_t slices = 0;   // kSliced: consecutive pieces of the grid, launched in order
-  uint32_t workers = 0;  // kPreemptible: worker blocks; 0 for as many as can be resident
-  bool preempt = false;  // kPreemptible: stopped at random moments and resumed (validation)
-  friend bool operator==(const LaunchForm&, const LaunchForm&) = default;
-};
-
-// What a policy sees of a kernel launch when it chooses the form.
-struct LaunchInfo {
-  uint64_t client_id = 0;
-  int32_t priority = 0;
-  bool sliceable = false;    // the kernel has a sliced form
-  bool preemptible = false;  // the kernel has a PTB form
-};
 
 class Policy {
  public:
   virtual ~Policy() = default;
-  // An index into `queues` (every one non-empty), or nullopt to issue nothing now.
-  virtual std::optional<size_t> PickNext(std::span<const QueueHead> queues) = 0;
 
-  // The form of a kernel launch about to be issued: one the kernel has, else kOriginal.
-  virtual LaunchForm ChooseForm(const LaunchInfo& launch) {
-    static_cast<void>(launch);
-    return {};
-  }
-  // Whether ChooseForm can pick transformed forms: only then does the server build them.
-  virtual bool UsesTransformedForms() const { return false; }
+  virtual void ClientJoined(Time now, ClientId client, ClientPriority priority,
+                            Decisions& out) = 0;
+  // Nothing more of the client is issued; its running PTB kernel (if any) is preempted by the
+  // driver and never resumed.
+  virtual void ClientLeft(Time now, ClientId client, Decisions& out) = 0;
+  // Effective at this decision.
+  virtual void PriorityChanged(Time now, ClientId client, ClientPriority priority,
+                               Decisions& out) = 0;
+  virtual void HeadArrived(Time now, ClientId client, const Head& head, Decisions& out) = 0;
+  virtual void RunEnded(Time now, ClientId client, const RunEnd& end, Decisions& out) = 0;
+  virtual void Woken(Time now, Decisions& out) = 0;
+
+  // Whether the policy may issue transformed forms: only then does the server build them.
+  virtual bool UsesTransformedForms() const = 0;
 };
 
-// Commands in server-wide arrival order, whatever their client or priority.
+// Settings of the policies that hold background work (SCHEDULING.md, "hold, shape, preempt").
+struct PriorityOptions {
+  // A lower level's kernel is issued only after every higher level has been idle this long.
+  Duration min_idle = std::chrono::microseconds(100);
+  // A background kernel that cannot be made preemptible and is not known to be short waits
+  // for this much idleness of every higher level, then runs in its original form anyway.
+  Duration long_idle = std::chrono::milliseconds(100);
+};
+
+// Every head issued as soon as it arrives, in its original form, whatever its client's
+// priority: the device alone orders the work (first come, first served).
 std::unique_ptr<Policy> MakeFifoPolicy();
 
-// Validation mode (tally-server --validate): FIFO order, and every kernel that has `form` runs
-// in it, so that operators can check their programs under Tally's transformations.
-std::unique_ptr<Policy> MakeValidationPolicy(LaunchForm form);
+// Validation mode (tally-server --validate): FIFO, and every kernel that has `form` runs in
+// it; with `preempt`, PTB kernels are preempted after random delays (seeded, so that a failing
+// run repeats) and resumed, at most kMaxValidationPreemptions times per launch.
+inline constexpr int kMaxValidationPreemptions = 3;
+std::unique_ptr<Policy> MakeValidationPolicy(LaunchForm form, bool preempt);
+
+// Tally's policy: the most important connected clients issue at once in original form; less
+// important ones only after min_idle of idleness above them, in the form `advisor` chooses,
+// preempted when more important work arrives. `advisor` must outlive the policy.
+std::unique_ptr<Policy> MakePriorityPolicy(const PriorityOptions& options, FormAdvisor& advisor);
+
+// The same holding, without transformations: background kernels in their original form, so
+// they cannot be preempted (the baseline that shows what the transformations buy).
+std::unique_ptr<Policy> MakePriorityNoTransformPolicy(const PriorityOptions& options);
+
+// What the named policies are made with.
+struct PolicyConfig {
+  PriorityOptions priority;
+  FormAdvisor* advisor = nullptr;  // for the policies that shape kernels; outlives the policy
+};
+
+// The policy called `name` (tally-server --policy); InvalidArgument naming the choices for
+// an unknown name.
+absl::StatusOr<std::unique_ptr<Policy>> MakePolicy(std::string_view name,
+                                                   const PolicyConfig& config);
+// The names MakePolicy knows, each with a line for --help.
+struct PolicyDescription {
+  std::string_view name;
+  std::string_view summary;
+};
+std::span<const PolicyDescription> PolicyDescriptions();
 
 }  // namespace tally::scheduler

@@ -1,7 +1,6 @@
-// FIFO: the oldest queued command of any client goes first; priorities are ignored. The
-// baseline the priority policy is measured against.
-#include <algorithm>
-
+// FIFO: every head is issued the moment it arrives, in its original form, whatever its client's
+// priority; the device alone orders the work. The baseline the priority policy is measured
+// against.
 #include "scheduler/policy.h"
 
 namespace tally::scheduler {
@@ -9,13 +8,15 @@ namespace {
 
 class FifoPolicy final : public Policy {
  public:
-  std::optional<size_t> PickNext(std::span<const QueueHead> queues) override {
-    if (queues.empty()) return std::nullopt;
-    auto oldest = std::min_element(
-        queues.begin(), queues.end(),
-        [](const QueueHead& a, const QueueHead& b) { return a.arrival < b.arrival; });
-    return static_cast<size_t>(oldest - queues.begin());
+  void ClientJoined(Time, ClientId, ClientPriority, Decisions&) override {}
+  void ClientLeft(Time, ClientId, Decisions&) override {}
+  void PriorityChanged(Time, ClientId, ClientPriority, Decisions&) override {}
+  void HeadArrived(Time, ClientId client, const Head&, Decisions& out) override {
+    out.Issue(client);
   }
+  void RunEnded(Time, ClientId, const RunEnd&, Decisions&) override {}
+  void Woken(Time, Decisions&) override {}
+  bool UsesTransformedForms() const override { return false; }
 };
 
 }  // namespace

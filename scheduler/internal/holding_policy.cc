@@ -1,0 +1,161 @@
+// Decisions of the holding policies. Every event updates the clients' state and then decides
+// afresh; the number of clients is small, so each decision looks at all of them.
+#include "scheduler/internal/holding_policy.h"
+
+#include <algorithm>
+
+namespace tally::scheduler::internal {
+
+void HoldingPolicy::ClientJoined(Time now, ClientId client, ClientPriority priority,
+                                 Decisions& out) {
+  clients_[client].level = priority.level();
+  Decide(now, out);
+}
+
+void HoldingPolicy::ClientLeft(Time now, ClientId client, Decisions& out) {
+  clients_.erase(client);
+  Decide(now, out);
+}
+
+void HoldingPolicy::PriorityChanged(Time now, ClientId client, ClientPriority priority,
+                                    Decisions& out) {
+  auto it = clients_.find(client);
+  if (it != clients_.end()) it->second.level = priority.level();
+  Decide(now, out);
+}
+
+void HoldingPolicy::HeadArrived(Time now, ClientId client, const Head& head, Decisions& out) {
+  auto it = clients_.find(client);
+  if (it != clients_.end()) it->second.head = head;
+  Decide(now, out);
+}
+
+void HoldingPolicy::RunEnded(Time now, ClientId id, const RunEnd& end, Decisions& out) {
+  auto it = clients_.find(id);
+  if (it != clients_.end()) {
+    Client& client = it->second;
+    if (end.form == FormKind::kOriginal) {
+      if (client.originals_running > 0) --client.originals_running;
+    } else {
+      client.in_flight = false;
+      client.preempt_sent = false;
+      if (end.finished) {
+        client.started = false;
+        client.head.reset();
+      }
+    }
+  }
+  Decide(now, out);
+}
+
+void HoldingPolicy::Woken(Time now, Decisions& out) { Decide(now, out); }
+
+std::optional<int32_t> HoldingPolicy::TopLevel() const {
+  std::optional<int32_t> top;
+  for (const auto& [id, client] : clients_) top = std::max(top.value_or(client.level), client.level);
+  return top;
+}
+
+bool HoldingPolicy::BusyAbove(int32_t level) const {
+  return std::any_of(clients_.begin(), clients_.end(), [&](const auto& entry) {
+    return entry.second.level > level && Busy(entry.second);
+  });
+}
+
+Time HoldingPolicy::IdleAboveSince(int32_t level, Time now) const {
+  Time since = Time::min();
+  for (auto it = levels_.upper_bound(level); it != levels_.end(); ++it) {
+    since = std::max(since, it->second.busy ? now : it->second.idle_since);
+  }
+  return since;
+}
+
+void HoldingPolicy::UpdateLevels(Time now) {
+  std::map<int32_t, bool> busy;
+  for (const auto& [id, client] : clients_) busy[client.level] |= Busy(client);
+  std::erase_if(levels_, [&](const auto& entry) { return !busy.contains(entry.first); });
+  for (const auto& [level, is_busy] : busy) {
+    Level& state = levels_[level];
+    if (state.busy && !is_busy) state.idle_since = now;
+    state.busy = is_busy;
+  }
+}
+
+void HoldingPolicy::Decide(Time now, Decisions& out) {
+  UpdateLevels(now);
+  const std::optional<int32_t> top = TopLevel();
+  if (!top) return;
+  // More important work waits or runs: running PTB kernels below it give their SMs back.
+  for (auto& [id, client] : clients_) {
+    if (client.in_flight && client.form.kind == FormKind::kPreemptible && !client.preempt_sent &&
+        BusyAbove(client.level)) {
+      out.Preempt(id);
+      client.preempt_sent = true;
+    }
+  }
+  const bool lower_exists = std::any_of(clients_.begin(), clients_.end(),
+                                        [&](const auto& entry) { return entry.second.level < *top; });
+  for (auto& [id, client] : clients_) {
+    if (client.level == *top) IssueForeground(id, client, lower_exists, out);
+  }
+  for (auto& [id, client] : clients_) {
+    if (client.level < *top) IssueBackground(now, id, client, out);
+  }
+  UpdateLevels(now);
+}
+
+void HoldingPolicy::IssueForeground(ClientId id, Client& client, bool notify, Decisions& out) {
+  if (!client.head) return;
+  if (client.started) {
+    // Became the most important while a transformed run was under way: it goes on unheld.
+    if (!client.in_flight) {
+      out.Issue(id, client.form, false, /*foreground=*/true);
+      client.in_flight = true;
+    }
+    return;
+  }
+  const bool kernel = client.head->kind == Head::Kind::kKernel;
+  out.Issue(id, LaunchForm::Original(), kernel && notify, /*foreground=*/true);
+  if (kernel && notify) ++client.originals_running;
+  client.head.reset();
+}
+
+void HoldingPolicy::IssueBackground(Time now, ClientId id, Client& client, Decisions& out) {
+  if (!client.head || client.in_flight) return;
+  if (client.head->kind == Head::Kind::kOther) {
+    // Only kernels are shaped: copies, memsets and host functions go in queue order.
+    out.Issue(id);
+    client.head.reset();
+    return;
+  }
+  if (BusyAbove(client.level)) return;  // its arrival or end decides again
+  const Time idle_since = IdleAboveSince(client.level, now);
+  // Sums, not differences: idle_since may be Time::min() (never busy).
+  if (now < idle_since + options_.min_idle) {
+    out.WakeAt(idle_since + options_.min_idle);
+    return;
+  }
+  if (client.started) {
+    out.Issue(id, client.form);  // the next slice, or the resumption
+    client.in_flight = true;
+    return;
+  }
+  const FormChoice choice = BackgroundForm(client.head->kernel);
+  if (choice.form.kind == FormKind::kOriginal) {
+    const bool risky = !choice.short_turnaround;
+    if (risky && now < idle_since + options_.long_idle) {
+      out.WakeAt(idle_since + options_.long_idle);
+      return;
+    }
+    out.Issue(id, LaunchForm::Original(), /*notify=*/true, /*foreground=*/false, risky);
+    ++client.originals_running;
+    client.head.reset();
+    return;
+  }
+  out.Issue(id, choice.form);
+  client.started = true;
+  client.form = choice.form;
+  client.in_flight = true;
+}
+
+}  // namespace tally::scheduler::internal

@@ -1,0 +1,65 @@
+// The mechanism shared by the priority policies (../../shared/SCHEDULING.md, "hold, shape,
+// preempt"): clients of the highest connected level issue at once in their original form;
+// a lower level's kernel waits until every higher level has been idle for min_idle, then runs
+// in the form BackgroundForm gives; more important work preempts running PTB kernels and stops
+// the issue of slices; copies and other work of any client go in queue order.
+#pragma once
+
+#include <map>
+#include <optional>
+
+#include "scheduler/policy.h"
+
+namespace tally::scheduler::internal {
+
+class HoldingPolicy : public Policy {
+ public:
+  explicit HoldingPolicy(const PriorityOptions& options) : options_(options) {}
+
+  void ClientJoined(Time now, ClientId client, ClientPriority priority, Decisions& out) override;
+  void ClientLeft(Time now, ClientId client, Decisions& out) override;
+  void PriorityChanged(Time now, ClientId client, ClientPriority priority,
+                       Decisions& out) override;
+  void HeadArrived(Time now, ClientId client, const Head& head, Decisions& out) override;
+  void RunEnded(Time now, ClientId client, const RunEnd& end, Decisions& out) override;
+  void Woken(Time now, Decisions& out) override;
+
+ protected:
+  // The form of a kernel launched while more important clients are connected.
+  virtual FormChoice BackgroundForm(const KernelInfo& kernel) = 0;
+
+ private:
+  struct Client {
+    int32_t level = 0;
+    std::optional<Head> head;  // announced and not yet consumed
+    bool started = false;      // the head kernel runs in a transformed form, not finished yet
+    LaunchForm form;           // ... this one
+    bool in_flight = false;    // a run (slice or PTB run) of it is on the device
+    bool preempt_sent = false;
+    uint32_t originals_running = 0;  // original-form kernels issued with notify, not ended
+  };
+  struct Level {
+    bool busy = false;
+    Time idle_since = Time::min();  // when it last became idle (long ago if never busy)
+  };
+
+  void Decide(Time now, Decisions& out);
+  void IssueForeground(ClientId id, Client& client, bool notify, Decisions& out);
+  void IssueBackground(Time now, ClientId id, Client& client, Decisions& out);
+  // Records which levels are busy, and when each busy level became idle.
+  void UpdateLevels(Time now);
+  static bool Busy(const Client& client) {
+    return client.head.has_value() || client.in_flight || client.originals_running > 0;
+  }
+  bool BusyAbove(int32_t level) const;
+  // The latest time at which a level above `level` became idle (`now` for one that was busy at
+  // the start of this decision).
+  Time IdleAboveSince(int32_t level, Time now) const;
+  std::optional<int32_t> TopLevel() const;
+
+  const PriorityOptions options_;
+  std::map<ClientId, Client> clients_;  // ordered: decisions are deterministic
+  std::map<int32_t, Level> levels_;
+};
+
+}  // namespace tally::scheduler::internal

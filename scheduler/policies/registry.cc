@@ -1,0 +1,65 @@
+// The policies a user can name, as one table: tally-server --policy, tally-bench and the
+// simulator all find them here.
+#include <array>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "scheduler/policy.h"
+
+namespace tally::scheduler {
+namespace {
+
+using Factory = absl::StatusOr<std::unique_ptr<Policy>> (*)(const PolicyConfig&);
+
+struct Entry {
+  PolicyDescription description;
+  Factory make;
+};
+
+absl::StatusOr<std::unique_ptr<Policy>> NeedsAdvisor(std::string_view name) {
+  return absl::InvalidArgumentError(
+      fmt::format("policy {} needs a form advisor (the profiler)", name));
+}
+
+constexpr std::array kPolicies = {
+    Entry{{"priority",
+           "Tally: higher-priority clients first; lower ones in idle time, preemptible"},
+          [](const PolicyConfig& config) -> absl::StatusOr<std::unique_ptr<Policy>> {
+            if (config.advisor == nullptr) return NeedsAdvisor("priority");
+            return MakePriorityPolicy(config.priority, *config.advisor);
+          }},
+    Entry{{"priority-no-transform",
+           "lower priorities held until idle time, then run unmodified (not preemptible)"},
+          [](const PolicyConfig& config) -> absl::StatusOr<std::unique_ptr<Policy>> {
+            return MakePriorityNoTransformPolicy(config.priority);
+          }},
+    Entry{{"fifo", "every kernel issued as it arrives; priorities are ignored"},
+          [](const PolicyConfig&) -> absl::StatusOr<std::unique_ptr<Policy>> {
+            return MakeFifoPolicy();
+          }},
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Policy>> MakePolicy(std::string_view name,
+                                                   const PolicyConfig& config) {
+  std::vector<std::string_view> names;
+  for (const Entry& entry : kPolicies) {
+    if (entry.description.name == name) return entry.make(config);
+    names.push_back(entry.description.name);
+  }
+  return absl::InvalidArgumentError(
+      fmt::format("unknown policy '{}' (known: {})", name, fmt::join(names, ", ")));
+}
+
+std::span<const PolicyDescription> PolicyDescriptions() {
+  static const auto descriptions = [] {
+    std::array<PolicyDescription, kPolicies.size()> all{};
+    for (size_t i = 0; i < kPolicies.size(); ++i) all[i] = kPolicies[i].description;
+    return all;
+  }();
+  return descriptions;
+}
+
+}  // namespace tally::scheduler
