@@ -1,0 +1,30 @@
+// Kernels for the profiler's tests.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+#include "scheduler/types.h"
+
+namespace tally::profiler::testing {
+
+using scheduler::KernelInfo;
+using scheduler::LaunchForm;
+
+// A 1-D kernel of `blocks` blocks of 128 threads on 8 SMs, 4 PTB blocks resident per SM, with
+// both transformed forms unless told otherwise.
+inline KernelInfo Kernel(uint64_t id, uint32_t blocks, bool sliceable = true,
+                         bool preemptible = true, uint32_t resident_per_sm = 4,
+                         uint32_t sm_count = 8) {
+  KernelInfo info;
+  info.shape.kernel = id;
+  info.shape.grid = {blocks, 1, 1};
+  info.shape.block = {128, 1, 1};
+  info.sliceable = sliceable;
+  info.preemptible = preemptible;
+  info.resident_per_sm = resident_per_sm;
+  info.sm_count = sm_count;
+  return info;
+}
+
+}  // namespace tally::profiler::testing
