@@ -1,5 +1,5 @@
-// Candidate forms for several grids and occupancies, and kernels with one transformed form or
-// none.
+// Candidate forms for several grids and occupancies, kernels with one transformed form or none,
+// and the PTB turnaround helper.
 #include "profiler/candidates.h"
 
 #include <algorithm>
@@ -82,6 +82,18 @@ TEST_CASE("Full occupancy stands for resident blocks on every SM, at most the gr
   CHECK(FullOccupancyWorkers(Kernel(1, 1000)) == 32);
   CHECK(FullOccupancyWorkers(Kernel(1, 20)) == 20);
   CHECK(FullOccupancyWorkers(Kernel(1, 20, true, true, 0, 8)) == 0);
+}
+
+TEST_CASE("A PTB run's turnaround is one task on a worker") {
+  // 1000 tasks on 100 workers: each runs 10 tasks one after another.
+  CHECK(PtbTurnaround(Us(1000), 100, 1000) == Us(100));
+  // 250 tasks on 100 workers: the busiest workers run 3.
+  CHECK(PtbTurnaround(Us(900), 100, 250) == Us(300));
+  // More workers than tasks: each task is the whole run.
+  CHECK(PtbTurnaround(Us(40), 64, 10) == Us(40));
+  // Nothing to split by.
+  CHECK(PtbTurnaround(Us(40), 0, 10) == Us(40));
+  CHECK(PtbTurnaround(Us(40), 8, 0) == Us(40));
 }
 
 }  // namespace

@@ -1,15 +1,17 @@
-// Kernels for the profiler's tests.
+// Kernels and measurements for the profiler's tests.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 
-#include "scheduler/types.h"
+#include "profiler/types.h"
 
 namespace tally::profiler::testing {
 
 using scheduler::KernelInfo;
 using scheduler::LaunchForm;
+
+inline Duration Us(int64_t micros) { return std::chrono::microseconds(micros); }
 
 // A 1-D kernel of `blocks` blocks of 128 threads on 8 SMs, 4 PTB blocks resident per SM, with
 // both transformed forms unless told otherwise.
@@ -25,6 +27,14 @@ inline KernelInfo Kernel(uint64_t id, uint32_t blocks, bool sliceable = true,
   info.resident_per_sm = resident_per_sm;
   info.sm_count = sm_count;
   return info;
+}
+
+inline Measurement Run(LaunchForm form, int64_t time_us, int64_t turnaround_us) {
+  return {form, Us(time_us), Us(turnaround_us)};
+}
+
+inline Measurement OriginalRun(int64_t time_us) {
+  return {LaunchForm::Original(), Us(time_us), Us(time_us)};
 }
 
 }  // namespace tally::profiler::testing
