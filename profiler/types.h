@@ -1,5 +1,5 @@
-// What the profiler is told and what it tells: one measured run, and one launch configuration's
-// profile as `tally-ctl profiles` lists it.
+// What the profiler is told and what it tells: the device its profiles are valid for, one
+// measured run, and one launch configuration's profile as `tally-ctl profiles` lists it.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +11,17 @@
 namespace tally::profiler {
 
 using scheduler::Duration;
+
+// What the cache is valid for: profiles of another device, driver or transformation version
+// are not used.
+struct DeviceIdentity {
+  std::string name;
+  uint32_t sm_count = 0;
+  uint32_t compute_capability = 0;  // major * 10 + minor
+  int32_t driver_version = 0;
+  uint32_t transform_version = 0;
+  friend bool operator==(const DeviceIdentity&, const DeviceIdentity&) = default;
+};
 
 // One complete (never preempted) run of a kernel in one form, measured with events on the
 // launch's own stream: `time` is the kernel's whole time on the device in that form (for a

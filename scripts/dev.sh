@@ -20,7 +20,8 @@ jobs=${TALLY_JOBS:-$(nproc)}
 # Debian packages the build and the tests need (compilers, python3 for generated tables,
 # libraries, the fuzzer runtime).
 packages=(cmake ninja-build g++ pkgconf python3 clang llvm libclang-rt-14-dev
-          libabsl-dev libfmt-dev catch2 libzstd-dev liblz4-dev libboost-dev)
+          libabsl-dev libfmt-dev catch2 libzstd-dev liblz4-dev libboost-dev
+          nlohmann-json3-dev)
 
 setup() {
   local missing=()
