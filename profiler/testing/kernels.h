@@ -1,9 +1,11 @@
 // Kernels and measurements for the profiler's tests.
 #pragma once
 
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdint>
 
+#include "profiler/format.h"
 #include "profiler/types.h"
 
 namespace tally::profiler::testing {
@@ -38,3 +40,11 @@ inline Measurement OriginalRun(int64_t time_us) {
 }
 
 }  // namespace tally::profiler::testing
+
+// Failed checks print forms as FormText spells them.
+template <>
+struct Catch::StringMaker<tally::scheduler::LaunchForm> {
+  static std::string convert(const tally::scheduler::LaunchForm& form) {
+    return tally::profiler::FormText(form);
+  }
+};
