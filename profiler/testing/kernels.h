@@ -7,6 +7,7 @@
 
 #include "profiler/format.h"
 #include "profiler/types.h"
+#include "scheduler/testing/policy_harness.h"
 
 namespace tally::profiler::testing {
 
@@ -15,15 +16,12 @@ using scheduler::LaunchForm;
 
 inline Duration Us(int64_t micros) { return std::chrono::microseconds(micros); }
 
-// A 1-D kernel of `blocks` blocks of 128 threads on 8 SMs, 4 PTB blocks resident per SM, with
-// both transformed forms unless told otherwise.
+// scheduler::testing::Kernel (1-D, 128 threads per block, 8 SMs, 4 PTB blocks resident per SM)
+// with each transformed form and the occupancy chosen.
 inline KernelInfo Kernel(uint64_t id, uint32_t blocks, bool sliceable = true,
                          bool preemptible = true, uint32_t resident_per_sm = 4,
                          uint32_t sm_count = 8) {
-  KernelInfo info;
-  info.shape.kernel = id;
-  info.shape.grid = {blocks, 1, 1};
-  info.shape.block = {128, 1, 1};
+  KernelInfo info = scheduler::testing::Kernel(id, blocks);
   info.sliceable = sliceable;
   info.preemptible = preemptible;
   info.resident_per_sm = resident_per_sm;
