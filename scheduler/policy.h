@@ -87,10 +87,11 @@ struct TimeSliceOptions {
 
 // Settings of the TGS baseline (scheduler/policies/tgs.cc).
 struct TgsOptions {
-  // How often the foreground's launch rate is sampled and the background's launch budget (in
-  // blocks per period) adapted. TGS reports every few seconds on real training jobs; the
-  // simulated runs last seconds, so the default is short enough for its control to converge.
-  Duration period = std::chrono::milliseconds(10);
+  // How often the foreground's launch rate is sampled and the background's budget adapted. TGS
+  // samples every 5 s; simulated runs last tens of seconds, so the default is shorter.
+  Duration sample_period = std::chrono::seconds(1);
+  // The background's launches are counted against the budget per this period (TGS's 50 ms).
+  Duration budget_period = std::chrono::milliseconds(50);
 };
 
 // Every kernel issued as it arrives, in its original form; with `priority_streams`, kernels of

@@ -1,17 +1,18 @@
 // TGS after Wu et al., "Transparent GPU Sharing in Container Clouds for Deep Learning
 // Workloads" (NSDI'23), and its public code (hijack/src/*_priority_hijack_call.c): adaptive rate
-// control. The production (most important) clients launch at once on high-priority streams and
-// their launch rate (blocks per period) is sampled; the opportunistic clients may launch while
-// their blocks this period are within a budget. The budget follows TGS's control: slow start
-// (x1.5 per period) while the production's rate stays within 3% of its unimpeded rate, then
-// congestion avoidance (additive increase, 8% decrease), back to slow start at a 9% drop; no
-// limit once the production has been idle in most of the recent periods.
+// control. The production (most important) clients launch at once on high-priority streams;
+// their launch rate (blocks per sample period) is measured. The opportunistic clients may
+// launch while their blocks in the current budget period are within a budget, which follows
+// TGS's control at each sample: slow start (x1.5) while the production's rate stays within 3%
+// of its unimpeded rate, then congestion avoidance (additive increase, 8% decrease), back to
+// slow start at a 9% drop; no limit once the production has been idle in most recent samples.
 //
 // Simplified: TGS's separate production/opportunistic processes and socket become one policy;
 // its profiling phase (which waits for the production's rate to settle before the budget is
-// set) becomes the max-rate tracking below, applied every period; its unified-memory
-// oversubscription is out of scope (the simulator has no memory); the period is configurable
-// (TgsOptions) instead of TGS's seconds-long reports; only kernels are counted and limited.
+// set) becomes the max-rate tracking below, applied at every sample; its unified-memory
+// oversubscription is out of scope (the simulator has no memory); only kernels are counted and
+// limited; the sample period is configurable (TgsOptions), shorter by default than TGS's
+// seconds-long reports so that runs of tens of seconds adapt.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -23,7 +24,7 @@
 namespace tally::scheduler {
 namespace {
 
-// TGS's constants (low_priority_hijack_call.c), in blocks per period.
+// TGS's constants (low_priority_hijack_call.c), in blocks per budget period.
 constexpr double kInitialLimit = 20000;  // LIMIT_INITIALIZER
 constexpr double kRateMin = 1000;        // RATE_MIN
 constexpr double kThreshold = 0.03;      // a drop of the production's rate that counts
@@ -69,21 +70,23 @@ class TgsPolicy final : public Policy {
     return head.kind == Head::Kind::kKernel ? head.kernel.shape.grid.Count() : 0;
   }
 
-  // Closes the periods that ended by `now`; periods without events are closed with no launch.
+  // Closes the sample periods that ended by `now` (one without events had no launch), and
+  // starts a new budget period when the last one is over.
   void Tick(Time now) {
-    if (!period_start_) period_start_ = now;
-    int closed = 0;
-    while (now >= *period_start_ + options_.period) {
-      // Past a full window of idle periods the outcome no longer changes: skip the rest.
-      if (closed++ <= static_cast<int>(kWindow)) EndPeriod();
-      *period_start_ += options_.period;
+    if (!sample_start_) sample_start_ = budget_start_ = now;
+    while (now >= *sample_start_ + options_.sample_period) {
+      EndSample();
+      *sample_start_ += options_.sample_period;
+    }
+    if (now >= budget_start_ + options_.budget_period) {
+      background_blocks_ = 0;
+      budget_start_ += (now - budget_start_) / options_.budget_period * options_.budget_period;
     }
   }
 
-  void EndPeriod() {
+  void EndSample() {
     const double sample = static_cast<double>(foreground_blocks_);
     foreground_blocks_ = 0;
-    background_blocks_ = 0;
     // TGS's shift_window: the highest mean of two consecutive samples in the window.
     std::copy_backward(window_.begin(), window_.end() - 1, window_.end());
     window_[0] = sample;
@@ -167,32 +170,36 @@ class TgsPolicy final : public Policy {
     Tick(now);
     int32_t top = clients_.begin()->second.level;
     for (const auto& [id, client] : clients_) top = std::max(top, client.level);
-    bool opportunistic = false;
+    bool held = false;
     for (auto& [id, client] : clients_) {
       const bool production = client.level == top;
-      opportunistic |= !production;
       if (!client.head) continue;
       const uint64_t blocks = Blocks(*client.head);
       if (production) {
         foreground_blocks_ += blocks;
       } else {
         // TGS's launch test: a launch waits while this period's launches exceed the budget.
-        if (blocks > 0 && static_cast<double>(background_blocks_) > limit_) continue;
+        if (blocks > 0 && static_cast<double>(background_blocks_) > limit_) {
+          held = true;
+          continue;
+        }
         background_blocks_ += blocks;
       }
       out.Issue(id, LaunchForm::Original(), /*notify=*/false, /*foreground=*/production);
       client.head.reset();
     }
-    // The production's rate is sampled every period while there is someone to limit.
-    if (opportunistic) out.WakeAt(*period_start_ + options_.period);
+    // Samples are closed at the next event, whenever it comes; a held launch needs the next
+    // budget period.
+    if (held) out.WakeAt(budget_start_ + options_.budget_period);
   }
 
   const TgsOptions options_;
   std::map<ClientId, Client> clients_;
-  std::optional<Time> period_start_;
+  std::optional<Time> sample_start_;
+  Time budget_start_{0};
   uint64_t foreground_blocks_ = 0;
   uint64_t background_blocks_ = 0;
-  std::array<double, kWindow> window_{};
+  std::array<double, kWindow> window_{};  // the latest samples, newest first
   int samples_ = 0;
   double max_rate_ = 0;
   double limit_ = 0;  // no opportunistic launch before the production's rate is known

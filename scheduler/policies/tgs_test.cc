@@ -1,5 +1,6 @@
 // TGS on scripted events with a fake clock: the production issues at once in the foreground;
-// the opportunistic client's launches per period follow TGS's budget (first launch only, then
+// the opportunistic client's launches per period (sample and budget periods alike here)
+// follow TGS's budget (first launch only, then
 // 20000 blocks, slow start x1.5 while the production's rate holds, a cut when it drops).
 #include <catch2/catch.hpp>
 
@@ -36,7 +37,7 @@ struct Fixture {
     CHECK(p.wake() == Us(start + kPeriodUs));
     return issued;
   }
-  PolicyHarness p{MakeTgsPolicy({std::chrono::microseconds(kPeriodUs)})};
+  PolicyHarness p{MakeTgsPolicy({Us(kPeriodUs), Us(kPeriodUs)})};
 };
 
 TEST_CASE_METHOD(Fixture, "TGS: production at once, opportunistic launches within the budget") {
@@ -53,7 +54,7 @@ TEST_CASE_METHOD(Fixture, "TGS: production at once, opportunistic launches withi
 }
 
 TEST_CASE("TGS without a more important client limits nobody") {
-  PolicyHarness p(MakeTgsPolicy({std::chrono::microseconds(kPeriodUs)}));
+  PolicyHarness p(MakeTgsPolicy({Us(kPeriodUs), Us(kPeriodUs)}));
   p.Join(0, 1, ClientPriority::BestEffort());
   p.Join(0, 2, ClientPriority::BestEffort());
   for (int i = 0; i < 3; ++i) {
