@@ -3,17 +3,16 @@
 //   tally-bench list
 //   tally-bench plot RESULT [--out DIR]
 //   tally-bench trace inference|training --name N --layers L --target-ms T --out FILE
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-
-#include <CLI/CLI.hpp>
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "benchmarks/bench/report.h"
 #include "benchmarks/bench/runner.h"
@@ -34,8 +33,9 @@ std::string CommandLine(int argc, char** argv) {
 // unless TALLY_PYTHON names another.
 int Plot(const std::string& result, const std::string& out_dir) {
   const char* python = std::getenv("TALLY_PYTHON");
-  const std::string command = fmt::format("'{}' '{}' '{}' '{}'", python ? python : TALLY_BENCH_PYTHON,
-                                          TALLY_BENCH_PLOT_SCRIPT, result, out_dir);
+  const std::string command =
+      fmt::format("'{}' '{}' '{}' '{}'", python ? python : TALLY_BENCH_PYTHON,
+                  TALLY_BENCH_PLOT_SCRIPT, result, out_dir);
   const int status = std::system(command.c_str());
   if (status != 0) {
     std::cerr << "tally-bench: plotting failed (" << command
@@ -100,9 +100,9 @@ int List() {
   std::sort(files.begin(), files.end());
   for (const fs::path& file : files) {
     auto scenario = LoadScenario(file.string());
-    std::cout << fmt::format("  {:<34} {}\n", file.filename().string(),
-                             scenario.ok() ? scenario->description
-                                           : std::string(scenario.status().message()));
+    std::cout << fmt::format(
+        "  {:<34} {}\n", file.filename().string(),
+        scenario.ok() ? scenario->description : std::string(scenario.status().message()));
   }
   std::cout << "Policies:\n";
   for (const scheduler::PolicyDescription& d : scheduler::PolicyDescriptions()) {
@@ -115,8 +115,8 @@ int Trace(const std::string& kind, sim::ModelShape shape, double target_ms, doub
           const std::string& out, const std::string& command) {
   shape.target = std::chrono::duration_cast<sim::Duration>(
       std::chrono::duration<double, std::milli>(target_ms));
-  shape.launch_gap = std::chrono::duration_cast<sim::Duration>(
-      std::chrono::duration<double, std::micro>(gap_us));
+  shape.launch_gap =
+      std::chrono::duration_cast<sim::Duration>(std::chrono::duration<double, std::micro>(gap_us));
   shape.generated_by = command;
   const sim::DeviceSpec device;
   const sim::JobTrace trace = kind == "inference" ? sim::GenerateInference(shape, device)
@@ -125,9 +125,10 @@ int Trace(const std::string& kind, sim::ModelShape shape, double target_ms, doub
     std::cerr << "tally-bench: " << status.message() << "\n";
     return 1;
   }
-  std::cout << fmt::format("{}: {} kernels, {:.3f} ms alone on {}\n", out, trace.kernels.size(),
-                           std::chrono::duration<double, std::milli>(sim::AloneTime(trace, device)).count(),
-                           device.name);
+  std::cout << fmt::format(
+      "{}: {} kernels, {:.3f} ms alone on {}\n", out, trace.kernels.size(),
+      std::chrono::duration<double, std::milli>(sim::AloneTime(trace, device)).count(),
+      device.name);
   return 0;
 }
 
@@ -144,7 +145,9 @@ int main(int argc, char** argv) {
   std::vector<std::string> policies;
   bool no_plot = false;
   CLI::App* run = app.add_subcommand("run", "run a scenario, print a table, write JSON and plots");
-  run->add_option("scenario", scenario, "scenario file (TOML)")->required()->check(CLI::ExistingFile);
+  run->add_option("scenario", scenario, "scenario file (TOML)")
+      ->required()
+      ->check(CLI::ExistingFile);
   run->add_option("--mode", mode, "sim: kernel traces in the simulator; live: real programs")
       ->check(CLI::IsMember({"sim", "live"}));
   run->add_option("--policies", policies, "policies to compare (default: the scenario's, or all)")
@@ -155,20 +158,25 @@ int main(int argc, char** argv) {
   CLI::App* list = app.add_subcommand("list", "list the shipped scenarios and the policies");
 
   std::string result_path, plot_out;
-  CLI::App* plot = app.add_subcommand("plot", "plot a result: latency CDFs, p99 and throughput against load");
-  plot->add_option("result", result_path, "result.json of a run")->required()->check(CLI::ExistingFile);
+  CLI::App* plot =
+      app.add_subcommand("plot", "plot a result: latency CDFs, p99 and throughput against load");
+  plot->add_option("result", result_path, "result.json of a run")
+      ->required()
+      ->check(CLI::ExistingFile);
   plot->add_option("--out", plot_out, "output folder (default: the result's folder)");
 
   std::string kind, trace_out;
   tally::sim::ModelShape shape;
   double target_ms = 1, gap_us = 2;
   CLI::App* trace = app.add_subcommand("trace", "generate a kernel trace calibrated to a time");
-  trace->add_option("kind", kind, "inference or training")->required()
+  trace->add_option("kind", kind, "inference or training")
+      ->required()
       ->check(CLI::IsMember({"inference", "training"}));
   trace->add_option("--name", shape.name, "the job's name")->required();
   trace->add_option("--layers", shape.layers, "layers of the model")->check(CLI::PositiveNumber);
   trace->add_option("--target-ms", target_ms, "a request's or an iteration's time alone")
-      ->required()->check(CLI::PositiveNumber);
+      ->required()
+      ->check(CLI::PositiveNumber);
   trace->add_option("--launch-gap-us", gap_us, "host time between two launches");
   trace->add_option("--seed", shape.seed, "seed of the kernel sizes");
   trace->add_option("--source", shape.source, "the calibration figure and its citation");
@@ -178,8 +186,9 @@ int main(int argc, char** argv) {
   if (run->parsed()) return Run(scenario, mode, policies, out_dir, !no_plot, command);
   if (list->parsed()) return List();
   if (plot->parsed()) {
-    return Plot(result_path, plot_out.empty() ? std::filesystem::path(result_path).parent_path().string()
-                                              : plot_out);
+    return Plot(result_path, plot_out.empty()
+                                 ? std::filesystem::path(result_path).parent_path().string()
+                                 : plot_out);
   }
   return Trace(kind, shape, target_ms, gap_us, trace_out, command);
 }

@@ -4,11 +4,11 @@
 // the preemptions with their measured turnaround.
 #include "benchmarks/bench/report.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
-
-#include <fmt/format.h>
 
 namespace tally::bench {
 namespace {
@@ -21,23 +21,21 @@ double Mean(const std::vector<double>& v) {
 double Ratio(double a, double b) { return b > 0 ? a / b : 0; }
 
 ordered_json LatencyJson(const std::vector<double>& samples) {
-  return {{"mean", Mean(samples)},
-          {"p50", Percentile(samples, 50)},
-          {"p95", Percentile(samples, 95)},
-          {"p99", Percentile(samples, 99)},
-          {"max", Percentile(samples, 100)},
-          {"count", samples.size()}};
+  return {{"mean", Mean(samples)},           {"p50", Percentile(samples, 50)},
+          {"p95", Percentile(samples, 95)},  {"p99", Percentile(samples, 99)},
+          {"max", Percentile(samples, 100)}, {"count", samples.size()}};
 }
 
 ordered_json JobJson(const ScenarioJob& job, bool foreground, const JobRun& shared,
                      const JobRun& alone) {
-  ordered_json j = {{"name", job.name},
-                    {"priority", job.priority.ToString()},
-                    {"role", foreground ? "foreground" : "background"},
-                    {"open_loop", job.arrivals.has_value()},
-                    {"completed_per_s", shared.completed_per_s},
-                    {"alone_completed_per_s", alone.completed_per_s},
-                    {"normalized_throughput", Ratio(shared.completed_per_s, alone.completed_per_s)}};
+  ordered_json j = {
+      {"name", job.name},
+      {"priority", job.priority.ToString()},
+      {"role", foreground ? "foreground" : "background"},
+      {"open_loop", job.arrivals.has_value()},
+      {"completed_per_s", shared.completed_per_s},
+      {"alone_completed_per_s", alone.completed_per_s},
+      {"normalized_throughput", Ratio(shared.completed_per_s, alone.completed_per_s)}};
   if (job.arrivals) {
     j["latency_us"] = LatencyJson(shared.latencies_us);
     j["alone_latency_us"] = LatencyJson(alone.latencies_us);
@@ -160,10 +158,11 @@ std::string MarkdownReport(const BenchResult& result) {
         result.scenario.name, load.load,
         std::chrono::duration<double>(result.scenario.duration).count());
     for (const PolicySummary& s : Summarise(result, load)) {
-      out += fmt::format("| {} | {:.3f} | {:.3f} | {:.3f} | {:+.1f}% | {:.2f} | {:.2f} | {} | {:.1f} |\n",
-                         s.policy, s.fg_p50_us / 1000, s.fg_p95_us / 1000, s.fg_p99_us / 1000,
-                         100 * s.fg_p99_overhead, s.bg_throughput, s.system_throughput,
-                         s.preemptions, s.turnaround_p99_us);
+      out += fmt::format(
+          "| {} | {:.3f} | {:.3f} | {:.3f} | {:+.1f}% | {:.2f} | {:.2f} | {} | {:.1f} |\n",
+          s.policy, s.fg_p50_us / 1000, s.fg_p95_us / 1000, s.fg_p99_us / 1000,
+          100 * s.fg_p99_overhead, s.bg_throughput, s.system_throughput, s.preemptions,
+          s.turnaround_p99_us);
     }
   }
   return out;

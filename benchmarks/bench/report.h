@@ -2,10 +2,9 @@
 // with the metrics computed from them) and the Markdown table printed at the end of a run.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "benchmarks/bench/runner.h"
 
@@ -19,8 +18,8 @@ struct PolicySummary {
   std::string policy;
   // Foreground open-loop jobs, averaged over them: latency against the same requests alone.
   double fg_p50_us = 0, fg_p95_us = 0, fg_p99_us = 0;
-  double fg_p99_overhead = 0;  // p99 / alone p99 - 1
-  double bg_throughput = 0;    // background jobs' normalised throughputs, summed
+  double fg_p99_overhead = 0;    // p99 / alone p99 - 1
+  double bg_throughput = 0;      // background jobs' normalised throughputs, summed
   double system_throughput = 0;  // every job's normalised throughput, summed
   uint64_t preemptions = 0;
   double turnaround_p99_us = 0;

@@ -3,10 +3,10 @@
 // alone throughput does not depend on the load and is simulated once.
 #include "benchmarks/bench/runner.h"
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <optional>
-
-#include <fmt/format.h>
 
 #include "benchmarks/sim/oracle_advisor.h"
 #include "benchmarks/sim/simulator.h"
@@ -42,8 +42,10 @@ absl::StatusOr<BenchResult> RunSimulated(
   BenchResult result;
   result.scenario = scenario;
   result.policies = policies;
-  const sim::SimOptions options{.device = scenario.device, .duration = scenario.duration,
-                                .drain = std::max(scenario.duration, sim::Duration{std::chrono::seconds(1)})};
+  const sim::SimOptions options{
+      .device = scenario.device,
+      .duration = scenario.duration,
+      .drain = std::max(scenario.duration, sim::Duration{std::chrono::seconds(1)})};
   std::vector<sim::JobSpec> base;
   sim::OracleAdvisor advisor(scenario.device, scenario.turnaround_threshold);
   for (size_t j = 0; j < scenario.jobs.size(); ++j) {

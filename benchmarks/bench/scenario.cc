@@ -2,10 +2,10 @@
 // written as integers or decimals, and paths are relative to the scenario file.
 #include "benchmarks/bench/scenario.h"
 
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <set>
-
-#include <fmt/format.h>
 #include <toml.hpp>
 
 #include "common/status.h"
@@ -48,12 +48,11 @@ absl::Status ReadDuration(const Table& table, const std::string& key, double uni
 }
 
 absl::Status ReadDevice(const Table& t, sim::DeviceSpec& d) {
-  TALLY_RETURN_IF_ERROR(CheckKeys(t,
-                                  {"name", "sm_count", "max_threads_per_sm", "max_blocks_per_sm",
-                                   "registers_per_sm", "shared_bytes_per_sm",
-                                   "launch_latency_us", "completion_latency_us",
-                                   "preempt_latency_us"},
-                                  "[device]"));
+  TALLY_RETURN_IF_ERROR(CheckKeys(
+      t,
+      {"name", "sm_count", "max_threads_per_sm", "max_blocks_per_sm", "registers_per_sm",
+       "shared_bytes_per_sm", "launch_latency_us", "completion_latency_us", "preempt_latency_us"},
+      "[device]"));
   d.name = toml::find_or<std::string>(t, "name", d.name);
   for (auto [key, field] : {std::pair{"sm_count", &d.sm_count},
                             {"max_threads_per_sm", &d.max_threads_per_sm},
@@ -71,9 +70,8 @@ absl::Status ReadDevice(const Table& t, sim::DeviceSpec& d) {
 
 absl::Status ReadPolicySettings(const Table& t, Scenario& s) {
   TALLY_RETURN_IF_ERROR(CheckKeys(t,
-                                  {"min_idle_us", "long_idle_ms", "turnaround_us",
-                                   "time_slice_ms", "time_slice_in_flight", "tgs_sample_ms",
-                                   "tgs_budget_ms"},
+                                  {"min_idle_us", "long_idle_ms", "turnaround_us", "time_slice_ms",
+                                   "time_slice_in_flight", "tgs_sample_ms", "tgs_budget_ms"},
                                   "[policy]"));
   TALLY_RETURN_IF_ERROR(ReadDuration(t, "min_idle_us", 1, s.priority.min_idle));
   TALLY_RETURN_IF_ERROR(ReadDuration(t, "long_idle_ms", 1000, s.priority.long_idle));
@@ -125,13 +123,12 @@ absl::StatusOr<ScenarioJob> ReadJob(const Table& t, size_t index,
 
 absl::StatusOr<Scenario> Parse(const Table& data, const std::string& path) {
   TALLY_RETURN_IF_ERROR(CheckKeys(data,
-                                  {"name", "description", "duration_s", "seed", "policies",
-                                   "loads", "device", "policy", "jobs"},
+                                  {"name", "description", "duration_s", "seed", "policies", "loads",
+                                   "device", "policy", "jobs"},
                                   "scenario"));
   Scenario s;
   s.path = path;
-  s.name = toml::find_or<std::string>(data, "name",
-                                      std::filesystem::path(path).stem().string());
+  s.name = toml::find_or<std::string>(data, "name", std::filesystem::path(path).stem().string());
   s.description = toml::find_or<std::string>(data, "description", "");
   TALLY_RETURN_IF_ERROR(ReadDuration(data, "duration_s", 1e6, s.duration));
   if (s.duration <= sim::Duration{0}) return absl::InvalidArgumentError("'duration_s' must be > 0");

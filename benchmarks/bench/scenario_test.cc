@@ -1,12 +1,12 @@
 // Scenario files: what a person writes is read as meant (paths relative to the file, numbers
 // as integers or decimals, defaults), and mistakes are named.
-#include <catch2/catch.hpp>
+#include "benchmarks/bench/scenario.h"
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 
 #include "benchmarks/bench/report.h"
-#include "benchmarks/bench/scenario.h"
 
 namespace tally::bench {
 namespace {
@@ -79,7 +79,8 @@ TEST_CASE("Scenario mistakes are named") {
         "job x: unknown arrivals 'steady' (known: poisson, bursty, serverless)");
   CHECK(message("d.toml", "loads = [1.5]\n[[jobs]]\nname = \"x\"\n") ==
         "'loads' are fractions of capacity in (0, 1)");
-  CHECK(message("e.toml", "[[jobs]]\nname = \"x\"\npriority = \"urgent\"\n").starts_with("job x: "));
+  CHECK(
+      message("e.toml", "[[jobs]]\nname = \"x\"\npriority = \"urgent\"\n").starts_with("job x: "));
 }
 
 TEST_CASE("Percentiles are nearest-rank") {

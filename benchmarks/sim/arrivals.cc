@@ -2,10 +2,10 @@
 // Mersenne Twister.
 #include "benchmarks/sim/arrivals.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <random>
-
-#include <fmt/format.h>
 
 namespace tally::sim {
 namespace {
@@ -34,9 +34,12 @@ absl::StatusOr<ArrivalKind> ParseArrivalKind(std::string_view name) {
 
 std::string_view ArrivalKindName(ArrivalKind kind) {
   switch (kind) {
-    case ArrivalKind::kPoisson: return "poisson";
-    case ArrivalKind::kBursty: return "bursty";
-    case ArrivalKind::kServerless: return "serverless";
+    case ArrivalKind::kPoisson:
+      return "poisson";
+    case ArrivalKind::kBursty:
+      return "bursty";
+    case ArrivalKind::kServerless:
+      return "serverless";
   }
   return "?";
 }

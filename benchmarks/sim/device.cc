@@ -31,8 +31,8 @@ uint32_t ResidentBlocksPerSm(const DeviceSpec& device, const BlockResources& blo
   }
   const Footprint f = FootprintOf(device, block);
   const uint32_t max_warps = device.max_threads_per_sm / device.warp_size;
-  return std::min({device.max_blocks_per_sm, max_warps / f.warps,
-                   f.register_capacity / f.registers, device.shared_bytes_per_sm / f.shared});
+  return std::min({device.max_blocks_per_sm, max_warps / f.warps, f.register_capacity / f.registers,
+                   device.shared_bytes_per_sm / f.shared});
 }
 
 }  // namespace tally::sim

@@ -22,8 +22,8 @@ struct DeviceSpec {
   uint32_t max_blocks_per_sm = 32;
   uint32_t registers_per_sm = 65536;
   uint32_t max_registers_per_thread = 255;
-  uint32_t register_unit = 256;     // a warp's registers are allocated in multiples of this
-  uint32_t warp_granularity = 4;    // warps are allocated registers in groups of this many
+  uint32_t register_unit = 256;           // a warp's registers are allocated in multiples of this
+  uint32_t warp_granularity = 4;          // warps are allocated registers in groups of this many
   uint32_t shared_bytes_per_sm = 167936;  // 164 KiB, the largest carve-out of compute 8.0
   uint32_t shared_unit = 128;
   uint32_t reserved_shared_per_block = 1024;  // compute 8.0 reserves 1 KiB per block

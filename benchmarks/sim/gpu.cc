@@ -78,7 +78,8 @@ void Gpu::Dispatch() {
 void Gpu::Place(uint64_t id, LaunchState& launch) {
   if (launch.spec.persistent) {
     // Workers that would find no task (or the flag raised) exit at once: never placed.
-    launch.unplaced = launch.flag ? 0 : std::min(launch.unplaced, launch.spec.units - launch.claimed);
+    launch.unplaced =
+        launch.flag ? 0 : std::min(launch.unplaced, launch.spec.units - launch.claimed);
     if (launch.unplaced == 0) {
       MaybeEnd(id);
       return;

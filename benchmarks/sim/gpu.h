@@ -59,13 +59,13 @@ class Gpu {
     Footprint footprint;
     uint64_t seq = 0;
     Time ready{0};
-    bool dispatchable = false;  // at its stream's front and past its launch latency
-    uint64_t unplaced = 0;      // blocks or workers not yet on an SM
-    uint64_t on_device = 0;     // blocks or workers on SMs
-    uint64_t claimed = 0;       // PTB: tasks taken from the counter
-    uint64_t done = 0;          // blocks or tasks completed
+    bool dispatchable = false;    // at its stream's front and past its launch latency
+    uint64_t unplaced = 0;        // blocks or workers not yet on an SM
+    uint64_t on_device = 0;       // blocks or workers on SMs
+    uint64_t claimed = 0;         // PTB: tasks taken from the counter
+    uint64_t done = 0;            // blocks or tasks completed
     bool flag_requested = false;  // PTB: Preempt was called
-    bool flag = false;          // PTB: preemption flag visible to workers
+    bool flag = false;            // PTB: preemption flag visible to workers
   };
   // Blocks of one launch placed in one dispatch: they start together and, being alike, end
   // together; a PTB group's workers run their tasks in lockstep.

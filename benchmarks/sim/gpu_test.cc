@@ -1,22 +1,18 @@
 // The GPU model against hand-computed timelines on a two-SM device (8 blocks of 256 threads
 // per SM, 1 us launch and preemption latencies): one kernel; two kernels sharing the SMs; a
 // high-priority stream overtaking waiting blocks; a preempted PTB kernel; occupancy limits.
+#include "benchmarks/sim/gpu.h"
+
 #include <catch2/catch.hpp>
 
-#include "benchmarks/sim/gpu.h"
+#include "benchmarks/sim/test_device.h"
 
 namespace tally::sim {
 namespace {
 
 using std::chrono::microseconds;
 
-DeviceSpec TwoSms() {
-  DeviceSpec d;
-  d.sm_count = 2;
-  d.launch_latency = microseconds(1);
-  d.preempt_latency = microseconds(1);
-  return d;
-}
+using testing::TwoSms;
 
 LaunchSpec Blocks(uint64_t stream, uint64_t blocks, int64_t us, bool high = false) {
   return {.stream = stream,

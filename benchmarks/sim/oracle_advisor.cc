@@ -56,9 +56,10 @@ scheduler::FormChoice OracleAdvisor::Choose(const scheduler::KernelInfo& info) {
     if (c.turnaround <= threshold_ && (!best || c.time < best->time)) best = &c;
   }
   if (!best) {
-    best = &*std::min_element(candidates.begin() + 1, candidates.end(), [](const auto& a, const auto& b) {
-      return a.turnaround != b.turnaround ? a.turnaround < b.turnaround : a.time < b.time;
-    });
+    best = &*std::min_element(
+        candidates.begin() + 1, candidates.end(), [](const auto& a, const auto& b) {
+          return a.turnaround != b.turnaround ? a.turnaround < b.turnaround : a.time < b.time;
+        });
   }
   return {best->form, /*short_turnaround=*/true};
 }

@@ -3,11 +3,11 @@
 // became due, until no client has one to announce.
 #include "benchmarks/sim/simulator.h"
 
+#include <fmt/format.h>
+
 #include <deque>
 #include <optional>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 #include "benchmarks/sim/event_queue.h"
 #include "benchmarks/sim/gpu.h"
@@ -102,17 +102,17 @@ class Simulation {
     ClientId id;
     JobSpec job;
     std::vector<scheduler::KernelInfo> infos;
-    std::deque<size_t> queue;         // kernels submitted and not yet announced
-    std::optional<size_t> head;       // announced and not consumed
-    bool started = false;             // the head runs in a transformed form
+    std::deque<size_t> queue;    // kernels submitted and not yet announced
+    std::optional<size_t> head;  // announced and not consumed
+    bool started = false;        // the head runs in a transformed form
     LaunchForm form;
-    uint64_t next_block = 0;          // of the started kernel
-    bool in_flight = false;           // a run of it is on the device or not yet reported
-    uint64_t launch = 0;              // that run
+    uint64_t next_block = 0;  // of the started kernel
+    bool in_flight = false;   // a run of it is on the device or not yet reported
+    uint64_t launch = 0;      // that run
     std::optional<Time> preempted_at;
-    bool busy = false;                // a request or iteration under way
-    size_t kernels_done = 0;          // of it
-    std::deque<Time> waiting;         // open loop: arrivals not yet served (front: current)
+    bool busy = false;         // a request or iteration under way
+    size_t kernels_done = 0;   // of it
+    std::deque<Time> waiting;  // open loop: arrivals not yet served (front: current)
     uint64_t completed = 0;
   };
 
@@ -201,15 +201,17 @@ class Simulation {
     if (c.form.kind == FormKind::kSliced) {
       const uint64_t slices = std::max<uint32_t>(c.form.slices, 1);
       spec.units = std::min(remaining, (total + slices - 1) / slices);
-      spec.unit_time = std::chrono::duration_cast<Duration>(kernel.block_time * kernel.sliced_slowdown);
+      spec.unit_time =
+          std::chrono::duration_cast<Duration>(kernel.block_time * kernel.sliced_slowdown);
       kind = PieceKind::kSlice;
     } else {
       const scheduler::KernelInfo& info = c.infos[*c.head];
       spec.units = remaining;
       spec.persistent = true;
-      spec.workers = c.form.workers > 0 ? c.form.workers
-                                        : uint64_t{info.resident_per_sm} * info.sm_count;
-      spec.unit_time = std::chrono::duration_cast<Duration>(kernel.block_time * kernel.ptb_slowdown);
+      spec.workers =
+          c.form.workers > 0 ? c.form.workers : uint64_t{info.resident_per_sm} * info.sm_count;
+      spec.unit_time =
+          std::chrono::duration_cast<Duration>(kernel.block_time * kernel.ptb_slowdown);
       kind = PieceKind::kPtb;
     }
     c.in_flight = true;

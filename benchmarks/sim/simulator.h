@@ -36,8 +36,8 @@ struct SimOptions {
 };
 
 struct JobOutcome {
-  std::vector<Duration> latencies;  // open loop: arrival to completion, in arrival order
-  uint64_t requests_arrived = 0;    // open loop, within the window
+  std::vector<Duration> latencies;   // open loop: arrival to completion, in arrival order
+  uint64_t requests_arrived = 0;     // open loop, within the window
   uint64_t requests_unfinished = 0;  // of those, not completed by the end of the drain
   // Completed requests or iterations within the window; a closed-loop job's iteration under
   // way at the window's end counts by the fraction of its kernels done.

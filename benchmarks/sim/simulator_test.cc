@@ -2,24 +2,19 @@
 // device (16 slots for 256-thread blocks; 1 us launch and preemption latencies, 5 us from a
 // kernel's end to the driver knowing): a job alone; a sliced kernel; a foreground request
 // preempting a background PTB kernel under the priority policy with the oracle advisor.
+#include "benchmarks/sim/simulator.h"
+
 #include <catch2/catch.hpp>
 
 #include "benchmarks/sim/oracle_advisor.h"
-#include "benchmarks/sim/simulator.h"
+#include "benchmarks/sim/test_device.h"
 
 namespace tally::sim {
 namespace {
 
 using std::chrono::microseconds;
 
-DeviceSpec TwoSms() {
-  DeviceSpec d;
-  d.sm_count = 2;
-  d.launch_latency = microseconds(1);
-  d.preempt_latency = microseconds(1);
-  d.completion_latency = microseconds(5);
-  return d;
-}
+using testing::TwoSms;
 
 JobTrace OneKernel(const std::string& name, uint32_t blocks, int64_t block_us) {
   TraceKernel k;
@@ -40,7 +35,8 @@ JobSpec Request(JobTrace trace, int64_t at_us, ClientPriority priority) {
 }
 
 SimOptions Options() {
-  return {.device = TwoSms(), .duration = std::chrono::milliseconds(1),
+  return {.device = TwoSms(),
+          .duration = std::chrono::milliseconds(1),
           .drain = std::chrono::milliseconds(1)};
 }
 
@@ -81,10 +77,9 @@ TEST_CASE("A foreground request preempts the background PTB kernel at a task bou
   CHECK(advisor.Choose(KernelInfoOf(device, background.kernels[0], SimKernelId(1, 0))).form ==
         scheduler::LaunchForm::Preemptible(16));
   auto policy = scheduler::MakePriorityPolicy({}, advisor);
-  std::vector<JobSpec> jobs = {Request(OneKernel("infer", 16, 10), 45, ClientPriority::High()),
-                               {.name = "train",
-                                .priority = ClientPriority::BestEffort(),
-                                .trace = background}};
+  std::vector<JobSpec> jobs = {
+      Request(OneKernel("infer", 16, 10), 45, ClientPriority::High()),
+      {.name = "train", .priority = ClientPriority::BestEffort(), .trace = background}};
   auto outcome = Simulate(Options(), std::move(jobs), *policy);
   REQUIRE(outcome.ok());
   // The PTB rounds run 1-11, ..., 41-51; the flag raised at 45 is seen at 51, when the

@@ -2,14 +2,14 @@
 // microseconds. Unknown fields are refused so that a misspelt field is not silently ignored.
 #include "benchmarks/sim/trace.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "common/status.h"
 
@@ -52,11 +52,11 @@ absl::Status CheckFields(const json& j, const std::set<std::string>& known, std:
 absl::StatusOr<TraceKernel> KernelFromJson(const json& j, size_t index) {
   const std::string what = fmt::format("kernel {}", index);
   if (!j.is_object()) return absl::InvalidArgumentError(what + ": expected an object");
-  TALLY_RETURN_IF_ERROR(CheckFields(j,
-                                    {"name", "grid", "block", "registers", "shared_bytes",
-                                     "block_us", "ptb_slowdown", "sliced_slowdown",
-                                     "transformable"},
-                                    what));
+  TALLY_RETURN_IF_ERROR(
+      CheckFields(j,
+                  {"name", "grid", "block", "registers", "shared_bytes", "block_us", "ptb_slowdown",
+                   "sliced_slowdown", "transformable"},
+                  what));
   if (!j.contains("grid") || !j.contains("block") || !j.contains("block_us")) {
     return absl::InvalidArgumentError(what + ": grid, block and block_us are required");
   }

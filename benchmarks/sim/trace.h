@@ -33,7 +33,7 @@ struct TraceKernel {
 struct JobTrace {
   std::string name{};
   std::string kind{};          // "inference" (a request) or "training" (an iteration)
-  std::string source{};      // what the trace is calibrated to, with the citation
+  std::string source{};        // what the trace is calibrated to, with the citation
   std::string generated_by{};  // the command that wrote it
   // Host time between two launches of the job (the framework's launch overhead).
   Duration launch_gap{0};

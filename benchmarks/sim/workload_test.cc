@@ -46,10 +46,10 @@ TEST_CASE("Trace errors name the field") {
 
 TEST_CASE("Generated traces take their target time alone") {
   const DeviceSpec device;
-  const JobTrace infer = GenerateInference(
-      {.name = "i", .layers = 12, .target = microseconds(1490)}, device);
-  const JobTrace train = GenerateTraining(
-      {.name = "t", .layers = 16, .target = milliseconds(100)}, device);
+  const JobTrace infer =
+      GenerateInference({.name = "i", .layers = 12, .target = microseconds(1490)}, device);
+  const JobTrace train =
+      GenerateTraining({.name = "t", .layers = 16, .target = milliseconds(100)}, device);
   CHECK(std::abs((AloneTime(infer, device) - microseconds(1490)).count()) < 1000);
   CHECK(std::abs((AloneTime(train, device) - milliseconds(100)).count()) < 1000);
   CHECK(infer.kernels.size() == 48);

@@ -25,12 +25,12 @@ namespace tally::scheduler {
 namespace {
 
 // TGS's constants (low_priority_hijack_call.c), in blocks per budget period.
-constexpr double kInitialLimit = 20000;  // LIMIT_INITIALIZER
-constexpr double kRateMin = 1000;        // RATE_MIN
-constexpr double kThreshold = 0.03;      // a drop of the production's rate that counts
+constexpr double kInitialLimit = 20000;           // LIMIT_INITIALIZER
+constexpr double kRateMin = 1000;                 // RATE_MIN
+constexpr double kThreshold = 0.03;               // a drop of the production's rate that counts
 constexpr double kUnlimited = 65536.0 * 65536.0;  // what TGS sets when the production idles
-constexpr size_t kWindow = 5;            // samples of the production's rate kept
-constexpr int kWarmupSamples = 15;       // samples before the idle rule applies
+constexpr size_t kWindow = 5;                     // samples of the production's rate kept
+constexpr int kWarmupSamples = 15;                // samples before the idle rule applies
 
 class TgsPolicy final : public Policy {
  public:

@@ -32,7 +32,8 @@ struct Fixture {
   int Period(int64_t index, uint32_t blocks) {
     const int64_t start = index * kPeriodUs;
     CHECK(p.Wake(start) == Actions{IssueOf(2)});
-    if (blocks > 0) CHECK(p.Arrive(start, 1, Head::Kernel(Kernel(1, blocks))) == Actions{Foreground(1)});
+    if (blocks > 0)
+      CHECK(p.Arrive(start, 1, Head::Kernel(Kernel(1, blocks))) == Actions{Foreground(1)});
     const int issued = 1 + Drain(start + 1);
     CHECK(p.wake() == Us(start + kPeriodUs));
     return issued;

@@ -79,8 +79,8 @@ class TimeSlicePolicy final : public Policy {
     }
     Client& client = clients_.at(*owner_);
     if (now >= slice_end_ && OthersWait(*owner_)) return;  // waits for its kernels to end
-    if (client.head && (client.head->kind == Head::Kind::kOther ||
-                        client.running < options_.max_in_flight)) {
+    if (client.head &&
+        (client.head->kind == Head::Kind::kOther || client.running < options_.max_in_flight)) {
       const bool kernel = client.head->kind == Head::Kind::kKernel;
       out.Issue(*owner_, LaunchForm::Original(), /*notify=*/kernel);
       if (kernel) ++client.running;
