@@ -75,9 +75,43 @@ std::unique_ptr<Policy> MakePriorityPolicy(const PriorityOptions& options, FormA
 // they cannot be preempted (the baseline that shows what the transformations buy).
 std::unique_ptr<Policy> MakePriorityNoTransformPolicy(const PriorityOptions& options);
 
+// Settings of time slicing: one client's work on the device at a time, round robin.
+struct TimeSliceOptions {
+  // How long a client keeps the device while others wait. A switch also waits for the kernels
+  // already issued to end: nothing of the baselines can stop a kernel once it runs.
+  Duration slice = std::chrono::milliseconds(2);
+  // Kernels of the client holding the device issued at once: two hide the completion latency
+  // between consecutive kernels; more would let the slice overrun by more kernels.
+  uint32_t max_in_flight = 2;
+};
+
+// Settings of the TGS baseline (scheduler/policies/tgs.cc).
+struct TgsOptions {
+  // How often the foreground's launch rate is sampled and the background's budget adapted. TGS
+  // samples every 5 s; simulated runs last tens of seconds, so the default is shorter.
+  Duration sample_period = std::chrono::seconds(1);
+  // The background's launches are counted against the budget per this period (TGS's 50 ms).
+  Duration budget_period = std::chrono::milliseconds(50);
+};
+
+// Every kernel issued as it arrives, in its original form; with `priority_streams`, kernels of
+// the most important connected clients go on high-priority streams (Action::foreground), so
+// the device's block scheduler serves their blocks first (MPS with CUDA stream priorities).
+std::unique_ptr<Policy> MakeMpsPolicy(bool priority_streams);
+
+// Round robin over the clients with work, one at a time, each for `options.slice`.
+std::unique_ptr<Policy> MakeTimeSlicePolicy(const TimeSliceOptions& options);
+
+// After TGS (Wu et al., NSDI'23): the most important clients issue at once on high-priority
+// streams; the others' launches are rate-limited by a budget that grows while the foreground's
+// launch rate holds and shrinks when it drops.
+std::unique_ptr<Policy> MakeTgsPolicy(const TgsOptions& options);
+
 // What the named policies are made with.
 struct PolicyConfig {
   PriorityOptions priority;
+  TimeSliceOptions time_slice = {};  // "= {}": callers may leave it out of designated initializers
+  TgsOptions tgs = {};
   FormAdvisor* advisor = nullptr;  // for the policies that shape kernels; outlives the policy
 };
 

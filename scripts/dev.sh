@@ -18,10 +18,10 @@ cuda_root=${TALLY_CUDA_ROOT:-/usr/local/cuda}
 jobs=${TALLY_JOBS:-$(nproc)}
 
 # Debian packages the build and the tests need (compilers, python3 for generated tables,
-# libraries, the fuzzer runtime).
+# libraries, the fuzzer runtime; tally-bench's CLI, scenario, JSON and plotting libraries).
 packages=(cmake ninja-build g++ pkgconf python3 clang llvm libclang-rt-14-dev
           libabsl-dev libfmt-dev catch2 libzstd-dev liblz4-dev libboost-dev
-          nlohmann-json3-dev)
+          libcli11-dev libtoml11-dev nlohmann-json3-dev python3-matplotlib)
 
 setup() {
   local missing=()

@@ -38,6 +38,23 @@ constexpr std::array kPolicies = {
           [](const PolicyConfig&) -> absl::StatusOr<std::unique_ptr<Policy>> {
             return MakeFifoPolicy();
           }},
+    Entry{{"time-slice", "one client's work on the device at a time, round robin in slices"},
+          [](const PolicyConfig& config) -> absl::StatusOr<std::unique_ptr<Policy>> {
+            return MakeTimeSlicePolicy(config.time_slice);
+          }},
+    Entry{{"mps", "everything concurrent, no priority (like NVIDIA MPS)"},
+          [](const PolicyConfig&) -> absl::StatusOr<std::unique_ptr<Policy>> {
+            return MakeMpsPolicy(/*priority_streams=*/false);
+          }},
+    Entry{{"mps-priority", "everything concurrent; the most important clients on high-priority "
+                           "streams"},
+          [](const PolicyConfig&) -> absl::StatusOr<std::unique_ptr<Policy>> {
+            return MakeMpsPolicy(/*priority_streams=*/true);
+          }},
+    Entry{{"tgs", "TGS (NSDI'23): lower priorities' launch rate adapted to the foreground's"},
+          [](const PolicyConfig& config) -> absl::StatusOr<std::unique_ptr<Policy>> {
+            return MakeTgsPolicy(config.tgs);
+          }},
 };
 
 }  // namespace

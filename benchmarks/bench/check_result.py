@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""Checks that a tally-bench result is complete and consistent (the tally_bench_smoke test):
+every policy at every load, every metric present, percentiles ordered, every sample kept, the
+throughput ratios and sums agreeing with their parts. Asserts no timing.
+Usage: check_result.py RESULT_JSON"""
+import json
+import math
+import sys
+
+
+def fail(message):
+    sys.exit(f"check_result: {message}")
+
+
+def close(a, b):
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
+
+
+def check_latency(stats, samples, where):
+    for key in ("mean", "p50", "p95", "p99", "max", "count"):
+        if key not in stats:
+            fail(f"{where}: no {key}")
+    if stats["count"] != len(samples):
+        fail(f"{where}: count {stats['count']} but {len(samples)} samples")
+    ordered = stats["p50"] <= stats["p95"] <= stats["p99"] <= stats["max"]
+    if samples and not (min(samples) <= stats["p50"] and ordered):
+        fail(f"{where}: percentiles out of order")
+
+
+def main(path):
+    with open(path) as f:
+        result = json.load(f)
+    for key in ("format", "command", "mode", "scenario", "policies", "jobs", "loads"):
+        if key not in result:
+            fail(f"no '{key}'")
+    policies = result["policies"]
+    roles = {j["name"]: j["role"] for j in result["jobs"]}
+    if "foreground" not in roles.values() or "background" not in roles.values():
+        fail("the scenario should have foreground and background jobs")
+    for load in result["loads"]:
+        where = f"load {load['load']}"
+        if [r["policy"] for r in load["runs"]] != policies:
+            fail(f"{where}: runs {[r['policy'] for r in load['runs']]} != policies {policies}")
+        for run in load["runs"]:
+            w = f"{where}, {run['policy']}"
+            for key in ("foreground_p99_overhead", "background_throughput", "system_throughput",
+                        "preemptions", "turnaround_us", "turnarounds_us", "risky_launches"):
+                if key not in run:
+                    fail(f"{w}: no {key}")
+            if run["preemptions"] < len(run["turnarounds_us"]):
+                fail(f"{w}: more turnarounds than preemptions")
+            check_latency(run["turnaround_us"], run["turnarounds_us"], f"{w} turnaround")
+            if [j["name"] for j in run["jobs"]] != [j["name"] for j in result["jobs"]]:
+                fail(f"{w}: jobs differ from the scenario's")
+            system = background = 0.0
+            for job in run["jobs"]:
+                jw = f"{w}, {job['name']}"
+                for key in ("completed_per_s", "alone_completed_per_s", "normalized_throughput"):
+                    if key not in job:
+                        fail(f"{jw}: no {key}")
+                if job["alone_completed_per_s"] <= 0:
+                    fail(f"{jw}: nothing completed alone")
+                if not close(job["normalized_throughput"],
+                             job["completed_per_s"] / job["alone_completed_per_s"]):
+                    fail(f"{jw}: normalized throughput is not the ratio")
+                system += job["normalized_throughput"]
+                if job["role"] == "background":
+                    background += job["normalized_throughput"]
+                if job["open_loop"]:
+                    for key in ("latency_us", "alone_latency_us", "p99_overhead",
+                                "latencies_us", "alone_latencies_us", "unfinished_requests"):
+                        if key not in job:
+                            fail(f"{jw}: no {key}")
+                    check_latency(job["latency_us"], job["latencies_us"], f"{jw} latency")
+                    check_latency(job["alone_latency_us"], job["alone_latencies_us"], f"{jw} alone")
+                    if not job["latencies_us"]:
+                        fail(f"{jw}: no request completed")
+                    if not close(job["p99_overhead"],
+                                 job["latency_us"]["p99"] / job["alone_latency_us"]["p99"] - 1):
+                        fail(f"{jw}: p99 overhead is not p99 / alone p99 - 1")
+            if not close(system, run["system_throughput"]):
+                fail(f"{w}: system throughput is not the sum of the jobs'")
+            if not close(background, run["background_throughput"]):
+                fail(f"{w}: background throughput is not the sum of the background jobs'")
+    print(f"check_result: {path}: {len(result['loads'])} load(s) x {len(policies)} policies "
+          "complete")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    main(sys.argv[1])

@@ -1,0 +1,171 @@
+// Metrics: a job's latency percentiles against the same job alone (queueing included, since
+// latency runs from a request's arrival), its throughput normalised to running alone, system
+// throughput as the sum of all jobs' normalised throughputs (as the Tally paper counts it), and
+// the preemptions with their measured turnaround.
+#include "benchmarks/bench/report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace tally::bench {
+namespace {
+
+using nlohmann::ordered_json;
+
+double Mean(const std::vector<double>& v) {
+  return v.empty() ? 0 : std::accumulate(v.begin(), v.end(), 0.0) / v.size();
+}
+double Ratio(double a, double b) { return b > 0 ? a / b : 0; }
+
+ordered_json LatencyJson(const std::vector<double>& samples) {
+  return {{"mean", Mean(samples)},           {"p50", Percentile(samples, 50)},
+          {"p95", Percentile(samples, 95)},  {"p99", Percentile(samples, 99)},
+          {"max", Percentile(samples, 100)}, {"count", samples.size()}};
+}
+
+ordered_json JobJson(const ScenarioJob& job, bool foreground, const JobRun& shared,
+                     const JobRun& alone) {
+  ordered_json j = {
+      {"name", job.name},
+      {"priority", job.priority.ToString()},
+      {"role", foreground ? "foreground" : "background"},
+      {"open_loop", job.arrivals.has_value()},
+      {"completed_per_s", shared.completed_per_s},
+      {"alone_completed_per_s", alone.completed_per_s},
+      {"normalized_throughput", Ratio(shared.completed_per_s, alone.completed_per_s)}};
+  if (job.arrivals) {
+    j["latency_us"] = LatencyJson(shared.latencies_us);
+    j["alone_latency_us"] = LatencyJson(alone.latencies_us);
+    j["p99_overhead"] =
+        Ratio(Percentile(shared.latencies_us, 99), Percentile(alone.latencies_us, 99)) - 1;
+    j["unfinished_requests"] = shared.unfinished;
+    j["latencies_us"] = shared.latencies_us;
+    j["alone_latencies_us"] = alone.latencies_us;
+  }
+  return j;
+}
+
+}  // namespace
+
+double Percentile(std::vector<double> samples, double p) {
+  if (samples.empty()) return 0;
+  std::sort(samples.begin(), samples.end());
+  const size_t rank = static_cast<size_t>(std::ceil(p / 100 * samples.size()));
+  return samples[std::clamp<size_t>(rank, 1, samples.size()) - 1];
+}
+
+std::vector<PolicySummary> Summarise(const BenchResult& result, const LoadRun& load) {
+  const std::vector<bool> foreground = ForegroundJobs(result.scenario);
+  std::vector<PolicySummary> out;
+  for (const PolicyRun& run : load.runs) {
+    PolicySummary s;
+    s.policy = run.policy;
+    int open = 0;
+    for (size_t j = 0; j < run.jobs.size(); ++j) {
+      const JobRun& shared = run.jobs[j];
+      const JobRun& alone = load.alone[j];
+      const double normalized = Ratio(shared.completed_per_s, alone.completed_per_s);
+      s.system_throughput += normalized;
+      if (!foreground[j]) s.bg_throughput += normalized;
+      if (!foreground[j] || !result.scenario.jobs[j].arrivals) continue;
+      ++open;
+      s.fg_p50_us += Percentile(shared.latencies_us, 50);
+      s.fg_p95_us += Percentile(shared.latencies_us, 95);
+      s.fg_p99_us += Percentile(shared.latencies_us, 99);
+      s.fg_p99_overhead +=
+          Ratio(Percentile(shared.latencies_us, 99), Percentile(alone.latencies_us, 99)) - 1;
+    }
+    if (open > 0) {
+      s.fg_p50_us /= open;
+      s.fg_p95_us /= open;
+      s.fg_p99_us /= open;
+      s.fg_p99_overhead /= open;
+    }
+    s.preemptions = run.preemptions;
+    s.turnaround_p99_us = Percentile(run.turnarounds_us, 99);
+    out.push_back(s);
+  }
+  return out;
+}
+
+ordered_json ResultToJson(const BenchResult& result, const std::string& command) {
+  const Scenario& sc = result.scenario;
+  const std::vector<bool> foreground = ForegroundJobs(sc);
+  ordered_json loads = ordered_json::array();
+  for (const LoadRun& load : result.loads) {
+    const std::vector<PolicySummary> summaries = Summarise(result, load);
+    ordered_json runs = ordered_json::array();
+    for (size_t r = 0; r < load.runs.size(); ++r) {
+      const PolicyRun& run = load.runs[r];
+      const PolicySummary& s = summaries[r];
+      ordered_json jobs = ordered_json::array();
+      for (size_t j = 0; j < run.jobs.size(); ++j) {
+        jobs.push_back(JobJson(sc.jobs[j], foreground[j], run.jobs[j], load.alone[j]));
+      }
+      runs.push_back({{"policy", run.policy},
+                      {"foreground_p99_overhead", s.fg_p99_overhead},
+                      {"background_throughput", s.bg_throughput},
+                      {"system_throughput", s.system_throughput},
+                      {"preemptions", run.preemptions},
+                      {"turnaround_us", LatencyJson(run.turnarounds_us)},
+                      {"turnarounds_us", run.turnarounds_us},
+                      {"risky_launches", run.risky_launches},
+                      {"events", run.events},
+                      {"wall_s", run.wall_s},
+                      {"jobs", std::move(jobs)}});
+    }
+    loads.push_back({{"load", load.load}, {"rates_per_s", load.rates}, {"runs", std::move(runs)}});
+  }
+  ordered_json jobs = ordered_json::array();
+  for (size_t j = 0; j < sc.jobs.size(); ++j) {
+    jobs.push_back({{"name", sc.jobs[j].name},
+                    {"priority", sc.jobs[j].priority.ToString()},
+                    {"role", foreground[j] ? "foreground" : "background"},
+                    {"trace", sc.jobs[j].trace},
+                    {"arrivals", sc.jobs[j].arrivals
+                                     ? std::string(sim::ArrivalKindName(sc.jobs[j].arrivals->kind))
+                                     : "closed loop"},
+                    {"alone_time_us",
+                     std::chrono::duration<double, std::micro>(result.alone_times[j]).count()}});
+  }
+  return {{"format", "tally-bench result 1"},
+          {"command", command},
+          {"mode", "sim"},
+          {"scenario",
+           {{"name", sc.name},
+            {"path", sc.path},
+            {"description", sc.description},
+            {"duration_s", std::chrono::duration<double>(sc.duration).count()},
+            {"seed", sc.seed},
+            {"device", sc.device.name},
+            {"sm_count", sc.device.sm_count}}},
+          {"policies", result.policies},
+          {"jobs", std::move(jobs)},
+          {"loads", std::move(loads)}};
+}
+
+std::string MarkdownReport(const BenchResult& result) {
+  std::string out;
+  for (const LoadRun& load : result.loads) {
+    out += fmt::format(
+        "\n{} at load {:.2f} ({:.1f} s simulated):\n\n"
+        "| policy | fg p50 (ms) | fg p95 (ms) | fg p99 (ms) | fg p99 overhead | "
+        "bg throughput | system throughput | preemptions | turnaround p99 (us) |\n"
+        "|---|---|---|---|---|---|---|---|---|\n",
+        result.scenario.name, load.load,
+        std::chrono::duration<double>(result.scenario.duration).count());
+    for (const PolicySummary& s : Summarise(result, load)) {
+      out += fmt::format(
+          "| {} | {:.3f} | {:.3f} | {:.3f} | {:+.1f}% | {:.2f} | {:.2f} | {} | {:.1f} |\n",
+          s.policy, s.fg_p50_us / 1000, s.fg_p95_us / 1000, s.fg_p99_us / 1000,
+          100 * s.fg_p99_overhead, s.bg_throughput, s.system_throughput, s.preemptions,
+          s.turnaround_p99_us);
+    }
+  }
+  return out;
+}
+
+}  // namespace tally::bench

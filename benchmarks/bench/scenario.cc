@@ -1,0 +1,177 @@
+// Reads scenario files with toml11. Every key is checked against the known ones, numbers may be
+// written as integers or decimals, and paths are relative to the scenario file.
+#include "benchmarks/bench/scenario.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <set>
+#include <toml.hpp>
+
+#include "common/status.h"
+
+namespace tally::bench {
+namespace {
+
+using Table = toml::value;
+
+absl::Status CheckKeys(const Table& table, const std::set<std::string>& known,
+                       std::string_view where) {
+  for (const auto& [key, value] : table.as_table()) {
+    if (!known.contains(key)) {
+      return absl::InvalidArgumentError(fmt::format("{}: unknown key '{}'", where, key));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<double> Number(const Table& table, const std::string& key, double fallback) {
+  if (!table.contains(key)) return fallback;
+  const Table& v = table.at(key);
+  if (v.is_integer()) return static_cast<double>(v.as_integer());
+  if (v.is_floating()) return v.as_floating();
+  return absl::InvalidArgumentError(fmt::format("'{}' must be a number", key));
+}
+
+sim::Duration Micros(double us) {
+  return std::chrono::duration_cast<sim::Duration>(std::chrono::duration<double, std::micro>(us));
+}
+double ToMicros(sim::Duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
+
+// A duration key in `unit` microseconds, e.g. ("launch_latency_us", 1) or ("slice_ms", 1000).
+absl::Status ReadDuration(const Table& table, const std::string& key, double unit,
+                          sim::Duration& out) {
+  TALLY_ASSIGN_OR_RETURN(const double value, Number(table, key, ToMicros(out) / unit));
+  if (!(value >= 0)) return absl::InvalidArgumentError(fmt::format("'{}' must be >= 0", key));
+  out = Micros(value * unit);
+  return absl::OkStatus();
+}
+
+absl::Status ReadDevice(const Table& t, sim::DeviceSpec& d) {
+  TALLY_RETURN_IF_ERROR(CheckKeys(
+      t,
+      {"name", "sm_count", "max_threads_per_sm", "max_blocks_per_sm", "registers_per_sm",
+       "shared_bytes_per_sm", "launch_latency_us", "completion_latency_us", "preempt_latency_us"},
+      "[device]"));
+  d.name = toml::find_or<std::string>(t, "name", d.name);
+  for (auto [key, field] : {std::pair{"sm_count", &d.sm_count},
+                            {"max_threads_per_sm", &d.max_threads_per_sm},
+                            {"max_blocks_per_sm", &d.max_blocks_per_sm},
+                            {"registers_per_sm", &d.registers_per_sm},
+                            {"shared_bytes_per_sm", &d.shared_bytes_per_sm}}) {
+    TALLY_ASSIGN_OR_RETURN(const double value, Number(t, key, *field));
+    if (!(value >= 1)) return absl::InvalidArgumentError(fmt::format("'{}' must be >= 1", key));
+    *field = static_cast<uint32_t>(value);
+  }
+  TALLY_RETURN_IF_ERROR(ReadDuration(t, "launch_latency_us", 1, d.launch_latency));
+  TALLY_RETURN_IF_ERROR(ReadDuration(t, "completion_latency_us", 1, d.completion_latency));
+  return ReadDuration(t, "preempt_latency_us", 1, d.preempt_latency);
+}
+
+absl::Status ReadPolicySettings(const Table& t, Scenario& s) {
+  TALLY_RETURN_IF_ERROR(CheckKeys(t,
+                                  {"min_idle_us", "long_idle_ms", "turnaround_us", "time_slice_ms",
+                                   "time_slice_in_flight", "tgs_sample_ms", "tgs_budget_ms"},
+                                  "[policy]"));
+  TALLY_RETURN_IF_ERROR(ReadDuration(t, "min_idle_us", 1, s.priority.min_idle));
+  TALLY_RETURN_IF_ERROR(ReadDuration(t, "long_idle_ms", 1000, s.priority.long_idle));
+  TALLY_RETURN_IF_ERROR(ReadDuration(t, "turnaround_us", 1, s.turnaround_threshold));
+  TALLY_RETURN_IF_ERROR(ReadDuration(t, "time_slice_ms", 1000, s.time_slice.slice));
+  TALLY_RETURN_IF_ERROR(ReadDuration(t, "tgs_sample_ms", 1000, s.tgs.sample_period));
+  TALLY_RETURN_IF_ERROR(ReadDuration(t, "tgs_budget_ms", 1000, s.tgs.budget_period));
+  TALLY_ASSIGN_OR_RETURN(const double in_flight,
+                         Number(t, "time_slice_in_flight", s.time_slice.max_in_flight));
+  if (!(in_flight >= 1)) return absl::InvalidArgumentError("'time_slice_in_flight' must be >= 1");
+  s.time_slice.max_in_flight = static_cast<uint32_t>(in_flight);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ScenarioJob> ReadJob(const Table& t, size_t index,
+                                    const std::filesystem::path& dir) {
+  const std::string where = fmt::format("job {}", index + 1);
+  TALLY_RETURN_IF_ERROR(CheckKeys(t,
+                                  {"name", "priority", "trace", "command", "arrivals",
+                                   "burst_on_ms", "burst_off_ms", "bucket_ms", "sigma"},
+                                  where));
+  ScenarioJob job;
+  job.name = toml::find_or<std::string>(t, "name", "");
+  if (job.name.empty()) return absl::InvalidArgumentError(where + ": 'name' is required");
+  auto priority = ClientPriority::Parse(toml::find_or<std::string>(t, "priority", ""));
+  if (!priority.ok()) {
+    return absl::InvalidArgumentError(
+        fmt::format("job {}: {}", job.name, std::string(priority.status().message())));
+  }
+  job.priority = *priority;
+  const std::string trace = toml::find_or<std::string>(t, "trace", "");
+  if (!trace.empty()) job.trace = (dir / trace).lexically_normal().string();
+  job.command = toml::find_or<std::vector<std::string>>(t, "command", {});
+  if (t.contains("arrivals")) {
+    auto kind = sim::ParseArrivalKind(toml::find<std::string>(t, "arrivals"));
+    if (!kind.ok()) {
+      return absl::InvalidArgumentError(
+          fmt::format("job {}: {}", job.name, std::string(kind.status().message())));
+    }
+    sim::ArrivalSpec spec{.kind = *kind};
+    TALLY_RETURN_IF_ERROR(ReadDuration(t, "burst_on_ms", 1000, spec.on_mean));
+    TALLY_RETURN_IF_ERROR(ReadDuration(t, "burst_off_ms", 1000, spec.off_mean));
+    TALLY_RETURN_IF_ERROR(ReadDuration(t, "bucket_ms", 1000, spec.bucket));
+    TALLY_ASSIGN_OR_RETURN(spec.sigma, Number(t, "sigma", spec.sigma));
+    job.arrivals = spec;
+  }
+  return job;
+}
+
+absl::StatusOr<Scenario> Parse(const Table& data, const std::string& path) {
+  TALLY_RETURN_IF_ERROR(CheckKeys(data,
+                                  {"name", "description", "duration_s", "seed", "policies", "loads",
+                                   "device", "policy", "jobs"},
+                                  "scenario"));
+  Scenario s;
+  s.path = path;
+  s.name = toml::find_or<std::string>(data, "name", std::filesystem::path(path).stem().string());
+  s.description = toml::find_or<std::string>(data, "description", "");
+  TALLY_RETURN_IF_ERROR(ReadDuration(data, "duration_s", 1e6, s.duration));
+  if (s.duration <= sim::Duration{0}) return absl::InvalidArgumentError("'duration_s' must be > 0");
+  TALLY_ASSIGN_OR_RETURN(const double seed, Number(data, "seed", 1));
+  s.seed = static_cast<uint64_t>(seed);
+  s.policies = toml::find_or<std::vector<std::string>>(data, "policies", {});
+  if (data.contains("loads")) {
+    s.loads.clear();
+    for (const Table& v : data.at("loads").as_array()) {
+      const double load = v.is_integer() ? static_cast<double>(v.as_integer()) : v.as_floating();
+      if (!(load > 0 && load < 1)) {
+        return absl::InvalidArgumentError("'loads' are fractions of capacity in (0, 1)");
+      }
+      s.loads.push_back(load);
+    }
+  }
+  if (data.contains("device")) TALLY_RETURN_IF_ERROR(ReadDevice(data.at("device"), s.device));
+  if (data.contains("policy")) TALLY_RETURN_IF_ERROR(ReadPolicySettings(data.at("policy"), s));
+  if (!data.contains("jobs") || data.at("jobs").as_array().empty()) {
+    return absl::InvalidArgumentError("a scenario needs [[jobs]]");
+  }
+  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  const auto& jobs = data.at("jobs").as_array();
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    TALLY_ASSIGN_OR_RETURN(ScenarioJob job, ReadJob(jobs[i], i, dir));
+    s.jobs.push_back(std::move(job));
+  }
+  return s;
+}
+
+}  // namespace
+
+absl::StatusOr<Scenario> LoadScenario(const std::string& path) {
+  try {
+    const Table data = toml::parse(path);
+    auto scenario = Parse(data, path);
+    if (!scenario.ok()) {
+      return absl::InvalidArgumentError(path + ": " + std::string(scenario.status().message()));
+    }
+    return scenario;
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(fmt::format("{}: {}", path, e.what()));
+  }
+}
+
+}  // namespace tally::bench

@@ -1,0 +1,47 @@
+// Benchmark scenarios: TOML files a person writes (benchmarks/README.md describes the format):
+// the jobs with their priorities, each with a kernel trace for simulated mode and a program
+// with its arguments for live mode; the arrival process of the latency-critical jobs; the
+// policies to compare; the loads; the run's length; and optional device and policy settings.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "benchmarks/sim/arrivals.h"
+#include "benchmarks/sim/device.h"
+#include "common/client_priority.h"
+#include "scheduler/policy.h"
+
+namespace tally::bench {
+
+struct ScenarioJob {
+  std::string name{};
+  ClientPriority priority = ClientPriority::Unset();
+  std::string trace{};                 // simulated mode: a trace file, resolved to a full path
+  std::vector<std::string> command{};  // live mode: the program and its arguments
+  // Open loop (requests at these arrivals, the rate set by the load); absent: closed loop.
+  std::optional<sim::ArrivalSpec> arrivals{};
+};
+
+struct Scenario {
+  std::string path;
+  std::string name;
+  std::string description;
+  sim::Duration duration = std::chrono::seconds(2);
+  uint64_t seed = 1;
+  std::vector<std::string> policies;  // empty: every policy of the registry
+  // Fractions of each open-loop job's capacity (1 / its request's time alone).
+  std::vector<double> loads = {0.5};
+  sim::DeviceSpec device;
+  sim::Duration turnaround_threshold = std::chrono::microseconds(100);  // the oracle's
+  scheduler::PriorityOptions priority;
+  scheduler::TimeSliceOptions time_slice;
+  scheduler::TgsOptions tgs;
+  std::vector<ScenarioJob> jobs;
+};
+
+absl::StatusOr<Scenario> LoadScenario(const std::string& path);
+
+}  // namespace tally::bench

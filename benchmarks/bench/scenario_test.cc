@@ -1,0 +1,94 @@
+// Scenario files: what a person writes is read as meant (paths relative to the file, numbers
+// as integers or decimals, defaults), and mistakes are named.
+#include "benchmarks/bench/scenario.h"
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+
+#include "benchmarks/bench/report.h"
+
+namespace tally::bench {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string Write(const std::string& name, const std::string& text) {
+  const fs::path dir = fs::temp_directory_path() / "tally_bench_scenario_test";
+  fs::create_directories(dir);
+  const fs::path path = dir / name;
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+TEST_CASE("A scenario file is read as written") {
+  const std::string path = Write("pair.toml", R"(
+name = "pair"
+description = "an inference job beside a training job"
+duration_s = 3
+policies = ["priority", "mps"]
+loads = [0.1, 0.5]
+[device]
+sm_count = 80
+launch_latency_us = 2.5
+[policy]
+min_idle_us = 50
+time_slice_ms = 4
+[[jobs]]
+name = "infer"
+priority = "high"
+trace = "traces/infer.json"
+command = ["./infer", "--batch", "1"]
+arrivals = "bursty"
+burst_on_ms = 20
+[[jobs]]
+name = "train"
+trace = "/abs/train.json"
+)");
+  auto s = LoadScenario(path);
+  REQUIRE(s.ok());
+  CHECK(s->name == "pair");
+  CHECK(s->duration == std::chrono::seconds(3));
+  CHECK(s->policies == std::vector<std::string>{"priority", "mps"});
+  CHECK(s->loads == std::vector<double>{0.1, 0.5});
+  CHECK(s->device.sm_count == 80);
+  CHECK(s->device.launch_latency == std::chrono::nanoseconds(2500));
+  CHECK(s->priority.min_idle == std::chrono::microseconds(50));
+  CHECK(s->time_slice.slice == std::chrono::milliseconds(4));
+  REQUIRE(s->jobs.size() == 2);
+  CHECK(s->jobs[0].priority == ClientPriority::High());
+  CHECK(s->jobs[0].trace == (fs::path(path).parent_path() / "traces/infer.json").string());
+  CHECK(s->jobs[0].command == std::vector<std::string>{"./infer", "--batch", "1"});
+  REQUIRE(s->jobs[0].arrivals.has_value());
+  CHECK(s->jobs[0].arrivals->kind == sim::ArrivalKind::kBursty);
+  CHECK(s->jobs[0].arrivals->on_mean == std::chrono::milliseconds(20));
+  CHECK_FALSE(s->jobs[1].priority.is_set());
+  CHECK(s->jobs[1].trace == "/abs/train.json");
+  CHECK_FALSE(s->jobs[1].arrivals.has_value());
+  CHECK(ForegroundJobs(*s) == std::vector<bool>{true, false});
+}
+
+TEST_CASE("Scenario mistakes are named") {
+  const auto message = [](const std::string& name, const std::string& text) {
+    const std::string path = Write(name, text);
+    return std::string(LoadScenario(path).status().message()).substr(path.size() + 2);
+  };
+  CHECK(message("a.toml", "nme = 1\n[[jobs]]\nname = \"x\"\n") == "scenario: unknown key 'nme'");
+  CHECK(message("b.toml", "duration_s = 1\n") == "a scenario needs [[jobs]]");
+  CHECK(message("c.toml", "[[jobs]]\nname = \"x\"\narrivals = \"steady\"\n") ==
+        "job x: unknown arrivals 'steady' (known: poisson, bursty, serverless)");
+  CHECK(message("d.toml", "loads = [1.5]\n[[jobs]]\nname = \"x\"\n") ==
+        "'loads' are fractions of capacity in (0, 1)");
+  CHECK(
+      message("e.toml", "[[jobs]]\nname = \"x\"\npriority = \"urgent\"\n").starts_with("job x: "));
+}
+
+TEST_CASE("Percentiles are nearest-rank") {
+  CHECK(Percentile({}, 99) == 0);
+  CHECK(Percentile({5, 1, 3, 2, 4}, 50) == 3);
+  CHECK(Percentile({5, 1, 3, 2, 4}, 99) == 5);
+  CHECK(Percentile({5, 1, 3, 2, 4}, 0) == 1);
+}
+
+}  // namespace
+}  // namespace tally::bench

@@ -1,0 +1,106 @@
+// The generators draw each kernel's size and relative weight from a seeded RNG around a few
+// archetypes, then scale all block times by one factor, found by bisection on AloneTime, so
+// that the job alone takes the target time.
+#include "benchmarks/sim/trace_gen.h"
+
+#include <random>
+
+namespace tally::sim {
+namespace {
+
+struct Archetype {
+  const char* name;
+  uint32_t threads, registers, shared_bytes;
+};
+constexpr Archetype kGemm{"gemm", 256, 128, 32768};
+constexpr Archetype kConv{"conv", 256, 96, 49152};
+constexpr Archetype kNorm{"norm", 128, 40, 4096};
+constexpr Archetype kElementwise{"elementwise", 256, 32, 0};
+
+class Builder {
+ public:
+  Builder(const ModelShape& shape, const DeviceSpec& device, const char* kind)
+      : device_(device), rng_(shape.seed) {
+    trace_.name = shape.name;
+    trace_.kind = kind;
+    trace_.source = shape.source;
+    trace_.generated_by = shape.generated_by;
+    trace_.launch_gap = shape.launch_gap;
+  }
+
+  // A kernel of `waves` waves (fractions: part of one) and `weight` (relative time per wave).
+  void Add(const Archetype& a, const std::string& name, double waves, double weight) {
+    TraceKernel k;
+    k.name = name;
+    k.block = {a.threads, 1, 1};
+    k.registers_per_thread = a.registers;
+    k.shared_bytes = a.shared_bytes;
+    const uint64_t wave = uint64_t{ResidentBlocksPerSm(device_, k.resources())} * device_.sm_count;
+    k.grid = {static_cast<uint32_t>(std::max<double>(1, waves * wave)), 1, 1};
+    weights_.push_back(weight * Jitter());
+    trace_.kernels.push_back(std::move(k));
+  }
+  double Uniform(double lo, double hi) { return std::uniform_real_distribution<>(lo, hi)(rng_); }
+  int UniformInt(int lo, int hi) { return std::uniform_int_distribution<>(lo, hi)(rng_); }
+
+  JobTrace Finish(Duration target) {
+    double lo = 0, hi = 1;
+    while (AloneTime(Scaled(hi), device_) < target) hi *= 2;
+    for (int i = 0; i < 60; ++i) {
+      const double mid = (lo + hi) / 2;
+      (AloneTime(Scaled(mid), device_) < target ? lo : hi) = mid;
+    }
+    return Scaled(hi);
+  }
+
+ private:
+  double Jitter() { return Uniform(0.7, 1.3); }
+  // The trace with block time = weight * scale microseconds.
+  JobTrace Scaled(double scale) const {
+    JobTrace t = trace_;
+    for (size_t i = 0; i < t.kernels.size(); ++i) {
+      t.kernels[i].block_time = std::chrono::duration_cast<Duration>(
+          std::chrono::duration<double, std::micro>(weights_[i] * scale));
+    }
+    return t;
+  }
+
+  const DeviceSpec& device_;
+  std::mt19937_64 rng_;
+  JobTrace trace_;
+  std::vector<double> weights_;
+};
+
+}  // namespace
+
+JobTrace GenerateInference(const ModelShape& shape, const DeviceSpec& device) {
+  Builder b(shape, device, "inference");
+  for (int l = 0; l < shape.layers; ++l) {
+    b.Add(kGemm, "gemm_in", b.Uniform(0.4, 1.0), 3);
+    b.Add(kNorm, "norm", b.Uniform(0.05, 0.3), 1);
+    b.Add(kGemm, "gemm_out", b.Uniform(0.4, 1.0), 3);
+    b.Add(kElementwise, "elementwise", b.Uniform(0.1, 0.5), 1);
+  }
+  return b.Finish(shape.target);
+}
+
+JobTrace GenerateTraining(const ModelShape& shape, const DeviceSpec& device) {
+  Builder b(shape, device, "training");
+  std::vector<int> waves;
+  for (int l = 0; l < shape.layers; ++l) {
+    waves.push_back(b.UniformInt(2, 8));
+    b.Add(kConv, "conv_fwd", waves.back(), 2);
+    b.Add(kNorm, "norm_fwd", b.Uniform(1, 3), 0.5);
+    b.Add(kElementwise, "act_fwd", b.Uniform(0.5, 2), 0.3);
+  }
+  for (int l = shape.layers - 1; l >= 0; --l) {
+    b.Add(kElementwise, "act_bwd", b.Uniform(0.5, 2), 0.3);
+    b.Add(kNorm, "norm_bwd", b.Uniform(1, 3), 0.6);
+    b.Add(kConv, "conv_dgrad", waves[l], 2);
+    b.Add(kConv, "conv_wgrad", waves[l], 2);
+  }
+  for (int i = 0; i < 4; ++i) b.Add(kElementwise, "optimizer", b.Uniform(4, 12), 0.3);
+  return b.Finish(shape.target);
+}
+
+}  // namespace tally::sim
