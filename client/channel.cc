@@ -11,7 +11,6 @@
 #include <memory>
 #include <string>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "common/log.h"
 #include "ipc/socket_path.h"
@@ -19,17 +18,14 @@
 namespace tally::client {
 namespace {
 
-// TALLY_PRIORITY: "high", "best-effort" or an integer; higher is more important.
-absl::StatusOr<int32_t> PriorityFromEnvironment() {
+// TALLY_PRIORITY: "high", "best-effort" or an integer; higher is more important. Unset when
+// absent or empty.
+absl::StatusOr<ClientPriority> PriorityFromEnvironment() {
   const char* value = std::getenv("TALLY_PRIORITY");
-  if (value == nullptr || *value == '\0') return 0;
-  const std::string text = value;
-  if (text == "high") return 1;
-  if (text == "best-effort") return 0;
-  int32_t priority = 0;
-  if (!absl::SimpleAtoi(text, &priority)) {
+  absl::StatusOr<ClientPriority> priority = ClientPriority::Parse(value == nullptr ? "" : value);
+  if (!priority.ok()) {
     return absl::InvalidArgumentError(
-        absl::StrFormat("TALLY_PRIORITY must be high, best-effort or an integer, not '%s'", text));
+        absl::StrFormat("TALLY_PRIORITY: %s", priority.status().message()));
   }
   return priority;
 }

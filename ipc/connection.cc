@@ -89,11 +89,14 @@ absl::StatusOr<ControlConnection> AcceptControl(UniqueFd socket, const Handshake
         sizeof(ControlRequest)));
   }
   TALLY_RETURN_IF_ERROR(ReceiveExact(socket.get(), BytesAfterPrefix(request), deadline));
-  if (request.kind != static_cast<uint32_t>(ControlKind::kStatus)) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("pid %d sent control request kind %d", peer.pid, request.kind));
+  switch (static_cast<ControlKind>(request.kind)) {
+    case ControlKind::kStatus:
+    case ControlKind::kSetPriority:
+    case ControlKind::kProfiles:
+      return ControlConnection(std::move(socket), request, peer.pid);
   }
-  return ControlConnection(std::move(socket), ControlKind::kStatus, peer.pid);
+  return absl::InvalidArgumentError(
+      absl::StrFormat("pid %d sent control request kind %d", peer.pid, request.kind));
 }
 
 }  // namespace
@@ -148,7 +151,9 @@ absl::StatusOr<std::variant<ServerConnection, ControlConnection>> Listener::Acce
   TALLY_ASSIGN_OR_RETURN(Segment segment, Segment::Create(options_.segment));
   TALLY_RETURN_IF_ERROR(SendReply(socket.get(), HelloStatus::kAccepted, schema, client_id,
                                   segment.layout(), segment.fd().get()));
-  ClientInfo client{client_id, peer.pid, peer.uid, hello.priority,
+  const ClientPriority priority = hello.priority_set != 0 ? ClientPriority::Level(hello.priority)
+                                                          : ClientPriority::Unset();
+  ClientInfo client{client_id, peer.pid, peer.uid, priority,
                     std::string(hello.command, strnlen(hello.command, kCommandSize))};
   TALLY_LOG_DEBUG("IPC: client {} (pid {}, '{}') connected", client_id, peer.pid, client.command);
   return ServerConnection(std::move(socket), std::move(segment), std::move(client));
@@ -228,7 +233,8 @@ absl::StatusOr<ClientConnection> ClientConnection::Connect(const ConnectOptions&
   hello.prefix = {kHelloMagic, kProtocolVersion, sizeof(Hello), 0};
   hello.schema_version = options.schema_version;
   hello.pid = getpid();
-  hello.priority = options.priority;
+  hello.priority = options.priority.level();
+  hello.priority_set = options.priority.is_set() ? 1 : 0;
   std::memcpy(hello.command, options.command.data(),
               std::min(options.command.size(), kCommandSize - 1));
   const absl::Time deadline = absl::Now() + options.handshake_timeout;

@@ -17,6 +17,7 @@
 #include "ipc/control.h"
 #include "ipc/segment.h"
 #include "ipc/spsc_ring.h"
+#include "common/client_priority.h"
 #include "ipc/unique_fd.h"
 #include "ipc/wait.h"
 
@@ -31,7 +32,7 @@ struct ClientInfo {
   uint64_t client_id = 0;
   pid_t pid = 0;  // from SO_PEERCRED, not from the hello
   uid_t uid = 0;
-  int32_t priority = 0;
+  ClientPriority priority = ClientPriority::Unset();
   std::string command;
 };
 
@@ -109,7 +110,7 @@ class Listener {
 struct ConnectOptions {
   std::string path;  // see ResolveSocketPath
   uint32_t schema_version = 0;
-  int32_t priority = 0;
+  ClientPriority priority = ClientPriority::Unset();
   std::string command;  // truncated to kCommandSize - 1 bytes
   absl::Duration handshake_timeout = absl::Seconds(5);
   // The server must run as this uid: our calls and data must not go to another user's process.

@@ -47,7 +47,7 @@ ConnectOptions Client(const std::string& path) {
   ConnectOptions options;
   options.path = path;
   options.command = "connection_test";
-  options.priority = 5;
+  options.priority = ClientPriority::Level(5);
   return options;
 }
 
@@ -99,7 +99,7 @@ TEST_CASE("a client process and a server process exchange messages and bulk data
   ChildProcess server = ChildProcess::Fork([&]() -> absl::Status {
     TALLY_ASSIGN_OR_RETURN(ServerConnection connection, listener->Accept());
     const ClientInfo& client = connection.client();
-    if (client.pid != getppid() || client.uid != geteuid() || client.priority != 5 ||
+    if (client.pid != getppid() || client.uid != geteuid() || client.priority != ClientPriority::Level(5) || !client.priority.is_set() ||
         client.command != "connection_test" || client.client_id == 0) {
       return absl::InternalError("wrong client identity: " + client.command);
     }

@@ -1,4 +1,4 @@
-// Both ends of the control connection: the server's answer and the tool's query.
+// Both ends of the control connection: the server's answers and the tools' queries.
 #include "ipc/control.h"
 
 #include <sys/socket.h>
@@ -22,49 +22,35 @@ void Append(std::vector<std::byte>& out, const T& value) {
   out.insert(out.end(), bytes, bytes + sizeof(T));
 }
 
+template <typename T>
+std::vector<std::byte> Encode(T reply, std::span<const std::byte> records = {}) {
+  reply.prefix = {kControlReplyMagic, kProtocolVersion, sizeof(T), 0};
+  std::vector<std::byte> bytes;
+  bytes.reserve(sizeof(T) + records.size());
+  Append(bytes, reply);
+  bytes.insert(bytes.end(), records.begin(), records.end());
+  return bytes;
+}
+
 // Text fields come from the peer: never trust them to be terminated.
 void Terminate(char* field, size_t size) { field[size - 1] = '\0'; }
 
-}  // namespace
-
-void CopyText(const std::string& text, char* field, size_t field_size) {
-  const size_t n = std::min(text.size(), field_size - 1);
-  std::memcpy(field, text.data(), n);
-  std::memset(field + n, 0, field_size - n);
-}
-
-absl::Status ControlConnection::SendStatus(StatusReply reply,
-                                           std::span<const ClientStatus> clients) {
-  reply.prefix = {kControlReplyMagic, kProtocolVersion, sizeof(StatusReply), 0};
-  reply.client_count = static_cast<uint32_t>(std::min<size_t>(clients.size(), kMaxReportedClients));
-  std::vector<std::byte> bytes;
-  bytes.reserve(sizeof(reply) + reply.client_count * sizeof(ClientStatus));
-  Append(bytes, reply);
-  for (uint32_t i = 0; i < reply.client_count; ++i) Append(bytes, clients[i]);
-  const timeval limit{.tv_sec = 1, .tv_usec = 0};
-  TALLY_RETURN_IF_ERROR(RetryEintr("setsockopt(SO_SNDTIMEO)", [&] {
-                          return setsockopt(socket_.get(), SOL_SOCKET, SO_SNDTIMEO, &limit,
-                                            sizeof(limit));
-                        }).status());
-  return SendAll(socket_.get(), bytes);
-}
-
-absl::StatusOr<StatusReport> QueryStatus(const std::string& path, absl::Duration timeout,
-                                         uid_t expected_server_uid) {
-  TALLY_ASSIGN_OR_RETURN(UniqueFd socket, ConnectUnix(path));
+// Sends `request` to the server on `path` and reads its reply struct T; the socket stays open
+// for the records that follow.
+template <typename T>
+absl::StatusOr<T> Ask(const std::string& path, ControlRequest request, absl::Time deadline,
+                      uid_t expected_server_uid, UniqueFd& socket) {
+  TALLY_ASSIGN_OR_RETURN(socket, ConnectUnix(path));
   TALLY_ASSIGN_OR_RETURN(const PeerCredentials server, GetPeerCredentials(socket.get()));
   if (server.uid != expected_server_uid) {
     return absl::PermissionDeniedError(
         absl::StrFormat("the process listening on %s (pid %d) runs as uid %d, not uid %d", path,
                         server.pid, server.uid, expected_server_uid));
   }
-  ControlRequest request{};
   request.prefix = {kControlMagic, kProtocolVersion, sizeof(ControlRequest), 0};
-  request.kind = static_cast<uint32_t>(ControlKind::kStatus);
   const absl::Status sent = SendAll(socket.get(), BytesOf(request));
-  const absl::Time deadline = absl::Now() + timeout;
-  StatusReport report{};
-  HandshakePrefix& prefix = report.server.prefix;
+  T reply{};
+  HandshakePrefix& prefix = reply.prefix;
   if (const absl::Status received = ReceiveExact(socket.get(), BytesOf(prefix), deadline);
       !received.ok()) {
     return sent.ok() ? received : sent;
@@ -76,7 +62,7 @@ absl::StatusOr<StatusReport> QueryStatus(const std::string& path, absl::Duration
   }
   if (prefix.magic != kControlReplyMagic) {
     return absl::InvalidArgumentError(
-        absl::StrFormat("%s answered with something that is not a Tally status", path));
+        absl::StrFormat("%s answered with something that is not a Tally control reply", path));
   }
   if (prefix.protocol_version != kProtocolVersion) {
     return absl::FailedPreconditionError(absl::StrFormat(
@@ -84,26 +70,109 @@ absl::StatusOr<StatusReport> QueryStatus(const std::string& path, absl::Duration
         "use the tally-ctl of the server's build",
         path, prefix.protocol_version, kProtocolVersion));
   }
-  if (prefix.size != sizeof(StatusReply)) {
+  if (prefix.size != sizeof(T)) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "the server on %s sent a %d-byte status, expected %d", path, prefix.size,
-        sizeof(StatusReply)));
+        "the server on %s sent a %d-byte reply, expected %d", path, prefix.size, sizeof(T)));
   }
-  TALLY_RETURN_IF_ERROR(ReceiveExact(
-      socket.get(), BytesAfterPrefix(report.server), deadline));
-  if (report.server.client_count > kMaxReportedClients) {
+  TALLY_RETURN_IF_ERROR(ReceiveExact(socket.get(), BytesAfterPrefix(reply), deadline));
+  return reply;
+}
+
+template <typename Record>
+absl::StatusOr<std::vector<Record>> ReceiveRecords(int socket, uint32_t count, uint32_t max,
+                                                   const std::string& path, absl::Time deadline) {
+  if (count > max) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "the server on %s reports %d clients, more than the %d allowed", path,
-        report.server.client_count, kMaxReportedClients));
+        "the server on %s reports %d records, more than the %d allowed", path, count, max));
   }
+  std::vector<Record> records(count);
+  for (Record& record : records) {
+    TALLY_RETURN_IF_ERROR(ReceiveExact(socket, BytesOf(record), deadline));
+  }
+  return records;
+}
+
+}  // namespace
+
+void CopyText(const std::string& text, char* field, size_t field_size) {
+  const size_t n = std::min(text.size(), field_size - 1);
+  std::memcpy(field, text.data(), n);
+  std::memset(field + n, 0, field_size - n);
+}
+
+absl::Status ControlConnection::Send(std::span<const std::byte> bytes) {
+  const timeval limit{.tv_sec = 1, .tv_usec = 0};
+  TALLY_RETURN_IF_ERROR(RetryEintr("setsockopt(SO_SNDTIMEO)", [&] {
+                          return setsockopt(socket_.get(), SOL_SOCKET, SO_SNDTIMEO, &limit,
+                                            sizeof(limit));
+                        }).status());
+  return SendAll(socket_.get(), bytes);
+}
+
+absl::Status ControlConnection::SendStatus(StatusReply reply,
+                                           std::span<const ClientStatus> clients) {
+  reply.client_count = static_cast<uint32_t>(std::min<size_t>(clients.size(), kMaxReportedClients));
+  return Send(Encode(reply, std::as_bytes(clients.first(reply.client_count))));
+}
+
+absl::Status ControlConnection::SendPriority(PriorityReply reply) { return Send(Encode(reply)); }
+
+absl::Status ControlConnection::SendProfiles(std::span<const ProfileStatus> profiles) {
+  ProfilesReply reply{};
+  reply.count = static_cast<uint32_t>(std::min<size_t>(profiles.size(), kMaxReportedProfiles));
+  return Send(Encode(reply, std::as_bytes(profiles.first(reply.count))));
+}
+
+absl::StatusOr<StatusReport> QueryStatus(const std::string& path, absl::Duration timeout,
+                                         uid_t expected_server_uid) {
+  const absl::Time deadline = absl::Now() + timeout;
+  ControlRequest request{};
+  request.kind = static_cast<uint32_t>(ControlKind::kStatus);
+  UniqueFd socket;
+  StatusReport report{};
+  TALLY_ASSIGN_OR_RETURN(report.server,
+                         Ask<StatusReply>(path, request, deadline, expected_server_uid, socket));
   Terminate(report.server.device_name, sizeof(report.server.device_name));
   Terminate(report.server.backend_description, sizeof(report.server.backend_description));
-  report.clients.resize(report.server.client_count);
-  for (ClientStatus& client : report.clients) {
-    TALLY_RETURN_IF_ERROR(ReceiveExact(socket.get(), BytesOf(client), deadline));
-    Terminate(client.command, sizeof(client.command));
-  }
+  TALLY_ASSIGN_OR_RETURN(report.clients,
+                         ReceiveRecords<ClientStatus>(socket.get(), report.server.client_count,
+                                                      kMaxReportedClients, path, deadline));
+  for (ClientStatus& client : report.clients) Terminate(client.command, sizeof(client.command));
   return report;
+}
+
+absl::StatusOr<PriorityReply> SetClientPriority(const std::string& path, uint64_t client_id,
+                                                int32_t priority, absl::Duration timeout,
+                                                uid_t expected_server_uid) {
+  ControlRequest request{};
+  request.kind = static_cast<uint32_t>(ControlKind::kSetPriority);
+  request.client_id = client_id;
+  request.priority = priority;
+  UniqueFd socket;
+  TALLY_ASSIGN_OR_RETURN(PriorityReply reply,
+                         Ask<PriorityReply>(path, request, absl::Now() + timeout,
+                                            expected_server_uid, socket));
+  Terminate(reply.message, sizeof(reply.message));
+  return reply;
+}
+
+absl::StatusOr<std::vector<ProfileStatus>> QueryProfiles(const std::string& path,
+                                                         absl::Duration timeout,
+                                                         uid_t expected_server_uid) {
+  const absl::Time deadline = absl::Now() + timeout;
+  ControlRequest request{};
+  request.kind = static_cast<uint32_t>(ControlKind::kProfiles);
+  UniqueFd socket;
+  TALLY_ASSIGN_OR_RETURN(
+      const ProfilesReply reply,
+      Ask<ProfilesReply>(path, request, deadline, expected_server_uid, socket));
+  TALLY_ASSIGN_OR_RETURN(std::vector<ProfileStatus> profiles,
+                         ReceiveRecords<ProfileStatus>(socket.get(), reply.count,
+                                                       kMaxReportedProfiles, path, deadline));
+  for (ProfileStatus& profile : profiles) {
+    Terminate(profile.kernel_name, sizeof(profile.kernel_name));
+  }
+  return profiles;
 }
 
 }  // namespace tally::ipc

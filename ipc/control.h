@@ -1,6 +1,7 @@
-// The control connection: tools such as `tally-ctl status` connect to the server's socket like a
-// client but open with a ControlRequest instead of a Hello, get one answer on the socket and
-// hang up. No segment, no session: asking for the status never counts as a client.
+// The control connection: tools such as `tally-ctl` connect to the server's socket like a client
+// but open with a ControlRequest instead of a Hello, get one answer on the socket and hang up.
+// No segment, no session: asking the server never counts as a client. Each answer is a reply
+// struct (starting with a HandshakePrefix whose size is the struct's) and `count` records.
 #pragma once
 
 #include <sys/types.h>
@@ -22,14 +23,22 @@ namespace tally::ipc {
 inline constexpr uint32_t kControlMagic = 0x544c5943;        // 'TLYC'
 inline constexpr uint32_t kControlReplyMagic = 0x544c5954;   // 'TLYT'
 inline constexpr uint32_t kMaxReportedClients = 4096;        // bounds what a reader accepts
+inline constexpr uint32_t kMaxReportedProfiles = 65536;
 inline constexpr size_t kControlTextSize = 256;
 
-enum class ControlKind : uint32_t { kStatus = 1 };
+enum class ControlKind : uint32_t {
+  kStatus = 1,       // StatusReply + ClientStatus records
+  kSetPriority = 2,  // PriorityReply, no records
+  kProfiles = 3,     // ProfilesReply + ProfileStatus records
+};
 
 struct ControlRequest {
   HandshakePrefix prefix;  // kControlMagic
   uint32_t kind;           // ControlKind
   uint32_t reserved;
+  uint64_t client_id;  // kSetPriority: whose
+  int32_t priority;    // kSetPriority: the new level
+  uint32_t reserved2;
 };
 
 enum class Backend : uint32_t { kEmulator = 0, kNvidiaDriver = 1 };
@@ -50,11 +59,61 @@ struct StatusReply {
 struct ClientStatus {
   uint64_t client_id;
   int32_t pid;
-  int32_t priority;
+  int32_t priority;       // the level the scheduler uses
+  uint32_t priority_set;  // 0: the client gave none (scheduled as best-effort)
+  uint32_t reserved;
   uint64_t memory_bytes;     // device memory the client has allocated and not freed
   uint64_t allocations;      // how many allocations that is
   uint64_t queued_commands;  // stream work accepted but not yet issued to the device
+  // What the scheduler did for it (server/scheduling_stats.h).
+  uint64_t kernels_original;
+  uint64_t kernels_sliced;
+  uint64_t slices;
+  uint64_t kernels_preemptible;
+  uint64_t kernels_preempted;
+  uint64_t preemptions;
+  uint64_t resumes;
+  uint64_t risky_launches;
+  uint64_t held_ns;
+  uint64_t preemption_latency_ns_total;
+  uint64_t preemption_latency_ns_max;
+  uint64_t preemption_latencies;
   char command[kCommandSize];  // NUL-terminated
+};
+
+// The answer to kSetPriority.
+struct PriorityReply {
+  HandshakePrefix prefix;  // kControlReplyMagic; size = sizeof(PriorityReply)
+  uint32_t found;          // 0: no client with that id
+  int32_t priority;        // the client's level now
+  char message[kControlTextSize];  // NUL-terminated: what happened
+};
+
+// The answer to kProfiles, followed by `count` ProfileStatus records.
+struct ProfilesReply {
+  HandshakePrefix prefix;  // kControlReplyMagic; size = sizeof(ProfilesReply)
+  uint32_t count;
+  uint32_t reserved;
+};
+
+// One launch configuration the profiler knows (profiler/profiler.h, ProfileRecord).
+struct ProfileStatus {
+  uint64_t kernel;  // identity: module content and kernel name
+  uint32_t grid[3];
+  uint32_t block[3];
+  uint32_t shared_bytes;
+  uint32_t form;  // scheduler::FormKind of the chosen form
+  uint32_t slices;
+  uint32_t workers;
+  uint32_t complete;          // every candidate measured
+  uint32_t short_turnaround;  // the chosen form may run beside more important clients
+  uint32_t candidates;
+  uint32_t measured;  // candidates measured
+  uint32_t reserved;
+  int64_t original_ns;       // -1 while unknown
+  int64_t turnaround_ns;     // of the chosen form; -1 while unknown
+  double normalized_speed;   // of the chosen form; -1 while unknown
+  char kernel_name[kControlTextSize];  // NUL-terminated; empty while unknown
 };
 
 static_assert(std::is_trivially_copyable_v<ControlRequest> &&
@@ -62,21 +121,32 @@ static_assert(std::is_trivially_copyable_v<ControlRequest> &&
 static_assert(std::is_trivially_copyable_v<StatusReply> && std::is_standard_layout_v<StatusReply>);
 static_assert(std::is_trivially_copyable_v<ClientStatus> &&
               std::is_standard_layout_v<ClientStatus>);
+static_assert(std::is_trivially_copyable_v<PriorityReply> &&
+              std::is_standard_layout_v<PriorityReply>);
+static_assert(std::is_trivially_copyable_v<ProfilesReply> &&
+              std::is_standard_layout_v<ProfilesReply>);
+static_assert(std::is_trivially_copyable_v<ProfileStatus> &&
+              std::is_standard_layout_v<ProfileStatus>);
 
 // The server's end of a control connection, as Listener::AcceptAny returns it.
 class ControlConnection {
  public:
-  ControlConnection(UniqueFd socket, ControlKind kind, pid_t pid)
-      : socket_(std::move(socket)), kind_(kind), pid_(pid) {}
-  ControlKind kind() const { return kind_; }
+  ControlConnection(UniqueFd socket, const ControlRequest& request, pid_t pid)
+      : socket_(std::move(socket)), request_(request), pid_(pid) {}
+  ControlKind kind() const { return static_cast<ControlKind>(request_.kind); }
+  const ControlRequest& request() const { return request_; }
   pid_t pid() const { return pid_; }
-  // Sends the answer to kStatus (prefix and client_count are filled in here). Bounded in time:
-  // a peer that does not read cannot hold the caller.
+  // The answers (prefix and counts are filled in here). Bounded in time: a peer that does not
+  // read cannot hold the caller.
   absl::Status SendStatus(StatusReply reply, std::span<const ClientStatus> clients);
+  absl::Status SendPriority(PriorityReply reply);
+  absl::Status SendProfiles(std::span<const ProfileStatus> profiles);
 
  private:
+  absl::Status Send(std::span<const std::byte> bytes);
+
   UniqueFd socket_;
-  ControlKind kind_;
+  ControlRequest request_;
   pid_t pid_;
 };
 
@@ -93,5 +163,14 @@ struct StatusReport {
 absl::StatusOr<StatusReport> QueryStatus(const std::string& path,
                                          absl::Duration timeout = absl::Seconds(5),
                                          uid_t expected_server_uid = geteuid());
+// Sets a client's priority level (tally-ctl priority); the reply says whether it exists.
+absl::StatusOr<PriorityReply> SetClientPriority(const std::string& path, uint64_t client_id,
+                                                int32_t priority,
+                                                absl::Duration timeout = absl::Seconds(5),
+                                                uid_t expected_server_uid = geteuid());
+// What the server's profiler knows (tally-ctl profiles).
+absl::StatusOr<std::vector<ProfileStatus>> QueryProfiles(
+    const std::string& path, absl::Duration timeout = absl::Seconds(5),
+    uid_t expected_server_uid = geteuid());
 
 }  // namespace tally::ipc

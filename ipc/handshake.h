@@ -28,8 +28,8 @@ struct Hello {
   HandshakePrefix prefix;
   uint32_t schema_version;  // of the message table above the IPC layer (the CUDA calls)
   int32_t pid;              // as the client sees itself; the server trusts SO_PEERCRED's
-  int32_t priority;         // TALLY_PRIORITY; higher is more important
-  uint32_t reserved;
+  int32_t priority;         // TALLY_PRIORITY's level; higher is more important
+  uint32_t priority_set;    // 0: the client gave no priority (older clients send 0 here too)
   char command[kCommandSize];  // NUL-padded, not necessarily NUL-terminated
 };
 

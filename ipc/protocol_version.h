@@ -7,6 +7,6 @@
 
 namespace tally::ipc {
 
-inline constexpr uint32_t kProtocolVersion = 3;
+inline constexpr uint32_t kProtocolVersion = 4;
 
 }  // namespace tally::ipc

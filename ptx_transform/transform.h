@@ -3,6 +3,7 @@
 // the module's global variables), and reports per kernel what was made or why not.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,10 @@ struct TransformOptions {
 // launch_forms.h):
 //   sliced:      .u32 first linear block, .u32 original grid x, y, z
 //   preemptible: .u64 address of PtbState, .u32 original grid x, y, z
+// The version of the transformations: bumped whenever the variants they produce change, so that
+// measurements of older variants (the profiler's cache) are not reused.
+inline constexpr uint32_t kTransformVersion = 1;
+
 struct PtbState {
   uint32_t next_task = 0;  // linear index of the next block to run; counts up past the grid
   uint32_t preempt = 0;    // set non-zero to stop the workers at their next task boundary

@@ -1,33 +1,68 @@
-// The dispatch loop. The policy is consulted with the lock held (it is pure and fast); the
-// command is issued without it, so sessions keep enqueueing while the driver works.
+// The dispatch loop: control events, then the ends of runs, then the policy's wake-up, then new
+// queue heads; each event goes to the policy, whose actions are carried out at once. Only this
+// thread pops or clears queues, so it reads a queue's head without the lock while sessions
+// append behind it (a deque's push_back keeps references to its elements valid).
 #include "server/dispatcher.h"
 
 #include <algorithm>
+#include <chrono>
 #include <string>
 #include <utility>
 
 #include "common/log.h"
+#include "common/status.h"
 #include "server/cuda_result.h"
 
 namespace tally::server {
 
+using scheduler::Time;
+
+namespace {
+// The first poll of a run on the device; each poll that finds nothing doubles the interval up
+// to the dispatcher's maximum.
+constexpr scheduler::Duration kMinPoll = std::chrono::microseconds(10);
+}  // namespace
+
 struct Dispatcher::ClientQueue {
-  uint64_t client_id = 0;
-  int32_t priority = 0;
-  std::deque<std::pair<uint64_t, Command>> commands;  // (arrival, command)
-  bool in_flight = false;
+  ClientId client;
+  SchedulingStats stats;
+  // Under mutex_.
+  ClientPriority priority = ClientPriority::Unset();
+  std::deque<QueuedCommand> commands;
   uint64_t enqueued = 0;  // commands ever enqueued
-  uint64_t issued = 0;    // commands issued to the backend (they are issued in order)
+  uint64_t issued = 0;    // commands issued (transformed kernels: finished), in order
   bool removed = false;   // RemoveClient ran: the rest will never be issued
-  // The smallest `issued` a WaitIssued waits for: the dispatch thread wakes waiters only then,
-  // not after every command of a long queue.
+  bool gone = false;      // the dispatch thread let go of it and its runs ended
+  // The smallest `issued` a WaitIssued waits for: waiters are woken only then, not after every
+  // command of a long queue.
   uint64_t wake_at = UINT64_MAX;
   DeferredError deferred_error;
+  // Dispatch thread only.
+  bool head_announced = false;
+  Time announced_at{0};
+  // The head kernel while it runs in a transformed form; the queue's front is then an empty
+  // placeholder that keeps the client's later work behind it.
+  std::unique_ptr<KernelLaunch> started;
+  scheduler::FormKind started_form = scheduler::FormKind::kOriginal;
 };
 
+absl::StatusOr<std::unique_ptr<Dispatcher>> Dispatcher::Create(
+    const Backend& backend, std::unique_ptr<scheduler::Policy> policy,
+    profiler::Profiler* profiler, scheduler::Duration max_poll,
+    std::function<void()> thread_setup) {
+  TALLY_ASSIGN_OR_RETURN(std::unique_ptr<KernelRuns> runs, KernelRuns::Create(backend, profiler));
+  return std::unique_ptr<Dispatcher>(
+      new Dispatcher(std::move(policy), std::move(runs), max_poll, std::move(thread_setup)));
+}
+
 Dispatcher::Dispatcher(std::unique_ptr<scheduler::Policy> policy,
+                       std::unique_ptr<KernelRuns> runs, scheduler::Duration max_poll,
                        std::function<void()> thread_setup)
     : policy_(std::move(policy)),
+      uses_transformed_forms_(policy_->UsesTransformedForms()),
+      runs_(std::move(runs)),
+      max_poll_(std::max(max_poll, kMinPoll)),
+      poll_interval_(kMinPoll),
       thread_([this, setup = std::move(thread_setup)] { Run(setup); }) {}
 
 Dispatcher::~Dispatcher() {
@@ -39,43 +74,81 @@ Dispatcher::~Dispatcher() {
   thread_.join();
 }
 
-std::shared_ptr<Dispatcher::ClientQueue> Dispatcher::AddClient(uint64_t client_id,
-                                                               int32_t priority) {
+std::shared_ptr<Dispatcher::ClientQueue> Dispatcher::AddClient(ClientId client,
+                                                               ClientPriority priority) {
   auto queue = std::make_shared<ClientQueue>();
-  queue->client_id = client_id;
+  queue->client = client;
   queue->priority = priority;
-  std::lock_guard lock(mutex_);
-  queues_.push_back(queue);
+  {
+    std::lock_guard lock(mutex_);
+    queues_.push_back(queue);
+    control_.push_back({Control::Kind::kJoin, queue, priority});
+  }
+  work_.notify_one();
   return queue;
 }
 
 void Dispatcher::RemoveClient(ClientQueue& queue) {
   std::unique_lock lock(mutex_);
-  queue.commands.clear();
+  if (queue.removed) return;
   queue.removed = true;
-  issued_.wait(lock, [&] { return !queue.in_flight; });
-  std::erase_if(queues_, [&](const auto& q) { return q.get() == &queue; });
-  issued_.notify_all();  // waiters for commands that were discarded
+  auto it = std::find_if(queues_.begin(), queues_.end(),
+                         [&](const auto& q) { return q.get() == &queue; });
+  control_.push_back({Control::Kind::kLeave, *it, queue.priority});
+  work_.notify_one();
+  issued_.notify_all();  // waiters for commands that will never be issued
+  gone_.wait(lock, [&] { return queue.gone || stopping_; });
+  queues_.erase(std::find_if(queues_.begin(), queues_.end(),
+                             [&](const auto& q) { return q.get() == &queue; }));
+}
+
+void Dispatcher::SetPriority(ClientQueue& queue, ClientPriority priority) {
+  {
+    std::lock_guard lock(mutex_);
+    if (queue.removed) return;
+    queue.priority = priority;
+    auto it = std::find_if(queues_.begin(), queues_.end(),
+                           [&](const auto& q) { return q.get() == &queue; });
+    control_.push_back({Control::Kind::kPriority, *it, priority});
+  }
+  work_.notify_one();
+}
+
+ClientPriority Dispatcher::priority(ClientQueue& queue) {
+  std::lock_guard lock(mutex_);
+  return queue.priority;
 }
 
 void Dispatcher::Enqueue(ClientQueue& queue, Command command) {
   {
     std::lock_guard lock(mutex_);
     if (queue.removed) return;
-    queue.commands.emplace_back(next_arrival_++, std::move(command));
+    queue.commands.push_back({std::move(command), nullptr});
     ++queue.enqueued;
+    pending_work_ = true;
   }
   work_.notify_one();
 }
 
-void Dispatcher::Enqueue(ClientQueue& queue, std::vector<Command>& commands) {
+void Dispatcher::EnqueueKernel(ClientQueue& queue, KernelLaunch launch) {
+  auto kernel = std::make_unique<KernelLaunch>(std::move(launch));
+  {
+    std::lock_guard lock(mutex_);
+    if (queue.removed) return;
+    queue.commands.push_back({{}, std::move(kernel)});
+    ++queue.enqueued;
+    pending_work_ = true;
+  }
+  work_.notify_one();
+}
+
+void Dispatcher::Enqueue(ClientQueue& queue, std::vector<QueuedCommand>& commands) {
   {
     std::lock_guard lock(mutex_);
     if (!queue.removed) {
-      for (Command& command : commands) {
-        queue.commands.emplace_back(next_arrival_++, std::move(command));
-      }
+      for (QueuedCommand& command : commands) queue.commands.push_back(std::move(command));
       queue.enqueued += commands.size();
+      pending_work_ = true;
     }
   }
   commands.clear();
@@ -114,7 +187,7 @@ void Dispatcher::DeferError(ClientQueue& queue, CUresult result, std::string wha
 void Dispatcher::RecordFailure(ClientQueue& queue, CUresult result, std::string what) {
   if (queue.deferred_error.result != CUDA_SUCCESS) return;
   TALLY_LOG_WARN("client {}: {} failed with {} (reported at its next synchronising call)",
-                 queue.client_id, what.empty() ? "asynchronous work" : what,
+                 queue.client.value(), what.empty() ? "asynchronous work" : what,
                  CuResultText(result));
   queue.deferred_error = {result, std::move(what)};
 }
@@ -124,40 +197,208 @@ size_t Dispatcher::queued(ClientQueue& queue) {
   return queue.commands.size();
 }
 
+const SchedulingStats& Dispatcher::stats(ClientQueue& queue) { return queue.stats; }
+
+Time Dispatcher::Now() const {
+  return std::chrono::duration_cast<Time>(
+      std::chrono::steady_clock::now().time_since_epoch());
+}
+
+Dispatcher::ClientQueue* Dispatcher::Find(ClientId client) {
+  auto it = std::find_if(clients_.begin(), clients_.end(),
+                         [&](const ClientQueue* q) { return q->client == client; });
+  return it == clients_.end() ? nullptr : *it;
+}
+
 void Dispatcher::Run(const std::function<void()>& thread_setup) {
   thread_setup();
-  std::vector<scheduler::QueueHead> heads;
-  std::vector<ClientQueue*> candidates;
   std::unique_lock lock(mutex_);
   while (!stopping_) {
-    heads.clear();
-    candidates.clear();
-    for (const auto& queue : queues_) {
-      if (queue->commands.empty()) continue;
-      heads.push_back({queue->client_id, queue->priority, queue->commands.front().first,
-                       queue->commands.size()});
-      candidates.push_back(queue.get());
+    pending_work_ = false;
+    lock.unlock();
+    const Time now = Now();
+    activity_ = false;
+    HandleControl(now);
+    PollRuns(now);
+    if (wake_ && *wake_ <= now) {
+      wake_.reset();
+      decisions_.Clear();
+      policy_->Woken(now, decisions_);
+      Apply(now);
     }
-    const std::optional<size_t> pick = heads.empty() ? std::nullopt : policy_->PickNext(heads);
-    if (!pick || *pick >= candidates.size()) {
+    AnnounceHeads(now);
+    FinishLeaving();
+    lock.lock();
+    if (stopping_ || pending_work_ || !control_.empty()) continue;
+    // Sleep until work arrives, the policy wants to decide again, or runs are due a poll.
+    std::optional<Time> deadline = wake_;
+    if (!runs_->empty()) {
+      poll_interval_ = activity_ ? kMinPoll : std::min(poll_interval_ * 2, max_poll_);
+      deadline = std::min(deadline.value_or(Time::max()), now + poll_interval_);
+    }
+    if (deadline) {
+      work_.wait_until(lock, std::chrono::steady_clock::time_point(
+                                 std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                     *deadline)));
+    } else {
       work_.wait(lock);
+    }
+  }
+}
+
+void Dispatcher::HandleControl(Time now) {
+  std::vector<Control> events;
+  {
+    std::lock_guard lock(mutex_);
+    events.swap(control_);
+  }
+  for (Control& event : events) {
+    ClientQueue& queue = *event.queue;
+    decisions_.Clear();
+    switch (event.kind) {
+      case Control::Kind::kJoin:
+        clients_.push_back(&queue);
+        policy_->ClientJoined(now, queue.client, event.priority, decisions_);
+        break;
+      case Control::Kind::kPriority:
+        if (Find(queue.client) == nullptr) continue;
+        policy_->PriorityChanged(now, queue.client, event.priority, decisions_);
+        break;
+      case Control::Kind::kLeave: {
+        {
+          std::lock_guard lock(mutex_);
+          queue.commands.clear();  // `started` (a kernel's runs may still use it) stays
+        }
+        std::erase(clients_, &queue);
+        runs_->Forget(queue.client);
+        leaving_.push_back(std::move(event.queue));
+        policy_->ClientLeft(now, queue.client, decisions_);
+        break;
+      }
+    }
+    Apply(now);
+  }
+}
+
+void Dispatcher::FinishLeaving() {
+  bool any = false;
+  std::erase_if(leaving_, [&](const std::shared_ptr<ClientQueue>& queue) {
+    if (runs_->HasRuns(queue->client)) return false;
+    queue->started.reset();
+    std::lock_guard lock(mutex_);
+    queue->gone = true;
+    any = true;
+    return true;
+  });
+  if (any) gone_.notify_all();
+}
+
+void Dispatcher::PollRuns(Time now) {
+  if (runs_->empty()) return;
+  ended_.clear();
+  runs_->Poll(ended_);
+  if (!ended_.empty()) activity_ = true;
+  for (EndedRun& ended : ended_) EndRun(now, ended);
+}
+
+void Dispatcher::EndRun(Time now, EndedRun& ended) {
+  ClientQueue* queue = Find(ended.client);
+  if (queue == nullptr) return;  // left meanwhile
+  if (ended.result != CUDA_SUCCESS) DeferError(*queue, ended.result, std::move(ended.what));
+  if (ended.end.form != scheduler::FormKind::kOriginal && ended.end.finished) {
+    queue->started.reset();
+    Consume(*queue, CUDA_SUCCESS, {});
+  }
+  decisions_.Clear();
+  policy_->RunEnded(now, ended.client, ended.end, decisions_);
+  Apply(now);
+}
+
+void Dispatcher::AnnounceHeads(Time now) {
+  for (size_t i = 0; i < clients_.size(); ++i) {
+    ClientQueue& queue = *clients_[i];
+    // A head issued at once is consumed, and the next one is announced in this same loop.
+    while (!queue.head_announced) {
+      const QueuedCommand* front = nullptr;
+      {
+        std::lock_guard lock(mutex_);
+        if (!queue.commands.empty()) front = &queue.commands.front();
+      }
+      if (front == nullptr) break;
+      queue.head_announced = true;
+      queue.announced_at = now;
+      const scheduler::Head head = front->kernel
+                                       ? scheduler::Head::Kernel(runs_->Describe(*front->kernel))
+                                       : scheduler::Head::Other();
+      decisions_.Clear();
+      policy_->HeadArrived(now, queue.client, head, decisions_);
+      Apply(now);
+    }
+  }
+}
+
+void Dispatcher::Apply(Time now) {
+  // Issuing never calls the policy, so the actions stay put while they are carried out; ends of
+  // runs that failed to issue are told afterwards.
+  std::vector<EndedRun> failed;
+  for (const scheduler::Action& action : decisions_.actions()) {
+    ClientQueue* queue = Find(action.client);
+    if (queue == nullptr) continue;
+    if (action.kind == scheduler::Action::Kind::kPreempt) {
+      runs_->Preempt(action.client);
       continue;
     }
-    ClientQueue& queue = *candidates[*pick];
-    Command command = std::move(queue.commands.front().second);
-    queue.commands.pop_front();
-    queue.in_flight = true;
-    lock.unlock();
-    const CUresult result = command();
-    lock.lock();
-    queue.in_flight = false;
-    ++queue.issued;
-    if (result != CUDA_SUCCESS) RecordFailure(queue, result, {});
-    // RemoveClient waits for the command in flight.
-    if (queue.issued >= queue.wake_at || queue.removed) {
-      queue.wake_at = UINT64_MAX;
-      issued_.notify_all();
+    activity_ = true;
+    QueuedCommand* front = nullptr;
+    {
+      std::lock_guard lock(mutex_);
+      if (!queue->commands.empty()) front = &queue->commands.front();
     }
+    if (front == nullptr) continue;
+    if (front->kernel == nullptr && queue->started == nullptr) {
+      Consume(*queue, front->work(), {});
+      continue;
+    }
+    const RunOwner owner{queue->client, &queue->stats};
+    const bool first = queue->started == nullptr;
+    if (first) {
+      queue->stats.held_ns += static_cast<uint64_t>((now - queue->announced_at).count());
+      if (action.risky) ++queue->stats.risky;
+    }
+    if (first && action.form.kind == scheduler::FormKind::kOriginal) {
+      const CUresult result = runs_->IssueOriginal(owner, *front->kernel, action.notify);
+      std::string what = result != CUDA_SUCCESS ? DescribeLaunch(*front->kernel) : std::string();
+      Consume(*queue, result, std::move(what));
+      if (result != CUDA_SUCCESS && action.notify) {
+        failed.push_back({queue->client, {scheduler::FormKind::kOriginal, true, 0, 0}, {}, {}});
+      }
+      continue;
+    }
+    if (first) {
+      queue->started = std::move(front->kernel);
+      queue->started_form = action.form.kind;
+    }
+    const CUresult result = runs_->IssueTransformed(owner, *queue->started, action.form);
+    if (result != CUDA_SUCCESS) {
+      // Given up: reported now, and its end told to the policy as if it had finished.
+      DeferError(*queue, result, DescribeLaunch(*queue->started));
+      failed.push_back({queue->client, {queue->started_form, true, 0, 0}, {}, {}});
+    }
+  }
+  if (decisions_.wake()) wake_ = std::min(wake_.value_or(Time::max()), *decisions_.wake());
+  for (EndedRun& ended : failed) EndRun(now, ended);
+}
+
+void Dispatcher::Consume(ClientQueue& queue, CUresult result, std::string what) {
+  queue.head_announced = false;
+  std::lock_guard lock(mutex_);
+  if (queue.commands.empty()) return;  // cleared by the client's removal
+  queue.commands.pop_front();
+  ++queue.issued;
+  if (result != CUDA_SUCCESS) RecordFailure(queue, result, std::move(what));
+  if (queue.issued >= queue.wake_at || queue.removed) {
+    queue.wake_at = UINT64_MAX;
+    issued_.notify_all();
   }
 }
 

@@ -1,6 +1,10 @@
 // Per-client ordered command queues and the one thread that issues their commands to the
-// device in the order the scheduling policy picks. Order within a client is never changed;
-// the policy only chooses which client's head command goes next.
+// device as the scheduling policy decides (../shared/SCHEDULING.md). The dispatch thread tells
+// the policy of clients, priorities, new queue heads, the ends of kernel runs (server/
+// kernel_runs.h, polled without blocking) and the passage of time, and carries out its
+// actions: issue a head in a form, preempt a running PTB kernel. Order within a client is never
+// changed. A kernel in a transformed form holds its client's queue until it has finished (all
+// slices, every resumption), so later work of the client never overtakes it.
 #pragma once
 
 #include <cuda.h>
@@ -11,17 +15,31 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "common/client_priority.h"
+#include "common/strong_id.h"
+#include "profiler/profiler.h"
 #include "scheduler/policy.h"
+#include "server/backend/backend.h"
+#include "server/kernel_forms.h"
+#include "server/kernel_runs.h"
+#include "server/scheduling_stats.h"
 
 namespace tally::server {
 
-// Issues one piece of stream-ordered work (a launch, copy, memset, event record) to the
-// backend; returns what the driver returned.
+// Issues one piece of stream-ordered work other than a kernel (a copy, memset, event record,
+// host function) to the backend; returns what the driver returned.
 using Command = std::function<CUresult()>;
+
+// One entry of a client's queue: other work, or a kernel launch.
+struct QueuedCommand {
+  Command work;
+  std::unique_ptr<KernelLaunch> kernel;
+};
 
 // The first failure of a client's asynchronous work since its last synchronising call.
 struct DeferredError {
@@ -33,54 +51,100 @@ class Dispatcher {
  public:
   struct ClientQueue;
 
+  // `profiler` (may be null) is told what runs measured and must outlive the dispatcher;
   // `thread_setup` runs first on the dispatch thread (making the device context current).
-  Dispatcher(std::unique_ptr<scheduler::Policy> policy, std::function<void()> thread_setup);
+  // Runs on the device are polled every few microseconds at first, backing off to
+  // `max_poll` while none ends.
+  static absl::StatusOr<std::unique_ptr<Dispatcher>> Create(
+      const Backend& backend, std::unique_ptr<scheduler::Policy> policy,
+      profiler::Profiler* profiler, scheduler::Duration max_poll,
+      std::function<void()> thread_setup);
   Dispatcher(const Dispatcher&) = delete;
   Dispatcher& operator=(const Dispatcher&) = delete;
   // Stops the thread; commands still queued are dropped (sessions are closed first).
   ~Dispatcher();
 
-  std::shared_ptr<ClientQueue> AddClient(uint64_t client_id, int32_t priority);
-  // Discards the client's queued commands and waits for one being issued to finish issuing;
+  std::shared_ptr<ClientQueue> AddClient(ClientId client, ClientPriority priority);
+  // Discards the client's queued commands, stops its running PTB kernel, and returns once
+  // nothing of it is being issued and none of its kernel runs is on the device any more;
   // WaitIssued on the queue returns from then on.
   void RemoveClient(ClientQueue& queue);
+  // Effective at the policy's next decision.
+  void SetPriority(ClientQueue& queue, ClientPriority priority);
+  ClientPriority priority(ClientQueue& queue);
 
   void Enqueue(ClientQueue& queue, Command command);
+  void EnqueueKernel(ClientQueue& queue, KernelLaunch launch);
   // Appends `commands` in their order under one lock and one wake-up (a session's one-way work,
   // session.h) and leaves `commands` empty, its capacity kept for the next batch.
-  void Enqueue(ClientQueue& queue, std::vector<Command>& commands);
+  void Enqueue(ClientQueue& queue, std::vector<QueuedCommand>& commands);
   // How many commands were ever enqueued for `queue`: WaitIssued(queue, Ticket(queue)) waits for
   // everything enqueued so far, and not for what other threads enqueue later.
   uint64_t Ticket(ClientQueue& queue);
-  // Waits until the first `ticket` commands of `queue` have been issued to the backend (or the
-  // client was removed).
+  // Waits until the first `ticket` commands of `queue` have been issued to the backend (a
+  // kernel in a transformed form: until it has finished), or the client was removed.
   void WaitIssued(ClientQueue& queue, uint64_t ticket);
   // Whether WaitIssued(queue, ticket) would return at once.
   bool Issued(ClientQueue& queue, uint64_t ticket);
   // The first failure of an issued command since the last call (CUDA_SUCCESS when none): how
   // asynchronous errors reach the client's next synchronising call, as in CUDA.
   DeferredError TakeDeferredError(ClientQueue& queue);
-  // Records the failure of work, named by `what`, for TakeDeferredError: from a command that
-  // knows what it issued (before it returns the failure), or from work an issued command
-  // started that ended later (a PTB run). The first failure is logged.
+  // Records the failure of work, named by `what`, for TakeDeferredError. The first failure is
+  // logged.
   void DeferError(ClientQueue& queue, CUresult result, std::string what);
   size_t queued(ClientQueue& queue);
-  // The policy's form for a kernel launch; only from a command (on the dispatch thread).
-  scheduler::LaunchForm ChooseForm(const scheduler::LaunchInfo& launch) {
-    return policy_->ChooseForm(launch);
-  }
-  bool UsesTransformedForms() const { return policy_->UsesTransformedForms(); }
+  // The client's counters (any thread).
+  const SchedulingStats& stats(ClientQueue& queue);
+  bool UsesTransformedForms() const { return uses_transformed_forms_; }
 
  private:
-  void RecordFailure(ClientQueue& queue, CUresult result, std::string what);  // mutex_ held
+  Dispatcher(std::unique_ptr<scheduler::Policy> policy, std::unique_ptr<KernelRuns> runs,
+             scheduler::Duration max_poll, std::function<void()> thread_setup);
+
+  // mutex_ held.
+  void RecordFailure(ClientQueue& queue, CUresult result, std::string what);
   void Run(const std::function<void()>& thread_setup);
 
+  // Dispatch thread only, without mutex_.
+  scheduler::Time Now() const;
+  void HandleControl(scheduler::Time now);
+  void PollRuns(scheduler::Time now);
+  void AnnounceHeads(scheduler::Time now);
+  void Apply(scheduler::Time now);
+  void Issue(scheduler::Time now, ClientQueue& queue, const scheduler::Action& action);
+  void IssueKernel(scheduler::Time now, ClientQueue& queue, const scheduler::Action& action);
+  // The head command is done: it leaves the queue and waiters may go on.
+  void Consume(ClientQueue& queue, CUresult result, std::string what);
+  // Tells the policy of a run's end (the head is consumed first when the kernel finished).
+  void EndRun(scheduler::Time now, EndedRun& ended);
+  void FinishLeaving();
+  ClientQueue* Find(ClientId client);
+
   std::unique_ptr<scheduler::Policy> policy_;
+  const bool uses_transformed_forms_;
+  std::unique_ptr<KernelRuns> runs_;
+  scheduler::Decisions decisions_;
+  std::optional<scheduler::Time> wake_;  // the policy's earliest pending WakeAt
+  std::vector<ClientQueue*> clients_;     // joined, not yet left (dispatch thread's view)
+  std::vector<std::shared_ptr<ClientQueue>> leaving_;  // left; their runs are still on the device
+  std::vector<EndedRun> ended_;           // reused by PollRuns
+  const scheduler::Duration max_poll_;
+  scheduler::Duration poll_interval_;
+  bool activity_ = false;  // something was issued or ended: poll soon again
+
   std::mutex mutex_;
-  std::condition_variable work_;    // dispatch thread: commands arrived or stopping
+  std::condition_variable work_;    // dispatch thread: commands or control events arrived
   std::condition_variable issued_;  // waiters: the command they wait for was issued
+  std::condition_variable gone_;    // RemoveClient: the client's runs have ended
   std::vector<std::shared_ptr<ClientQueue>> queues_;
-  uint64_t next_arrival_ = 0;
+  // Joins, leaves and priority changes, for the dispatch thread (mutex_).
+  struct Control {
+    enum class Kind : uint8_t { kJoin, kLeave, kPriority } kind;
+    std::shared_ptr<ClientQueue> queue;
+    ClientPriority priority;
+  };
+  std::vector<Control> control_;
+  bool pending_work_ = false;  // commands arrived since the dispatch thread last looked
   bool stopping_ = false;
   std::thread thread_;  // last: starts after everything above exists
 };

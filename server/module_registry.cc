@@ -160,7 +160,7 @@ absl::StatusOr<std::shared_ptr<SharedModule>> ModuleRegistry::Register(
   if (parsed == nullptr || !std::ranges::equal(parsed->image, image)) {
     // New content (or a different fatbin with an equal hash, which replaces the entry; modules
     // of the old one stay valid).
-    TALLY_ASSIGN_OR_RETURN(parsed, Parse(image));
+    TALLY_ASSIGN_OR_RETURN(parsed, Parse(image, hash));
     entry = Entry{parsed, {}};
   }
   if (std::shared_ptr<SharedModule> shared = entry.shared.lock()) return shared;
@@ -188,12 +188,13 @@ void ModuleRegistry::ForgetExpired() {
 }
 
 absl::StatusOr<std::shared_ptr<const ParsedImage>> ModuleRegistry::Parse(
-    std::span<const std::byte> image) {
+    std::span<const std::byte> image, uint64_t content_hash) {
   TALLY_ASSIGN_OR_RETURN(DeviceCode code, ImageCode(image));
   auto signatures = ptx::ComputeSignatures(code.module);
   if (!signatures.ok()) return ClientError(CUDA_ERROR_INVALID_PTX, signatures.status().message());
   auto parsed = std::make_shared<ParsedImage>();
   parsed->image.assign(image.begin(), image.end());
+  parsed->content_hash = content_hash;
   parsed->ptx = std::move(code.ptx);
   parsed->ptx_arch = code.arch;
   parsed->unresolved_functions = std::move(code.unresolved_functions);
@@ -264,6 +265,8 @@ absl::StatusOr<std::shared_ptr<SharedModule>> ModuleRegistry::Load(
       return CheckCu(found, "cuModuleGetFunction");
     }
     kernel.signature = signature;
+    kernel.identity =
+        ipc::ContentHash(std::as_bytes(std::span(signature.name)), parsed->content_hash);
     if (transformed) {
       auto forms = std::ranges::find(parsed->forms, signature.name,
                                      [](const ptx::KernelForms& f) { return f.analysis.kernel; });

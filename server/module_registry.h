@@ -33,6 +33,9 @@ struct KernelVariant {
 };
 
 struct Kernel {
+  // The kernel across servers and runs (the profiler's key): its module's content hash
+  // continued with its name.
+  uint64_t identity = 0;
   CUfunction function = nullptr;
   ptx::KernelSignature signature;
   // Built only when the scheduling policy uses transformed forms, and only for the kernels the
@@ -44,6 +47,7 @@ struct Kernel {
 // A fatbin as parsed: what every module loaded from it shares.
 struct ParsedImage {
   std::vector<std::byte> image;
+  uint64_t content_hash = 0;  // of `image` (ipc/content_hash.h)
   std::string ptx;        // the entry selected for the device, a linked program's units linked, or
                           // the image itself (PTX text)
   uint32_t ptx_arch = 0;  // 0 for a PTX image
@@ -104,7 +108,8 @@ class ModuleRegistry {
     std::weak_ptr<SharedModule> shared;  // the module of a fatbin without module state
   };
 
-  absl::StatusOr<std::shared_ptr<const ParsedImage>> Parse(std::span<const std::byte> image);
+  absl::StatusOr<std::shared_ptr<const ParsedImage>> Parse(std::span<const std::byte> image,
+                                                            uint64_t content_hash);
   // The PTX of a fatbin image (device_code.h) or of PTX text.
   absl::StatusOr<DeviceCode> ImageCode(std::span<const std::byte> image);
   absl::StatusOr<std::shared_ptr<SharedModule>> Load(std::shared_ptr<const ParsedImage> parsed);

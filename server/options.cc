@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <string_view>
 
 #include "absl/strings/numbers.h"
@@ -32,9 +33,26 @@ constexpr Flag kFlags[] = {
      "run every transformable kernel in one form, to check that programs compute the same "
      "under Tally's transformations: slice:N (N consecutive slices, fewer for smaller grids), "
      "ptb:W (persistent thread blocks, at most W workers and no more than fit), preempt[:W] "
-     "(PTB stopped at random points, up to 3 times per launch, and resumed); launches stay "
+     "(PTB stopped at random moments, up to 3 times per launch, and resumed); launches stay "
      "asynchronous and in stream order. Kernels that cannot be transformed (the log says why) "
-     "and cooperative launches run unchanged; the log says how each client's launches ran"},
+     "and cooperative launches run unchanged; the log says how each client's launches ran. "
+     "Replaces --policy"},
+    {"policy", "TALLY_POLICY", "NAME", "the scheduling policy (default priority; see below)"},
+    {"min-idle-ms", "TALLY_MIN_IDLE_MS", "MS",
+     "a lower priority level's kernels wait until every higher level has been idle this long "
+     "(default 0.1; on the emulated GPU 2)"},
+    {"long-idle-ms", "TALLY_LONG_IDLE_MS", "MS",
+     "a background kernel that cannot be made preemptible and is not known to be short waits "
+     "for this much idleness above it (default 100; on the emulated GPU 2000)"},
+    {"turnaround-ms", "TALLY_TURNAROUND_MS", "MS",
+     "the profiler's bound on how long a background kernel may keep the device once asked to "
+     "give it back (default 0.1; on the emulated GPU, about 1000 times slower than a GPU, 50)"},
+    {"max-client-priority", "TALLY_MAX_CLIENT_PRIORITY", "N",
+     "clients that ask for a higher priority level get N (high is 1, best-effort 0); "
+     "tally-ctl priority is not capped"},
+    {"profile-cache", "TALLY_PROFILE_CACHE", "PATH",
+     "the profiler's cache (default $XDG_CACHE_HOME/tally/profiles.json, else "
+     "~/.cache/tally/profiles.json; none: no cache)"},
 };
 
 void PrintUsage() {
@@ -48,6 +66,14 @@ void PrintUsage() {
     std::printf("  %-26s %s [env %s]\n", left.c_str(), flag.help, flag.env);
   }
   std::printf("  %-26s %s\n", "--help", "show this help");
+  std::printf("\nPolicies:\n");
+  for (const scheduler::PolicyDescription& policy : scheduler::PolicyDescriptions()) {
+    const std::string name(policy.name);
+    const std::string summary(policy.summary);
+    std::printf("  %-26s %s\n", name.c_str(), summary.c_str());
+  }
+  std::printf("\nClients set their priority with TALLY_PRIORITY (tally-run --priority): high, "
+              "best-effort or\nan integer; higher is more important.\n");
   std::printf("\nLogging: TALLY_LOG_LEVEL=error|warn|info|debug.\n");
 }
 
@@ -59,6 +85,18 @@ absl::StatusOr<uint32_t> ParseCount(std::string_view value, std::string_view wha
         absl::StrFormat("--validate: %s must be a positive integer, not '%s'", what, value));
   }
   return count;
+}
+
+// A positive number of milliseconds.
+absl::StatusOr<double> ParseMilliseconds(const Flag& flag, std::string_view value) {
+  double ms = 0;
+  if (!absl::SimpleAtod(absl::string_view(value.data(), value.size()), &ms) || !(ms > 0) ||
+      ms > 3.6e6) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--%s wants a positive number of milliseconds (at most an hour), not '%s'", flag.name,
+        value));
+  }
+  return ms;
 }
 
 absl::Status Apply(const Flag& flag, std::string_view value, ServerOptions& options) {
@@ -81,19 +119,53 @@ absl::Status Apply(const Flag& flag, std::string_view value, ServerOptions& opti
     options.emulator_library = value;
   } else if (name == "validate") {
     TALLY_ASSIGN_OR_RETURN(options.validate, ParseValidateForm(value));
+  } else if (name == "policy") {
+    const bool known = std::any_of(
+        scheduler::PolicyDescriptions().begin(), scheduler::PolicyDescriptions().end(),
+        [&](const scheduler::PolicyDescription& policy) { return policy.name == value; });
+    if (!known) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("--policy: unknown policy '%s' (see --help)", value));
+    }
+    options.policy = value;
+  } else if (name == "min-idle-ms") {
+    TALLY_ASSIGN_OR_RETURN(options.min_idle_ms, ParseMilliseconds(flag, value));
+  } else if (name == "long-idle-ms") {
+    TALLY_ASSIGN_OR_RETURN(options.long_idle_ms, ParseMilliseconds(flag, value));
+  } else if (name == "turnaround-ms") {
+    TALLY_ASSIGN_OR_RETURN(options.turnaround_ms, ParseMilliseconds(flag, value));
+  } else if (name == "max-client-priority") {
+    int32_t level = 0;
+    if (!absl::SimpleAtoi(absl::string_view(value.data(), value.size()), &level)) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "--max-client-priority wants an integer priority level, not '%s'", value));
+    }
+    options.max_client_priority = level;
+  } else if (name == "profile-cache") {
+    if (value.empty()) {
+      return absl::InvalidArgumentError("--profile-cache wants a path, or none");
+    }
+    options.profile_cache = value;
   }
   return absl::OkStatus();
 }
 
 }  // namespace
 
-absl::StatusOr<scheduler::LaunchForm> ParseValidateForm(std::string_view value) {
+SchedulingTimes ServerOptions::Times(bool emulated) const {
+  const SchedulingTimes defaults = emulated ? kEmulatorDefaults : kGpuDefaults;
+  return {min_idle_ms.value_or(defaults.min_idle_ms), long_idle_ms.value_or(defaults.long_idle_ms),
+          turnaround_ms.value_or(defaults.turnaround_ms)};
+}
+
+absl::StatusOr<ValidateMode> ParseValidateForm(std::string_view value) {
   using scheduler::FormKind;
   const size_t colon = value.find(':');
   const std::string_view kind = value.substr(0, colon);
   const bool has_count = colon != std::string_view::npos;
   const std::string_view count = has_count ? value.substr(colon + 1) : std::string_view();
-  scheduler::LaunchForm form;
+  ValidateMode mode;
+  scheduler::LaunchForm& form = mode.form;
   if (kind == "slice" && has_count) {
     form.kind = FormKind::kSliced;
     TALLY_ASSIGN_OR_RETURN(form.slices, ParseCount(count, "the slice count N of slice:N"));
@@ -102,7 +174,7 @@ absl::StatusOr<scheduler::LaunchForm> ParseValidateForm(std::string_view value) 
     TALLY_ASSIGN_OR_RETURN(form.workers, ParseCount(count, "the worker count W of ptb:W"));
   } else if (kind == "preempt") {
     form.kind = FormKind::kPreemptible;
-    form.preempt = true;
+    mode.preempt = true;
     if (has_count) {
       TALLY_ASSIGN_OR_RETURN(form.workers, ParseCount(count, "the worker count W of preempt:W"));
     }
@@ -110,11 +182,12 @@ absl::StatusOr<scheduler::LaunchForm> ParseValidateForm(std::string_view value) 
     return absl::InvalidArgumentError(
         absl::StrFormat("--validate wants slice:N, ptb:W, preempt or preempt:W, not '%s'", value));
   }
-  return form;
+  return mode;
 }
 
-std::string DescribeForm(const scheduler::LaunchForm& form) {
+std::string DescribeValidateMode(const ValidateMode& mode) {
   using scheduler::FormKind;
+  const scheduler::LaunchForm& form = mode.form;
   const std::string workers =
       form.workers == 0 ? "as many workers as fit" : absl::StrFormat("%d workers", form.workers);
   switch (form.kind) {
@@ -124,7 +197,7 @@ std::string DescribeForm(const scheduler::LaunchForm& form) {
       return absl::StrFormat("sliced into %d pieces", form.slices);
     case FormKind::kPreemptible:
       return absl::StrFormat("as persistent thread blocks (%s)%s", workers,
-                             form.preempt ? ", preempted at random points and resumed" : "");
+                             mode.preempt ? ", preempted at random moments and resumed" : "");
   }
   return "in an unknown form";
 }

@@ -1,6 +1,7 @@
 // tally-server's command line: flags with --help, each with a TALLY_* environment fallback.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -10,21 +11,51 @@
 
 namespace tally::server {
 
+// --validate: every transformable kernel in one form; PTB kernels optionally preempted at
+// random moments and resumed.
+struct ValidateMode {
+  scheduler::LaunchForm form;
+  bool preempt = false;
+  friend bool operator==(const ValidateMode&, const ValidateMode&) = default;
+};
+
+// The scheduler's time settings. The emulated GPU runs kernels about three orders of magnitude
+// slower than a GPU, so its defaults are scaled (--help says so).
+struct SchedulingTimes {
+  double min_idle_ms;
+  double long_idle_ms;
+  double turnaround_ms;
+};
+inline constexpr SchedulingTimes kGpuDefaults{0.1, 100, 0.1};
+inline constexpr SchedulingTimes kEmulatorDefaults{2, 2000, 50};
+
 struct ServerOptions {
   bool emulate = false;
   int device = 0;
   std::string socket_path;  // empty: ipc::ResolveSocketPath's default
   std::string emulator_library;
-  // --validate: every transformable kernel in this form (kOriginal: normal operation).
-  scheduler::LaunchForm validate;
+  std::optional<ValidateMode> validate;  // replaces the policy
+  std::string policy = "priority";
+  // Unset: the backend's default (kGpuDefaults or kEmulatorDefaults).
+  std::optional<double> min_idle_ms;
+  std::optional<double> long_idle_ms;
+  std::optional<double> turnaround_ms;
+  // Clients asking for a higher level get this one (the log says so); unset: no cap.
+  std::optional<int32_t> max_client_priority;
+  // The profiler's cache file; empty: $XDG_CACHE_HOME/tally/profiles.json (default
+  // ~/.cache/tally); "none": nothing is read or written.
+  std::string profile_cache;
+
+  // The times in effect on a backend that is (or is not) emulated.
+  SchedulingTimes Times(bool emulated) const;
 };
 
 // --validate's value: `slice:N` (N >= 1 pieces), `ptb:W` (W >= 1 workers), `preempt` or
 // `preempt:W` (PTB preempted at random moments and resumed; without W as many workers as can
 // be resident).
-absl::StatusOr<scheduler::LaunchForm> ParseValidateForm(std::string_view value);
+absl::StatusOr<ValidateMode> ParseValidateForm(std::string_view value);
 // "sliced into 4 pieces", ... for the log.
-std::string DescribeForm(const scheduler::LaunchForm& form);
+std::string DescribeValidateMode(const ValidateMode& mode);
 
 // The options, or nullopt when --help was given (the usage has been printed). Flags override
 // the environment, which overrides the defaults; `default_emulator_library` is the build's.

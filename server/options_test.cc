@@ -1,4 +1,5 @@
-// tally-server's --validate option: every accepted form, and clear errors for bad values.
+// tally-server's options: --validate's forms, the scheduling flags, and clear errors for bad
+// values.
 #include "server/options.h"
 
 #include <stdlib.h>
@@ -22,12 +23,10 @@ absl::StatusOr<std::optional<ServerOptions>> Parse(std::vector<std::string> args
 }
 
 TEST_CASE("--validate accepts slice:N, ptb:W, preempt and preempt:W") {
-  CHECK(*ParseValidateForm("slice:4") == LaunchForm{.kind = FormKind::kSliced, .slices = 4});
-  CHECK(*ParseValidateForm("ptb:3") == LaunchForm{.kind = FormKind::kPreemptible, .workers = 3});
-  CHECK(*ParseValidateForm("preempt") ==
-        LaunchForm{.kind = FormKind::kPreemptible, .preempt = true});
-  CHECK(*ParseValidateForm("preempt:2") ==
-        LaunchForm{.kind = FormKind::kPreemptible, .workers = 2, .preempt = true});
+  CHECK(*ParseValidateForm("slice:4") == ValidateMode{LaunchForm::Sliced(4), false});
+  CHECK(*ParseValidateForm("ptb:3") == ValidateMode{LaunchForm::Preemptible(3), false});
+  CHECK(*ParseValidateForm("preempt") == ValidateMode{LaunchForm::Preemptible(), true});
+  CHECK(*ParseValidateForm("preempt:2") == ValidateMode{LaunchForm::Preemptible(2), true});
 }
 
 TEST_CASE("bad --validate values are errors that say what is wanted") {
@@ -45,11 +44,11 @@ TEST_CASE("bad --validate values are errors that say what is wanted") {
 TEST_CASE("--validate on the command line and in TALLY_VALIDATE") {
   auto flag = Parse({"--validate=slice:3"});
   REQUIRE(flag.ok());
-  CHECK((*flag)->validate == LaunchForm{.kind = FormKind::kSliced, .slices = 3});
+  CHECK((*flag)->validate == ValidateMode{LaunchForm::Sliced(3), false});
   auto separate = Parse({"--validate", "ptb:2"});
   REQUIRE(separate.ok());
-  CHECK((*separate)->validate == LaunchForm{.kind = FormKind::kPreemptible, .workers = 2});
-  CHECK((*Parse({}))->validate == LaunchForm{});
+  CHECK((*separate)->validate == ValidateMode{LaunchForm::Preemptible(2), false});
+  CHECK_FALSE((*Parse({}))->validate.has_value());
   CHECK_FALSE(Parse({"--validate=bogus"}).ok());
 
   setenv("TALLY_VALIDATE", "preempt", 1);
@@ -58,7 +57,33 @@ TEST_CASE("--validate on the command line and in TALLY_VALIDATE") {
   auto env = ParseOptions(1, argv, "emu.so");
   unsetenv("TALLY_VALIDATE");
   REQUIRE(env.ok());
-  CHECK((*env)->validate == LaunchForm{.kind = FormKind::kPreemptible, .preempt = true});
+  CHECK((*env)->validate == ValidateMode{LaunchForm::Preemptible(), true});
+}
+
+TEST_CASE("Scheduling flags: policy names, times in milliseconds, the priority cap") {
+  auto parsed = Parse({"--policy=fifo", "--min-idle-ms", "0.5", "--turnaround-ms=2",
+                       "--max-client-priority=1", "--profile-cache=none"});
+  REQUIRE(parsed.ok());
+  const ServerOptions& options = **parsed;
+  CHECK(options.policy == "fifo");
+  CHECK(options.Times(false).min_idle_ms == 0.5);
+  CHECK(options.Times(true).min_idle_ms == 0.5);
+  CHECK(options.Times(false).turnaround_ms == 2);
+  CHECK(options.Times(false).long_idle_ms == kGpuDefaults.long_idle_ms);
+  CHECK(options.Times(true).long_idle_ms == kEmulatorDefaults.long_idle_ms);
+  CHECK(options.max_client_priority == 1);
+  CHECK(options.profile_cache == "none");
+  CHECK((*Parse({}))->policy == "priority");
+  CHECK_FALSE((*Parse({}))->max_client_priority.has_value());
+  for (const auto& bad : std::vector<std::vector<std::string>>{
+           {"--policy=lottery"}, {"--min-idle-ms=0"}, {"--min-idle-ms=-1"}, {"--turnaround-ms=x"},
+           {"--long-idle-ms=nan"}, {"--max-client-priority=high"}, {"--profile-cache="}}) {
+    INFO(bad[0]);
+    auto result = Parse(bad);
+    REQUIRE_FALSE(result.ok());
+    const std::string flag = bad[0].substr(0, bad[0].find('='));
+    CHECK(result.status().message().find(flag) != absl::string_view::npos);
+  }
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <variant>
@@ -100,6 +101,39 @@ absl::StatusOr<ipc::GetDeviceInfoResponse> QueryDeviceInfo(const Backend& backen
   return info;
 }
 
+namespace {
+
+// The profiler's cache file: the option, else $XDG_CACHE_HOME/tally/profiles.json, else
+// ~/.cache/tally/profiles.json; empty for none.
+std::string ProfileCachePath(const ServerOptions& options) {
+  if (options.profile_cache == "none") return {};
+  if (!options.profile_cache.empty()) return options.profile_cache;
+  if (const char* cache = std::getenv("XDG_CACHE_HOME"); cache != nullptr && *cache == '/') {
+    return std::string(cache) + "/tally/profiles.json";
+  }
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home == '/') {
+    return std::string(home) + "/.cache/tally/profiles.json";
+  }
+  return {};
+}
+
+absl::StatusOr<profiler::DeviceIdentity> IdentifyDevice(const Backend& backend,
+                                                        const ipc::GetDeviceInfoResponse& info) {
+  const DriverApi& api = backend.api();
+  int sms = 0, major = 0, minor = 0;
+  for (auto [value, attribute] : {std::pair{&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT},
+                                  {&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR},
+                                  {&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR}}) {
+    TALLY_RETURN_IF_ERROR(
+        CheckCu(api.cuDeviceGetAttribute(value, attribute, backend.device()), "cuDeviceGetAttribute"));
+  }
+  return profiler::DeviceIdentity{info.name, static_cast<uint32_t>(sms),
+                                  static_cast<uint32_t>(major * 10 + minor), info.driver_version,
+                                  ptx::kTransformVersion};
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   TALLY_ASSIGN_OR_RETURN(
       Backend backend, Backend::Load({options.emulate, options.device, options.emulator_library}));
@@ -115,33 +149,77 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   listen.schema_version = ipc::kCudaCallsSchemaVersion;
   TALLY_ASSIGN_OR_RETURN(ipc::Listener listener, ipc::Listener::Listen(std::move(listen)));
   TALLY_LOG_INFO("tally-server: serving '{}' on {}", info.name, listener.path());
-  std::unique_ptr<scheduler::Policy> policy = scheduler::MakeFifoPolicy();
-  if (options.validate.kind != scheduler::FormKind::kOriginal) {
+
+  const SchedulingTimes times = options.Times(backend.emulated());
+  profiler::ProfilerOptions profiling;
+  profiling.turnaround_threshold = std::chrono::duration_cast<scheduler::Duration>(
+      std::chrono::duration<double, std::milli>(times.turnaround_ms));
+  profiling.cache_path = ProfileCachePath(options);
+  TALLY_ASSIGN_OR_RETURN(profiling.device, IdentifyDevice(backend, info));
+  std::unique_ptr<profiler::Profiler> profiler = profiler::Profiler::Create(std::move(profiling));
+  std::unique_ptr<scheduler::Policy> policy;
+  if (options.validate) {
     TALLY_LOG_INFO("tally-server: validation mode: every transformable kernel runs {}",
-                   DescribeForm(options.validate));
-    policy = scheduler::MakeValidationPolicy(options.validate);
+                   DescribeValidateMode(*options.validate));
+    policy = scheduler::MakeValidationPolicy(options.validate->form, options.validate->preempt);
+  } else {
+    scheduler::PolicyConfig config;
+    config.priority.min_idle = std::chrono::duration_cast<scheduler::Duration>(
+        std::chrono::duration<double, std::milli>(times.min_idle_ms));
+    config.priority.long_idle = std::chrono::duration_cast<scheduler::Duration>(
+        std::chrono::duration<double, std::milli>(times.long_idle_ms));
+    config.advisor = profiler.get();
+    TALLY_ASSIGN_OR_RETURN(policy, scheduler::MakePolicy(options.policy, config));
+    TALLY_LOG_INFO(
+        "tally-server: policy {} (min idle {} ms, long idle {} ms, turnaround {} ms{})",
+        options.policy, times.min_idle_ms, times.long_idle_ms, times.turnaround_ms,
+        backend.emulated() ? ", the emulated GPU's scaled defaults" : "");
   }
-  return std::unique_ptr<Server>(
-      new Server(std::move(backend), info, std::move(listener), std::move(policy)));
+  // The profiler only where a policy shapes kernels: elsewhere its timing would be wasted.
+  if (!policy->UsesTransformedForms() || options.validate) profiler.reset();
+  std::unique_ptr<Server> server(new Server(std::move(backend), info, std::move(listener),
+                                            std::move(profiler), policy->UsesTransformedForms(),
+                                            options.max_client_priority));
+  TALLY_RETURN_IF_ERROR(server->Start(std::move(policy)));
+  return server;
 }
 
 Server::Server(Backend backend, ipc::GetDeviceInfoResponse device_info, ipc::Listener listener,
-               std::unique_ptr<scheduler::Policy> policy)
+               std::unique_ptr<profiler::Profiler> profiler, bool build_forms,
+               std::optional<int32_t> max_client_priority)
     : backend_(std::move(backend)),
       device_info_(device_info),
-      modules_(backend_, policy->UsesTransformedForms()),
-      dispatcher_(std::move(policy),
-                  [this] {
-                    const absl::Status current = backend_.MakeCurrent();
-                    if (!current.ok()) TALLY_LOG_ERROR("dispatcher: {}", current.ToString());
-                  }),
-      launcher_(backend_, dispatcher_),
-      context_{backend_, modules_, dispatcher_, device_info_, launcher_, &sessions_},
+      profiler_(std::move(profiler)),
+      max_client_priority_(max_client_priority),
+      modules_(backend_, build_forms),
       listener_(std::move(listener)) {}
+
+absl::Status Server::Start(std::unique_ptr<scheduler::Policy> policy) {
+  const scheduler::Duration max_poll = backend_.emulated() ? std::chrono::milliseconds(1)
+                                                           : std::chrono::microseconds(200);
+  TALLY_ASSIGN_OR_RETURN(dispatcher_,
+                         Dispatcher::Create(backend_, std::move(policy), profiler_.get(), max_poll,
+                                            [this] {
+                                              const absl::Status current = backend_.MakeCurrent();
+                                              if (!current.ok()) {
+                                                TALLY_LOG_ERROR("dispatcher: {}",
+                                                                current.ToString());
+                                              }
+                                            }));
+  context_ = std::make_unique<ServerContext>(
+      ServerContext{backend_, modules_, *dispatcher_, device_info_, &sessions_});
+  return absl::OkStatus();
+}
 
 Server::~Server() {
   stopping_ = true;
   for (ClientThread& client : clients_) client.thread.join();
+  dispatcher_.reset();  // before the profiler it reports to
+  if (profiler_ != nullptr) {
+    if (const absl::Status saved = profiler_->Save(); !saved.ok()) {
+      TALLY_LOG_WARN("tally-server: the profiles were not saved: {}", saved.ToString());
+    }
+  }
 }
 
 absl::Status Server::Run() {
@@ -199,6 +277,17 @@ void Server::JoinFinishedClients() {
 }
 
 void Server::AnswerControl(ipc::ControlConnection& control) {
+  switch (control.kind()) {
+    case ipc::ControlKind::kStatus:
+      return AnswerStatus(control);
+    case ipc::ControlKind::kSetPriority:
+      return AnswerPriority(control);
+    case ipc::ControlKind::kProfiles:
+      return AnswerProfiles(control);
+  }
+}
+
+void Server::AnswerStatus(ipc::ControlConnection& control) {
   ipc::StatusReply reply{};
   reply.server_pid = getpid();
   reply.backend = static_cast<uint32_t>(backend_.emulated() ? ipc::Backend::kEmulator
@@ -218,10 +307,68 @@ void Server::AnswerControl(ipc::ControlConnection& control) {
   }
 }
 
+void Server::AnswerPriority(ipc::ControlConnection& control) {
+  const ipc::ControlRequest& request = control.request();
+  const ClientPriority priority = ClientPriority::Level(request.priority);
+  ipc::PriorityReply reply{};
+  reply.priority = request.priority;
+  reply.found = sessions_.SetPriority(request.client_id, priority) ? 1 : 0;
+  const std::string message =
+      reply.found != 0
+          ? absl::StrFormat("client %d now has priority %s", request.client_id, priority.ToString())
+          : absl::StrFormat("no client %d is connected", request.client_id);
+  if (reply.found != 0) TALLY_LOG_INFO("tally-ctl (pid {}): {}", control.pid(), message);
+  ipc::CopyText(message, reply.message, sizeof(reply.message));
+  const absl::Status sent = control.SendPriority(reply);
+  if (!sent.ok()) {
+    TALLY_LOG_WARN("tally-server: answer for pid {} not sent: {}", control.pid(), sent.ToString());
+  }
+}
+
+void Server::AnswerProfiles(ipc::ControlConnection& control) {
+  std::vector<ipc::ProfileStatus> profiles;
+  if (profiler_ != nullptr) {
+    for (const profiler::ProfileRecord& record : profiler_->Snapshot()) {
+      ipc::ProfileStatus& out = profiles.emplace_back();
+      out.kernel = record.shape.kernel;
+      const scheduler::KernelShape& shape = record.shape;
+      const scheduler::Dim3* dims[] = {&shape.grid, &shape.block};
+      uint32_t* fields[] = {out.grid, out.block};
+      for (int i = 0; i < 2; ++i) {
+        fields[i][0] = dims[i]->x;
+        fields[i][1] = dims[i]->y;
+        fields[i][2] = dims[i]->z;
+      }
+      out.shared_bytes = shape.shared_bytes;
+      out.form = static_cast<uint32_t>(record.chosen.kind);
+      out.slices = record.chosen.slices;
+      out.workers = record.chosen.workers;
+      out.complete = record.complete ? 1 : 0;
+      out.short_turnaround = record.short_turnaround ? 1 : 0;
+      out.candidates = record.candidates;
+      out.measured = record.measured;
+      out.original_ns = record.original_time ? record.original_time->count() : -1;
+      out.turnaround_ns = record.turnaround ? record.turnaround->count() : -1;
+      out.normalized_speed = record.normalized_speed.value_or(-1);
+      ipc::CopyText(record.kernel_name, out.kernel_name, sizeof(out.kernel_name));
+    }
+  }
+  const absl::Status sent = control.SendProfiles(profiles);
+  if (!sent.ok()) {
+    TALLY_LOG_WARN("tally-server: profiles for pid {} not sent: {}", control.pid(),
+                   sent.ToString());
+  }
+}
+
 void Server::Serve(ipc::ServerConnection connection, std::atomic<bool>& done) {
-  const ipc::ClientInfo& client = connection.client();
+  ipc::ClientInfo client = connection.client();
   TALLY_LOG_INFO("client {} connected: pid {}, priority {}, '{}'", client.client_id, client.pid,
-                 client.priority, client.command);
+                 client.priority.ToString(), client.command);
+  if (max_client_priority_ && client.priority.level() > *max_client_priority_) {
+    client.priority = ClientPriority::Level(*max_client_priority_);
+    TALLY_LOG_WARN("client {}: priority capped to {} (--max-client-priority)", client.client_id,
+                   client.priority.ToString());
+  }
   ipc::WaitOptions wait = connection.MakeWaitOptions(absl::InfiniteDuration());
   wait.liveness = [this, &connection]() -> absl::Status {
     if (stopping_) return absl::CancelledError("the server is shutting down");
@@ -231,7 +378,7 @@ void Server::Serve(ipc::ServerConnection connection, std::atomic<bool>& done) {
   absl::Status status = backend_.MakeCurrent();
   if (status.ok()) {
     absl::StatusOr<std::unique_ptr<Session>> session =
-        Session::Create(context_, client, connection.bulk(),
+        Session::Create(*context_, client, connection.bulk(),
                         connection.host_region().value_or(std::span<std::byte>{}));
     if (session.ok()) (*session)->host_callbacks().Attach(&connection.callbacks(), wait);
     status =

@@ -10,9 +10,9 @@
 #include "absl/status/statusor.h"
 #include "ipc/connection.h"
 #include "ipc/cuda_calls.h"
+#include "profiler/profiler.h"
 #include "server/backend/backend.h"
 #include "server/dispatcher.h"
-#include "server/kernel_launcher.h"
 #include "server/module_registry.h"
 #include "server/options.h"
 #include "server/session.h"
@@ -40,19 +40,26 @@ class Server {
   };
 
   Server(Backend backend, ipc::GetDeviceInfoResponse device_info, ipc::Listener listener,
-         std::unique_ptr<scheduler::Policy> policy);
+         std::unique_ptr<profiler::Profiler> profiler, bool build_forms,
+         std::optional<int32_t> max_client_priority);
+  // The dispatcher and what sessions share, once the backend is where it stays.
+  absl::Status Start(std::unique_ptr<scheduler::Policy> policy);
   void Serve(ipc::ServerConnection connection, std::atomic<bool>& done);
   // Answers tally-ctl on the accepting thread: the answer is small and bounded in time.
   void AnswerControl(ipc::ControlConnection& control);
+  void AnswerStatus(ipc::ControlConnection& control);
+  void AnswerPriority(ipc::ControlConnection& control);
+  void AnswerProfiles(ipc::ControlConnection& control);
   void JoinFinishedClients();
 
   Backend backend_;
   ipc::GetDeviceInfoResponse device_info_;
+  std::unique_ptr<profiler::Profiler> profiler_;  // with a policy that shapes kernels
+  std::optional<int32_t> max_client_priority_;
   ModuleRegistry modules_;
   SessionRegistry sessions_;
-  Dispatcher dispatcher_;
-  KernelLauncher launcher_;
-  ServerContext context_;
+  std::unique_ptr<Dispatcher> dispatcher_;  // set by Start
+  std::unique_ptr<ServerContext> context_;  // set by Start
   ipc::Listener listener_;
   std::atomic<bool> stopping_{false};
   std::list<ClientThread> clients_;

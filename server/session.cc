@@ -6,6 +6,7 @@
 #include "common/status.h"
 #include "server/cuda_result.h"
 #include "server/session_registry.h"
+#include "server/stream_priority.h"
 
 namespace tally::server {
 
@@ -22,7 +23,7 @@ Session::Session(ServerContext& server, const ipc::ClientInfo& client, ipc::Bulk
       client_(client),
       bulk_(bulk),
       host_region_(host_region),
-      queue_(server.dispatcher.AddClient(client.client_id, client.priority)),
+      queue_(server.dispatcher.AddClient(ClientId(client.client_id), client.priority)),
       waiters_(std::make_unique<WaiterPool>([&backend = server.backend] {
         const absl::Status current = backend.MakeCurrent();
         if (!current.ok()) TALLY_LOG_ERROR("waiter thread: {}", current.ToString());
@@ -44,6 +45,7 @@ Session::~Session() {
   // anything freed.
   host_callbacks_->Close();
   batch_.clear();
+  // Also stops the client's running PTB kernel and waits for its kernel runs to end.
   server_.dispatcher.RemoveClient(*queue_);
   waiters_.reset();
   const DriverApi& api = this->api();
@@ -56,16 +58,14 @@ Session::~Session() {
   for (const StreamRef& entry : owned.streams) api.cuStreamSynchronize(entry->stream);
   if (default_stream_ != nullptr) api.cuStreamSynchronize(default_stream_->stream);
   default_stream_.reset();
-  // Also those on streams the client destroyed: their kernels use its memory.
-  server_.launcher.WaitForClient(client_.client_id);
   // The streams are gone, so nothing uses the host region any more: the server's mapping of it
   // goes with the connection, after this.
   owned.Release(api);
   functions_.Clear([](FunctionEntry&) {});
   modules_.Clear([](std::shared_ptr<SharedModule>&) {});
   // Before the line that says the client is gone, which scripts wait for.
-  if (launch_stats_->total() > 0) {
-    TALLY_LOG_INFO("client {} kernel launches: {}", client_.client_id, launch_stats_->Format());
+  if (const SchedulingStats& stats = server_.dispatcher.stats(*queue_); stats.kernels() > 0) {
+    TALLY_LOG_INFO("client {} kernel launches: {}", client_.client_id, stats.Format());
   }
   TALLY_LOG_INFO(
       "client {} (pid {}) gone: freed {} allocation(s) of {} bytes, {} page-locked block(s), {} "
@@ -93,10 +93,16 @@ OwnedResources Session::TakeOwned() {
   return owned;
 }
 
+// Enough to amortise the hand-over, few enough that the device starts early.
+constexpr size_t kMaxBatch = 128;
+
 void Session::Enqueue(Command command) {
-  // Enough to amortise the hand-over, few enough that the device starts early.
-  constexpr size_t kMaxBatch = 128;
-  batch_.push_back(std::move(command));
+  batch_.push_back({std::move(command), nullptr});
+  if (batch_.size() >= kMaxBatch) HandOver();
+}
+
+void Session::EnqueueKernel(KernelLaunch launch) {
+  batch_.push_back({{}, std::make_unique<KernelLaunch>(std::move(launch))});
   if (batch_.size() >= kMaxBatch) HandOver();
 }
 
@@ -106,12 +112,16 @@ void Session::HandOver() {
 
 absl::StatusOr<StreamRef> Session::MakeStream(bool blocking, int priority) {
   auto entry = std::make_shared<StreamEntry>(api(), blocking);
+  const ipc::GetDeviceInfoResponse& device = server_.device_info;
+  const int backend_priority =
+      BackendStreamPriority(priority, server_.dispatcher.priority(*queue_),
+                            device.stream_priority_least, device.stream_priority_greatest);
   // Every backend stream is non-blocking: the backend's legacy NULL stream would serialise this
   // client with all others in the shared context. The client's own legacy ordering is added by
   // StreamForWork.
-  TALLY_RETURN_IF_ERROR(
-      CheckCu(api().cuStreamCreateWithPriority(&entry->stream, CU_STREAM_NON_BLOCKING, priority),
-              "cuStreamCreateWithPriority"));
+  TALLY_RETURN_IF_ERROR(CheckCu(
+      api().cuStreamCreateWithPriority(&entry->stream, CU_STREAM_NON_BLOCKING, backend_priority),
+      "cuStreamCreateWithPriority"));
   TALLY_RETURN_IF_ERROR(
       CheckCu(api().cuEventCreate(&entry->marker, CU_EVENT_DISABLE_TIMING), "cuEventCreate"));
   return entry;
@@ -244,7 +254,22 @@ ipc::ClientStatus Session::Status() {
   ipc::ClientStatus status{};
   status.client_id = client_.client_id;
   status.pid = client_.pid;
-  status.priority = client_.priority;
+  const ClientPriority priority = server_.dispatcher.priority(*queue_);
+  status.priority = priority.level();
+  status.priority_set = priority.is_set() ? 1 : 0;
+  const SchedulingStats& stats = server_.dispatcher.stats(*queue_);
+  status.kernels_original = stats.original;
+  status.kernels_sliced = stats.sliced;
+  status.slices = stats.slices;
+  status.kernels_preemptible = stats.preemptible;
+  status.kernels_preempted = stats.preempted;
+  status.preemptions = stats.preemptions;
+  status.resumes = stats.resumes;
+  status.risky_launches = stats.risky;
+  status.held_ns = stats.held_ns;
+  status.preemption_latency_ns_total = stats.preemption_latency_ns_total;
+  status.preemption_latency_ns_max = stats.preemption_latency_ns_max;
+  status.preemption_latencies = stats.preemption_latencies;
   status.memory_bytes = allocations_.total_bytes();
   status.allocations = allocations_.count();
   status.queued_commands = server_.dispatcher.queued(*queue_);  // any thread: not the batch

@@ -20,7 +20,7 @@
 #include "server/dispatcher.h"
 #include "server/handle_table.h"
 #include "server/host_callbacks.h"
-#include "server/kernel_launcher.h"
+#include "server/kernel_forms.h"
 #include "server/module_registry.h"
 #include "server/waiter_pool.h"
 
@@ -34,7 +34,6 @@ struct ServerContext {
   ModuleRegistry& modules;
   Dispatcher& dispatcher;
   const ipc::GetDeviceInfoResponse& device_info;
-  KernelLauncher& launcher;
   SessionRegistry* sessions = nullptr;  // where sessions list themselves (tally-ctl status)
 };
 
@@ -151,6 +150,8 @@ class Session {
   // The request loop hands over whenever the client's ring runs empty, Ticket does first, and a
   // full batch goes at once, so the device never waits for a client that keeps posting.
   void Enqueue(Command command);
+  // Queues a kernel launch; the scheduling policy decides when and in which form it runs.
+  void EnqueueKernel(KernelLaunch launch);
   // Queues the failure of a one-way call that was refused (`what` says which and why), to be
   // reported like a failure of the work itself, at the next synchronising call.
   void EnqueueFailure(CUresult result, std::string what);
@@ -186,10 +187,10 @@ class Session {
   // The context limits this client set (cudaDeviceSetLimit), by CUlimit.
   absl::flat_hash_map<uint32_t, uint64_t>& limits() { return limits_; }
   AllocationTable& allocations() { return allocations_; }
-  // Shared with the client's queued launches, which count themselves by form.
-  const std::shared_ptr<LaunchStats>& launch_stats() const { return launch_stats_; }
   // The client's command queue, which work that outlives its command reports failures to.
   const std::shared_ptr<Dispatcher::ClientQueue>& queue() const { return queue_; }
+  // tally-ctl priority: effective at the scheduler's next decision (any thread).
+  void SetPriority(ClientPriority priority) { server_.dispatcher.SetPriority(*queue_, priority); }
 
  private:
   Session(ServerContext& server, const ipc::ClientInfo& client, ipc::BulkArea bulk,
@@ -200,7 +201,7 @@ class Session {
   ipc::BulkArea bulk_;
   std::span<std::byte> host_region_;
   std::shared_ptr<Dispatcher::ClientQueue> queue_;
-  std::vector<Command> batch_;  // enqueued, not yet handed over
+  std::vector<QueuedCommand> batch_;  // enqueued, not yet handed over
   uint8_t Tag() const { return static_cast<uint8_t>(client_.client_id); }
   absl::StatusOr<StreamRef> MakeStream(bool blocking, int priority);
   absl::StatusOr<StreamRef*> FindEntry(uint64_t handle);
@@ -218,7 +219,6 @@ class Session {
   // Module variables: only in per-client modules (ModuleRegistry shares only stateless ones).
   AllocationTable globals_;
   AllocationTable host_blocks_;  // registered with the backend
-  std::shared_ptr<LaunchStats> launch_stats_ = std::make_shared<LaunchStats>();
 };
 
 }  // namespace tally::server

@@ -15,6 +15,17 @@ void SessionRegistry::Remove(Session* session) {
   std::erase(sessions_, session);
 }
 
+bool SessionRegistry::SetPriority(uint64_t client_id, ClientPriority priority) {
+  std::lock_guard lock(mutex_);
+  for (Session* session : sessions_) {
+    if (session->client().client_id == client_id) {
+      session->SetPriority(priority);
+      return true;
+    }
+  }
+  return false;
+}
+
 std::vector<ipc::ClientStatus> SessionRegistry::Report() {
   std::lock_guard lock(mutex_);
   std::vector<ipc::ClientStatus> report;

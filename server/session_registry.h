@@ -5,6 +5,7 @@
 #include <mutex>
 #include <vector>
 
+#include "common/client_priority.h"
 #include "ipc/control.h"
 
 namespace tally::server {
@@ -16,6 +17,8 @@ class SessionRegistry {
   void Add(Session* session);
   // After this returns, no report reads `session` any more.
   void Remove(Session* session);
+  // Sets the priority of the session of `client_id`; false when there is none.
+  bool SetPriority(uint64_t client_id, ClientPriority priority);
   // Session::Status of every live session, in the order they connected.
   std::vector<ipc::ClientStatus> Report();
 

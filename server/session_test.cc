@@ -34,14 +34,14 @@ struct Device {
             {.emulate = true, .device = 0, .emulator_library = TALLY_TEST_EMULATOR_LIBRARY})),
         info(CurrentDeviceInfo(backend)),
         modules(backend, /*build_forms=*/false),
-        dispatcher(scheduler::MakeFifoPolicy(), [this] { backend.MakeCurrent().IgnoreError(); }),
-        launcher(backend, dispatcher),
-        context{backend, modules, dispatcher, info, launcher} {}
+        dispatcher(*Dispatcher::Create(backend, scheduler::MakeFifoPolicy(), nullptr,
+                                       std::chrono::milliseconds(1),
+                                       [this] { backend.MakeCurrent().IgnoreError(); })),
+        context{backend, modules, *dispatcher, info} {}
   Backend backend;
   ipc::GetDeviceInfoResponse info;
   ModuleRegistry modules;
-  Dispatcher dispatcher;
-  KernelLauncher launcher;
+  std::unique_ptr<Dispatcher> dispatcher;
   ServerContext context;
 };
 

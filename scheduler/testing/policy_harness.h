@@ -27,15 +27,16 @@ inline KernelInfo Kernel(uint64_t id, uint32_t blocks = 64, bool transformable =
   return info;
 }
 
-// Answers a fixed choice per kernel id (PTB at full occupancy when not told).
+// Answers a fixed choice per kernel id, else `fallback` (PTB at full occupancy).
 class FakeAdvisor final : public FormAdvisor {
  public:
   FormChoice Choose(const KernelInfo& kernel) override {
     ++asked;
     auto it = choices.find(kernel.shape.kernel);
-    return it != choices.end() ? it->second : FormChoice{LaunchForm::Preemptible(), true};
+    return it != choices.end() ? it->second : fallback;
   }
   std::map<uint64_t, FormChoice> choices;
+  FormChoice fallback{LaunchForm::Preemptible(), true};
   int asked = 0;
 };
 

@@ -44,9 +44,8 @@ absl::StatusOr<Deferred<ipc::DeviceResetResponse>> Handle(
                      modules = std::move(modules)]()
       -> absl::StatusOr<Reply<ipc::DeviceResetResponse>> {
     // The failure of earlier work is not reported: the reset discards it with the work.
+    // Transformed kernels count as issued once they finished, so this waits for them too.
     WaitForStreams(session, ticket, streams).IgnoreError();
-    // Also launches on streams the client destroyed: their kernels may use its memory.
-    session.server().launcher.WaitForClient(session.client().client_id);
     owned->Release(session.api());
     for (const std::shared_ptr<SharedModule>& module : modules) {
       TALLY_RETURN_IF_ERROR(module->ResetVariables(default_stream));

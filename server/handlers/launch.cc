@@ -1,6 +1,6 @@
 // Kernel launches: the client packed the arguments with the layout GetFunction returned; the
-// server checks the size, keeps its own copy of the buffer and queues the launch. The launcher
-// issues it in the form the scheduling policy picks (server/kernel_launcher.h).
+// server checks the size, keeps its own copy of the buffer and queues the launch. The dispatcher
+// issues it when and in the form the scheduling policy picks (server/dispatcher.h).
 #include <cuda.h>
 
 #include <utility>
@@ -34,13 +34,7 @@ absl::Status Handle(Session& session, const ipc::Decoded<ipc::LaunchKernelReques
   launch.block = {r.block.x, r.block.y, r.block.z};
   launch.shared_bytes = r.shared_bytes;
   launch.cooperative = (r.flags & ipc::kLaunchCooperative) != 0;
-  launch.client_id = session.client().client_id;
-  launch.priority = session.client().priority;
-  launch.stats = session.launch_stats();
-  launch.queue = session.queue();
-  session.Enqueue([launcher = &session.server().launcher, launch = std::move(launch)] {
-    return launcher->Launch(launch);
-  });
+  session.EnqueueKernel(std::move(launch));
   return absl::OkStatus();
 }
 

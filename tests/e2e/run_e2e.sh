@@ -53,6 +53,40 @@ start_hog() {
   [[ $line == READY ]] || fail "hog said '$line'"
 }
 
+# start_job <name> <priority> <priority_jobs arguments...>: the job with the --handshake protocol
+# (READY, then a line to go; FINISHED, then a line to exit), its stdin on a fifo kept open by fd
+# 7+n; sets <name>_pid. Its timeline goes to $work/<name>.timeline, its output to <name>.out.
+job_fds=()
+start_job() {
+  local name=$1 level=$2
+  mkfifo "$work/$name.in"
+  "$run_bin" --priority "$level" --server "$socket" -- "$programs/priority_jobs" "${@:3}" \
+    --timeline "$work/$name.timeline" --handshake < "$work/$name.in" > "$work/$name.out" 2>&1 &
+  printf -v "${name}_pid" %s $!
+  local fd
+  exec {fd}> "$work/$name.in"
+  job_fds+=("$name:$fd")
+}
+send_line() {
+  local entry
+  for entry in "${job_fds[@]}"; do
+    [[ ${entry%%:*} == "$1" ]] && echo "$2" >&"${entry#*:}"
+  done
+}
+# await_line <name> <line>: waits (bounded) until the job printed the line.
+await_line() {
+  for _ in $(seq 1200); do
+    grep -qx "$2" "$work/$1.out" 2>/dev/null && return
+    sleep 0.1
+  done
+  fail "$1 never printed $2: $(cat "$work/$1.out")"
+}
+# client_id <status file> <pid>: the server's id of the client with that pid.
+client_id() {
+  python3 -c 'import json, sys; print([c["id"] for c in json.load(open(sys.argv[1]))["clients"] if c["pid"] == int(sys.argv[2])][0])' "$1" "$2" ||
+    fail "no client with pid $2: $(cat "$1")"
+}
+
 case $scenario in
   single)  # each program on its own
     start_server
@@ -73,11 +107,66 @@ case $scenario in
     count=$(grep -c "client [0-9]* connected" "$work/server.log")
     [[ $count -eq $(($# - 4)) ]] || fail "the server saw $count clients, expected $(($# - 4))"
     ;;
-  priority)  # tally-run's priority reaches the server
-    start_server
-    timeout 120 "$run_bin" --priority 7 --server "$socket" -- "$programs/vector_add" ||
-      fail "vector_add failed"
-    grep -q "priority 7" "$work/server.log" || fail "the server did not see priority 7"
+  priority|priority_swapped)
+    # A best-effort trainer (long kernels of many blocks) and a latency-critical server (short
+    # kernels at random moments) share the device under the priority policy; with
+    # priority_swapped both start at the other level and tally-ctl priority swaps them before
+    # they work. Both must compute correct results, the trainer must have been preempted, and
+    # every request kernel that started while a trainer kernel ran must end before it.
+    start_server --policy=priority
+    train_level=best-effort serve_level=high
+    [[ $scenario == priority_swapped ]] && train_level=high serve_level=best-effort
+    start_job train "$train_level" train --kernels 6 --blocks 2048 --work 1000
+    start_job serve "$serve_level" serve --kernels 16 --blocks 4 --work 200 --max-gap-ms 60
+    await_line train READY
+    await_line serve READY
+    status_json "$work/connected.json"
+    train_id=$(client_id "$work/connected.json" "$train_pid")
+    serve_id=$(client_id "$work/connected.json" "$serve_pid")
+    if [[ $scenario == priority_swapped ]]; then
+      timeout 30 "$TALLY_CTL" priority "$train_id" best-effort --server "$socket" ||
+        fail "tally-ctl priority failed for the trainer"
+      timeout 30 "$TALLY_CTL" priority "$serve_id" high --server "$socket" ||
+        fail "tally-ctl priority failed for the server"
+      if timeout 30 "$TALLY_CTL" priority 99999 high --server "$socket" > "$work/none.out"; then
+        fail "tally-ctl priority succeeded for a client that does not exist"
+      fi
+      grep -q "no client 99999" "$work/none.out" || fail "no explanation: $(cat "$work/none.out")"
+    fi
+    status_json "$work/levels.json"
+    json_check "$work/levels.json" \
+      "{c['id']: c['priority'] for c in s['clients']} == {$train_id: 0, $serve_id: 1}"
+    send_line train GO
+    send_line serve GO
+    await_line serve FINISHED
+    await_line train FINISHED
+    status_json "$work/done.json"
+    by_id="{c['id']: c['scheduling'] for c in s['clients']}"
+    json_check "$work/done.json" "($by_id)[$train_id]['preemptions'] > 0"
+    json_check "$work/done.json" "($by_id)[$train_id]['kernels_preempted'] > 0"
+    json_check "$work/done.json" "($by_id)[$train_id]['resumes'] > 0"
+    json_check "$work/done.json" "($by_id)[$train_id]['kernels_original'] == 0"
+    json_check "$work/done.json" "($by_id)[$serve_id]['kernels_original'] == 16"
+    send_line train EXIT
+    send_line serve EXIT
+    wait "$train_pid" || fail "the trainer failed: $(cat "$work/train.out")"
+    wait "$serve_pid" || fail "the server job failed: $(cat "$work/serve.out")"
+    python3 - "$work/train.timeline" "$work/serve.timeline" <<'PY' || fail "ordering violated"
+import sys
+train = [tuple(map(int, line.split())) for line in open(sys.argv[1])]
+serve = [tuple(map(int, line.split())) for line in open(sys.argv[2])]
+overlapping = 0
+for s_start, s_end in serve:
+    for t_start, t_end in train:
+        if t_start < s_start < t_end:
+            overlapping += 1
+            if not s_end < t_end:
+                sys.exit(f"a request kernel [{s_start}, {s_end}] started during a trainer kernel "
+                         f"[{t_start}, {t_end}] but did not end before it")
+if overlapping == 0:
+    sys.exit("no request kernel started while a trainer kernel ran: nothing was tested")
+print(f"{overlapping} request kernel(s) overtook a running trainer kernel")
+PY
     ;;
   killed)  # a client killed while holding memory: it is reclaimed, the server carries on
     start_server

@@ -1,58 +1,114 @@
-// tally-ctl: inspects a running tally-server. `tally-ctl status` asks it (over its socket, with
-// a control request that does not count as a client) for its device, backend and clients.
+// tally-ctl: inspects and steers a running tally-server over its socket, with control requests
+// that never count as a client: `status` (device, backend, clients and what the scheduler did
+// for each), `priority CLIENT LEVEL` (a client's priority, while it runs) and `profiles` (what
+// the profiler knows).
 #include <cstdio>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "common/client_priority.h"
 #include "ipc/control.h"
 #include "ipc/socket_path.h"
+#include "tools/tally_ctl/profiles_format.h"
 #include "tools/tally_ctl/status_format.h"
 
 namespace {
 
 constexpr char kUsage[] =
     "Usage: tally-ctl status [--json] [--server PATH]\n"
-    "Shows what a running tally-server serves: its device (name, total and free memory), its\n"
-    "backend (the emulator or NVIDIA's driver) and each connected client: id, pid, priority,\n"
-    "device memory it has allocated, commands queued but not yet issued, command line.\n\n"
-    "  --json         print JSON instead of a table: an object with the keys socket,\n"
+    "       tally-ctl priority CLIENT LEVEL [--server PATH]\n"
+    "       tally-ctl profiles [--json] [--server PATH]\n"
+    "Inspects and steers a running tally-server.\n\n"
+    "  status         its device (name, total and free memory), its backend (the emulator or\n"
+    "                 NVIDIA's driver) and each connected client: id, pid, priority, device\n"
+    "                 memory it has allocated, commands queued but not yet issued, command line,\n"
+    "                 and what the scheduler did for it: kernels issued in each form (original,\n"
+    "                 sliced, preemptible), preemptions, resumptions, background kernels run\n"
+    "                 unshaped at a risk, time its kernels were held, measured preemption\n"
+    "                 latency (from raising the flag to the kernel's end, on the device)\n"
+    "  priority CLIENT LEVEL\n"
+    "                 sets the priority of the client with that id (see status) to LEVEL: high,\n"
+    "                 best-effort or an integer, higher is more important; effective at the\n"
+    "                 scheduler's next decision, not capped by --max-client-priority\n"
+    "  profiles       the launch configurations the profiler knows: kernel, grid, block, shared\n"
+    "                 memory, chosen form, original time, normalised speed, turnaround\n\n"
+    "  --json         print JSON instead of a table. status: an object with the keys socket,\n"
     "                 server_pid, device {name, total_memory_bytes, free_memory_bytes},\n"
     "                 backend {kind: \"emulator\"|\"nvidia-driver\", description} and clients\n"
-    "                 [{id, pid, command, priority, memory_bytes, allocations, queued_commands}]\n"
+    "                 [{id, pid, command, priority, priority_set, memory_bytes, allocations,\n"
+    "                 queued_commands, scheduling {kernels_original, kernels_sliced, slices,\n"
+    "                 kernels_preemptible, kernels_preempted, preemptions, resumes,\n"
+    "                 risky_launches, held_ns, preemption_latencies,\n"
+    "                 preemption_latency_ns_total, preemption_latency_ns_max}}];\n"
+    "                 profiles: an array of objects, one per launch configuration\n"
     "  --server PATH  the server's socket (default: TALLY_SERVER, else the server's default)\n"
     "  --help         show this help\n\n"
-    "Exit status: 0 answered, 1 no server answered (or it answered with an error), 2 usage.\n";
+    "Exit status: 0 done, 1 no server answered (or it answered with an error, or has no such\n"
+    "client), 2 usage.\n";
 
 int Usage(const std::string& message) {
   std::fprintf(stderr, "tally-ctl: %s (see --help)\n", message.c_str());
   return 2;
 }
 
+int Fail(const std::string& server, const absl::Status& status) {
+  std::fprintf(stderr, "tally-ctl: no answer from a tally-server on %s: %s\n", server.c_str(),
+               std::string(status.message()).c_str());
+  return 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   bool json = false;
-  bool status = false;
   std::string server;
+  std::vector<std::string> words;  // the command and its operands
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
     if (arg == "--help" || arg == "-h") {
       std::fputs(kUsage, stdout);
       return 0;
     }
-    if (arg == "status" && !status) {
-      status = true;
-    } else if (arg == "--json") {
+    if (arg == "--json") {
       json = true;
     } else if (arg == "--server" && i + 1 < argc) {
       server = argv[++i];
     } else if (arg.starts_with("--server=")) {
       server = arg.substr(9);
+    } else if (arg.starts_with("--")) {
+      return Usage("unknown option '" + std::string(arg) + "'");
     } else {
-      return Usage("unexpected argument '" + std::string(arg) + "'");
+      words.emplace_back(arg);
     }
   }
-  if (!status) return Usage("no command given; the command is status");
+  if (words.empty()) return Usage("no command given; the commands are status, priority, profiles");
+  const std::string& command = words[0];
+  const size_t operands = command == "priority" ? 2 : 0;
+  if (command != "status" && command != "priority" && command != "profiles") {
+    return Usage("unknown command '" + command + "'");
+  }
+  if (words.size() != operands + 1) {
+    return Usage(command == "priority" ? "priority wants CLIENT and LEVEL"
+                                       : "unexpected argument '" + words.back() + "'");
+  }
+  if (json && command == "priority") return Usage("priority has no --json");
+  uint64_t client_id = 0;
+  tally::ClientPriority level = tally::ClientPriority::Unset();
+  if (command == "priority") {
+    const std::string& id = words[1];
+    if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos ||
+        id.size() > 19) {
+      return Usage("CLIENT is a client id as status shows it, not '" + id + "'");
+    }
+    client_id = std::stoull(id);
+    auto parsed = tally::ClientPriority::Parse(words[2]);
+    if (!parsed.ok() || words[2].empty()) {
+      return Usage("LEVEL: " + (parsed.ok() ? std::string("empty")
+                                            : std::string(parsed.status().message())));
+    }
+    level = *parsed;
+  }
   if (server.empty()) {
     auto path = tally::ipc::ResolveSocketPath(tally::ipc::DirectoryMode::kCheckIfPresent);
     if (!path.ok()) {
@@ -62,12 +118,22 @@ int main(int argc, char** argv) {
     }
     server = *path;
   }
-  auto report = tally::ipc::QueryStatus(server);
-  if (!report.ok()) {
-    std::fprintf(stderr, "tally-ctl: no answer from a tally-server on %s: %s\n", server.c_str(),
-                 std::string(report.status().message()).c_str());
-    return 1;
+  if (command == "priority") {
+    auto reply = tally::ipc::SetClientPriority(server, client_id, level.level());
+    if (!reply.ok()) return Fail(server, reply.status());
+    std::printf("%s\n", reply->message);
+    return reply->found != 0 ? 0 : 1;
   }
+  if (command == "profiles") {
+    auto profiles = tally::ipc::QueryProfiles(server);
+    if (!profiles.ok()) return Fail(server, profiles.status());
+    const std::string out = json ? tally::tools::FormatProfilesJson(*profiles)
+                                 : tally::tools::FormatProfilesText(*profiles);
+    std::fputs(out.c_str(), stdout);
+    return 0;
+  }
+  auto report = tally::ipc::QueryStatus(server);
+  if (!report.ok()) return Fail(server, report.status());
   const std::string out = json ? tally::tools::FormatStatusJson(*report, server)
                                : tally::tools::FormatStatusText(*report, server);
   std::fputs(out.c_str(), stdout);

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 
+#include "common/client_priority.h"
 #include "fmt/format.h"
 
 namespace tally::tools {
@@ -77,6 +78,13 @@ std::string JsonString(std::string_view text) {
   return out + "\"";
 }
 
+std::string PriorityName(const ipc::ClientStatus& client) {
+  if (client.priority_set == 0) return "unset";
+  if (client.priority == ClientPriority::kHighLevel) return "high";
+  if (client.priority == ClientPriority::kBestEffortLevel) return "best-effort";
+  return std::to_string(client.priority);
+}
+
 std::string FormatStatusText(const ipc::StatusReport& report, const std::string& socket) {
   const ipc::StatusReply& server = report.server;
   std::string out = fmt::format("tally-server pid {} on {}\n", server.server_pid, socket);
@@ -86,12 +94,31 @@ std::string FormatStatusText(const ipc::StatusReport& report, const std::string&
                      server.backend_description);
   out += fmt::format("clients: {}\n", report.clients.size());
   if (report.clients.empty()) return out;
-  out += fmt::format("  {:>4} {:>8} {:>8} {:>12} {:>7}  {}\n", "ID", "PID", "PRIORITY", "MEMORY",
+  out += fmt::format("  {:>4} {:>8} {:>11} {:>12} {:>7}  {}\n", "ID", "PID", "PRIORITY", "MEMORY",
                      "QUEUED", "COMMAND");
   for (const ipc::ClientStatus& client : report.clients) {
-    out += fmt::format("  {:>4} {:>8} {:>8} {:>12} {:>7}  {}\n", client.client_id, client.pid,
-                       client.priority, Mebibytes(client.memory_bytes), client.queued_commands,
-                       client.command);
+    out += fmt::format("  {:>4} {:>8} {:>11} {:>12} {:>7}  {}\n", client.client_id, client.pid,
+                       PriorityName(client), Mebibytes(client.memory_bytes),
+                       client.queued_commands, client.command);
+  }
+  out += "scheduling:\n";
+  out += fmt::format("  {:>4} {:>9} {:>14} {:>15} {:>11} {:>7} {:>5} {:>10} {:>17}\n", "ID",
+                     "ORIGINAL", "SLICED(SLICES)", "PTB(PREEMPTED)", "PREEMPTIONS", "RESUMES",
+                     "RISKY", "HELD", "PREEMPT MEAN/MAX");
+  for (const ipc::ClientStatus& c : report.clients) {
+    const double mean_ms = c.preemption_latencies == 0
+                               ? 0
+                               : c.preemption_latency_ns_total / 1e6 / c.preemption_latencies;
+    out += fmt::format("  {:>4} {:>9} {:>14} {:>15} {:>11} {:>7} {:>5} {:>10} {:>17}\n",
+                       c.client_id, c.kernels_original,
+                       fmt::format("{}({})", c.kernels_sliced, c.slices),
+                       fmt::format("{}({})", c.kernels_preemptible, c.kernels_preempted),
+                       c.preemptions, c.resumes, c.risky_launches,
+                       fmt::format("{:.3f} ms", c.held_ns / 1e6),
+                       c.preemption_latencies == 0
+                           ? std::string("-")
+                           : fmt::format("{:.3f}/{:.3f} ms", mean_ms,
+                                         c.preemption_latency_ns_max / 1e6));
   }
   return out;
 }
@@ -109,12 +136,20 @@ std::string FormatStatusJson(const ipc::StatusReport& report, const std::string&
                      JsonString(server.backend_description));
   out += "  \"clients\": [";
   for (size_t i = 0; i < report.clients.size(); ++i) {
-    const ipc::ClientStatus& client = report.clients[i];
+    const ipc::ClientStatus& c = report.clients[i];
     out += fmt::format(
         "{}\n    {{\"id\": {}, \"pid\": {}, \"command\": {}, \"priority\": {}, "
-        "\"memory_bytes\": {}, \"allocations\": {}, \"queued_commands\": {}}}",
-        i == 0 ? "" : ",", client.client_id, client.pid, JsonString(client.command),
-        client.priority, client.memory_bytes, client.allocations, client.queued_commands);
+        "\"priority_set\": {}, \"memory_bytes\": {}, \"allocations\": {}, "
+        "\"queued_commands\": {}, \"scheduling\": {{\"kernels_original\": {}, "
+        "\"kernels_sliced\": {}, \"slices\": {}, \"kernels_preemptible\": {}, "
+        "\"kernels_preempted\": {}, \"preemptions\": {}, \"resumes\": {}, "
+        "\"risky_launches\": {}, \"held_ns\": {}, \"preemption_latencies\": {}, "
+        "\"preemption_latency_ns_total\": {}, \"preemption_latency_ns_max\": {}}}}}",
+        i == 0 ? "" : ",", c.client_id, c.pid, JsonString(c.command), c.priority,
+        c.priority_set != 0, c.memory_bytes, c.allocations, c.queued_commands, c.kernels_original,
+        c.kernels_sliced, c.slices, c.kernels_preemptible, c.kernels_preempted, c.preemptions,
+        c.resumes, c.risky_launches, c.held_ns, c.preemption_latencies,
+        c.preemption_latency_ns_total, c.preemption_latency_ns_max);
   }
   out += report.clients.empty() ? "]\n}\n" : "\n  ]\n}\n";
   return out;

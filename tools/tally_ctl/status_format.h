@@ -8,6 +8,9 @@
 
 namespace tally::tools {
 
+// A client's priority as people write it: "high", "best-effort", a level, or "unset".
+std::string PriorityName(const ipc::ClientStatus& client);
+
 std::string FormatStatusText(const ipc::StatusReport& report, const std::string& socket);
 std::string FormatStatusJson(const ipc::StatusReport& report, const std::string& socket);
 

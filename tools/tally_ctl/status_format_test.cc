@@ -23,6 +23,15 @@ ipc::StatusReport Report(bool with_client) {
     client.client_id = 7;
     client.pid = 1234;
     client.priority = -1;
+    client.priority_set = 1;
+    client.kernels_original = 5;
+    client.kernels_preemptible = 2;
+    client.kernels_preempted = 1;
+    client.preemptions = 3;
+    client.resumes = 2;
+    client.preemption_latencies = 2;
+    client.preemption_latency_ns_total = 3'000'000;
+    client.preemption_latency_ns_max = 2'000'000;
     client.memory_bytes = 256 << 20;
     client.allocations = 2;
     client.queued_commands = 3;
@@ -56,8 +65,13 @@ TEST_CASE("status as JSON has every key, with and without clients") {
         "}\n");
   const std::string one = FormatStatusJson(Report(true), "/tmp/s.sock");
   CHECK(one.find("\"clients\": [\n    {\"id\": 7, \"pid\": 1234, \"command\": "
-                 "\"./app --name=a\\\\b\", \"priority\": -1, \"memory_bytes\": 268435456, "
-                 "\"allocations\": 2, \"queued_commands\": 3}\n  ]\n}\n") != std::string::npos);
+                 "\"./app --name=a\\\\b\", \"priority\": -1, \"priority_set\": true, "
+                 "\"memory_bytes\": 268435456, \"allocations\": 2, \"queued_commands\": 3, "
+                 "\"scheduling\": {\"kernels_original\": 5, \"kernels_sliced\": 0, "
+                 "\"slices\": 0, \"kernels_preemptible\": 2, \"kernels_preempted\": 1, "
+                 "\"preemptions\": 3, \"resumes\": 2, \"risky_launches\": 0, \"held_ns\": 0, "
+                 "\"preemption_latencies\": 2, \"preemption_latency_ns_total\": 3000000, "
+                 "\"preemption_latency_ns_max\": 2000000}}\n  ]\n}\n") != std::string::npos);
 }
 
 TEST_CASE("status as text lists the clients") {
@@ -67,6 +81,9 @@ TEST_CASE("status as text lists the clients") {
   CHECK(text.find("clients: 1") != std::string::npos);
   CHECK(text.find("256.0 MiB") != std::string::npos);
   CHECK(text.find("./app --name=a\\b") != std::string::npos);
+  CHECK(text.find("          -1") != std::string::npos);  // the priority level
+  CHECK(text.find("2(1)") != std::string::npos);          // PTB kernels (preempted)
+  CHECK(text.find("1.500/2.000 ms") != std::string::npos);
   CHECK(FormatStatusText(Report(false), "/s").find("clients: 0\n") != std::string::npos);
 }
 

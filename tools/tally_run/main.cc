@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "absl/strings/numbers.h"
+#include "common/client_priority.h"
 #include "tools/tally_run/cudart_linkage.h"
 #include "tools/tally_run/driver_library.h"
 
@@ -32,11 +32,6 @@ constexpr char kUsage[] =
 int Fail(const std::string& message) {
   std::fprintf(stderr, "tally-run: %s\n", message.c_str());
   return 2;
-}
-
-bool ValidPriority(const std::string& value) {
-  int parsed = 0;
-  return value == "high" || value == "best-effort" || absl::SimpleAtoi(value, &parsed);
 }
 
 // Explains a refusal, or returns true when the program may run under the shim.
@@ -91,8 +86,10 @@ int main(int argc, char** argv) {
     }
   }
   if (i >= argc) return Fail("no program given (see --help)");
-  if (!priority.empty() && !ValidPriority(priority)) {
-    return Fail("--priority wants high, best-effort or an integer, not '" + priority + "'");
+  if (!priority.empty()) {
+    if (auto parsed = tally::ClientPriority::Parse(priority); !parsed.ok()) {
+      return Fail("--priority: " + std::string(parsed.status().message()));
+    }
   }
   if (!CheckLinkage(argv[i])) return 3;
 

@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""The high-priority job's latency and the best-effort job's throughput under each policy.
+
+Runs tests/e2e/priority_jobs through tally-run against a private tally-server per case:
+  serve alone, train alone, then serve (high) beside train (best-effort) under each policy.
+Prints a Markdown table and writes every sample as JSON. Figures go to benchmarks/RESULTS.md;
+nothing here asserts a timing (the smoke test only checks that every case ran and reported).
+
+  priority_bench.py --server BIN --run BIN --jobs BIN [--out FILE] [--policies a,b,c]
+                    [--train ARGS] [--serve ARGS]
+"""
+import argparse
+import json
+import os
+import shlex
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+DEFAULT_TRAIN = "--kernels 6 --blocks 2048 --work 2000"
+DEFAULT_SERVE = "--kernels 40 --blocks 8 --work 400 --per-request 3 --max-gap-ms 40"
+
+
+def percentile(values, p):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(p * (len(ordered) - 1) + 0.5))]
+
+
+class Server:
+    """A private tally-server with one policy, stopped on exit."""
+
+    def __init__(self, args, policy, work):
+        self.socket = os.path.join(work, f"{policy}.sock")
+        self.log = open(os.path.join(work, f"{policy}.log"), "w")
+        self.process = subprocess.Popen(
+            [args.server, "--emulate", "--socket", self.socket, f"--policy={policy}",
+             "--profile-cache=none"], stderr=self.log)
+        for _ in range(200):
+            if os.path.exists(self.socket):
+                return
+            time.sleep(0.05)
+        raise RuntimeError(f"tally-server ({policy}) did not start")
+
+    def close(self):
+        self.process.send_signal(signal.SIGTERM)
+        self.process.wait(timeout=60)
+        self.log.close()
+
+
+def start_job(args, server, priority, mode, extra, work, name):
+    timeline = os.path.join(work, f"{name}.timeline")
+    latencies = os.path.join(work, f"{name}.latencies")
+    command = [args.run, "--priority", priority, "--server", server.socket, "--", args.jobs, mode,
+               *shlex.split(extra), "--timeline", timeline]
+    if mode == "serve":
+        command += ["--latencies", latencies]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    return process, timeline, latencies
+
+
+def finish(process, what):
+    out, err = process.communicate(timeout=1800)
+    if process.returncode != 0:
+        raise RuntimeError(f"{what} failed ({process.returncode}): {out}{err}")
+    return out
+
+
+def busy_seconds(timeline):
+    """Time the device spent on the job's kernels, overlaps merged."""
+    spans = sorted(tuple(map(int, line.split())) for line in open(timeline))
+    busy, end = 0, None
+    for start, stop in spans:
+        if end is None or start > end:
+            busy += stop - start
+            end = stop
+        elif stop > end:
+            busy += stop - end
+            end = stop
+    return busy / 1e9
+
+
+def run_case(args, policy, work, serve, train):
+    server = Server(args, policy, work)
+    try:
+        result = {"policy": policy}
+        started = time.monotonic()
+        jobs = {}
+        if train:
+            jobs["train"] = start_job(args, server, "best-effort", "train", args.train, work,
+                                      f"{policy}-train")
+        if serve:
+            if train:
+                time.sleep(args.warmup)  # the trainer is under way when requests come
+            jobs["serve"] = start_job(args, server, "high", "serve", args.serve, work,
+                                      f"{policy}-serve")
+        if serve:
+            process, timeline, latencies = jobs["serve"]
+            finish(process, "serve")
+            samples = [float(line) for line in open(latencies)]
+            result["latencies_us"] = samples
+            result["p50_us"] = percentile(samples, 0.5)
+            result["p99_us"] = percentile(samples, 0.99)
+            result["serve_busy_s"] = busy_seconds(timeline)
+            result["serve_wall_s"] = time.monotonic() - started
+        if train:
+            process, timeline, _ = jobs["train"]
+            out = finish(process, "train")
+            result["train_kernels_per_s"] = float(out.split("kernels/s")[1].split()[0])
+        return result
+    finally:
+        server.close()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--server", required=True)
+    parser.add_argument("--run", required=True)
+    parser.add_argument("--jobs", required=True)
+    parser.add_argument("--out")
+    parser.add_argument("--policies", default="fifo,priority-no-transform,priority")
+    parser.add_argument("--train", default=DEFAULT_TRAIN)
+    parser.add_argument("--serve", default=DEFAULT_SERVE)
+    parser.add_argument("--warmup", type=float, default=1.0,
+                        help="seconds between the trainer's start and the first request")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="tally-priority-bench-") as work:
+        alone_serve = run_case(args, "fifo", work, serve=True, train=False)
+        print(f"serve alone: p50 {alone_serve['p50_us']:.0f} us, p99 {alone_serve['p99_us']:.0f} us",
+              file=sys.stderr)
+        alone_train = run_case(args, "priority", work, serve=False, train=True)
+        print(f"train alone: {alone_train['train_kernels_per_s']:.3f} kernels/s", file=sys.stderr)
+        shared = []
+        for policy in args.policies.split(","):
+            result = run_case(args, policy, work, serve=True, train=True)
+            print(f"{policy}: p99 {result['p99_us']:.0f} us, "
+                  f"train {result['train_kernels_per_s']:.3f} kernels/s", file=sys.stderr)
+            shared.append(result)
+    # The trainer's fair share: the time the high-priority job leaves the device idle.
+    idle_fraction = 1 - alone_serve["serve_busy_s"] / alone_serve["serve_wall_s"]
+    rows = ["| case | serve p50 (us) | serve p99 (us) | p99 vs alone | train kernels/s "
+            "| train vs alone | train vs idle share |",
+            "|---|---|---|---|---|---|---|",
+            f"| serve alone | {alone_serve['p50_us']:.0f} | {alone_serve['p99_us']:.0f} | 1.00 "
+            "| - | - | - |",
+            f"| train alone | - | - | - | {alone_train['train_kernels_per_s']:.3f} | 1.00 | - |"]
+    for result in shared:
+        train_ratio = result["train_kernels_per_s"] / alone_train["train_kernels_per_s"]
+        result["p99_vs_alone"] = result["p99_us"] / alone_serve["p99_us"]
+        result["train_vs_alone"] = train_ratio
+        result["train_vs_idle_share"] = train_ratio / idle_fraction
+        rows.append(f"| {result['policy']} | {result['p50_us']:.0f} | {result['p99_us']:.0f} | "
+                    f"{result['p99_vs_alone']:.2f} | {result['train_kernels_per_s']:.3f} | "
+                    f"{train_ratio:.2f} | {result['train_vs_idle_share']:.2f} |")
+    print("\n".join(rows))
+    print(f"\nIdle share of the device left by the high-priority job alone: {idle_fraction:.2f}")
+    if args.out:
+        with open(args.out, "w") as out:
+            json.dump({"serve_alone": alone_serve, "train_alone": alone_train, "shared": shared,
+                       "idle_fraction": idle_fraction, "train": args.train,
+                       "serve": args.serve}, out, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,284 @@
+// The dispatcher on the emulated GPU: every form of a launch runs every block of the original
+// grid exactly once with the original block indices (also when preempted and resumed); a kernel
+// the analysis refuses runs in its original form; under the priority policy a high-priority
+// client's kernel stops a best-effort PTB kernel, runs while it is held, and the stopped kernel
+// later resumes and completes, its client's later work waiting for it; a client removed during
+// a PTB run is stopped and never resumed.
+#include "server/dispatcher.h"
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "scheduler/policy.h"
+#include "scheduler/testing/policy_harness.h"
+
+namespace tally::server {
+namespace {
+
+using scheduler::FormKind;
+using scheduler::LaunchForm;
+
+struct Device {
+  Device()
+      : backend(*Backend::Load(
+            {.emulate = true, .device = 0, .emulator_library = TALLY_TEST_EMULATOR_LIBRARY})),
+        modules(backend, /*build_forms=*/true) {
+    backend.MakeCurrent().IgnoreError();
+  }
+  Backend backend;
+  ModuleRegistry modules;
+};
+
+Device& TheDevice() {
+  static Device* device = new Device;
+  return *device;
+}
+
+const DriverApi& Api() { return TheDevice().backend.api(); }
+
+std::shared_ptr<SharedModule> LoadTestModule() {
+  std::ifstream file(std::string(TALLY_TEST_FATBIN_DIR) + "/forms_kernel.fatbin", std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  REQUIRE(!bytes.empty());
+  const auto* data = reinterpret_cast<const std::byte*>(bytes.data());
+  auto module = TheDevice().modules.Register({data, bytes.size()});
+  REQUIRE(module.ok());
+  return *module;
+}
+
+std::unique_ptr<Dispatcher> MakeDispatcher(std::unique_ptr<scheduler::Policy> policy) {
+  auto dispatcher = Dispatcher::Create(TheDevice().backend, std::move(policy), nullptr,
+                                       std::chrono::milliseconds(1),
+                                       [] { TheDevice().backend.MakeCurrent().IgnoreError(); });
+  REQUIRE(dispatcher.ok());
+  return *std::move(dispatcher);
+}
+
+// Device buffers of `count` ints, zeroed, freed at the end.
+class Ints {
+ public:
+  explicit Ints(size_t count) : count_(count) {
+    REQUIRE(Api().cuMemAlloc(&address_, count * sizeof(int)) == CUDA_SUCCESS);
+    REQUIRE(Api().cuMemsetD8Async(address_, 0, count * sizeof(int), nullptr) == CUDA_SUCCESS);
+    // Done before the launch: the test's streams are non-blocking, unordered with this one.
+    REQUIRE(Api().cuStreamSynchronize(nullptr) == CUDA_SUCCESS);
+  }
+  ~Ints() { Api().cuMemFree(address_); }
+  CUdeviceptr address() const { return address_; }
+  std::vector<int> Download(CUstream stream) const {
+    std::vector<int> values(count_);
+    REQUIRE(Api().cuMemcpyDtoHAsync(values.data(), address_, count_ * sizeof(int), stream) ==
+            CUDA_SUCCESS);
+    REQUIRE(Api().cuStreamSynchronize(stream) == CUDA_SUCCESS);
+    return values;
+  }
+
+ private:
+  size_t count_;
+  CUdeviceptr address_ = 0;
+};
+
+class Stream {
+ public:
+  Stream() {
+    REQUIRE(Api().cuStreamCreateWithPriority(&stream_, CU_STREAM_NON_BLOCKING, 0) == CUDA_SUCCESS);
+  }
+  ~Stream() { Api().cuStreamDestroy(stream_); }
+  CUstream get() const { return stream_; }
+
+ private:
+  CUstream stream_ = nullptr;
+};
+
+// `kernel_name(a, b[, iterations])` on `grid` blocks of 32 threads.
+KernelLaunch TwoBufferLaunch(const std::string& kernel_name, ptx::Dim3 grid, const Ints& a,
+                             const Ints& b, CUstream stream, uint32_t iterations = 0) {
+  KernelLaunch launch;
+  launch.module = LoadTestModule();
+  auto kernel = launch.module->FindKernel(kernel_name);
+  REQUIRE(kernel.ok());
+  launch.kernel = *kernel;
+  const CUdeviceptr args[2] = {a.address(), b.address()};
+  launch.params.resize(launch.kernel->signature.param_buffer_size);
+  std::memcpy(launch.params.data(), args, sizeof(args));
+  if (iterations != 0) std::memcpy(launch.params.data() + sizeof(args), &iterations, 4);
+  launch.grid = grid;
+  launch.block = {32, 1, 1};
+  launch.stream = stream;
+  return launch;
+}
+
+Command CopyInts(const Ints& to, const Ints& from, size_t count, CUstream stream) {
+  return [to = to.address(), from = from.address(), count, stream] {
+    return Api().cuMemcpyDtoDAsync(to, from, count * sizeof(int), stream);
+  };
+}
+
+// Waits (bounded) until `done` holds.
+template <typename F>
+bool Eventually(F done, std::chrono::seconds limit = std::chrono::seconds(120)) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+TEST_CASE("Every form runs every block of the grid once, with its original index") {
+  const auto module = LoadTestModule();
+  const Kernel* kernel = *module->FindKernel("RecordBlocks");
+  REQUIRE(kernel->sliced.has_value());
+  REQUIRE(kernel->preemptible.has_value());
+  Stream stream;
+  const ptx::Dim3 grid{5, 3, 2};
+  const uint32_t blocks = 30;
+  std::vector<int> ids;
+  for (uint32_t z = 0; z < grid.z; ++z) {
+    for (uint32_t y = 0; y < grid.y; ++y) {
+      for (uint32_t x = 0; x < grid.x; ++x) ids.push_back(static_cast<int>(x + 100 * y + 10000 * z));
+    }
+  }
+  struct Case {
+    LaunchForm form;
+    bool preempt = false;
+  };
+  const Case cases[] = {
+      {LaunchForm::Original()},          {LaunchForm::Sliced(1)},
+      {LaunchForm::Sliced(4)},           {LaunchForm::Sliced(100)},
+      {LaunchForm::Preemptible(1)},      {LaunchForm::Preemptible(3)},
+      {LaunchForm::Preemptible(), true}, {LaunchForm::Preemptible(2), true},
+  };
+  for (const Case& c : cases) {
+    INFO("form " << static_cast<int>(c.form.kind) << " slices " << c.form.slices << " workers "
+                 << c.form.workers << " preempt " << c.preempt);
+    auto dispatcher = MakeDispatcher(scheduler::MakeValidationPolicy(c.form, c.preempt));
+    auto queue = dispatcher->AddClient(ClientId(1), ClientPriority::Unset());
+    const uint32_t repeats = c.preempt ? 6 : 1;
+    for (uint32_t repeat = 1; repeat <= repeats; ++repeat) {
+      Ints runs(blocks), block_ids(blocks);
+      dispatcher->EnqueueKernel(*queue, TwoBufferLaunch("RecordBlocks", grid, runs, block_ids,
+                                                        stream.get()));
+      dispatcher->WaitIssued(*queue, repeat);
+      CHECK(runs.Download(stream.get()) == std::vector<int>(blocks, 1));
+      CHECK(block_ids.Download(stream.get()) == ids);
+    }
+    const SchedulingStats& stats = dispatcher->stats(*queue);
+    const auto count = [&](FormKind kind) { return c.form.kind == kind ? repeats : 0u; };
+    CHECK(stats.original == count(FormKind::kOriginal));
+    CHECK(stats.sliced == count(FormKind::kSliced));
+    CHECK(stats.slices == count(FormKind::kSliced) * std::min(c.form.slices, blocks));
+    CHECK(stats.preemptible == count(FormKind::kPreemptible));
+    if (c.preempt) {
+      // Some of the random preemptions land while a run is on the device, which then resumes.
+      CHECK(stats.preemptions >= 1u);
+      CHECK(stats.resumes >= 1u);
+    } else {
+      CHECK(stats.resumes == 0u);
+    }
+    CHECK(dispatcher->TakeDeferredError(*queue).result == CUDA_SUCCESS);
+    dispatcher->RemoveClient(*queue);
+  }
+}
+
+TEST_CASE("A kernel the analysis refuses runs in its original form") {
+  const auto module = LoadTestModule();
+  const Kernel* kernel = *module->FindKernel("ReadSmid");
+  CHECK_FALSE(kernel->sliced.has_value());
+  CHECK_FALSE(kernel->preemptible.has_value());
+  for (const LaunchForm& form : {LaunchForm::Sliced(2), LaunchForm::Preemptible(2)}) {
+    auto dispatcher = MakeDispatcher(scheduler::MakeValidationPolicy(form, true));
+    auto queue = dispatcher->AddClient(ClientId(1), ClientPriority::Unset());
+    Stream stream;
+    Ints out(4), unused(1);
+    dispatcher->EnqueueKernel(*queue,
+                              TwoBufferLaunch("ReadSmid", {4, 1, 1}, out, unused, stream.get()));
+    dispatcher->WaitIssued(*queue, 1);
+    CHECK(out.Download(stream.get()) == std::vector<int>(4, 1));
+    CHECK(dispatcher->stats(*queue).original == 1u);
+    CHECK(dispatcher->stats(*queue).kernels() == 1u);
+    dispatcher->RemoveClient(*queue);
+  }
+}
+
+TEST_CASE("A high-priority kernel stops a best-effort PTB kernel, which resumes after it") {
+  // min_idle is long, so that the stopped kernel cannot resume before the checks in the middle.
+  // Four workers for 64 long tasks: most tasks are still to be taken when the flag goes up.
+  scheduler::testing::FakeAdvisor advisor;
+  advisor.fallback = {LaunchForm::Preemptible(4), true};
+  auto dispatcher = MakeDispatcher(scheduler::MakePriorityPolicy(
+      {std::chrono::milliseconds(300), std::chrono::seconds(10)}, advisor));
+  auto background = dispatcher->AddClient(ClientId(1), ClientPriority::BestEffort());
+  auto foreground = dispatcher->AddClient(ClientId(2), ClientPriority::High());
+  constexpr uint32_t kSlowBlocks = 64, kFastBlocks = 6;
+  Stream slow_stream, fast_stream, probe;
+  Ints slow_runs(kSlowBlocks), slow_ids(kSlowBlocks), slow_copy(kSlowBlocks);
+  Ints fast_runs(kFastBlocks), fast_ids(kFastBlocks), fast_copy(kFastBlocks);
+
+  dispatcher->EnqueueKernel(*background,
+                            TwoBufferLaunch("SlowRecordBlocks", {kSlowBlocks, 1, 1}, slow_runs,
+                                            slow_ids, slow_stream.get(), 200'000));
+  dispatcher->Enqueue(*background, CopyInts(slow_copy, slow_runs, kSlowBlocks, slow_stream.get()));
+  const SchedulingStats& slow_stats = dispatcher->stats(*background);
+  REQUIRE(Eventually([&] { return slow_stats.preemptible == 1; }));
+
+  dispatcher->EnqueueKernel(*foreground, TwoBufferLaunch("RecordBlocks", {kFastBlocks, 1, 1},
+                                                         fast_runs, fast_ids, fast_stream.get()));
+  dispatcher->Enqueue(*foreground, CopyInts(fast_copy, fast_runs, kFastBlocks, fast_stream.get()));
+  dispatcher->WaitIssued(*foreground, 2);
+  REQUIRE(Api().cuStreamSynchronize(fast_stream.get()) == CUDA_SUCCESS);
+  CHECK(fast_copy.Download(probe.get()) == std::vector<int>(kFastBlocks, 1));
+  CHECK(dispatcher->stats(*foreground).original == 1u);
+  // The background kernel was stopped (not every block ran) and its client's copy is held.
+  REQUIRE(Eventually([&] { return slow_stats.preemptions == 1; }));
+  CHECK_FALSE(dispatcher->Issued(*background, 1));
+  CHECK(slow_copy.Download(probe.get()) == std::vector<int>(kSlowBlocks, 0));
+
+  dispatcher->WaitIssued(*background, 2);
+  REQUIRE(Api().cuStreamSynchronize(slow_stream.get()) == CUDA_SUCCESS);
+  CHECK(slow_copy.Download(probe.get()) == std::vector<int>(kSlowBlocks, 1));
+  CHECK(slow_stats.preempted == 1u);
+  CHECK(slow_stats.resumes >= 1u);
+  CHECK(slow_stats.preemption_latencies >= 1u);
+  CHECK(dispatcher->TakeDeferredError(*background).result == CUDA_SUCCESS);
+  dispatcher->RemoveClient(*foreground);
+  dispatcher->RemoveClient(*background);
+}
+
+TEST_CASE("A client removed while its PTB kernel runs is stopped and never resumed") {
+  scheduler::testing::FakeAdvisor advisor;
+  advisor.fallback = {LaunchForm::Preemptible(4), true};
+  auto dispatcher =
+      MakeDispatcher(scheduler::MakePriorityPolicy({std::chrono::milliseconds(1), {}}, advisor));
+  auto background = dispatcher->AddClient(ClientId(1), ClientPriority::BestEffort());
+  auto foreground = dispatcher->AddClient(ClientId(2), ClientPriority::High());
+  constexpr uint32_t kBlocks = 64;
+  Stream stream;
+  Ints runs(kBlocks), ids(kBlocks);
+  dispatcher->EnqueueKernel(*background, TwoBufferLaunch("SlowRecordBlocks", {kBlocks, 1, 1}, runs,
+                                                         ids, stream.get(), 200'000));
+  const SchedulingStats& stats = dispatcher->stats(*background);
+  REQUIRE(Eventually([&] { return stats.preemptible == 1; }));
+  const auto start = std::chrono::steady_clock::now();
+  dispatcher->RemoveClient(*background);  // returns once its run has stopped
+  const auto took = std::chrono::steady_clock::now() - start;
+  REQUIRE(Api().cuStreamSynchronize(stream.get()) == CUDA_SUCCESS);
+  const std::vector<int> ran = runs.Download(stream.get());
+  const int blocks_run = static_cast<int>(std::count(ran.begin(), ran.end(), 1));
+  INFO(blocks_run << " blocks ran; removal took "
+                  << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms");
+  CHECK(blocks_run < static_cast<int>(kBlocks));
+  CHECK(std::count(ran.begin(), ran.end(), 0) + blocks_run == kBlocks);  // none ran twice
+  CHECK(stats.preemptions == 1u);
+  CHECK(stats.resumes == 0u);
+  dispatcher->RemoveClient(*foreground);
+}
+
+}  // namespace
+}  // namespace tally::server

@@ -1,0 +1,121 @@
+// The kernel runs a dispatcher has on the device, and how it learns that they ended: an
+// original-form kernel it wants to hear about, one slice of a sliced kernel, one run of a PTB
+// kernel. Each run is followed by an event on the launch's own stream, which Poll queries
+// without blocking (cuEventQuery), so that nothing the driver runs on its own threads ever
+// waits for the server (CUDA forbids CUDA calls in host functions, and may run all of them on
+// one thread). A PTB kernel's task counter and preemption flag live in device memory: the flag
+// is raised with cuStreamWriteValue32 on a control stream of the highest priority, which needs
+// no SM (a memset kernel could wait behind the very workers it should stop), and after each
+// run the counter is copied to page-locked memory on the launch's stream, before the event.
+// Runs that the profiler wants timed get events with timing around them.
+//
+// Only the dispatch thread uses this class.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "common/strong_id.h"
+#include "profiler/profiler.h"
+#include "scheduler/types.h"
+#include "server/backend/backend.h"
+#include "server/kernel_forms.h"
+#include "server/scheduling_stats.h"
+
+namespace tally::server {
+
+// Where a run reports: its client, and the counters it adds to.
+struct RunOwner {
+  ClientId client;
+  SchedulingStats* stats = nullptr;  // outlives the client's runs (Dispatcher keeps it)
+};
+
+// A run that ended, as Poll reports it.
+struct EndedRun {
+  ClientId client;
+  scheduler::RunEnd end;
+  CUresult result = CUDA_SUCCESS;  // the kernel's failure, reported at the client's next sync
+  std::string what;                // the failed launch, when result is not CUDA_SUCCESS
+};
+
+class KernelRuns {
+ public:
+  // `profiler` may be null (no measurements are taken then).
+  static absl::StatusOr<std::unique_ptr<KernelRuns>> Create(const Backend& backend,
+                                                            profiler::Profiler* profiler);
+  KernelRuns(const KernelRuns&) = delete;
+  KernelRuns& operator=(const KernelRuns&) = delete;
+  // The runs still on the device must have ended (the server waits for its clients first).
+  ~KernelRuns();
+
+  // What a policy sees of `launch`.
+  scheduler::KernelInfo Describe(const KernelLaunch& launch);
+
+  // The launch in its original form; with `notify` Poll reports its end.
+  CUresult IssueOriginal(const RunOwner& owner, const KernelLaunch& launch, bool notify);
+  // The next run of the owner's kernel in a transformed form: its first run in `form` when none
+  // is under way (`launch` must then stay valid until Poll reports it finished), else its next
+  // slice or its resumption. A launch without `form` (the analysis refused the kernel, or a
+  // grid too large for 32-bit block numbers) runs in its original form and reports its end.
+  CUresult IssueTransformed(const RunOwner& owner, const KernelLaunch& launch,
+                            const scheduler::LaunchForm& form);
+  // Raises the flag of the owner's running PTB kernel, if any.
+  void Preempt(ClientId client);
+  // The client is gone: its running PTB kernel is stopped, its runs are no longer reported,
+  // and nothing of it is resumed. Its runs are still tracked until they end.
+  void Forget(ClientId client);
+  // Whether any run of the client is still on the device.
+  bool HasRuns(ClientId client) const;
+  bool empty() const { return runs_.empty(); }
+
+  // Appends the runs that ended since the last call (and drops finished transformed kernels).
+  void Poll(std::vector<EndedRun>& ended);
+
+ private:
+  struct Transformed;
+  struct Run;
+  struct PtbSlot {
+    CUdeviceptr state = 0;  // ptx::PtbState, device memory
+    ptx::PtbState* readback = nullptr;  // page-locked: the state after the last run
+  };
+
+  KernelRuns(const Backend& backend, profiler::Profiler* profiler, CUstream control,
+             uint32_t sm_count);
+  CUresult StartTransformed(const RunOwner& owner, const KernelLaunch& launch,
+                            const scheduler::LaunchForm& form);
+  CUresult IssueSlice(Transformed& kernel);
+  CUresult IssuePtbRun(Transformed& kernel);
+  // Records the events that end a run on the launch's stream and tracks it.
+  CUresult Track(Run run, const KernelLaunch& launch);
+  // The report of a run that ended (`state`: its event's), if its client hears of it.
+  std::optional<EndedRun> Finish(Run& run, CUresult state);
+  EndedRun EndTransformed(Run& run, Transformed& kernel);
+  // Gives the profiler what the run measured (`kernel`: null for an original-form kernel).
+  void Measure(const Run& run, Transformed* kernel);
+  absl::StatusOr<PtbSlot> AcquireSlot();
+  uint32_t ResidentPerSm(const KernelLaunch& launch);
+  absl::StatusOr<CUevent> AcquireEvent();
+  void ReleaseEvent(CUevent event);
+
+  const DriverApi& api_;
+  profiler::Profiler* const profiler_;
+  const CUstream control_;  // highest priority: raises preemption flags
+  const uint32_t sm_count_;
+  std::vector<Run> runs_;  // on the device, in issue order
+  absl::flat_hash_map<ClientId, std::unique_ptr<Transformed>> transformed_;
+  std::vector<CUevent> free_events_;  // all with timing
+  std::vector<PtbSlot> free_slots_;
+  std::vector<PtbSlot> slots_;  // every slot, for the destructor
+  // Resident blocks per SM of PTB variants, by (function, threads per block, shared memory).
+  absl::flat_hash_map<std::tuple<CUfunction, uint32_t, uint32_t>, uint32_t> occupancy_;
+};
+
+}  // namespace tally::server

@@ -1,0 +1,213 @@
+// The two jobs of the priority tests and benchmark, each checking its own results:
+//   priority_jobs train  — best-effort: long kernels of many blocks, back to back
+//   priority_jobs serve  — latency-critical: requests of a few short kernels at random moments
+// Every kernel records, on the device clock (%globaltimer, one clock for all clients of a
+// server), when its first block started and its last block ended, so that a test can tell
+// which kernel overtook which. Options:
+//   --kernels N       kernels (train) or requests (serve) to run
+//   --blocks B        blocks per kernel (64 threads each)
+//   --work W          loop steps per thread: how long a block computes
+//   --per-request K   serve: kernels per request (default 1)
+//   --max-gap-ms G    serve: a random pause of up to G ms before each request (seeded)
+//   --timeline FILE   one line per kernel: "<start ns> <end ns>" (device clock)
+//   --latencies FILE  serve: one line per request: its latency in microseconds, from before
+//                     its first launch to the end of its synchronisation (queueing included)
+//   --handshake       print READY once connected and wait for a line on stdin before working;
+//                     print FINISHED at the end and wait for a line again before exiting
+// At the end `train` prints "kernels/s <rate>" and `serve` "p50_us <x> p99_us <y>".
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "check.h"
+
+namespace {
+
+constexpr unsigned kThreads = 64;
+
+__device__ unsigned long long GlobalTimer() {
+  unsigned long long now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  return now;
+}
+
+// A linear congruential generator stepped `work` times from each thread's own seed.
+__host__ __device__ unsigned Steps(unsigned seed, unsigned work) {
+  unsigned value = seed;
+  for (unsigned i = 0; i < work; ++i) value = value * 1664525u + 1013904223u;
+  return value;
+}
+
+__global__ void Work(unsigned* out, unsigned work, unsigned salt, unsigned long long* span) {
+  if (threadIdx.x == 0) atomicMin(&span[0], GlobalTimer());
+  const unsigned index = blockIdx.x * blockDim.x + threadIdx.x;
+  out[index] = Steps(index ^ salt, work);
+  __syncthreads();
+  if (threadIdx.x == 0) atomicMax(&span[1], GlobalTimer());
+}
+
+struct Options {
+  std::string mode;
+  unsigned kernels = 4;
+  unsigned blocks = 64;
+  unsigned work = 1000;
+  unsigned per_request = 1;
+  double max_gap_ms = 0;
+  std::string timeline;
+  std::string latencies;
+  bool handshake = false;
+};
+
+Options Parse(int argc, char** argv) {
+  Options options;
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: %s train|serve [options] (see the source)\n", argv[0]);
+    std::exit(2);
+  }
+  options.mode = argv[1];
+  for (int i = 2; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const auto value = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "%s needs a value\n", arg.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (arg == "--kernels") options.kernels = std::stoul(value());
+    else if (arg == "--blocks") options.blocks = std::stoul(value());
+    else if (arg == "--work") options.work = std::stoul(value());
+    else if (arg == "--per-request") options.per_request = std::stoul(value());
+    else if (arg == "--max-gap-ms") options.max_gap_ms = std::stod(value());
+    else if (arg == "--timeline") options.timeline = value();
+    else if (arg == "--latencies") options.latencies = value();
+    else if (arg == "--handshake") options.handshake = true;
+    else {
+      std::fprintf(stderr, "unknown option %s\n", arg.c_str());
+      std::exit(2);
+    }
+  }
+  if (options.mode != "train" && options.mode != "serve") {
+    std::fprintf(stderr, "the mode is train or serve, not %s\n", options.mode.c_str());
+    std::exit(2);
+  }
+  return options;
+}
+
+void Handshake(const Options& options, const char* say) {
+  if (!options.handshake) return;
+  std::printf("%s\n", say);
+  std::fflush(stdout);
+  std::string line;
+  std::getline(std::cin, line);
+}
+
+// Checks a sample of a kernel's results against the host's computation.
+void CheckResults(const std::vector<unsigned>& out, unsigned work, unsigned salt) {
+  const size_t stride = std::max<size_t>(1, out.size() / 97);
+  for (size_t index = 0; index < out.size(); index += stride) {
+    const unsigned expected = Steps(static_cast<unsigned>(index) ^ salt, work);
+    if (out[index] != expected) {
+      std::fprintf(stderr, "kernel %u: element %zu is %u, expected %u\n", salt, index, out[index],
+                   expected);
+      std::exit(1);
+    }
+  }
+}
+
+double Percentile(std::vector<double> values, double p) {
+  std::sort(values.begin(), values.end());
+  const size_t rank = static_cast<size_t>(p * (values.size() - 1) + 0.5);
+  return values[rank];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options options = Parse(argc, argv);
+  const bool serve = options.mode == "serve";
+  const unsigned launches = options.kernels * (serve ? options.per_request : 1);
+  const size_t elements = size_t{options.blocks} * kThreads;
+  unsigned* out;
+  unsigned long long* spans;
+  cudaStream_t stream;
+  CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  CHECK_CUDA(cudaMalloc(&out, elements * sizeof(unsigned) * launches));
+  CHECK_CUDA(cudaMalloc(&spans, 2 * sizeof(unsigned long long) * launches));
+  std::vector<unsigned long long> initial(2 * launches);
+  for (unsigned k = 0; k < launches; ++k) initial[2 * k] = ~0ull;
+  CHECK_CUDA(cudaMemcpy(spans, initial.data(), initial.size() * sizeof(initial[0]),
+                        cudaMemcpyHostToDevice));
+  Handshake(options, "READY");
+
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> gap(0, options.max_gap_ms);
+  std::vector<double> latencies_us;
+  const auto start = std::chrono::steady_clock::now();
+  for (unsigned request = 0; request < options.kernels; ++request) {
+    if (serve && options.max_gap_ms > 0) {
+      std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(gap(rng)));
+    }
+    const auto sent = std::chrono::steady_clock::now();
+    const unsigned per = serve ? options.per_request : 1;
+    for (unsigned i = 0; i < per; ++i) {
+      const unsigned k = request * per + i;
+      Work<<<options.blocks, kThreads, 0, stream>>>(out + k * elements, options.work, k,
+                                                    spans + 2 * k);
+      CHECK_CUDA(cudaGetLastError());
+    }
+    if (serve) {
+      CHECK_CUDA(cudaStreamSynchronize(stream));
+      latencies_us.push_back(
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - sent)
+              .count());
+    }
+  }
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  std::vector<unsigned> host(elements);
+  for (unsigned k = 0; k < launches; ++k) {
+    CHECK_CUDA(cudaMemcpy(host.data(), out + k * elements, elements * sizeof(unsigned),
+                          cudaMemcpyDeviceToHost));
+    CheckResults(host, options.work, k);
+  }
+  std::vector<unsigned long long> times(2 * launches);
+  CHECK_CUDA(cudaMemcpy(times.data(), spans, times.size() * sizeof(times[0]),
+                        cudaMemcpyDeviceToHost));
+  if (!options.timeline.empty()) {
+    FILE* file = std::fopen(options.timeline.c_str(), "w");
+    EXPECT(file != nullptr);
+    for (unsigned k = 0; k < launches; ++k) {
+      EXPECT(times[2 * k] <= times[2 * k + 1]);
+      std::fprintf(file, "%llu %llu\n", times[2 * k], times[2 * k + 1]);
+    }
+    std::fclose(file);
+  }
+  if (serve) {
+    if (!options.latencies.empty()) {
+      FILE* file = std::fopen(options.latencies.c_str(), "w");
+      EXPECT(file != nullptr);
+      for (double latency : latencies_us) std::fprintf(file, "%.1f\n", latency);
+      std::fclose(file);
+    }
+    std::printf("p50_us %.1f p99_us %.1f\n", Percentile(latencies_us, 0.5),
+                Percentile(latencies_us, 0.99));
+  } else {
+    std::printf("kernels/s %.4f\n", launches / seconds);
+  }
+  std::fflush(stdout);
+  Handshake(options, "FINISHED");
+  CHECK_CUDA(cudaFree(out));
+  CHECK_CUDA(cudaFree(spans));
+  CHECK_CUDA(cudaStreamDestroy(stream));
+  return 0;
+}
