@@ -54,6 +54,10 @@ struct PriorityOptions {
   // A background kernel that cannot be made preemptible and is not known to be short waits
   // for this much idleness of every higher level, then runs in its original form anyway.
   Duration long_idle = std::chrono::milliseconds(100);
+  // Clients below this level run their kernels in the advisor's form even when no more
+  // important client is connected: a latency-critical client that connects later then finds
+  // their work preemptible instead of a queue of original kernels already on the device.
+  int32_t always_shape_below = ClientPriority::kHighLevel;
 };
 
 // Every head issued as soon as it arrives, in its original form, whatever its client's

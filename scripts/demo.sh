@@ -1,45 +1,78 @@
 #!/usr/bin/env bash
-# The main job: tally-server on the emulated GPU, and two unmodified nvcc-built CUDA programs
-# (tests/e2e, built with -cudart shared) sharing it at once through tally-run, one as a
-# high-priority job and one as best-effort. Each program checks its own results and says so.
+# The main job: tally-server on the emulated GPU and two unmodified nvcc-built CUDA programs
+# (tests/e2e/priority_jobs, built with -cudart shared) sharing it through tally-run: a
+# latency-critical request server (high priority) and a trainer with long kernels of many blocks
+# (best-effort). It shows the server's request latency alone, then beside the trainer under the
+# fifo policy (no priorities) and under Tally's priority policy, with the trainer's throughput,
+# and what `tally-ctl status` saw. Each program checks its own results.
 # Usage: scripts/demo.sh BUILD_DIR
 set -euo pipefail
 build_dir=$1
 server=$build_dir/server/tally-server
 run=$build_dir/tools/tally-run
-programs=$build_dir/tests/e2e
+ctl=$build_dir/tools/tally-ctl
+jobs=$build_dir/tests/e2e/priority_jobs
+train_args=(train --kernels 4 --blocks 2048 --work 1500)
+serve_args=(serve --kernels 30 --blocks 8 --work 300 --per-request 3 --max-gap-ms 30)
 
 work=$(mktemp -d /tmp/tally-demo-XXXXXX)
-socket=$work/server.sock
 server_pid=
-cleanup() {
-  [[ -n $server_pid ]] && kill -TERM "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
-  rm -rf "$work"
+stop_server() {
+  if [[ -n $server_pid ]]; then
+    kill -TERM "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+    server_pid=
+  fi
 }
-trap cleanup EXIT
+trap 'stop_server; rm -rf "$work"' EXIT
 
-echo "== tally-server --emulate --socket $socket"
-"$server" --emulate --socket "$socket" 2>"$work/server.log" &
-server_pid=$!
-for _ in $(seq 100); do [[ -S $socket ]] && break; sleep 0.05; done
-[[ -S $socket ]] || { cat "$work/server.log"; echo "demo: the server did not start" >&2; exit 1; }
-
-echo "== two jobs at once: vector_add (high priority) and params (best-effort)"
-"$run" --priority high --server "$socket" -- "$programs/vector_add" >"$work/high.out" 2>&1 &
-high=$!
-"$run" --priority best-effort --server "$socket" -- "$programs/params" >"$work/low.out" 2>&1 &
-low=$!
-status=0
-wait "$high" || status=1
-wait "$low" || status=1
-echo "-- high priority (vector_add):"
-cat "$work/high.out"
-echo "-- best-effort (params):"
-cat "$work/low.out"
-echo "-- server log:"
-cat "$work/server.log"
-if [[ $status -ne 0 ]]; then
-  echo "demo: a job failed" >&2
+# start_server POLICY: a fresh server, so that each case starts from the same state.
+start_server() {
+  socket=$work/$1.sock
+  "$server" --emulate --socket "$socket" --policy="$1" --profile-cache=none \
+    2>"$work/$1.log" &
+  server_pid=$!
+  for _ in $(seq 100); do [[ -S $socket ]] && return; sleep 0.05; done
+  cat "$work/$1.log"
+  echo "demo: the server did not start" >&2
   exit 1
-fi
-echo "== both jobs computed correct results on the shared (emulated) GPU"
+}
+
+# serve_beside_train POLICY: both jobs at once; prints the latencies and the trainer's rate.
+serve_beside_train() {
+  start_server "$1"
+  "$run" --priority best-effort --server "$socket" -- "$jobs" "${train_args[@]}" \
+    >"$work/train.out" 2>&1 &
+  local train=$!
+  sleep 1  # the trainer is under way when the requests come
+  "$run" --priority high --server "$socket" -- "$jobs" "${serve_args[@]}" >"$work/serve.out" 2>&1 &
+  local serve=$!
+  sleep 2
+  echo "-- tally-ctl status while both run:"
+  "$ctl" status --server "$socket" | sed 's/^/   /'
+  wait "$serve" || { cat "$work/serve.out"; echo "demo: the request server failed" >&2; exit 1; }
+  wait "$train" || { cat "$work/train.out"; echo "demo: the trainer failed" >&2; exit 1; }
+  echo "-- request latency (us) beside the trainer under $1: $(cat "$work/serve.out")"
+  echo "-- trainer under $1: $(cat "$work/train.out")"
+  stop_server
+}
+
+echo "== the request server alone (latency in microseconds, queueing included)"
+start_server fifo
+"$run" --priority high --server "$socket" -- "$jobs" "${serve_args[@]}" >"$work/alone.out" 2>&1 ||
+  { cat "$work/alone.out"; echo "demo: the request server failed" >&2; exit 1; }
+echo "-- alone: $(cat "$work/alone.out")"
+stop_server
+
+echo "== the trainer alone"
+start_server fifo
+"$run" --priority best-effort --server "$socket" -- "$jobs" "${train_args[@]}" \
+  >"$work/train-alone.out" 2>&1 || { cat "$work/train-alone.out"; exit 1; }
+echo "-- alone: $(cat "$work/train-alone.out")"
+stop_server
+
+echo "== both at once, fifo (every kernel issued as it comes, priorities ignored)"
+serve_beside_train fifo
+echo "== both at once, priority (the trainer only in idle time, preempted when requests come)"
+serve_beside_train priority
+echo "== both jobs computed correct results on the shared (emulated) GPU in every case"

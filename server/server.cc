@@ -14,6 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "common/log.h"
 #include "common/status.h"
+#include "ipc/content_hash.h"
 #include "ipc/socket_path.h"
 #include "ipc/unique_fd.h"
 #include "scheduler/policy.h"
@@ -103,16 +104,23 @@ absl::StatusOr<ipc::GetDeviceInfoResponse> QueryDeviceInfo(const Backend& backen
 
 namespace {
 
-// The profiler's cache file: the option, else $XDG_CACHE_HOME/tally/profiles.json, else
-// ~/.cache/tally/profiles.json; empty for none.
-std::string ProfileCachePath(const ServerOptions& options) {
+// The profiler's cache file: the option, else profiles-<device>.json under
+// $XDG_CACHE_HOME/tally, else ~/.cache/tally; empty for none. One file per device identity, so
+// that servers of different GPUs on one machine do not replace each other's profiles.
+std::string ProfileCachePath(const ServerOptions& options,
+                             const profiler::DeviceIdentity& device) {
   if (options.profile_cache == "none") return {};
   if (!options.profile_cache.empty()) return options.profile_cache;
+  const std::string identity = absl::StrFormat("%s|%d|%d|%d|%d", device.name, device.sm_count,
+                                               device.compute_capability, device.driver_version,
+                                               device.transform_version);
+  const std::string file = absl::StrFormat(
+      "/tally/profiles-%016x.json", ipc::ContentHash(std::as_bytes(std::span(identity))));
   if (const char* cache = std::getenv("XDG_CACHE_HOME"); cache != nullptr && *cache == '/') {
-    return std::string(cache) + "/tally/profiles.json";
+    return cache + file;
   }
   if (const char* home = std::getenv("HOME"); home != nullptr && *home == '/') {
-    return std::string(home) + "/.cache/tally/profiles.json";
+    return std::string(home) + "/.cache" + file;
   }
   return {};
 }
@@ -154,8 +162,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   profiler::ProfilerOptions profiling;
   profiling.turnaround_threshold = std::chrono::duration_cast<scheduler::Duration>(
       std::chrono::duration<double, std::milli>(times.turnaround_ms));
-  profiling.cache_path = ProfileCachePath(options);
   TALLY_ASSIGN_OR_RETURN(profiling.device, IdentifyDevice(backend, info));
+  profiling.cache_path = ProfileCachePath(options, profiling.device);
   std::unique_ptr<profiler::Profiler> profiler = profiler::Profiler::Create(std::move(profiling));
   std::unique_ptr<scheduler::Policy> policy;
   if (options.validate) {
@@ -237,6 +245,7 @@ absl::Status Server::Run() {
       return absl::InternalError(absl::StrFormat("poll: %s", std::strerror(errno)));
     }
     JoinFinishedClients();
+    SaveProfilesNowAndThen();
     if (fds[1].revents & POLLIN) {
       signalfd_siginfo info{};
       [[maybe_unused]] ssize_t n = read(signal_fd.get(), &info, sizeof(info));
@@ -263,6 +272,17 @@ absl::Status Server::Run() {
   for (ClientThread& client : clients_) client.thread.join();
   clients_.clear();
   return absl::OkStatus();
+}
+
+void Server::SaveProfilesNowAndThen() {
+  constexpr auto kEvery = std::chrono::seconds(5);
+  const auto now = std::chrono::steady_clock::now();
+  if (profiler_ == nullptr || now - profiles_saved_ < kEvery) return;
+  profiles_saved_ = now;
+  // Writes only when measurements changed since the last save.
+  if (const absl::Status saved = profiler_->Save(); !saved.ok()) {
+    TALLY_LOG_WARN("tally-server: the profiles were not saved: {}", saved.ToString());
+  }
 }
 
 void Server::JoinFinishedClients() {

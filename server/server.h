@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <list>
 #include <memory>
 #include <thread>
@@ -51,6 +52,8 @@ class Server {
   void AnswerPriority(ipc::ControlConnection& control);
   void AnswerProfiles(ipc::ControlConnection& control);
   void JoinFinishedClients();
+  // On the accepting thread, every few seconds: the profiler's cache follows its measurements.
+  void SaveProfilesNowAndThen();
 
   Backend backend_;
   ipc::GetDeviceInfoResponse device_info_;
@@ -63,6 +66,7 @@ class Server {
   ipc::Listener listener_;
   std::atomic<bool> stopping_{false};
   std::list<ClientThread> clients_;
+  std::chrono::steady_clock::time_point profiles_saved_ = std::chrono::steady_clock::now();
 };
 
 }  // namespace tally::server

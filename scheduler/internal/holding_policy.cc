@@ -115,6 +115,16 @@ void HoldingPolicy::IssueForeground(ClientId id, Client& client, bool notify, De
     return;
   }
   const bool kernel = client.head->kind == Head::Kind::kKernel;
+  if (kernel && client.level < options_.always_shape_below) {
+    const FormChoice choice = BackgroundForm(client.head->kernel);
+    if (choice.form.kind != FormKind::kOriginal) {
+      out.Issue(id, choice.form, false, /*foreground=*/true);
+      client.started = true;
+      client.form = choice.form;
+      client.in_flight = true;
+      return;
+    }
+  }
   out.Issue(id, LaunchForm::Original(), kernel && notify, /*foreground=*/true);
   if (kernel && notify) ++client.originals_running;
   client.head.reset();

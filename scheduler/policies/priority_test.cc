@@ -109,10 +109,30 @@ TEST_CASE_METHOD(Fixture, "Nothing starves once the foreground is idle") {
   CHECK(p.Wake(150) == Actions{IssueOf(2, kPtb), IssueOf(3, kPtb)});
   CHECK(p.End(160, 2, Finished(FormKind::kPreemptible)).empty());
   CHECK(p.Arrive(161, 2, Head::Kernel(Kernel(2))) == Actions{IssueOf(2, kPtb)});
-  // The foreground client leaves: the background clients are now the most important.
+  // The foreground client leaves: the background clients are now the most important, but
+  // still best-effort: their kernels stay preemptible, unheld.
   CHECK(p.Leave(170, 1).empty());
   CHECK(p.End(180, 3, Finished(FormKind::kPreemptible)).empty());
-  CHECK(p.Arrive(181, 3, Head::Kernel(Kernel(3))) == Actions{Foreground(3)});
+  CHECK(p.Arrive(181, 3, Head::Kernel(Kernel(3))) ==
+        Actions{IssueOf(3, kPtb, false, /*foreground=*/true)});
+}
+
+TEST_CASE_METHOD(Fixture, "A best-effort client alone runs preemptible kernels one at a time") {
+  advisor.choices[6] = {LaunchForm::Original(), /*short_turnaround=*/false};
+  p.Join(0, 2, kBestEffort);
+  const Action alone_ptb = IssueOf(2, kPtb, false, /*foreground=*/true);
+  CHECK(p.Arrive(0, 2, Head::Kernel(Kernel(2))) == Actions{alone_ptb});
+  CHECK(p.End(10, 2, Finished(FormKind::kPreemptible)).empty());
+  // A kernel the advisor cannot shape runs in its original form: nobody is there to protect.
+  CHECK(p.Arrive(11, 2, Head::Kernel(Kernel(6))) == Actions{Foreground(2)});
+  CHECK(p.Arrive(12, 2, Head::Kernel(Kernel(2))) == Actions{alone_ptb});
+  // A high-priority client that connects later stops it at once.
+  p.Join(20, 1, kHigh);
+  CHECK(p.Arrive(21, 1, Head::Kernel(Kernel(1))) == Actions{PreemptOf(2), Foreground(1, true)});
+  // Clients of level high and above run in their original form when they are on top.
+  PolicyHarness high(MakePriorityPolicy({}, advisor));
+  high.Join(0, 1, kHigh);
+  CHECK(high.Arrive(0, 1, Head::Kernel(Kernel(1))) == Actions{Foreground(1)});
 }
 
 TEST_CASE_METHOD(Fixture, "Slices are issued one at a time, and not while the foreground runs") {
