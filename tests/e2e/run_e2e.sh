@@ -147,6 +147,14 @@ case $scenario in
     json_check "$work/done.json" "($by_id)[$train_id]['resumes'] > 0"
     json_check "$work/done.json" "($by_id)[$train_id]['kernels_original'] == 0"
     json_check "$work/done.json" "($by_id)[$serve_id]['kernels_original'] == 16"
+    # The profiler measured the trainer's kernel shape (its candidates, on real launches).
+    timeout 30 "$TALLY_CTL" profiles --json --server "$socket" > "$work/profiles.json" ||
+      fail "tally-ctl profiles failed"
+    json_check "$work/profiles.json" \
+      "[p['measured'] > 0 for p in s if p['name'] == 'Work' or p['grid'] == [2048, 1, 1]] == [True]"
+    timeout 30 "$TALLY_CTL" profiles --server "$socket" > "$work/profiles.txt" ||
+      fail "tally-ctl profiles (text) failed"
+    grep -q "2048x1x1" "$work/profiles.txt" || fail "profiles: $(cat "$work/profiles.txt")"
     send_line train EXIT
     send_line serve EXIT
     wait "$train_pid" || fail "the trainer failed: $(cat "$work/train.out")"
