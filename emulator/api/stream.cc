@@ -1,9 +1,7 @@
-// Exports stream management, cross-stream waits, host functions and 32-bit stream memory writes
-// (cuStream*, cuLaunchHostFunc, cuStreamWriteValue32).
+// Exports stream management, cross-stream waits and host functions (cuStream*, cuLaunchHostFunc).
 #include <cuda.h>
 
 #include <algorithm>
-#include <atomic>
 
 #include "emulator/internal/entry.h"
 #include "emulator/internal/submit.h"
@@ -129,27 +127,6 @@ CUresult cuStreamAddCallback(CUstream hStream, CUstreamCallback callback, void* 
       callback(hStream, owner ? owner->sticky_error() : CUDA_ERROR_CONTEXT_IS_DESTROYED, userData);
     });
     return absl::OkStatus();
-  });
-}
-
-// "Writes a value to memory ... ordered with respect to other work in the stream"; `addr` must
-// be 4-byte aligned device memory (or mapped host memory) (CUDA Driver API,
-// cuStreamWriteValue32). The store is sequentially consistent, so a kernel polling the word on
-// another stream (a PTB kernel's preemption flag) sees it.
-CUresult cuStreamWriteValue32_v2(CUstream stream, CUdeviceptr addr, cuuint32_t value,
-                                 unsigned int flags) {
-  return Run([&](Driver& driver) -> absl::Status {
-    if (flags != CU_STREAM_WRITE_VALUE_DEFAULT && flags != CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER) {
-      return CudaError(CUDA_ERROR_INVALID_VALUE, "unknown cuStreamWriteValue32 flags");
-    }
-    if (addr % sizeof(cuuint32_t) != 0) {
-      return CudaError(CUDA_ERROR_INVALID_VALUE, "cuStreamWriteValue32: address not 4-byte aligned");
-    }
-    TALLY_RETURN_IF_ERROR(driver.ResolveStream(stream).status());
-    TALLY_RETURN_IF_ERROR(driver.memory().CheckRange(addr, sizeof(cuuint32_t)));
-    auto* word = reinterpret_cast<cuuint32_t*>(addr);
-    return tally::emu::Submit(
-        driver, stream, [=] { std::atomic_ref<cuuint32_t>(*word).store(value); }, false);
   });
 }
 
