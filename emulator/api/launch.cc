@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "common/log.h"
+#include "emulator/exec/occupancy.h"
 #include "emulator/internal/entry.h"
 
 using tally::emu::CheckOut;
@@ -23,7 +24,6 @@ namespace {
 
 constexpr uint32_t kMaxGridX = 2147483647, kMaxGridYZ = 65535;
 constexpr uint32_t kMaxBlockXY = 1024, kMaxBlockZ = 64, kMaxThreads = 1024;
-constexpr uint32_t kDefaultSharedPerBlock = 48 * 1024;
 
 // The parameter buffer from kernelParams (one pointer per parameter) or from `extra`
 // (CU_LAUNCH_PARAM_BUFFER_POINTER / _SIZE, CUDA driver API "cuLaunchKernel").
@@ -76,8 +76,9 @@ absl::Status CheckShape(const Kernel& kernel, exec::Dim3 grid, exec::Dim3 block,
       block.Count() > std::min(kMaxThreads, kernel.function->max_threads)) {
     return CudaError(CUDA_ERROR_INVALID_VALUE, "block dimensions out of range");
   }
-  uint32_t limit = std::max<uint32_t>(kDefaultSharedPerBlock - kernel.function->static_shared_bytes,
-                                      static_cast<uint32_t>(kernel.max_dynamic_shared.load()));
+  uint32_t limit =
+      std::max<uint32_t>(exec::kDefaultSharedPerBlock - kernel.function->static_shared_bytes,
+                         static_cast<uint32_t>(kernel.max_dynamic_shared.load()));
   if (dynamic_shared > limit) {
     return CudaError(CUDA_ERROR_INVALID_VALUE, "too much dynamic shared memory");
   }
@@ -88,15 +89,11 @@ absl::Status CheckShape(const Kernel& kernel, exec::Dim3 grid, exec::Dim3 block,
   return absl::OkStatus();
 }
 
-// Occupancy by the sm_80 limits: 64 resident warps, 32 blocks and 164 KiB of shared memory per
-// SM (1 KiB of it reserved per block); registers are not a constraint in the emulator.
+// Occupancy by the SM limits of exec/occupancy.h.
 int MaxActiveBlocksPerSm(const Kernel& kernel, uint32_t block_threads, uint64_t dynamic_shared) {
   if (block_threads > kernel.function->max_threads) return 0;
-  int warps = static_cast<int>((block_threads + 31) / 32);
-  int blocks = std::min(64 / warps, 32);
-  uint64_t shared = kernel.function->static_shared_bytes + dynamic_shared;
-  if (shared > 0) blocks = std::min<int>(blocks, static_cast<int>(164 * 1024 / (shared + 1024)));
-  return blocks;
+  return static_cast<int>(exec::BlocksPerSm(
+      exec::FootprintOf(block_threads, kernel.function->static_shared_bytes + dynamic_shared)));
 }
 
 // The grid workspace a cooperative launch passes to its kernel in %envreg1:%envreg2
