@@ -1,7 +1,7 @@
 // What one virtual SM holds and what a resident block takes from it: the one source of the
-// limits behind cuOccupancyMaxActiveBlocksPerMultiprocessor and the per-SM device attributes
-// (the sm_80 column of the CUDA C++ Programming Guide, "Technical Specifications per Compute
-// Capability").
+// limits behind cuOccupancyMaxActiveBlocksPerMultiprocessor, the per-SM device attributes and
+// block dispatch (the sm_80 column of the CUDA C++ Programming Guide, "Technical Specifications
+// per Compute Capability").
 #pragma once
 
 #include <algorithm>
