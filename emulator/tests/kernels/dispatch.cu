@@ -1,5 +1,5 @@
 // Kernels whose blocks record when and where they ran, for the tests of device-wide block
-// dispatch (dispatch_test.cc).
+// dispatch (dispatch_test.cc) and of stream memory operations (stream_memop_test.cc).
 #include <cooperative_groups.h>
 
 namespace cg = cooperative_groups;
@@ -85,4 +85,12 @@ extern "C" __global__ void __cluster_dims__(4, 1, 1) cluster_ring(Stamp* stamps,
     Record(stamps, start);
   }
   cluster.sync();  // the peer's shared memory stays until it was read
+}
+
+// Persistent blocks poll a flag that the host raises (ld.volatile); each counts itself in
+// `started` first.
+extern "C" __global__ void poll_flag(const volatile unsigned* flag, unsigned* started) {
+  if (threadIdx.x == 0) atomicAdd(started, 1);
+  while (*flag == 0) {
+  }
 }
