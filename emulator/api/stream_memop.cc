@@ -17,9 +17,6 @@
 #include "emulator/internal/entry.h"
 #include "emulator/internal/submit.h"
 
-using tally::emu::Driver;
-using tally::emu::Run;
-
 namespace tally::emu {
 namespace {
 
@@ -205,83 +202,87 @@ absl::Status BatchMemOp(Driver& driver, CUstream stream, unsigned count,
   return Enqueue(driver, stream, std::move(ops));
 }
 
+// The entry points' bodies, shared by the v1 and _v2 forms.
+CUresult WaitValue(CUstream stream, CUdeviceptr address, uint64_t value, uint32_t bytes,
+                   unsigned flags) noexcept {
+  return Run([&](Driver& driver) {
+    return EnqueueOne(driver, stream, Wait(driver, address, value, bytes, flags));
+  });
+}
+
+CUresult WriteValue(CUstream stream, CUdeviceptr address, uint64_t value, uint32_t bytes,
+                    unsigned flags, Form form) noexcept {
+  return Run([&](Driver& driver) {
+    return EnqueueOne(driver, stream, Write(driver, address, value, bytes, flags, form));
+  });
+}
+
+CUresult Batch(CUstream stream, unsigned count, const CUstreamBatchMemOpParams* params,
+               unsigned flags, Form form) noexcept {
+  return Run(
+      [&](Driver& driver) { return BatchMemOp(driver, stream, count, params, flags, form); });
+}
+
 }  // namespace
 }  // namespace tally::emu
 
-using tally::emu::BatchMemOp;
-using tally::emu::EnqueueOne;
+using tally::emu::Batch;
 using tally::emu::Form;
-using tally::emu::Wait;
-using tally::emu::Write;
+using tally::emu::WaitValue;
+using tally::emu::WriteValue;
 
 extern "C" {
 
 CUresult cuStreamWaitValue32_v2(CUstream stream, CUdeviceptr addr, cuuint32_t value,
                                 unsigned int flags) {
-  return Run([&](Driver& driver) {
-    return EnqueueOne(driver, stream, Wait(driver, addr, value, 4, flags));
-  });
+  return WaitValue(stream, addr, value, 4, flags);
 }
 
 CUresult cuStreamWaitValue64_v2(CUstream stream, CUdeviceptr addr, cuuint64_t value,
                                 unsigned int flags) {
-  return Run([&](Driver& driver) {
-    return EnqueueOne(driver, stream, Wait(driver, addr, value, 8, flags));
-  });
+  return WaitValue(stream, addr, value, 8, flags);
 }
 
 CUresult cuStreamWriteValue32_v2(CUstream stream, CUdeviceptr addr, cuuint32_t value,
                                  unsigned int flags) {
-  return Run([&](Driver& driver) {
-    return EnqueueOne(driver, stream, Write(driver, addr, value, 4, flags, Form::kV2));
-  });
+  return WriteValue(stream, addr, value, 4, flags, Form::kV2);
 }
 
 CUresult cuStreamWriteValue64_v2(CUstream stream, CUdeviceptr addr, cuuint64_t value,
                                  unsigned int flags) {
-  return Run([&](Driver& driver) {
-    return EnqueueOne(driver, stream, Write(driver, addr, value, 8, flags, Form::kV2));
-  });
+  return WriteValue(stream, addr, value, 8, flags, Form::kV2);
 }
 
 CUresult cuStreamBatchMemOp_v2(CUstream stream, unsigned int count,
                                CUstreamBatchMemOpParams* paramArray, unsigned int flags) {
-  return Run([&](Driver& driver) {
-    return BatchMemOp(driver, stream, count, paramArray, flags, Form::kV2);
-  });
+  return Batch(stream, count, paramArray, flags, Form::kV2);
 }
 
 // The v1 forms: waits are the same; writes also accept CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER
 // and batches have no memory barrier operation.
 CUresult cuStreamWaitValue32(CUstream stream, CUdeviceptr addr, cuuint32_t value,
                              unsigned int flags) {
-  return cuStreamWaitValue32_v2(stream, addr, value, flags);
+  return WaitValue(stream, addr, value, 4, flags);
 }
 
 CUresult cuStreamWaitValue64(CUstream stream, CUdeviceptr addr, cuuint64_t value,
                              unsigned int flags) {
-  return cuStreamWaitValue64_v2(stream, addr, value, flags);
+  return WaitValue(stream, addr, value, 8, flags);
 }
 
 CUresult cuStreamWriteValue32(CUstream stream, CUdeviceptr addr, cuuint32_t value,
                               unsigned int flags) {
-  return Run([&](Driver& driver) {
-    return EnqueueOne(driver, stream, Write(driver, addr, value, 4, flags, Form::kV1));
-  });
+  return WriteValue(stream, addr, value, 4, flags, Form::kV1);
 }
 
 CUresult cuStreamWriteValue64(CUstream stream, CUdeviceptr addr, cuuint64_t value,
                               unsigned int flags) {
-  return Run([&](Driver& driver) {
-    return EnqueueOne(driver, stream, Write(driver, addr, value, 8, flags, Form::kV1));
-  });
+  return WriteValue(stream, addr, value, 8, flags, Form::kV1);
 }
 
 CUresult cuStreamBatchMemOp(CUstream stream, unsigned int count,
                             CUstreamBatchMemOpParams* paramArray, unsigned int flags) {
-  return Run([&](Driver& driver) {
-    return BatchMemOp(driver, stream, count, paramArray, flags, Form::kV1);
-  });
+  return Batch(stream, count, paramArray, flags, Form::kV1);
 }
 
 }  // extern "C"

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <string>
 #include <thread>
@@ -139,24 +140,31 @@ std::vector<Stamp> Both(std::vector<Stamp> a, const std::vector<Stamp>& b) {
   return a;
 }
 
+// Launches `first` on a stream of priority `first_priority` and, once its first blocks are
+// resident, `second` on a stream of priority `second_priority`; returns when both are done.
+void WhileRunning(Timed& first, int first_priority, int second_priority,
+                  const std::function<void(CUstream)>& second) {
+  CUstream first_stream = NewStream(first_priority), second_stream = NewStream(second_priority);
+  first.Launch(first_stream);
+  first.AwaitStart();
+  second(second_stream);
+  EMU_OK(Emu().cuStreamSynchronize(second_stream));
+  EMU_OK(Emu().cuStreamSynchronize(first_stream));
+  EMU_OK(Emu().cuStreamDestroy_v2(first_stream));
+  EMU_OK(Emu().cuStreamDestroy_v2(second_stream));
+}
+
 TEST_CASE("equal priorities: a launch waits until every block of an earlier one was dispatched") {
   EnsureContext();
   const unsigned capacity = 2 * SmCount();  // blocks with kHalfSm the device holds at once
   Timed earlier(8 * capacity, kHalfSm, 4 * kMs), later(4, kHalfSm, 0);
-  CUstream first = NewStream(0), second = NewStream(0);
-  earlier.Launch(first);
-  earlier.AwaitStart();
-  later.Launch(second);
-  EMU_OK(Emu().cuStreamSynchronize(first));
-  EMU_OK(Emu().cuStreamSynchronize(second));
+  WhileRunning(earlier, 0, 0, [&](CUstream stream) { later.Launch(stream); });
   const std::vector<Stamp> e = earlier.Stamps(), l = later.Stamps();
   // The later launch's first block took room that a block of the earlier one left after the
   // earlier launch's last block had been dispatched.
   CHECK(EndedBefore(e, FirstStart(l)) >= e.size() - capacity + 1);
   if (OneHostThread()) CHECK(LastStart(e) < FirstStart(l));
   CHECK(MostAtOnce(Both(e, l)) <= capacity);
-  EMU_OK(Emu().cuStreamDestroy_v2(first));
-  EMU_OK(Emu().cuStreamDestroy_v2(second));
 }
 
 TEST_CASE("a higher-priority launch overtakes waiting blocks but does not preempt running ones") {
@@ -166,12 +174,7 @@ TEST_CASE("a higher-priority launch overtakes waiting blocks but does not preemp
   REQUIRE(greatest < least);
   const unsigned capacity = 2 * SmCount();
   Timed background(16 * capacity, kHalfSm, 8 * kMs), urgent(4, kHalfSm, 0);
-  CUstream low = NewStream(least), high = NewStream(greatest);
-  background.Launch(low);
-  background.AwaitStart();
-  urgent.Launch(high);
-  EMU_OK(Emu().cuStreamSynchronize(high));
-  EMU_OK(Emu().cuStreamSynchronize(low));
+  WhileRunning(background, least, greatest, [&](CUstream stream) { urgent.Launch(stream); });
   const std::vector<Stamp> b = background.Stamps(), u = urgent.Stamps();
   // The device was full: the urgent blocks waited until running blocks ended.
   CHECK(EndedBefore(b, FirstStart(u)) >= 1);
@@ -179,8 +182,6 @@ TEST_CASE("a higher-priority launch overtakes waiting blocks but does not preemp
   // left when they arrived).
   if (OneHostThread()) CHECK(LastStart(u) < LastStart(b));
   CHECK(MostAtOnce(Both(b, u)) <= capacity);
-  EMU_OK(Emu().cuStreamDestroy_v2(low));
-  EMU_OK(Emu().cuStreamDestroy_v2(high));
 }
 
 TEST_CASE("blocks of different launches share an SM when both fit") {
@@ -218,55 +219,40 @@ TEST_CASE("a block that needs all of an SM's shared memory has the SM to itself"
   EnsureContext();
   const unsigned sms = SmCount();
   Timed whole(sms, FullSm(Kernel("timed")), 20 * kMs), small(sms, 0, 0);
-  CUstream first = NewStream(0), second = NewStream(0);
-  whole.Launch(first);
-  whole.AwaitStart();
-  small.Launch(second);
-  EMU_OK(Emu().cuStreamSynchronize(first));
-  EMU_OK(Emu().cuStreamSynchronize(second));
+  WhileRunning(whole, 0, 0, [&](CUstream stream) { small.Launch(stream); });
   const std::vector<Stamp> w = whole.Stamps(), s = small.Stamps();
   for (const Stamp& a : w) {
     for (const Stamp& b : s) CHECK_FALSE((a.sm == b.sm && Overlap(a, b)));
   }
   CHECK(EndedBefore(w, FirstStart(s)) >= 1);
-  EMU_OK(Emu().cuStreamDestroy_v2(first));
-  EMU_OK(Emu().cuStreamDestroy_v2(second));
 }
 
 TEST_CASE("a cooperative grid waits until all of it fits, then runs co-resident") {
   EnsureContext();
   const unsigned sms = SmCount(), grid = 2 * sms;  // kHalfSm blocks: the whole device
   Timed blocker(sms / 2, FullSm(Kernel("timed")), 20 * kMs);
-  CUstream first = NewStream(0), second = NewStream(0);
-  blocker.Launch(first);
-  blocker.AwaitStart();
   CUdeviceptr stamps = Zeros<Stamp>(grid), sum = Zeros<unsigned>(1), totals = Zeros<unsigned>(grid);
   void* args[] = {&stamps, &sum, &totals};
-  EMU_OK(Emu().cuLaunchCooperativeKernel(Kernel("grid_sum"), grid, 1, 1, kThreads, 1, 1, kHalfSm,
-                                         second, args));
-  EMU_OK(Emu().cuStreamSynchronize(second));
-  EMU_OK(Emu().cuStreamSynchronize(first));
+  WhileRunning(blocker, 0, 0, [&](CUstream stream) {
+    EMU_OK(Emu().cuLaunchCooperativeKernel(Kernel("grid_sum"), grid, 1, 1, kThreads, 1, 1, kHalfSm,
+                                           stream, args));
+  });
   CHECK(Download<unsigned>(totals, grid) == std::vector<unsigned>(grid, grid * (grid + 1) / 2));
   const std::vector<Stamp> c = Download<Stamp>(stamps, grid);
   CHECK(FirstStart(c) > LastEnd(blocker.Stamps()));
   CHECK(MostAtOnce(c) == grid);
-  EMU_OK(Emu().cuStreamDestroy_v2(first));
-  EMU_OK(Emu().cuStreamDestroy_v2(second));
 }
 
 TEST_CASE("a cluster waits for room for all its CTAs, which run co-resident") {
   EnsureContext();
   const unsigned sms = SmCount(), grid = 16, cluster = 4;
   Timed blocker(sms, FullSm(Kernel("timed")), 20 * kMs);  // every SM taken
-  CUstream first = NewStream(0), second = NewStream(0);
-  blocker.Launch(first);
-  blocker.AwaitStart();
   CUdeviceptr stamps = Zeros<Stamp>(grid), seen = Zeros<unsigned>(grid);
   void* args[] = {&stamps, &seen};
-  EMU_OK(Emu().cuLaunchKernel(Kernel("cluster_ring"), grid, 1, 1, kThreads, 1, 1, kHalfSm, second,
-                              args, nullptr));
-  EMU_OK(Emu().cuStreamSynchronize(second));
-  EMU_OK(Emu().cuStreamSynchronize(first));
+  WhileRunning(blocker, 0, 0, [&](CUstream stream) {
+    EMU_OK(Emu().cuLaunchKernel(Kernel("cluster_ring"), grid, 1, 1, kThreads, 1, 1, kHalfSm, stream,
+                                args, nullptr));
+  });
   const std::vector<unsigned> values = Download<unsigned>(seen, grid);
   for (unsigned b = 0; b < grid; ++b) {
     const unsigned next = (b % cluster + 1) % cluster;
@@ -279,8 +265,6 @@ TEST_CASE("a cluster waits for room for all its CTAs, which run co-resident") {
     const std::vector<Stamp> one(c.begin() + first_cta, c.begin() + first_cta + cluster);
     CHECK(MostAtOnce(one) == cluster);
   }
-  EMU_OK(Emu().cuStreamDestroy_v2(first));
-  EMU_OK(Emu().cuStreamDestroy_v2(second));
 }
 
 TEST_CASE("a cluster larger than the device holds is refused") {
