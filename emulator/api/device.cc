@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "emulator/exec/occupancy.h"
 #include "emulator/internal/entry.h"
 
 using tally::emu::CheckOut;

@@ -1,7 +1,8 @@
 // Exports cuLaunchKernel, cuLaunchCooperativeKernel, cuLaunchKernelEx and
 // cuOccupancyMaxActiveBlocksPerMultiprocessor. A launch is checked and its parameters copied at
-// the call (as CUDA does); the grid then runs in stream order on the virtual SMs, and a fault
-// becomes the context's sticky error.
+// the call (as CUDA does); in stream order, the stream's thread then hands the grid to the
+// device-wide block dispatcher (exec/sm_pool.h) and waits for it; a fault becomes the context's
+// sticky error.
 #include <cuda.h>
 #include <fmt/format.h>
 
@@ -10,6 +11,7 @@
 #include <optional>
 
 #include "common/log.h"
+#include "emulator/exec/occupancy.h"
 #include "emulator/internal/entry.h"
 
 using tally::emu::CheckOut;
@@ -23,7 +25,6 @@ namespace {
 
 constexpr uint32_t kMaxGridX = 2147483647, kMaxGridYZ = 65535;
 constexpr uint32_t kMaxBlockXY = 1024, kMaxBlockZ = 64, kMaxThreads = 1024;
-constexpr uint32_t kDefaultSharedPerBlock = 48 * 1024;
 
 // The parameter buffer from kernelParams (one pointer per parameter) or from `extra`
 // (CU_LAUNCH_PARAM_BUFFER_POINTER / _SIZE, CUDA driver API "cuLaunchKernel").
@@ -76,8 +77,9 @@ absl::Status CheckShape(const Kernel& kernel, exec::Dim3 grid, exec::Dim3 block,
       block.Count() > std::min(kMaxThreads, kernel.function->max_threads)) {
     return CudaError(CUDA_ERROR_INVALID_VALUE, "block dimensions out of range");
   }
-  uint32_t limit = std::max<uint32_t>(kDefaultSharedPerBlock - kernel.function->static_shared_bytes,
-                                      static_cast<uint32_t>(kernel.max_dynamic_shared.load()));
+  uint32_t limit =
+      std::max<uint32_t>(exec::kDefaultSharedPerBlock - kernel.function->static_shared_bytes,
+                         static_cast<uint32_t>(kernel.max_dynamic_shared.load()));
   if (dynamic_shared > limit) {
     return CudaError(CUDA_ERROR_INVALID_VALUE, "too much dynamic shared memory");
   }
@@ -88,15 +90,11 @@ absl::Status CheckShape(const Kernel& kernel, exec::Dim3 grid, exec::Dim3 block,
   return absl::OkStatus();
 }
 
-// Occupancy by the sm_80 limits: 64 resident warps, 32 blocks and 164 KiB of shared memory per
-// SM (1 KiB of it reserved per block); registers are not a constraint in the emulator.
+// Occupancy by the SM limits that block dispatch applies (exec/occupancy.h).
 int MaxActiveBlocksPerSm(const Kernel& kernel, uint32_t block_threads, uint64_t dynamic_shared) {
   if (block_threads > kernel.function->max_threads) return 0;
-  int warps = static_cast<int>((block_threads + 31) / 32);
-  int blocks = std::min(64 / warps, 32);
-  uint64_t shared = kernel.function->static_shared_bytes + dynamic_shared;
-  if (shared > 0) blocks = std::min<int>(blocks, static_cast<int>(164 * 1024 / (shared + 1024)));
-  return blocks;
+  return static_cast<int>(exec::BlocksPerSm(
+      exec::FootprintOf(block_threads, kernel.function->static_shared_bytes + dynamic_shared)));
 }
 
 // The grid workspace a cooperative launch passes to its kernel in %envreg1:%envreg2
@@ -122,6 +120,7 @@ struct LaunchRequest {
   void** extra;
   bool cooperative;
   std::optional<exec::Dim3> cluster = std::nullopt;  // CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+  std::optional<int> priority = std::nullopt;        // CU_LAUNCH_ATTRIBUTE_PRIORITY
 };
 
 constexpr uint32_t kPortableClusterSize = 8, kNonPortableClusterSize = 16;
@@ -184,12 +183,14 @@ absl::Status ResolveCluster(const Driver& driver, const Kernel& kernel,
 absl::Status Launch(Driver& driver, const LaunchRequest& request) {
   TALLY_ASSIGN_OR_RETURN(std::shared_ptr<Kernel> kernel, driver.kernels().Lookup(request.function));
   TALLY_RETURN_IF_ERROR(CheckShape(*kernel, request.grid, request.block, request.dynamic_shared));
+  // The blocks the device holds at once: a cooperative grid, and each cluster, must fit in them
+  // (they are dispatched only as a whole).
+  const uint64_t resident =
+      uint64_t(MaxActiveBlocksPerSm(*kernel, request.block.Count(), request.dynamic_shared)) *
+      driver.config().sm_count;
   if (request.cooperative) {
     // Every block of a cooperative grid must be resident at once (CUDA driver API,
     // cuLaunchCooperativeKernel).
-    uint64_t resident =
-        uint64_t(MaxActiveBlocksPerSm(*kernel, request.block.Count(), request.dynamic_shared)) *
-        driver.config().sm_count;
     if (request.grid.Count() > resident) {
       return CudaError(CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE,
                        fmt::format("cooperative grid of {} blocks exceeds the {} resident blocks",
@@ -208,7 +209,16 @@ absl::Status Launch(Driver& driver, const LaunchRequest& request) {
   setup->dynamic_shared_bytes = request.dynamic_shared;
   setup->sm_count = static_cast<uint32_t>(driver.config().sm_count);
   setup->cooperative = request.cooperative;
+  // "Priorities follow a convention where lower numbers imply greater priorities"
+  // (cuStreamCreateWithPriority); a launch's own priority attribute overrides its stream's.
+  setup->priority = request.priority.value_or(target.stream->priority());
   TALLY_RETURN_IF_ERROR(ResolveCluster(driver, *kernel, request, *setup));
+  if (setup->cluster.Count() > resident) {
+    return CudaError(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,
+                     fmt::format("{} CTAs that must be resident together exceed the {} blocks "
+                                 "the SMs hold at once",
+                                 setup->cluster.Count(), resident));
+  }
   setup->textures = &driver.textures();
   setup->stack_size = target.context->limit(CU_LIMIT_STACK_SIZE);
   if (request.cooperative) {
@@ -245,7 +255,8 @@ absl::Status Launch(Driver& driver, const LaunchRequest& request) {
 }
 
 // Applies cuLaunchKernelEx's attributes to `request`. Performance hints are accepted and have no
-// effect; what the emulator cannot honour is refused.
+// effect (the priority is not a hint: it orders dispatch); what the emulator cannot honour is
+// refused.
 absl::Status ApplyAttributes(const CUlaunchConfig& config, LaunchRequest& request) {
   if (config.numAttrs > 0 && config.attrs == nullptr) {
     return CudaError(CUDA_ERROR_INVALID_VALUE, "numAttrs > 0 but attrs is null");
@@ -257,7 +268,6 @@ absl::Status ApplyAttributes(const CUlaunchConfig& config, LaunchRequest& reques
       case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW:
       case CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY:
       case CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
-      case CU_LAUNCH_ATTRIBUTE_PRIORITY:
       case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP:
       case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN:
       // Launches are always fully serialised in stream order, which this attribute only relaxes.
@@ -265,6 +275,12 @@ absl::Status ApplyAttributes(const CUlaunchConfig& config, LaunchRequest& reques
         break;
       case CU_LAUNCH_ATTRIBUTE_COOPERATIVE:
         request.cooperative = attribute.value.cooperative != 0;
+        break;
+      // The launch's dispatch priority, clamped to the stream priority range as stream
+      // priorities are.
+      case CU_LAUNCH_ATTRIBUTE_PRIORITY:
+        request.priority =
+            std::clamp(attribute.value.priority, kGreatestStreamPriority, kLeastStreamPriority);
         break;
       case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION: {
         const auto& dim = attribute.value.clusterDim;

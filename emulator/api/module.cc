@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "emulator/exec/occupancy.h"
 #include "emulator/internal/entry.h"
 
 using tally::emu::CheckOut;
@@ -15,11 +16,6 @@ using tally::emu::Run;
 
 namespace tally::emu {
 namespace {
-
-// Shared memory a block may use without opting in, and the opt-in maximum (sm_80; see
-// device_attributes.def).
-constexpr int kDefaultSharedPerBlock = 48 * 1024;
-constexpr int kOptInSharedPerBlock = 163 * 1024;
 
 absl::Status LoadModule(Driver& driver, CUmodule* out, const void* image) {
   TALLY_RETURN_IF_ERROR(CheckOut(out));
@@ -33,8 +29,8 @@ absl::Status LoadModule(Driver& driver, CUmodule* out, const void* image) {
     auto kernel = std::make_shared<Kernel>();
     kernel->module = module;
     kernel->function = &function;
-    kernel->max_dynamic_shared =
-        kDefaultSharedPerBlock - static_cast<int>(function.static_shared_bytes);
+    kernel->max_dynamic_shared = static_cast<int>(exec::kDefaultSharedPerBlock) -
+                                 static_cast<int>(function.static_shared_bytes);
     entry->kernels[function.name] = driver.kernels().Insert(std::move(kernel));
   }
   *out = driver.modules().Insert(std::move(entry));
@@ -175,7 +171,8 @@ CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int v
     int static_shared = static_cast<int>(kernel->function->static_shared_bytes);
     switch (attrib) {
       case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
-        if (value < 0 || value > tally::emu::kOptInSharedPerBlock - static_shared) {
+        if (value < 0 ||
+            value > static_cast<int>(tally::emu::exec::kOptInSharedPerBlock) - static_shared) {
           return CudaError(CUDA_ERROR_INVALID_VALUE, "more shared memory than a block can have");
         }
         kernel->max_dynamic_shared = value;

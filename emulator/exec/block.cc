@@ -10,12 +10,6 @@
 #include "emulator/internal/cuda_status.h"
 
 namespace tally::emu::exec {
-namespace {
-
-// Instructions a warp runs before the next warp of its block gets a turn.
-constexpr uint32_t kTimeSlice = 4096;
-
-}  // namespace
 
 LocalMemory::~LocalMemory() {
   if (data_ != nullptr) munmap(data_, size_);
@@ -44,8 +38,11 @@ void Block::Reset(const LaunchSetup& setup, Dim3 ctaid, uint32_t sm) {
   for (BarRedMode& m : reduction_mode_) m = BarRedMode::kNone;
   for (uint32_t& r : reduction_arrived_) r = 0;
   for (uint32_t& v : reduction_votes_) v = 0;
-  if (cached_launch_ != setup.launch_id || sm_ != sm) PrepareLaunch(setup, sm);
+  const bool prepare = cached_launch_ != setup.launch_id;
+  if (prepare) PrepareLaunch(setup);
   if (fault_code_ != CUDA_SUCCESS) return;  // RunRound reports it
+  const bool moved = prepare || sm_ != sm;  // %smid must be (re)written
+  sm_ = sm;
   std::fill(shared_.begin(), shared_.end(), 0);
   // The cluster: CTAs are grouped into clusters of setup.cluster's shape, ranked x first.
   const Dim3& cluster = setup.cluster;
@@ -59,8 +56,8 @@ void Block::Reset(const LaunchSetup& setup, Dim3 ctaid, uint32_t sm) {
     std::fill(std::begin(warp.pc), std::end(warp.pc), 0);
     warp.live = warp.initial_live;
     warp.blocked = warp.active = warp.cluster_arrived = 0;
-    // %ctaid and the cluster position are the only special registers that differ between
-    // blocks of a launch.
+    // %ctaid, the cluster position and %smid are the only special registers that differ
+    // between blocks of a launch.
     uint64_t* regs = warp.regs;
     auto set3 = [&](SpecialSlot first, uint32_t x, uint32_t y, uint32_t z) {
       uint64_t* slot = regs + static_cast<uint32_t>(first) * 32;
@@ -69,6 +66,7 @@ void Block::Reset(const LaunchSetup& setup, Dim3 ctaid, uint32_t sm) {
       std::fill_n(slot + 64, 32, z);
     };
     set3(SpecialSlot::kCtaidX, ctaid.x, ctaid.y, ctaid.z);
+    if (moved) std::fill_n(regs + static_cast<uint32_t>(SpecialSlot::kSmId) * 32, 32, sm);
     if (function_->reads_cluster_position) {
       set3(SpecialSlot::kClusterCtaidX, in_cluster.x, in_cluster.y, in_cluster.z);
       set3(SpecialSlot::kClusterIdX, ctaid.x / cluster.x, ctaid.y / cluster.y,
@@ -85,13 +83,12 @@ void Block::Reset(const LaunchSetup& setup, Dim3 ctaid, uint32_t sm) {
   }
 }
 
-// Everything that stays the same for all blocks of a launch on this host thread: buffer sizes,
-// the per-lane special registers (special and constant slots are never written by code) and
-// the access cache.
-void Block::PrepareLaunch(const LaunchSetup& setup, uint32_t sm) {
+// Everything that stays the same for all blocks of a launch: buffer sizes, the per-lane special
+// registers but %smid (special and constant slots are never written by code) and the access
+// cache.
+void Block::PrepareLaunch(const LaunchSetup& setup) {
   setup_ = &setup;
   function_ = setup.function;
-  sm_ = sm;
   threads_ = static_cast<uint32_t>(setup.block.Count());
   stack_limit_ = setup.stack_size;
   lane_local_bytes_ = function_->local_bytes + StackCapacity(*function_, setup.stack_size);
@@ -130,7 +127,6 @@ void Block::PrepareLaunch(const LaunchSetup& setup, uint32_t sm) {
       set(SpecialSlot::kLaneId, lane, lane);
       set(SpecialSlot::kWarpId, lane, w);
       set(SpecialSlot::kNwarpId, lane, warp_count);
-      set(SpecialSlot::kSmId, lane, sm);
       set(SpecialSlot::kNsmId, lane, setup.sm_count);
       set(SpecialSlot::kGridId, lane, setup.launch_id);
       set(SpecialSlot::kLanemaskEq, lane, 1u << lane);

@@ -37,6 +37,9 @@ struct LaunchSetup {
   bool explicit_cluster = false;  // %is_explicit_cluster: the launch or kernel set the shape
   std::vector<uint8_t> params;
   uint32_t sm_count = 1;
+  // Dispatch priority: the stream's, or the launch's CU_LAUNCH_ATTRIBUTE_PRIORITY; lower numbers
+  // are dispatched first, as in CUDA.
+  int priority = 0;
   bool cooperative = false;     // cuLaunchCooperativeKernel: all blocks are resident at once
   uint64_t grid_workspace = 0;  // device address of the grid_workspace (cooperative launches)
   DeviceHeap* heap = nullptr;   // device-side malloc/free (kernels that call them)
@@ -90,6 +93,9 @@ struct Warp {
 
 enum class WarpStatus { kYielded, kWaiting, kDone, kFault };
 
+// Instructions a warp runs in a round before the next warp of its block gets a turn.
+inline constexpr uint32_t kTimeSlice = 4096;
+
 // Per-instruction cache of the allocation a global access hit last, so that the common case of
 // one instruction streaming through one buffer is checked without a table lookup.
 struct AccessRange {
@@ -98,9 +104,12 @@ struct AccessRange {
 
 class Block {
  public:
-  // Prepares block `ctaid` of `setup` (reusing buffers from the previous block this host thread
-  // ran) on virtual SM `sm`.
+  // Prepares block `ctaid` of `setup` (reusing buffers from the previous block this object ran)
+  // on virtual SM `sm`.
   void Reset(const LaunchSetup& setup, Dim3 ctaid, uint32_t sm);
+  // The launch whose per-launch state the block holds (0: none): another block of it is ready
+  // after a cheap Reset.
+  uint64_t prepared_launch() const { return cached_launch_; }
   // Runs to completion; an error names kernel, block, thread and cause.
   absl::Status Run();
   // One round: every runnable warp runs up to a time slice, then barriers are released. True
@@ -159,7 +168,7 @@ class Block {
   static bool ReleaseClusterBarrier(Block* const* blocks, uint32_t count);
 
  private:
-  void PrepareLaunch(const LaunchSetup& setup, uint32_t sm);
+  void PrepareLaunch(const LaunchSetup& setup);
   static void Schedule(Warp& warp);
   bool ReleaseBarriers();
   uint8_t* TranslateGlobal(uint64_t address, uint32_t size, uint32_t pc);
@@ -198,7 +207,7 @@ class Block {
   const LaunchSetup* setup_ = nullptr;
   const Function* function_ = nullptr;
   Dim3 ctaid_;
-  uint32_t sm_ = 0;
+  uint32_t sm_ = 0;  // the SM whose number %smid holds
   uint32_t threads_ = 0;
   uint32_t exited_ = 0;
   uint64_t writes_ = 0;

@@ -1,58 +1,74 @@
-// Block distribution over the virtual SMs and failure propagation within a launch.
+// Device-wide block dispatch: SM resources, the order of launches, the host threads that run
+// the resident blocks, and failure propagation within a launch.
 #include "emulator/exec/sm_pool.h"
 
-#include <fmt/format.h>
-
+#include <algorithm>
 #include <atomic>
-#include <memory>
+#include <span>
+#include <thread>
 
-#include "common/log.h"
-#include "common/status.h"
-#include "emulator/internal/cuda_status.h"
+#include "emulator/exec/resident_unit.h"
 
 namespace tally::emu::exec {
-namespace {
 
-// Rounds in a row in which no resident block (cooperative grid, cluster) stored, exited or
-// passed a barrier before the blocks are reported as deadlocked (each round gives every warp a
-// time slice of 4096 instructions, so this is about 4 million instructions of pure spinning
-// per warp).
-constexpr uint32_t kMaxIdleRounds = 1024;
+struct SmPool::Launch {
+  explicit Launch(LaunchSetup& launch_setup)
+      : setup(&launch_setup),
+        footprint(FootprintOf(launch_setup.block.Count(),
+                              uint64_t{launch_setup.function->static_shared_bytes} +
+                                  launch_setup.dynamic_shared_bytes)),
+        clusters_per_unit(launch_setup.cooperative
+                              ? launch_setup.grid.Count() / launch_setup.cluster.Count()
+                              : 1),
+        blocks_per_unit(clusters_per_unit * launch_setup.cluster.Count()),
+        units(launch_setup.grid.Count() / blocks_per_unit) {}
 
-Dim3 BlockIndex(uint64_t index, const Dim3& grid) {
-  return {static_cast<uint32_t>(index % grid.x), static_cast<uint32_t>(index / grid.x % grid.y),
-          static_cast<uint32_t>(index / (uint64_t{grid.x} * grid.y))};
-}
+  // A lower priority number is more urgent (as for CUDA streams).
+  static bool MoreUrgent(const Launch* a, const Launch* b) {
+    return a->setup->priority < b->setup->priority;
+  }
 
-// Block `rank` of cluster `cluster`: clusters are numbered x first over the grid of clusters,
-// ranks x first within one (%cluster_ctarank). With 1x1x1 clusters: block `cluster`.
-Dim3 BlockOf(uint64_t cluster, uint32_t rank, const LaunchSetup& setup) {
-  const Dim3& shape = setup.cluster;
-  const Dim3 id = BlockIndex(cluster, {setup.grid.x / shape.x, setup.grid.y / shape.y,
-                                       setup.grid.z / shape.z});
-  const Dim3 in = BlockIndex(rank, shape);
-  return {id.x * shape.x + in.x, id.y * shape.y + in.y, id.z * shape.z + in.z};
-}
-
-std::atomic<uint64_t> g_lane_instructions{0};  // of every block run in this process
-
-}  // namespace
-
-uint64_t SmPool::LaneInstructions() { return g_lane_instructions.load(std::memory_order_relaxed); }
-
-// The clusters of a launch (its blocks when clusters are 1x1x1), handed out one at a time.
-struct SmPool::Job {
-  LaunchSetup* setup = nullptr;
-  uint64_t total = 0;
-  std::atomic<uint64_t> next{0};
-  std::mutex mu;
-  std::condition_variable cv;
-  uint64_t finished = 0;  // clusters run or skipped
-  absl::Status error;
+  LaunchSetup* setup;
+  BlockFootprint footprint;
+  uint64_t clusters_per_unit;  // a cooperative grid is one unit, otherwise one cluster is
+  uint64_t blocks_per_unit;
+  uint64_t units;
+  uint64_t dispatched = 0;  // units placed on SMs or skipped
+  uint64_t finished = 0;    // units run or skipped
+  absl::Status error;       // the first failure
+  std::condition_variable done;
 };
 
-SmPool::SmPool(uint32_t workers) {
-  for (uint32_t i = 0; i < workers; ++i) workers_.emplace_back([this, i] { WorkerLoop(i + 1); });
+// A unit placed on SMs, for the host thread that owns the first of them to start.
+struct SmPool::Assignment {
+  Launch* launch = nullptr;
+  uint64_t first_cluster = 0;
+  uint64_t clusters = 0;
+  uint32_t sm = 0;            // a single block's SM
+  std::vector<uint32_t> sms;  // several blocks: the SM of each
+  std::span<const uint32_t> Sms() const {
+    return sms.empty() ? std::span<const uint32_t>(&sm, 1) : std::span<const uint32_t>(sms);
+  }
+};
+
+struct SmPool::Worker {
+  std::condition_variable wake;        // with mu_: an assignment arrived, or stopping
+  std::vector<Assignment> inbox;       // guarded by mu_
+  std::atomic<bool> has_inbox{false};  // read between rounds without the lock
+  std::thread thread;
+};
+
+uint32_t SmPool::Sm::Fits(const BlockFootprint& footprint) const {
+  return static_cast<uint32_t>(
+      std::min<uint64_t>({blocks, warps / footprint.warps, shared_bytes / footprint.shared_bytes}));
+}
+
+SmPool::SmPool(uint32_t sm_count, uint32_t threads)
+    : thread_count_(std::clamp<uint32_t>(threads, 1, sm_count)), sms_(sm_count) {
+  for (uint32_t i = 0; i < thread_count_; ++i) workers_.push_back(std::make_unique<Worker>());
+  for (auto& worker : workers_) {
+    worker->thread = std::thread([this, w = worker.get()] { WorkerLoop(*w); });
+  }
 }
 
 SmPool::~SmPool() {
@@ -60,151 +76,179 @@ SmPool::~SmPool() {
     std::lock_guard lock(mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
-  for (std::thread& worker : workers_) worker.join();
-}
-
-void SmPool::Drain(Job& job, uint32_t sm) {
-  thread_local Block block;  // reused across blocks: its buffers only grow
-  thread_local std::vector<std::unique_ptr<Block>> cluster;  // the same for multi-CTA clusters
-  LaunchSetup& setup = *job.setup;
-  const bool single = setup.cluster.Count() == 1;
-  while (true) {
-    uint64_t index = job.next.fetch_add(1, std::memory_order_relaxed);
-    if (index >= job.total) return;
-    absl::Status status;
-    if (!setup.abort.load(std::memory_order_relaxed)) {
-      if (single) {
-        block.Reset(setup, BlockOf(index, 0, setup), sm);
-        status = block.Run();
-        g_lane_instructions.fetch_add(block.TakeLaneInstructions(), std::memory_order_relaxed);
-      } else {
-        status = RunResident(setup, index, 1, sm, cluster);
-      }
-    }
-    std::lock_guard lock(job.mu);
-    if (!status.ok() && job.error.ok()) {
-      job.error = status;
-      job.setup->abort.store(true, std::memory_order_relaxed);
-    }
-    if (++job.finished == job.total) job.cv.notify_all();
+  for (auto& worker : workers_) {
+    worker->wake.notify_all();
+    worker->thread.join();
   }
 }
 
-void SmPool::WorkerLoop(uint32_t sm) {
-  while (true) {
-    std::shared_ptr<Job> job;
-    {
-      std::unique_lock lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
-      if (stopping_) return;
-      job = jobs_.front();
-      // A job whose blocks are all taken leaves the queue; its runners finish it.
-      if (job->next.load(std::memory_order_relaxed) >= job->total) {
-        jobs_.pop_front();
-        continue;
-      }
-    }
-    Drain(*job, sm);
-  }
+absl::Status SmPool::Run(LaunchSetup& setup) {
+  Launch launch(setup);
+  std::unique_lock lock(mu_);
+  if (cancelled_) return absl::CancelledError("the driver is shutting down");
+  running_.push_back(&launch);
+  // After the launches of its priority that arrived before it: launch order is arrival order.
+  queue_.insert(std::upper_bound(queue_.begin(), queue_.end(), &launch, Launch::MoreUrgent),
+                &launch);
+  DispatchLocked();
+  launch.done.wait(lock, [&] { return launch.finished == launch.units; });
+  std::erase(running_, &launch);
+  return launch.error;
 }
 
 void SmPool::Cancel() {
   std::lock_guard lock(mu_);
   cancelled_ = true;
-  for (LaunchSetup* setup : running_) setup->abort.store(true, std::memory_order_relaxed);
+  for (Launch* launch : running_) launch->setup->abort.store(true, std::memory_order_relaxed);
+  DispatchLocked();  // skips what the launches have not dispatched yet
 }
 
-absl::Status SmPool::RunResident(LaunchSetup& setup, uint64_t first_cluster, uint64_t clusters,
-                                 uint32_t sm, std::vector<std::unique_ptr<Block>>& blocks) {
-  const uint32_t cluster_size = static_cast<uint32_t>(setup.cluster.Count());
-  const uint64_t total = clusters * cluster_size;
-  while (blocks.size() < total) blocks.push_back(std::make_unique<Block>());
-  std::vector<Block*> resident(total);  // by cluster, then rank: each cluster's peers in a row
-  for (uint64_t index = 0; index < total; ++index) {
-    resident[index] = blocks[index].get();
-    resident[index]->Reset(setup, BlockOf(first_cluster + index / cluster_size,
-                                           static_cast<uint32_t>(index % cluster_size), setup),
-                           static_cast<uint32_t>((sm + index) % setup.sm_count));
-  }
-  if (cluster_size > 1) {
-    for (uint64_t index = 0; index < total; ++index) {
-      resident[index]->JoinCluster(&resident[index - index % cluster_size]);
-    }
-  }
-  // Finished blocks stay in `resident` (the other CTAs of their cluster may still read their
-  // shared memory) but are not run again.
-  std::vector<bool> done(total, false);
-  uint64_t live = total;
-  uint32_t idle_rounds = 0;
-  while (live > 0) {
-    uint64_t before = 0, after = 0;
-    for (const Block* block : resident) before += block->progress();
-    for (uint64_t i = 0; i < total; ++i) {
-      if (done[i]) continue;
-      TALLY_ASSIGN_OR_RETURN(bool finished, resident[i]->RunRound());
-      g_lane_instructions.fetch_add(resident[i]->TakeLaneInstructions(),
-                                    std::memory_order_relaxed);
-      if (finished) {
-        done[i] = true;
-        --live;
+void SmPool::DispatchLocked() {
+  while (!queue_.empty()) {
+    Launch& launch = *queue_.front();
+    while (launch.dispatched < launch.units) {
+      if (launch.setup->abort.load(std::memory_order_relaxed)) {  // failed or cancelled
+        launch.finished += launch.units - launch.dispatched;
+        launch.dispatched = launch.units;
+        if (launch.finished == launch.units) launch.done.notify_all();
+      } else if (PlaceLocked(launch)) {
+        ++launch.dispatched;
+      } else {
+        return;  // in-order dispatch: nothing passes the most urgent launch's next unit
       }
     }
-    if (cluster_size > 1) {
-      for (uint64_t c = 0; c < total; c += cluster_size) {
-        Block::ReleaseClusterBarrier(&resident[c], cluster_size);
-      }
-    }
-    for (const Block* block : resident) after += block->progress();
-    if (setup.abort.load(std::memory_order_relaxed)) return absl::OkStatus();
-    idle_rounds = after == before ? idle_rounds + 1 : 0;
-    if (idle_rounds > kMaxIdleRounds) {
-      return CudaError(CUDA_ERROR_LAUNCH_FAILED,
-                       fmt::format("kernel {}: {} deadlocked: {} of {} blocks keep spinning "
-                                   "without storing, exiting or passing a barrier",
-                                   setup.function->name,
-                                   setup.cooperative ? "cooperative grid" : "cluster", live,
-                                   total));
-    }
+    queue_.erase(queue_.begin());
   }
-  return absl::OkStatus();
 }
 
-absl::Status SmPool::Run(LaunchSetup& setup) {
-  if (setup.cooperative) {
+bool SmPool::PlaceLocked(Launch& launch) {
+  const uint32_t n = static_cast<uint32_t>(sms_.size());
+  const BlockFootprint& footprint = launch.footprint;
+  Assignment assignment;
+  assignment.launch = &launch;
+  assignment.first_cluster = launch.dispatched * launch.clusters_per_unit;
+  assignment.clusters = launch.clusters_per_unit;
+  if (launch.blocks_per_unit == 1) {
+    // The SM with the most free warps (the first of equals from next_sm_ on), so that blocks
+    // spread over the SMs and their host threads.
+    uint32_t best = n;
+    for (uint32_t i = 0; i < n; ++i) {
+      const uint32_t sm = (next_sm_ + i) % n;
+      if (sms_[sm].Fits(footprint) > 0 && (best == n || sms_[sm].warps > sms_[best].warps)) {
+        best = sm;
+      }
+    }
+    if (best == n) return false;
+    assignment.sm = best;
+  } else {
+    // All blocks at once or none, one per SM with room in turn.
+    std::vector<uint32_t> room(n);
+    uint64_t total = 0;
+    for (uint32_t sm = 0; sm < n; ++sm) total += room[sm] = sms_[sm].Fits(footprint);
+    if (total < launch.blocks_per_unit) return false;
+    assignment.sms.reserve(launch.blocks_per_unit);
+    for (uint32_t i = 0; assignment.sms.size() < launch.blocks_per_unit; ++i) {
+      const uint32_t sm = (next_sm_ + i) % n;
+      if (room[sm] > 0) {
+        --room[sm];
+        assignment.sms.push_back(sm);
+      }
+    }
+  }
+  for (uint32_t sm : assignment.Sms()) {
+    sms_[sm].warps -= footprint.warps;
+    sms_[sm].blocks -= 1;
+    sms_[sm].shared_bytes -= footprint.shared_bytes;
+  }
+  next_sm_ = (assignment.Sms().back() + 1) % n;
+  Worker& worker = *workers_[assignment.Sms().front() % thread_count_];
+  worker.inbox.push_back(std::move(assignment));
+  worker.has_inbox.store(true, std::memory_order_relaxed);
+  worker.wake.notify_one();
+  return true;
+}
+
+void SmPool::FinishLocked(Launch& launch, const std::vector<uint32_t>& sms,
+                          const absl::Status& status) {
+  for (uint32_t sm : sms) {
+    sms_[sm].warps += launch.footprint.warps;
+    sms_[sm].blocks += 1;
+    sms_[sm].shared_bytes += launch.footprint.shared_bytes;
+  }
+  if (!status.ok() && launch.error.ok()) {
+    launch.error = status;
+    launch.setup->abort.store(true, std::memory_order_relaxed);
+  }
+  if (++launch.finished == launch.units) launch.done.notify_all();
+  DispatchLocked();
+}
+
+void SmPool::WorkerLoop(Worker& self) {
+  struct Running {
+    ResidentUnit* unit;  // nullptr once finished (until the end of the pass)
+    Launch* launch;
+  };
+  BlockCache cache;
+  std::vector<std::unique_ptr<ResidentUnit>> units;  // every unit object this thread made
+  std::vector<ResidentUnit*> spare;
+  std::vector<Running> resident;
+  std::vector<Assignment> incoming;
+  // Takes the inbox (waiting for work while nothing is resident) and starts its units: the
+  // first in `hole` if given, the others after the resident ones. False when the pool stops.
+  auto admit = [&](Running* hole) {
     {
-      std::lock_guard lock(mu_);
-      if (cancelled_) return absl::CancelledError("the driver is shutting down");
-      running_.push_back(&setup);
+      std::unique_lock lock(mu_);
+      self.wake.wait(lock, [&] { return stopping_ || !self.inbox.empty() || !resident.empty(); });
+      if (stopping_) return false;
+      incoming.swap(self.inbox);
+      self.has_inbox.store(false, std::memory_order_relaxed);
     }
-    std::vector<std::unique_ptr<Block>> blocks;
-    absl::Status status =
-        RunResident(setup, 0, setup.grid.Count() / setup.cluster.Count(), 0, blocks);
-    std::lock_guard lock(mu_);
-    std::erase(running_, &setup);
-    return status;
+    for (const Assignment& assignment : incoming) {
+      if (spare.empty()) {
+        units.push_back(std::make_unique<ResidentUnit>());
+        spare.push_back(units.back().get());
+      }
+      ResidentUnit* unit = spare.back();
+      spare.pop_back();
+      unit->Start(*assignment.launch->setup, assignment.first_cluster, assignment.clusters,
+                  assignment.Sms(), cache);
+      if (hole != nullptr) {
+        *std::exchange(hole, nullptr) = {unit, assignment.launch};
+      } else {
+        resident.push_back({unit, assignment.launch});
+      }
+    }
+    incoming.clear();
+    return true;
+  };
+  while (true) {
+    if ((resident.empty() || self.has_inbox.load(std::memory_order_relaxed)) && !admit(nullptr)) {
+      return;
+    }
+    // One pass: each resident unit runs for its round's budget. Units that arrive meanwhile join
+    // this pass, so a newly dispatched block starts within one unit's round.
+    for (size_t i = 0; i < resident.size(); ++i) {
+      uint64_t budget = resident[i].unit->RoundBudget();
+      while (true) {
+        absl::StatusOr<bool> finished = resident[i].unit->Step(budget);
+        if (finished.ok() && !*finished) break;
+        ResidentUnit* unit = std::exchange(resident[i].unit, nullptr);
+        {
+          std::lock_guard lock(mu_);
+          FinishLocked(*resident[i].launch, unit->sms(), finished.status());
+        }
+        unit->Stop(cache);
+        spare.push_back(unit);
+        // The rest of the budget goes to a unit dispatched meanwhile (usually into the room
+        // just freed), which starts on the block objects just freed, still in cache.
+        if (budget == 0 || !self.has_inbox.load(std::memory_order_relaxed)) break;
+        if (!admit(&resident[i])) return;
+        if (resident[i].unit == nullptr) break;
+      }
+      if (self.has_inbox.load(std::memory_order_relaxed) && !admit(nullptr)) return;
+    }
+    std::erase_if(resident, [](const Running& running) { return running.unit == nullptr; });
   }
-  auto job = std::make_shared<Job>();
-  job->setup = &setup;
-  job->total = setup.grid.Count() / setup.cluster.Count();
-  {
-    std::lock_guard lock(mu_);
-    if (cancelled_) return absl::CancelledError("the driver is shutting down");
-    jobs_.push_back(job);
-    running_.push_back(&setup);
-  }
-  cv_.notify_all();
-  Drain(*job, 0);
-  {
-    std::unique_lock lock(job->mu);
-    job->cv.wait(lock, [&] { return job->finished == job->total; });
-  }
-  {
-    std::lock_guard lock(mu_);
-    std::erase(jobs_, job);
-    std::erase(running_, &setup);
-  }
-  return job->error;
 }
 
 }  // namespace tally::emu::exec

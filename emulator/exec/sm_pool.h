@@ -1,58 +1,70 @@
-// The virtual SMs: a pool of worker threads that run the blocks of launches. The launching
-// thread takes part too, so a launch always makes progress; blocks of concurrent launches
-// (from different streams) share the workers. Blocks that must be resident together run on one
-// host thread, interleaved round by round, so that blocks waiting for each other all make
-// progress whatever the other launches do: a cooperative grid (on the launching thread), and
-// the CTAs of each thread-block cluster (a cluster is the unit the workers hand out).
+// The device's virtual SMs and their block dispatcher, device-wide as on a GPU. A launch is
+// submitted by its stream's thread when the stream reaches it; the thread then only waits. Its
+// dispatch units (blocks; all CTAs of a cluster; a cooperative grid as a whole) are dispatched
+// in order, each once SMs have room for all of it: launches by priority (lower numbers first),
+// launches of one priority in the order they arrived, and nothing passes a unit that waits for
+// room. A block keeps its SM's warps, block slot and shared memory (exec/occupancy.h) until it
+// finished: running blocks are never preempted. A fixed set of host threads each owns some SMs
+// and runs the units resident there interleaved round by round, so that co-resident blocks (of
+// any launches) all make progress.
 #pragma once
 
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <mutex>
-#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "emulator/exec/block.h"
+#include "emulator/exec/occupancy.h"
 
 namespace tally::emu::exec {
 
 class SmPool {
  public:
-  explicit SmPool(uint32_t workers);
+  // `sm_count` virtual SMs run by `threads` host threads (1 .. sm_count).
+  SmPool(uint32_t sm_count, uint32_t threads);
   ~SmPool();
   SmPool(const SmPool&) = delete;
   SmPool& operator=(const SmPool&) = delete;
 
-  // Runs every block of `setup`'s grid; the first failing block's error (the others stop).
+  // Runs every block of `setup`'s grid and returns once all ran; the first failing block's
+  // error (blocks of the launch not yet dispatched are then skipped, running ones stop).
   absl::Status Run(LaunchSetup& setup);
-  // Library teardown: running launches stop at their next time slice (a kernel that never
-  // ends must not keep the process from exiting) and later ones do not start.
+  // Library teardown: running launches stop at their next round (a kernel that never ends must
+  // not keep the process from exiting) and later ones do not start.
   void Cancel();
-  // Lane-instructions of every block that finished in this process (tallyEmuLaneInstructions).
-  static uint64_t LaneInstructions();
 
  private:
-  struct Job;
-  void WorkerLoop(uint32_t sm);
-  // Clusters [first_cluster, first_cluster + clusters) of `setup`'s grid (all of it for a
-  // cooperative grid, one cluster otherwise) resident at once in `blocks` (grown as needed,
-  // reused across calls), interleaved on the calling thread; block i runs on virtual SM
-  // sm + i. After every round, each cluster's barrier.cluster phase is completed if it can be.
-  static absl::Status RunResident(LaunchSetup& setup, uint64_t first_cluster, uint64_t clusters,
-                                  uint32_t sm, std::vector<std::unique_ptr<Block>>& blocks);
-  // Runs clusters of `job` until none are left; `sm` is the virtual SM reported in %smid.
-  static void Drain(Job& job, uint32_t sm);
+  struct Launch;
+  struct Assignment;
+  struct Worker;
+  // What an SM has left.
+  struct Sm {
+    uint32_t warps = kSmMaxWarps;
+    uint32_t blocks = kSmMaxBlocks;
+    uint64_t shared_bytes = kSmSharedBytes;
+    uint32_t Fits(const BlockFootprint& footprint) const;
+  };
 
+  void WorkerLoop(Worker& worker);
+  // Dispatches units, most urgent launch first, until the next one does not fit.
+  void DispatchLocked();
+  // Places the next unit of `launch` on SMs with room for all of it; false if there is none.
+  bool PlaceLocked(Launch& launch);
+  // Records a finished unit (resident on `sms`) and gives its SMs' resources back.
+  void FinishLocked(Launch& launch, const std::vector<uint32_t>& sms, const absl::Status& status);
+
+  const uint32_t thread_count_;
   std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::shared_ptr<Job>> jobs_;
+  std::vector<Sm> sms_;
+  uint32_t next_sm_ = 0;          // where the search for room starts (spreads blocks over SMs)
+  std::vector<Launch*> queue_;    // launches with units to dispatch, in dispatch order
+  std::vector<Launch*> running_;  // launches inside Run()
   bool stopping_ = false;
   bool cancelled_ = false;
-  std::vector<LaunchSetup*> running_;  // launches inside Run()
-  std::vector<std::thread> workers_;
+  std::vector<std::unique_ptr<Worker>> workers_;
 };
 
 }  // namespace tally::emu::exec

@@ -30,6 +30,9 @@ DeviceConfig DeviceConfig::FromEnvironment() {
   DeviceConfig config;
   int64_t value = 0;
   if (ReadInt("TALLY_EMU_SM_COUNT", 1, 1024, &value)) config.sm_count = static_cast<int>(value);
+  if (ReadInt("TALLY_EMU_HOST_THREADS", 1, 1024, &value)) {
+    config.host_threads = static_cast<int>(value);
+  }
   if (ReadInt("TALLY_EMU_MEMORY_MB", 1, 1 << 20, &value)) config.memory_bytes = value << 20;
   // Compute capabilities the PTX ISA knows targets for (sm_50 .. sm_120).
   if (ReadInt("TALLY_EMU_CC", 50, 129, &value)) {

@@ -10,6 +10,7 @@ namespace tally::emu {
 struct DeviceConfig {
   std::string name = "Tally Emulated GPU";
   int sm_count = 8;                       // TALLY_EMU_SM_COUNT
+  int host_threads = 0;                   // TALLY_EMU_HOST_THREADS (0: one per core)
   uint64_t memory_bytes = 4096ull << 20;  // TALLY_EMU_MEMORY_MB
   int cc_major = 8;                       // TALLY_EMU_CC, e.g. 80 -> 8.0
   int cc_minor = 0;

@@ -71,11 +71,12 @@ Driver::Driver(DeviceConfig config, std::unique_ptr<DeviceMemory> memory)
 }
 
 exec::SmPool& Driver::sm_pool() {
-  // One worker per virtual SM up to the host's cores; the launching thread also runs blocks.
+  // By default one host thread per core (the pool caps it at one per SM).
   std::call_once(sm_pool_once_, [&] {
-    uint32_t cores = std::max(1u, std::thread::hardware_concurrency());
-    sm_pool_ = std::make_unique<exec::SmPool>(
-        std::min<uint32_t>(static_cast<uint32_t>(config_.sm_count), cores) - 1);
+    const uint32_t threads = config_.host_threads > 0
+                                 ? static_cast<uint32_t>(config_.host_threads)
+                                 : std::max(1u, std::thread::hardware_concurrency());
+    sm_pool_ = std::make_unique<exec::SmPool>(static_cast<uint32_t>(config_.sm_count), threads);
   });
   return *sm_pool_;
 }
