@@ -123,7 +123,7 @@ void Dispatcher::Enqueue(ClientQueue& queue, Command command) {
   {
     std::lock_guard lock(mutex_);
     if (queue.removed) return;
-    queue.commands.push_back({std::move(command), nullptr});
+    queue.commands.push_back({std::move(command), nullptr, nullptr});
     ++queue.enqueued;
     pending_work_ = true;
   }
@@ -135,7 +135,7 @@ void Dispatcher::EnqueueKernel(ClientQueue& queue, KernelLaunch launch) {
   {
     std::lock_guard lock(mutex_);
     if (queue.removed) return;
-    queue.commands.push_back({{}, std::move(kernel)});
+    queue.commands.push_back({{}, std::move(kernel), nullptr});
     ++queue.enqueued;
     pending_work_ = true;
   }
@@ -220,6 +220,7 @@ void Dispatcher::Run(const std::function<void()>& thread_setup) {
     activity_ = false;
     HandleControl(now);
     PollRuns(now);
+    PollHostFunctions();
     if (wake_ && *wake_ <= now) {
       wake_.reset();
       decisions_.Clear();
@@ -232,7 +233,7 @@ void Dispatcher::Run(const std::function<void()>& thread_setup) {
     if (stopping_ || pending_work_ || !control_.empty()) continue;
     // Sleep until work arrives, the policy wants to decide again, or runs are due a poll.
     std::optional<Time> deadline = wake_;
-    if (!runs_->empty()) {
+    if (!runs_->empty() || !host_functions_.empty()) {
       poll_interval_ = activity_ ? kMinPoll : std::min(poll_interval_ * 2, max_poll_);
       deadline = std::min(deadline.value_or(Time::max()), now + poll_interval_);
     }
@@ -270,6 +271,7 @@ void Dispatcher::HandleControl(Time now) {
           queue.commands.clear();  // `started` (a kernel's runs may still use it) stays
         }
         std::erase(clients_, &queue);
+        DropHostFunctions(queue.client);
         runs_->Forget(queue.client);
         leaving_.push_back(std::move(event.queue));
         policy_->ClientLeft(now, queue.client, decisions_);
@@ -339,8 +341,8 @@ void Dispatcher::AnnounceHeads(Time now) {
 
 void Dispatcher::Apply(Time now) {
   // Issuing never calls the policy, so the actions stay put while they are carried out; ends of
-  // runs that failed to issue are told afterwards.
-  std::vector<EndedRun> failed;
+  // runs that ended at their issue (failed, or ran unshaped) are told afterwards.
+  std::vector<EndedRun> ended_now;
   for (const scheduler::Action& action : decisions_.actions()) {
     ClientQueue* queue = Find(action.client);
     if (queue == nullptr) continue;
@@ -355,6 +357,10 @@ void Dispatcher::Apply(Time now) {
       if (!queue->commands.empty()) front = &queue->commands.front();
     }
     if (front == nullptr) continue;
+    if (front->host != nullptr) {
+      StartHostFunction(*queue, std::move(front->host));
+      continue;
+    }
     if (front->kernel == nullptr && queue->started == nullptr) {
       Consume(*queue, front->work(), {});
       continue;
@@ -370,8 +376,20 @@ void Dispatcher::Apply(Time now) {
       std::string what = result != CUDA_SUCCESS ? DescribeLaunch(*front->kernel) : std::string();
       Consume(*queue, result, std::move(what));
       if (result != CUDA_SUCCESS && action.notify) {
-        failed.push_back({queue->client, {scheduler::FormKind::kOriginal, true, 0, 0}, {}, {}});
+        ended_now.push_back(
+            {queue->client, {scheduler::FormKind::kOriginal, true, 0, 0}, {}, {}});
       }
+      continue;
+    }
+    if (first && front->kernel->BehindHostFunction()) {
+      // Transformed, it would hold the client's queue until it ran, but it cannot run before the
+      // client's host function, which may be waiting for the client's other streams: it goes
+      // to its stream in its original form, told to the policy as finished.
+      // (EndRun consumes the head.)
+      queue->started = std::move(front->kernel);
+      const CUresult result = runs_->IssueOriginal(owner, *queue->started, false);
+      if (result != CUDA_SUCCESS) DeferError(*queue, result, DescribeLaunch(*queue->started));
+      ended_now.push_back({queue->client, {action.form.kind, true, 0, 0}, {}, {}});
       continue;
     }
     if (first) {
@@ -382,11 +400,59 @@ void Dispatcher::Apply(Time now) {
     if (result != CUDA_SUCCESS) {
       // Given up: reported now, and its end told to the policy as if it had finished.
       DeferError(*queue, result, DescribeLaunch(*queue->started));
-      failed.push_back({queue->client, {queue->started_form, true, 0, 0}, {}, {}});
+      ended_now.push_back({queue->client, {queue->started_form, true, 0, 0}, {}, {}});
     }
   }
   if (decisions_.wake()) wake_ = std::min(wake_.value_or(Time::max()), *decisions_.wake());
-  for (EndedRun& ended : failed) EndRun(now, ended);
+  for (EndedRun& ended : ended_now) EndRun(now, ended);
+}
+
+void Dispatcher::StartHostFunction(ClientQueue& queue, std::unique_ptr<HostFunction> function) {
+  const DriverApi& api = runs_->api();
+  CUevent reached = nullptr;
+  CUresult result = api.cuEventCreate(&reached, CU_EVENT_DISABLE_TIMING);
+  if (result == CUDA_SUCCESS) result = api.cuEventRecord(reached, function->stream);
+  if (result == CUDA_SUCCESS) {
+    result = api.cuStreamWaitValue32(function->stream, function->gate.device,
+                                     function->gate.generation, CU_STREAM_WAIT_VALUE_GEQ);
+  }
+  if (result != CUDA_SUCCESS) {
+    if (reached != nullptr) api.cuEventDestroy(reached);
+    function->gate.Open();
+    Consume(queue, result, "a host function");
+    return;
+  }
+  host_functions_.push_back({queue.client, reached, std::move(function)});
+  Consume(queue, CUDA_SUCCESS, {});
+}
+
+void Dispatcher::PollHostFunctions() {
+  std::erase_if(host_functions_, [&](PendingHostFunction& pending) {
+    const CUresult state = runs_->api().cuEventQuery(pending.reached);
+    if (state == CUDA_ERROR_NOT_READY) return false;
+    // cuLaunchHostFunc's functions are not called after an error in the context (CUDA Driver
+    // API); cuStreamAddCallback's are, with the error.
+    const HostFunction& function = *pending.function;
+    const bool call =
+        state == CUDA_SUCCESS ||
+        function.message.kind == static_cast<uint32_t>(ipc::HostCallbackKind::kStreamCallback);
+    if (call && absl::IsResourceExhausted(function.callbacks->TrySend(function, state))) {
+      return false;  // the client's ring is full: the next poll tries again
+    }
+    if (!call) function.gate.Open();
+    runs_->api().cuEventDestroy(pending.reached);
+    activity_ = true;
+    return true;
+  });
+}
+
+void Dispatcher::DropHostFunctions(ClientId client) {
+  std::erase_if(host_functions_, [&](PendingHostFunction& pending) {
+    if (pending.client != client) return false;
+    pending.function->gate.Open();
+    runs_->api().cuEventDestroy(pending.reached);
+    return true;
+  });
 }
 
 void Dispatcher::Consume(ClientQueue& queue, CUresult result, std::string what) {

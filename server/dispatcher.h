@@ -25,6 +25,7 @@
 #include "profiler/profiler.h"
 #include "scheduler/policy.h"
 #include "server/backend/backend.h"
+#include "server/host_callbacks.h"
 #include "server/kernel_forms.h"
 #include "server/kernel_runs.h"
 #include "server/scheduling_stats.h"
@@ -35,10 +36,11 @@ namespace tally::server {
 // host function) to the backend; returns what the driver returned.
 using Command = std::function<CUresult()>;
 
-// One entry of a client's queue: other work, or a kernel launch.
+// One entry of a client's queue: other work, a kernel launch, or a host function.
 struct QueuedCommand {
   Command work;
   std::unique_ptr<KernelLaunch> kernel;
+  std::unique_ptr<HostFunction> host;
 };
 
 // The first failure of a client's asynchronous work since its last synchronising call.
@@ -111,8 +113,12 @@ class Dispatcher {
   void PollRuns(scheduler::Time now);
   void AnnounceHeads(scheduler::Time now);
   void Apply(scheduler::Time now);
-  void Issue(scheduler::Time now, ClientQueue& queue, const scheduler::Action& action);
-  void IssueKernel(scheduler::Time now, ClientQueue& queue, const scheduler::Action& action);
+  // A host function at the head: an event and the wait on its gate go on its stream, the head
+  // is consumed, and once the event completed (PollHostFunctions) the client is asked to run it.
+  void StartHostFunction(ClientQueue& queue, std::unique_ptr<HostFunction> function);
+  void PollHostFunctions();
+  // Opens the gates of the client's host functions not yet sent (it left).
+  void DropHostFunctions(ClientId client);
   // The head command is done: it leaves the queue and waiters may go on.
   void Consume(ClientQueue& queue, CUresult result, std::string what);
   // Tells the policy of a run's end (the head is consumed first when the kernel finished).
@@ -131,6 +137,13 @@ class Dispatcher {
   const scheduler::Duration max_poll_;
   scheduler::Duration poll_interval_;
   bool activity_ = false;  // something was issued or ended: poll soon again
+  // Host functions issued, whose client has not been asked yet.
+  struct PendingHostFunction {
+    ClientId client;
+    CUevent reached = nullptr;  // recorded where the function stands on its stream
+    std::unique_ptr<HostFunction> function;
+  };
+  std::vector<PendingHostFunction> host_functions_;
 
   std::mutex mutex_;
   std::condition_variable work_;    // dispatch thread: commands or control events arrived

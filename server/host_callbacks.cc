@@ -1,5 +1,7 @@
-// The round trip of a host function: server callback thread -> client -> session thread.
+// Gate words, and the client's side of a host function's round trip.
 #include "server/host_callbacks.h"
+
+#include <atomic>
 
 #include "absl/strings/str_format.h"
 #include "common/log.h"
@@ -9,104 +11,115 @@
 
 namespace tally::server {
 
-// What the backend hands back to our host function; freed by it.
-struct HostCallbacks::Call {
-  std::shared_ptr<HostCallbacks> owner;
-  ipc::RunHostCallback message;
-};
-
-void HostCallbacks::Attach(ipc::RingProducer* ring, ipc::WaitOptions wait) {
-  std::lock_guard lock(ring_mutex_);
-  ring_ = ring;
-  wait_ = std::move(wait);
+bool StreamGate::Closed(const uint32_t* word, uint32_t generation) {
+  if (word == nullptr) return false;
+  const uint32_t opened =
+      std::atomic_ref<const uint32_t>(*word).load(std::memory_order_acquire);
+  return static_cast<int32_t>(opened - generation) < 0;  // cyclic, as CU_STREAM_WAIT_VALUE_GEQ
 }
 
-absl::StatusOr<Command> HostCallbacks::MakeCommand(const DriverApi& api, CUstream stream,
-                                                   const ipc::LaunchHostFuncRequest& request) {
-  {
-    std::lock_guard lock(ring_mutex_);
-    if (ring_ == nullptr) {
-      return ClientError(CUDA_ERROR_NOT_SUPPORTED, "this session cannot call back its client");
+void Gate::Open() const {
+  // Release: the function's effects on host memory are visible to what the stream does next.
+  std::atomic_ref<uint32_t>(*word).store(generation, std::memory_order_release);
+}
+
+HostCallbacks::~HostCallbacks() {
+  for (const Page& page : pages_) api_.cuMemFreeHost(page.host);
+}
+
+void HostCallbacks::Attach(ipc::RingProducer* ring, ipc::WaitOptions wait) {
+  std::lock_guard lock(mutex_);
+  ring_ = ring;
+  wait_ = std::move(wait);
+  // The dispatch thread must never wait for the client: a full ring is tried again later.
+  wait_.timeout = absl::ZeroDuration();
+  wait_.spin_iterations = 0;
+}
+
+absl::StatusOr<int> HostCallbacks::NewSlot() {
+  if (static_cast<size_t>(slots_) == pages_.size() * kWordsPerPage) {
+    Page page;
+    void* host = nullptr;
+    TALLY_RETURN_IF_ERROR(CheckCu(
+        api_.cuMemHostAlloc(&host, kWordsPerPage * sizeof(uint32_t), CU_MEMHOSTALLOC_DEVICEMAP),
+        "cuMemHostAlloc (host function gates)"));
+    page.host = static_cast<uint32_t*>(host);
+    const CUresult mapped = api_.cuMemHostGetDevicePointer(&page.device, host, 0);
+    if (mapped != CUDA_SUCCESS) {
+      api_.cuMemFreeHost(host);
+      return CheckCu(mapped, "cuMemHostGetDevicePointer (host function gates)");
     }
+    for (size_t i = 0; i < kWordsPerPage; ++i) page.host[i] = 0;
+    pages_.push_back(page);
   }
+  return slots_++;
+}
+
+absl::StatusOr<HostFunction> HostCallbacks::Prepare(CUstream stream, StreamGate& gate,
+                                                    const ipc::LaunchHostFuncRequest& request) {
   const auto kind = static_cast<ipc::HostCallbackKind>(request.kind);
   if (kind != ipc::HostCallbackKind::kHostFunc && kind != ipc::HostCallbackKind::kStreamCallback) {
     return ClientError(CUDA_ERROR_INVALID_VALUE,
                        absl::StrFormat("unknown host function kind %d", request.kind));
   }
-  ipc::RunHostCallback message{};
-  message.kind = request.kind;
-  message.app_stream = request.app_stream;
-  message.function = request.function;
-  message.data = request.data;
-  // Owned by the command until it is issued, then by the backend until our function runs: a
-  // command discarded with its client frees it.
-  auto call = std::make_shared<std::unique_ptr<Call>>(
-      std::make_unique<Call>(Call{shared_from_this(), message}));
-  return Command([&api, stream, kind, call]() -> CUresult {
-    Call* raw = call->release();
-    const CUresult result = kind == ipc::HostCallbackKind::kHostFunc
-                                ? api.cuLaunchHostFunc(stream, &RunHostFunc, raw)
-                                : api.cuStreamAddCallback(stream, &RunStreamCallback, raw, 0);
-    if (result != CUDA_SUCCESS) delete raw;
-    return result;
-  });
-}
-
-void CUDA_CB HostCallbacks::RunHostFunc(void* call) {
-  std::unique_ptr<Call> owned(static_cast<Call*>(call));
-  owned->owner->Run(owned->message);
-}
-
-void CUDA_CB HostCallbacks::RunStreamCallback(CUstream, CUresult status, void* call) {
-  std::unique_ptr<Call> owned(static_cast<Call*>(call));
-  owned->message.status = status;
-  owned->owner->Run(owned->message);
-}
-
-void HostCallbacks::Run(ipc::RunHostCallback message) {
-  {
-    std::lock_guard lock(mutex_);
-    if (closed_) return;
-    message.gate = next_gate_++;
-    // Before sending: the answer may come back before we wait for it.
-    waiting_.insert(message.gate);
+  std::lock_guard lock(mutex_);
+  if (ring_ == nullptr) {
+    return ClientError(CUDA_ERROR_NOT_SUPPORTED, "this session cannot call back its client");
   }
-  absl::Status sent = absl::UnavailableError("the client is gone");
-  {
-    std::lock_guard lock(ring_mutex_);
-    if (ring_ != nullptr) sent = ipc::PostMessage(*ring_, 0, ipc::kFlagOneWay, message, wait_);
+  if (gate.slot < 0) {
+    TALLY_ASSIGN_OR_RETURN(gate.slot, NewSlot());
+    gate.word = pages_[gate.slot / kWordsPerPage].host + gate.slot % kWordsPerPage;
   }
-  std::unique_lock lock(mutex_);
+  const Page& page = pages_[gate.slot / kWordsPerPage];
+  const size_t index = gate.slot % kWordsPerPage;
+  HostFunction function;
+  function.stream = stream;
+  function.gate = {page.host + index, page.device + index * sizeof(uint32_t), ++gate.generation};
+  function.message.kind = request.kind;
+  function.message.app_stream = request.app_stream;
+  function.message.function = request.function;
+  function.message.data = request.data;
+  function.callbacks = shared_from_this();
+  return function;
+}
+
+absl::Status HostCallbacks::TrySend(const HostFunction& function, CUresult status) {
+  std::lock_guard lock(mutex_);
+  if (closed_ || ring_ == nullptr) {
+    function.gate.Open();
+    return absl::UnavailableError("the client is gone");
+  }
+  ipc::RunHostCallback message = function.message;
+  message.status = status;
+  message.gate = next_gate_;
+  const absl::Status sent = ipc::PostMessage(*ring_, 0, ipc::kFlagOneWay, message, wait_);
+  if (absl::IsDeadlineExceeded(sent)) return absl::ResourceExhaustedError("callback ring full");
   if (!sent.ok()) {
-    TALLY_LOG_DEBUG("host function not sent to the client: {}", sent.ToString());
-    waiting_.erase(message.gate);
-    return;
+    function.gate.Open();
+    return absl::UnavailableError(sent.message());
   }
-  completed_.wait(lock, [&] { return closed_ || !waiting_.contains(message.gate); });
+  sent_.emplace(next_gate_++, function.gate);
+  return absl::OkStatus();
 }
 
 absl::Status HostCallbacks::Complete(uint64_t gate) {
-  {
-    std::lock_guard lock(mutex_);
-    if (waiting_.erase(gate) == 0) {
-      return ClientError(CUDA_ERROR_INVALID_VALUE,
-                         absl::StrFormat("no host function waits for gate %d", gate));
-    }
+  std::lock_guard lock(mutex_);
+  auto it = sent_.find(gate);
+  if (it == sent_.end()) {
+    return ClientError(CUDA_ERROR_INVALID_VALUE,
+                       absl::StrFormat("no host function waits for gate %d", gate));
   }
-  completed_.notify_all();
+  it->second.Open();
+  sent_.erase(it);
   return absl::OkStatus();
 }
 
 void HostCallbacks::Close() {
-  {
-    std::lock_guard lock(mutex_);
-    closed_ = true;
-    waiting_.clear();
-  }
-  completed_.notify_all();
-  std::lock_guard lock(ring_mutex_);  // after a send in progress, none follows
+  std::lock_guard lock(mutex_);
+  closed_ = true;
   ring_ = nullptr;
+  for (const auto& [id, gate] : sent_) gate.Open();
+  sent_.clear();
 }
 
 }  // namespace tally::server

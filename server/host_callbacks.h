@@ -1,58 +1,101 @@
-// Host functions of one client, run in the client in stream order: the backend stream reaches a
-// host function of ours (cuLaunchHostFunc / cuStreamAddCallback), which asks the client to run
-// the application's function (RunHostCallback on the callback ring) and blocks the stream until
-// the client answers HostCallbackDone for its gate, so that later work on the stream waits for
-// the function as in CUDA. When the client goes, waiting host functions return at once and later
-// ones do nothing.
-//
-// With NVIDIA's driver, host functions of all streams may run on one driver thread ("host
-// functions ... may be serialized", CUDA Runtime API, cudaLaunchHostFunc): a client's slow host
-// function can then delay other clients' host functions, never their kernels.
+// Host functions of one client (cudaLaunchHostFunc, cudaStreamAddCallback), run in the client in
+// stream order without registering anything with the driver. Where the function stands on its
+// stream, the dispatcher records an event and puts a cuStreamWaitValue32 on a gate word of the
+// stream (page-locked memory mapped for the device); once the event has completed it asks the
+// client to run the function (RunHostCallback on the callback ring), and the client's
+// HostCallbackDone for that gate makes the server write the word from the host, which lets the
+// stream go on. Later work of the stream waits for the function, as in CUDA; other streams and
+// other clients do not; and nothing the driver runs waits for the server or a client (CUDA
+// forbids CUDA calls in host functions and may run all of them on one thread). The word is
+// written by the host, not by a stream operation, which could queue behind the very wait it
+// should end.
 #pragma once
 
-#include <condition_variable>
+#include <cuda.h>
+
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <vector>
 
-#include "absl/container/flat_hash_set.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "ipc/cuda_calls.h"
 #include "ipc/spsc_ring.h"
 #include "server/backend/backend.h"
-#include "server/dispatcher.h"
 
 namespace tally::server {
 
+class HostCallbacks;
+
+// A stream's gate word: host functions on one stream complete in order, so each waits for the
+// word to reach its own generation (CU_STREAM_WAIT_VALUE_GEQ).
+struct StreamGate {
+  int slot = -1;  // in HostCallbacks' words; -1 until the stream's first host function
+  uint32_t* word = nullptr;  // the slot's word
+  uint32_t generation = 0;   // of the stream's last host function
+  // Whether a host function queued before now (generation `generation`) has not run yet.
+  static bool Closed(const uint32_t* word, uint32_t generation);
+};
+
+// Where a host function's wait is released: the word (host and device addresses) and the value.
+struct Gate {
+  uint32_t* word = nullptr;
+  CUdeviceptr device = 0;
+  uint32_t generation = 0;
+  // Lets the stream go on (any thread; idempotent).
+  void Open() const;
+};
+
+// A queued host function: the stream it follows, its gate and what the client is asked to run.
+struct HostFunction {
+  CUstream stream = nullptr;
+  Gate gate;
+  ipc::RunHostCallback message{};
+  std::shared_ptr<HostCallbacks> callbacks;
+};
+
 class HostCallbacks : public std::enable_shared_from_this<HostCallbacks> {
  public:
+  explicit HostCallbacks(const DriverApi& api) : api_(api) {}
+  HostCallbacks(const HostCallbacks&) = delete;
+  HostCallbacks& operator=(const HostCallbacks&) = delete;
+  // The gate words are freed: every stream that waited on them must have finished.
+  ~HostCallbacks();
+
   // Where the requests to run functions go; before this, host functions are refused.
   void Attach(ipc::RingProducer* ring, ipc::WaitOptions wait);
-  // The command that puts the host function of `request` on `stream`.
-  absl::StatusOr<Command> MakeCommand(const DriverApi& api, CUstream stream,
-                                      const ipc::LaunchHostFuncRequest& request);
+  // The host function of `request`, to be queued on `stream` (whose gate is `gate`).
+  absl::StatusOr<HostFunction> Prepare(CUstream stream, StreamGate& gate,
+                                       const ipc::LaunchHostFuncRequest& request);
+  // Asks the client to run `function`, without waiting for room in the ring (the dispatch
+  // thread calls it). OK: sent; ResourceExhausted: the ring is full, try again later;
+  // Unavailable: the client is gone (its gate is opened).
+  absl::Status TrySend(const HostFunction& function, CUresult status);
   // The client ran the function of `gate`: its stream goes on. INVALID_VALUE for a gate that no
-  // host function waits for.
+  // function waits for.
   absl::Status Complete(uint64_t gate);
-  // The client is gone: nothing more is sent, waiting host functions return.
+  // The client is gone: nothing more is sent, and every gate sent is opened.
   void Close();
 
  private:
-  struct Call;
-  static void CUDA_CB RunHostFunc(void* call);
-  static void CUDA_CB RunStreamCallback(CUstream stream, CUresult status, void* call);
-  // On the backend's callback thread: asks the client and waits for its answer.
-  void Run(ipc::RunHostCallback message);
+  // Page-locked, device-mapped words, one per stream that ever had a host function.
+  struct Page {
+    uint32_t* host = nullptr;
+    CUdeviceptr device = 0;
+  };
+  static constexpr size_t kWordsPerPage = 1024;
+  absl::StatusOr<int> NewSlot();
 
+  const DriverApi& api_;
   std::mutex mutex_;
-  std::condition_variable completed_;
-  absl::flat_hash_set<uint64_t> waiting_;  // gates sent and not yet answered
+  ipc::RingProducer* ring_ = nullptr;  // the callback ring has one producer: under mutex_
+  ipc::WaitOptions wait_;
+  std::vector<Page> pages_;
+  int slots_ = 0;
+  absl::flat_hash_map<uint64_t, Gate> sent_;  // by gate id: asked, not yet answered
   uint64_t next_gate_ = 1;
   bool closed_ = false;
-
-  std::mutex ring_mutex_;  // the callback ring has one producer; callbacks may run on several
-  ipc::RingProducer* ring_ = nullptr;
-  ipc::WaitOptions wait_;
 };
 
 }  // namespace tally::server

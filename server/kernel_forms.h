@@ -12,6 +12,7 @@
 
 #include "ptx_transform/launch_forms.h"
 #include "server/backend/backend.h"
+#include "server/host_callbacks.h"
 #include "server/module_registry.h"
 
 namespace tally::server {
@@ -27,6 +28,12 @@ struct KernelLaunch {
   // original form, issued with cuLaunchCooperativeKernel.
   bool cooperative = false;
   CUstream stream = nullptr;
+  // The stream's host function gate as the launch was queued (host_callbacks.h): a run behind a
+  // host function that has not run yet must not hold the client's queue (the function may wait
+  // for the client's other streams).
+  const uint32_t* gate_word = nullptr;
+  uint32_t gate_generation = 0;
+  bool BehindHostFunction() const { return StreamGate::Closed(gate_word, gate_generation); }
 };
 
 // "kernel K<<<(grid), (block), shared bytes>>>", for messages about a failed launch.

@@ -56,6 +56,7 @@ class KernelRuns {
   // The runs still on the device must have ended (the server waits for its clients first).
   ~KernelRuns();
 
+  const DriverApi& api() const { return api_; }
   // What a policy sees of `launch`.
   scheduler::KernelInfo Describe(const KernelLaunch& launch);
 

@@ -27,7 +27,8 @@ Session::Session(ServerContext& server, const ipc::ClientInfo& client, ipc::Bulk
       waiters_(std::make_unique<WaiterPool>([&backend = server.backend] {
         const absl::Status current = backend.MakeCurrent();
         if (!current.ok()) TALLY_LOG_ERROR("waiter thread: {}", current.ToString());
-      })) {}
+      })),
+      host_callbacks_(std::make_shared<HostCallbacks>(server.backend.api())) {}
 
 absl::StatusOr<std::unique_ptr<Session>> Session::Create(ServerContext& server,
                                                          const ipc::ClientInfo& client,
@@ -97,12 +98,17 @@ OwnedResources Session::TakeOwned() {
 constexpr size_t kMaxBatch = 128;
 
 void Session::Enqueue(Command command) {
-  batch_.push_back({std::move(command), nullptr});
+  batch_.push_back({std::move(command), nullptr, nullptr});
   if (batch_.size() >= kMaxBatch) HandOver();
 }
 
 void Session::EnqueueKernel(KernelLaunch launch) {
-  batch_.push_back({{}, std::make_unique<KernelLaunch>(std::move(launch))});
+  batch_.push_back({{}, std::make_unique<KernelLaunch>(std::move(launch)), nullptr});
+  if (batch_.size() >= kMaxBatch) HandOver();
+}
+
+void Session::EnqueueHostFunction(HostFunction function) {
+  batch_.push_back({{}, nullptr, std::make_unique<HostFunction>(std::move(function))});
   if (batch_.size() >= kMaxBatch) HandOver();
 }
 
@@ -154,9 +160,14 @@ absl::StatusOr<StreamRef> Session::HoldStream(uint64_t handle) {
 }
 
 absl::StatusOr<CUstream> Session::StreamForWork(uint64_t handle) {
+  TALLY_ASSIGN_OR_RETURN(StreamEntry * entry, EntryForWork(handle));
+  return entry->stream;
+}
+
+absl::StatusOr<StreamEntry*> Session::EntryForWork(uint64_t handle) {
   TALLY_ASSIGN_OR_RETURN(StreamRef * found, FindEntry(handle));
-  const StreamEntry& entry = **found;
-  if (!entry.blocking) return entry.stream;
+  StreamEntry& entry = **found;
+  if (!entry.blocking) return &entry;
   const DriverApi* api = &this->api();
   const CUstream after = entry.stream;
   // cuStreamWaitEvent waits for the event's most recent record at the time of the call (CUDA
@@ -175,7 +186,7 @@ absl::StatusOr<CUstream> Session::StreamForWork(uint64_t handle) {
   } else {
     wait_for(*default_stream_);
   }
-  return entry.stream;
+  return &entry;
 }
 
 std::vector<StreamRef> Session::HoldAllStreams() {

@@ -52,6 +52,7 @@ struct StreamEntry {
   CUstream stream = nullptr;
   bool blocking = true;
   CUevent marker = nullptr;  // recorded on this stream when another must wait for its tail
+  StreamGate gate;            // host functions on this stream (host_callbacks.h)
 };
 using StreamRef = std::shared_ptr<StreamEntry>;
 
@@ -121,6 +122,8 @@ class Session {
   // implicit ordering (default-stream work after all blocking streams' work, blocking-stream
   // work after the default stream's).
   absl::StatusOr<CUstream> StreamForWork(uint64_t handle);
+  // As StreamForWork, the entry (on the session thread: valid until the next call).
+  absl::StatusOr<StreamEntry*> EntryForWork(uint64_t handle);
   // Every stream of the client, held for a waiter thread.
   std::vector<StreamRef> HoldAllStreams();
   // The bytes of a bulk block; CUDA_ERROR_INVALID_VALUE when it is not inside the area.
@@ -152,6 +155,8 @@ class Session {
   void Enqueue(Command command);
   // Queues a kernel launch; the scheduling policy decides when and in which form it runs.
   void EnqueueKernel(KernelLaunch launch);
+  // Queues a host function (host_callbacks.h).
+  void EnqueueHostFunction(HostFunction function);
   // Queues the failure of a one-way call that was refused (`what` says which and why), to be
   // reported like a failure of the work itself, at the next synchronising call.
   void EnqueueFailure(CUresult result, std::string what);
@@ -207,7 +212,7 @@ class Session {
   absl::StatusOr<StreamRef*> FindEntry(uint64_t handle);
 
   std::unique_ptr<WaiterPool> waiters_;
-  std::shared_ptr<HostCallbacks> host_callbacks_ = std::make_shared<HostCallbacks>();
+  std::shared_ptr<HostCallbacks> host_callbacks_;
   StreamRef default_stream_;
   HandleTable<StreamRef> streams_{1, Tag(), "stream"};
   HandleTable<EventRef> events_{2, Tag(), "event"};

@@ -8,11 +8,11 @@
 namespace tally::server {
 
 absl::Status Handle(Session& session, const ipc::Decoded<ipc::LaunchHostFuncRequest>& request) {
-  TALLY_ASSIGN_OR_RETURN(CUstream stream, session.StreamForWork(request.fields.stream));
-  TALLY_ASSIGN_OR_RETURN(Command command,
-                         session.host_callbacks().MakeCommand(session.api(), stream,
-                                                              request.fields));
-  session.Enqueue(std::move(command));
+  TALLY_ASSIGN_OR_RETURN(StreamEntry * stream, session.EntryForWork(request.fields.stream));
+  TALLY_ASSIGN_OR_RETURN(HostFunction function,
+                         session.host_callbacks().Prepare(stream->stream, stream->gate,
+                                                          request.fields));
+  session.EnqueueHostFunction(std::move(function));
   return absl::OkStatus();
 }
 

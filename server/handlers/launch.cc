@@ -26,7 +26,10 @@ absl::Status Handle(Session& session, const ipc::Decoded<ipc::LaunchKernelReques
   // holds the module so that it outlives the launch even if the client goes away. It lives in
   // the command itself: one allocation per launch (two with arguments), not one per object.
   KernelLaunch launch;
-  TALLY_ASSIGN_OR_RETURN(launch.stream, session.StreamForWork(r.stream));
+  TALLY_ASSIGN_OR_RETURN(StreamEntry * stream, session.EntryForWork(r.stream));
+  launch.stream = stream->stream;
+  launch.gate_word = stream->gate.word;
+  launch.gate_generation = stream->gate.generation;
   launch.module = entry->module;
   launch.kernel = kernel;
   launch.params.assign(request.tail.begin(), request.tail.end());
