@@ -176,9 +176,9 @@ TEST_CASE("Every form runs every block of the grid once, with its original index
     CHECK(stats.slices == count(FormKind::kSliced) * std::min(c.form.slices, blocks));
     CHECK(stats.preemptible == count(FormKind::kPreemptible));
     if (c.preempt) {
-      // Some of the random preemptions land while a run is on the device, which then resumes.
+      // Whether a raised flag stops a run depends on when it lands (with as many workers as
+      // tasks, only before they started): resumption itself is checked below, deterministically.
       CHECK(stats.preemptions >= 1u);
-      CHECK(stats.resumes >= 1u);
     } else {
       CHECK(stats.resumes == 0u);
     }
