@@ -6,6 +6,7 @@
 #include <atomic>
 #include <span>
 #include <thread>
+#include <utility>
 
 #include "emulator/exec/resident_unit.h"
 
@@ -168,15 +169,14 @@ bool SmPool::PlaceLocked(Launch& launch) {
   return true;
 }
 
-void SmPool::FinishLocked(Launch& launch, const std::vector<uint32_t>& sms,
-                          const absl::Status& status) {
+void SmPool::FinishLocked(Launch& launch, const std::vector<uint32_t>& sms, absl::Status status) {
   for (uint32_t sm : sms) {
     sms_[sm].warps += launch.footprint.warps;
     sms_[sm].blocks += 1;
     sms_[sm].shared_bytes += launch.footprint.shared_bytes;
   }
   if (!status.ok() && launch.error.ok()) {
-    launch.error = status;
+    launch.error = std::move(status);
     launch.setup->abort.store(true, std::memory_order_relaxed);
   }
   if (++launch.finished == launch.units) launch.done.notify_all();
@@ -235,7 +235,7 @@ void SmPool::WorkerLoop(Worker& self) {
         ResidentUnit* unit = std::exchange(resident[i].unit, nullptr);
         {
           std::lock_guard lock(mu_);
-          FinishLocked(*resident[i].launch, unit->sms(), finished.status());
+          FinishLocked(*resident[i].launch, unit->sms(), std::move(finished).status());
         }
         unit->Stop(cache);
         spare.push_back(unit);

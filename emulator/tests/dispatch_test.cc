@@ -5,12 +5,10 @@
 // one host thread (TALLY_EMU_HOST_THREADS=1, the emu_dispatch_serial_test run); those facts are
 // checked there.
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <functional>
 #include <map>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "emulator/tests/kernel_util.h"
@@ -65,14 +63,13 @@ CUstream NewStream(int priority) {
   return stream;
 }
 
-// Waits until the counter reaches `value`, reading it with synchronous copies (legacy NULL
-// stream work, which does not wait for non-blocking streams).
+// Waits until the counter reaches `value` with a stream memory wait of its own: its atomic reads
+// do not race with the kernel's atomics, as a copy's would.
 void AwaitCount(CUdeviceptr counter, unsigned value) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (Download<unsigned>(counter, 1)[0] < value) {
-    REQUIRE(std::chrono::steady_clock::now() < deadline);
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  CUstream stream = NewStream(0);
+  EMU_OK(Emu().cuStreamWaitValue32_v2(stream, counter, value, CU_STREAM_WAIT_VALUE_GEQ));
+  EMU_OK(Emu().cuStreamSynchronize(stream));
+  EMU_OK(Emu().cuStreamDestroy_v2(stream));
 }
 
 // A launch of `timed`: `blocks` blocks of kThreads threads with `shared` bytes of dynamic shared

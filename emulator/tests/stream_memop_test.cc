@@ -2,8 +2,6 @@
 // by writes from other streams), a write releases a kernel polling the address with
 // ld.volatile while it runs, batches run in order, and bad flags, addresses and operations get
 // the documented errors.
-#include <chrono>
-#include <thread>
 #include <vector>
 
 #include "emulator/tests/kernel_util.h"
@@ -129,16 +127,16 @@ TEST_CASE("a write on another stream stops persistent blocks polling a flag with
   EMU_OK(Emu().cuFuncSetAttribute(poll, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, whole));
   CUdeviceptr flag = Zeros<uint32_t>(1), started = Zeros<uint32_t>(1);
   void* args[] = {&flag, &started};
-  CUstream kernel = NewStream(), control = NewStream();
+  CUstream kernel = NewStream(), watch = NewStream(), control = NewStream();
   // One block per SM, each with an SM's shared memory: the device is full while they poll.
   EMU_OK(Emu().cuLaunchKernel(poll, sms, 1, 1, 64, 1, 1, whole, kernel, args, nullptr));
-  while (Download<uint32_t>(started, 1)[0] < static_cast<uint32_t>(sms)) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  EMU_OK(Emu().cuStreamWaitValue32_v2(watch, started, sms, CU_STREAM_WAIT_VALUE_GEQ));
+  EMU_OK(Emu().cuStreamSynchronize(watch));  // every block polls
   CHECK(Emu().cuStreamQuery(kernel) == CUDA_ERROR_NOT_READY);
   EMU_OK(Emu().cuStreamWriteValue32_v2(control, flag, 1, CU_STREAM_WRITE_VALUE_DEFAULT));
   EMU_OK(Emu().cuStreamSynchronize(kernel));
   EMU_OK(Emu().cuStreamDestroy_v2(kernel));
+  EMU_OK(Emu().cuStreamDestroy_v2(watch));
   EMU_OK(Emu().cuStreamDestroy_v2(control));
 }
 
