@@ -46,7 +46,8 @@ constexpr Flag kFlags[] = {
      "for this much idleness above it (default 100; on the emulated GPU 2000)"},
     {"turnaround-ms", "TALLY_TURNAROUND_MS", "MS",
      "the profiler's bound on how long a background kernel may keep the device once asked to "
-     "give it back (default 0.1; on the emulated GPU, about 1000 times slower than a GPU, 50)"},
+     "give it back (default 0.1; on the emulated GPU, which runs kernels hundreds of times "
+     "slower than a GPU, 1)"},
     {"max-client-priority", "TALLY_MAX_CLIENT_PRIORITY", "N",
      "clients that ask for a higher priority level get N (high is 1, best-effort 0); "
      "tally-ctl priority is not capped"},

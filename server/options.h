@@ -27,7 +27,7 @@ struct SchedulingTimes {
   double turnaround_ms;
 };
 inline constexpr SchedulingTimes kGpuDefaults{0.1, 100, 0.1};
-inline constexpr SchedulingTimes kEmulatorDefaults{2, 2000, 50};
+inline constexpr SchedulingTimes kEmulatorDefaults{2, 2000, 1};
 
 struct ServerOptions {
   bool emulate = false;

@@ -2,12 +2,15 @@
 """The high-priority job's latency and the best-effort job's throughput under each policy.
 
 Runs tests/e2e/priority_jobs through tally-run against a private tally-server per case:
-  serve alone, train alone, then serve (high) beside train (best-effort) under each policy.
+  first the trainer alone long enough for the profiler to measure every candidate form of its
+  kernel (the cache, in a temporary directory, is then shared by every case, as a production
+  server's would be warm), then serve alone, train alone, and serve (high) beside train
+  (best-effort) under each policy.
 Prints a Markdown table and writes every sample as JSON. Figures go to benchmarks/RESULTS.md;
 nothing here asserts a timing (the smoke test only checks that every case ran and reported).
 
   priority_bench.py --server BIN --run BIN --jobs BIN [--out FILE] [--policies a,b,c]
-                    [--train ARGS] [--serve ARGS]
+                    [--train ARGS] [--serve ARGS] [--server-args ARGS]
 """
 import argparse
 import json
@@ -20,8 +23,8 @@ import sys
 import tempfile
 import time
 
-DEFAULT_TRAIN = "--kernels 6 --blocks 2048 --work 2000"
-DEFAULT_SERVE = "--kernels 40 --blocks 8 --work 400 --per-request 3 --max-gap-ms 40"
+DEFAULT_TRAIN = "--kernels 10 --blocks 2048 --work 2000"
+DEFAULT_SERVE = "--kernels 100 --blocks 8 --work 400 --per-request 3 --max-gap-ms 30"
 
 
 def percentile(values, p):
@@ -37,7 +40,8 @@ class Server:
         self.log = open(os.path.join(work, f"{policy}.log"), "w")
         self.process = subprocess.Popen(
             [args.server, "--emulate", "--socket", self.socket, f"--policy={policy}",
-             "--profile-cache=none"], stderr=self.log)
+             f"--profile-cache={os.path.join(work, 'profiles.json')}",
+             *shlex.split(args.server_args)], stderr=self.log)
         for _ in range(200):
             if os.path.exists(self.socket):
                 return
@@ -83,6 +87,17 @@ def busy_seconds(timeline):
     return busy / 1e9
 
 
+def warm_profiler(args, work):
+    """Runs the trainer alone until its kernel's candidates are measured (the cache is kept)."""
+    server = Server(args, "priority", work)
+    try:
+        extra = f"{args.train} --kernels {args.warm_kernels}"
+        process, _, _ = start_job(args, server, "best-effort", "train", extra, work, "warm")
+        finish(process, "the profiler's warm-up")
+    finally:
+        server.close()
+
+
 def run_case(args, policy, work, serve, train):
     server = Server(args, policy, work)
     try:
@@ -124,10 +139,17 @@ def main():
     parser.add_argument("--policies", default="fifo,priority-no-transform,priority")
     parser.add_argument("--train", default=DEFAULT_TRAIN)
     parser.add_argument("--serve", default=DEFAULT_SERVE)
+    parser.add_argument("--warm-kernels", type=int, default=48,
+                        help="trainer kernels run first, so that profiling is done")
+    parser.add_argument("--server-args", default="",
+                        help="more tally-server flags, e.g. --turnaround-ms=1")
     parser.add_argument("--warmup", type=float, default=1.0,
                         help="seconds between the trainer's start and the first request")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="tally-priority-bench-") as work:
+        if args.warm_kernels > 0:
+            warm_profiler(args, work)
+            print("profiler warmed up", file=sys.stderr)
         alone_serve = run_case(args, "fifo", work, serve=True, train=False)
         print(f"serve alone: p50 {alone_serve['p50_us']:.0f} us, p99 {alone_serve['p99_us']:.0f} us",
               file=sys.stderr)
