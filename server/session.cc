@@ -85,6 +85,7 @@ void OwnedResources::Release(const DriverApi& api) {
 }
 
 OwnedResources Session::TakeOwned() {
+  work_stream_ = nullptr;
   OwnedResources owned;
   streams_.Clear([&](StreamRef& entry) { owned.streams.push_back(std::move(entry)); });
   events_.Clear([&](EventRef& entry) { owned.events.push_back(std::move(entry)); });
@@ -97,6 +98,8 @@ void Session::Enqueue(Command command) {
   // Enough to amortise the hand-over, few enough that the device starts early.
   constexpr size_t kMaxBatch = 128;
   batch_.push_back(std::move(command));
+  ++enqueued_;
+  if (work_stream_ != nullptr) work_stream_->last_work = enqueued_;
   if (batch_.size() >= kMaxBatch) HandOver();
 }
 
@@ -124,6 +127,7 @@ absl::StatusOr<uint64_t> Session::CreateStream(bool blocking, int priority) {
 
 absl::Status Session::DestroyStream(uint64_t handle) {
   Flush();
+  work_stream_ = nullptr;
   // Destroyed here unless a waiter still holds it.
   return streams_.Remove(handle).status();
 }
@@ -146,6 +150,7 @@ absl::StatusOr<StreamRef> Session::HoldStream(uint64_t handle) {
 absl::StatusOr<CUstream> Session::StreamForWork(uint64_t handle) {
   TALLY_ASSIGN_OR_RETURN(StreamRef * found, FindEntry(handle));
   const StreamEntry& entry = **found;
+  work_stream_ = found->get();
   if (!entry.blocking) return entry.stream;
   const DriverApi* api = &this->api();
   const CUstream after = entry.stream;
