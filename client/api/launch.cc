@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_format.h"
 #include "client/channel.h"
+#include "client/device_attributes.h"
 #include "client/entry.h"
 #include "client/handles.h"
 #include "client/kernels.h"
@@ -22,6 +23,7 @@
 using tally::client::Channel;
 using tally::client::CheckOut;
 using tally::client::CudaError;
+using tally::client::DeviceAttribute;
 using tally::client::DriverError;
 using tally::client::DriverFunction;
 using tally::client::Kernel;
@@ -89,22 +91,24 @@ absl::Status Launch(Kernel& kernel, dim3 grid, dim3 block, void** args, size_t s
 // Runtime API, cudaLaunchCooperativeKernel). `kernel` is resolved.
 absl::Status CheckCooperative(const Kernel& kernel, ipc::Dim3 grid, ipc::Dim3 block,
                               size_t shared_bytes) {
-  TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
-  const auto& attributes = channel->device().attributes;
-  using A = ipc::SnapshotAttribute;
-  if (attributes[static_cast<size_t>(A::k_COOPERATIVE_LAUNCH)] == 0) {
+  TALLY_ASSIGN_OR_RETURN(const int cooperative,
+                         DeviceAttribute(CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH));
+  if (cooperative == 0) {
     return CudaError(cudaErrorNotSupported, "the device does not support cooperative launches");
   }
+  TALLY_ASSIGN_OR_RETURN(const int multiprocessors,
+                         DeviceAttribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT));
   const uint64_t threads = uint64_t{block.x} * block.y * block.z;
   if (threads == 0 || threads > INT32_MAX) {
     return CudaError(cudaErrorInvalidConfiguration, "invalid block size");
   }
+  TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
   TALLY_ASSIGN_OR_RETURN(auto occupancy, channel->Call(ipc::OccupancyRequest{
                                              .block_size = static_cast<int32_t>(threads),
                                              .function = kernel.function,
                                              .dynamic_shared_bytes = shared_bytes}));
-  const uint64_t resident = uint64_t(occupancy.fields.blocks_per_multiprocessor) *
-                            uint64_t(attributes[static_cast<size_t>(A::k_MULTIPROCESSOR_COUNT)]);
+  const uint64_t resident =
+      uint64_t(occupancy.fields.blocks_per_multiprocessor) * uint64_t(multiprocessors);
   const uint64_t blocks = uint64_t{grid.x} * grid.y * grid.z;
   if (blocks > resident) {
     return CudaError(
