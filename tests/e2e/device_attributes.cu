@@ -2,7 +2,7 @@
 // answered through the shim, by the runtime and the driver API alike, and cudaGetDeviceProperties
 // agreeing with the attributes; the emulated device answers as the A100 it stands for where the
 // issue found zeros (GPU overlap, memory pools, persisting L2), and Tally's own truths (no
-// pageable memory access from the device).
+// pageable memory access from the device, registered memory at another device address).
 #include <cuda.h>
 
 #include <cstring>
@@ -69,9 +69,10 @@ int main() {
   EXPECT(Attribute(cudaDevAttrReservedSharedMemoryPerBlock) == 1024);
   EXPECT(Attribute(cudaDevAttrMaxBlocksPerMultiprocessor) == 32);
   // Under Tally the device runs in the server: it cannot read the application's pageable
-  // memory.
+  // memory, and registered memory has a device pointer of its own.
   EXPECT(Attribute(cudaDevAttrPageableMemoryAccess) == 0);
   EXPECT(Attribute(cudaDevAttrPageableMemoryAccessUsesHostPageTables) == 0);
+  EXPECT(Attribute(cudaDevAttrCanUseHostPointerForRegisteredMem) == 0);
 
   // cudaGetDeviceProperties says what the attributes say.
   cudaDeviceProp prop;
@@ -101,6 +102,7 @@ int main() {
          static_cast<size_t>(Attribute(cudaDevAttrTexturePitchAlignment)));
   EXPECT(prop.reservedSharedMemPerBlock == 1024);
   EXPECT(prop.pageableMemoryAccess == 0);
+  EXPECT(prop.canUseHostPointerForRegisteredMem == 0);
   EXPECT(prop.hostNativeAtomicSupported == Attribute(cudaDevAttrHostNativeAtomicSupported));
   EXPECT(prop.deviceNumaId == Attribute(cudaDevAttrNumaId));
   EXPECT(prop.clusterLaunch == Attribute(cudaDevAttrClusterLaunch));
