@@ -142,6 +142,10 @@ absl::Status FetchFunction(uint64_t module, Kernel& kernel) {
     }
   }
   kernel.param_buffer_size = answer.fields.param_buffer_size;
+  kernel.max_threads_per_block = answer.fields.max_threads_per_block;
+  kernel.static_shared_bytes = answer.fields.static_shared_bytes;
+  kernel.max_dynamic_shared_bytes.store(answer.fields.max_dynamic_shared_bytes,
+                                        std::memory_order_relaxed);
   kernel.function = answer.fields.function;
   return absl::OkStatus();
 }

@@ -39,6 +39,12 @@ struct Kernel {
   uint64_t function = 0;     // 0 until resolved
   uint32_t param_buffer_size = 0;
   std::vector<ipc::ParamSlot> params;
+  // What launches are checked against (api/launch.cc), as the server reported them; the dynamic
+  // shared memory limit follows the cudaFuncSetAttribute / cuFuncSetAttribute calls that
+  // succeeded (api/function.cc), which a launch reads without a lock.
+  int32_t max_threads_per_block = 0;
+  int32_t static_shared_bytes = 0;
+  mutable std::atomic<int32_t> max_dynamic_shared_bytes{0};
   // A registered kernel's handle and layout above are written once, then this is released:
   // launches check it without the lock (KernelRegistry::Resolve).
   std::atomic<bool> resolved{false};

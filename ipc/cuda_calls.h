@@ -12,7 +12,7 @@
 namespace tally::ipc {
 
 // The schema number exchanged in the handshake (Hello::schema_version).
-inline constexpr uint32_t kCudaCallsSchemaVersion = 12;
+inline constexpr uint32_t kCudaCallsSchemaVersion = 13;
 
 enum class CallMode { kSync, kWait, kAsync };
 
@@ -266,6 +266,13 @@ struct GetFunctionResponse {
   uint32_t param_count;
   uint32_t param_buffer_size;
   uint64_t function;
+  // The attributes a launch is checked against in the client (one-way, it cannot wait for the
+  // server's verdict): CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, _SHARED_SIZE_BYTES and
+  // _MAX_DYNAMIC_SHARED_SIZE_BYTES.
+  int32_t max_threads_per_block;
+  int32_t static_shared_bytes;
+  int32_t max_dynamic_shared_bytes;
+  uint32_t reserved;
 };
 // The tail is the packed parameter buffer, param_buffer_size bytes.
 // LaunchKernelRequest::flags.

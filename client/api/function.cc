@@ -39,13 +39,20 @@ absl::StatusOr<ipc::FuncGetAttributesResponse> FetchAttributes(const Kernel& ker
   return answer.fields;
 }
 
+// The server checks and applies the value; the limit launches are checked against in the shim
+// follows it (cudaFuncAttribute and CUfunction_attribute share this attribute's value).
 absl::Status SetAttribute(const Kernel& kernel, int attribute, int value) {
   TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
-  return channel
-      ->Call(ipc::FuncSetAttributeRequest{.attribute = static_cast<uint32_t>(attribute),
-                                          .value = value,
-                                          .function = kernel.function})
-      .status();
+  TALLY_RETURN_IF_ERROR(
+      channel
+          ->Call(ipc::FuncSetAttributeRequest{.attribute = static_cast<uint32_t>(attribute),
+                                              .value = value,
+                                              .function = kernel.function})
+          .status());
+  if (attribute == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) {
+    kernel.max_dynamic_shared_bytes.store(value, std::memory_order_relaxed);
+  }
+  return absl::OkStatus();
 }
 
 // The cache configuration is a preference (CUDA Driver API, cuFuncSetCacheConfig: "this setting
