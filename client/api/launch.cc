@@ -340,11 +340,12 @@ cudaError_t __cudaPopCallConfiguration(dim3* grid, dim3* block, size_t* shared_b
   });
 }
 
-// The cudaKernel_t handed out is the shim's Kernel record; it stays valid for the process.
+// The cudaKernel_t handed out is the shim's Kernel record; it stays valid for the process. It is
+// resolved by the launch, which reports a module the device cannot load (kernels.cc).
 cudaError_t __cudaGetKernel(cudaKernel_t* kernel, const void* function) noexcept {
   return Run(__func__, [&]() -> absl::Status {
     TALLY_RETURN_IF_ERROR(CheckOut(kernel));
-    TALLY_ASSIGN_OR_RETURN(Kernel * record, KernelRegistry::Get().Resolve(function));
+    TALLY_ASSIGN_OR_RETURN(Kernel * record, KernelRegistry::Get().Find(function));
     *kernel = reinterpret_cast<cudaKernel_t>(record);
     return absl::OkStatus();
   });

@@ -73,6 +73,13 @@ case $scenario in
     count=$(grep -c "client [0-9]* connected" "$work/server.log")
     [[ $count -eq $(($# - 4)) ]] || fail "the server saw $count clients, expected $(($# - 4))"
     ;;
+  refused)  # refused PROGRAM CONSTRUCT: PROGRAM checks its launches fail as CUDA's would; the
+    # server's log (what the operator reads) says why, naming the construct its device refused
+    start_server
+    run "$5" || fail "$5 failed"
+    grep -q "cannot load a module.*$6" "$work/server.log" ||
+      fail "the server's log does not name $6 as why the module did not load"
+    ;;
   priority)  # tally-run's priority reaches the server
     start_server
     timeout 120 "$run_bin" --priority 7 --server "$socket" -- "$programs/vector_add" ||
