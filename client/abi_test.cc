@@ -104,6 +104,7 @@ using RegisterFatbinFn = void**(void*);
 using RegisterFunctionFn = void(void**, const char*, char*, const char*, int, uint3*, uint3*, dim3*,
                                 dim3*, int*);
 using GetKernelFn = cudaError_t(cudaKernel_t*, const void*);
+using LaunchKernelFn = cudaError_t(cudaKernel_t, dim3, dim3, void**, size_t, cudaStream_t);
 
 TEST_CASE("<<<>>> configurations are pushed and popped per thread") {
   dim3 grid, block;
@@ -132,8 +133,12 @@ TEST_CASE("launching unregistered kernels or kernels of a corrupt fatbin fails c
   Get<RegisterFunctionFn>("__cudaRegisterFunction")(
       fatbin, reinterpret_cast<const char*>(&HostStub), nullptr, "_Z8HostStubv", -1, nullptr,
       nullptr, nullptr, nullptr, nullptr);
+  // The handle is the registered kernel's; the launch reports that its fatbin cannot load.
   cudaKernel_t kernel = nullptr;
   CHECK(Get<GetKernelFn>("__cudaGetKernel")(&kernel, reinterpret_cast<const void*>(&HostStub)) ==
+        cudaSuccess);
+  CHECK(kernel != nullptr);
+  CHECK(Get<LaunchKernelFn>("__cudaLaunchKernel")(kernel, dim3(1), dim3(1), args, 0, nullptr) ==
         cudaErrorInvalidKernelImage);
   CHECK(SHIM(cudaLaunchKernel)(reinterpret_cast<const void*>(&HostStub), dim3(1), dim3(1), args, 0,
                                nullptr) == cudaErrorInvalidKernelImage);

@@ -61,6 +61,10 @@ class Channel {
   const ipc::GetDeviceInfoResponse& device() const { return device_; }
   // The host region (page-locked memory, same address in the server), or why it is unusable.
   absl::StatusOr<std::span<std::byte>> host_region() const { return connection_.host_region(); }
+  // Maps host-region pages a second time, at `at` (ipc::Segment::MapHostRegionAlias).
+  absl::Status MapHostRegionAlias(void* at, uint64_t address, size_t size, int prot) const {
+    return connection_.MapHostRegionAlias(at, address, size, prot);
+  }
   // Whether `pointer` lies in the host region: no lock, no system call (copy paths ask).
   bool InHostRegion(const void* pointer) const {
     return reinterpret_cast<uintptr_t>(pointer) - host_region_begin_ < host_region_size_;

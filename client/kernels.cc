@@ -68,17 +68,18 @@ absl::StatusOr<Variable*> KernelRegistry::ResolveVariable(const void* host_varia
   return variable;
 }
 
-absl::StatusOr<Kernel*> KernelRegistry::Resolve(const void* host_function) {
-  Kernel* kernel = nullptr;
-  {
-    std::lock_guard lock(mutex_);
-    auto it = kernels_.find(host_function);
-    if (it == kernels_.end()) {
-      return CudaError(cudaErrorInvalidDeviceFunction,
-                       absl::StrFormat("%p is not a registered kernel", host_function));
-    }
-    kernel = it->second.get();
+absl::StatusOr<Kernel*> KernelRegistry::Find(const void* host_function) {
+  std::lock_guard lock(mutex_);
+  auto it = kernels_.find(host_function);
+  if (it == kernels_.end()) {
+    return CudaError(cudaErrorInvalidDeviceFunction,
+                     absl::StrFormat("%p is not a registered kernel", host_function));
   }
+  return it->second.get();
+}
+
+absl::StatusOr<Kernel*> KernelRegistry::Resolve(const void* host_function) {
+  TALLY_ASSIGN_OR_RETURN(Kernel * kernel, Find(host_function));
   TALLY_RETURN_IF_ERROR(Resolve(*kernel));
   return kernel;
 }
@@ -94,15 +95,20 @@ absl::Status KernelRegistry::Resolve(Kernel& kernel) {
   return absl::OkStatus();
 }
 
+// A fatbin the server's device refused (CUDA_ERROR_INVALID_PTX, NO_BINARY_FOR_GPU, ...) stays
+// refused: as with CUDA's runtime, every launch of one of its kernels fails with the error of the
+// load (cudaErrorInvalidPtx, cudaErrorNoKernelImageForDevice, which share the driver's values),
+// and the rest of the program goes on. A transport failure is not remembered.
 absl::Status KernelRegistry::Upload(Fatbin& fatbin) {
   std::lock_guard lock(fatbin.mutex);
   if (fatbin.module != 0) return absl::OkStatus();
+  TALLY_RETURN_IF_ERROR(fatbin.refused);
   TALLY_ASSIGN_OR_RETURN(const auto images, FatbinImages(fatbin.wrapper));
   absl::StatusOr<uint64_t> module = RegisterImages(images);
-  if (!module.ok() && !fatbin.failure_logged) {
+  if (!module.ok() && ToCudaError(module.status()) != cudaErrorDevicesUnavailable) {
     // Every kernel of the fatbin will fail to launch; say why once (launch errors are easy to
     // miss: the code <<<>>> generates discards them).
-    fatbin.failure_logged = true;
+    fatbin.refused = module.status();
     TALLY_LOG_WARN("tally: the server cannot load this program's device code: {}",
                    std::string(module.status().message()));
   }
@@ -142,6 +148,10 @@ absl::Status FetchFunction(uint64_t module, Kernel& kernel) {
     }
   }
   kernel.param_buffer_size = answer.fields.param_buffer_size;
+  kernel.max_threads_per_block = answer.fields.max_threads_per_block;
+  kernel.static_shared_bytes = answer.fields.static_shared_bytes;
+  kernel.max_dynamic_shared_bytes.store(answer.fields.max_dynamic_shared_bytes,
+                                        std::memory_order_relaxed);
   kernel.function = answer.fields.function;
   return absl::OkStatus();
 }

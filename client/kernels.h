@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "ipc/cuda_calls.h"
 
@@ -24,7 +25,9 @@ struct Fatbin {
   const void* wrapper = nullptr;
   std::mutex mutex;
   uint64_t module = 0;  // 0 until sent to the server
-  bool failure_logged = false;
+  // Why the server refused the fatbin (its device cannot load the code): every launch of its
+  // kernels fails with this, without sending the fatbin again.
+  absl::Status refused;
 };
 
 // A kernel: registered by nvcc's code (resolved on first use), or a CUfunction of a driver API
@@ -39,6 +42,12 @@ struct Kernel {
   uint64_t function = 0;     // 0 until resolved
   uint32_t param_buffer_size = 0;
   std::vector<ipc::ParamSlot> params;
+  // What launches are checked against (api/launch.cc), as the server reported them; the dynamic
+  // shared memory limit follows the cudaFuncSetAttribute / cuFuncSetAttribute calls that
+  // succeeded (api/function.cc), which a launch reads without a lock.
+  int32_t max_threads_per_block = 0;
+  int32_t static_shared_bytes = 0;
+  mutable std::atomic<int32_t> max_dynamic_shared_bytes{0};
   // A registered kernel's handle and layout above are written once, then this is released:
   // launches check it without the lock (KernelRegistry::Resolve).
   std::atomic<bool> resolved{false};
@@ -77,8 +86,11 @@ class KernelRegistry {
   // The variable whose host shadow is `host_variable`, resolved with the server (its range is
   // then device memory for DeviceRanges). cudaErrorInvalidSymbol for an unregistered one.
   absl::StatusOr<Variable*> ResolveVariable(const void* host_variable);
-  // The kernel whose host stub is `host_function`, resolved with the server.
-  // cudaErrorInvalidDeviceFunction for a function never registered.
+  // The kernel whose host stub is `host_function`, not yet resolved (its fatbin may not be
+  // loadable: a launch reports that). cudaErrorInvalidDeviceFunction for a function never
+  // registered.
+  absl::StatusOr<Kernel*> Find(const void* host_function);
+  // Find, then resolved with the server.
   absl::StatusOr<Kernel*> Resolve(const void* host_function);
   // Resolves a kernel found earlier (the cudaKernel_t of __cudaGetKernel is a Kernel*).
   absl::Status Resolve(Kernel& kernel);

@@ -131,6 +131,10 @@ class ClientConnection {
   const BulkArea& bulk_area() const { return bulk_area_; }
   // Page-locked memory at the address the server chose (an error when it is taken here).
   absl::StatusOr<std::span<std::byte>> host_region() const { return segment_.host_region(); }
+  // Segment::MapHostRegionAlias.
+  absl::Status MapHostRegionAlias(void* at, uint64_t address, size_t size, int prot) const {
+    return segment_.MapHostRegionAlias(at, address, size, prot);
+  }
   int socket_fd() const { return socket_.get(); }
   absl::Status CheckPeerAlive() const;
   WaitOptions MakeWaitOptions(absl::Duration timeout) const {

@@ -12,7 +12,7 @@
 namespace tally::ipc {
 
 // The schema number exchanged in the handshake (Hello::schema_version).
-inline constexpr uint32_t kCudaCallsSchemaVersion = 11;
+inline constexpr uint32_t kCudaCallsSchemaVersion = 13;
 
 enum class CallMode { kSync, kWait, kAsync };
 
@@ -39,11 +39,9 @@ struct Dim3 {
   uint32_t x, y, z;
 };
 
-enum class SnapshotAttribute : uint32_t {
-#define TALLY_SNAPSHOT_ATTRIBUTE(name) k_##name,
-#include "ipc/snapshot_attributes.def"
-  kCount
-};
+// Device attributes travel indexed by their CUdevice_attribute value (which cudaDeviceAttr
+// shares): room for every value cuda.h has (CU_DEVICE_ATTRIBUTE_MAX is 148 in CUDA 13) and more.
+inline constexpr size_t kDeviceAttributeSlots = 256;
 
 #define TALLY_INTERNAL_REQUEST(name) static constexpr uint32_t kType = RequestType(CallId::k##name)
 #define TALLY_INTERNAL_RESPONSE(name) \
@@ -62,7 +60,10 @@ struct GetDeviceInfoResponse {
   int32_t driver_version;
   int32_t stream_priority_least;  // cuCtxGetStreamPriorityRange
   int32_t stream_priority_greatest;
-  int32_t attributes[static_cast<size_t>(SnapshotAttribute::kCount)];
+  // Every device attribute of the server's cuda.h, as the device answers it (server.cc);
+  // answered[a] is 0 where the driver refused attribute a (a driver older than that cuda.h).
+  int32_t attributes[kDeviceAttributeSlots];
+  uint8_t answered[kDeviceAttributeSlots];
 };
 struct DeviceSynchronizeRequest {
   TALLY_INTERNAL_REQUEST(DeviceSynchronize);
@@ -265,6 +266,13 @@ struct GetFunctionResponse {
   uint32_t param_count;
   uint32_t param_buffer_size;
   uint64_t function;
+  // The attributes a launch is checked against in the client (one-way, it cannot wait for the
+  // server's verdict): CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, _SHARED_SIZE_BYTES and
+  // _MAX_DYNAMIC_SHARED_SIZE_BYTES.
+  int32_t max_threads_per_block;
+  int32_t static_shared_bytes;
+  int32_t max_dynamic_shared_bytes;
+  uint32_t reserved;
 };
 // The tail is the packed parameter buffer, param_buffer_size bytes.
 // LaunchKernelRequest::flags.

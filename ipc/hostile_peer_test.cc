@@ -227,6 +227,30 @@ TEST_CASE("attaching checks the memfd's size and header against the handshake") 
     auto attached = Segment::Attach(UniqueFd(dup(crowded->fd().get())), crowded->layout());
     CHECK(attached.ok());
   }
+  SECTION("host region pages mapped a second time share their memory") {
+    auto region = segment->host_region();
+    REQUIRE(region.ok());
+    const uint64_t page = layout.host_region_address + 3 * 4096;
+    void* at = mmap(nullptr, 2 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(at != MAP_FAILED);
+    std::memset(at, 7, 2 * 4096);
+    REQUIRE(segment->MapHostRegionAlias(at, page, 2 * 4096, PROT_READ | PROT_WRITE).ok());
+    auto* alias = static_cast<std::byte*>(at);
+    auto* original = reinterpret_cast<std::byte*>(page);
+    original[5] = std::byte{99};
+    alias[4096 + 1] = std::byte{55};
+    CHECK(alias[5] == std::byte{99});
+    CHECK(original[4096 + 1] == std::byte{55});
+    CHECK(alias[6] == std::byte{0});  // the region's contents, not what was there before
+    // Outside the region, unaligned, or past its end: refused, nothing mapped.
+    CHECK(absl::IsInvalidArgument(segment->MapHostRegionAlias(at, page + 1, 4096, PROT_READ)));
+    CHECK(absl::IsInvalidArgument(
+        segment->MapHostRegionAlias(at, kHostRegionBase - 4096, 4096, PROT_READ)));
+    CHECK(absl::IsInvalidArgument(segment->MapHostRegionAlias(
+        at, layout.host_region_address + layout.host_region_size - 4096, 2 * 4096, PROT_READ)));
+    CHECK(absl::IsInvalidArgument(segment->MapHostRegionAlias(alias + 8, page, 4096, PROT_READ)));
+    munmap(at, 2 * 4096);
+  }
   SECTION("sealed: the client cannot shrink the server's mapping") {
     CHECK(ftruncate(segment->fd().get(), 4096) != 0);
     auto attached = Segment::Attach(UniqueFd(dup(segment->fd().get())), layout);

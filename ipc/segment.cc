@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <bit>
 #include <cstring>
@@ -256,6 +257,21 @@ absl::StatusOr<std::span<std::byte>> Segment::host_region() const {
   }
   if (!host_region_error_.ok()) return host_region_error_;
   return absl::FailedPreconditionError("the shared segment has no host region");
+}
+
+absl::Status Segment::MapHostRegionAlias(void* at, uint64_t address, size_t size, int prot) const {
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  const uint64_t begin = layout_.host_region_address;
+  if (!host_region_mapped_ || address < begin || address - begin > layout_.host_region_size ||
+      size > layout_.host_region_size - (address - begin) || address % page != 0 ||
+      size % page != 0 || reinterpret_cast<uintptr_t>(at) % page != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("[0x%x, +%d) is no page-aligned range of the host region", address, size));
+  }
+  const off_t offset = static_cast<off_t>(layout_.host_region_offset + (address - begin));
+  void* mapped = mmap(at, size, prot, MAP_SHARED | MAP_FIXED, fd_.get(), offset);
+  if (mapped == MAP_FAILED) return SyscallError("mmap(host region alias)", errno);
+  return absl::OkStatus();
 }
 
 Segment::Segment(Segment&& other) noexcept

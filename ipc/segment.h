@@ -102,6 +102,12 @@ class Segment {
   std::span<std::byte> bulk() const { return {base_ + layout_.bulk_offset, layout_.bulk_size}; }
   // The host region at layout().host_region_address, or why this process could not map it.
   absl::StatusOr<std::span<std::byte>> host_region() const;
+  // Maps the host region's pages [address, address + size) (page-aligned, inside the region) a
+  // second time, at `at`, replacing whatever this process had there (MAP_FIXED), with `prot`:
+  // both views share the pages. The client maps memory an application registers this way
+  // (cudaHostRegister): the application keeps its own address, the server and the device use
+  // the region's.
+  absl::Status MapHostRegionAlias(void* at, uint64_t address, size_t size, int prot) const;
 
  private:
   Segment(UniqueFd fd, std::byte* base, const SegmentLayout& layout)

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -16,6 +17,11 @@
 #include "ptx_transform/diagnostics.h"
 
 namespace tally::ptx {
+
+// PTX ISA, "Identifiers": PTX predefines one constant, WARP_SZ, the warp size (32 on every
+// target). An operand that starts with it is a constant expression (`mov.u32 %r1, WARP_SZ;`).
+inline constexpr std::string_view kWarpSizeConstant = "WARP_SZ";
+inline constexpr int64_t kWarpSize = 32;
 
 // A constant expression: immediates, array sizes, initialisers (`generic(sym)+8`, `{1, 2}`).
 struct Expr {

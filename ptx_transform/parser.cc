@@ -549,7 +549,8 @@ class Parser {
       op.negated = true;
       return;
     }
-    if (t.kind == TokenKind::kIdentifier && !Peek(1).IsPunct('(')) {  // `(`: `generic(sym)`
+    // `(`: `generic(sym)`; WARP_SZ is a constant, so `WARP_SZ*2` is an expression.
+    if (t.kind == TokenKind::kIdentifier && !Peek(1).IsPunct('(') && t.text != kWarpSizeConstant) {
       if (t.text == "_") {
         Advance();
         op.kind = Operand::Kind::kSink;
@@ -717,6 +718,9 @@ class Parser {
     switch (e.kind) {
       case Expr::Kind::kInt:
         return e.int_value;
+      case Expr::Kind::kSymbol:
+        if (e.text == kWarpSizeConstant) return kWarpSize;
+        return std::nullopt;
       case Expr::Kind::kUnary: {
         auto v = EvaluateConstant(e.children[0]);
         if (!v) return std::nullopt;

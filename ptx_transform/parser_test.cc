@@ -180,6 +180,50 @@ TEST_CASE("expression operands that start with a name print back to the same IR"
   }
 }
 
+// PTX ISA, "Identifiers": WARP_SZ is the one predefined constant; nvcc writes it for warpSize.
+TEST_CASE("WARP_SZ is a constant expression that prints as written") {
+  for (std::string body : {"\tmov.u32 %r1, WARP_SZ;", "\tmul.lo.u32 %r1, %r2, WARP_SZ*2;",
+                           "\tadd.u32 %r1, %r2, WARP_SZ-1;"}) {
+    INFO(body);
+    Module first = ParseClean(Kernel(body));
+    std::string printed = PrintModule(first);
+    CHECK(printed.find("WARP_SZ") != std::string::npos);
+    Module second = ParseClean(printed);
+    CHECK(first == second);
+    CHECK(PrintModule(second) == printed);
+  }
+  const Module mov_module = ParseClean(Kernel("\tmov.u32 %r1, WARP_SZ;"));
+  const Instruction& mov = NthInstruction(mov_module, 0);
+  REQUIRE(mov.operands[1].kind == Operand::Kind::kImmediate);
+  CHECK(mov.operands[1].expr->kind == Expr::Kind::kSymbol);
+  CHECK(PrintOperand(mov.operands[1]) == "WARP_SZ");
+  // An address offset is a number: WARP_SZ there is its value.
+  const Module ld_module = ParseClean(Kernel("\tld.u32 %r1, [%rd1+WARP_SZ];"));
+  CHECK(NthInstruction(ld_module, 0).operands[1].elements[0].offset == kWarpSize);
+}
+
+// Every predefined identifier of the PTX ISA ("Special Registers") parses as a name operand and
+// prints back unchanged, also the vector special registers read whole.
+TEST_CASE("special registers parse and print back unchanged") {
+  const std::string body =
+      "\tmov.u32 %r1, %tid.w;\n\tmov.v4.u32 {%r1, %r2, %r3, %r4}, %ctaid;\n"
+      "\tmov.u32 %r1, %pm0;\n\tmov.u64 %rd1, %pm7_64;\n\tmov.u32 %r1, %envreg31;\n"
+      "\tmov.u32 %r1, %reserved_smem_offset_begin;\n\tmov.u32 %r1, %reserved_smem_offset_1;\n"
+      "\tmov.u32 %r1, %aggr_smem_size;\n\tmov.u64 %rd1, %current_graph_exec;\n"
+      "\tmov.u32 %r1, %clock_hi;\n\tmov.u32 %r1, %globaltimer_lo;\n"
+      "\tmov.u32 %r1, %cluster_ctarank;\n\tmov.u16 %rs1, %tid.x;";
+  Module first = ParseClean(Kernel(body));
+  std::string printed = PrintModule(first);
+  for (const char* name :
+       {"%tid.w", "%ctaid;", "%pm0", "%pm7_64", "%envreg31", "%reserved_smem_offset_begin",
+        "%reserved_smem_offset_1", "%aggr_smem_size", "%current_graph_exec", "%clock_hi",
+        "%globaltimer_lo", "%cluster_ctarank"}) {
+    INFO(name);
+    CHECK(printed.find(name) != std::string::npos);
+  }
+  CHECK(ParseClean(printed) == first);
+}
+
 TEST_CASE("IR equality notices edits") {
   Module a = ParseClean(Kernel("\tmov.u32 %r1, 1;"));
   Module b = a;

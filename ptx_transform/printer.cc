@@ -104,11 +104,12 @@ void AppendOperandList(std::string& out, const std::vector<Operand>& elements,
 
 // An expression operand printed as `sym...` would read back as a name operand (`sym+4` as a
 // register with an offset), and inside `[...]` so would `f(...)`: such expressions keep the
-// parentheses they must have been written with, so that printing round-trips.
+// parentheses they must have been written with, so that printing round-trips. WARP_SZ reads
+// back as the constant it is, so it prints as written.
 bool NeedsParentheses(const Expr& e, bool in_address) {
   const Expr* leftmost = &e;
   while (leftmost->kind == Expr::Kind::kBinary) leftmost = &leftmost->children[0];
-  return leftmost->kind == Expr::Kind::kSymbol ||
+  return (leftmost->kind == Expr::Kind::kSymbol && leftmost->text != kWarpSizeConstant) ||
          (in_address && leftmost->kind == Expr::Kind::kCall);
 }
 

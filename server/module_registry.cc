@@ -4,6 +4,9 @@
 #include "server/module_registry.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
 #include <variant>
 
 #include "absl/strings/str_format.h"
@@ -85,6 +88,26 @@ std::optional<KernelVariant> LoadVariant(const DriverApi& api, CUmodule module,
   }
   variant.signature = *signature;
   return variant;
+}
+
+// cuModuleLoadDataEx with the JIT error log (CUDA Driver API, CUjit_option
+// CU_JIT_ERROR_LOG_BUFFER): NVIDIA's PTX compiler and the emulator both write there why a module
+// did not load, the instruction or construct they could not handle. The log, or "" on success.
+struct LoadOutcome {
+  CUresult result = CUDA_SUCCESS;
+  std::string log;
+};
+LoadOutcome LoadModule(const DriverApi& api, CUmodule* module, const std::string& ptx) {
+  std::string log(4096, '\0');
+  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void* values[] = {log.data(), reinterpret_cast<void*>(uintptr_t{log.size()})};
+  // std::string::c_str() gives the NUL terminator PTX images need.
+  LoadOutcome outcome;
+  outcome.result = api.cuModuleLoadDataEx(module, ptx.c_str(), 2, options, values);
+  if (outcome.result == CUDA_SUCCESS) return outcome;
+  log.resize(std::strlen(log.c_str()));
+  outcome.log = log.empty() ? "the driver gave no reason" : std::move(log);
+  return outcome;
 }
 
 }  // namespace
@@ -233,27 +256,38 @@ absl::StatusOr<std::shared_ptr<SharedModule>> ModuleRegistry::Load(
     std::shared_ptr<const ParsedImage> parsed) {
   const DriverApi& api = backend_.api();
   CUmodule module = nullptr;
-  // std::string::c_str() gives the NUL terminator cuModuleLoadData needs for PTX.
   bool transformed = false;
   if (!parsed->transformed_ptx.empty()) {
-    const CUresult loaded = api.cuModuleLoadData(&module, parsed->transformed_ptx.c_str());
-    transformed = loaded == CUDA_SUCCESS;
+    const LoadOutcome loaded = LoadModule(api, &module, parsed->transformed_ptx);
+    transformed = loaded.result == CUDA_SUCCESS;
     if (!transformed) {
       TALLY_LOG_WARN(
-          "the transformed module did not load (CUresult {}): its kernels run in their "
-          "original forms",
-          +loaded);
+          "the transformed module did not load ({}: {}): its kernels run in their original "
+          "forms",
+          CuResultText(loaded.result), loaded.log);
     }
   }
   if (!transformed) {
-    const CUresult loaded = api.cuModuleLoadData(&module, parsed->ptx.c_str());
-    if (loaded != CUDA_SUCCESS && !parsed->unresolved_functions.empty()) {
-      return ClientError(loaded,
-                         absl::StrFormat("cuModuleLoadData failed on the linked device "
-                                         "code, which calls %s without defining it",
-                                         absl::StrJoin(parsed->unresolved_functions, ", ")));
+    const LoadOutcome loaded = LoadModule(api, &module, parsed->ptx);
+    if (loaded.result != CUDA_SUCCESS) {
+      std::string why = loaded.log;
+      if (!parsed->unresolved_functions.empty()) {
+        why += absl::StrFormat(" (the linked device code calls %s without defining it)",
+                               absl::StrJoin(parsed->unresolved_functions, ", "));
+      }
+      // Every launch of the module's kernels fails because of this: the operator reads why here,
+      // the client gets it with the error.
+      TALLY_LOG_ERROR("cannot load a module ({}-byte {}, sm_{} PTX): {}: {}", parsed->image.size(),
+                      parsed->ptx_arch != 0 ? "fatbin" : "PTX image", parsed->ptx_arch,
+                      CuResultText(loaded.result), why);
+      // A construct the device cannot compile (the emulator answers CUDA_ERROR_NOT_SUPPORTED) is
+      // a failed PTX compilation to the application: CUDA_ERROR_INVALID_PTX, "a PTX JIT
+      // compilation failed" (CUDA Driver API, CUresult), which the runtime's launches report as
+      // cudaErrorInvalidPtx.
+      const CUresult result =
+          loaded.result == CUDA_ERROR_NOT_SUPPORTED ? CUDA_ERROR_INVALID_PTX : loaded.result;
+      return ClientError(result, "the device cannot load the module: " + why);
     }
-    TALLY_RETURN_IF_ERROR(CheckCu(loaded, "cuModuleLoadData"));
   }
   absl::flat_hash_map<std::string, Kernel> kernels;
   for (const ptx::KernelSignature& signature : parsed->signatures) {

@@ -90,15 +90,15 @@ absl::StatusOr<ipc::GetDeviceInfoResponse> QueryDeviceInfo(const Backend& backen
   TALLY_RETURN_IF_ERROR(CheckCu(
       api.cuCtxGetStreamPriorityRange(&info.stream_priority_least, &info.stream_priority_greatest),
       "cuCtxGetStreamPriorityRange"));
-  size_t index = 0;
-#define TALLY_SNAPSHOT_ATTRIBUTE(name)                                              \
-  /* An attribute this driver does not know reads as 0, like an absent feature. */  \
-  if (api.cuDeviceGetAttribute(&info.attributes[index], CU_DEVICE_ATTRIBUTE_##name, \
-                               backend.device()) != CUDA_SUCCESS) {                 \
-    info.attributes[index] = 0;                                                     \
-  }                                                                                 \
-  ++index;
-#include "ipc/snapshot_attributes.def"
+  // Every attribute of cuda.h (the list is generated from it), so that clients answer each one
+  // as the device does; one the driver refuses (an older driver) stays unanswered.
+#define TALLY_CU_DEVICE_ATTRIBUTE(name, value)                                      \
+  static_assert(value < ipc::kDeviceAttributeSlots);                                \
+  info.answered[value] =                                                            \
+      api.cuDeviceGetAttribute(&info.attributes[value], CU_DEVICE_ATTRIBUTE_##name, \
+                               backend.device()) == CUDA_SUCCESS;                   \
+  if (!info.answered[value]) info.attributes[value] = 0;
+#include "common/device_attributes.def"
   return info;
 }
 

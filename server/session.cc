@@ -86,6 +86,7 @@ void OwnedResources::Release(const DriverApi& api) {
 }
 
 OwnedResources Session::TakeOwned() {
+  work_stream_ = nullptr;
   OwnedResources owned;
   streams_.Clear([&](StreamRef& entry) { owned.streams.push_back(std::move(entry)); });
   events_.Clear([&](EventRef& entry) { owned.events.push_back(std::move(entry)); });
@@ -98,17 +99,21 @@ OwnedResources Session::TakeOwned() {
 constexpr size_t kMaxBatch = 128;
 
 void Session::Enqueue(Command command) {
-  batch_.push_back({std::move(command), nullptr, nullptr});
-  if (batch_.size() >= kMaxBatch) HandOver();
+  Batch({std::move(command), nullptr, nullptr});
 }
 
 void Session::EnqueueKernel(KernelLaunch launch) {
-  batch_.push_back({{}, std::make_unique<KernelLaunch>(std::move(launch)), nullptr});
-  if (batch_.size() >= kMaxBatch) HandOver();
+  Batch({{}, std::make_unique<KernelLaunch>(std::move(launch)), nullptr});
 }
 
 void Session::EnqueueHostFunction(HostFunction function) {
-  batch_.push_back({{}, nullptr, std::make_unique<HostFunction>(std::move(function))});
+  Batch({{}, nullptr, std::make_unique<HostFunction>(std::move(function))});
+}
+
+void Session::Batch(QueuedCommand command) {
+  batch_.push_back(std::move(command));
+  ++enqueued_;
+  if (work_stream_ != nullptr) work_stream_->last_work = enqueued_;
   if (batch_.size() >= kMaxBatch) HandOver();
 }
 
@@ -140,6 +145,7 @@ absl::StatusOr<uint64_t> Session::CreateStream(bool blocking, int priority) {
 
 absl::Status Session::DestroyStream(uint64_t handle) {
   Flush();
+  work_stream_ = nullptr;
   // Destroyed here unless a waiter still holds it.
   return streams_.Remove(handle).status();
 }
@@ -167,6 +173,7 @@ absl::StatusOr<CUstream> Session::StreamForWork(uint64_t handle) {
 absl::StatusOr<StreamEntry*> Session::EntryForWork(uint64_t handle) {
   TALLY_ASSIGN_OR_RETURN(StreamRef * found, FindEntry(handle));
   StreamEntry& entry = **found;
+  work_stream_ = found->get();
   if (!entry.blocking) return &entry;
   const DriverApi* api = &this->api();
   const CUstream after = entry.stream;

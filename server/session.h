@@ -53,6 +53,8 @@ struct StreamEntry {
   bool blocking = true;
   CUevent marker = nullptr;  // recorded on this stream when another must wait for its tail
   StreamGate gate;            // host functions on this stream (host_callbacks.h)
+  // The ticket (Session::enqueued) of the last command enqueued on this stream; session thread.
+  uint64_t last_work = 0;
 };
 using StreamRef = std::shared_ptr<StreamEntry>;
 
@@ -65,6 +67,7 @@ struct EventEntry {
 
   const DriverApi* api;
   CUevent event;
+  uint64_t recorded_at = 0;  // the ticket of its last record command; session thread
 };
 using EventRef = std::shared_ptr<EventEntry>;
 
@@ -172,8 +175,15 @@ class Session {
   // Waits until the client's queued work has been issued; every call that reads or destroys
   // state that queued work may use does this first, which keeps the client's order.
   void Flush() { WaitIssued(Ticket()); }
-  // Commands enqueued but not yet issued (on the session thread: the batch counts too).
-  size_t queued() { return batch_.size() + server_.dispatcher.queued(*queue_); }
+  // The ticket of the last command enqueued so far (batched ones count): commands are numbered
+  // from 1 in the order Enqueue receives them, as the dispatcher numbers tickets.
+  uint64_t enqueued() const { return enqueued_; }
+  // Whether the commands up to `ticket` have been issued; hands the batch over first when they
+  // are still in it. Never waits (cudaStreamQuery, cudaEventQuery).
+  bool WorkIssued(uint64_t ticket) {
+    if (ticket > enqueued_ - batch_.size()) HandOver();
+    return Issued(ticket);
+  }
   // The first failure of the client's asynchronous work since the last synchronising call,
   // as a ClientError; OK when none.
   absl::Status TakeDeferredError();
@@ -207,8 +217,14 @@ class Session {
   std::span<std::byte> host_region_;
   std::shared_ptr<Dispatcher::ClientQueue> queue_;
   std::vector<QueuedCommand> batch_;  // enqueued, not yet handed over
+  uint64_t enqueued_ = 0;             // commands ever enqueued (Ticket numbers them alike)
+  // The stream the last StreamForWork named: Enqueue records each command as its last work, so
+  // that a query of one stream does not wait for other streams' work (stream.cc).
+  StreamEntry* work_stream_ = nullptr;
   uint8_t Tag() const { return static_cast<uint8_t>(client_.client_id); }
   absl::StatusOr<StreamRef> MakeStream(bool blocking, int priority);
+  // Appends to the batch, numbering the command and noting it as its stream's last work.
+  void Batch(QueuedCommand command);
   absl::StatusOr<StreamRef*> FindEntry(uint64_t handle);
 
   std::unique_ptr<WaiterPool> waiters_;

@@ -13,6 +13,7 @@
 
 #include "client/channel.h"
 #include "client/copy.h"
+#include "client/device_attributes.h"
 #include "client/entry.h"
 #include "client/handles.h"
 #include "client/host_blocks.h"
@@ -23,6 +24,7 @@ using tally::client::Channel;
 using tally::client::CheckDevice;
 using tally::client::CheckOut;
 using tally::client::CudaError;
+using tally::client::DeviceAttribute;
 using tally::client::DeviceRanges;
 using tally::client::DriverError;
 using tally::client::HostBlocks;
@@ -33,28 +35,12 @@ namespace ipc = tally::ipc;
 
 namespace {
 
-int Attribute(const ipc::GetDeviceInfoResponse& info, ipc::SnapshotAttribute attribute) {
-  return info.attributes[static_cast<size_t>(attribute)];
-}
-
-absl::StatusOr<int> SnapshotValue(const ipc::GetDeviceInfoResponse& info, int attribute) {
-  size_t index = 0;
-#define TALLY_SNAPSHOT_ATTRIBUTE(name)                                        \
-  if (attribute == CU_DEVICE_ATTRIBUTE_##name) return info.attributes[index]; \
-  ++index;
-#include "ipc/snapshot_attributes.def"
-  return CudaError(
-      cudaErrorNotSupported,
-      "this device attribute is not in Tally's snapshot (ipc/snapshot_attributes.def)");
-}
-
 // cudaDeviceGetAttribute and cuDeviceGetAttribute (cudaDeviceAttr and CUdevice_attribute share
 // their values, driver_types.h and cuda.h).
 absl::Status GetAttribute(int* value, int attribute, int device) {
   TALLY_RETURN_IF_ERROR(CheckOut(value));
   TALLY_RETURN_IF_ERROR(CheckDevice(device));
-  TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
-  TALLY_ASSIGN_OR_RETURN(*value, SnapshotValue(channel->device(), attribute));
+  TALLY_ASSIGN_OR_RETURN(*value, DeviceAttribute(attribute));
   return absl::OkStatus();
 }
 
@@ -135,15 +121,15 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
     std::memcpy(prop->name, info.name, sizeof(prop->name) - 1);
     std::memcpy(prop->uuid.bytes, info.uuid, sizeof(prop->uuid.bytes));
     prop->totalGlobalMem = info.total_memory;
-    using A = ipc::SnapshotAttribute;
-    const A dims[] = {A::k_MAX_BLOCK_DIM_X, A::k_MAX_BLOCK_DIM_Y, A::k_MAX_BLOCK_DIM_Z};
-    const A grid[] = {A::k_MAX_GRID_DIM_X, A::k_MAX_GRID_DIM_Y, A::k_MAX_GRID_DIM_Z};
-    for (int i = 0; i < 3; ++i) {
-      prop->maxThreadsDim[i] = Attribute(info, dims[i]);
-      prop->maxGridSize[i] = Attribute(info, grid[i]);
-    }
-#define TALLY_DEVICE_PROP(field, attribute) \
-  prop->field = static_cast<decltype(prop->field)>(Attribute(info, A::k_##attribute));
+    // Every other field is its attribute's answer, so that the two always agree; a field whose
+    // attribute the device did not answer stays 0.
+    const auto attribute = [&](CUdevice_attribute which) {
+      return DeviceAttribute(info, which).value_or(0);
+    };
+#define TALLY_DEVICE_PROP(field, name) \
+  prop->field = static_cast<decltype(prop->field)>(attribute(CU_DEVICE_ATTRIBUTE_##name));
+#define TALLY_DEVICE_PROP_ELEMENT(field, index, name) \
+  prop->field[index] = attribute(CU_DEVICE_ATTRIBUTE_##name);
 #include "client/device_props.def"
     return absl::OkStatus();
   });

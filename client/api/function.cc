@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "client/channel.h"
+#include "client/device_attributes.h"
 #include "client/entry.h"
 #include "client/handles.h"
 #include "client/kernels.h"
@@ -20,6 +21,7 @@
 using tally::client::Channel;
 using tally::client::CheckOut;
 using tally::client::CudaError;
+using tally::client::DeviceAttribute;
 using tally::client::DriverError;
 using tally::client::DriverFunction;
 using tally::client::Kernel;
@@ -37,13 +39,20 @@ absl::StatusOr<ipc::FuncGetAttributesResponse> FetchAttributes(const Kernel& ker
   return answer.fields;
 }
 
+// The server checks and applies the value; the limit launches are checked against in the shim
+// follows it (cudaFuncAttribute and CUfunction_attribute share this attribute's value).
 absl::Status SetAttribute(const Kernel& kernel, int attribute, int value) {
   TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
-  return channel
-      ->Call(ipc::FuncSetAttributeRequest{.attribute = static_cast<uint32_t>(attribute),
-                                          .value = value,
-                                          .function = kernel.function})
-      .status();
+  TALLY_RETURN_IF_ERROR(
+      channel
+          ->Call(ipc::FuncSetAttributeRequest{.attribute = static_cast<uint32_t>(attribute),
+                                              .value = value,
+                                              .function = kernel.function})
+          .status());
+  if (attribute == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) {
+    kernel.max_dynamic_shared_bytes.store(value, std::memory_order_relaxed);
+  }
+  return absl::OkStatus();
 }
 
 // The cache configuration is a preference (CUDA Driver API, cuFuncSetCacheConfig: "this setting
@@ -101,16 +110,14 @@ absl::Status MaxPotentialBlockSize(int* min_grid_size, int* block_size, const Ke
   TALLY_RETURN_IF_ERROR(CheckOut(block_size));
   TALLY_RETURN_IF_ERROR(CheckOccupancyFlags(flags));
   if (block_size_limit < 0) return CudaError(cudaErrorInvalidValue, "negative block size limit");
-  TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
-  const auto device = [&](ipc::SnapshotAttribute attribute) {
-    return channel->device().attributes[static_cast<size_t>(attribute)];
-  };
-  using A = ipc::SnapshotAttribute;
-  const int threads_per_multiprocessor = device(A::k_MAX_THREADS_PER_MULTIPROCESSOR);
-  const int granularity = device(A::k_WARP_SIZE);
+  TALLY_ASSIGN_OR_RETURN(const int threads_per_multiprocessor,
+                         DeviceAttribute(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR));
+  TALLY_ASSIGN_OR_RETURN(const int granularity, DeviceAttribute(CU_DEVICE_ATTRIBUTE_WARP_SIZE));
+  TALLY_ASSIGN_OR_RETURN(const int multiprocessors,
+                         DeviceAttribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT));
   if (granularity <= 0) return CudaError(cudaErrorUnknown, "the device reports no warp size");
   TALLY_ASSIGN_OR_RETURN(const ipc::FuncGetAttributesResponse attributes, FetchAttributes(kernel));
-  int limit = device(A::k_MAX_THREADS_PER_BLOCK);
+  TALLY_ASSIGN_OR_RETURN(int limit, DeviceAttribute(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK));
   if (block_size_limit > 0) limit = std::min(limit, block_size_limit);
   limit = std::min(limit, attributes.values[CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK]);
 
@@ -127,7 +134,7 @@ absl::Status MaxPotentialBlockSize(int* min_grid_size, int* block_size, const Ke
     if (int64_t{best_blocks} * best_size >= threads_per_multiprocessor) break;  // cannot improve
   }
   *block_size = best_size;
-  *min_grid_size = best_blocks * device(A::k_MULTIPROCESSOR_COUNT);
+  *min_grid_size = best_blocks * multiprocessors;
   return absl::OkStatus();
 }
 

@@ -1,8 +1,9 @@
 // Page-locked host memory, mapped memory, managed memory, host registration and pointer
 // attributes. Page-locked and managed blocks live in the host region that the server maps at the
 // same address (client/host_blocks.h): the pointer the application gets is also the device
-// pointer kernels use. Registered application memory stays invisible to the server. The driver
-// API's forms (cuMemHostAlloc, cuPointerGetAttribute, ...) share each runtime function's code.
+// pointer kernels use. Registered application memory is mapped for the device at another
+// address, its host-region alias. The driver API's forms (cuMemHostAlloc, cuPointerGetAttribute,
+// ...) share each runtime function's code.
 // __CUDA_API_VERSION_INTERNAL: cuda.h declares cuMemHostRegister and cuMemHostRegister_v2 apart.
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
@@ -12,6 +13,7 @@
 #include <cstring>
 #include <optional>
 
+#include "absl/strings/str_format.h"
 #include "client/copy.h"
 #include "client/entry.h"
 #include "client/handles.h"
@@ -29,6 +31,7 @@ using tally::client::HostBlocks;
 using tally::client::PrimaryContext;
 using tally::client::Run;
 using tally::client::RunDriver;
+using tally::client::UnmappedReason;
 
 namespace {
 
@@ -80,28 +83,46 @@ absl::Status CheckManagedRange(const void* pointer, size_t count) {
   return CudaError(cudaErrorInvalidValue, "not a range of memory from cudaMallocManaged");
 }
 
-absl::Status RegisteredNotMapped() {
-  return CudaError(cudaErrorNotSupported,
-                   "memory registered with cudaHostRegister cannot be mapped for the device "
-                   "under Tally (the device is in the server process); allocate it with "
-                   "cudaHostAlloc(cudaHostAllocMapped) instead");
+absl::Status RegisteredNotMapped(const HostBlock& block) {
+  return CudaError(
+      cudaErrorNotSupported,
+      absl::StrFormat("memory registered with cudaHostRegister at %p cannot be mapped "
+                      "for the device under Tally: %s; allocate it with "
+                      "cudaHostAlloc(cudaHostAllocMapped) instead",
+                      reinterpret_cast<void*>(block.base), UnmappedReason(block.unmapped)));
 }
 
+// A registration is one memory at two addresses: the application's and the device's.
+bool InDeviceView(const HostBlock& block, uintptr_t address) {
+  return block.kind == HostBlockKind::kRegistered && address - block.base >= block.size;
+}
+
+// Page-locked and managed memory is mapped at its own address (unified addressing); registered
+// memory at its device alias (cudaDevAttrCanUseHostPointerForRegisteredMem is 0 under Tally:
+// the device pointer differs from the host pointer, as cudaHostGetDevicePointer allows).
 absl::Status DevicePointerOf(void** device, void* host, unsigned flags) {
   TALLY_RETURN_IF_ERROR(CheckOut(device));
   if (flags != 0) return CudaError(cudaErrorInvalidValue, "flags must be 0");
   const std::optional<HostBlock> block = HostBlocks::Get().Find(host);
   if (!block) return CudaError(cudaErrorInvalidValue, "not page-locked host memory");
-  if (block->kind == HostBlockKind::kRegistered) return RegisteredNotMapped();
-  *device = host;  // unified addressing: the same address in the server and for kernels
+  const auto address = reinterpret_cast<uintptr_t>(host);
+  if (block->kind != HostBlockKind::kRegistered || InDeviceView(*block, address)) {
+    *device = host;
+    return absl::OkStatus();
+  }
+  if (block->device == 0) return RegisteredNotMapped(*block);
+  *device = reinterpret_cast<void*>(block->device + (address - block->base));
   return absl::OkStatus();
 }
 
+// Only memory from cudaHostAlloc (and cuMemHostAlloc) has flags to report (CUDA Runtime API,
+// cudaHostGetFlags: "will fail if the input pointer does not reside in an address range
+// allocated by cudaHostAlloc()").
 absl::Status FlagsOf(unsigned* flags, void* host) {
   TALLY_RETURN_IF_ERROR(CheckOut(flags));
   const std::optional<HostBlock> block = HostBlocks::Get().Find(host);
-  if (!block || block->kind == HostBlockKind::kManaged) {
-    return CudaError(cudaErrorInvalidValue, "not memory from cudaHostAlloc/cudaHostRegister");
+  if (!block || block->kind != HostBlockKind::kPinned) {
+    return CudaError(cudaErrorInvalidValue, "not memory from cudaHostAlloc");
   }
   *flags = block->flags;
   return absl::OkStatus();
@@ -112,17 +133,33 @@ enum class PointerKind { kUnknown, kDevice, kPinned, kManaged, kRegistered };
 
 struct PointerInfo {
   PointerKind kind = PointerKind::kUnknown;
-  uintptr_t base = 0;  // of the allocation containing the address
+  uintptr_t base = 0;  // of the allocation containing the address, in the address's view
   size_t size = 0;
   uint64_t buffer_id = 0;
+  // What to add to the address for the device's and the host's view of it (a registration's
+  // two addresses); has_device is false for registered memory that is not mapped.
+  intptr_t to_device = 0, to_host = 0;
+  bool has_device = true;
 };
 
 PointerInfo Classify(const void* pointer) {
+  const auto address = reinterpret_cast<uintptr_t>(pointer);
   if (const std::optional<HostBlock> block = HostBlocks::Get().Find(pointer)) {
     const PointerKind kind = block->kind == HostBlockKind::kManaged  ? PointerKind::kManaged
                              : block->kind == HostBlockKind::kPinned ? PointerKind::kPinned
                                                                      : PointerKind::kRegistered;
-    return {kind, block->base, block->size, block->buffer_id};
+    PointerInfo info{kind, block->base, block->size, block->buffer_id};
+    if (kind == PointerKind::kRegistered) {
+      const auto delta = static_cast<intptr_t>(block->device - block->base);
+      if (InDeviceView(*block, address)) {
+        info.base = block->device;
+        info.to_host = -delta;
+      } else {
+        info.to_device = delta;
+        info.has_device = block->device != 0;
+      }
+    }
+    return info;
   }
   if (const std::optional<DeviceRange> range = DeviceRanges::Get().Find(pointer)) {
     return {PointerKind::kDevice, range->base, range->size, range->buffer_id};
@@ -133,12 +170,17 @@ PointerInfo Classify(const void* pointer) {
 bool IsHost(PointerKind kind) {
   return kind == PointerKind::kPinned || kind == PointerKind::kRegistered;
 }
-// Host blocks are the device's memory too (mapped); registered memory is not (RegisteredNotMapped).
-bool DeviceReaches(PointerKind kind) {
-  return kind != PointerKind::kUnknown && kind != PointerKind::kRegistered;
+bool DeviceReaches(const PointerInfo& info) {
+  return info.kind != PointerKind::kUnknown && info.has_device;
 }
 bool HostReaches(PointerKind kind) {
   return kind != PointerKind::kUnknown && kind != PointerKind::kDevice;
+}
+void* DeviceView(const void* pointer, const PointerInfo& info) {
+  return reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(pointer) + info.to_device);
+}
+void* HostView(const void* pointer, const PointerInfo& info) {
+  return reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(pointer) + info.to_host);
 }
 
 // Answered locally: the shim knows every allocation of the process (CUDA Runtime API,
@@ -152,8 +194,8 @@ cudaPointerAttributes AttributesOf(const void* pointer) {
                     : IsHost(info.kind)                  ? cudaMemoryTypeHost
                                                          : cudaMemoryTypeDevice;
   attributes.device = info.kind == PointerKind::kUnknown ? cudaInvalidDeviceId : 0;
-  attributes.devicePointer = DeviceReaches(info.kind) ? address : nullptr;
-  attributes.hostPointer = info.kind == PointerKind::kDevice ? nullptr : address;
+  attributes.devicePointer = DeviceReaches(info) ? DeviceView(address, info) : nullptr;
+  attributes.hostPointer = info.kind == PointerKind::kDevice ? nullptr : HostView(address, info);
   return attributes;
 }
 
@@ -184,13 +226,13 @@ absl::StatusOr<bool> StoreAttribute(void* data, CUpointer_attribute attribute, c
                                                                 : CU_MEMORYTYPE_DEVICE));
       return known;
     case CU_POINTER_ATTRIBUTE_DEVICE_POINTER: {
-      const bool reaches = DeviceReaches(info.kind);
-      Store(data, reaches ? reinterpret_cast<CUdeviceptr>(pointer) : CUdeviceptr{0});
+      const bool reaches = DeviceReaches(info);
+      Store(data, reaches ? reinterpret_cast<CUdeviceptr>(DeviceView(pointer, info)) : 0);
       return reaches;
     }
     case CU_POINTER_ATTRIBUTE_HOST_POINTER: {
       const bool reaches = HostReaches(info.kind);
-      Store(data, reaches ? const_cast<void*>(pointer) : nullptr);
+      Store(data, reaches ? HostView(pointer, info) : nullptr);
       return reaches;
     }
     case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:  // never set: cuPointerSetAttribute is not provided
@@ -213,7 +255,7 @@ absl::StatusOr<bool> StoreAttribute(void* data, CUpointer_attribute attribute, c
       Store(data, info.size);
       return known;
     case CU_POINTER_ATTRIBUTE_MAPPED:
-      return flag(known);
+      return flag(DeviceReaches(info));
     case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:  // no memory comes from a pool
       Store(data, CUmemoryPool{});
       return known;
@@ -238,8 +280,9 @@ absl::Status PointerAttribute(void* data, CUpointer_attribute attribute, CUdevic
   if (info.kind == PointerKind::kUnknown) {
     return DriverError(CUDA_ERROR_INVALID_VALUE, "not memory allocated or registered with CUDA");
   }
-  if (attribute == CU_POINTER_ATTRIBUTE_DEVICE_POINTER && info.kind == PointerKind::kRegistered) {
-    return RegisteredNotMapped();
+  if (attribute == CU_POINTER_ATTRIBUTE_DEVICE_POINTER && !DeviceReaches(info)) {
+    const std::optional<HostBlock> block = HostBlocks::Get().Find(pointer);
+    if (block) return RegisteredNotMapped(*block);
   }
   TALLY_ASSIGN_OR_RETURN(const bool stored, StoreAttribute(data, attribute, pointer, info));
   if (!stored) return DriverError(CUDA_ERROR_INVALID_VALUE, "the pointer has no such value");
@@ -307,8 +350,8 @@ cudaError_t cudaHostGetFlags(unsigned int* flags, void* host) {
   return Run(__func__, [&] { return FlagsOf(flags, host); });
 }
 
-// Tracked only: copies from and to it work (staged like pageable memory), the device cannot use
-// it (see DevicePointerOf).
+// Mapped for the device at its host-region alias (host_blocks.h, DevicePointerOf); copies with
+// the application's pointer are staged like pageable ones, copies with the alias are not.
 cudaError_t cudaHostRegister(void* pointer, size_t size, unsigned int flags) {
   return Run(__func__, [&] { return HostBlocks::Get().Register(pointer, size, flags); });
 }

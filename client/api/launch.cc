@@ -7,6 +7,8 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <span>
@@ -14,6 +16,7 @@
 
 #include "absl/strings/str_format.h"
 #include "client/channel.h"
+#include "client/device_attributes.h"
 #include "client/entry.h"
 #include "client/handles.h"
 #include "client/kernels.h"
@@ -22,6 +25,7 @@
 using tally::client::Channel;
 using tally::client::CheckOut;
 using tally::client::CudaError;
+using tally::client::DeviceAttribute;
 using tally::client::DriverError;
 using tally::client::DriverFunction;
 using tally::client::Kernel;
@@ -47,12 +51,85 @@ thread_local std::vector<CallConfiguration> configurations;
 // The parameter buffer of the calling thread, reused by its launches: no allocation per launch.
 thread_local std::vector<std::byte> param_buffer;
 
+// A launch is one-way, so whatever makes CUDA refuse it at the call is checked here, against the
+// device's limits and the kernel's attributes as the server reported them (CUDA Runtime API,
+// cudaLaunchKernel and "Error Handling"; CUDA Driver API, cuLaunchKernel). The runtime's codes;
+// a driver entry point reports each as ToCuResult maps it (CUDA_ERROR_INVALID_VALUE, or
+// CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, which shares its value).
+//  - a block or grid dimension of 0 or above the device's maximum, or more threads per block
+//    than the device has: cudaErrorInvalidConfiguration ("requesting too many threads or
+//    blocks");
+//  - more threads than the kernel can run with (its registers, __launch_bounds__, .maxntid):
+//    cudaErrorLaunchOutOfResources ("too many threads for the kernel's register count");
+//  - more shared memory than any block of the device can have (static plus dynamic above
+//    CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN): cudaErrorInvalidConfiguration
+//    ("requesting more shared memory per block than the device supports");
+//  - more dynamic shared memory than the kernel's CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+//    (48 KiB less its static shared memory unless cudaFuncSetAttribute raised it):
+//    cudaErrorInvalidValue, the driver's CUDA_ERROR_INVALID_VALUE for it.
+absl::Status CheckConfiguration(const ipc::GetDeviceInfoResponse& device, const Kernel& kernel,
+                                ipc::Dim3 grid, ipc::Dim3 block, size_t shared_bytes) {
+  const auto limit = [&](CUdevice_attribute attribute) {
+    return DeviceAttribute(device, attribute);
+  };
+  constexpr CUdevice_attribute kBlockLimits[] = {CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X,
+                                                 CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y,
+                                                 CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z};
+  constexpr CUdevice_attribute kGridLimits[] = {CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X,
+                                                CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y,
+                                                CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z};
+  const uint32_t block_dims[] = {block.x, block.y, block.z};
+  const uint32_t grid_dims[] = {grid.x, grid.y, grid.z};
+  for (int i = 0; i < 3; ++i) {
+    TALLY_ASSIGN_OR_RETURN(const int block_limit, limit(kBlockLimits[i]));
+    TALLY_ASSIGN_OR_RETURN(const int grid_limit, limit(kGridLimits[i]));
+    if (block_dims[i] == 0 || block_dims[i] > static_cast<uint32_t>(block_limit) ||
+        grid_dims[i] == 0 || grid_dims[i] > static_cast<uint32_t>(grid_limit)) {
+      return CudaError(
+          cudaErrorInvalidConfiguration,
+          absl::StrFormat("%s<<<(%d, %d, %d), (%d, %d, %d)>>>: a dimension is 0 or "
+                          "above the device's limit",
+                          kernel.name, grid.x, grid.y, grid.z, block.x, block.y, block.z));
+    }
+  }
+  const uint64_t threads = uint64_t{block.x} * block.y * block.z;
+  TALLY_ASSIGN_OR_RETURN(const int device_threads,
+                         limit(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK));
+  if (threads > static_cast<uint64_t>(device_threads)) {
+    return CudaError(cudaErrorInvalidConfiguration,
+                     absl::StrFormat("%s: %d threads per block, the device has at most %d",
+                                     kernel.name, threads, device_threads));
+  }
+  if (threads > static_cast<uint64_t>(kernel.max_threads_per_block)) {
+    return CudaError(cudaErrorLaunchOutOfResources,
+                     absl::StrFormat("%s: %d threads per block, the kernel runs at most %d",
+                                     kernel.name, threads, kernel.max_threads_per_block));
+  }
+  TALLY_ASSIGN_OR_RETURN(const int device_shared,
+                         limit(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN));
+  if (shared_bytes + static_cast<uint64_t>(kernel.static_shared_bytes) >
+      static_cast<uint64_t>(device_shared)) {
+    return CudaError(cudaErrorInvalidConfiguration,
+                     absl::StrFormat("%s: %d bytes of shared memory per block (%d dynamic), the "
+                                     "device has at most %d",
+                                     kernel.name, shared_bytes + kernel.static_shared_bytes,
+                                     shared_bytes, device_shared));
+  }
+  const int32_t max_dynamic = kernel.max_dynamic_shared_bytes.load(std::memory_order_relaxed);
+  if (shared_bytes > static_cast<uint64_t>(std::max(max_dynamic, 0))) {
+    return CudaError(cudaErrorInvalidValue,
+                     absl::StrFormat("%s: %d bytes of dynamic shared memory, the kernel may use "
+                                     "%d (cudaFuncSetAttribute's "
+                                     "cudaFuncAttributeMaxDynamicSharedMemorySize raises it)",
+                                     kernel.name, shared_bytes, max_dynamic));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Post(const Kernel& kernel, ipc::Dim3 grid, ipc::Dim3 block, size_t shared_bytes,
                   cudaStream_t stream, std::span<const std::byte> params, uint32_t flags = 0) {
-  if (shared_bytes > UINT32_MAX) {
-    return CudaError(cudaErrorInvalidValue, "dynamic shared memory above 4 GiB");
-  }
   TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
+  TALLY_RETURN_IF_ERROR(CheckConfiguration(channel->device(), kernel, grid, block, shared_bytes));
   return channel->Post(ipc::LaunchKernelRequest{.grid = grid,
                                                 .block = block,
                                                 .shared_bytes = static_cast<uint32_t>(shared_bytes),
@@ -89,22 +166,22 @@ absl::Status Launch(Kernel& kernel, dim3 grid, dim3 block, void** args, size_t s
 // Runtime API, cudaLaunchCooperativeKernel). `kernel` is resolved.
 absl::Status CheckCooperative(const Kernel& kernel, ipc::Dim3 grid, ipc::Dim3 block,
                               size_t shared_bytes) {
-  TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
-  const auto& attributes = channel->device().attributes;
-  using A = ipc::SnapshotAttribute;
-  if (attributes[static_cast<size_t>(A::k_COOPERATIVE_LAUNCH)] == 0) {
+  TALLY_ASSIGN_OR_RETURN(const int cooperative,
+                         DeviceAttribute(CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH));
+  if (cooperative == 0) {
     return CudaError(cudaErrorNotSupported, "the device does not support cooperative launches");
   }
+  TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
+  TALLY_RETURN_IF_ERROR(CheckConfiguration(channel->device(), kernel, grid, block, shared_bytes));
+  TALLY_ASSIGN_OR_RETURN(const int multiprocessors,
+                         DeviceAttribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT));
   const uint64_t threads = uint64_t{block.x} * block.y * block.z;
-  if (threads == 0 || threads > INT32_MAX) {
-    return CudaError(cudaErrorInvalidConfiguration, "invalid block size");
-  }
   TALLY_ASSIGN_OR_RETURN(auto occupancy, channel->Call(ipc::OccupancyRequest{
                                              .block_size = static_cast<int32_t>(threads),
                                              .function = kernel.function,
                                              .dynamic_shared_bytes = shared_bytes}));
-  const uint64_t resident = uint64_t(occupancy.fields.blocks_per_multiprocessor) *
-                            uint64_t(attributes[static_cast<size_t>(A::k_MULTIPROCESSOR_COUNT)]);
+  const uint64_t resident =
+      uint64_t(occupancy.fields.blocks_per_multiprocessor) * uint64_t(multiprocessors);
   const uint64_t blocks = uint64_t{grid.x} * grid.y * grid.z;
   if (blocks > resident) {
     return CudaError(
@@ -263,11 +340,12 @@ cudaError_t __cudaPopCallConfiguration(dim3* grid, dim3* block, size_t* shared_b
   });
 }
 
-// The cudaKernel_t handed out is the shim's Kernel record; it stays valid for the process.
+// The cudaKernel_t handed out is the shim's Kernel record; it stays valid for the process. It is
+// resolved by the launch, which reports a module the device cannot load (kernels.cc).
 cudaError_t __cudaGetKernel(cudaKernel_t* kernel, const void* function) noexcept {
   return Run(__func__, [&]() -> absl::Status {
     TALLY_RETURN_IF_ERROR(CheckOut(kernel));
-    TALLY_ASSIGN_OR_RETURN(Kernel * record, KernelRegistry::Get().Resolve(function));
+    TALLY_ASSIGN_OR_RETURN(Kernel * record, KernelRegistry::Get().Find(function));
     *kernel = reinterpret_cast<cudaKernel_t>(record);
     return absl::OkStatus();
   });

@@ -10,6 +10,7 @@
 
 #include "client/channel.h"
 #include "client/copy.h"
+#include "client/device_attributes.h"
 #include "client/entry.h"
 #include "client/handles.h"
 #include "client/host_blocks.h"
@@ -25,6 +26,7 @@ using tally::client::Copy;
 using tally::client::CopyBox;
 using tally::client::CopyMode;
 using tally::client::CudaError;
+using tally::client::DeviceAttribute;
 using tally::client::DevicePointer;
 using tally::client::DeviceRange;
 using tally::client::DeviceRanges;
@@ -68,10 +70,9 @@ absl::Status Free(void* pointer) {
 // (CUDA Runtime API, cudaMallocPitch: "the pitch ... is guaranteed to satisfy alignment").
 absl::Status AllocatePitched(void** pointer, size_t* pitch, size_t width, size_t rows) {
   TALLY_RETURN_IF_ERROR(CheckOut(pitch));
-  TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
-  const auto alignment = static_cast<size_t>(std::max(
-      1, channel->device()
-             .attributes[static_cast<size_t>(ipc::SnapshotAttribute::k_TEXTURE_ALIGNMENT)]));
+  TALLY_ASSIGN_OR_RETURN(const int texture_alignment,
+                         DeviceAttribute(CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT));
+  const auto alignment = static_cast<size_t>(std::max(1, texture_alignment));
   *pitch = (width + alignment - 1) / alignment * alignment;
   return Allocate(pointer, *pitch * rows);
 }
@@ -168,9 +169,9 @@ absl::Status DriverCopy3D(const CUDA_MEMCPY3D* copy, CUstream stream, CopyMode m
   }
   size_t max_pitch = SIZE_MAX;
   if (check_pitch) {
-    TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
-    max_pitch = static_cast<size_t>(std::max(
-        0, channel->device().attributes[static_cast<size_t>(ipc::SnapshotAttribute::k_MAX_PITCH)]));
+    TALLY_ASSIGN_OR_RETURN(const int device_max_pitch,
+                           DeviceAttribute(CU_DEVICE_ATTRIBUTE_MAX_PITCH));
+    max_pitch = static_cast<size_t>(std::max(0, device_max_pitch));
   }
   const MemcpySide src = tally::SourceOf(*copy);
   const MemcpySide dst = tally::DestinationOf(*copy);

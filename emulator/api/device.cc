@@ -15,17 +15,32 @@ using tally::emu::Run;
 namespace tally::emu {
 namespace {
 
-absl::StatusOr<int> DeviceAttribute(const DeviceConfig& config, CUdevice_attribute attribute) {
-  if (attribute <= 0 || attribute >= CU_DEVICE_ATTRIBUTE_MAX) {
-    return CudaError(CUDA_ERROR_INVALID_VALUE, "unknown device attribute");
+// Every attribute of the installed cuda.h has an answer: a CUDA release that adds one fails to
+// build here until device_attributes.def says what the emulated device answers.
+constexpr CUdevice_attribute kAnswered[] = {
+#define TALLY_DEVICE_ATTRIBUTE(name, value) name,
+#include "emulator/device_attributes.def"
+};
+constexpr bool Answers(CUdevice_attribute attribute) {
+  for (CUdevice_attribute answered : kAnswered) {
+    if (answered == attribute) return true;
   }
+  return false;
+}
+#define TALLY_CU_DEVICE_ATTRIBUTE(name, value)                     \
+  static_assert(Answers(CU_DEVICE_ATTRIBUTE_##name),               \
+                "emulator/device_attributes.def has no value for " \
+                "CU_DEVICE_ATTRIBUTE_" #name);
+#include "common/device_attributes.def"
+
+absl::StatusOr<int> DeviceAttribute(const DeviceConfig& config, CUdevice_attribute attribute) {
   switch (attribute) {
 #define TALLY_DEVICE_ATTRIBUTE(name, value) \
   case name:                                \
     return static_cast<int>(value);
 #include "emulator/device_attributes.def"
     default:
-      return 0;
+      return CudaError(CUDA_ERROR_INVALID_VALUE, "unknown device attribute");
   }
 }
 

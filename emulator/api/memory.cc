@@ -3,6 +3,7 @@
 #include <cuda.h>
 
 #include "emulator/internal/entry.h"
+#include "emulator/internal/submit.h"
 
 using tally::emu::AllocationKind;
 using tally::emu::CheckOut;
@@ -46,6 +47,33 @@ CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned int flag
 
 // Frees after the current context's queued work is done, so that no copy or kernel still in
 // flight touches the memory (cudaFree likewise synchronises implicitly).
+// Stream-ordered allocation (CUDA Driver API, "Stream Ordered Memory Allocator") from the
+// device's default pool: the memory is allocated at once, which satisfies "usable by work
+// ordered after the allocation", and returned once the stream reaches the free.
+CUresult cuMemAllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
+  return Run([&](Driver& driver) -> absl::Status {
+    TALLY_RETURN_IF_ERROR(driver.ResolveStream(hStream).status());
+    return tally::emu::AllocateArena(driver, dptr, bytesize, AllocationKind::kDevice);
+  });
+}
+
+CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
+  return Run([&](Driver& driver) -> absl::Status {
+    const auto allocation = driver.memory().Find(dptr);
+    if (!allocation || allocation->base != dptr || allocation->kind != AllocationKind::kDevice) {
+      return CudaError(CUDA_ERROR_INVALID_VALUE, "not the start of a device allocation");
+    }
+    tally::emu::DeviceMemory* memory = &driver.memory();
+    return tally::emu::Submit(
+        driver, hStream,
+        [memory, dptr] {
+          memory->Release(dptr, KindBit(AllocationKind::kDevice), CUDA_ERROR_INVALID_VALUE)
+              .IgnoreError();  // checked at the call; a double free is the caller's race
+        },
+        false);
+  });
+}
+
 CUresult cuMemFree_v2(CUdeviceptr dptr) {
   return Run([&](Driver& driver) -> absl::Status {
     TALLY_ASSIGN_OR_RETURN(auto context, driver.CurrentContext());

@@ -100,7 +100,12 @@ void Block::PrepareLaunch(const LaunchSetup& setup) {
   }
   cached_launch_ = setup.launch_id;
   access_cache_.assign(function_->code.size(), AccessRange{});
-  shared_.assign(function_->static_shared_bytes + setup.dynamic_shared_bytes, 0);
+  const uint64_t user_shared =
+      uint64_t{function_->static_shared_bytes} + setup.dynamic_shared_bytes;
+  const uint64_t reserved_begin = (user_shared + kReservedSharedAlignment - 1) /
+                                  kReservedSharedAlignment * kReservedSharedAlignment;
+  shared_.assign(
+      function_->uses_reserved_shared ? reserved_begin + kReservedSharedBytes : user_shared, 0);
 
   const uint32_t slots = function_->num_slots;
   const uint32_t warp_count = (threads_ + 31) / 32;
@@ -135,7 +140,11 @@ void Block::PrepareLaunch(const LaunchSetup& setup) {
       set(SpecialSlot::kLanemaskGt, lane, ~((2ull << lane) - 1) & 0xffffffffu);
       set(SpecialSlot::kLanemaskGe, lane, ~((1ull << lane) - 1) & 0xffffffffu);
       set(SpecialSlot::kDynamicSmemSize, lane, setup.dynamic_shared_bytes);
-      set(SpecialSlot::kTotalSmemSize, lane, shared_.size());
+      set(SpecialSlot::kTotalSmemSize, lane, user_shared);
+      set(SpecialSlot::kAggrSmemSize, lane, user_shared + kReservedSharedBytes);
+      set(SpecialSlot::kReservedSmemBegin, lane, reserved_begin);
+      set(SpecialSlot::kReservedSmemEnd, lane, reserved_begin + kReservedSharedBytes);
+      set(SpecialSlot::kReservedSmemCap, lane, kReservedSharedBytes);
       set(SpecialSlot::kEnvReg1, lane, setup.grid_workspace >> 32);
       set(SpecialSlot::kEnvReg2, lane, setup.grid_workspace & 0xffffffffu);
       set(SpecialSlot::kClusterNctaidX, lane, setup.cluster.x);

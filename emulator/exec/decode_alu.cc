@@ -63,12 +63,20 @@ absl::Status Decoder::Mov() {
   const ptx::Operand& dst = Operand(0);
   const ptx::Operand& src = Operand(1);
   using Kind = ptx::Operand::Kind;
-  if (src.kind == Kind::kName &&
-      (src.name == "%clock" || src.name == "%clock64" || src.name == "%globaltimer")) {
-    inst_.op = Op::kClock;
-    inst_.mod = src.name == "%clock" ? 0 : src.name == "%clock64" ? 1 : 2;
-    TALLY_ASSIGN_OR_RETURN(inst_.dst[0], context_.Dest(dst));
-    return absl::OkStatus();
+  constexpr std::pair<std::string_view, ClockRead> kClocks[] = {
+      {"%clock", ClockRead::kClock},
+      {"%clock_hi", ClockRead::kClockHi},
+      {"%clock64", ClockRead::kClock64},
+      {"%globaltimer_lo", ClockRead::kTimerLo},
+      {"%globaltimer_hi", ClockRead::kTimerHi},
+      {"%globaltimer", ClockRead::kTimer}};
+  for (const auto& [name, read] : kClocks) {
+    if (src.kind == Kind::kName && src.component == 0 && src.name == name) {
+      inst_.op = Op::kClock;
+      inst_.mod = static_cast<uint8_t>(read);
+      TALLY_ASSIGN_OR_RETURN(inst_.dst[0], context_.Dest(dst));
+      return absl::OkStatus();
+    }
   }
   if (src.kind == Kind::kVector || dst.kind == Kind::kVector) {
     const ptx::Operand& vector = src.kind == Kind::kVector ? src : dst;
@@ -395,6 +403,26 @@ absl::StatusOr<Inst> Decoder::Decode() {
 
 absl::Status DecodeInstruction(const ptx::Instruction& instruction, LowerContext& context,
                                std::vector<Inst>& out) {
+  // `mov.v4.u32 {a, b, c, d}, %tid;` (PTX ISA, "Special Registers": %tid, %ntid, %ctaid, ... are
+  // .v4 .u32 vectors) reads the components one by one: one mov per named destination.
+  const auto& operands = instruction.operands;
+  if (instruction.opcode == "mov" && operands.size() == 2 &&
+      operands[0].kind == ptx::Operand::Kind::kVector &&
+      operands[1].kind == ptx::Operand::Kind::kName && operands[1].component == 0 &&
+      IsVectorSpecialRegister(operands[1].name) && operands[0].elements.size() <= 4 &&
+      (instruction.HasModifier("v2") || instruction.HasModifier("v4"))) {
+    constexpr char kComponents[] = {'x', 'y', 'z', 'w'};
+    for (size_t i = 0; i < operands[0].elements.size(); ++i) {
+      if (operands[0].elements[i].kind == ptx::Operand::Kind::kSink) continue;
+      ptx::Instruction component = instruction;
+      std::erase_if(component.modifiers,
+                    [](const std::string& m) { return m == "v2" || m == "v4"; });
+      component.operands = {operands[0].elements[i],
+                            ptx::Operand::Name(operands[1].name, kComponents[i])};
+      TALLY_RETURN_IF_ERROR(DecodeInstruction(component, context, out));
+    }
+    return absl::OkStatus();
+  }
   internal::Decoder decoder(instruction, context);
   TALLY_ASSIGN_OR_RETURN(Inst inst, decoder.Decode());
   out.push_back(inst);

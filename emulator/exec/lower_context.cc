@@ -3,6 +3,8 @@
 
 #include <bit>
 #include <cstring>
+#include <optional>
+#include <string_view>
 
 #include "common/status.h"
 #include "emulator/exec/float16.h"
@@ -43,6 +45,10 @@ constexpr SpecialName kSpecials[] = {
     {"%lanemask_ge", 0, SpecialSlot::kLanemaskGe},
     {"%dynamic_smem_size", 0, SpecialSlot::kDynamicSmemSize},
     {"%total_smem_size", 0, SpecialSlot::kTotalSmemSize},
+    {"%aggr_smem_size", 0, SpecialSlot::kAggrSmemSize},
+    {"%reserved_smem_offset_begin", 0, SpecialSlot::kReservedSmemBegin},
+    {"%reserved_smem_offset_end", 0, SpecialSlot::kReservedSmemEnd},
+    {"%reserved_smem_offset_cap", 0, SpecialSlot::kReservedSmemCap},
     {"%envreg1", 0, SpecialSlot::kEnvReg1},
     {"%envreg2", 0, SpecialSlot::kEnvReg2},
     {"%cluster_ctaid", 'x', SpecialSlot::kClusterCtaidX},
@@ -61,6 +67,41 @@ constexpr SpecialName kSpecials[] = {
     {"%cluster_nctarank", 0, SpecialSlot::kClusterNctarank},
     {"%is_explicit_cluster", 0, SpecialSlot::kIsExplicitCluster},
 };
+
+// The vector special registers (PTX ISA, "Special Registers": `.sreg .v4 .u32 %tid;` and the
+// like), whose fourth element `.w` "is unused and always returns zero".
+constexpr std::string_view kVectorSpecials[] = {"%tid",           "%ntid",          "%ctaid",
+                                                "%nctaid",        "%clusterid",     "%nclusterid",
+                                                "%cluster_ctaid", "%cluster_nctaid"};
+
+}  // namespace
+
+bool IsVectorSpecialRegister(std::string_view name) {
+  for (std::string_view vector : kVectorSpecials) {
+    if (name == vector) return true;
+  }
+  return false;
+}
+
+namespace {
+
+// Special registers with one value for every thread of every launch. The performance monitor
+// counters %pm0..%pm7 and %pm0_64..%pm7_64 have "currently undefined" behaviour (PTX ISA,
+// "Special Registers: %pm0..%pm7"): nothing is counted here, they read 0. %current_graph_exec is
+// "0 if the kernel is not executing as part of a device graph": the emulator has none.
+std::optional<uint64_t> ConstantSpecial(const ptx::Operand& operand) {
+  const std::string& name = operand.name;
+  if (operand.component == 'w') {
+    return IsVectorSpecialRegister(name) ? std::optional<uint64_t>(0) : std::nullopt;
+  }
+  if (operand.component != 0) return std::nullopt;
+  if (name == "%current_graph_exec") return 0;
+  if (name.size() >= 4 && name.starts_with("%pm") && name[3] >= '0' && name[3] <= '7' &&
+      (name.size() == 4 || name.substr(4) == "_64")) {
+    return 0;
+  }
+  return std::nullopt;
+}
 
 absl::Status InvalidPtx(std::string message) { return CudaError(CUDA_ERROR_INVALID_PTX, message); }
 
@@ -211,6 +252,7 @@ absl::StatusOr<uint64_t> LowerContext::Evaluate(const ptx::Expr& expr) {
     case Kind::kFloat:
       return expr.float_bits;
     case Kind::kSymbol:
+      if (expr.text == ptx::kWarpSizeConstant) return static_cast<uint64_t>(ptx::kWarpSize);
       return SymbolValue(expr.text);
     case Kind::kCall: {
       // generic(var): the variable's generic address (PTX ISA, "Variable Initializers").
@@ -284,21 +326,22 @@ absl::StatusOr<uint32_t> LowerContext::Source(const ptx::Operand& operand, Type 
       if (special.slot >= SpecialSlot::kClusterCtaidX && special.slot <= SpecialSlot::kClusterCtarank) {
         function_.reads_cluster_position = true;
       }
+      if (special.slot >= SpecialSlot::kReservedSmemBegin &&
+          special.slot <= SpecialSlot::kReservedSmemCap) {
+        function_.uses_reserved_shared = true;
+      }
       return static_cast<uint32_t>(special.slot);
     }
   }
+  if (auto value = ConstantSpecial(operand)) return Constant(*value);
   if (!operand.name.empty() && operand.name[0] == '%' && !FindVariable(operand.name)) {
-    // Special registers of the PTX ISA that the emulator does not provide (perf monitors,
-    // environment registers other than the grid workspace's); any other %name is simply
-    // undeclared.
-    constexpr std::string_view kUnsupported[] = {"%envreg",
-                                                 "%pm",
-                                                 "%aggr_smem_size",
-                                                 "%reserved_smem",
-                                                 "%current_graph_exec",
-                                                 "%hwtaskid",
-                                                 "%globaltimer",
-                                                 "%clock"};
+    // Special registers of the PTX ISA that the emulator cannot give a meaningful value: the
+    // driver-defined environment registers other than the grid workspace's (their meaning is
+    // the driver's, undocumented), the reserved region's offsets %reserved_smem_offset_0/_1
+    // (undocumented) and %hwtaskid; %clock and %globaltimer forms outside mov (decode_alu.cc
+    // reads the clocks). Any other %name is simply undeclared.
+    constexpr std::string_view kUnsupported[] = {"%envreg", "%reserved_smem", "%hwtaskid",
+                                                 "%globaltimer", "%clock"};
     for (std::string_view prefix : kUnsupported) {
       if (std::string_view(operand.name).starts_with(prefix)) {
         return CudaError(CUDA_ERROR_NOT_SUPPORTED,

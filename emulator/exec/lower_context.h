@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -19,6 +20,10 @@
 #include "ptx_transform/ir.h"
 
 namespace tally::emu::exec {
+
+// %tid, %ntid, %ctaid, ...: the special registers that are .v4 .u32 vectors (PTX ISA, "Special
+// Registers"), read whole by `mov.v4.u32 {a, b, c, d}, %tid;`.
+bool IsVectorSpecialRegister(std::string_view name);
 
 // A function-scope variable: its space and its offset in that space. Call parameters (`.param`
 // variables in a body, and an inlined callee's parameters bound to them) live in local memory.

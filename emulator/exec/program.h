@@ -108,6 +108,10 @@ enum class MulMode : uint8_t { kLo, kHi, kWide };
 enum class Rounding : uint8_t { kDefault, kRn, kRz, kRm, kRp, kRni, kRzi, kRmi, kRpi };
 enum class AtomOp : uint8_t { kAdd, kMin, kMax, kInc, kDec, kExch, kCas, kAnd, kOr, kXor };
 enum class ShflMode : uint8_t { kUp, kDown, kBfly, kIdx };
+// The clock special registers (PTX ISA, "%clock, %clock_hi, %clock64", "%globaltimer,
+// %globaltimer_lo, %globaltimer_hi"): a cycle counter (a steady nanosecond clock here) and the
+// global nanosecond timer, whole or as their low or high 32 bits.
+enum class ClockRead : uint8_t { kClock, kClockHi, kClock64, kTimerLo, kTimerHi, kTimer };
 enum class VoteMode : uint8_t { kAll, kAny, kUni, kBallot };
 enum class BarRedMode : uint8_t { kNone, kPopc, kAnd, kOr };
 // dp4a, and dp2a taking the low or high half of b's bytes (PTX ISA, "dp4a", "dp2a").
@@ -240,6 +244,12 @@ struct CallSite {
 // Bytes of a call record (call site index, callee index, caller's frame base) on the stack.
 inline constexpr uint32_t kCallRecordBytes = 16;
 
+// Shared memory the system reserves per block (CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK
+// of the emulated sm_80 device, device_attributes.def), and where the region starts: after the
+// block's own shared memory, at this alignment.
+inline constexpr uint32_t kReservedSharedBytes = 1024;
+inline constexpr uint32_t kReservedSharedAlignment = 128;
+
 // A kernel ready to run: its code, then the code of the out-of-line .funcs it may call.
 struct Function {
   std::string name;
@@ -255,6 +265,9 @@ struct Function {
   std::vector<std::pair<uint32_t, uint32_t>> param_layout;  // (offset, size) per parameter
   uint32_t max_threads = 1024;                              // .maxntid / .reqntid product
   bool uses_heap = false;                                   // calls malloc or free
+  // Reads %reserved_smem_offset_*: each block then has the reserved shared memory region of
+  // kReservedSharedBytes after its own shared memory.
+  bool uses_reserved_shared = false;
   // Thread-block clusters (PTX ISA, "Cluster Dimension Directives"): .reqnctapercluster's
   // dimensions (all 0 without it), .explicitcluster (or .reqnctapercluster: a launch must have
   // cluster dimensions), .maxclusterrank (0: none).
@@ -301,6 +314,13 @@ enum class SpecialSlot : uint32_t {
   kLanemaskGe,
   kDynamicSmemSize,
   kTotalSmemSize,
+  // %aggr_smem_size and the reserved shared memory region's %reserved_smem_offset_begin, _end
+  // and _cap (PTX ISA, "Special Registers"); the region exists only in kernels that read them
+  // (Function::uses_reserved_shared).
+  kAggrSmemSize,
+  kReservedSmemBegin,
+  kReservedSmemEnd,
+  kReservedSmemCap,
   // %envreg1:%envreg2 = high:low half of the cooperative-groups grid workspace address
   // (cooperative_groups/details/driver_abi.h); 0 outside cooperative launches.
   kEnvReg1,

@@ -570,8 +570,13 @@ WarpStatus Block::RunWarp(Warp& warp, uint32_t budget) {
           ExecuteCollective(in, warp, mask);
           break;
         case Op::kClock: {
-          int64_t now = NowNs(in.mod == 2);
-          ForLanes(mask, [&](int l) { d[l] = in.mod == 0 ? now & 0xffffffff : now; });
+          const auto read = static_cast<ClockRead>(in.mod);
+          const uint64_t now = static_cast<uint64_t>(NowNs(read >= ClockRead::kTimerLo));
+          const uint64_t value =
+              read == ClockRead::kClock || read == ClockRead::kTimerLo     ? now & 0xffffffff
+              : read == ClockRead::kClockHi || read == ClockRead::kTimerHi ? now >> 32
+                                                                           : now;
+          ForLanes(mask, [&](int l) { d[l] = value; });
           break;
         }
         case Op::kTrap:

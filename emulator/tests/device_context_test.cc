@@ -53,6 +53,39 @@ TEST_CASE("the default device resembles a small sm_80 GPU") {
   size_t total = 0;
   EMU_OK(emu.cuDeviceTotalMem_v2(&total, 0));
   CHECK(total == 4096ull << 20);
+}
+
+// Every attribute of the installed cuda.h (the list generated from it) has an answer, and the
+// ones a real A100 answers with more than 0 for features the emulator provides do too.
+TEST_CASE("every device attribute of cuda.h is answered") {
+  const EmuApi& emu = Emu();
+  REQUIRE(emu.cuInit(0) == CUDA_SUCCESS);
+  int answered = 0;
+  const auto answer = [&](const char* name, int which) {
+    INFO("CU_DEVICE_ATTRIBUTE_" << name);
+    int value = -12345;
+    CHECK(emu.cuDeviceGetAttribute(&value, static_cast<CUdevice_attribute>(which), 0) ==
+          CUDA_SUCCESS);
+    CHECK(value != -12345);
+    ++answered;
+    return value;
+  };
+#define TALLY_CU_DEVICE_ATTRIBUTE(name, value) answer(#name, value);
+#include "common/device_attributes.def"
+  CHECK(answered > 140);
+  for (CUdevice_attribute positive :
+       {CU_DEVICE_ATTRIBUTE_GPU_OVERLAP, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED,
+        CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE,
+        CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE,
+        CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_DEPTH, CU_DEVICE_ATTRIBUTE_SURFACE_ALIGNMENT,
+        CU_DEVICE_ATTRIBUTE_MEM_SYNC_DOMAIN_COUNT,
+        CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM}) {
+    INFO("attribute " << positive);
+    CHECK(answer("", positive) > 0);
+  }
+  int value = 0;
+  CHECK(emu.cuDeviceGetAttribute(&value, static_cast<CUdevice_attribute>(0), 0) ==
+        CUDA_ERROR_INVALID_VALUE);
   CUuuid first{}, second{};
   EMU_OK(emu.cuDeviceGetUuid_v2(&first, 0));
   EMU_OK(emu.cuDeviceGetUuid(&second, 0));

@@ -82,6 +82,29 @@ TEST_CASE("cuMemGetInfo accounts for allocations") {
   CHECK(free_after == free_before);
 }
 
+// CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: stream-ordered allocation from the default pool.
+TEST_CASE("cuMemAllocAsync memory is usable in stream order and freed where the stream frees it") {
+  const EmuApi& emu = Emu();
+  InitPrimaryContext();
+  CUstream stream = nullptr;
+  EMU_OK(emu.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  size_t free_before = 0, total = 0, free_now = 0;
+  EMU_OK(emu.cuMemGetInfo_v2(&free_before, &total));
+  CUdeviceptr pointer = 0;
+  EMU_OK(emu.cuMemAllocAsync(&pointer, 1 << 20, stream));
+  EMU_OK(emu.cuMemsetD32Async(pointer, 0x01020304, (1 << 20) / 4, stream));
+  uint32_t word = 0;
+  EMU_OK(emu.cuMemcpyDtoHAsync_v2(&word, pointer + 4096, 4, stream));
+  EMU_OK(emu.cuMemFreeAsync(pointer, stream));
+  EMU_OK(emu.cuStreamSynchronize(stream));
+  CHECK(word == 0x01020304u);
+  EMU_OK(emu.cuMemGetInfo_v2(&free_now, &total));
+  CHECK(free_now == free_before);
+  CHECK(emu.cuMemFreeAsync(pointer, stream) == CUDA_ERROR_INVALID_VALUE);  // already freed
+  CHECK(emu.cuMemFreeAsync(pointer + 64, stream) == CUDA_ERROR_INVALID_VALUE);
+  EMU_OK(emu.cuStreamDestroy_v2(stream));
+}
+
 TEST_CASE("pinned, registered and managed memory are device-accessible host memory") {
   const EmuApi& emu = Emu();
   InitPrimaryContext();

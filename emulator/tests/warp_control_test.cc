@@ -1,4 +1,6 @@
-// match.sync and brx.idx (kernels/warp_control.cu) against host references.
+// match.sync, grouped collectives and brx.idx (kernels/warp_control.cu) against host references.
+#include <algorithm>
+#include <climits>
 #include <random>
 
 #include "emulator/tests/kernel_util.h"
@@ -39,6 +41,40 @@ TEST_CASE("match.any and match.all find the lanes holding equal values") {
     CHECK(o[2] == (all_equal ? 1u : 0u));
     CHECK(o[3] == SameAs(wide, i, 0xffffffffu));
     CHECK(o[4] == (i % 2 == 0 ? SameAs(values, i, 0x55555555u) : 0u));
+  }
+}
+
+TEST_CASE("collectives over groups with different member masks give each lane its group's") {
+  const int warps = 2, n = warps * 32;
+  std::mt19937 rng(5);
+  std::vector<unsigned> labels(n);
+  std::vector<int> values(n);
+  for (int i = 0; i < n; ++i) {
+    labels[i] = rng() % 3;
+    values[i] = static_cast<int>(rng() % 21) - 10;
+  }
+  CUdeviceptr dl = Upload(labels), dv = Upload(values), dout = Zeros<unsigned>(n * 5);
+  EMU_OK(LaunchAndWait(KernelFrom("warp_control", "grouped"), warps, 32, {&dl, &dv, &dout}));
+  std::vector<unsigned> out = Download<unsigned>(dout, n * 5);
+  for (int i = 0; i < n; ++i) {
+    INFO("thread " << i << " label " << labels[i]);
+    const unsigned group = SameAs(labels, i, 0xffffffffu);
+    const int base = i / 32 * 32;
+    int sum = 0, max = INT32_MIN;
+    unsigned ballot = 0;
+    for (int j = 0; j < 32; ++j) {
+      if ((group >> j & 1) == 0) continue;
+      sum += values[base + j];
+      max = std::max(max, values[base + j]);
+      if (values[base + j] > 0) ballot |= 1u << j;
+    }
+    const unsigned* o = &out[i * 5];
+    CHECK(o[0] == group);
+    CHECK(static_cast<int>(o[1]) == sum);
+    CHECK(static_cast<int>(o[2]) == max);
+    CHECK(o[3] == ballot);
+    const bool uniform = ballot == 0 || ballot == group;
+    CHECK(o[4] == (uniform ? group : 1u));
   }
 }
 

@@ -32,6 +32,7 @@ absl::Status Handle(Session& session, const ipc::Decoded<ipc::EventRecordRequest
   const DriverApi* api = &session.api();
   const CUevent recorded = (*event)->event;
   session.Enqueue([=] { return api->cuEventRecord(recorded, stream); });
+  (*event)->recorded_at = session.enqueued();
   return absl::OkStatus();
 }
 
@@ -56,8 +57,10 @@ absl::StatusOr<Deferred<ipc::EventSynchronizeResponse>> Handle(
 absl::StatusOr<Reply<ipc::EventQueryResponse>> Handle(
     Session& session, const ipc::Decoded<ipc::EventQueryRequest>& request) {
   TALLY_ASSIGN_OR_RETURN(EventRef * event, session.events().Find(request.fields.event));
-  if (session.queued() > 0) {
-    return ClientError(CUDA_ERROR_NOT_READY, "work is queued");
+  // A record still in the client's queue has not happened; other work queued after it (other
+  // threads') does not concern the event. A query never blocks.
+  if (!session.WorkIssued((*event)->recorded_at)) {
+    return ClientError(CUDA_ERROR_NOT_READY, "its record is queued");
   }
   TALLY_RETURN_IF_ERROR(CheckCu(session.api().cuEventQuery((*event)->event), "cuEventQuery"));
   return Reply<ipc::EventQueryResponse>{};

@@ -83,6 +83,15 @@ absl::StatusOr<Reply<ipc::GetFunctionResponse>> Handle(
   Reply<ipc::GetFunctionResponse> reply;
   reply.fields.param_count = static_cast<uint32_t>(params.size());
   reply.fields.param_buffer_size = kernel->signature.param_buffer_size;
+  const DriverApi& api = session.api();
+  const std::pair<CUfunction_attribute, int32_t*> attributes[] = {
+      {CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, &reply.fields.max_threads_per_block},
+      {CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, &reply.fields.static_shared_bytes},
+      {CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, &reply.fields.max_dynamic_shared_bytes}};
+  for (const auto& [attribute, value] : attributes) {
+    TALLY_RETURN_IF_ERROR(
+        CheckCu(api.cuFuncGetAttribute(value, attribute, kernel->function), "cuFuncGetAttribute"));
+  }
   reply.fields.function = session.functions().Insert({*module, kernel, request.fields.module});
   reply.tail.resize(params.size() * sizeof(ipc::ParamSlot));
   for (size_t i = 0; i < params.size(); ++i) {

@@ -33,12 +33,13 @@ absl::StatusOr<Deferred<ipc::StreamSynchronizeResponse>> Handle(
 
 absl::StatusOr<Reply<ipc::StreamQueryResponse>> Handle(
     Session& session, const ipc::Decoded<ipc::StreamQueryRequest>& request) {
-  TALLY_ASSIGN_OR_RETURN(CUstream stream, session.FindStream(request.fields.stream));
-  // Work still in the client's queue is not done either; a query never blocks.
-  if (session.queued() > 0) {
+  TALLY_ASSIGN_OR_RETURN(StreamRef stream, session.HoldStream(request.fields.stream));
+  // The stream's own work still in the client's queue is not done either; the work of the
+  // client's other streams (other threads') does not concern it. A query never blocks.
+  if (!session.WorkIssued(stream->last_work)) {
     return ClientError(CUDA_ERROR_NOT_READY, "work is queued");
   }
-  TALLY_RETURN_IF_ERROR(CheckCu(session.api().cuStreamQuery(stream), "cuStreamQuery"));
+  TALLY_RETURN_IF_ERROR(CheckCu(session.api().cuStreamQuery(stream->stream), "cuStreamQuery"));
   return Reply<ipc::StreamQueryResponse>{};
 }
 

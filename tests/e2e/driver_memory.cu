@@ -118,13 +118,23 @@ void TestRegistered() {
   auto* memory = static_cast<unsigned char*>(std::aligned_alloc(4096, kBytes));
   for (size_t i = 0; i < kBytes; ++i) memory[i] = static_cast<unsigned char>(i * 7);
   CHECK_CU(cuMemHostRegister(memory, kBytes, CU_MEMHOSTREGISTER_PORTABLE));
+  // Only cuMemHostAlloc memory has flags to report (CUDA Driver API, cuMemHostGetFlags).
   unsigned flags = 0;
-  CHECK_CU(cuMemHostGetFlags(&flags, memory + 100));
-  EXPECT(flags == CU_MEMHOSTREGISTER_PORTABLE);
+  EXPECT(cuMemHostGetFlags(&flags, memory + 100) == CUDA_ERROR_INVALID_VALUE);
   EXPECT(cuMemHostRegister(memory + 4096, 4096, 0) == CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
-  // The device is in the server process and cannot map the application's memory (README).
+  // Mapped for the device at an address of its own (client/README.md): kernels use it in place.
   CUdeviceptr mapped = 0;
-  EXPECT(cuMemHostGetDevicePointer(&mapped, memory, 0) == CUDA_ERROR_NOT_SUPPORTED);
+  CHECK_CU(cuMemHostGetDevicePointer(&mapped, memory, 0));
+  EXPECT(mapped != Device(memory));
+  AddOne(mapped, kBytes / sizeof(unsigned));
+  for (size_t i = 0; i < kBytes; i += 4) {
+    unsigned word = 0;
+    std::memcpy(&word, memory + i, 4);
+    unsigned original = 0;
+    for (int b = 3; b >= 0; --b) original = original << 8 | static_cast<unsigned char>((i + b) * 7);
+    EXPECT(word == original + 1);
+  }
+  for (size_t i = 0; i < kBytes; ++i) memory[i] = static_cast<unsigned char>(i * 7);
   // Copies from and to it work.
   CUdeviceptr buffer = 0;
   CHECK_CU(cuMemAlloc(&buffer, kBytes));

@@ -176,6 +176,14 @@ if overlapping == 0:
 print(f"{overlapping} request kernel(s) overtook a running trainer kernel")
 PY
     ;;
+  refused)  # refused PROGRAM CONSTRUCT: PROGRAM checks its launches fail as CUDA's would; the
+    # server's log (what the operator reads) says why, naming the construct its device refused
+    start_server
+    run "$5" || fail "$5 failed"
+    grep -q "cannot load a module.*$6" "$work/server.log" ||
+      fail "the server's log does not name $6 as why the module did not load"
+    ;;
+    ;;
   killed)  # a client killed while holding memory: it is reclaimed, the server carries on
     start_server
     start_hog

@@ -1,5 +1,6 @@
-// match.sync and brx.idx (an indexed branch through a .branchtargets list, written as inline PTX
-// since nvcc emits it only for some switches). References are in warp_control_test.cc.
+// match.sync, collectives over groups of lanes with different member masks, and brx.idx (an
+// indexed branch through a .branchtargets list, written as inline PTX since nvcc emits it only
+// for some switches). References are in warp_control_test.cc.
 #include <cstdint>
 
 extern "C" __global__ void match(const unsigned* values, const unsigned long long* wide,
@@ -14,6 +15,20 @@ extern "C" __global__ void match(const unsigned* values, const unsigned long lon
   o[3] = __match_any_sync(0xffffffffu, wide[i]);
   // Only the even lanes take part.
   if (threadIdx.x % 2 == 0) o[4] = __match_any_sync(0x55555555u, v);
+}
+
+// Every lane in one instruction with the mask of its own label's group: each must get its
+// group's result (redux.sync, vote.sync and match.sync take each lane's membermask).
+extern "C" __global__ void grouped(const unsigned* labels, const int* values, unsigned* out) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  const unsigned mask = __match_any_sync(0xffffffffu, labels[i]);
+  unsigned* o = out + i * 5;
+  o[0] = mask;
+  o[1] = static_cast<unsigned>(__reduce_add_sync(mask, values[i]));
+  o[2] = static_cast<unsigned>(__reduce_max_sync(mask, values[i]));
+  o[3] = __ballot_sync(mask, values[i] > 0);
+  int all = 0;
+  o[4] = __match_all_sync(mask, values[i] > 0, &all) | (all ? 0 : 1);
 }
 
 __device__ unsigned JumpTable(unsigned selector, unsigned x) {

@@ -1,0 +1,102 @@
+// Kernels whose PTX uses the predefined identifiers of the PTX ISA: warpSize, for which nvcc
+// writes the constant WARP_SZ (`mov.u32 %r1, WARP_SZ;`), in a warp-shuffle reduction and a
+// per-warp layout; and special registers written as inline PTX (the unused .w of %tid, whole
+// vector reads, the clocks' halves, the performance monitors, the graph handle, the reserved
+// shared memory region). The module must load and every kernel compute what CUDA specifies.
+#include <cstdint>
+#include <vector>
+
+#include "check.h"
+
+// Sum of each warp's values by shuffles: offsets warpSize/2, ..., 1.
+__global__ void WarpSums(const int* in, int* out, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  int value = i < n ? in[i] : 0;
+  for (int offset = warpSize / 2; offset > 0; offset /= 2) {
+    value += __shfl_down_sync(0xffffffffu, value, offset);
+  }
+  if (threadIdx.x % warpSize == 0) out[i / warpSize] = value;
+}
+
+struct Specials {
+  unsigned warp_size_expression, tid_w, ntid[4], pm0;
+  unsigned long long graph_exec, clock_hi_ordered;
+  unsigned reserved_size, reserved_neighbour;
+};
+
+__global__ void ReadSpecials(Specials* out) {
+  Specials s;
+  asm volatile("mov.u32 %0, WARP_SZ*4-1;" : "=r"(s.warp_size_expression));
+  asm volatile("mov.u32 %0, %%tid.w;" : "=r"(s.tid_w));
+  asm volatile("mov.v4.u32 {%0, %1, %2, %3}, %%ntid;"
+               : "=r"(s.ntid[0]), "=r"(s.ntid[1]), "=r"(s.ntid[2]), "=r"(s.ntid[3]));
+  asm volatile("mov.u32 %0, %%pm0;" : "=r"(s.pm0));
+  asm volatile("mov.u64 %0, %%current_graph_exec;" : "=l"(s.graph_exec));
+  unsigned long long before, after;
+  unsigned hi;
+  asm volatile("mov.u64 %0, %%clock64;" : "=l"(before));
+  asm volatile("mov.u32 %0, %%clock_hi;" : "=r"(hi));
+  asm volatile("mov.u64 %0, %%clock64;" : "=l"(after));
+  s.clock_hi_ordered = before >> 32 <= hi && hi <= after >> 32;
+  unsigned begin, end;
+  asm volatile("mov.u32 %0, %%reserved_smem_offset_begin;" : "=r"(begin));
+  asm volatile("mov.u32 %0, %%reserved_smem_offset_end;" : "=r"(end));
+  s.reserved_size = end - begin;
+  // The reserved region is the block's shared memory: a neighbour's store is visible.
+  asm volatile("st.shared.u32 [%0], %1;" ::"r"(begin + 4 * threadIdx.x), "r"(threadIdx.x + 7));
+  __syncthreads();
+  asm volatile("ld.shared.u32 %0, [%1];"
+               : "=r"(s.reserved_neighbour)
+               : "r"(begin + 4 * ((threadIdx.x + 1) % blockDim.x)));
+  out[blockIdx.x * blockDim.x + threadIdx.x] = s;
+}
+
+int main() {
+  int warp_size = 0;
+  CHECK_CUDA(cudaDeviceGetAttribute(&warp_size, cudaDevAttrWarpSize, 0));
+  EXPECT(warp_size == 32);
+
+  const int n = 1000, warps = (n + 31) / 32;
+  std::vector<int> host(n);
+  for (int i = 0; i < n; ++i) host[i] = (i * 13) % 29 - 14;
+  int *in = nullptr, *out = nullptr;
+  CHECK_CUDA(cudaMalloc(&in, n * sizeof(int)));
+  CHECK_CUDA(cudaMalloc(&out, warps * sizeof(int)));
+  CHECK_CUDA(cudaMemcpy(in, host.data(), n * sizeof(int), cudaMemcpyHostToDevice));
+  WarpSums<<<(n + 127) / 128, 128>>>(in, out, n);
+  CHECK_CUDA(cudaGetLastError());
+  std::vector<int> sums(warps);
+  CHECK_CUDA(cudaMemcpy(sums.data(), out, warps * sizeof(int), cudaMemcpyDeviceToHost));
+  for (int w = 0; w < warps; ++w) {
+    int expected = 0;
+    for (int i = w * 32; i < (w + 1) * 32 && i < n; ++i) expected += host[i];
+    EXPECT(sums[w] == expected);
+  }
+
+  const int blocks = 2, threads = 96;
+  Specials* specials = nullptr;
+  CHECK_CUDA(cudaMalloc(&specials, blocks * threads * sizeof(Specials)));
+  ReadSpecials<<<blocks, threads>>>(specials);
+  CHECK_CUDA(cudaGetLastError());
+  std::vector<Specials> read(blocks * threads);
+  CHECK_CUDA(
+      cudaMemcpy(read.data(), specials, read.size() * sizeof(Specials), cudaMemcpyDeviceToHost));
+  int reserved = 0;
+  CHECK_CUDA(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, 0));
+  for (int t = 0; t < blocks * threads; ++t) {
+    const Specials& s = read[t];
+    EXPECT(s.warp_size_expression == 127);
+    EXPECT(s.tid_w == 0);
+    EXPECT(s.ntid[0] == threads && s.ntid[1] == 1 && s.ntid[2] == 1 && s.ntid[3] == 0);
+    EXPECT(s.pm0 == 0);         // PTX ISA: behaviour undefined; nothing is counted
+    EXPECT(s.graph_exec == 0);  // not part of a device graph
+    EXPECT(s.clock_hi_ordered == 1);
+    EXPECT(static_cast<int>(s.reserved_size) == reserved);
+    EXPECT(s.reserved_neighbour == static_cast<unsigned>((t % threads + 1) % threads + 7));
+  }
+  CHECK_CUDA(cudaFree(specials));
+  CHECK_CUDA(cudaFree(out));
+  CHECK_CUDA(cudaFree(in));
+  std::printf("predefined: WARP_SZ and the special registers read as the PTX ISA says\n");
+  return 0;
+}
