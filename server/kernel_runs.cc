@@ -119,6 +119,17 @@ uint32_t KernelRuns::ResidentPerSm(const KernelLaunch& launch) {
   return static_cast<uint32_t>(std::max(per_sm, 0));
 }
 
+bool KernelRuns::FitsDynamicShared(const KernelVariant& variant, uint32_t shared_bytes) const {
+  // Up to 48 KiB every kernel may take (CUDA C++ Programming Guide, "Shared Memory"); beyond, what
+  // cuFuncSetAttribute allowed the variant (handlers/function.cc), asked only for such launches.
+  constexpr uint32_t kWithoutOptIn = 48 * 1024;
+  if (shared_bytes <= kWithoutOptIn) return true;
+  int allowed = 0;
+  return api_.cuFuncGetAttribute(&allowed, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                 variant.function) == CUDA_SUCCESS &&
+         shared_bytes <= static_cast<uint32_t>(allowed);
+}
+
 scheduler::KernelInfo KernelRuns::Describe(const KernelLaunch& launch) {
   scheduler::KernelInfo info;
   info.shape.kernel = launch.kernel->identity;
@@ -127,8 +138,10 @@ scheduler::KernelInfo KernelRuns::Describe(const KernelLaunch& launch) {
   info.shape.shared_bytes = launch.shared_bytes;
   // Variants number blocks with 32-bit integers; cooperative grids must be resident at once.
   const bool transformable = !launch.cooperative && ptx::LinearBlockCount(launch.grid).ok();
-  info.sliceable = transformable && launch.kernel->sliced.has_value();
-  info.preemptible = transformable && launch.kernel->preemptible.has_value();
+  info.sliceable = transformable && launch.kernel->sliced.has_value() &&
+                   FitsDynamicShared(*launch.kernel->sliced, launch.shared_bytes);
+  info.preemptible = transformable && launch.kernel->preemptible.has_value() &&
+                     FitsDynamicShared(*launch.kernel->preemptible, launch.shared_bytes);
   info.resident_per_sm = info.preemptible ? ResidentPerSm(launch) : 0;
   info.sm_count = sm_count_;
   if (info.preemptible && info.resident_per_sm == 0) info.preemptible = false;  // cannot run

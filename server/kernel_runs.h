@@ -103,6 +103,8 @@ class KernelRuns {
   void Measure(const Run& run, Transformed* kernel);
   absl::StatusOr<PtbSlot> AcquireSlot();
   uint32_t ResidentPerSm(const KernelLaunch& launch);
+  // Whether a launch with `shared_bytes` of dynamic shared memory can use `variant`.
+  bool FitsDynamicShared(const KernelVariant& variant, uint32_t shared_bytes) const;
   absl::StatusOr<CUevent> AcquireEvent();
   void ReleaseEvent(CUevent event);
 

@@ -1,6 +1,9 @@
 // Kernel attributes and occupancy, for the client's own function handles.
 #include <cuda.h>
 
+#include <algorithm>
+#include <optional>
+
 #include "common/status.h"
 #include "server/cuda_result.h"
 #include "server/handlers/handlers.h"
@@ -25,11 +28,31 @@ absl::StatusOr<Reply<ipc::FuncSetAttributeResponse>> Handle(
   TALLY_ASSIGN_OR_RETURN(FunctionEntry * entry, session.functions().Find(request.fields.function));
   // A shared module's function is shared too: a setting one client makes (more dynamic shared
   // memory) is visible to all, which only widens what their launches may ask for.
+  const auto attribute = static_cast<CUfunction_attribute>(request.fields.attribute);
+  const Kernel& kernel = *entry->kernel;
   TALLY_RETURN_IF_ERROR(CheckCu(
-      session.api().cuFuncSetAttribute(entry->kernel->function,
-                                       static_cast<CUfunction_attribute>(request.fields.attribute),
-                                       request.fields.value),
+      session.api().cuFuncSetAttribute(kernel.function, attribute, request.fields.value),
       "cuFuncSetAttribute"));
+  // Every form of the kernel gets the setting, so that a transformed launch may ask for what
+  // the original may. A variant has more static shared memory of its own (the PTB form's task
+  // slot), so it may get less dynamic shared memory than asked for: launches needing more run
+  // in their original form (KernelRuns::Describe).
+  for (const std::optional<KernelVariant>* variant : {&kernel.sliced, &kernel.preemptible}) {
+    if (!variant->has_value()) continue;
+    int value = request.fields.value;
+    if (attribute == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) {
+      int optin = 0;
+      int variant_static = 0;
+      if (session.api().cuDeviceGetAttribute(
+              &optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+              session.server().backend.device()) == CUDA_SUCCESS &&
+          session.api().cuFuncGetAttribute(&variant_static, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+                                           (*variant)->function) == CUDA_SUCCESS) {
+        value = std::min(value, std::max(optin - variant_static, 0));
+      }
+    }
+    session.api().cuFuncSetAttribute((*variant)->function, attribute, value);
+  }
   return Reply<ipc::FuncSetAttributeResponse>{};
 }
 

@@ -20,7 +20,9 @@ fail() { echo "FAIL: $*" >&2; echo "--- server log" >&2; cat "$work/server.log" 
 
 # start_server [server flags...]
 start_server() {
-  "$server_bin" --emulate --socket "$socket" "$@" 2>"$work/server.log" &
+  # A private profile cache: tests never read or write the user's.
+  "$server_bin" --emulate --socket "$socket" --profile-cache "$work/profiles.json" "$@" \
+    2>"$work/server.log" &
   server_pid=$!
   for _ in $(seq 100); do [[ -S $socket ]] && return; sleep 0.05; done
   fail "the server did not create $socket"
@@ -182,7 +184,6 @@ PY
     run "$5" || fail "$5 failed"
     grep -q "cannot load a module.*$6" "$work/server.log" ||
       fail "the server's log does not name $6 as why the module did not load"
-    ;;
     ;;
   killed)  # a client killed while holding memory: it is reclaimed, the server carries on
     start_server
