@@ -159,6 +159,16 @@ absl::StatusOr<CUevent> KernelRuns::AcquireEvent() {
   return event;
 }
 
+CUevent KernelRuns::RecordNow(CUstream stream) {
+  absl::StatusOr<CUevent> event = AcquireEvent();
+  if (!event.ok()) return nullptr;
+  if (api_.cuEventRecord(*event, stream) != CUDA_SUCCESS) {
+    ReleaseEvent(*event);
+    return nullptr;
+  }
+  return *event;
+}
+
 void KernelRuns::ReleaseEvent(CUevent event) {
   if (event != nullptr) free_events_.push_back(event);
 }
@@ -207,13 +217,8 @@ CUresult KernelRuns::IssueOriginal(const RunOwner& owner, const KernelLaunch& la
   if (profiler_ != nullptr && !launch.cooperative) {
     scheduler::KernelInfo info = Describe(launch);
     if (profiler_->WantsMeasurement(info, LaunchForm::Original())) {
-      absl::StatusOr<CUevent> event = AcquireEvent();
-      if (event.ok() && api_.cuEventRecord(*event, launch.stream) == CUDA_SUCCESS) {
-        start = *event;
-        measured = info;
-      } else if (event.ok()) {
-        ReleaseEvent(*event);
-      }
+      start = RecordNow(launch.stream);
+      if (start != nullptr) measured = info;
     }
   }
   const CUresult launched = LaunchOriginal(api_, launch);
@@ -321,13 +326,8 @@ CUresult KernelRuns::IssueSlice(Transformed& kernel) {
   run.slice_blocks = slice.blocks;
   run.blocks_total = kernel.total;
   if (kernel.measure) {
-    absl::StatusOr<CUevent> start = AcquireEvent();
-    if (start.ok() && api_.cuEventRecord(*start, launch.stream) == CUDA_SUCCESS) {
-      run.start = *start;
-    } else {
-      if (start.ok()) ReleaseEvent(*start);
-      kernel.measure = false;
-    }
+    run.start = RecordNow(launch.stream);
+    kernel.measure = run.start != nullptr;
   }
   const CUresult launched =
       LaunchVariant(api_, launch, sliced.function, {slice.blocks, 1, 1}, *params);
@@ -386,13 +386,8 @@ CUresult KernelRuns::IssuePtbRun(Transformed& kernel) {
   if (!kernel_end.ok()) return fail(CUDA_ERROR_OUT_OF_MEMORY);
   run.kernel_end = *kernel_end;
   if (kernel.measure && kernel.runs == 0) {
-    absl::StatusOr<CUevent> start = AcquireEvent();
-    if (start.ok() && api_.cuEventRecord(*start, launch.stream) == CUDA_SUCCESS) {
-      run.start = *start;
-    } else {
-      if (start.ok()) ReleaseEvent(*start);
-      kernel.measure = false;
-    }
+    run.start = RecordNow(launch.stream);
+    kernel.measure = run.start != nullptr;
   }
   result = LaunchVariant(api_, launch, launch.kernel->preemptible->function,
                          {kernel.workers, 1, 1}, kernel.ptb_params);

@@ -107,6 +107,8 @@ class KernelRuns {
   bool FitsDynamicShared(const KernelVariant& variant, uint32_t shared_bytes) const;
   absl::StatusOr<CUevent> AcquireEvent();
   void ReleaseEvent(CUevent event);
+  // An event recorded on `stream` now (a run's start, for timing), or null when none could be.
+  CUevent RecordNow(CUstream stream);
 
   const DriverApi& api_;
   profiler::Profiler* const profiler_;
