@@ -10,7 +10,7 @@ Prints a Markdown table and writes every sample as JSON. Figures go to benchmark
 nothing here asserts a timing (the smoke test only checks that every case ran and reported).
 
   priority_bench.py --server BIN --run BIN --jobs BIN [--out FILE] [--policies a,b,c]
-                    [--train ARGS] [--serve ARGS] [--server-args ARGS]
+                    [--train ARGS] [--serve ARGS] [--server-args ARGS] [--gpu]
 """
 import argparse
 import json
@@ -38,8 +38,9 @@ class Server:
     def __init__(self, args, policy, work):
         self.socket = os.path.join(work, f"{policy}.sock")
         self.log = open(os.path.join(work, f"{policy}.log"), "w")
+        emulate = [] if args.gpu else ["--emulate"]
         self.process = subprocess.Popen(
-            [args.server, "--emulate", "--socket", self.socket, f"--policy={policy}",
+            [args.server, *emulate, "--socket", self.socket, f"--policy={policy}",
              f"--profile-cache={os.path.join(work, 'profiles.json')}",
              *shlex.split(args.server_args)], stderr=self.log)
         for _ in range(200):
@@ -143,6 +144,8 @@ def main():
                         help="trainer kernels run first, so that profiling is done")
     parser.add_argument("--server-args", default="",
                         help="more tally-server flags, e.g. --turnaround-ms=1")
+    parser.add_argument("--gpu", action="store_true",
+                        help="servers on NVIDIA's driver instead of the emulated GPU")
     parser.add_argument("--warmup", type=float, default=1.0,
                         help="seconds between the trainer's start and the first request")
     args = parser.parse_args()

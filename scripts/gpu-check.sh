@@ -1,0 +1,336 @@
+#!/usr/bin/env bash
+# Tally on a machine with an NVIDIA GPU: bundles this build, then runs tally-server on NVIDIA's
+# driver with the end-to-end programs, the priority benchmark and PyTorch loops through tally-run,
+# and writes a Markdown summary. Every step is bounded in time; the whole run fits a budget.
+#
+#   scripts/gpu-check.sh bundle [--build DIR] [--with-emulator] BUNDLE_DIR
+#       here: copies the binaries, the e2e programs and the shared libraries a bare Ubuntu or
+#       Debian image with only NVIDIA's driver may lack into BUNDLE_DIR (run.sh starts it)
+#   BUNDLE_DIR/run.sh [--emulate] [--small] [--budget SECONDS] OUT_DIR
+#       there (no network needed): runs everything, writes OUT_DIR/summary.md; exit status 0
+#       when every step passed (skipped steps say why), 1 otherwise
+#   scripts/gpu-check.sh --dry-run [--build DIR] OUT_DIR
+#       both here, on the emulated GPU with small sizes (what the gpu_check_dry test runs)
+set -uo pipefail
+
+self=$(readlink -f "${BASH_SOURCE[0]}")
+here=$(dirname "$self")
+
+# Libraries every image with glibc and NVIDIA's driver has; everything else a binary needs is
+# copied. libstdc++ and libgcc_s stay out too: an application (PyTorch) must keep its own.
+system_library() {
+  [[ $1 =~ ^(linux-vdso|ld-linux|libc\.so|libm\.so|libdl\.so|libpthread\.so|librt\.so|libstdc\+\+\.so|libgcc_s\.so|libcuda\.so|libnvidia-) ]]
+}
+
+# Programs of tests/e2e that are not self-checking runs: each with why.
+declare -A excluded=(
+  [hog]="a helper that waits to be killed (e2e_killed_client)"
+  [survivor]="a helper that waits for the server to die (e2e_server_killed)"
+  [priority_jobs]="run by the priority benchmark"
+  [meminfo]="expects the whole device free, true only on a private emulated GPU"
+  [module_refused]="checks a PTX instruction the emulated GPU refuses, which NVIDIA's accepts"
+  [large_module]="a 65 MiB image: too large to carry to the GPU machine"
+)
+
+elf() { [[ -f $1 && -x $1 ]] && head -c 4 "$1" | grep -q ELF; }
+
+bundle() {
+  local build=build with_emulator=0
+  while [[ $# -gt 1 ]]; do
+    case $1 in
+      --build) build=$2; shift 2 ;;
+      --with-emulator) with_emulator=1; shift ;;
+      *) echo "gpu-check bundle: unknown option $1" >&2; return 2 ;;
+    esac
+  done
+  [[ $# -eq 1 ]] || { echo "usage: gpu-check.sh bundle [--build DIR] BUNDLE_DIR" >&2; return 2; }
+  local out=$1 root
+  root=$(cd "$here/.." && pwd)
+  for binary in server/tally-server tools/tally-run tools/tally-ctl client/libtally_client.so; do
+    [[ -f $build/$binary ]] || { echo "gpu-check: $build/$binary is not built" >&2; return 1; }
+  done
+  rm -rf "$out"
+  mkdir -p "$out/bin" "$out/lib" "$out/programs" "$out/bench"
+  cp "$build/server/tally-server" "$build/tools/tally-run" "$build/tools/tally-ctl" "$out/bin/"
+  cp "$build/client/libtally_client.so" "$out/lib/"
+  [[ $with_emulator -eq 1 ]] && cp "$build/emulator/libtally_emu.so" "$out/lib/"
+  # Without debug information the bundle is a few MiB (the device machine's transfer limit).
+  strip --strip-debug "$out"/bin/* "$out"/lib/*.so
+  local program name
+  for program in "$build"/tests/e2e/*; do
+    name=$(basename "$program")
+    elf "$program" || continue
+    [[ -n ${excluded[$name]:-} && $name != priority_jobs ]] && continue
+    cp "$program" "$out/programs/"
+  done
+  for name in "${!excluded[@]}"; do
+    printf '%s\t%s\n' "$name" "${excluded[$name]}"
+  done | sort > "$out/programs/EXCLUDED"
+  cp "$root/benchmarks/priority/priority_bench.py" "$out/bench/"
+  cp "$here/gpu_check_torch.py" "$out/bench/"
+  cp "$self" "$out/gpu-check.sh"
+  printf '#!/usr/bin/env bash\n# Runs the GPU check of this bundle (see gpu-check.sh).\n' > "$out/run.sh"
+  printf 'exec "$(dirname "$(readlink -f "$0")")/gpu-check.sh" run "$@"\n' >> "$out/run.sh"
+  chmod +x "$out/run.sh"
+  # Shared libraries a bare image may lack, resolved here by the loader.
+  local file library path
+  for file in "$out"/bin/* "$out"/lib/*.so "$out"/programs/*; do
+    elf "$file" || [[ $file == *.so ]] || continue
+    while read -r library _ path _; do
+      system_library "$library" && continue
+      [[ $library == libcudart.so* ]] && continue  # the shim is the program's libcudart
+      # NVRTC (~100 MiB) is the toolkit's: its one program is skipped where it is missing.
+      [[ $library == libnvrtc* ]] && continue
+      [[ -f $path && ! -e $out/lib/$library ]] && cp -L "$path" "$out/lib/$library"
+    done < <(ldd "$file" 2>/dev/null | grep "=> /")
+  done
+  {
+    echo "commit: $(git -C "$root" rev-parse HEAD 2>/dev/null || echo unknown)"
+    echo "built on: $(. /etc/os-release && echo "$PRETTY_NAME"), $(ldd --version | head -1)"
+    echo "newest glibc symbol needed: $(objdump -T "$out"/bin/* "$out"/lib/*.so 2>/dev/null |
+      grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -1)"
+    echo "bundled libraries: $(cd "$out/lib" && ls | tr '\n' ' ')"
+  } > "$out/MANIFEST"
+  echo "gpu-check: bundled into $out ($(du -sh "$out" | cut -f1))"
+}
+
+# --- run (on the GPU machine) -------------------------------------------------------------
+
+run() {
+  local emulate=0 small=0 budget=450
+  while [[ $# -gt 1 ]]; do
+    case $1 in
+      --emulate) emulate=1; shift ;;
+      --small) small=1; shift ;;
+      --budget) budget=$2; shift 2 ;;
+      *) echo "gpu-check run: unknown option $1" >&2; return 2 ;;
+    esac
+  done
+  [[ $# -eq 1 ]] || { echo "usage: run.sh [--emulate] [--small] [--budget S] OUT_DIR" >&2; return 2; }
+  out=$(mkdir -p "$1" && cd "$1" && pwd)
+  bundle_dir=$here
+  bin=$bundle_dir/bin
+  deadline=$((SECONDS + budget))
+  work=$(mktemp -d /tmp/tally-gpu-check-XXXXXX)
+  socket=$work/server.sock
+  summary=$out/summary.md
+  failures=0
+  server_pid=
+  trap 'stop_server; rm -rf "$work"' EXIT
+  export LD_LIBRARY_PATH=$bundle_dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  export TALLY_CLIENT_LIBRARY=$bundle_dir/lib/libtally_client.so
+  server_flags=(--socket "$socket" --profile-cache "$work/profiles.json")
+  if [[ $emulate -eq 1 ]]; then
+    server_flags+=(--emulate --emulator-library "$bundle_dir/lib/libtally_emu.so")
+  fi
+
+  {
+    echo "# Tally GPU check"
+    echo
+    echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'), host $(hostname)"
+    echo "- mode: $([[ $emulate -eq 1 ]] && echo "dry run on the emulated GPU" || echo "NVIDIA driver")$([[ $small -eq 1 ]] && echo ", small sizes")"
+    sed 's/^/- bundle /' "$bundle_dir/MANIFEST"
+    echo "- this machine: $( (. /etc/os-release && echo "$PRETTY_NAME") 2>/dev/null), $(ldd --version 2>&1 | head -1)"
+    if [[ $emulate -eq 0 ]]; then
+      echo "- nvidia-smi: $(bounded 20 nvidia-smi --query-gpu=name,driver_version,memory.total \
+        --format=csv,noheader 2>&1 | head -3 | tr '\n' ' ')"
+    fi
+    echo
+  } > "$summary"
+
+  missing=$(ldd "$bin/tally-server" "$bin/tally-run" "$bundle_dir/lib/libtally_client.so" 2>&1 |
+    grep "not found" | sort -u)
+  if [[ -n $missing ]]; then
+    note "**FAIL**: the bundle's binaries cannot start here: $(echo "$missing" | tr '\n' ' ')"
+    return 1
+  fi
+
+  start_server || return 1
+  check_backend || { stop_server; return 1; }
+  run_programs
+  stop_server
+  run_bench "$small"
+  run_torch
+  echo >> "$summary"
+  if [[ $failures -eq 0 ]]; then note "**Result: PASS**"; else note "**Result: FAIL** ($failures)"; fi
+  echo "gpu-check: summary in $summary"
+  cat "$summary"
+  [[ $failures -eq 0 ]]
+}
+
+note() { echo "$*" >> "$summary"; }
+
+# Seconds left of the budget.
+left() { echo $((deadline - SECONDS)); }
+
+# bounded SECONDS command...: the command under timeout, never past the budget (124 then).
+bounded() {
+  local limit=$1 remaining
+  shift
+  remaining=$(left)
+  ((remaining < limit)) && limit=$remaining
+  ((limit > 0)) || return 124
+  timeout -k 5 "$limit" "$@"
+}
+
+start_server() {
+  "$bin/tally-server" "${server_flags[@]}" 2> "$out/server.log" &
+  server_pid=$!
+  for _ in $(seq 200); do [[ -S $socket ]] && return 0; sleep 0.05; done
+  note "**FAIL**: tally-server did not start; its log: \`$(tail -3 "$out/server.log" | tr '\n' ' ')\`"
+  failures=$((failures + 1))
+  stop_server
+  return 1
+}
+
+stop_server() {
+  [[ -n ${server_pid:-} ]] || return 0
+  kill -TERM "$server_pid" 2>/dev/null
+  for _ in $(seq 100); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "$server_pid" 2>/dev/null
+  wait "$server_pid" 2>/dev/null
+  server_pid=
+}
+
+# The server must be on the backend the mode asks for: a GPU check on the emulator proves nothing.
+check_backend() {
+  local want=nvidia-driver status
+  [[ $emulate -eq 1 ]] && want=emulator
+  status=$(bounded 30 "$bin/tally-ctl" status --json --server "$socket" 2>&1)
+  local kind
+  kind=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["backend"]["kind"])' \
+    "$status" 2>/dev/null)
+  note "- server backend: $kind ($(head -1 "$out/server.log" | cut -c1-200))"
+  note ""
+  if [[ $kind != "$want" ]]; then
+    note "**FAIL**: the server runs on '$kind', not $want: $(tail -5 "$out/server.log" | tr '\n' ' ')"
+    failures=$((failures + 1))
+    return 1
+  fi
+}
+
+# Last lines of a program's output, on one line, for the table.
+reason() { tail -n "${2:-3}" "$1" | tr '\n|' '  ' | cut -c1-300; }
+
+run_programs() {
+  note "## End-to-end programs (tests/e2e) through tally-run"
+  note ""
+  note "| program | result | seconds | detail |"
+  note "|---|---|---|---|"
+  local program name status start missing passed=0 failed=0
+  for program in "$bundle_dir"/programs/*; do
+    name=$(basename "$program")
+    [[ $name == EXCLUDED || $name == priority_jobs ]] && continue
+    # tally-run provides libcudart and libcuda (the shim).
+    missing=$(ldd "$program" 2>&1 | grep "not found" | grep -v -e libcudart -e libcuda |
+      awk '{print $1}' | tr '\n' ' ')
+    if [[ -n $missing ]]; then
+      note "| $name | skipped | - | needs ${missing% } (not on this machine, not bundled) |"
+      continue
+    fi
+    start=$SECONDS
+    if [[ $name == vector_add_static ]]; then
+      # tally-run must refuse a statically linked runtime (exit 3), saying why.
+      bounded 60 "$bin/tally-run" --server "$socket" -- "$program" > "$work/$name.out" 2>&1
+      status=$?
+      [[ $status -eq 3 ]] && grep -q "cudart shared" "$work/$name.out" && status=0
+    else
+      bounded 90 "$bin/tally-run" --server "$socket" -- "$program" > "$work/$name.out" 2>&1
+      status=$?
+    fi
+    cp "$work/$name.out" "$out/$name.out"
+    if [[ $status -eq 0 ]]; then
+      note "| $name | pass | $((SECONDS - start)) | |"
+      passed=$((passed + 1))
+    else
+      local what="exit $status"
+      [[ $status -eq 124 || $status -eq 137 ]] && what="timed out"
+      note "| $name | **FAIL** | $((SECONDS - start)) | $what: $(reason "$work/$name.out") |"
+      failed=$((failed + 1))
+    fi
+    if ! kill -0 "$server_pid" 2>/dev/null; then
+      note "| (server) | **FAIL** | | tally-server died: $(tail -3 "$out/server.log" | tr '\n|' '  ') |"
+      failed=$((failed + 1))
+      start_server || break
+    fi
+  done
+  note ""
+  note "$passed passed, $failed failed. Not run: $(cut -f1 "$bundle_dir/programs/EXCLUDED" |
+    tr '\n' ' ')(programs/EXCLUDED says why)."
+  note ""
+  failures=$((failures + failed))
+}
+
+run_bench() {
+  note "## Priority benchmark (benchmarks/priority/priority_bench.py)"
+  note ""
+  local args
+  if [[ $1 -eq 1 ]]; then
+    args=(--warm-kernels 2 --policies fifo,priority --warmup 0.2
+          --train "--kernels 3 --blocks 128 --work 100"
+          --serve "--kernels 4 --blocks 4 --work 50 --per-request 1 --max-gap-ms 5")
+  else
+    # On a GPU of ~130 SMs: trainer kernels of ~16 waves of ~0.5 ms (an LCG step is a dependent
+    # multiply-add), ~1.5 s of them; requests of three ~50 us kernels every ~2.5 ms meanwhile.
+    args=(--warm-kernels 48 --policies fifo,priority-no-transform,priority --warmup 0.3
+          --train "--kernels 200 --blocks 65536 --work 200000"
+          --serve "--kernels 300 --blocks 8 --work 20000 --per-request 3 --max-gap-ms 5")
+  fi
+  if [[ $emulate -eq 1 ]]; then
+    args+=(--server-args="--emulator-library=$bundle_dir/lib/libtally_emu.so")
+  else
+    args+=(--gpu)
+  fi
+  if bounded 240 python3 "$bundle_dir/bench/priority_bench.py" --server "$bin/tally-server" \
+      --run "$bin/tally-run" --jobs "$bundle_dir/programs/priority_jobs" \
+      --out "$out/priority.json" "${args[@]}" \
+      > "$work/bench.out" 2> "$out/bench.log"; then
+    cat "$work/bench.out" >> "$summary"
+  else
+    note "**FAIL** (exit $?): $(reason "$out/bench.log" 5)"
+    failures=$((failures + 1))
+  fi
+  note ""
+}
+
+run_torch() {
+  note "## PyTorch through tally-run"
+  note ""
+  local probe
+  if ! probe=$(bounded 60 python3 -c \
+      'import torch; print(torch.__version__, "CUDA", torch.version.cuda)' 2>&1); then
+    note "Skipped: \`python3 -c \"import torch\"\` does not work here ($(echo "$probe" |
+      tail -1 | cut -c1-200))."
+    return 0
+  fi
+  note "- $probe (the shim stands in for libcudart.so.13: a PyTorch built for another CUDA"
+  note "  major version loads its own runtime and does not reach Tally)"
+  start_server || return 0
+  local mode
+  for mode in inference training; do
+    if bounded 120 "$bin/tally-run" --server "$socket" -- python3 \
+        "$bundle_dir/bench/gpu_check_torch.py" "$mode" > "$work/torch-$mode.out" 2>&1; then
+      note "- $mode: pass: $(reason "$work/torch-$mode.out" 1)"
+    else
+      note "- $mode: **FAIL** (exit $?): $(reason "$work/torch-$mode.out" 4)"
+      failures=$((failures + 1))
+    fi
+    cp "$work/torch-$mode.out" "$out/torch-$mode.out"
+  done
+  stop_server
+}
+
+case ${1:-} in
+  bundle) shift; bundle "$@" ;;
+  run) shift; run "$@" ;;
+  --dry-run)
+    shift
+    build=build
+    [[ ${1:-} == --build ]] && { build=$2; shift 2; }
+    [[ $# -eq 1 ]] || { echo "usage: gpu-check.sh --dry-run [--build DIR] OUT_DIR" >&2; exit 2; }
+    mkdir -p "$1"
+    bundle --build "$build" --with-emulator "$1/bundle" || exit 1
+    "$1/bundle/run.sh" --emulate --small "$1"
+    ;;
+  *) sed -n '2,14p' "$self" | sed 's/^# \{0,1\}//'; exit 2 ;;
+esac
