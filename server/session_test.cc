@@ -11,6 +11,7 @@
 #include <iterator>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ipc/content_hash.h"
@@ -492,6 +493,30 @@ TEST_CASE("a fatbin is loaded once for all clients, and its kernels launch") {
   a.End();
   CHECK(TheDevice().modules.loaded_count() == loaded_before + 1);
   b.End();
+  CHECK(TheDevice().modules.loaded_count() == loaded_before);
+}
+
+TEST_CASE("fatbins registered at once from many threads are parsed and loaded once each") {
+  const size_t loaded_before = TheDevice().modules.loaded_count();
+  const std::vector<std::byte> scale = ReadTestFatbin("scale_kernel.fatbin");
+  const std::vector<std::byte> forms = ReadTestFatbin("forms_kernel.fatbin");
+  constexpr int kThreads = 8;
+  std::vector<absl::StatusOr<std::shared_ptr<SharedModule>>> modules(kThreads);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      TheDevice().backend.MakeCurrent().IgnoreError();
+      modules[i] = TheDevice().modules.Register(i % 2 == 0 ? scale : forms);
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (int i = 0; i < kThreads; ++i) {
+    REQUIRE(modules[i].ok());
+    CHECK(modules[i]->get() == modules[i % 2]->get());  // one module per image
+  }
+  CHECK(modules[0]->get() != modules[1]->get());
+  CHECK(TheDevice().modules.loaded_count() == loaded_before + 2);
+  modules.clear();
   CHECK(TheDevice().modules.loaded_count() == loaded_before);
 }
 
