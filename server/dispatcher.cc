@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include "common/exception_barrier.h"
 #include "common/log.h"
 #include "common/status.h"
 #include "server/cuda_result.h"
@@ -21,6 +22,23 @@ namespace {
 // The first poll of a run on the device; each poll that finds nothing doubles the interval up
 // to the dispatcher's maximum.
 constexpr scheduler::Duration kMinPoll = std::chrono::microseconds(10);
+
+// Issues one command of `client`: the dispatch thread serves every client, so a command that
+// throws (std::bad_alloc while packing a launch) fails alone, as a CUresult its client sees at
+// its next synchronising call.
+template <typename Issue>
+CUresult Guarded(ClientId client, Issue&& issue) {
+  CUresult result = CUDA_ERROR_UNKNOWN;
+  const absl::Status status = CatchExceptions(
+      fmt::format("client {}: issuing a command", client.value()), [&] {
+        result = issue();
+        return absl::OkStatus();
+      });
+  if (status.ok()) return result;
+  TALLY_LOG_ERROR("{}", status.ToString());
+  return absl::IsResourceExhausted(status) ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_UNKNOWN;
+}
+
 }  // namespace
 
 struct Dispatcher::ClientQueue {
@@ -65,13 +83,15 @@ Dispatcher::Dispatcher(std::unique_ptr<scheduler::Policy> policy,
       poll_interval_(kMinPoll),
       thread_([this, setup = std::move(thread_setup)] { Run(setup); }) {}
 
-Dispatcher::~Dispatcher() {
+Dispatcher::~Dispatcher() { Stop(); }
+
+void Dispatcher::Stop() {
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
   }
   work_.notify_all();
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
 }
 
 std::shared_ptr<Dispatcher::ClientQueue> Dispatcher::AddClient(ClientId client,
@@ -88,18 +108,26 @@ std::shared_ptr<Dispatcher::ClientQueue> Dispatcher::AddClient(ClientId client,
   return queue;
 }
 
-void Dispatcher::RemoveClient(ClientQueue& queue) {
+bool Dispatcher::RemoveClient(ClientQueue& queue, std::chrono::steady_clock::time_point deadline) {
   std::unique_lock lock(mutex_);
-  if (queue.removed) return;
-  queue.removed = true;
-  auto it = std::find_if(queues_.begin(), queues_.end(),
-                         [&](const auto& q) { return q.get() == &queue; });
-  control_.push_back({Control::Kind::kLeave, *it, queue.priority});
-  work_.notify_one();
-  issued_.notify_all();  // waiters for commands that will never be issued
-  gone_.wait(lock, [&] { return queue.gone || stopping_; });
-  queues_.erase(std::find_if(queues_.begin(), queues_.end(),
-                             [&](const auto& q) { return q.get() == &queue; }));
+  const auto find = [&] {
+    return std::find_if(queues_.begin(), queues_.end(),
+                        [&](const auto& q) { return q.get() == &queue; });
+  };
+  if (!queue.removed) {
+    queue.removed = true;
+    control_.push_back({Control::Kind::kLeave, *find(), queue.priority});
+    work_.notify_one();
+    issued_.notify_all();  // waiters for commands that will never be issued
+  }
+  const auto ended = [&] { return queue.gone || stopping_; };
+  if (deadline == std::chrono::steady_clock::time_point::max()) {
+    gone_.wait(lock, ended);
+  } else if (!gone_.wait_until(lock, deadline, ended)) {
+    return false;  // the dispatch thread keeps the queue until its runs end
+  }
+  if (const auto it = find(); it != queues_.end()) queues_.erase(it);
+  return true;
 }
 
 void Dispatcher::SetPriority(ClientQueue& queue, ClientPriority priority) {
@@ -218,16 +246,22 @@ void Dispatcher::Run(const std::function<void()>& thread_setup) {
     lock.unlock();
     const Time now = Now();
     activity_ = false;
-    HandleControl(now);
-    PollRuns(now);
-    if (wake_ && *wake_ <= now) {
-      wake_.reset();
-      decisions_.Clear();
-      policy_->Woken(now, decisions_);
-      Apply(now);
-    }
-    AnnounceHeads(now);
-    FinishLeaving();
+    // The last barrier: an exception here (the policy's std::bad_alloc) loses one round of
+    // decisions, never the thread that serves every client.
+    const absl::Status round = CatchExceptions("dispatcher", [&] {
+      HandleControl(now);
+      PollRuns(now);
+      if (wake_ && *wake_ <= now) {
+        wake_.reset();
+        decisions_.Clear();
+        policy_->Woken(now, decisions_);
+        Apply(now);
+      }
+      AnnounceHeads(now);
+      FinishLeaving();
+      return absl::OkStatus();
+    });
+    if (!round.ok()) TALLY_LOG_ERROR("{}", round.ToString());
     lock.lock();
     if (stopping_ || pending_work_ || !control_.empty()) continue;
     // Sleep until work arrives, the policy wants to decide again, or runs are due a poll.
@@ -356,7 +390,7 @@ void Dispatcher::Apply(Time now) {
     }
     if (front == nullptr) continue;
     if (front->kernel == nullptr && queue->started == nullptr) {
-      Consume(*queue, front->work(), {});
+      Consume(*queue, Guarded(queue->client, front->work), {});
       continue;
     }
     const RunOwner owner{queue->client, &queue->stats};
@@ -366,7 +400,8 @@ void Dispatcher::Apply(Time now) {
       if (action.risky) ++queue->stats.risky;
     }
     if (first && action.form.kind == scheduler::FormKind::kOriginal) {
-      const CUresult result = runs_->IssueOriginal(owner, *front->kernel, action.notify);
+      const CUresult result = Guarded(
+          queue->client, [&] { return runs_->IssueOriginal(owner, *front->kernel, action.notify); });
       std::string what = result != CUDA_SUCCESS ? DescribeLaunch(*front->kernel) : std::string();
       Consume(*queue, result, std::move(what));
       if (result != CUDA_SUCCESS && action.notify) {
@@ -378,7 +413,8 @@ void Dispatcher::Apply(Time now) {
       queue->started = std::move(front->kernel);
       queue->started_form = action.form.kind;
     }
-    const CUresult result = runs_->IssueTransformed(owner, *queue->started, action.form);
+    const CUresult result = Guarded(
+        queue->client, [&] { return runs_->IssueTransformed(owner, *queue->started, action.form); });
     if (result != CUDA_SUCCESS) {
       // Given up: reported now, and its end told to the policy as if it had finished.
       DeferError(*queue, result, DescribeLaunch(*queue->started));

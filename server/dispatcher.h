@@ -9,6 +9,7 @@
 
 #include <cuda.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -61,14 +62,18 @@ class Dispatcher {
       std::function<void()> thread_setup);
   Dispatcher(const Dispatcher&) = delete;
   Dispatcher& operator=(const Dispatcher&) = delete;
-  // Stops the thread; commands still queued are dropped (sessions are closed first).
+  // Stop, then frees what the device used (sessions are closed first).
   ~Dispatcher();
+  // Stops the thread; commands still queued are dropped. The object stays usable for waits.
+  void Stop();
 
   std::shared_ptr<ClientQueue> AddClient(ClientId client, ClientPriority priority);
   // Discards the client's queued commands, stops its running PTB kernel, and returns once
-  // nothing of it is being issued and none of its kernel runs is on the device any more;
-  // WaitIssued on the queue returns from then on.
-  void RemoveClient(ClientQueue& queue);
+  // nothing of it is being issued and none of its kernel runs is on the device any more, or at
+  // `deadline` (false then: a run still uses the client's memory); WaitIssued on the queue
+  // returns from the start of the call on.
+  bool RemoveClient(ClientQueue& queue, std::chrono::steady_clock::time_point deadline =
+                                            std::chrono::steady_clock::time_point::max());
   // Effective at the policy's next decision.
   void SetPriority(ClientQueue& queue, ClientPriority priority);
   ClientPriority priority(ClientQueue& queue);

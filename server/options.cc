@@ -50,6 +50,14 @@ constexpr Flag kFlags[] = {
     {"max-client-priority", "TALLY_MAX_CLIENT_PRIORITY", "N",
      "clients that ask for a higher priority level get N (high is 1, best-effort 0); "
      "tally-ctl priority is not capped"},
+    {"teardown-timeout-ms", "TALLY_TEARDOWN_TIMEOUT_MS", "MS",
+     "how long the work of a client that left may still run on the device before its memory, "
+     "page-locked blocks and modules are abandoned (left allocated until the server restarts, "
+     "with a log line) instead of the server waiting for a kernel that may never end (default "
+     "10000)"},
+    {"handshake-timeout-ms", "TALLY_HANDSHAKE_TIMEOUT_MS", "MS",
+     "how long a connecting peer may take to complete its handshake before it is refused; "
+     "handshakes run beside each other, so a silent peer holds no one else up (default 5000)"},
     {"profile-cache", "TALLY_PROFILE_CACHE", "PATH",
      "the profiler's cache (default $XDG_CACHE_HOME/tally/profiles.json, else "
      "~/.cache/tally/profiles.json; none: no cache)"},
@@ -141,6 +149,10 @@ absl::Status Apply(const Flag& flag, std::string_view value, ServerOptions& opti
           "--max-client-priority wants an integer priority level, not '%s'", value));
     }
     options.max_client_priority = level;
+  } else if (name == "teardown-timeout-ms") {
+    TALLY_ASSIGN_OR_RETURN(options.teardown_timeout_ms, ParseMilliseconds(flag, value));
+  } else if (name == "handshake-timeout-ms") {
+    TALLY_ASSIGN_OR_RETURN(options.handshake_timeout_ms, ParseMilliseconds(flag, value));
   } else if (name == "profile-cache") {
     if (value.empty()) {
       return absl::InvalidArgumentError("--profile-cache wants a path, or none");

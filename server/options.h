@@ -45,6 +45,11 @@ struct ServerOptions {
   // The profiler's cache file; empty: $XDG_CACHE_HOME/tally/profiles.json (default
   // ~/.cache/tally); "none": nothing is read or written.
   std::string profile_cache;
+  // How long a leaving client's work may still run before its resources are abandoned (left
+  // allocated, with a log line) so that the server never hangs on a kernel that does not end.
+  double teardown_timeout_ms = 10000;
+  // How long a connecting peer may take to say who it is.
+  double handshake_timeout_ms = 5000;
 
   // The times in effect on a backend that is (or is not) emulated.
   SchedulingTimes Times(bool emulated) const;

@@ -1,9 +1,14 @@
 // Session set-up and the cleanup that runs when a client disconnects or dies.
 #include "server/session.h"
 
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
 #include "absl/strings/str_format.h"
 #include "common/log.h"
 #include "common/status.h"
+#include "server/bounded_wait.h"
 #include "server/cuda_result.h"
 #include "server/session_registry.h"
 #include "server/stream_priority.h"
@@ -39,15 +44,41 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(ServerContext& server,
   return session;
 }
 
+namespace {
+
+// Waits until `stream` has no work left, or until `deadline` (false then). Polled, because a
+// blocking cuStreamSynchronize cannot be abandoned.
+bool WaitStreamIdle(const DriverApi& api, CUstream stream,
+                    std::chrono::steady_clock::time_point deadline) {
+  if (deadline == std::chrono::steady_clock::time_point::max()) {
+    api.cuStreamSynchronize(stream);
+    return true;
+  }
+  auto pause = std::chrono::microseconds(50);
+  while (api.cuStreamQuery(stream) == CUDA_ERROR_NOT_READY) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(2000));
+  }
+  return true;  // done, or failed: either way nothing of it runs any more
+}
+
+}  // namespace
+
 Session::~Session() {
+  if (!closed_) Close(std::chrono::steady_clock::time_point::max());
+}
+
+bool Session::Close(std::chrono::steady_clock::time_point deadline) {
+  closed_ = true;
   // Host functions stop waiting for the client, waits blocked on the client's queue end once it
   // is discarded, waits on the device end when the work issued so far completes. Only then is
   // anything freed.
   host_callbacks_->Close();
   batch_.clear();
   // Also stops the client's running PTB kernel and waits for its kernel runs to end.
-  server_.dispatcher.RemoveClient(*queue_);
-  waiters_.reset();
+  bool finished = server_.dispatcher.RemoveClient(*queue_, deadline);
+  finished = finished && waiters_->Shutdown(deadline);
   const DriverApi& api = this->api();
   const uint64_t bytes = allocations_.total_bytes();
   OwnedResources owned = TakeOwned();
@@ -55,14 +86,47 @@ Session::~Session() {
   const size_t events = owned.events.size();
   const size_t allocations = owned.allocations.size();
   const size_t host_blocks = owned.host_blocks.size();
-  for (const StreamRef& entry : owned.streams) api.cuStreamSynchronize(entry->stream);
-  if (default_stream_ != nullptr) api.cuStreamSynchronize(default_stream_->stream);
-  default_stream_.reset();
-  // The streams are gone, so nothing uses the host region any more: the server's mapping of it
-  // goes with the connection, after this.
-  owned.Release(api);
-  functions_.Clear([](FunctionEntry&) {});
-  modules_.Clear([](std::shared_ptr<SharedModule>&) {});
+  for (const StreamRef& entry : owned.streams) {
+    finished = finished && WaitStreamIdle(api, entry->stream, deadline);
+  }
+  if (default_stream_ != nullptr) {
+    finished = finished && WaitStreamIdle(api, default_stream_->stream, deadline);
+  }
+  if (!finished) {
+    // Freeing memory that a kernel still uses would hand it to the next client while that kernel
+    // writes into it: the client's resources stay allocated until the server restarts.
+    TALLY_LOG_ERROR(
+        "client {} (pid {}): its work still runs on the device after the teardown timeout; "
+        "abandoned {} allocation(s) of {} bytes, {} page-locked block(s), {} stream(s), {} "
+        "event(s) and its modules",
+        client_.client_id, client_.pid, allocations, bytes, host_blocks, streams, events);
+    // Its streams and events go (the work on them still completes); the memory stays.
+    owned.allocations.clear();
+    owned.host_blocks.clear();
+    if (server_.sessions != nullptr) server_.sessions->Remove(this);
+    return false;
+  }
+  // The streams are idle, so nothing uses the host region any more: the server's mapping of it
+  // goes with the connection, after this. Freeing may still wait for other clients' kernels.
+  const bool released = RunBounded(
+      [this, &api, owned = std::make_shared<OwnedResources>(std::move(owned))] {
+        if (const absl::Status current = server_.backend.MakeCurrent(); !current.ok()) {
+          TALLY_LOG_ERROR("client {} teardown: {}", client_.client_id, current.ToString());
+        }
+        default_stream_.reset();
+        owned->Release(api);
+        functions_.Clear([](FunctionEntry&) {});
+        modules_.Clear([](std::shared_ptr<SharedModule>&) {});
+      },
+      deadline);
+  if (!released) {
+    TALLY_LOG_ERROR(
+        "client {} (pid {}): freeing its resources waits for work of other clients past the "
+        "teardown timeout; it goes on in the background",
+        client_.client_id, client_.pid);
+    if (server_.sessions != nullptr) server_.sessions->Remove(this);
+    return false;
+  }
   // Before the line that says the client is gone, which scripts wait for.
   if (const SchedulingStats& stats = server_.dispatcher.stats(*queue_); stats.kernels() > 0) {
     TALLY_LOG_INFO("client {} kernel launches: {}", client_.client_id, stats.Format());
@@ -73,6 +137,7 @@ Session::~Session() {
       client_.client_id, client_.pid, allocations, bytes, host_blocks, streams, events);
   // Listed until everything is freed, so that tally-ctl never shows memory as free too early.
   if (server_.sessions != nullptr) server_.sessions->Remove(this);
+  return true;
 }
 
 void OwnedResources::Release(const DriverApi& api) {

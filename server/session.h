@@ -5,6 +5,7 @@
 
 #include <cuda.h>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -103,8 +104,14 @@ class Session {
                                                          std::span<std::byte> host_region = {});
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
-  // Discards queued work, waits for the client's streams, frees all it owned.
+  // Close without a deadline, unless Close already ran.
   ~Session();
+  // Ends the session: discards queued work, waits for the client's work on the device until
+  // `deadline`, then frees all it owned. False when work still ran at the deadline (a runaway
+  // kernel): nothing is freed then (the device may still write to it), the log says what was
+  // abandoned, and the caller must never destroy the session (waiter threads may still use it),
+  // nor unmap the client's segment.
+  bool Close(std::chrono::steady_clock::time_point deadline);
 
   const ipc::ClientInfo& client() const { return client_; }
   ServerContext& server() { return server_; }
@@ -219,6 +226,7 @@ class Session {
   // Module variables: only in per-client modules (ModuleRegistry shares only stateless ones).
   AllocationTable globals_;
   AllocationTable host_blocks_;  // registered with the backend
+  bool closed_ = false;
 };
 
 }  // namespace tally::server

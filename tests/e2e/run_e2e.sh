@@ -263,6 +263,59 @@ PY
     fi
     grep "kernel launches" "$work/server.log"
     ;;
+  silent_peer)
+    # Peers that connect and never say a word, with a handshake timeout far longer than the test:
+    # clients and tally-ctl connecting after them are served all the same.
+    start_server --handshake-timeout-ms=3600000
+    silent_pids=()
+    for _ in 1 2 3; do
+      python3 -c 'import socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); time.sleep(600)' "$socket" &
+      silent_pids+=($!)
+    done
+    run vector_add || fail "a client behind silent peers was not served"
+    status_json "$work/status.json"
+    json_check "$work/status.json" "s['clients'] == []"
+    kill "${silent_pids[@]}"
+    wait "${silent_pids[@]}" 2>/dev/null
+    ;;
+  broken_driver)
+    # An installed libcuda.so.1 that does not work: the server says why and exits instead of
+    # serving the emulated GPU in its place; --emulate still serves it.
+    LD_LIBRARY_PATH=$programs/broken_driver timeout 60 "$server_bin" --socket "$socket" \
+      > "$work/broken.log" 2>&1
+    status=$?
+    [[ $status -eq 1 ]] || fail "the server exited $status with a broken driver: $(cat "$work/broken.log")"
+    grep -q "libcuda.so.1.*installed but not usable.*--emulate" "$work/broken.log" ||
+      fail "no explanation: $(cat "$work/broken.log")"
+    [[ ! -S $socket ]] || fail "the server listened anyway"
+    LD_LIBRARY_PATH=$programs/broken_driver start_server
+    run vector_add || fail "--emulate did not serve with a broken driver installed"
+    ;;
+  runaway)
+    # A client killed while its kernel never ends: after the teardown timeout its resources are
+    # abandoned (logged), the server keeps serving, and it shuts down without hanging.
+    start_server --teardown-timeout-ms=500
+    coproc RUNAWAY { exec "$run_bin" --server "$socket" -- "$programs/tenant" runaway; }
+    runaway_pid=$RUNAWAY_PID
+    read -r -t 60 line <&"${RUNAWAY[0]}" || fail "the runaway tenant never became ready"
+    [[ $line == READY ]] || fail "the runaway tenant said '$line'"
+    kill -KILL "$runaway_pid"
+    wait "$runaway_pid" 2>/dev/null
+    for _ in $(seq 200); do
+      status_json "$work/after.json"
+      json_true "$work/after.json" "not s['clients']" && break
+      sleep 0.05
+    done
+    json_check "$work/after.json" "not s['clients']"
+    run tenant compute || fail "the server no longer serves next to a runaway kernel"
+    kill -TERM "$server_pid"
+    timeout 60 tail --pid="$server_pid" -f /dev/null || fail "the server hangs at shutdown"
+    wait "$server_pid"
+    status=$?
+    server_pid=
+    [[ $status -eq 0 ]] || fail "the server exited $status"
+    ;;
   *) fail "unknown scenario $scenario" ;;
 esac
 echo "PASS: $scenario"
