@@ -40,6 +40,7 @@ using Command = std::function<CUresult()>;
 struct QueuedCommand {
   Command work;
   std::unique_ptr<KernelLaunch> kernel;
+  CUstream stream = nullptr;  // where `work` runs (null: nowhere on the device)
 };
 
 // The first failure of a client's asynchronous work since its last synchronising call.
@@ -67,7 +68,9 @@ class Dispatcher {
   // Stops the thread; commands still queued are dropped. The object stays usable for waits.
   void Stop();
 
-  std::shared_ptr<ClientQueue> AddClient(ClientId client, ClientPriority priority);
+  // `max_queued`: the commands the client's queue holds before HasRoom says no.
+  std::shared_ptr<ClientQueue> AddClient(ClientId client, ClientPriority priority,
+                                         size_t max_queued = SIZE_MAX);
   // Discards the client's queued commands, stops its running PTB kernel, and returns once
   // nothing of it is being issued and none of its kernel runs is on the device any more, or at
   // `deadline` (false then: a run still uses the client's memory); WaitIssued on the queue
@@ -81,8 +84,13 @@ class Dispatcher {
   void Enqueue(ClientQueue& queue, Command command);
   void EnqueueKernel(ClientQueue& queue, KernelLaunch launch);
   // Appends `commands` in their order under one lock and one wake-up (a session's one-way work,
-  // session.h) and leaves `commands` empty, its capacity kept for the next batch.
+  // session.h) and leaves `commands` empty, its capacity kept for the next batch. The queue's
+  // bound is the caller's to keep (HasRoom): a batch is never refused.
   void Enqueue(ClientQueue& queue, std::vector<QueuedCommand>& commands);
+  // Whether the client's queue holds fewer than its `max_queued` commands (or was removed).
+  bool HasRoom(ClientQueue& queue);
+  // Waits until HasRoom or `deadline`.
+  void WaitForRoom(ClientQueue& queue, std::chrono::steady_clock::time_point deadline);
   // How many commands were ever enqueued for `queue`: WaitIssued(queue, Ticket(queue)) waits for
   // everything enqueued so far, and not for what other threads enqueue later.
   uint64_t Ticket(ClientQueue& queue);
@@ -103,14 +111,22 @@ class Dispatcher {
   bool UsesTransformedForms() const { return uses_transformed_forms_; }
 
  private:
-  Dispatcher(std::unique_ptr<scheduler::Policy> policy, std::unique_ptr<KernelRuns> runs,
-             scheduler::Duration max_poll, std::function<void()> thread_setup);
+  Dispatcher(const DriverApi& api, std::unique_ptr<scheduler::Policy> policy,
+             std::unique_ptr<KernelRuns> runs, scheduler::Duration max_poll,
+             std::function<void()> thread_setup);
 
   // mutex_ held.
   void RecordFailure(ClientQueue& queue, CUresult result, std::string what);
   void Run(const std::function<void()>& thread_setup);
 
   // Dispatch thread only, without mutex_.
+  // The device window: after every kFenceEvery issued commands of a client an event (a fence)
+  // is recorded on each stream they used; a client with kMaxFences fences pending on the device
+  // is not given the policy's attention until some complete. So a client's issued work on the
+  // device stays bounded (as its queue is), and issuing never blocks on a full device queue.
+  void NoteIssued(ClientQueue& queue, CUstream stream);
+  bool Throttled(ClientQueue& queue);
+  void ReleaseFences(ClientQueue& queue);
   scheduler::Time Now() const;
   void HandleControl(scheduler::Time now);
   void PollRuns(scheduler::Time now);
@@ -125,6 +141,7 @@ class Dispatcher {
   void FinishLeaving();
   ClientQueue* Find(ClientId client);
 
+  const DriverApi& api_;
   std::unique_ptr<scheduler::Policy> policy_;
   const bool uses_transformed_forms_;
   std::unique_ptr<KernelRuns> runs_;
@@ -136,11 +153,14 @@ class Dispatcher {
   const scheduler::Duration max_poll_;
   scheduler::Duration poll_interval_;
   bool activity_ = false;  // something was issued or ended: poll soon again
+  bool throttled_ = false;  // a client waits for its fences: poll soon again
+  std::vector<CUevent> free_fences_;
 
   std::mutex mutex_;
   std::condition_variable work_;    // dispatch thread: commands or control events arrived
   std::condition_variable issued_;  // waiters: the command they wait for was issued
   std::condition_variable gone_;    // RemoveClient: the client's runs have ended
+  std::condition_variable room_;    // WaitForRoom: a queue at its bound lost a command
   std::vector<std::shared_ptr<ClientQueue>> queues_;
   // Joins, leaves and priority changes, for the dispatch thread (mutex_).
   struct Control {

@@ -98,6 +98,11 @@ absl::Status HostCallbacks::Complete(uint64_t gate) {
   return absl::OkStatus();
 }
 
+bool HostCallbacks::Waiting() {
+  std::lock_guard lock(mutex_);
+  return !waiting_.empty();
+}
+
 void HostCallbacks::Close() {
   {
     std::lock_guard lock(mutex_);

@@ -36,6 +36,8 @@ class HostCallbacks : public std::enable_shared_from_this<HostCallbacks> {
   absl::Status Complete(uint64_t gate);
   // The client is gone: nothing more is sent, waiting host functions return.
   void Close();
+  // Whether a host function waits for the client's answer right now.
+  bool Waiting();
 
  private:
   struct Call;

@@ -192,7 +192,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   std::unique_ptr<Server> server(new Server(std::move(backend), info, std::move(listener),
                                             std::move(profiler), policy->UsesTransformedForms(),
                                             options));
-  TALLY_RETURN_IF_ERROR(server->Start(std::move(policy)));
+  TALLY_RETURN_IF_ERROR(server->Start(std::move(policy), options.limits));
   return server;
 }
 
@@ -205,10 +205,12 @@ Server::Server(Backend backend, ipc::GetDeviceInfoResponse device_info, ipc::Lis
       max_client_priority_(options.max_client_priority),
       teardown_timeout_(std::chrono::duration_cast<std::chrono::milliseconds>(
           std::chrono::duration<double, std::milli>(options.teardown_timeout_ms))),
+      max_clients_(options.max_clients),
       modules_(backend_, build_forms),
       listener_(std::move(listener)) {}
 
-absl::Status Server::Start(std::unique_ptr<scheduler::Policy> policy) {
+absl::Status Server::Start(std::unique_ptr<scheduler::Policy> policy,
+                           const SessionLimits& limits) {
   const scheduler::Duration max_poll = backend_.emulated() ? std::chrono::milliseconds(1)
                                                            : std::chrono::microseconds(200);
   TALLY_ASSIGN_OR_RETURN(dispatcher_,
@@ -221,7 +223,7 @@ absl::Status Server::Start(std::unique_ptr<scheduler::Policy> policy) {
                                               }
                                             }));
   context_ = std::make_unique<ServerContext>(
-      ServerContext{backend_, modules_, *dispatcher_, device_info_, &sessions_});
+      ServerContext{backend_, modules_, *dispatcher_, device_info_, &sessions_, limits});
   return absl::OkStatus();
 }
 
@@ -317,11 +319,27 @@ void Server::Converse(ipc::PendingPeer peer) {
   const std::string who = absl::StrFormat("pid %d", peer.pid);
   absl::StatusOr<std::variant<ipc::ServerConnection, ipc::ControlConnection>> accepted =
       absl::InternalError("no handshake");
+  // A client is admitted while fewer than --max-clients are; its place is taken at once, so
+  // that handshakes running side by side cannot admit one too many.
+  bool admitted = false;
+  const ipc::Admission admit = [&](const ipc::ClientInfo&) -> std::string {
+    int current = clients_.load();
+    while (current < max_clients_) {
+      if (clients_.compare_exchange_weak(current, current + 1)) {
+        admitted = true;
+        return {};
+      }
+    }
+    return absl::StrFormat("it serves %d clients, its maximum (tally-server --max-clients)",
+                           max_clients_);
+  };
   const absl::Status handshake = CatchExceptions(who, [&] {
-    accepted = listener_.Handshake(std::move(peer));
+    accepted = listener_.Handshake(std::move(peer), admit);
     return absl::OkStatus();
   });
   --handshakes_;
+  const bool is_client = accepted.ok() && std::holds_alternative<ipc::ServerConnection>(*accepted);
+  if (admitted && !is_client) --clients_;  // the handshake failed after admission
   if (!handshake.ok()) accepted = handshake;
   if (!accepted.ok()) {
     TALLY_LOG_WARN("tally-server: refused a client: {}", accepted.status().ToString());
@@ -341,6 +359,7 @@ void Server::Converse(ipc::PendingPeer peer) {
         std::move(std::get<ipc::ServerConnection>(*accepted))));
     return absl::OkStatus();
   });
+  --clients_;
   if (!served.ok()) TALLY_LOG_ERROR("tally-server: {}", served.ToString());
 }
 
@@ -457,6 +476,7 @@ void Server::Serve(std::unique_ptr<ipc::ServerConnection> connection) {
                                            connection->host_region().value_or(
                                                std::span<std::byte>{})));
     session->host_callbacks().Attach(&connection->callbacks(), wait);
+    session->set_client_alive([&wait] { return wait.liveness().ok(); });
     return ServeRequests(*session, *connection, wait, *responses, *failed);
   });
   if (absl::IsUnavailable(status) || stopping_) {

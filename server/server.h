@@ -45,7 +45,7 @@ class Server {
          std::unique_ptr<profiler::Profiler> profiler, bool build_forms,
          const ServerOptions& options);
   // The dispatcher and what sessions share, once the backend is where it stays.
-  absl::Status Start(std::unique_ptr<scheduler::Policy> policy);
+  absl::Status Start(std::unique_ptr<scheduler::Policy> policy, const SessionLimits& limits);
   // Runs on the peer's own thread, so that a peer that is slow to speak holds no one else up.
   void Converse(ipc::PendingPeer peer);
   void Serve(std::unique_ptr<ipc::ServerConnection> connection);
@@ -60,6 +60,7 @@ class Server {
   std::unique_ptr<profiler::Profiler> profiler_;  // with a policy that shapes kernels
   std::optional<int32_t> max_client_priority_;
   const std::chrono::milliseconds teardown_timeout_;
+  const int max_clients_;
   ModuleRegistry modules_;
   SessionRegistry sessions_;
   std::unique_ptr<Dispatcher> dispatcher_;  // set by Start
@@ -68,6 +69,7 @@ class Server {
   std::atomic<bool> stopping_{false};
   std::atomic<int> handshakes_{0};  // peers whose handshake is under way
   std::atomic<int> abandoned_{0};   // sessions whose work outlived the teardown timeout
+  std::atomic<int> clients_{0};     // admitted, session not yet ended
   std::list<PeerThread> peers_;     // the accept loop's thread only
 };
 

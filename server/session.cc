@@ -1,6 +1,8 @@
 // Session set-up and the cleanup that runs when a client disconnects or dies.
 #include "server/session.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <thread>
@@ -28,7 +30,8 @@ Session::Session(ServerContext& server, const ipc::ClientInfo& client, ipc::Bulk
       client_(client),
       bulk_(bulk),
       host_region_(host_region),
-      queue_(server.dispatcher.AddClient(ClientId(client.client_id), client.priority)),
+      queue_(server.dispatcher.AddClient(ClientId(client.client_id), client.priority,
+                                         server.limits.max_queued_commands)),
       waiters_(std::make_unique<WaiterPool>([&backend = server.backend] {
         const absl::Status current = backend.MakeCurrent();
         if (!current.ok()) TALLY_LOG_ERROR("waiter thread: {}", current.ToString());
@@ -161,18 +164,38 @@ OwnedResources Session::TakeOwned() {
 // Enough to amortise the hand-over, few enough that the device starts early.
 constexpr size_t kMaxBatch = 128;
 
-void Session::Enqueue(Command command) {
-  batch_.push_back({std::move(command), nullptr});
+void Session::Enqueue(CUstream stream, Command command) {
+  batch_.push_back({std::move(command), nullptr, stream});
   if (batch_.size() >= kMaxBatch) HandOver();
 }
 
 void Session::EnqueueKernel(KernelLaunch launch) {
-  batch_.push_back({{}, std::make_unique<KernelLaunch>(std::move(launch))});
+  const CUstream stream = launch.stream;
+  batch_.push_back({{}, std::make_unique<KernelLaunch>(std::move(launch)), stream});
   if (batch_.size() >= kMaxBatch) HandOver();
 }
 
 void Session::HandOver() {
-  if (!batch_.empty()) server_.dispatcher.Enqueue(*queue_, batch_);
+  if (batch_.empty()) return;
+  Dispatcher& dispatcher = server_.dispatcher;
+  const size_t bound = server_.limits.max_queued_commands;
+  while (!dispatcher.HasRoom(*queue_)) {
+    // The stream of a host function waits for the client's answer, which the client posts
+    // behind the requests we would stop reading: waiting here could wait for ourselves.
+    if (host_callbacks_->Waiting() && overflow_ < 3 * bound) {
+      overflow_ += batch_.size();
+      break;
+    }
+    if (client_alive_ && !client_alive_()) {
+      batch_.clear();  // its work would be discarded anyway
+      return;
+    }
+    // Short waits: the client's death and the host function's arrival are noticed in time.
+    dispatcher.WaitForRoom(*queue_, std::chrono::steady_clock::now() +
+                                        std::chrono::milliseconds(10));
+  }
+  if (!host_callbacks_->Waiting()) overflow_ = 0;
+  dispatcher.Enqueue(*queue_, batch_);
 }
 
 absl::StatusOr<StreamRef> Session::MakeStream(bool blocking, int priority) {
@@ -193,8 +216,22 @@ absl::StatusOr<StreamRef> Session::MakeStream(bool blocking, int priority) {
 }
 
 absl::StatusOr<uint64_t> Session::CreateStream(bool blocking, int priority) {
+  TALLY_RETURN_IF_ERROR(CheckCount(streams_.size(), server_.limits.max_streams, "stream",
+                                   "--max-streams"));
   TALLY_ASSIGN_OR_RETURN(StreamRef entry, MakeStream(blocking, priority));
   return streams_.Insert(std::move(entry));
+}
+
+absl::Status Session::CheckCount(size_t held, size_t limit, std::string_view what,
+                                 std::string_view flag) const {
+  if (held < limit) return absl::OkStatus();
+  // CUDA reports running out of streams, events or module slots as running out of memory.
+  TALLY_LOG_WARN("client {} (pid {}) holds {} {}s, its limit (tally-server {})",
+                 client_.client_id, client_.pid, held, what, flag);
+  return ClientError(CUDA_ERROR_OUT_OF_MEMORY,
+                     fmt::format("this client holds {} {}s, the most the Tally server allows "
+                                 "(tally-server {})",
+                                 held, what, flag));
 }
 
 absl::Status Session::DestroyStream(uint64_t handle) {
@@ -228,7 +265,7 @@ absl::StatusOr<CUstream> Session::StreamForWork(uint64_t handle) {
   // Driver API), so one marker per stream serves every ordering point. Issued before the
   // stream can be destroyed (DestroyStream flushes first), so raw handles suffice here.
   const auto wait_for = [&](const StreamEntry& before) {
-    Enqueue([api, marker = before.marker, stream = before.stream, after] {
+    Enqueue(after, [api, marker = before.marker, stream = before.stream, after] {
       const CUresult recorded = api->cuEventRecord(marker, stream);
       return recorded != CUDA_SUCCESS ? recorded : api->cuStreamWaitEvent(after, marker, 0);
     });
@@ -308,8 +345,8 @@ absl::Status Session::TakeDeferredError() {
 }
 
 void Session::EnqueueFailure(CUresult result, std::string what) {
-  Enqueue([&dispatcher = server_.dispatcher, queue = queue_.get(), result,
-           what = std::move(what)]() mutable {
+  Enqueue(nullptr, [&dispatcher = server_.dispatcher, queue = queue_.get(), result,
+                    what = std::move(what)]() mutable {
     dispatcher.DeferError(*queue, result, std::move(what));
     return result;
   });

@@ -7,8 +7,10 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -29,6 +31,18 @@ namespace tally::server {
 
 class SessionRegistry;
 
+// What one client may hold at most (tally-server's flags; the defaults are theirs).
+struct SessionLimits {
+  // Commands accepted and not yet issued. The session stops reading the client's requests
+  // while its queue is full (the client then blocks on its ring, as on a full push buffer);
+  // a batch may overshoot by up to 127.
+  size_t max_queued_commands = 1024;
+  size_t max_streams = 1024;
+  size_t max_events = 16384;
+  size_t max_modules = 1024;
+  uint64_t max_module_bytes = ipc::kMaxModuleImage;  // one module image
+};
+
 // What sessions share: one per server.
 struct ServerContext {
   const Backend& backend;
@@ -36,6 +50,7 @@ struct ServerContext {
   Dispatcher& dispatcher;
   const ipc::GetDeviceInfoResponse& device_info;
   SessionRegistry* sessions = nullptr;  // where sessions list themselves (tally-ctl status)
+  SessionLimits limits = {};
 };
 
 // A client stream. Blocking streams (all but cudaStreamNonBlocking ones) and the client's
@@ -118,6 +133,10 @@ class Session {
   const DriverApi& api() const { return server_.backend.api(); }
 
   absl::StatusOr<uint64_t> CreateStream(bool blocking, int priority);
+  // CUDA_ERROR_OUT_OF_MEMORY, naming the limit and its flag, when the client already holds
+  // `limit` objects of a kind (`held`); logged.
+  absl::Status CheckCount(size_t held, size_t limit, std::string_view what,
+                          std::string_view flag) const;
   // Queued work on the stream is issued first; work already on it still completes.
   absl::Status DestroyStream(uint64_t handle);
   // The backend stream of `handle` (0 is the client's default stream), for waiting on it.
@@ -152,17 +171,25 @@ class Session {
   // A module variable of the client's, which copies may then target.
   void AddGlobal(uint64_t address, uint64_t size) { globals_.Insert(address, size); }
 
-  // Queues stream-ordered work, on the session thread. Commands are gathered and handed to the
-  // dispatcher in batches (one lock and one wake-up for many launches): HandOver passes them on.
-  // The request loop hands over whenever the client's ring runs empty, Ticket does first, and a
-  // full batch goes at once, so the device never waits for a client that keeps posting.
-  void Enqueue(Command command);
+  // Queues stream-ordered work for `stream` (null: none), on the session thread. Commands are
+  // gathered and handed to the dispatcher in batches (one lock and one wake-up for many
+  // launches): HandOver passes them on. The request loop hands over whenever the client's ring
+  // runs empty, Ticket does first, and a full batch goes at once, so the device never waits for
+  // a client that keeps posting. HandOver waits while the client's queue is full
+  // (SessionLimits::max_queued_commands): the session thread then reads no more requests, so a
+  // client that posts without end blocks on its full ring and the server's memory does not
+  // grow. The wait ends when the client dies, and is skipped while the client owes the answer
+  // to a host function (which it posts behind its other requests), up to four times the bound.
+  void Enqueue(CUstream stream, Command command);
   // Queues a kernel launch; the scheduling policy decides when and in which form it runs.
   void EnqueueKernel(KernelLaunch launch);
   // Queues the failure of a one-way call that was refused (`what` says which and why), to be
   // reported like a failure of the work itself, at the next synchronising call.
   void EnqueueFailure(CUresult result, std::string what);
   void HandOver();
+  // How HandOver learns that waiting for room is pointless: the client died or the server
+  // stops. Set once by the server before serving; without it the client counts as alive.
+  void set_client_alive(std::function<bool()> alive) { client_alive_ = std::move(alive); }
   // Names the point after everything the client has enqueued so far, for WaitIssued.
   uint64_t Ticket() {
     HandOver();
@@ -209,6 +236,8 @@ class Session {
   std::span<std::byte> host_region_;
   std::shared_ptr<Dispatcher::ClientQueue> queue_;
   std::vector<QueuedCommand> batch_;  // enqueued, not yet handed over
+  size_t overflow_ = 0;  // commands handed over beyond the bound while a host function waited
+  std::function<bool()> client_alive_;
   uint8_t Tag() const { return static_cast<uint8_t>(client_.client_id); }
   absl::StatusOr<StreamRef> MakeStream(bool blocking, int priority);
   absl::StatusOr<StreamRef*> FindEntry(uint64_t handle);

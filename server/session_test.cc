@@ -54,10 +54,12 @@ Device& TheDevice() {
 class TestClient {
  public:
   // `host_region`: page-aligned memory standing in for the client's host region.
-  explicit TestClient(uint64_t id = 1, std::span<std::byte> host_region = {}) : bulk_(1 << 16) {
+  explicit TestClient(uint64_t id = 1, std::span<std::byte> host_region = {},
+                      ServerContext& context = TheDevice().context)
+      : bulk_(1 << 16) {
     ipc::ClientInfo info;
     info.client_id = id;
-    session_ = *Session::Create(TheDevice().context, info, ipc::BulkArea(bulk_), host_region);
+    session_ = *Session::Create(context, info, ipc::BulkArea(bulk_), host_region);
   }
 
   template <typename Request>
@@ -494,6 +496,36 @@ TEST_CASE("a fatbin is loaded once for all clients, and its kernels launch") {
   CHECK(TheDevice().modules.loaded_count() == loaded_before + 1);
   b.End();
   CHECK(TheDevice().modules.loaded_count() == loaded_before);
+}
+
+TEST_CASE("streams, events, modules and module sizes beyond a client's limits are refused") {
+  ServerContext limited = TheDevice().context;
+  limited.limits.max_streams = 2;
+  limited.limits.max_events = 1;
+  limited.limits.max_modules = 1;
+  limited.limits.max_module_bytes = 1 << 20;
+  TestClient client(1, {}, limited);
+  CHECK(client.Result(ipc::StreamCreateRequest{}) == CUDA_SUCCESS);
+  REQUIRE(client.Result(ipc::StreamCreateRequest{}) == CUDA_SUCCESS);
+  const uint64_t stream = client.Last<ipc::StreamCreateResponse>().stream;
+  CHECK(client.Result(ipc::StreamCreateRequest{}) == CUDA_ERROR_OUT_OF_MEMORY);
+  CHECK(client.last_reason().find("--max-streams") != std::string::npos);
+  CHECK(client.Result(ipc::StreamDestroyRequest{.stream = stream}) == CUDA_SUCCESS);
+  CHECK(client.Result(ipc::StreamCreateRequest{}) == CUDA_SUCCESS);  // room again
+
+  CHECK(client.Result(ipc::EventCreateRequest{}) == CUDA_SUCCESS);
+  CHECK(client.Result(ipc::EventCreateRequest{}) == CUDA_ERROR_OUT_OF_MEMORY);
+  CHECK(client.last_reason().find("--max-events") != std::string::npos);
+
+  const std::vector<std::byte> fatbin = ReadTestFatbin("scale_kernel.fatbin");
+  REQUIRE(SendImage(client, fatbin) == CUDA_SUCCESS);
+  CHECK(SendImage(client, ReadTestFatbin("forms_kernel.fatbin")) == CUDA_ERROR_OUT_OF_MEMORY);
+  CHECK(client.last_reason().find("--max-modules") != std::string::npos);
+
+  TestClient other(2, {}, limited);
+  std::vector<std::byte> big(limited.limits.max_module_bytes + 1, std::byte{1});
+  CHECK(SendImage(other, big) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(other.last_reason().find("--max-module-size") != std::string::npos);
 }
 
 TEST_CASE("fatbins registered at once from many threads are parsed and loaded once each") {

@@ -12,7 +12,7 @@ absl::Status Handle(Session& session, const ipc::Decoded<ipc::LaunchHostFuncRequ
   TALLY_ASSIGN_OR_RETURN(Command command,
                          session.host_callbacks().MakeCommand(session.api(), stream,
                                                               request.fields));
-  session.Enqueue(std::move(command));
+  session.Enqueue(stream, std::move(command));
   return absl::OkStatus();
 }
 

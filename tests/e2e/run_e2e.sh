@@ -8,7 +8,9 @@ server_bin=$1 run_bin=$2 programs=$3 scenario=$4
 work=$(mktemp -d /tmp/tally-e2e-XXXXXX)
 socket=$work/server.sock
 server_pid=
+background_pids=()  # helpers that must not outlive the test, whatever happens
 cleanup() {
+  if ((${#background_pids[@]})); then kill -KILL "${background_pids[@]}" 2>/dev/null; fi
   if [[ -n $server_pid ]]; then
     kill -TERM "$server_pid" 2>/dev/null
     wait "$server_pid" 2>/dev/null
@@ -267,17 +269,14 @@ PY
     # Peers that connect and never say a word, with a handshake timeout far longer than the test:
     # clients and tally-ctl connecting after them are served all the same.
     start_server --handshake-timeout-ms=3600000
-    silent_pids=()
     for _ in 1 2 3; do
       python3 -c 'import socket, sys, time
 s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); time.sleep(600)' "$socket" &
-      silent_pids+=($!)
+      background_pids+=($!)
     done
     run vector_add || fail "a client behind silent peers was not served"
     status_json "$work/status.json"
     json_check "$work/status.json" "s['clients'] == []"
-    kill "${silent_pids[@]}"
-    wait "${silent_pids[@]}" 2>/dev/null
     ;;
   broken_driver)
     # An installed libcuda.so.1 that does not work: the server says why and exits instead of
@@ -285,7 +284,8 @@ s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); time.sleep(600)' "$so
     LD_LIBRARY_PATH=$programs/broken_driver timeout 60 "$server_bin" --socket "$socket" \
       > "$work/broken.log" 2>&1
     status=$?
-    [[ $status -eq 1 ]] || fail "the server exited $status with a broken driver: $(cat "$work/broken.log")"
+    [[ $status -eq 1 ]] ||
+      fail "the server exited $status with a broken driver: $(cat "$work/broken.log")"
     grep -q "libcuda.so.1.*installed but not usable.*--emulate" "$work/broken.log" ||
       fail "no explanation: $(cat "$work/broken.log")"
     [[ ! -S $socket ]] || fail "the server listened anyway"
@@ -315,6 +315,46 @@ s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); time.sleep(600)' "$so
     status=$?
     server_pid=
     [[ $status -eq 0 ]] || fail "the server exited $status"
+    ;;
+  too_many_clients)
+    # With --max-clients=1 a second client is refused with a message that says why, and is
+    # served once the first has gone.
+    start_server --max-clients=1
+    start_hog
+    run vector_add > "$work/refused.out" 2>&1 && fail "a second client was served"
+    grep -q "refused us: it serves 1 clients, its maximum (tally-server --max-clients)" \
+      "$work/refused.out" || fail "no clear refusal: $(cat "$work/refused.out")"
+    kill -KILL "$hog_pid"
+    wait "$hog_pid" 2>/dev/null
+    for _ in $(seq 100); do
+      status_json "$work/after.json"
+      json_true "$work/after.json" "not s['clients']" && break
+      sleep 0.05
+    done
+    run vector_add || fail "no client was served after the first one left"
+    ;;
+  flood)
+    # A client that posts launches without end: the server's queue for it stays within its
+    # bound (256 + a batch of 127) and the server's memory does not grow while it floods.
+    start_server --max-queued-commands=256
+    coproc FLOOD { exec "$run_bin" --server "$socket" -- "$programs/tenant" flood; }
+    flood_pid=$FLOOD_PID
+    read -r -t 60 line <&"${FLOOD[0]}" || fail "the flooding tenant never became ready"
+    rss() { awk '/^VmRSS/ { print $2 }' "/proc/$server_pid/status"; }
+    sleep 1
+    first=$(rss)
+    for _ in $(seq 10); do
+      status_json "$work/flood.json"
+      json_check "$work/flood.json" \
+        "len(s['clients']) == 1 and s['clients'][0]['queued_commands'] <= 256 + 127"
+      sleep 0.2
+    done
+    last=$(rss)
+    echo "server RSS while flooded: $first KiB, then $last KiB"
+    (( last - first < 16384 )) || fail "the server grew from $first KiB to $last KiB"
+    kill -KILL "$flood_pid"
+    wait "$flood_pid" 2>/dev/null
+    run vector_add || fail "the server no longer serves after the flood"
     ;;
   *) fail "unknown scenario $scenario" ;;
 esac

@@ -3,6 +3,8 @@
 //                      for it (the test kills it)
 //   compute [ROUNDS]   computes and checks results ROUNDS times (default 3); frees nothing
 //                      (cudaFree may wait for other clients' kernels, as the device's does)
+//   flood              posts kernel launches without end, never synchronising; says READY
+//                      after the first 10000 (the test kills it)
 #include <unistd.h>
 
 #include <cstdlib>
@@ -45,6 +47,23 @@ int Compute(int rounds) {
   return 0;
 }
 
+__global__ void Tick(int* counter) {
+  if (threadIdx.x == 0) atomicAdd(counter, 1);
+}
+
+int Flood() {
+  int* counter;
+  CHECK_CUDA(cudaMalloc(&counter, sizeof(int)));
+  for (long i = 0;; ++i) {
+    Tick<<<1, 32>>>(counter);
+    if (i == 10000) {
+      CHECK_CUDA(cudaGetLastError());
+      std::printf("READY\n");
+      std::fflush(stdout);
+    }
+  }
+}
+
 int Runaway() {
   int* flag;
   CHECK_CUDA(cudaMalloc(&flag, sizeof(int)));
@@ -63,6 +82,7 @@ int main(int argc, char** argv) {
   const std::string mode = argc >= 2 ? argv[1] : "";
   if (mode == "runaway") return Runaway();
   if (mode == "compute") return Compute(argc >= 3 ? std::atoi(argv[2]) : 3);
-  std::fprintf(stderr, "usage: tenant runaway | compute [ROUNDS]\n");
+  if (mode == "flood") return Flood();
+  std::fprintf(stderr, "usage: tenant runaway | compute [ROUNDS] | flood\n");
   return 2;
 }
