@@ -95,6 +95,7 @@ absl::StatusOr<ControlConnection> AcceptControl(UniqueFd socket, const Handshake
     case ControlKind::kStatus:
     case ControlKind::kSetPriority:
     case ControlKind::kProfiles:
+    case ControlKind::kSetMemoryLimit:
       return ControlConnection(std::move(socket), request, peer.pid);
   }
   return absl::InvalidArgumentError(

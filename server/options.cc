@@ -76,6 +76,15 @@ constexpr Flag kFlags[] = {
      "modules (registered fatbins, loaded PTX) a client may hold (default 1024)"},
     {"max-module-size", "TALLY_MAX_MODULE_SIZE", "SIZE",
      "the largest module image a client may load, e.g. 256M (default and at most 1G)"},
+    {"client-memory-limit", "TALLY_CLIENT_MEMORY_LIMIT", "SIZE",
+     "device memory each client may allocate, e.g. 4G or 512M; beyond it allocations fail with "
+     "cudaErrorMemoryAllocation, and cudaMemGetInfo and the device's total memory show the "
+     "limit as the device's size. tally-ctl limit changes it for one client while it runs; "
+     "tally-run --memory-limit can only lower it (default none)"},
+    {"client-pinned-limit", "TALLY_CLIENT_PINNED_LIMIT", "SIZE",
+     "page-locked host memory each client may register (cudaMallocHost, cudaHostAlloc, "
+     "cudaMallocManaged), e.g. 2G (default none; it is also bounded by the client's 8 GiB "
+     "host region)"},
     {"profile-cache", "TALLY_PROFILE_CACHE", "PATH",
      "the profiler's cache (default $XDG_CACHE_HOME/tally/profiles.json, else "
      "~/.cache/tally/profiles.json; none: no cache)"},
@@ -210,6 +219,10 @@ absl::Status Apply(const Flag& flag, std::string_view value, ServerOptions& opti
           absl::StrFormat("--max-module-size must be between 1 byte and 1G, not '%s'", value));
     }
     options.limits.max_module_bytes = bytes;
+  } else if (name == "client-memory-limit") {
+    TALLY_ASSIGN_OR_RETURN(options.limits.memory_limit, ParseSizeFlag(flag, value));
+  } else if (name == "client-pinned-limit") {
+    TALLY_ASSIGN_OR_RETURN(options.limits.pinned_limit, ParseSizeFlag(flag, value));
   } else if (name == "profile-cache") {
     if (value.empty()) {
       return absl::InvalidArgumentError("--profile-cache wants a path, or none");

@@ -12,6 +12,7 @@
 #include <variant>
 
 #include "absl/strings/str_format.h"
+#include "common/byte_size.h"
 #include "common/exception_barrier.h"
 #include "common/log.h"
 #include "common/status.h"
@@ -371,6 +372,8 @@ void Server::AnswerControl(ipc::ControlConnection& control) {
       return AnswerPriority(control);
     case ipc::ControlKind::kProfiles:
       return AnswerProfiles(control);
+    case ipc::ControlKind::kSetMemoryLimit:
+      return AnswerMemoryLimit(control);
   }
 }
 
@@ -407,6 +410,34 @@ void Server::AnswerPriority(ipc::ControlConnection& control) {
   if (reply.found != 0) TALLY_LOG_INFO("tally-ctl (pid {}): {}", control.pid(), message);
   ipc::CopyText(message, reply.message, sizeof(reply.message));
   const absl::Status sent = control.SendPriority(reply);
+  if (!sent.ok()) {
+    TALLY_LOG_WARN("tally-server: answer for pid {} not sent: {}", control.pid(), sent.ToString());
+  }
+}
+
+void Server::AnswerMemoryLimit(ipc::ControlConnection& control) {
+  const ipc::ControlRequest& request = control.request();
+  ipc::LimitReply reply{};
+  reply.memory_limit = request.memory_limit;
+  const std::optional<uint64_t> held =
+      sessions_.SetMemoryLimit(request.client_id, request.memory_limit);
+  reply.found = held ? 1 : 0;
+  reply.memory_bytes = held.value_or(0);
+  const std::string limit = request.memory_limit == ipc::kNoLimit
+                                ? std::string("no device-memory limit")
+                                : fmt::format("a device-memory limit of {} bytes ({})",
+                                              request.memory_limit,
+                                              FormatByteSize(request.memory_limit));
+  std::string message =
+      held ? fmt::format("client {} now has {}; it holds {} bytes", request.client_id, limit,
+                         *held)
+           : fmt::format("no client {} is connected", request.client_id);
+  if (held && *held > request.memory_limit) {
+    message += " (more than the limit: what it holds stays, new allocations fail)";
+  }
+  if (held) TALLY_LOG_INFO("tally-ctl (pid {}): {}", control.pid(), message);
+  ipc::CopyText(message, reply.message, sizeof(reply.message));
+  const absl::Status sent = control.SendLimit(reply);
   if (!sent.ok()) {
     TALLY_LOG_WARN("tally-server: answer for pid {} not sent: {}", control.pid(), sent.ToString());
   }

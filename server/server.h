@@ -52,6 +52,7 @@ class Server {
   void AnswerControl(ipc::ControlConnection& control);
   void AnswerStatus(ipc::ControlConnection& control);
   void AnswerPriority(ipc::ControlConnection& control);
+  void AnswerMemoryLimit(ipc::ControlConnection& control);
   void AnswerProfiles(ipc::ControlConnection& control);
   void JoinFinishedClients();
 

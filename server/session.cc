@@ -30,6 +30,9 @@ Session::Session(ServerContext& server, const ipc::ClientInfo& client, ipc::Bulk
       client_(client),
       bulk_(bulk),
       host_region_(host_region),
+      memory_limit_(client.memory_limit != 0
+                        ? std::min(client.memory_limit, server.limits.memory_limit)
+                        : server.limits.memory_limit),
       queue_(server.dispatcher.AddClient(ClientId(client.client_id), client.priority,
                                          server.limits.max_queued_commands)),
       waiters_(std::make_unique<WaiterPool>([&backend = server.backend] {
@@ -292,6 +295,29 @@ absl::StatusOr<std::span<std::byte>> Session::ResolveBulk(const ipc::BulkRef& re
   return bytes;
 }
 
+absl::StatusOr<CUdeviceptr> Session::Allocate(uint64_t size) {
+  const uint64_t used = allocations_.total_bytes();
+  const uint64_t limit = memory_limit();
+  if (size > limit || used > limit - size) {
+    TALLY_LOG_WARN(
+        "client {} (pid {}, '{}'): an allocation of {} bytes refused: it holds {} of its {} "
+        "bytes of device memory",
+        client_.client_id, client_.pid, client_.command, size, used, limit);
+    return ClientError(CUDA_ERROR_OUT_OF_MEMORY,
+                       fmt::format("{} bytes more would exceed this client's device-memory "
+                                   "limit of {} bytes ({} in use)",
+                                   size, limit, used));
+  }
+  CUdeviceptr pointer = 0;
+  TALLY_RETURN_IF_ERROR(CheckCu(api().cuMemAlloc(&pointer, size), "cuMemAlloc"));
+  allocations_.Insert(pointer, size);
+  return pointer;
+}
+
+uint64_t Session::VisibleTotalMemory() const {
+  return std::min<uint64_t>(server_.device_info.total_memory, memory_limit());
+}
+
 absl::Status Session::CheckDeviceRange(uint64_t address, uint64_t size) const {
   if (globals_.CheckRange(address, size).ok()) return absl::OkStatus();
   if (host_blocks_.CheckRange(address, size).ok()) return absl::OkStatus();
@@ -308,6 +334,17 @@ absl::Status Session::AddHostBlock(uint64_t address, uint64_t size) {
                        absl::StrFormat("[0x%x, +%d) is not a page-aligned range of the client's "
                                        "host region [0x%x, +%d)",
                                        address, size, region, host_region_.size()));
+  }
+  const uint64_t pinned = host_blocks_.total_bytes();
+  const uint64_t pinned_limit = server_.limits.pinned_limit;
+  if (size > pinned_limit || pinned > pinned_limit - size) {
+    TALLY_LOG_WARN(
+        "client {} (pid {}, '{}'): {} bytes of page-locked memory refused: it holds {} of its {}",
+        client_.client_id, client_.pid, client_.command, size, pinned, pinned_limit);
+    return ClientError(CUDA_ERROR_OUT_OF_MEMORY,
+                       fmt::format("{} bytes more would exceed this client's page-locked memory "
+                                   "limit of {} bytes (tally-server --client-pinned-limit)",
+                                   size, pinned_limit));
   }
   if (host_blocks_.Overlaps(address, size)) {
     return ClientError(CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
@@ -374,6 +411,12 @@ ipc::ClientStatus Session::Status() {
   status.preemption_latencies = stats.preemption_latencies;
   status.memory_bytes = allocations_.total_bytes();
   status.allocations = allocations_.count();
+  status.memory_limit = memory_limit();
+  status.pinned_bytes = host_blocks_.total_bytes();
+  status.pinned_limit = server_.limits.pinned_limit;
+  status.streams = streams_.count();
+  status.events = events_.count();
+  status.modules = modules_.count();
   status.queued_commands = server_.dispatcher.queued(*queue_);  // any thread: not the batch
   ipc::CopyText(client_.command, status.command, sizeof(status.command));
   return status;

@@ -5,6 +5,7 @@
 
 #include <cuda.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -17,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "ipc/bulk.h"
 #include "ipc/connection.h"
+#include "ipc/control.h"
 #include "ipc/cuda_calls.h"
 #include "server/allocation_table.h"
 #include "server/backend/backend.h"
@@ -41,6 +43,10 @@ struct SessionLimits {
   size_t max_events = 16384;
   size_t max_modules = 1024;
   uint64_t max_module_bytes = ipc::kMaxModuleImage;  // one module image
+  // Device memory (cudaMalloc and friends) and page-locked host memory; ipc::kNoLimit for none.
+  // A client's own wish (tally-run --memory-limit) may lower its device-memory limit.
+  uint64_t memory_limit = ipc::kNoLimit;
+  uint64_t pinned_limit = ipc::kNoLimit;
 };
 
 // What sessions share: one per server.
@@ -152,6 +158,16 @@ class Session {
   // The bytes of a bulk block; CUDA_ERROR_INVALID_VALUE when it is not inside the area.
   absl::StatusOr<std::span<std::byte>> ResolveBulk(const ipc::BulkRef& ref) const;
 
+  // Device memory: CUDA_ERROR_OUT_OF_MEMORY (logged, naming the client) when `size` more bytes
+  // would take the client past its limit; then allocates and records it.
+  absl::StatusOr<CUdeviceptr> Allocate(uint64_t size);
+  // The client's device-memory limit (ipc::kNoLimit for none): tally-ctl limit sets it from
+  // any thread; allocations already made stay.
+  uint64_t memory_limit() const { return memory_limit_.load(std::memory_order_relaxed); }
+  void set_memory_limit(uint64_t limit) { memory_limit_.store(limit, std::memory_order_relaxed); }
+  // The device's memory as the client sees it: its limit is the device's size.
+  uint64_t VisibleTotalMemory() const;
+
   // CUDA_ERROR_INVALID_VALUE unless [address, address + size) lies in one of the client's
   // allocations, module variables or host blocks (mapped host memory is device memory too).
   absl::Status CheckDeviceRange(uint64_t address, uint64_t size) const;
@@ -234,6 +250,7 @@ class Session {
   ipc::ClientInfo client_;
   ipc::BulkArea bulk_;
   std::span<std::byte> host_region_;
+  std::atomic<uint64_t> memory_limit_;
   std::shared_ptr<Dispatcher::ClientQueue> queue_;
   std::vector<QueuedCommand> batch_;  // enqueued, not yet handed over
   size_t overflow_ = 0;  // commands handed over beyond the bound while a host function waited

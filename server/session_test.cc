@@ -250,6 +250,56 @@ TEST_CASE("host blocks must be whole pages of the client's host region, register
   CHECK(next.Result(ipc::HostAllocRequest{.address = region.at(0), .size = 4096}) == CUDA_SUCCESS);
 }
 
+TEST_CASE("device and page-locked memory beyond a client's limits is refused") {
+  ServerContext limited = TheDevice().context;
+  limited.limits.memory_limit = 1 << 20;
+  limited.limits.pinned_limit = 2 * 4096;
+  HostRegion region;
+  TestClient client(1, region.span(), limited);
+  CHECK(client.session().memory_limit() == 1 << 20);
+  client.Malloc(768 << 10);
+  CHECK(client.Result(ipc::MemAllocRequest{.size = (256 << 10) + 1}) == CUDA_ERROR_OUT_OF_MEMORY);
+  CHECK(client.last_reason().find("limit of 1048576 bytes") != std::string::npos);
+  const uint64_t last = client.Malloc(256 << 10);  // exactly up to the limit
+  REQUIRE(client.Result(ipc::MemGetInfoRequest{}) == CUDA_SUCCESS);
+  CHECK(client.Last<ipc::MemGetInfoResponse>().total_bytes == 1 << 20);
+  CHECK(client.Last<ipc::MemGetInfoResponse>().free_bytes == 0);
+  REQUIRE(client.Result(ipc::GetDeviceInfoRequest{}) == CUDA_SUCCESS);
+  CHECK(client.Last<ipc::GetDeviceInfoResponse>().total_memory == 1 << 20);
+  REQUIRE(client.Result(ipc::MemFreeRequest{.device_ptr = last}) == CUDA_SUCCESS);
+  REQUIRE(client.Result(ipc::MemGetInfoRequest{}) == CUDA_SUCCESS);
+  CHECK(client.Last<ipc::MemGetInfoResponse>().free_bytes == 256 << 10);
+  // A raised limit (tally-ctl limit) is effective at the next allocation.
+  client.session().set_memory_limit(2 << 20);
+  client.Malloc(1 << 20);
+  CHECK(client.session().Status().memory_bytes == (768 << 10) + (1 << 20));
+  CHECK(client.session().Status().memory_limit == 2 << 20);
+
+  const auto pin = [&](uint64_t offset, uint64_t size) {
+    return client.Result(ipc::HostAllocRequest{.address = region.at(offset), .size = size});
+  };
+  CHECK(pin(0, 3 * 4096) == CUDA_ERROR_OUT_OF_MEMORY);
+  CHECK(pin(0, 4096) == CUDA_SUCCESS);
+  CHECK(pin(4096, 4096) == CUDA_SUCCESS);
+  CHECK(pin(2 * 4096, 4096) == CUDA_ERROR_OUT_OF_MEMORY);
+  CHECK(client.last_reason().find("--client-pinned-limit") != std::string::npos);
+  CHECK(client.session().Status().pinned_bytes == 2 * 4096);
+}
+
+TEST_CASE("a client's own memory-limit wish only lowers the server's limit") {
+  ServerContext limited = TheDevice().context;
+  limited.limits.memory_limit = 4 << 20;
+  std::vector<std::byte> bulk(4096);
+  ipc::ClientInfo info;
+  info.client_id = 3;
+  info.memory_limit = 1 << 20;
+  CHECK((*Session::Create(limited, info, ipc::BulkArea(bulk)))->memory_limit() == 1 << 20);
+  info.memory_limit = 64 << 20;
+  CHECK((*Session::Create(limited, info, ipc::BulkArea(bulk)))->memory_limit() == 4 << 20);
+  info.memory_limit = 0;  // no wish
+  CHECK((*Session::Create(limited, info, ipc::BulkArea(bulk)))->memory_limit() == 4 << 20);
+}
+
 TEST_CASE("box copies use host blocks in place and refuse ranges the client does not own") {
   HostRegion region;
   TestClient client(1, region.span());

@@ -14,10 +14,7 @@ absl::StatusOr<Reply<ipc::MemAllocResponse>> Handle(
     Session& session, const ipc::Decoded<ipc::MemAllocRequest>& request) {
   // cudaMalloc of 0 bytes succeeds with a null pointer (CUDA Runtime API, cudaMalloc).
   if (request.fields.size == 0) return Reply<ipc::MemAllocResponse>{};
-  CUdeviceptr pointer = 0;
-  TALLY_RETURN_IF_ERROR(
-      CheckCu(session.api().cuMemAlloc(&pointer, request.fields.size), "cuMemAlloc"));
-  session.allocations().Insert(pointer, request.fields.size);
+  TALLY_ASSIGN_OR_RETURN(const CUdeviceptr pointer, session.Allocate(request.fields.size));
   return Reply<ipc::MemAllocResponse>{{.device_ptr = pointer}, {}};
 }
 

@@ -45,6 +45,15 @@ json_true() {
     "$1" "$2"
 }
 json_check() { json_true "$1" "$2" || fail "status does not satisfy $2: $(cat "$1")"; }
+# await_status <file> <expression>: polls the status (bounded) until the expression holds.
+await_status() {
+  for _ in $(seq 200); do
+    status_json "$1"
+    json_true "$1" "$2" && return
+    sleep 0.05
+  done
+  json_check "$1" "$2"
+}
 
 # start_hog [tally-run options]: a client holding 256 MiB, waiting to be killed; sets hog_pid.
 start_hog() {
@@ -179,13 +188,8 @@ PY
     kill -KILL "$hog_pid"
     wait "$hog_pid" 2>/dev/null
     # Gone from the list and its memory free again (the server frees it within milliseconds).
-    gone="not s['clients'] and s['device']['free_memory_bytes'] == s['device']['total_memory_bytes']"
-    for _ in $(seq 100); do
-      status_json "$work/after.json"
-      json_true "$work/after.json" "$gone" && break
-      sleep 0.05
-    done
-    json_check "$work/after.json" "$gone"
+    await_status "$work/after.json" \
+      "not s['clients'] and s['device']['free_memory_bytes'] == s['device']['total_memory_bytes']"
     grep -q "freed 1 allocation(s) of 268435456 bytes, 2 page-locked block(s)" "$work/server.log" ||
       fail "the server did not log the reclaimed memory"
     run meminfo || fail "memory still in use after the killed client"
@@ -275,8 +279,7 @@ s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); time.sleep(600)' "$so
       background_pids+=($!)
     done
     run vector_add || fail "a client behind silent peers was not served"
-    status_json "$work/status.json"
-    json_check "$work/status.json" "s['clients'] == []"
+    await_status "$work/status.json" "s['clients'] == []"
     ;;
   broken_driver)
     # An installed libcuda.so.1 that does not work: the server says why and exits instead of
@@ -302,12 +305,7 @@ s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); time.sleep(600)' "$so
     [[ $line == READY ]] || fail "the runaway tenant said '$line'"
     kill -KILL "$runaway_pid"
     wait "$runaway_pid" 2>/dev/null
-    for _ in $(seq 200); do
-      status_json "$work/after.json"
-      json_true "$work/after.json" "not s['clients']" && break
-      sleep 0.05
-    done
-    json_check "$work/after.json" "not s['clients']"
+    await_status "$work/after.json" "not s['clients']"
     run tenant compute || fail "the server no longer serves next to a runaway kernel"
     kill -TERM "$server_pid"
     timeout 60 tail --pid="$server_pid" -f /dev/null || fail "the server hangs at shutdown"
@@ -326,11 +324,7 @@ s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); time.sleep(600)' "$so
       "$work/refused.out" || fail "no clear refusal: $(cat "$work/refused.out")"
     kill -KILL "$hog_pid"
     wait "$hog_pid" 2>/dev/null
-    for _ in $(seq 100); do
-      status_json "$work/after.json"
-      json_true "$work/after.json" "not s['clients']" && break
-      sleep 0.05
-    done
+    await_status "$work/after.json" "not s['clients']"
     run vector_add || fail "no client was served after the first one left"
     ;;
   flood)
@@ -355,6 +349,44 @@ s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); time.sleep(600)' "$so
     kill -KILL "$flood_pid"
     wait "$flood_pid" 2>/dev/null
     run vector_add || fail "the server no longer serves after the flood"
+    ;;
+  quota)
+    # A per-client device-memory limit: allocations up to it succeed, beyond fail with
+    # cudaErrorMemoryAllocation, cudaMemGetInfo and the device's size show it, tally-ctl status
+    # shows usage and limit to the byte, tally-ctl limit raises it live, tally-run
+    # --memory-limit only lowers it.
+    start_server --client-memory-limit=64M
+    coproc QUOTA { exec "$run_bin" --server "$socket" -- "$programs/tenant" quota 64 128; }
+    quota_pid=$QUOTA_PID
+    read -r -t 60 line <&"${QUOTA[0]}" || fail "the quota tenant never filled its quota"
+    [[ $line == FULL ]] || fail "the quota tenant said '$line'"
+    status_json "$work/full.json"
+    usage="[(c['memory_bytes'], c['memory_limit_bytes']) for c in s['clients']]"
+    json_check "$work/full.json" "$usage == [(67108864, 67108864)]"
+    grep -q "(pid $quota_pid, .*tenant quota 64 128'): an allocation of 16777216 bytes refused" \
+      "$work/server.log" || fail "the refusal was not logged naming the client"
+    quota_id=$(client_id "$work/full.json" "$quota_pid")
+    timeout 30 "$TALLY_CTL" limit "$quota_id" 128M --server "$socket" > "$work/limit.out" ||
+      fail "tally-ctl limit failed: $(cat "$work/limit.out")"
+    grep -q "limit of 134217728 bytes" "$work/limit.out" ||
+      fail "tally-ctl limit: $(cat "$work/limit.out")"
+    echo go >&"${QUOTA[1]}"
+    read -r -t 60 line <&"${QUOTA[0]}" || fail "the quota tenant did not fill its raised quota"
+    [[ $line == RAISED ]] || fail "the quota tenant said '$line' after the raise"
+    status_json "$work/raised.json"
+    json_check "$work/raised.json" "$usage == [(134217728, 134217728)]"
+    echo exit >&"${QUOTA[1]}"
+    wait "$quota_pid" || fail "the quota tenant failed"
+    if timeout 30 "$TALLY_CTL" limit 99999 1G --server "$socket" > "$work/none.out"; then
+      fail "tally-ctl limit succeeded for a client that does not exist"
+    fi
+    timeout 30 "$TALLY_CTL" limit 1 lots --server "$socket" 2> "$work/bad.out" &&
+      fail "tally-ctl limit accepted 'lots'"
+    grep -q "'lots' is not a size" "$work/bad.out" || fail "no clear error: $(cat "$work/bad.out")"
+    "$run_bin" --memory-limit 32M --server "$socket" -- "$programs/tenant" quota 32 ||
+      fail "tally-run --memory-limit 32M did not lower the limit to 32 MiB"
+    "$run_bin" --memory-limit 1G --server "$socket" -- "$programs/tenant" quota 64 ||
+      fail "tally-run --memory-limit 1G did not keep the server's 64 MiB"
     ;;
   *) fail "unknown scenario $scenario" ;;
 esac

@@ -5,6 +5,11 @@
 //                      (cudaFree may wait for other clients' kernels, as the device's does)
 //   flood              posts kernel launches without end, never synchronising; says READY
 //                      after the first 10000 (the test kills it)
+//   quota MIB [RAISED] checks that the device looks MIB MiB large and that 16 MiB allocations
+//                      succeed up to exactly that and fail beyond with cudaErrorMemoryAllocation;
+//                      says FULL; with RAISED, waits for a line on stdin (the test raises the
+//                      limit meanwhile) and checks the same up to RAISED MiB, then says RAISED
+//                      and waits for another line
 #include <unistd.h>
 
 #include <cstdlib>
@@ -64,6 +69,55 @@ int Flood() {
   }
 }
 
+constexpr size_t kMiB = size_t{1} << 20;
+
+// Allocates 16 MiB blocks until `total_mib` MiB are allocated (each must succeed), then checks
+// that one more fails as out of memory and that cudaMemGetInfo shows the quota full.
+void FillQuota(size_t total_mib, std::vector<void*>& blocks) {
+  size_t free_bytes = 0, total_bytes = 0;
+  CHECK_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
+  EXPECT(total_bytes == total_mib * kMiB);
+  while (blocks.size() * 16 < total_mib) {
+    void* block = nullptr;
+    CHECK_CUDA(cudaMalloc(&block, 16 * kMiB));
+    blocks.push_back(block);
+  }
+  void* beyond = nullptr;
+  EXPECT(cudaMalloc(&beyond, 16 * kMiB) == cudaErrorMemoryAllocation);
+  EXPECT(cudaGetLastError() == cudaErrorMemoryAllocation);  // not sticky: cleared once read
+  EXPECT(cudaMalloc(&beyond, 1) == cudaErrorMemoryAllocation);
+  cudaGetLastError();
+  CHECK_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
+  EXPECT(free_bytes == 0);
+}
+
+int Quota(size_t total_mib, size_t raised_mib) {
+  cudaDeviceProp properties{};
+  CHECK_CUDA(cudaGetDeviceProperties(&properties, 0));
+  EXPECT(properties.totalGlobalMem == total_mib * kMiB);
+  size_t free_bytes = 0, total_bytes = 0;
+  CHECK_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
+  EXPECT(free_bytes == total_bytes);
+  std::vector<void*> blocks;
+  FillQuota(total_mib, blocks);
+  // Freeing makes room again.
+  CHECK_CUDA(cudaFree(blocks.back()));
+  blocks.pop_back();
+  CHECK_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
+  EXPECT(free_bytes == 16 * kMiB);
+  FillQuota(total_mib, blocks);
+  std::printf("FULL\n");
+  std::fflush(stdout);
+  if (raised_mib == 0) return 0;
+  char line[64];
+  if (std::fgets(line, sizeof(line), stdin) == nullptr) return 1;
+  FillQuota(raised_mib, blocks);
+  std::printf("RAISED\n");
+  std::fflush(stdout);
+  // Connected (holding its memory) until the test has looked at the status.
+  return std::fgets(line, sizeof(line), stdin) != nullptr ? 0 : 1;
+}
+
 int Runaway() {
   int* flag;
   CHECK_CUDA(cudaMalloc(&flag, sizeof(int)));
@@ -83,6 +137,10 @@ int main(int argc, char** argv) {
   if (mode == "runaway") return Runaway();
   if (mode == "compute") return Compute(argc >= 3 ? std::atoi(argv[2]) : 3);
   if (mode == "flood") return Flood();
-  std::fprintf(stderr, "usage: tenant runaway | compute [ROUNDS] | flood\n");
+  if (mode == "quota" && argc >= 3) {
+    const size_t raised = argc >= 4 ? std::strtoul(argv[3], nullptr, 10) : 0;
+    return Quota(std::strtoul(argv[2], nullptr, 10), raised);
+  }
+  std::fprintf(stderr, "usage: tenant runaway | compute [ROUNDS] | flood | quota MIB [RAISED]\n");
   return 2;
 }
