@@ -1,4 +1,5 @@
-// Connecting to the server (TALLY_SERVER, TALLY_PRIORITY) and waiting for responses.
+// Connecting to the server (TALLY_SERVER, TALLY_PRIORITY, TALLY_MEMORY_LIMIT) and waiting for
+// responses.
 #include "client/channel.h"
 
 #include <pthread.h>
@@ -12,6 +13,7 @@
 #include <string>
 
 #include "absl/strings/str_format.h"
+#include "common/byte_size.h"
 #include "common/log.h"
 #include "ipc/socket_path.h"
 
@@ -28,6 +30,18 @@ absl::StatusOr<ClientPriority> PriorityFromEnvironment() {
         absl::StrFormat("TALLY_PRIORITY: %s", priority.status().message()));
   }
   return priority;
+}
+
+// TALLY_MEMORY_LIMIT (tally-run --memory-limit): bytes, or a size such as 512M; 0 when absent.
+absl::StatusOr<uint64_t> MemoryLimitFromEnvironment() {
+  const char* value = std::getenv("TALLY_MEMORY_LIMIT");
+  if (value == nullptr || *value == '\0') return 0;
+  absl::StatusOr<uint64_t> limit = ParseByteSize(value);
+  if (!limit.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("TALLY_MEMORY_LIMIT: %s", limit.status().message()));
+  }
+  return limit;
 }
 
 std::string CommandLine() {
@@ -54,6 +68,7 @@ absl::StatusOr<Channel*> Channel::Connect() {
   ipc::ConnectOptions options;
   TALLY_ASSIGN_OR_RETURN(options.path, ipc::ResolveSocketPath(ipc::DirectoryMode::kCheckIfPresent));
   TALLY_ASSIGN_OR_RETURN(options.priority, PriorityFromEnvironment());
+  TALLY_ASSIGN_OR_RETURN(options.memory_limit, MemoryLimitFromEnvironment());
   options.schema_version = ipc::kCudaCallsSchemaVersion;
   options.command = CommandLine();
   // Registered once, before the connection exists: a child forked from then on would inherit

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <string_view>
 
 #include "absl/strings/str_format.h"
 #include "common/log.h"
@@ -18,13 +19,14 @@ namespace tally::ipc {
 namespace {
 
 absl::Status SendReply(int socket, HelloStatus status, uint32_t schema_version, uint64_t client_id,
-                       const SegmentLayout& layout, int segment_fd) {
+                       const SegmentLayout& layout, int segment_fd, std::string_view reason = {}) {
   HelloReply reply{};
   reply.prefix = {kReplyMagic, kProtocolVersion, sizeof(HelloReply), 0};
   reply.status = static_cast<uint32_t>(status);
   reply.schema_version = schema_version;
   reply.client_id = client_id;
   reply.layout = layout;
+  reason.copy(reply.reason, sizeof(reply.reason) - 1);
   return SendAll(socket, BytesOf(reply), segment_fd);
 }
 
@@ -93,6 +95,7 @@ absl::StatusOr<ControlConnection> AcceptControl(UniqueFd socket, const Handshake
     case ControlKind::kStatus:
     case ControlKind::kSetPriority:
     case ControlKind::kProfiles:
+    case ControlKind::kSetMemoryLimit:
       return ControlConnection(std::move(socket), request, peer.pid);
   }
   return absl::InvalidArgumentError(
@@ -107,10 +110,21 @@ absl::StatusOr<ServerConnection> Listener::Accept() {
   return absl::FailedPreconditionError("a control request reached a listener for clients only");
 }
 
-absl::StatusOr<std::variant<ServerConnection, ControlConnection>> Listener::AcceptAny() {
+absl::StatusOr<PendingPeer> Listener::AcceptPeer() {
   TALLY_ASSIGN_OR_RETURN(UniqueFd socket, AcceptUnix(fd_.get()));
   TALLY_ASSIGN_OR_RETURN(const PeerCredentials peer, GetPeerCredentials(socket.get()));
-  const uint64_t client_id = next_client_id_++;
+  return PendingPeer{std::move(socket), peer.pid, peer.uid, next_client_id_++};
+}
+
+absl::StatusOr<std::variant<ServerConnection, ControlConnection>> Listener::AcceptAny() {
+  TALLY_ASSIGN_OR_RETURN(PendingPeer peer, AcceptPeer());
+  return Handshake(std::move(peer));
+}
+
+absl::StatusOr<std::variant<ServerConnection, ControlConnection>> Listener::Handshake(
+    PendingPeer peer, const Admission& admit) const {
+  UniqueFd& socket = peer.socket;
+  const uint64_t client_id = peer.client_id;
   const uint32_t schema = options_.schema_version;
   // Replies to refused clients are best effort: they explain, but the refusal stands anyway.
   if (peer.uid != options_.allowed_uid) {
@@ -123,7 +137,7 @@ absl::StatusOr<std::variant<ServerConnection, ControlConnection>> Listener::Acce
   Hello hello{};
   TALLY_RETURN_IF_ERROR(ReceiveExact(socket.get(), BytesOf(hello.prefix), deadline));
   if (hello.prefix.magic == kControlMagic) {
-    return AcceptControl(std::move(socket), hello.prefix, peer, deadline);
+    return AcceptControl(std::move(socket), hello.prefix, {peer.pid, peer.uid, 0}, deadline);
   }
   if (hello.prefix.magic != kHelloMagic) {
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -148,13 +162,22 @@ absl::StatusOr<std::variant<ServerConnection, ControlConnection>> Listener::Acce
         absl::StrFormat("client pid %d uses message schema %d but this server uses schema %d",
                         peer.pid, hello.schema_version, schema));
   }
-  TALLY_ASSIGN_OR_RETURN(Segment segment, Segment::Create(options_.segment));
-  TALLY_RETURN_IF_ERROR(SendReply(socket.get(), HelloStatus::kAccepted, schema, client_id,
-                                  segment.layout(), segment.fd().get()));
   const ClientPriority priority = hello.priority_set != 0 ? ClientPriority::Level(hello.priority)
                                                           : ClientPriority::Unset();
   ClientInfo client{client_id, peer.pid, peer.uid, priority,
-                    std::string(hello.command, strnlen(hello.command, kCommandSize))};
+                    std::string(hello.command, strnlen(hello.command, kCommandSize)),
+                    hello.memory_limit};
+  if (admit) {
+    if (const std::string refusal = admit(client); !refusal.empty()) {
+      SendReply(socket.get(), HelloStatus::kServerFull, schema, client_id, {}, -1, refusal)
+          .IgnoreError();
+      return absl::ResourceExhaustedError(
+          absl::StrFormat("refused client pid %d ('%s'): %s", peer.pid, client.command, refusal));
+    }
+  }
+  TALLY_ASSIGN_OR_RETURN(Segment segment, Segment::Create(options_.segment));
+  TALLY_RETURN_IF_ERROR(SendReply(socket.get(), HelloStatus::kAccepted, schema, client_id,
+                                  segment.layout(), segment.fd().get()));
   TALLY_LOG_DEBUG("IPC: client {} (pid {}, '{}') connected", client_id, peer.pid, client.command);
   return ServerConnection(std::move(socket), std::move(segment), std::move(client));
 }
@@ -212,6 +235,12 @@ absl::Status CheckAccepted(const HelloReply& reply, const std::string& path,
       return absl::PermissionDeniedError(absl::StrFormat(
           "the Tally server on %s refused us: it serves another user (we are uid %d)", path,
           geteuid()));
+    case HelloStatus::kServerFull: {
+      HelloReply terminated = reply;
+      terminated.reason[sizeof(terminated.reason) - 1] = '\0';  // never trust the peer's text
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "the Tally server on %s refused us: %s", path, terminated.reason));
+    }
     case HelloStatus::kVersionMismatch:
       break;  // impossible with equal versions: the server is broken
   }
@@ -235,6 +264,7 @@ absl::StatusOr<ClientConnection> ClientConnection::Connect(const ConnectOptions&
   hello.pid = getpid();
   hello.priority = options.priority.level();
   hello.priority_set = options.priority.is_set() ? 1 : 0;
+  hello.memory_limit = options.memory_limit;
   std::memcpy(hello.command, options.command.data(),
               std::min(options.command.size(), kCommandSize - 1));
   const absl::Time deadline = absl::Now() + options.handshake_timeout;

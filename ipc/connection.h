@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <variant>
@@ -34,6 +35,7 @@ struct ClientInfo {
   uid_t uid = 0;
   ClientPriority priority = ClientPriority::Unset();
   std::string command;
+  uint64_t memory_limit = 0;  // as the client asked (Hello::memory_limit); 0: no wish
 };
 
 // The server's end. Not thread-safe: one thread serves one client's rings at a time.
@@ -76,6 +78,18 @@ struct ListenerOptions {
   uid_t allowed_uid = geteuid();
 };
 
+// A peer that connected and whose handshake has not run yet (Listener::AcceptPeer).
+struct PendingPeer {
+  UniqueFd socket;
+  pid_t pid = 0;  // SO_PEERCRED
+  uid_t uid = 0;
+  uint64_t client_id = 0;  // the name the peer gets if it turns out to be a client
+};
+
+// Decides whether a client whose hello was valid may connect: an empty string admits it, any
+// other text refuses it with that reason (HelloStatus::kServerFull), which the client prints.
+using Admission = std::function<std::string(const ClientInfo&)>;
+
 class Listener {
  public:
   // Listens on options.path, replacing a stale socket but never a live server's.
@@ -89,9 +103,16 @@ class Listener {
   int fd() const { return fd_.get(); }
   const std::string& path() const { return options_.path; }
 
-  // Blocks for the next peer, then runs the handshake: a client (Hello) or a control request
-  // (ControlRequest, e.g. tally-ctl). An error concerns that peer only (wrong uid, version or
-  // schema mismatch, timeout): log it and keep accepting.
+  // Accepts the next peer without reading from it, so that a peer that never speaks cannot
+  // hold the caller (the server's accept loop); Handshake then runs on another thread.
+  absl::StatusOr<PendingPeer> AcceptPeer();
+  // The handshake with an accepted peer, bounded by the handshake timeout: a client (Hello) or a
+  // control request (ControlRequest, e.g. tally-ctl). `admit` (may be empty: everyone) is asked
+  // about clients only. An error concerns that peer only (wrong uid, version or schema mismatch,
+  // refusal, timeout): log it and keep accepting. Safe to call on several threads at once.
+  absl::StatusOr<std::variant<ServerConnection, ControlConnection>> Handshake(
+      PendingPeer peer, const Admission& admit = {}) const;
+  // AcceptPeer + Handshake on the calling thread.
   absl::StatusOr<std::variant<ServerConnection, ControlConnection>> AcceptAny();
   // As AcceptAny, for a listener that serves clients only: a control request is an error.
   absl::StatusOr<ServerConnection> Accept();
@@ -104,7 +125,7 @@ class Listener {
   UniqueFd fd_;
   dev_t dev_ = 0;  // identity of the socket file we bound
   ino_t ino_ = 0;
-  uint64_t next_client_id_ = 1;
+  uint64_t next_client_id_ = 1;  // AcceptPeer's thread only
 };
 
 struct ConnectOptions {
@@ -112,6 +133,7 @@ struct ConnectOptions {
   uint32_t schema_version = 0;
   ClientPriority priority = ClientPriority::Unset();
   std::string command;  // truncated to kCommandSize - 1 bytes
+  uint64_t memory_limit = 0;  // Hello::memory_limit
   absl::Duration handshake_timeout = absl::Seconds(5);
   // The server must run as this uid: our calls and data must not go to another user's process.
   uid_t expected_server_uid = geteuid();

@@ -117,6 +117,8 @@ absl::Status ControlConnection::SendStatus(StatusReply reply,
 
 absl::Status ControlConnection::SendPriority(PriorityReply reply) { return Send(Encode(reply)); }
 
+absl::Status ControlConnection::SendLimit(LimitReply reply) { return Send(Encode(reply)); }
+
 absl::Status ControlConnection::SendProfiles(std::span<const ProfileStatus> profiles) {
   ProfilesReply reply{};
   reply.count = static_cast<uint32_t>(std::min<size_t>(profiles.size(), kMaxReportedProfiles));
@@ -152,6 +154,21 @@ absl::StatusOr<PriorityReply> SetClientPriority(const std::string& path, uint64_
   TALLY_ASSIGN_OR_RETURN(PriorityReply reply,
                          Ask<PriorityReply>(path, request, absl::Now() + timeout,
                                             expected_server_uid, socket));
+  Terminate(reply.message, sizeof(reply.message));
+  return reply;
+}
+
+absl::StatusOr<LimitReply> SetClientMemoryLimit(const std::string& path, uint64_t client_id,
+                                                uint64_t memory_limit, absl::Duration timeout,
+                                                uid_t expected_server_uid) {
+  ControlRequest request{};
+  request.kind = static_cast<uint32_t>(ControlKind::kSetMemoryLimit);
+  request.client_id = client_id;
+  request.memory_limit = memory_limit;
+  UniqueFd socket;
+  TALLY_ASSIGN_OR_RETURN(LimitReply reply,
+                         Ask<LimitReply>(path, request, absl::Now() + timeout,
+                                         expected_server_uid, socket));
   Terminate(reply.message, sizeof(reply.message));
   return reply;
 }

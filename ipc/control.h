@@ -30,15 +30,20 @@ enum class ControlKind : uint32_t {
   kStatus = 1,       // StatusReply + ClientStatus records
   kSetPriority = 2,  // PriorityReply, no records
   kProfiles = 3,     // ProfilesReply + ProfileStatus records
+  kSetMemoryLimit = 4,  // LimitReply, no records
 };
+
+// A limit that is not set (memory limits in ControlRequest and ClientStatus).
+inline constexpr uint64_t kNoLimit = UINT64_MAX;
 
 struct ControlRequest {
   HandshakePrefix prefix;  // kControlMagic
   uint32_t kind;           // ControlKind
   uint32_t reserved;
-  uint64_t client_id;  // kSetPriority: whose
+  uint64_t client_id;  // kSetPriority, kSetMemoryLimit: whose
   int32_t priority;    // kSetPriority: the new level
   uint32_t reserved2;
+  uint64_t memory_limit;  // kSetMemoryLimit: device bytes, kNoLimit for none
 };
 
 enum class Backend : uint32_t { kEmulator = 0, kNvidiaDriver = 1 };
@@ -64,6 +69,12 @@ struct ClientStatus {
   uint32_t reserved;
   uint64_t memory_bytes;     // device memory the client has allocated and not freed
   uint64_t allocations;      // how many allocations that is
+  uint64_t memory_limit;     // the most memory_bytes may reach; kNoLimit for none
+  uint64_t pinned_bytes;     // page-locked host memory registered for it
+  uint64_t pinned_limit;     // the most pinned_bytes may reach; kNoLimit for none
+  uint64_t streams;          // besides its default stream
+  uint64_t events;
+  uint64_t modules;
   uint64_t queued_commands;  // stream work accepted but not yet issued to the device
   // What the scheduler did for it (server/scheduling_stats.h).
   uint64_t kernels_original;
@@ -86,6 +97,16 @@ struct PriorityReply {
   HandshakePrefix prefix;  // kControlReplyMagic; size = sizeof(PriorityReply)
   uint32_t found;          // 0: no client with that id
   int32_t priority;        // the client's level now
+  char message[kControlTextSize];  // NUL-terminated: what happened
+};
+
+// The answer to kSetMemoryLimit.
+struct LimitReply {
+  HandshakePrefix prefix;  // kControlReplyMagic; size = sizeof(LimitReply)
+  uint32_t found;          // 0: no client with that id
+  uint32_t reserved;
+  uint64_t memory_limit;           // the client's limit now (kNoLimit for none)
+  uint64_t memory_bytes;           // what it has allocated now
   char message[kControlTextSize];  // NUL-terminated: what happened
 };
 
@@ -123,6 +144,7 @@ static_assert(std::is_trivially_copyable_v<ClientStatus> &&
               std::is_standard_layout_v<ClientStatus>);
 static_assert(std::is_trivially_copyable_v<PriorityReply> &&
               std::is_standard_layout_v<PriorityReply>);
+static_assert(std::is_trivially_copyable_v<LimitReply> && std::is_standard_layout_v<LimitReply>);
 static_assert(std::is_trivially_copyable_v<ProfilesReply> &&
               std::is_standard_layout_v<ProfilesReply>);
 static_assert(std::is_trivially_copyable_v<ProfileStatus> &&
@@ -140,6 +162,7 @@ class ControlConnection {
   // read cannot hold the caller.
   absl::Status SendStatus(StatusReply reply, std::span<const ClientStatus> clients);
   absl::Status SendPriority(PriorityReply reply);
+  absl::Status SendLimit(LimitReply reply);
   absl::Status SendProfiles(std::span<const ProfileStatus> profiles);
 
  private:
@@ -166,6 +189,12 @@ absl::StatusOr<StatusReport> QueryStatus(const std::string& path,
 // Sets a client's priority level (tally-ctl priority); the reply says whether it exists.
 absl::StatusOr<PriorityReply> SetClientPriority(const std::string& path, uint64_t client_id,
                                                 int32_t priority,
+                                                absl::Duration timeout = absl::Seconds(5),
+                                                uid_t expected_server_uid = geteuid());
+// Sets a client's device-memory limit (tally-ctl limit; kNoLimit removes it); the reply says
+// whether the client exists.
+absl::StatusOr<LimitReply> SetClientMemoryLimit(const std::string& path, uint64_t client_id,
+                                                uint64_t memory_limit,
                                                 absl::Duration timeout = absl::Seconds(5),
                                                 uid_t expected_server_uid = geteuid());
 // What the server's profiler knows (tally-ctl profiles).

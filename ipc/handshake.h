@@ -31,14 +31,19 @@ struct Hello {
   int32_t priority;         // TALLY_PRIORITY's level; higher is more important
   uint32_t priority_set;    // 0: the client gave no priority (older clients send 0 here too)
   char command[kCommandSize];  // NUL-padded, not necessarily NUL-terminated
+  // Device memory the client asks to be limited to (tally-run --memory-limit); 0: no wish. It
+  // can only lower the server's limit for the client, never raise it.
+  uint64_t memory_limit;
 };
 
 enum class HelloStatus : uint32_t {
   kAccepted = 0,
   kVersionMismatch = 1,
   kSchemaMismatch = 2,
-  kRefused = 3,  // the client runs as another user
+  kRefused = 3,     // the client runs as another user
+  kServerFull = 4,  // the server serves as many clients as it may (`reason` says how many)
 };
+inline constexpr size_t kReasonSize = 256;
 
 struct HelloReply {
   HandshakePrefix prefix;
@@ -46,6 +51,7 @@ struct HelloReply {
   uint32_t schema_version;  // the server's
   uint64_t client_id;       // the server's name for this client (tally-ctl, logs)
   SegmentLayout layout;     // when accepted; the segment's memfd comes with the reply
+  char reason[kReasonSize];  // when refused: why, NUL-terminated (the client prints it)
 };
 
 static_assert(std::is_trivially_copyable_v<Hello> && std::is_standard_layout_v<Hello>);

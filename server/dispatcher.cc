@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include "common/exception_barrier.h"
 #include "common/log.h"
 #include "common/status.h"
 #include "server/cuda_result.h"
@@ -21,11 +22,35 @@ namespace {
 // The first poll of a run on the device; each poll that finds nothing doubles the interval up
 // to the dispatcher's maximum.
 constexpr scheduler::Duration kMinPoll = std::chrono::microseconds(10);
+
+// The device window (Dispatcher::NoteIssued): at most about kFenceEvery * (kMaxFences + 1)
+// commands of a client issued and not yet done, far below the emulated GPU's stream bound
+// (emulator/internal/stream.h) and a GPU's push buffer.
+constexpr uint32_t kFenceEvery = 32;
+constexpr size_t kMaxFences = 8;
+
+// Issues one command of `client`: the dispatch thread serves every client, so a command that
+// throws (std::bad_alloc while packing a launch) fails alone, as a CUresult its client sees at
+// its next synchronising call.
+template <typename Issue>
+CUresult Guarded(ClientId client, Issue&& issue) {
+  CUresult result = CUDA_ERROR_UNKNOWN;
+  const absl::Status status = CatchExceptions(
+      fmt::format("client {}: issuing a command", client.value()), [&] {
+        result = issue();
+        return absl::OkStatus();
+      });
+  if (status.ok()) return result;
+  TALLY_LOG_ERROR("{}", status.ToString());
+  return absl::IsResourceExhausted(status) ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_UNKNOWN;
+}
+
 }  // namespace
 
 struct Dispatcher::ClientQueue {
   ClientId client;
   SchedulingStats stats;
+  size_t max_queued = SIZE_MAX;
   // Under mutex_.
   ClientPriority priority = ClientPriority::Unset();
   std::deque<QueuedCommand> commands;
@@ -44,6 +69,10 @@ struct Dispatcher::ClientQueue {
   // placeholder that keeps the client's later work behind it.
   std::unique_ptr<KernelLaunch> started;
   scheduler::FormKind started_form = scheduler::FormKind::kOriginal;
+  // The device window: streams used since the last fence, and the fences on the device.
+  std::vector<CUstream> unfenced_streams;
+  uint32_t unfenced = 0;
+  std::deque<std::vector<CUevent>> fences;
 };
 
 absl::StatusOr<std::unique_ptr<Dispatcher>> Dispatcher::Create(
@@ -51,14 +80,16 @@ absl::StatusOr<std::unique_ptr<Dispatcher>> Dispatcher::Create(
     profiler::Profiler* profiler, scheduler::Duration max_poll,
     std::function<void()> thread_setup) {
   TALLY_ASSIGN_OR_RETURN(std::unique_ptr<KernelRuns> runs, KernelRuns::Create(backend, profiler));
-  return std::unique_ptr<Dispatcher>(
-      new Dispatcher(std::move(policy), std::move(runs), max_poll, std::move(thread_setup)));
+  return std::unique_ptr<Dispatcher>(new Dispatcher(backend.api(), std::move(policy),
+                                                    std::move(runs), max_poll,
+                                                    std::move(thread_setup)));
 }
 
-Dispatcher::Dispatcher(std::unique_ptr<scheduler::Policy> policy,
+Dispatcher::Dispatcher(const DriverApi& api, std::unique_ptr<scheduler::Policy> policy,
                        std::unique_ptr<KernelRuns> runs, scheduler::Duration max_poll,
                        std::function<void()> thread_setup)
-    : policy_(std::move(policy)),
+    : api_(api),
+      policy_(std::move(policy)),
       uses_transformed_forms_(policy_->UsesTransformedForms()),
       runs_(std::move(runs)),
       max_poll_(std::max(max_poll, kMinPoll)),
@@ -66,19 +97,28 @@ Dispatcher::Dispatcher(std::unique_ptr<scheduler::Policy> policy,
       thread_([this, setup = std::move(thread_setup)] { Run(setup); }) {}
 
 Dispatcher::~Dispatcher() {
+  Stop();
+  for (const std::shared_ptr<ClientQueue>& queue : queues_) ReleaseFences(*queue);
+  for (const std::shared_ptr<ClientQueue>& queue : leaving_) ReleaseFences(*queue);
+  for (CUevent event : free_fences_) api_.cuEventDestroy(event);
+}
+
+void Dispatcher::Stop() {
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
   }
   work_.notify_all();
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
 }
 
 std::shared_ptr<Dispatcher::ClientQueue> Dispatcher::AddClient(ClientId client,
-                                                               ClientPriority priority) {
+                                                               ClientPriority priority,
+                                                               size_t max_queued) {
   auto queue = std::make_shared<ClientQueue>();
   queue->client = client;
   queue->priority = priority;
+  queue->max_queued = max_queued;
   {
     std::lock_guard lock(mutex_);
     queues_.push_back(queue);
@@ -88,18 +128,27 @@ std::shared_ptr<Dispatcher::ClientQueue> Dispatcher::AddClient(ClientId client,
   return queue;
 }
 
-void Dispatcher::RemoveClient(ClientQueue& queue) {
+bool Dispatcher::RemoveClient(ClientQueue& queue, std::chrono::steady_clock::time_point deadline) {
   std::unique_lock lock(mutex_);
-  if (queue.removed) return;
-  queue.removed = true;
-  auto it = std::find_if(queues_.begin(), queues_.end(),
-                         [&](const auto& q) { return q.get() == &queue; });
-  control_.push_back({Control::Kind::kLeave, *it, queue.priority});
-  work_.notify_one();
-  issued_.notify_all();  // waiters for commands that will never be issued
-  gone_.wait(lock, [&] { return queue.gone || stopping_; });
-  queues_.erase(std::find_if(queues_.begin(), queues_.end(),
-                             [&](const auto& q) { return q.get() == &queue; }));
+  const auto find = [&] {
+    return std::find_if(queues_.begin(), queues_.end(),
+                        [&](const auto& q) { return q.get() == &queue; });
+  };
+  if (!queue.removed) {
+    queue.removed = true;
+    control_.push_back({Control::Kind::kLeave, *find(), queue.priority});
+    work_.notify_one();
+    issued_.notify_all();  // waiters for commands that will never be issued
+    room_.notify_all();
+  }
+  const auto ended = [&] { return queue.gone || stopping_; };
+  if (deadline == std::chrono::steady_clock::time_point::max()) {
+    gone_.wait(lock, ended);
+  } else if (!gone_.wait_until(lock, deadline, ended)) {
+    return false;  // the dispatch thread keeps the queue until its runs end
+  }
+  if (const auto it = find(); it != queues_.end()) queues_.erase(it);
+  return true;
 }
 
 void Dispatcher::SetPriority(ClientQueue& queue, ClientPriority priority) {
@@ -140,6 +189,17 @@ void Dispatcher::EnqueueKernel(ClientQueue& queue, KernelLaunch launch) {
     pending_work_ = true;
   }
   work_.notify_one();
+}
+
+bool Dispatcher::HasRoom(ClientQueue& queue) {
+  std::lock_guard lock(mutex_);
+  return queue.commands.size() < queue.max_queued || queue.removed;
+}
+
+void Dispatcher::WaitForRoom(ClientQueue& queue, std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock lock(mutex_);
+  room_.wait_until(lock, deadline,
+                   [&] { return queue.commands.size() < queue.max_queued || queue.removed; });
 }
 
 void Dispatcher::Enqueue(ClientQueue& queue, std::vector<QueuedCommand>& commands) {
@@ -218,22 +278,28 @@ void Dispatcher::Run(const std::function<void()>& thread_setup) {
     lock.unlock();
     const Time now = Now();
     activity_ = false;
-    HandleControl(now);
-    PollRuns(now);
-    PollHostFunctions();
-    if (wake_ && *wake_ <= now) {
-      wake_.reset();
-      decisions_.Clear();
-      policy_->Woken(now, decisions_);
-      Apply(now);
-    }
-    AnnounceHeads(now);
-    FinishLeaving();
+    // The last barrier: an exception here (the policy's std::bad_alloc) loses one round of
+    // decisions, never the thread that serves every client.
+    const absl::Status round = CatchExceptions("dispatcher", [&] {
+      HandleControl(now);
+      PollRuns(now);
+      PollHostFunctions();
+      if (wake_ && *wake_ <= now) {
+        wake_.reset();
+        decisions_.Clear();
+        policy_->Woken(now, decisions_);
+        Apply(now);
+      }
+      AnnounceHeads(now);
+      FinishLeaving();
+      return absl::OkStatus();
+    });
+    if (!round.ok()) TALLY_LOG_ERROR("{}", round.ToString());
     lock.lock();
     if (stopping_ || pending_work_ || !control_.empty()) continue;
     // Sleep until work arrives, the policy wants to decide again, or runs are due a poll.
     std::optional<Time> deadline = wake_;
-    if (!runs_->empty() || !host_functions_.empty()) {
+    if (!runs_->empty() || !host_functions_.empty() || throttled_) {
       poll_interval_ = activity_ ? kMinPoll : std::min(poll_interval_ * 2, max_poll_);
       deadline = std::min(deadline.value_or(Time::max()), now + poll_interval_);
     }
@@ -272,6 +338,7 @@ void Dispatcher::HandleControl(Time now) {
         }
         std::erase(clients_, &queue);
         DropHostFunctions(queue.client);
+        ReleaseFences(queue);
         runs_->Forget(queue.client);
         leaving_.push_back(std::move(event.queue));
         policy_->ClientLeft(now, queue.client, decisions_);
@@ -317,10 +384,15 @@ void Dispatcher::EndRun(Time now, EndedRun& ended) {
 }
 
 void Dispatcher::AnnounceHeads(Time now) {
+  throttled_ = false;
   for (size_t i = 0; i < clients_.size(); ++i) {
     ClientQueue& queue = *clients_[i];
     // A head issued at once is consumed, and the next one is announced in this same loop.
     while (!queue.head_announced) {
+      if (Throttled(queue)) {
+        throttled_ = true;
+        break;
+      }
       const QueuedCommand* front = nullptr;
       {
         std::lock_guard lock(mutex_);
@@ -362,7 +434,9 @@ void Dispatcher::Apply(Time now) {
       continue;
     }
     if (front->kernel == nullptr && queue->started == nullptr) {
-      Consume(*queue, front->work(), {});
+      const CUstream stream = front->stream;
+      Consume(*queue, Guarded(queue->client, front->work), {});
+      NoteIssued(*queue, stream);
       continue;
     }
     const RunOwner owner{queue->client, &queue->stats};
@@ -372,9 +446,13 @@ void Dispatcher::Apply(Time now) {
       if (action.risky) ++queue->stats.risky;
     }
     if (first && action.form.kind == scheduler::FormKind::kOriginal) {
-      const CUresult result = runs_->IssueOriginal(owner, *front->kernel, action.notify);
+      const CUresult result = Guarded(queue->client, [&] {
+        return runs_->IssueOriginal(owner, *front->kernel, action.notify);
+      });
       std::string what = result != CUDA_SUCCESS ? DescribeLaunch(*front->kernel) : std::string();
+      const CUstream stream = front->kernel->stream;
       Consume(*queue, result, std::move(what));
+      NoteIssued(*queue, stream);
       if (result != CUDA_SUCCESS && action.notify) {
         ended_now.push_back(
             {queue->client, {scheduler::FormKind::kOriginal, true, 0, 0}, {}, {}});
@@ -387,8 +465,10 @@ void Dispatcher::Apply(Time now) {
       // to its stream in its original form, told to the policy as finished.
       // (EndRun consumes the head.)
       queue->started = std::move(front->kernel);
-      const CUresult result = runs_->IssueOriginal(owner, *queue->started, false);
+      const CUresult result = Guarded(
+          queue->client, [&] { return runs_->IssueOriginal(owner, *queue->started, false); });
       if (result != CUDA_SUCCESS) DeferError(*queue, result, DescribeLaunch(*queue->started));
+      NoteIssued(*queue, queue->started->stream);
       ended_now.push_back({queue->client, {action.form.kind, true, 0, 0}, {}, {}});
       continue;
     }
@@ -396,7 +476,9 @@ void Dispatcher::Apply(Time now) {
       queue->started = std::move(front->kernel);
       queue->started_form = action.form.kind;
     }
-    const CUresult result = runs_->IssueTransformed(owner, *queue->started, action.form);
+    const CUresult result = Guarded(queue->client, [&] {
+      return runs_->IssueTransformed(owner, *queue->started, action.form);
+    });
     if (result != CUDA_SUCCESS) {
       // Given up: reported now, and its end told to the policy as if it had finished.
       DeferError(*queue, result, DescribeLaunch(*queue->started));
@@ -422,8 +504,10 @@ void Dispatcher::StartHostFunction(ClientQueue& queue, std::unique_ptr<HostFunct
     Consume(queue, result, "a host function");
     return;
   }
+  const CUstream stream = function->stream;
   host_functions_.push_back({queue.client, reached, std::move(function)});
   Consume(queue, CUDA_SUCCESS, {});
+  NoteIssued(queue, stream);
 }
 
 void Dispatcher::PollHostFunctions() {
@@ -455,12 +539,64 @@ void Dispatcher::DropHostFunctions(ClientId client) {
   });
 }
 
+void Dispatcher::NoteIssued(ClientQueue& queue, CUstream stream) {
+  if (stream == nullptr) return;
+  if (std::find(queue.unfenced_streams.begin(), queue.unfenced_streams.end(), stream) ==
+      queue.unfenced_streams.end()) {
+    queue.unfenced_streams.push_back(stream);
+  }
+  if (++queue.unfenced < kFenceEvery) return;
+  std::vector<CUevent> fence;
+  for (const CUstream used : queue.unfenced_streams) {
+    CUevent event = nullptr;
+    if (!free_fences_.empty()) {
+      event = free_fences_.back();
+      free_fences_.pop_back();
+    } else if (api_.cuEventCreate(&event, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
+      continue;  // an unfenced stretch only widens the window
+    }
+    if (api_.cuEventRecord(event, used) == CUDA_SUCCESS) {
+      fence.push_back(event);
+    } else {
+      free_fences_.push_back(event);
+    }
+  }
+  queue.fences.push_back(std::move(fence));
+  queue.unfenced_streams.clear();
+  queue.unfenced = 0;
+}
+
+bool Dispatcher::Throttled(ClientQueue& queue) {
+  while (!queue.fences.empty()) {
+    std::vector<CUevent>& oldest = queue.fences.front();
+    // A failed event counts as passed: the failure reaches the client by its own way.
+    const bool passed = std::all_of(oldest.begin(), oldest.end(), [&](CUevent event) {
+      return api_.cuEventQuery(event) != CUDA_ERROR_NOT_READY;
+    });
+    if (!passed) break;
+    free_fences_.insert(free_fences_.end(), oldest.begin(), oldest.end());
+    queue.fences.pop_front();
+  }
+  return queue.fences.size() >= kMaxFences;
+}
+
+void Dispatcher::ReleaseFences(ClientQueue& queue) {
+  // An event still pending on the device may be recorded again (CUDA Driver API, cuEventRecord).
+  for (std::vector<CUevent>& fence : queue.fences) {
+    free_fences_.insert(free_fences_.end(), fence.begin(), fence.end());
+  }
+  queue.fences.clear();
+  queue.unfenced_streams.clear();
+  queue.unfenced = 0;
+}
+
 void Dispatcher::Consume(ClientQueue& queue, CUresult result, std::string what) {
   queue.head_announced = false;
   std::lock_guard lock(mutex_);
   if (queue.commands.empty()) return;  // cleared by the client's removal
   queue.commands.pop_front();
   ++queue.issued;
+  if (queue.commands.size() + 1 == queue.max_queued) room_.notify_all();
   if (result != CUDA_SUCCESS) RecordFailure(queue, result, std::move(what));
   if (queue.issued >= queue.wake_at || queue.removed) {
     queue.wake_at = UINT64_MAX;

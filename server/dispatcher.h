@@ -9,6 +9,7 @@
 
 #include <cuda.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -41,6 +42,7 @@ struct QueuedCommand {
   Command work;
   std::unique_ptr<KernelLaunch> kernel;
   std::unique_ptr<HostFunction> host;
+  CUstream stream = nullptr;  // where `work` runs (null: nowhere on the device)
 };
 
 // The first failure of a client's asynchronous work since its last synchronising call.
@@ -63,14 +65,20 @@ class Dispatcher {
       std::function<void()> thread_setup);
   Dispatcher(const Dispatcher&) = delete;
   Dispatcher& operator=(const Dispatcher&) = delete;
-  // Stops the thread; commands still queued are dropped (sessions are closed first).
+  // Stop, then frees what the device used (sessions are closed first).
   ~Dispatcher();
+  // Stops the thread; commands still queued are dropped. The object stays usable for waits.
+  void Stop();
 
-  std::shared_ptr<ClientQueue> AddClient(ClientId client, ClientPriority priority);
+  // `max_queued`: the commands the client's queue holds before HasRoom says no.
+  std::shared_ptr<ClientQueue> AddClient(ClientId client, ClientPriority priority,
+                                         size_t max_queued = SIZE_MAX);
   // Discards the client's queued commands, stops its running PTB kernel, and returns once
-  // nothing of it is being issued and none of its kernel runs is on the device any more;
-  // WaitIssued on the queue returns from then on.
-  void RemoveClient(ClientQueue& queue);
+  // nothing of it is being issued and none of its kernel runs is on the device any more, or at
+  // `deadline` (false then: a run still uses the client's memory); WaitIssued on the queue
+  // returns from the start of the call on.
+  bool RemoveClient(ClientQueue& queue, std::chrono::steady_clock::time_point deadline =
+                                            std::chrono::steady_clock::time_point::max());
   // Effective at the policy's next decision.
   void SetPriority(ClientQueue& queue, ClientPriority priority);
   ClientPriority priority(ClientQueue& queue);
@@ -78,8 +86,13 @@ class Dispatcher {
   void Enqueue(ClientQueue& queue, Command command);
   void EnqueueKernel(ClientQueue& queue, KernelLaunch launch);
   // Appends `commands` in their order under one lock and one wake-up (a session's one-way work,
-  // session.h) and leaves `commands` empty, its capacity kept for the next batch.
+  // session.h) and leaves `commands` empty, its capacity kept for the next batch. The queue's
+  // bound is the caller's to keep (HasRoom): a batch is never refused.
   void Enqueue(ClientQueue& queue, std::vector<QueuedCommand>& commands);
+  // Whether the client's queue holds fewer than its `max_queued` commands (or was removed).
+  bool HasRoom(ClientQueue& queue);
+  // Waits until HasRoom or `deadline`.
+  void WaitForRoom(ClientQueue& queue, std::chrono::steady_clock::time_point deadline);
   // How many commands were ever enqueued for `queue`: WaitIssued(queue, Ticket(queue)) waits for
   // everything enqueued so far, and not for what other threads enqueue later.
   uint64_t Ticket(ClientQueue& queue);
@@ -100,14 +113,22 @@ class Dispatcher {
   bool UsesTransformedForms() const { return uses_transformed_forms_; }
 
  private:
-  Dispatcher(std::unique_ptr<scheduler::Policy> policy, std::unique_ptr<KernelRuns> runs,
-             scheduler::Duration max_poll, std::function<void()> thread_setup);
+  Dispatcher(const DriverApi& api, std::unique_ptr<scheduler::Policy> policy,
+             std::unique_ptr<KernelRuns> runs, scheduler::Duration max_poll,
+             std::function<void()> thread_setup);
 
   // mutex_ held.
   void RecordFailure(ClientQueue& queue, CUresult result, std::string what);
   void Run(const std::function<void()>& thread_setup);
 
   // Dispatch thread only, without mutex_.
+  // The device window: after every kFenceEvery issued commands of a client an event (a fence)
+  // is recorded on each stream they used; a client with kMaxFences fences pending on the device
+  // is not given the policy's attention until some complete. So a client's issued work on the
+  // device stays bounded (as its queue is), and issuing never blocks on a full device queue.
+  void NoteIssued(ClientQueue& queue, CUstream stream);
+  bool Throttled(ClientQueue& queue);
+  void ReleaseFences(ClientQueue& queue);
   scheduler::Time Now() const;
   void HandleControl(scheduler::Time now);
   void PollRuns(scheduler::Time now);
@@ -126,6 +147,7 @@ class Dispatcher {
   void FinishLeaving();
   ClientQueue* Find(ClientId client);
 
+  const DriverApi& api_;
   std::unique_ptr<scheduler::Policy> policy_;
   const bool uses_transformed_forms_;
   std::unique_ptr<KernelRuns> runs_;
@@ -144,11 +166,14 @@ class Dispatcher {
     std::unique_ptr<HostFunction> function;
   };
   std::vector<PendingHostFunction> host_functions_;
+  bool throttled_ = false;  // a client waits for its fences: poll soon again
+  std::vector<CUevent> free_fences_;
 
   std::mutex mutex_;
   std::condition_variable work_;    // dispatch thread: commands or control events arrived
   std::condition_variable issued_;  // waiters: the command they wait for was issued
   std::condition_variable gone_;    // RemoveClient: the client's runs have ended
+  std::condition_variable room_;    // WaitForRoom: a queue at its bound lost a command
   std::vector<std::shared_ptr<ClientQueue>> queues_;
   // Joins, leaves and priority changes, for the dispatch thread (mutex_).
   struct Control {

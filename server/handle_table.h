@@ -8,6 +8,7 @@
 
 #include <cuda.h>
 
+#include <atomic>
 #include <cstdint>
 #include <utility>
 
@@ -29,6 +30,7 @@ class HandleTable {
   uint64_t Insert(T value) {
     const uint64_t handle = prefix_ | next_serial_++;
     entries_.emplace(handle, std::move(value));
+    Recount();
     return handle;
   }
 
@@ -49,6 +51,7 @@ class HandleTable {
     }
     T value = std::move(it->second);
     entries_.erase(it);
+    Recount();
     return value;
   }
 
@@ -57,12 +60,14 @@ class HandleTable {
   void Clear(Release&& release) {
     for (auto& [handle, value] : entries_) release(value);
     entries_.clear();
+    Recount();
   }
 
   // Removes the entries `pred` holds for.
   template <typename Pred>
   void EraseIf(Pred&& pred) {
     absl::erase_if(entries_, [&](const auto& entry) { return pred(entry.second); });
+    Recount();
   }
 
   template <typename Fn>
@@ -71,12 +76,17 @@ class HandleTable {
   }
 
   size_t size() const { return entries_.size(); }
+  // size() for other threads (tally-ctl status): the table itself is the session thread's.
+  size_t count() const { return count_.load(std::memory_order_relaxed); }
 
  private:
+  void Recount() { count_.store(entries_.size(), std::memory_order_relaxed); }
+
   uint64_t prefix_;
   const char* kind_;
   uint64_t next_serial_ = 1;  // 40 bits: 10^12 objects, never exhausted by one client
   absl::flat_hash_map<uint64_t, T> entries_;
+  std::atomic<size_t> count_{0};
 };
 
 }  // namespace tally::server

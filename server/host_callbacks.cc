@@ -114,6 +114,11 @@ absl::Status HostCallbacks::Complete(uint64_t gate) {
   return absl::OkStatus();
 }
 
+bool HostCallbacks::Waiting() {
+  std::lock_guard lock(mutex_);
+  return !sent_.empty();
+}
+
 void HostCallbacks::Close() {
   std::lock_guard lock(mutex_);
   closed_ = true;

@@ -77,6 +77,8 @@ class HostCallbacks : public std::enable_shared_from_this<HostCallbacks> {
   absl::Status Complete(uint64_t gate);
   // The client is gone: nothing more is sent, and every gate sent is opened.
   void Close();
+  // Whether a host function waits for the client's answer right now.
+  bool Waiting();
 
  private:
   // Page-locked, device-mapped words, one per stream that ever had a host function.

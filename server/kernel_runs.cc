@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <thread>
 
 #include "absl/strings/str_format.h"
 #include "common/log.h"
@@ -86,11 +87,23 @@ KernelRuns::KernelRuns(const Backend& backend, profiler::Profiler* profiler, CUs
     : api_(backend.api()), profiler_(profiler), control_(control), sm_count_(sm_count) {}
 
 KernelRuns::~KernelRuns() {
-  api_.cuStreamSynchronize(control_);
-  for (Run& run : runs_) {
-    // Only at shutdown with a run still on the device: wait, so its memory outlives it.
-    api_.cuEventSynchronize(run.done);
+  // Only at shutdown with a run still on the device (a client's kernel that never ends, whose
+  // resources were abandoned): wait a while, so that the PTB state outlives it, but never hang.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  const auto ended = [&](CUevent event) {
+    while (api_.cuEventQuery(event) == CUDA_ERROR_NOT_READY) {
+      if (std::chrono::steady_clock::now() >= deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return true;
+  };
+  bool all_ended = true;
+  for (Run& run : runs_) all_ended = all_ended && ended(run.done);
+  if (!all_ended) {
+    TALLY_LOG_ERROR("tally-server: kernels still run at shutdown; their state is left allocated");
+    return;
   }
+  api_.cuStreamSynchronize(control_);
   for (const auto& run : runs_) {
     for (CUevent event : {run.start, run.kernel_end, run.raised, run.reset, run.done}) {
       if (event != nullptr) api_.cuEventDestroy(event);

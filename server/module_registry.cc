@@ -176,19 +176,28 @@ ModuleRegistry::ModuleRegistry(const Backend& backend, bool build_forms)
 absl::StatusOr<std::shared_ptr<SharedModule>> ModuleRegistry::Register(
     std::span<const std::byte> image) {
   const uint64_t hash = ipc::ContentHash(image);
-  std::lock_guard lock(mutex_);
-  ForgetExpired();
-  Entry& entry = entries_[hash];
-  std::shared_ptr<const ParsedImage> parsed = entry.parsed.lock();
+  std::shared_ptr<Entry> entry;
+  {
+    std::lock_guard lock(mutex_);
+    ForgetExpired();
+    std::shared_ptr<Entry>& slot = entries_[hash];
+    if (slot == nullptr) slot = std::make_shared<Entry>();
+    entry = slot;
+  }
+  std::lock_guard lock(entry->mutex);
+  std::shared_ptr<const ParsedImage> parsed = entry->parsed.lock();
   if (parsed == nullptr || !std::ranges::equal(parsed->image, image)) {
     // New content (or a different fatbin with an equal hash, which replaces the entry; modules
     // of the old one stay valid).
     TALLY_ASSIGN_OR_RETURN(parsed, Parse(image, hash));
-    entry = Entry{parsed, {}};
+    entry->parsed = parsed;
+    entry->shared.reset();
   }
-  if (std::shared_ptr<SharedModule> shared = entry.shared.lock()) return shared;
+  if (std::shared_ptr<SharedModule> shared = entry->shared.lock()) return shared;
   TALLY_ASSIGN_OR_RETURN(std::shared_ptr<SharedModule> module, Load(parsed));
-  if (parsed->state_variables.empty()) entry.shared = module;
+  if (parsed->state_variables.empty()) entry->shared = module;
+  std::lock_guard registry(mutex_);
+  loaded_.push_back(module);
   return module;
 }
 
@@ -201,8 +210,10 @@ size_t ModuleRegistry::loaded_count() {
 void ModuleRegistry::ForgetExpired() {
   std::erase_if(loaded_, [](const auto& module) { return module.expired(); });
   for (auto it = entries_.begin(); it != entries_.end();) {
+    // An entry someone else holds may be being parsed right now (its image not yet set). Entries
+    // are handed out under mutex_, so a count of 1 stays 1 while we hold it.
     // flat_hash_map::erase(it++) is the documented way to erase while iterating.
-    if (it->second.parsed.expired()) {
+    if (it->second.use_count() == 1 && it->second->parsed.expired()) {
       entries_.erase(it++);
     } else {
       ++it;
@@ -315,9 +326,7 @@ absl::StatusOr<std::shared_ptr<SharedModule>> ModuleRegistry::Load(
                  parsed->ptx_arch != 0 ? "fatbin" : "PTX image", parsed->ptx_arch, kernels.size(),
                  !parsed->state_variables.empty() ? ", per-client module state" : "",
                  transformed ? ", with transformed forms" : "");
-  auto loaded = std::make_shared<SharedModule>(api, module, std::move(parsed), std::move(kernels));
-  loaded_.push_back(loaded);
-  return loaded;
+  return std::make_shared<SharedModule>(api, module, std::move(parsed), std::move(kernels));
 }
 
 }  // namespace tally::server

@@ -96,14 +96,18 @@ class ModuleRegistry {
   // A module of this fatbin or NUL-terminated PTX text (cuModuleLoadData's images) for one
   // client. CUDA_ERROR_INVALID_IMAGE for bytes that are neither, CUDA_ERROR_NO_BINARY_FOR_GPU for
   // a cubin or a fatbin without PTX that suits the device. The caller's thread
-  // must have the backend's context current.
+  // must have the backend's context current. Parsing, transforming and loading hold only the
+  // image's own entry: clients registering other images are not held up, and those registering
+  // the same image wait for the one that parses it.
   absl::StatusOr<std::shared_ptr<SharedModule>> Register(std::span<const std::byte> image);
 
   // Modules currently loaded on the device.
   size_t loaded_count();
 
  private:
+  // One content hash. Its mutex is held while its image is parsed and its module loaded.
   struct Entry {
+    std::mutex mutex;
     std::weak_ptr<const ParsedImage> parsed;
     std::weak_ptr<SharedModule> shared;  // the module of a fatbin without module state
   };
@@ -118,8 +122,8 @@ class ModuleRegistry {
   const Backend& backend_;
   bool build_forms_ = false;
   uint32_t device_arch_ = 0;  // 80 for sm_80
-  std::mutex mutex_;
-  absl::flat_hash_map<uint64_t, Entry> entries_;  // by content hash
+  std::mutex mutex_;  // entries_ and loaded_, never held while parsing or loading
+  absl::flat_hash_map<uint64_t, std::shared_ptr<Entry>> entries_;  // by content hash
   std::vector<std::weak_ptr<SharedModule>> loaded_;
 };
 

@@ -9,6 +9,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
+#include "common/byte_size.h"
 #include "common/status.h"
 
 namespace tally::server {
@@ -51,6 +52,40 @@ constexpr Flag kFlags[] = {
     {"max-client-priority", "TALLY_MAX_CLIENT_PRIORITY", "N",
      "clients that ask for a higher priority level get N (high is 1, best-effort 0); "
      "tally-ctl priority is not capped"},
+    {"teardown-timeout-ms", "TALLY_TEARDOWN_TIMEOUT_MS", "MS",
+     "how long the work of a client that left may still run on the device before its memory, "
+     "page-locked blocks and modules are abandoned (left allocated until the server restarts, "
+     "with a log line) instead of the server waiting for a kernel that may never end (default "
+     "10000)"},
+    {"handshake-timeout-ms", "TALLY_HANDSHAKE_TIMEOUT_MS", "MS",
+     "how long a connecting peer may take to complete its handshake before it is refused; "
+     "handshakes run beside each other, so a silent peer holds no one else up (default 5000)"},
+    {"max-clients", "TALLY_MAX_CLIENTS", "N",
+     "clients served at once; further ones are refused at connection with a message that says "
+     "so (default 64)"},
+    {"max-queued-commands", "TALLY_MAX_QUEUED_COMMANDS", "N",
+     "stream work (launches, copies, ...) a client may have accepted and not yet issued; while "
+     "its queue is full the server reads no more of its requests, so the client blocks as on a "
+     "full GPU push buffer (default 1024)"},
+    {"max-streams", "TALLY_MAX_STREAMS", "N",
+     "streams a client may hold; cudaStreamCreate beyond fails with cudaErrorMemoryAllocation "
+     "(default 1024)"},
+    {"max-events", "TALLY_MAX_EVENTS", "N",
+     "events a client may hold; cudaEventCreate beyond fails with cudaErrorMemoryAllocation "
+     "(default 16384)"},
+    {"max-modules", "TALLY_MAX_MODULES", "N",
+     "modules (registered fatbins, loaded PTX) a client may hold (default 1024)"},
+    {"max-module-size", "TALLY_MAX_MODULE_SIZE", "SIZE",
+     "the largest module image a client may load, e.g. 256M (default and at most 1G)"},
+    {"client-memory-limit", "TALLY_CLIENT_MEMORY_LIMIT", "SIZE",
+     "device memory each client may allocate, e.g. 4G or 512M; beyond it allocations fail with "
+     "cudaErrorMemoryAllocation, and cudaMemGetInfo and the device's total memory show the "
+     "limit as the device's size. tally-ctl limit changes it for one client while it runs; "
+     "tally-run --memory-limit can only lower it (default none)"},
+    {"client-pinned-limit", "TALLY_CLIENT_PINNED_LIMIT", "SIZE",
+     "page-locked host memory each client may register (cudaMallocHost, cudaHostAlloc, "
+     "cudaMallocManaged), e.g. 2G (default none; it is also bounded by the client's 8 GiB "
+     "host region)"},
     {"profile-cache", "TALLY_PROFILE_CACHE", "PATH",
      "the profiler's cache (default $XDG_CACHE_HOME/tally/profiles.json, else "
      "~/.cache/tally/profiles.json; none: no cache)"},
@@ -100,6 +135,27 @@ absl::StatusOr<double> ParseMilliseconds(const Flag& flag, std::string_view valu
   return ms;
 }
 
+// A positive count of things.
+template <typename T>
+absl::StatusOr<T> ParseCountFlag(const Flag& flag, std::string_view value) {
+  T count = 0;
+  if (!absl::SimpleAtoi(absl::string_view(value.data(), value.size()), &count) || count <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("--%s wants a positive integer, not '%s'", flag.name, value));
+  }
+  return count;
+}
+
+// A size in bytes (512M, 4G, ...).
+absl::StatusOr<uint64_t> ParseSizeFlag(const Flag& flag, std::string_view value) {
+  absl::StatusOr<uint64_t> bytes = ParseByteSize(value);
+  if (!bytes.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("--%s: %s", flag.name, bytes.status().message()));
+  }
+  return bytes;
+}
+
 absl::Status Apply(const Flag& flag, std::string_view value, ServerOptions& options) {
   const std::string_view name = flag.name;
   if (name == "emulate") {
@@ -142,6 +198,32 @@ absl::Status Apply(const Flag& flag, std::string_view value, ServerOptions& opti
           "--max-client-priority wants an integer priority level, not '%s'", value));
     }
     options.max_client_priority = level;
+  } else if (name == "teardown-timeout-ms") {
+    TALLY_ASSIGN_OR_RETURN(options.teardown_timeout_ms, ParseMilliseconds(flag, value));
+  } else if (name == "handshake-timeout-ms") {
+    TALLY_ASSIGN_OR_RETURN(options.handshake_timeout_ms, ParseMilliseconds(flag, value));
+  } else if (name == "max-clients") {
+    TALLY_ASSIGN_OR_RETURN(options.max_clients, ParseCountFlag<int>(flag, value));
+  } else if (name == "max-queued-commands") {
+    TALLY_ASSIGN_OR_RETURN(options.limits.max_queued_commands,
+                           ParseCountFlag<size_t>(flag, value));
+  } else if (name == "max-streams") {
+    TALLY_ASSIGN_OR_RETURN(options.limits.max_streams, ParseCountFlag<size_t>(flag, value));
+  } else if (name == "max-events") {
+    TALLY_ASSIGN_OR_RETURN(options.limits.max_events, ParseCountFlag<size_t>(flag, value));
+  } else if (name == "max-modules") {
+    TALLY_ASSIGN_OR_RETURN(options.limits.max_modules, ParseCountFlag<size_t>(flag, value));
+  } else if (name == "max-module-size") {
+    TALLY_ASSIGN_OR_RETURN(const uint64_t bytes, ParseSizeFlag(flag, value));
+    if (bytes == 0 || bytes > ipc::kMaxModuleImage) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("--max-module-size must be between 1 byte and 1G, not '%s'", value));
+    }
+    options.limits.max_module_bytes = bytes;
+  } else if (name == "client-memory-limit") {
+    TALLY_ASSIGN_OR_RETURN(options.limits.memory_limit, ParseSizeFlag(flag, value));
+  } else if (name == "client-pinned-limit") {
+    TALLY_ASSIGN_OR_RETURN(options.limits.pinned_limit, ParseSizeFlag(flag, value));
   } else if (name == "profile-cache") {
     if (value.empty()) {
       return absl::InvalidArgumentError("--profile-cache wants a path, or none");

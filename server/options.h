@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "scheduler/policy.h"
+#include "server/session.h"
 
 namespace tally::server {
 
@@ -45,6 +46,15 @@ struct ServerOptions {
   // The profiler's cache file; empty: $XDG_CACHE_HOME/tally/profiles.json (default
   // ~/.cache/tally); "none": nothing is read or written.
   std::string profile_cache;
+  // How long a leaving client's work may still run before its resources are abandoned (left
+  // allocated, with a log line) so that the server never hangs on a kernel that does not end.
+  double teardown_timeout_ms = 10000;
+  // How long a connecting peer may take to say who it is.
+  double handshake_timeout_ms = 5000;
+  // Clients served at once; more are refused at the handshake with a message they print.
+  int max_clients = 64;
+  // What each client may hold (session.h).
+  SessionLimits limits;
 
   // The times in effect on a backend that is (or is not) emulated.
   SchedulingTimes Times(bool emulated) const;

@@ -12,6 +12,8 @@
 #include <variant>
 
 #include "absl/strings/str_format.h"
+#include "common/byte_size.h"
+#include "common/exception_barrier.h"
 #include "common/log.h"
 #include "common/status.h"
 #include "ipc/content_hash.h"
@@ -43,7 +45,8 @@ class ResponseWriter {
 // Serves the client's requests in order until it disconnects (or the server stops). Calls that
 // wait for the device are answered by the session's waiter threads.
 absl::Status ServeRequests(Session& session, ipc::ServerConnection& connection,
-                           const ipc::WaitOptions& wait, ResponseWriter& responses) {
+                           const ipc::WaitOptions& wait, ResponseWriter& responses,
+                           std::atomic<bool>& failed) {
   ipc::RingConsumer& requests = connection.requests();
   while (true) {
     TALLY_ASSIGN_OR_RETURN(std::optional<std::span<const std::byte>> next, requests.TryPeek());
@@ -63,9 +66,18 @@ absl::Status ServeRequests(Session& session, ipc::ServerConnection& connection,
     if (auto* now = std::get_if<std::vector<std::byte>>(&*outcome)) {
       TALLY_RETURN_IF_ERROR(responses.Write(*now));
     } else if (auto* later = std::get_if<LaterResponse>(&*outcome)) {
-      // A write that fails means the client is gone, which this loop notices itself.
-      session.waiters().Run(
-          [&responses, later = std::move(*later)] { responses.Write(later()).IgnoreError(); });
+      // A write that fails means the client is gone, which this loop notices itself. A wait that
+      // throws leaves a call unanswered: the session ends (the liveness check sees `failed`).
+      session.waiters().Run([&responses, &failed, later = std::move(*later)] {
+        const absl::Status answered = CatchExceptions("a wait", [&] {
+          responses.Write(later()).IgnoreError();
+          return absl::OkStatus();
+        });
+        if (!answered.ok()) {
+          TALLY_LOG_ERROR("{}", answered.ToString());
+          failed = true;
+        }
+      });
     }
   }
 }
@@ -155,6 +167,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   ipc::ListenerOptions listen;
   listen.path = path;
   listen.schema_version = ipc::kCudaCallsSchemaVersion;
+  listen.handshake_timeout = absl::Milliseconds(options.handshake_timeout_ms);
   TALLY_ASSIGN_OR_RETURN(ipc::Listener listener, ipc::Listener::Listen(std::move(listen)));
   TALLY_LOG_INFO("tally-server: serving '{}' on {}", info.name, listener.path());
 
@@ -187,22 +200,26 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   if (!policy->UsesTransformedForms() || options.validate) profiler.reset();
   std::unique_ptr<Server> server(new Server(std::move(backend), info, std::move(listener),
                                             std::move(profiler), policy->UsesTransformedForms(),
-                                            options.max_client_priority));
-  TALLY_RETURN_IF_ERROR(server->Start(std::move(policy)));
+                                            options));
+  TALLY_RETURN_IF_ERROR(server->Start(std::move(policy), options.limits));
   return server;
 }
 
 Server::Server(Backend backend, ipc::GetDeviceInfoResponse device_info, ipc::Listener listener,
                std::unique_ptr<profiler::Profiler> profiler, bool build_forms,
-               std::optional<int32_t> max_client_priority)
+               const ServerOptions& options)
     : backend_(std::move(backend)),
       device_info_(device_info),
       profiler_(std::move(profiler)),
-      max_client_priority_(max_client_priority),
+      max_client_priority_(options.max_client_priority),
+      teardown_timeout_(std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::chrono::duration<double, std::milli>(options.teardown_timeout_ms))),
+      max_clients_(options.max_clients),
       modules_(backend_, build_forms),
       listener_(std::move(listener)) {}
 
-absl::Status Server::Start(std::unique_ptr<scheduler::Policy> policy) {
+absl::Status Server::Start(std::unique_ptr<scheduler::Policy> policy,
+                           const SessionLimits& limits) {
   const scheduler::Duration max_poll = backend_.emulated() ? std::chrono::milliseconds(1)
                                                            : std::chrono::microseconds(200);
   TALLY_ASSIGN_OR_RETURN(dispatcher_,
@@ -215,13 +232,23 @@ absl::Status Server::Start(std::unique_ptr<scheduler::Policy> policy) {
                                               }
                                             }));
   context_ = std::make_unique<ServerContext>(
-      ServerContext{backend_, modules_, *dispatcher_, device_info_, &sessions_});
+      ServerContext{backend_, modules_, *dispatcher_, device_info_, &sessions_, limits});
   return absl::OkStatus();
 }
 
 Server::~Server() {
   stopping_ = true;
-  for (ClientThread& client : clients_) client.thread.join();
+  for (PeerThread& peer : peers_) peer.thread.join();
+  if (abandoned_ > 0) {
+    // Kernels of abandoned clients may still run: freeing anything the device might use, or
+    // releasing the context, could wait for them without end. The process's exit reclaims all.
+    TALLY_LOG_WARN("tally-server: {} client(s) were abandoned; device state is left to the exit",
+                   abandoned_.load());
+    dispatcher_->Stop();
+    context_.release();
+    dispatcher_.release();
+    backend_.KeepContextAtExit();
+  }
   dispatcher_.reset();  // before the profiler it reports to
   if (profiler_ != nullptr) {
     if (const absl::Status saved = profiler_->Save(); !saved.ok()) {
@@ -229,6 +256,14 @@ Server::~Server() {
     }
   }
 }
+
+namespace {
+
+// Peers whose handshake may run at once: each holds a thread for at most the handshake timeout,
+// so a flood of silent connections costs a bounded number of threads.
+constexpr int kMaxHandshakes = 64;
+
+}  // namespace
 
 absl::Status Server::Run() {
   sigset_t signals;
@@ -253,24 +288,29 @@ absl::Status Server::Run() {
       break;
     }
     if (!(fds[0].revents & POLLIN)) continue;
-    auto accepted = listener_.AcceptAny();
+    absl::StatusOr<ipc::PendingPeer> accepted = listener_.AcceptPeer();
     if (!accepted.ok()) {
       TALLY_LOG_WARN("tally-server: refused a client: {}", accepted.status().ToString());
       continue;
     }
-    if (auto* control = std::get_if<ipc::ControlConnection>(&*accepted)) {
-      AnswerControl(*control);
+    if (handshakes_.load() >= kMaxHandshakes) {
+      TALLY_LOG_WARN(
+          "tally-server: closed the connection of pid {}: {} other peers are still in their "
+          "handshake",
+          accepted->pid, kMaxHandshakes);
       continue;
     }
-    auto connection = std::make_shared<ipc::ServerConnection>(
-        std::move(std::get<ipc::ServerConnection>(*accepted)));
-    ClientThread& client = clients_.emplace_back();
-    client.thread =
-        std::thread([this, &client, connection] { Serve(std::move(*connection), client.done); });
+    ++handshakes_;
+    auto peer = std::make_shared<ipc::PendingPeer>(*std::move(accepted));
+    PeerThread& thread = peers_.emplace_back();
+    thread.thread = std::thread([this, &thread, peer] {
+      Converse(std::move(*peer));
+      thread.done = true;
+    });
   }
   stopping_ = true;
-  for (ClientThread& client : clients_) client.thread.join();
-  clients_.clear();
+  for (PeerThread& peer : peers_) peer.thread.join();
+  peers_.clear();
   return absl::OkStatus();
 }
 
@@ -286,14 +326,62 @@ void Server::SaveProfilesNowAndThen() {
 }
 
 void Server::JoinFinishedClients() {
-  for (auto it = clients_.begin(); it != clients_.end();) {
+  for (auto it = peers_.begin(); it != peers_.end();) {
     if (it->done) {
       it->thread.join();
-      it = clients_.erase(it);
+      it = peers_.erase(it);
     } else {
       ++it;
     }
   }
+}
+
+void Server::Converse(ipc::PendingPeer peer) {
+  const std::string who = absl::StrFormat("pid %d", peer.pid);
+  absl::StatusOr<std::variant<ipc::ServerConnection, ipc::ControlConnection>> accepted =
+      absl::InternalError("no handshake");
+  // A client is admitted while fewer than --max-clients are; its place is taken at once, so
+  // that handshakes running side by side cannot admit one too many.
+  bool admitted = false;
+  const ipc::Admission admit = [&](const ipc::ClientInfo&) -> std::string {
+    int current = clients_.load();
+    while (current < max_clients_) {
+      if (clients_.compare_exchange_weak(current, current + 1)) {
+        admitted = true;
+        return {};
+      }
+    }
+    return absl::StrFormat("it serves %d clients, its maximum (tally-server --max-clients)",
+                           max_clients_);
+  };
+  const absl::Status handshake = CatchExceptions(who, [&] {
+    accepted = listener_.Handshake(std::move(peer), admit);
+    return absl::OkStatus();
+  });
+  --handshakes_;
+  const bool is_client = accepted.ok() && std::holds_alternative<ipc::ServerConnection>(*accepted);
+  if (admitted && !is_client) --clients_;  // the handshake failed after admission
+  if (!handshake.ok()) accepted = handshake;
+  if (!accepted.ok()) {
+    TALLY_LOG_WARN("tally-server: refused a client: {}", accepted.status().ToString());
+    return;
+  }
+  if (auto* control = std::get_if<ipc::ControlConnection>(&*accepted)) {
+    const absl::Status answered = CatchExceptions(who, [&] {
+      TALLY_RETURN_IF_ERROR(backend_.MakeCurrent());  // cuMemGetInfo needs the context
+      AnswerControl(*control);
+      return absl::OkStatus();
+    });
+    if (!answered.ok()) TALLY_LOG_ERROR("tally-server: control request: {}", answered.ToString());
+    return;
+  }
+  const absl::Status served = CatchExceptions(who, [&] {
+    Serve(std::make_unique<ipc::ServerConnection>(
+        std::move(std::get<ipc::ServerConnection>(*accepted))));
+    return absl::OkStatus();
+  });
+  --clients_;
+  if (!served.ok()) TALLY_LOG_ERROR("tally-server: {}", served.ToString());
 }
 
 void Server::AnswerControl(ipc::ControlConnection& control) {
@@ -304,6 +392,8 @@ void Server::AnswerControl(ipc::ControlConnection& control) {
       return AnswerPriority(control);
     case ipc::ControlKind::kProfiles:
       return AnswerProfiles(control);
+    case ipc::ControlKind::kSetMemoryLimit:
+      return AnswerMemoryLimit(control);
   }
 }
 
@@ -345,6 +435,34 @@ void Server::AnswerPriority(ipc::ControlConnection& control) {
   }
 }
 
+void Server::AnswerMemoryLimit(ipc::ControlConnection& control) {
+  const ipc::ControlRequest& request = control.request();
+  ipc::LimitReply reply{};
+  reply.memory_limit = request.memory_limit;
+  const std::optional<uint64_t> held =
+      sessions_.SetMemoryLimit(request.client_id, request.memory_limit);
+  reply.found = held ? 1 : 0;
+  reply.memory_bytes = held.value_or(0);
+  const std::string limit = request.memory_limit == ipc::kNoLimit
+                                ? std::string("no device-memory limit")
+                                : fmt::format("a device-memory limit of {} bytes ({})",
+                                              request.memory_limit,
+                                              FormatByteSize(request.memory_limit));
+  std::string message =
+      held ? fmt::format("client {} now has {}; it holds {} bytes", request.client_id, limit,
+                         *held)
+           : fmt::format("no client {} is connected", request.client_id);
+  if (held && *held > request.memory_limit) {
+    message += " (more than the limit: what it holds stays, new allocations fail)";
+  }
+  if (held) TALLY_LOG_INFO("tally-ctl (pid {}): {}", control.pid(), message);
+  ipc::CopyText(message, reply.message, sizeof(reply.message));
+  const absl::Status sent = control.SendLimit(reply);
+  if (!sent.ok()) {
+    TALLY_LOG_WARN("tally-server: answer for pid {} not sent: {}", control.pid(), sent.ToString());
+  }
+}
+
 void Server::AnswerProfiles(ipc::ControlConnection& control) {
   std::vector<ipc::ProfileStatus> profiles;
   if (profiler_ != nullptr) {
@@ -380,8 +498,8 @@ void Server::AnswerProfiles(ipc::ControlConnection& control) {
   }
 }
 
-void Server::Serve(ipc::ServerConnection connection, std::atomic<bool>& done) {
-  ipc::ClientInfo client = connection.client();
+void Server::Serve(std::unique_ptr<ipc::ServerConnection> connection) {
+  ipc::ClientInfo client = connection->client();
   TALLY_LOG_INFO("client {} connected: pid {}, priority {}, '{}'", client.client_id, client.pid,
                  client.priority.ToString(), client.command);
   if (max_client_priority_ && client.priority.level() > *max_client_priority_) {
@@ -389,27 +507,52 @@ void Server::Serve(ipc::ServerConnection connection, std::atomic<bool>& done) {
     TALLY_LOG_WARN("client {}: priority capped to {} (--max-client-priority)", client.client_id,
                    client.priority.ToString());
   }
-  ipc::WaitOptions wait = connection.MakeWaitOptions(absl::InfiniteDuration());
-  wait.liveness = [this, &connection]() -> absl::Status {
+  // Set when a waiter thread failed and left a call unanswered: the session then ends.
+  auto failed = std::make_unique<std::atomic<bool>>(false);
+  ipc::WaitOptions wait = connection->MakeWaitOptions(absl::InfiniteDuration());
+  wait.liveness = [this, &connection = *connection, &failed = *failed]() -> absl::Status {
     if (stopping_) return absl::CancelledError("the server is shutting down");
+    if (failed) return absl::InternalError("a wait failed");
     return connection.CheckPeerAlive();
   };
-  ResponseWriter responses(connection.responses(), wait);  // outlives the session's waiters
-  absl::Status status = backend_.MakeCurrent();
-  if (status.ok()) {
-    absl::StatusOr<std::unique_ptr<Session>> session =
-        Session::Create(*context_, client, connection.bulk(),
-                        connection.host_region().value_or(std::span<std::byte>{}));
-    if (session.ok()) (*session)->host_callbacks().Attach(&connection.callbacks(), wait);
-    status =
-        session.ok() ? ServeRequests(**session, connection, wait, responses) : session.status();
-  }  // the session's destructor has freed what the client owned
+  // Outlives the session's waiters.
+  auto responses = std::make_unique<ResponseWriter>(connection->responses(), wait);
+  std::unique_ptr<Session> session;
+  // The exception barrier of the session: whatever it throws (std::bad_alloc included) ends this
+  // client's session, never the server.
+  absl::Status status = CatchExceptions(absl::StrFormat("client %d", client.client_id), [&] {
+    TALLY_RETURN_IF_ERROR(backend_.MakeCurrent());
+    TALLY_ASSIGN_OR_RETURN(session,
+                           Session::Create(*context_, client, connection->bulk(),
+                                           connection->host_region().value_or(
+                                               std::span<std::byte>{})));
+    session->host_callbacks().Attach(&connection->callbacks(), wait);
+    session->set_client_alive([&wait] { return wait.liveness().ok(); });
+    return ServeRequests(*session, *connection, wait, *responses, *failed);
+  });
   if (absl::IsUnavailable(status) || stopping_) {
     TALLY_LOG_DEBUG("client {} ended: {}", client.client_id, status.ToString());
   } else {
     TALLY_LOG_WARN("client {} ended: {}", client.client_id, status.ToString());
   }
-  done = true;
+  if (session == nullptr) return;
+  const auto deadline = std::chrono::steady_clock::now() + teardown_timeout_;
+  bool closed = false;
+  const absl::Status teardown = CatchExceptions(
+      absl::StrFormat("client %d teardown", client.client_id), [&] {
+        closed = session->Close(deadline);
+        return absl::OkStatus();
+      });
+  if (!teardown.ok()) TALLY_LOG_ERROR("{}", teardown.ToString());
+  if (!closed) {
+    // Work of the client may still run on the device and its waiter threads may still use the
+    // session, the response ring and the segment: all of them are left as they are, for good.
+    ++abandoned_;
+    session.release();
+    responses.release();
+    connection.release();
+    failed.release();
+  }
 }
 
 }  // namespace tally::server

@@ -35,21 +35,24 @@ class Server {
   absl::Status Run();
 
  private:
-  struct ClientThread {
+  // A peer's thread: its handshake, then its session or the answer to its control request.
+  struct PeerThread {
     std::thread thread;
     std::atomic<bool> done{false};
   };
 
   Server(Backend backend, ipc::GetDeviceInfoResponse device_info, ipc::Listener listener,
          std::unique_ptr<profiler::Profiler> profiler, bool build_forms,
-         std::optional<int32_t> max_client_priority);
+         const ServerOptions& options);
   // The dispatcher and what sessions share, once the backend is where it stays.
-  absl::Status Start(std::unique_ptr<scheduler::Policy> policy);
-  void Serve(ipc::ServerConnection connection, std::atomic<bool>& done);
-  // Answers tally-ctl on the accepting thread: the answer is small and bounded in time.
+  absl::Status Start(std::unique_ptr<scheduler::Policy> policy, const SessionLimits& limits);
+  // Runs on the peer's own thread, so that a peer that is slow to speak holds no one else up.
+  void Converse(ipc::PendingPeer peer);
+  void Serve(std::unique_ptr<ipc::ServerConnection> connection);
   void AnswerControl(ipc::ControlConnection& control);
   void AnswerStatus(ipc::ControlConnection& control);
   void AnswerPriority(ipc::ControlConnection& control);
+  void AnswerMemoryLimit(ipc::ControlConnection& control);
   void AnswerProfiles(ipc::ControlConnection& control);
   void JoinFinishedClients();
   // On the accepting thread, every few seconds: the profiler's cache follows its measurements.
@@ -59,13 +62,18 @@ class Server {
   ipc::GetDeviceInfoResponse device_info_;
   std::unique_ptr<profiler::Profiler> profiler_;  // with a policy that shapes kernels
   std::optional<int32_t> max_client_priority_;
+  const std::chrono::milliseconds teardown_timeout_;
+  const int max_clients_;
   ModuleRegistry modules_;
   SessionRegistry sessions_;
   std::unique_ptr<Dispatcher> dispatcher_;  // set by Start
   std::unique_ptr<ServerContext> context_;  // set by Start
   ipc::Listener listener_;
   std::atomic<bool> stopping_{false};
-  std::list<ClientThread> clients_;
+  std::atomic<int> handshakes_{0};  // peers whose handshake is under way
+  std::atomic<int> abandoned_{0};   // sessions whose work outlived the teardown timeout
+  std::atomic<int> clients_{0};     // admitted, session not yet ended
+  std::list<PeerThread> peers_;     // the accept loop's thread only
   std::chrono::steady_clock::time_point profiles_saved_ = std::chrono::steady_clock::now();
 };
 

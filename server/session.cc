@@ -1,9 +1,16 @@
 // Session set-up and the cleanup that runs when a client disconnects or dies.
 #include "server/session.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
 #include "absl/strings/str_format.h"
 #include "common/log.h"
 #include "common/status.h"
+#include "server/bounded_wait.h"
 #include "server/cuda_result.h"
 #include "server/session_registry.h"
 #include "server/stream_priority.h"
@@ -23,7 +30,11 @@ Session::Session(ServerContext& server, const ipc::ClientInfo& client, ipc::Bulk
       client_(client),
       bulk_(bulk),
       host_region_(host_region),
-      queue_(server.dispatcher.AddClient(ClientId(client.client_id), client.priority)),
+      memory_limit_(client.memory_limit != 0
+                        ? std::min(client.memory_limit, server.limits.memory_limit)
+                        : server.limits.memory_limit),
+      queue_(server.dispatcher.AddClient(ClientId(client.client_id), client.priority,
+                                         server.limits.max_queued_commands)),
       waiters_(std::make_unique<WaiterPool>([&backend = server.backend] {
         const absl::Status current = backend.MakeCurrent();
         if (!current.ok()) TALLY_LOG_ERROR("waiter thread: {}", current.ToString());
@@ -40,15 +51,41 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(ServerContext& server,
   return session;
 }
 
+namespace {
+
+// Waits until `stream` has no work left, or until `deadline` (false then). Polled, because a
+// blocking cuStreamSynchronize cannot be abandoned.
+bool WaitStreamIdle(const DriverApi& api, CUstream stream,
+                    std::chrono::steady_clock::time_point deadline) {
+  if (deadline == std::chrono::steady_clock::time_point::max()) {
+    api.cuStreamSynchronize(stream);
+    return true;
+  }
+  auto pause = std::chrono::microseconds(50);
+  while (api.cuStreamQuery(stream) == CUDA_ERROR_NOT_READY) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(2000));
+  }
+  return true;  // done, or failed: either way nothing of it runs any more
+}
+
+}  // namespace
+
 Session::~Session() {
+  if (!closed_) Close(std::chrono::steady_clock::time_point::max());
+}
+
+bool Session::Close(std::chrono::steady_clock::time_point deadline) {
+  closed_ = true;
   // Host functions stop waiting for the client, waits blocked on the client's queue end once it
   // is discarded, waits on the device end when the work issued so far completes. Only then is
   // anything freed.
   host_callbacks_->Close();
   batch_.clear();
   // Also stops the client's running PTB kernel and waits for its kernel runs to end.
-  server_.dispatcher.RemoveClient(*queue_);
-  waiters_.reset();
+  bool finished = server_.dispatcher.RemoveClient(*queue_, deadline);
+  finished = finished && waiters_->Shutdown(deadline);
   const DriverApi& api = this->api();
   const uint64_t bytes = allocations_.total_bytes();
   OwnedResources owned = TakeOwned();
@@ -56,14 +93,47 @@ Session::~Session() {
   const size_t events = owned.events.size();
   const size_t allocations = owned.allocations.size();
   const size_t host_blocks = owned.host_blocks.size();
-  for (const StreamRef& entry : owned.streams) api.cuStreamSynchronize(entry->stream);
-  if (default_stream_ != nullptr) api.cuStreamSynchronize(default_stream_->stream);
-  default_stream_.reset();
-  // The streams are gone, so nothing uses the host region any more: the server's mapping of it
-  // goes with the connection, after this.
-  owned.Release(api);
-  functions_.Clear([](FunctionEntry&) {});
-  modules_.Clear([](std::shared_ptr<SharedModule>&) {});
+  for (const StreamRef& entry : owned.streams) {
+    finished = finished && WaitStreamIdle(api, entry->stream, deadline);
+  }
+  if (default_stream_ != nullptr) {
+    finished = finished && WaitStreamIdle(api, default_stream_->stream, deadline);
+  }
+  if (!finished) {
+    // Freeing memory that a kernel still uses would hand it to the next client while that kernel
+    // writes into it: the client's resources stay allocated until the server restarts.
+    TALLY_LOG_ERROR(
+        "client {} (pid {}): its work still runs on the device after the teardown timeout; "
+        "abandoned {} allocation(s) of {} bytes, {} page-locked block(s), {} stream(s), {} "
+        "event(s) and its modules",
+        client_.client_id, client_.pid, allocations, bytes, host_blocks, streams, events);
+    // Its streams and events go (the work on them still completes); the memory stays.
+    owned.allocations.clear();
+    owned.host_blocks.clear();
+    if (server_.sessions != nullptr) server_.sessions->Remove(this);
+    return false;
+  }
+  // The streams are idle, so nothing uses the host region any more: the server's mapping of it
+  // goes with the connection, after this. Freeing may still wait for other clients' kernels.
+  const bool released = RunBounded(
+      [this, &api, owned = std::make_shared<OwnedResources>(std::move(owned))] {
+        if (const absl::Status current = server_.backend.MakeCurrent(); !current.ok()) {
+          TALLY_LOG_ERROR("client {} teardown: {}", client_.client_id, current.ToString());
+        }
+        default_stream_.reset();
+        owned->Release(api);
+        functions_.Clear([](FunctionEntry&) {});
+        modules_.Clear([](std::shared_ptr<SharedModule>&) {});
+      },
+      deadline);
+  if (!released) {
+    TALLY_LOG_ERROR(
+        "client {} (pid {}): freeing its resources waits for work of other clients past the "
+        "teardown timeout; it goes on in the background",
+        client_.client_id, client_.pid);
+    if (server_.sessions != nullptr) server_.sessions->Remove(this);
+    return false;
+  }
   // Before the line that says the client is gone, which scripts wait for.
   if (const SchedulingStats& stats = server_.dispatcher.stats(*queue_); stats.kernels() > 0) {
     TALLY_LOG_INFO("client {} kernel launches: {}", client_.client_id, stats.Format());
@@ -74,6 +144,7 @@ Session::~Session() {
       client_.client_id, client_.pid, allocations, bytes, host_blocks, streams, events);
   // Listed until everything is freed, so that tally-ctl never shows memory as free too early.
   if (server_.sessions != nullptr) server_.sessions->Remove(this);
+  return true;
 }
 
 void OwnedResources::Release(const DriverApi& api) {
@@ -98,16 +169,18 @@ OwnedResources Session::TakeOwned() {
 // Enough to amortise the hand-over, few enough that the device starts early.
 constexpr size_t kMaxBatch = 128;
 
-void Session::Enqueue(Command command) {
-  Batch({std::move(command), nullptr, nullptr});
+void Session::Enqueue(CUstream stream, Command command) {
+  Batch({std::move(command), nullptr, nullptr, stream});
 }
 
 void Session::EnqueueKernel(KernelLaunch launch) {
-  Batch({{}, std::make_unique<KernelLaunch>(std::move(launch)), nullptr});
+  const CUstream stream = launch.stream;
+  Batch({{}, std::make_unique<KernelLaunch>(std::move(launch)), nullptr, stream});
 }
 
 void Session::EnqueueHostFunction(HostFunction function) {
-  Batch({{}, nullptr, std::make_unique<HostFunction>(std::move(function))});
+  const CUstream stream = function.stream;
+  Batch({{}, nullptr, std::make_unique<HostFunction>(std::move(function)), stream});
 }
 
 void Session::Batch(QueuedCommand command) {
@@ -118,7 +191,26 @@ void Session::Batch(QueuedCommand command) {
 }
 
 void Session::HandOver() {
-  if (!batch_.empty()) server_.dispatcher.Enqueue(*queue_, batch_);
+  if (batch_.empty()) return;
+  Dispatcher& dispatcher = server_.dispatcher;
+  const size_t bound = server_.limits.max_queued_commands;
+  while (!dispatcher.HasRoom(*queue_)) {
+    // The stream of a host function waits for the client's answer, which the client posts
+    // behind the requests we would stop reading: waiting here could wait for ourselves.
+    if (host_callbacks_->Waiting() && overflow_ < 3 * bound) {
+      overflow_ += batch_.size();
+      break;
+    }
+    if (client_alive_ && !client_alive_()) {
+      batch_.clear();  // its work would be discarded anyway
+      return;
+    }
+    // Short waits: the client's death and the host function's arrival are noticed in time.
+    dispatcher.WaitForRoom(*queue_, std::chrono::steady_clock::now() +
+                                        std::chrono::milliseconds(10));
+  }
+  if (!host_callbacks_->Waiting()) overflow_ = 0;
+  dispatcher.Enqueue(*queue_, batch_);
 }
 
 absl::StatusOr<StreamRef> Session::MakeStream(bool blocking, int priority) {
@@ -139,8 +231,22 @@ absl::StatusOr<StreamRef> Session::MakeStream(bool blocking, int priority) {
 }
 
 absl::StatusOr<uint64_t> Session::CreateStream(bool blocking, int priority) {
+  TALLY_RETURN_IF_ERROR(CheckCount(streams_.size(), server_.limits.max_streams, "stream",
+                                   "--max-streams"));
   TALLY_ASSIGN_OR_RETURN(StreamRef entry, MakeStream(blocking, priority));
   return streams_.Insert(std::move(entry));
+}
+
+absl::Status Session::CheckCount(size_t held, size_t limit, std::string_view what,
+                                 std::string_view flag) const {
+  if (held < limit) return absl::OkStatus();
+  // CUDA reports running out of streams, events or module slots as running out of memory.
+  TALLY_LOG_WARN("client {} (pid {}) holds {} {}s, its limit (tally-server {})",
+                 client_.client_id, client_.pid, held, what, flag);
+  return ClientError(CUDA_ERROR_OUT_OF_MEMORY,
+                     fmt::format("this client holds {} {}s, the most the Tally server allows "
+                                 "(tally-server {})",
+                                 held, what, flag));
 }
 
 absl::Status Session::DestroyStream(uint64_t handle) {
@@ -181,7 +287,7 @@ absl::StatusOr<StreamEntry*> Session::EntryForWork(uint64_t handle) {
   // Driver API), so one marker per stream serves every ordering point. Issued before the
   // stream can be destroyed (DestroyStream flushes first), so raw handles suffice here.
   const auto wait_for = [&](const StreamEntry& before) {
-    Enqueue([api, marker = before.marker, stream = before.stream, after] {
+    Enqueue(after, [api, marker = before.marker, stream = before.stream, after] {
       const CUresult recorded = api->cuEventRecord(marker, stream);
       return recorded != CUDA_SUCCESS ? recorded : api->cuStreamWaitEvent(after, marker, 0);
     });
@@ -208,6 +314,29 @@ absl::StatusOr<std::span<std::byte>> Session::ResolveBulk(const ipc::BulkRef& re
   return bytes;
 }
 
+absl::StatusOr<CUdeviceptr> Session::Allocate(uint64_t size) {
+  const uint64_t used = allocations_.total_bytes();
+  const uint64_t limit = memory_limit();
+  if (size > limit || used > limit - size) {
+    TALLY_LOG_WARN(
+        "client {} (pid {}, '{}'): an allocation of {} bytes refused: it holds {} of its {} "
+        "bytes of device memory",
+        client_.client_id, client_.pid, client_.command, size, used, limit);
+    return ClientError(CUDA_ERROR_OUT_OF_MEMORY,
+                       fmt::format("{} bytes more would exceed this client's device-memory "
+                                   "limit of {} bytes ({} in use)",
+                                   size, limit, used));
+  }
+  CUdeviceptr pointer = 0;
+  TALLY_RETURN_IF_ERROR(CheckCu(api().cuMemAlloc(&pointer, size), "cuMemAlloc"));
+  allocations_.Insert(pointer, size);
+  return pointer;
+}
+
+uint64_t Session::VisibleTotalMemory() const {
+  return std::min<uint64_t>(server_.device_info.total_memory, memory_limit());
+}
+
 absl::Status Session::CheckDeviceRange(uint64_t address, uint64_t size) const {
   if (globals_.CheckRange(address, size).ok()) return absl::OkStatus();
   if (host_blocks_.CheckRange(address, size).ok()) return absl::OkStatus();
@@ -224,6 +353,17 @@ absl::Status Session::AddHostBlock(uint64_t address, uint64_t size) {
                        absl::StrFormat("[0x%x, +%d) is not a page-aligned range of the client's "
                                        "host region [0x%x, +%d)",
                                        address, size, region, host_region_.size()));
+  }
+  const uint64_t pinned = host_blocks_.total_bytes();
+  const uint64_t pinned_limit = server_.limits.pinned_limit;
+  if (size > pinned_limit || pinned > pinned_limit - size) {
+    TALLY_LOG_WARN(
+        "client {} (pid {}, '{}'): {} bytes of page-locked memory refused: it holds {} of its {}",
+        client_.client_id, client_.pid, client_.command, size, pinned, pinned_limit);
+    return ClientError(CUDA_ERROR_OUT_OF_MEMORY,
+                       fmt::format("{} bytes more would exceed this client's page-locked memory "
+                                   "limit of {} bytes (tally-server --client-pinned-limit)",
+                                   size, pinned_limit));
   }
   if (host_blocks_.Overlaps(address, size)) {
     return ClientError(CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
@@ -261,8 +401,8 @@ absl::Status Session::TakeDeferredError() {
 }
 
 void Session::EnqueueFailure(CUresult result, std::string what) {
-  Enqueue([&dispatcher = server_.dispatcher, queue = queue_.get(), result,
-           what = std::move(what)]() mutable {
+  Enqueue(nullptr, [&dispatcher = server_.dispatcher, queue = queue_.get(), result,
+                    what = std::move(what)]() mutable {
     dispatcher.DeferError(*queue, result, std::move(what));
     return result;
   });
@@ -290,6 +430,12 @@ ipc::ClientStatus Session::Status() {
   status.preemption_latencies = stats.preemption_latencies;
   status.memory_bytes = allocations_.total_bytes();
   status.allocations = allocations_.count();
+  status.memory_limit = memory_limit();
+  status.pinned_bytes = host_blocks_.total_bytes();
+  status.pinned_limit = server_.limits.pinned_limit;
+  status.streams = streams_.count();
+  status.events = events_.count();
+  status.modules = modules_.count();
   status.queued_commands = server_.dispatcher.queued(*queue_);  // any thread: not the batch
   ipc::CopyText(client_.command, status.command, sizeof(status.command));
   return status;

@@ -5,15 +5,20 @@
 
 #include <cuda.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "ipc/bulk.h"
 #include "ipc/connection.h"
+#include "ipc/control.h"
 #include "ipc/cuda_calls.h"
 #include "server/allocation_table.h"
 #include "server/backend/backend.h"
@@ -28,6 +33,22 @@ namespace tally::server {
 
 class SessionRegistry;
 
+// What one client may hold at most (tally-server's flags; the defaults are theirs).
+struct SessionLimits {
+  // Commands accepted and not yet issued. The session stops reading the client's requests
+  // while its queue is full (the client then blocks on its ring, as on a full push buffer);
+  // a batch may overshoot by up to 127.
+  size_t max_queued_commands = 1024;
+  size_t max_streams = 1024;
+  size_t max_events = 16384;
+  size_t max_modules = 1024;
+  uint64_t max_module_bytes = ipc::kMaxModuleImage;  // one module image
+  // Device memory (cudaMalloc and friends) and page-locked host memory; ipc::kNoLimit for none.
+  // A client's own wish (tally-run --memory-limit) may lower its device-memory limit.
+  uint64_t memory_limit = ipc::kNoLimit;
+  uint64_t pinned_limit = ipc::kNoLimit;
+};
+
 // What sessions share: one per server.
 struct ServerContext {
   const Backend& backend;
@@ -35,6 +56,7 @@ struct ServerContext {
   Dispatcher& dispatcher;
   const ipc::GetDeviceInfoResponse& device_info;
   SessionRegistry* sessions = nullptr;  // where sessions list themselves (tally-ctl status)
+  SessionLimits limits = {};
 };
 
 // A client stream. Blocking streams (all but cudaStreamNonBlocking ones) and the client's
@@ -107,14 +129,24 @@ class Session {
                                                          std::span<std::byte> host_region = {});
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
-  // Discards queued work, waits for the client's streams, frees all it owned.
+  // Close without a deadline, unless Close already ran.
   ~Session();
+  // Ends the session: discards queued work, waits for the client's work on the device until
+  // `deadline`, then frees all it owned. False when work still ran at the deadline (a runaway
+  // kernel): nothing is freed then (the device may still write to it), the log says what was
+  // abandoned, and the caller must never destroy the session (waiter threads may still use it),
+  // nor unmap the client's segment.
+  bool Close(std::chrono::steady_clock::time_point deadline);
 
   const ipc::ClientInfo& client() const { return client_; }
   ServerContext& server() { return server_; }
   const DriverApi& api() const { return server_.backend.api(); }
 
   absl::StatusOr<uint64_t> CreateStream(bool blocking, int priority);
+  // CUDA_ERROR_OUT_OF_MEMORY, naming the limit and its flag, when the client already holds
+  // `limit` objects of a kind (`held`); logged.
+  absl::Status CheckCount(size_t held, size_t limit, std::string_view what,
+                          std::string_view flag) const;
   // Queued work on the stream is issued first; work already on it still completes.
   absl::Status DestroyStream(uint64_t handle);
   // The backend stream of `handle` (0 is the client's default stream), for waiting on it.
@@ -131,6 +163,16 @@ class Session {
   std::vector<StreamRef> HoldAllStreams();
   // The bytes of a bulk block; CUDA_ERROR_INVALID_VALUE when it is not inside the area.
   absl::StatusOr<std::span<std::byte>> ResolveBulk(const ipc::BulkRef& ref) const;
+
+  // Device memory: CUDA_ERROR_OUT_OF_MEMORY (logged, naming the client) when `size` more bytes
+  // would take the client past its limit; then allocates and records it.
+  absl::StatusOr<CUdeviceptr> Allocate(uint64_t size);
+  // The client's device-memory limit (ipc::kNoLimit for none): tally-ctl limit sets it from
+  // any thread; allocations already made stay.
+  uint64_t memory_limit() const { return memory_limit_.load(std::memory_order_relaxed); }
+  void set_memory_limit(uint64_t limit) { memory_limit_.store(limit, std::memory_order_relaxed); }
+  // The device's memory as the client sees it: its limit is the device's size.
+  uint64_t VisibleTotalMemory() const;
 
   // CUDA_ERROR_INVALID_VALUE unless [address, address + size) lies in one of the client's
   // allocations, module variables or host blocks (mapped host memory is device memory too).
@@ -151,11 +193,16 @@ class Session {
   // A module variable of the client's, which copies may then target.
   void AddGlobal(uint64_t address, uint64_t size) { globals_.Insert(address, size); }
 
-  // Queues stream-ordered work, on the session thread. Commands are gathered and handed to the
-  // dispatcher in batches (one lock and one wake-up for many launches): HandOver passes them on.
-  // The request loop hands over whenever the client's ring runs empty, Ticket does first, and a
-  // full batch goes at once, so the device never waits for a client that keeps posting.
-  void Enqueue(Command command);
+  // Queues stream-ordered work for `stream` (null: none), on the session thread. Commands are
+  // gathered and handed to the dispatcher in batches (one lock and one wake-up for many
+  // launches): HandOver passes them on. The request loop hands over whenever the client's ring
+  // runs empty, Ticket does first, and a full batch goes at once, so the device never waits for
+  // a client that keeps posting. HandOver waits while the client's queue is full
+  // (SessionLimits::max_queued_commands): the session thread then reads no more requests, so a
+  // client that posts without end blocks on its full ring and the server's memory does not
+  // grow. The wait ends when the client dies, and is skipped while the client owes the answer
+  // to a host function (which it posts behind its other requests), up to four times the bound.
+  void Enqueue(CUstream stream, Command command);
   // Queues a kernel launch; the scheduling policy decides when and in which form it runs.
   void EnqueueKernel(KernelLaunch launch);
   // Queues a host function (host_callbacks.h).
@@ -164,6 +211,9 @@ class Session {
   // reported like a failure of the work itself, at the next synchronising call.
   void EnqueueFailure(CUresult result, std::string what);
   void HandOver();
+  // How HandOver learns that waiting for room is pointless: the client died or the server
+  // stops. Set once by the server before serving; without it the client counts as alive.
+  void set_client_alive(std::function<bool()> alive) { client_alive_ = std::move(alive); }
   // Names the point after everything the client has enqueued so far, for WaitIssued.
   uint64_t Ticket() {
     HandOver();
@@ -215,12 +265,15 @@ class Session {
   ipc::ClientInfo client_;
   ipc::BulkArea bulk_;
   std::span<std::byte> host_region_;
+  std::atomic<uint64_t> memory_limit_;
   std::shared_ptr<Dispatcher::ClientQueue> queue_;
   std::vector<QueuedCommand> batch_;  // enqueued, not yet handed over
   uint64_t enqueued_ = 0;             // commands ever enqueued (Ticket numbers them alike)
   // The stream the last StreamForWork named: Enqueue records each command as its last work, so
   // that a query of one stream does not wait for other streams' work (stream.cc).
   StreamEntry* work_stream_ = nullptr;
+  size_t overflow_ = 0;  // commands handed over beyond the bound while a host function waited
+  std::function<bool()> client_alive_;
   uint8_t Tag() const { return static_cast<uint8_t>(client_.client_id); }
   absl::StatusOr<StreamRef> MakeStream(bool blocking, int priority);
   // Appends to the batch, numbering the command and noting it as its stream's last work.
@@ -240,6 +293,7 @@ class Session {
   // Module variables: only in per-client modules (ModuleRegistry shares only stateless ones).
   AllocationTable globals_;
   AllocationTable host_blocks_;  // registered with the backend
+  bool closed_ = false;
 };
 
 }  // namespace tally::server

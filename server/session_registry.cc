@@ -26,6 +26,17 @@ bool SessionRegistry::SetPriority(uint64_t client_id, ClientPriority priority) {
   return false;
 }
 
+std::optional<uint64_t> SessionRegistry::SetMemoryLimit(uint64_t client_id, uint64_t limit) {
+  std::lock_guard lock(mutex_);
+  for (Session* session : sessions_) {
+    if (session->client().client_id == client_id) {
+      session->set_memory_limit(limit);
+      return session->allocations().total_bytes();
+    }
+  }
+  return std::nullopt;
+}
+
 std::vector<ipc::ClientStatus> SessionRegistry::Report() {
   std::lock_guard lock(mutex_);
   std::vector<ipc::ClientStatus> report;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "common/client_priority.h"
@@ -19,6 +20,9 @@ class SessionRegistry {
   void Remove(Session* session);
   // Sets the priority of the session of `client_id`; false when there is none.
   bool SetPriority(uint64_t client_id, ClientPriority priority);
+  // Sets the device-memory limit of the session of `client_id` and returns what it holds; none
+  // when there is no such session.
+  std::optional<uint64_t> SetMemoryLimit(uint64_t client_id, uint64_t limit);
   // Session::Status of every live session, in the order they connected.
   std::vector<ipc::ClientStatus> Report();
 

@@ -11,6 +11,7 @@
 #include <iterator>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ipc/content_hash.h"
@@ -53,10 +54,12 @@ Device& TheDevice() {
 class TestClient {
  public:
   // `host_region`: page-aligned memory standing in for the client's host region.
-  explicit TestClient(uint64_t id = 1, std::span<std::byte> host_region = {}) : bulk_(1 << 16) {
+  explicit TestClient(uint64_t id = 1, std::span<std::byte> host_region = {},
+                      ServerContext& context = TheDevice().context)
+      : bulk_(1 << 16) {
     ipc::ClientInfo info;
     info.client_id = id;
-    session_ = *Session::Create(TheDevice().context, info, ipc::BulkArea(bulk_), host_region);
+    session_ = *Session::Create(context, info, ipc::BulkArea(bulk_), host_region);
   }
 
   template <typename Request>
@@ -245,6 +248,56 @@ TEST_CASE("host blocks must be whole pages of the client's host region, register
   client.End();
   TestClient next(2, region.span());
   CHECK(next.Result(ipc::HostAllocRequest{.address = region.at(0), .size = 4096}) == CUDA_SUCCESS);
+}
+
+TEST_CASE("device and page-locked memory beyond a client's limits is refused") {
+  ServerContext limited = TheDevice().context;
+  limited.limits.memory_limit = 1 << 20;
+  limited.limits.pinned_limit = 2 * 4096;
+  HostRegion region;
+  TestClient client(1, region.span(), limited);
+  CHECK(client.session().memory_limit() == 1 << 20);
+  client.Malloc(768 << 10);
+  CHECK(client.Result(ipc::MemAllocRequest{.size = (256 << 10) + 1}) == CUDA_ERROR_OUT_OF_MEMORY);
+  CHECK(client.last_reason().find("limit of 1048576 bytes") != std::string::npos);
+  const uint64_t last = client.Malloc(256 << 10);  // exactly up to the limit
+  REQUIRE(client.Result(ipc::MemGetInfoRequest{}) == CUDA_SUCCESS);
+  CHECK(client.Last<ipc::MemGetInfoResponse>().total_bytes == 1 << 20);
+  CHECK(client.Last<ipc::MemGetInfoResponse>().free_bytes == 0);
+  REQUIRE(client.Result(ipc::GetDeviceInfoRequest{}) == CUDA_SUCCESS);
+  CHECK(client.Last<ipc::GetDeviceInfoResponse>().total_memory == 1 << 20);
+  REQUIRE(client.Result(ipc::MemFreeRequest{.device_ptr = last}) == CUDA_SUCCESS);
+  REQUIRE(client.Result(ipc::MemGetInfoRequest{}) == CUDA_SUCCESS);
+  CHECK(client.Last<ipc::MemGetInfoResponse>().free_bytes == 256 << 10);
+  // A raised limit (tally-ctl limit) is effective at the next allocation.
+  client.session().set_memory_limit(2 << 20);
+  client.Malloc(1 << 20);
+  CHECK(client.session().Status().memory_bytes == (768 << 10) + (1 << 20));
+  CHECK(client.session().Status().memory_limit == 2 << 20);
+
+  const auto pin = [&](uint64_t offset, uint64_t size) {
+    return client.Result(ipc::HostAllocRequest{.address = region.at(offset), .size = size});
+  };
+  CHECK(pin(0, 3 * 4096) == CUDA_ERROR_OUT_OF_MEMORY);
+  CHECK(pin(0, 4096) == CUDA_SUCCESS);
+  CHECK(pin(4096, 4096) == CUDA_SUCCESS);
+  CHECK(pin(2 * 4096, 4096) == CUDA_ERROR_OUT_OF_MEMORY);
+  CHECK(client.last_reason().find("--client-pinned-limit") != std::string::npos);
+  CHECK(client.session().Status().pinned_bytes == 2 * 4096);
+}
+
+TEST_CASE("a client's own memory-limit wish only lowers the server's limit") {
+  ServerContext limited = TheDevice().context;
+  limited.limits.memory_limit = 4 << 20;
+  std::vector<std::byte> bulk(4096);
+  ipc::ClientInfo info;
+  info.client_id = 3;
+  info.memory_limit = 1 << 20;
+  CHECK((*Session::Create(limited, info, ipc::BulkArea(bulk)))->memory_limit() == 1 << 20);
+  info.memory_limit = 64 << 20;
+  CHECK((*Session::Create(limited, info, ipc::BulkArea(bulk)))->memory_limit() == 4 << 20);
+  info.memory_limit = 0;  // no wish
+  CHECK((*Session::Create(limited, info, ipc::BulkArea(bulk)))->memory_limit() == 4 << 20);
 }
 
 TEST_CASE("box copies use host blocks in place and refuse ranges the client does not own") {
@@ -492,6 +545,60 @@ TEST_CASE("a fatbin is loaded once for all clients, and its kernels launch") {
   a.End();
   CHECK(TheDevice().modules.loaded_count() == loaded_before + 1);
   b.End();
+  CHECK(TheDevice().modules.loaded_count() == loaded_before);
+}
+
+TEST_CASE("streams, events, modules and module sizes beyond a client's limits are refused") {
+  ServerContext limited = TheDevice().context;
+  limited.limits.max_streams = 2;
+  limited.limits.max_events = 1;
+  limited.limits.max_modules = 1;
+  limited.limits.max_module_bytes = 1 << 20;
+  TestClient client(1, {}, limited);
+  CHECK(client.Result(ipc::StreamCreateRequest{}) == CUDA_SUCCESS);
+  REQUIRE(client.Result(ipc::StreamCreateRequest{}) == CUDA_SUCCESS);
+  const uint64_t stream = client.Last<ipc::StreamCreateResponse>().stream;
+  CHECK(client.Result(ipc::StreamCreateRequest{}) == CUDA_ERROR_OUT_OF_MEMORY);
+  CHECK(client.last_reason().find("--max-streams") != std::string::npos);
+  CHECK(client.Result(ipc::StreamDestroyRequest{.stream = stream}) == CUDA_SUCCESS);
+  CHECK(client.Result(ipc::StreamCreateRequest{}) == CUDA_SUCCESS);  // room again
+
+  CHECK(client.Result(ipc::EventCreateRequest{}) == CUDA_SUCCESS);
+  CHECK(client.Result(ipc::EventCreateRequest{}) == CUDA_ERROR_OUT_OF_MEMORY);
+  CHECK(client.last_reason().find("--max-events") != std::string::npos);
+
+  const std::vector<std::byte> fatbin = ReadTestFatbin("scale_kernel.fatbin");
+  REQUIRE(SendImage(client, fatbin) == CUDA_SUCCESS);
+  CHECK(SendImage(client, ReadTestFatbin("forms_kernel.fatbin")) == CUDA_ERROR_OUT_OF_MEMORY);
+  CHECK(client.last_reason().find("--max-modules") != std::string::npos);
+
+  TestClient other(2, {}, limited);
+  std::vector<std::byte> big(limited.limits.max_module_bytes + 1, std::byte{1});
+  CHECK(SendImage(other, big) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(other.last_reason().find("--max-module-size") != std::string::npos);
+}
+
+TEST_CASE("fatbins registered at once from many threads are parsed and loaded once each") {
+  const size_t loaded_before = TheDevice().modules.loaded_count();
+  const std::vector<std::byte> scale = ReadTestFatbin("scale_kernel.fatbin");
+  const std::vector<std::byte> forms = ReadTestFatbin("forms_kernel.fatbin");
+  constexpr int kThreads = 8;
+  std::vector<absl::StatusOr<std::shared_ptr<SharedModule>>> modules(kThreads);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      TheDevice().backend.MakeCurrent().IgnoreError();
+      modules[i] = TheDevice().modules.Register(i % 2 == 0 ? scale : forms);
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (int i = 0; i < kThreads; ++i) {
+    REQUIRE(modules[i].ok());
+    CHECK(modules[i]->get() == modules[i % 2]->get());  // one module per image
+  }
+  CHECK(modules[0]->get() != modules[1]->get());
+  CHECK(TheDevice().modules.loaded_count() == loaded_before + 2);
+  modules.clear();
   CHECK(TheDevice().modules.loaded_count() == loaded_before);
 }
 

@@ -1,20 +1,33 @@
 // A pool that grows while every thread is busy, up to its bound.
 #include "server/waiter_pool.h"
 
+#include <exception>
 #include <utility>
+
+#include "common/log.h"
 
 namespace tally::server {
 
 WaiterPool::WaiterPool(std::function<void()> thread_setup)
     : thread_setup_(std::move(thread_setup)) {}
 
-WaiterPool::~WaiterPool() {
-  {
-    std::lock_guard lock(mutex_);
-    stopping_ = true;
-  }
+WaiterPool::~WaiterPool() { Shutdown(std::chrono::steady_clock::time_point::max()); }
+
+bool WaiterPool::Shutdown(std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock lock(mutex_);
+  if (joined_) return true;
+  stopping_ = true;
   work_.notify_all();
+  const auto all_out = [&] { return exited_ == threads_.size(); };
+  if (deadline == std::chrono::steady_clock::time_point::max()) {
+    all_exited_.wait(lock, all_out);
+  } else if (!all_exited_.wait_until(lock, deadline, all_out)) {
+    return false;
+  }
+  joined_ = true;
+  lock.unlock();
   for (std::thread& thread : threads_) thread.join();
+  return true;
 }
 
 void WaiterPool::Run(std::function<void()> job) {
@@ -35,11 +48,21 @@ void WaiterPool::Loop() {
     ++idle_;
     work_.wait(lock, [&] { return !jobs_.empty() || stopping_; });
     --idle_;
-    if (jobs_.empty()) return;  // stopping, and every job is done
+    if (jobs_.empty()) {  // stopping, and every job is done
+      ++exited_;
+      all_exited_.notify_all();
+      return;
+    }
     std::function<void()> job = std::move(jobs_.front());
     jobs_.pop_front();
     lock.unlock();
-    job();
+    try {
+      job();
+    } catch (const std::exception& e) {
+      TALLY_LOG_ERROR("waiter thread: a wait failed with an exception: {}", e.what());
+    } catch (...) {
+      TALLY_LOG_ERROR("waiter thread: a wait failed with an exception");
+    }
     lock.lock();
   }
 }

@@ -3,6 +3,7 @@
 // made on demand and then kept; more than kMaxThreads waits at once queue behind each other.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -23,10 +24,15 @@ class WaiterPool {
   explicit WaiterPool(std::function<void()> thread_setup);
   WaiterPool(const WaiterPool&) = delete;
   WaiterPool& operator=(const WaiterPool&) = delete;
-  // Waits for every job given so far, then joins the threads.
+  // Shutdown without a deadline.
   ~WaiterPool();
 
+  // A job that throws ends with a log line; the pool goes on (an exception barrier per job).
   void Run(std::function<void()> job);
+  // Lets every job given so far finish and joins the threads, waiting until `deadline` at most.
+  // False when jobs still run then (waits on a device that does not finish): the threads are
+  // left running and the pool must not be destroyed (the caller leaks it).
+  bool Shutdown(std::chrono::steady_clock::time_point deadline);
 
  private:
   void Loop();
@@ -36,7 +42,10 @@ class WaiterPool {
   std::condition_variable work_;
   std::deque<std::function<void()>> jobs_;
   size_t idle_ = 0;
+  size_t exited_ = 0;  // threads that left Loop
+  std::condition_variable all_exited_;
   bool stopping_ = false;
+  bool joined_ = false;
   std::vector<std::thread> threads_;
 };
 

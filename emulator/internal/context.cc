@@ -69,6 +69,8 @@ void Context::ReapRetiredLocked() {
 
 uint64_t Context::Enqueue(const std::shared_ptr<Stream>& stream, std::vector<StreamPoint> extra,
                           std::function<void()> work) {
+  // Outside mu_: a full stream must not hold up the enqueues on other streams (which drain it).
+  stream->WaitForRoom();
   std::lock_guard lock(mu_);
   ReapRetiredLocked();
   if (stream == null_stream_) {

@@ -42,7 +42,8 @@ class Context : public std::enable_shared_from_this<Context> {
   // Enqueues `work` on `stream` after `extra` and after what CUDA's legacy default stream
   // orders it behind: work on the NULL stream waits for all earlier work of blocking streams,
   // and work on a blocking stream waits for earlier NULL-stream work (CUDA driver API, "Stream
-  // synchronization behavior"; CU_STREAM_NON_BLOCKING streams opt out).
+  // synchronization behavior"; CU_STREAM_NON_BLOCKING streams opt out). Blocks while the
+  // stream is full (Stream::WaitForRoom), holding no lock meanwhile.
   uint64_t Enqueue(const std::shared_ptr<Stream>& stream, std::vector<StreamPoint> extra,
                    std::function<void()> work);
   // Blocks until all work enqueued so far on every stream of this context is done.

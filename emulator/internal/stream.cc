@@ -35,6 +35,13 @@ uint64_t Stream::Enqueue(std::vector<StreamPoint> dependencies, std::function<vo
   return seq;
 }
 
+void Stream::WaitForRoom() const {
+  if (std::this_thread::get_id() == worker_.get_id()) return;
+  std::unique_lock lock(mu_);
+  // The worker notifies cv_ whenever an item completes, so a full queue wakes us up.
+  cv_.wait(lock, [&] { return queue_.size() < kMaxQueuedWork || stopping_; });
+}
+
 void Stream::WaitFor(uint64_t seq) const {
   std::unique_lock lock(mu_);
   cv_.wait(lock, [&] { return completed_ >= seq; });

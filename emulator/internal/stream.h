@@ -4,6 +4,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -23,6 +24,11 @@ struct StreamPoint {
   uint64_t seq = 0;
 };
 
+// Work a stream holds at most (queued, not yet started). A GPU's push buffer is bounded too, and
+// a full one blocks the launching thread; so does a full stream here, so that a program (or a
+// server) that enqueues without end cannot grow the process's memory without end.
+inline constexpr size_t kMaxQueuedWork = 4096;
+
 class Stream {
  public:
   // `blocking` streams take part in the legacy default stream's implicit synchronisation
@@ -35,8 +41,12 @@ class Stream {
   Stream& operator=(const Stream&) = delete;
 
   // Queues `work` to run after `dependencies` and after all earlier work of this stream;
-  // returns its sequence number.
+  // returns its sequence number. Never blocks (see WaitForRoom).
   uint64_t Enqueue(std::vector<StreamPoint> dependencies, std::function<void()> work);
+  // Blocks while kMaxQueuedWork items wait, unless called by the stream's own worker (work that
+  // enqueues on its own stream would otherwise wait for itself). Called before Enqueue without
+  // any lock held: several enqueuers may then overshoot the bound by one item each.
+  void WaitForRoom() const;
   void WaitFor(uint64_t seq) const;
   bool Reached(uint64_t seq) const;
   uint64_t last_enqueued() const;

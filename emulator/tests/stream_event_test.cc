@@ -1,5 +1,6 @@
 // Ordering guarantees of streams, events and host callbacks, legacy default-stream semantics,
 // and errors for bad stream/event handles.
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -270,6 +271,49 @@ TEST_CASE("bad stream handles are INVALID_HANDLE; destroy keeps queued work") {
   gate.Open();
   EMU_OK(emu.cuStreamSynchronize(nullptr));
   CHECK(trace.Has(1));
+}
+
+TEST_CASE("a full stream blocks the enqueuer until its work drains, other streams do not") {
+  const EmuApi& emu = Emu();
+  InitPrimaryContext();
+  CUstream full = nullptr;
+  CUstream other = nullptr;
+  EMU_OK(emu.cuStreamCreate(&full, CU_STREAM_NON_BLOCKING));
+  EMU_OK(emu.cuStreamCreate(&other, CU_STREAM_NON_BLOCKING));
+  Gate gate;
+  EMU_OK(emu.cuLaunchHostFunc(full, Gate::Wait, &gate));  // running, holds everything behind
+  constexpr int kTotal = 5000;  // more than the stream holds (kMaxQueuedWork, 4096)
+  std::atomic<int> enqueued{0};
+  std::thread flood([&] {
+    for (int i = 0; i < kTotal; ++i) {
+      if (emu.cuLaunchHostFunc(full, [](void*) {}, nullptr) != CUDA_SUCCESS) return;
+      ++enqueued;
+    }
+  });
+  // Whatever fails below, the flood thread ends before the test does.
+  struct Finish {
+    Gate& gate;
+    std::thread& flood;
+    ~Finish() {
+      gate.Open();
+      flood.join();
+    }
+  } finish{gate, flood};
+  // The enqueuer stops at the bound: 4096 queued behind the gate, the 4097th call blocked.
+  for (int i = 0; i < 60000 && enqueued.load() < 4096; ++i) std::this_thread::sleep_for(1ms);
+  std::this_thread::sleep_for(50ms);
+  CHECK(enqueued.load() == 4096);
+  // Other streams are not held up by the full one.
+  Trace trace;
+  EMU_OK(emu.cuLaunchHostFunc(other, Trace::Append, trace.Mark(7)));
+  EMU_OK(emu.cuStreamSynchronize(other));
+  CHECK(trace.Has(7));
+  gate.Open();
+  for (int i = 0; i < 60000 && enqueued.load() < kTotal; ++i) std::this_thread::sleep_for(1ms);
+  CHECK(enqueued.load() == kTotal);
+  EMU_OK(emu.cuStreamSynchronize(full));
+  EMU_OK(emu.cuStreamDestroy_v2(full));
+  EMU_OK(emu.cuStreamDestroy_v2(other));
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <dlfcn.h>
 
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_format.h"
@@ -14,6 +15,8 @@
 
 namespace tally::server {
 namespace {
+
+constexpr char kNvidiaDriver[] = "libcuda.so.1";
 
 absl::StatusOr<void*> OpenLibrary(const std::string& path) {
   // RTLD_LOCAL: the emulator's (hidden) symbols and NVIDIA's must not interpose on ours.
@@ -63,19 +66,31 @@ absl::Status InitDriver(void* library, int device, DriverApi& api) {
 absl::StatusOr<Backend> Backend::Load(const BackendOptions& options) {
   Backend backend;
   if (!options.emulate) {
-    absl::StatusOr<void*> nvidia = OpenLibrary("libcuda.so.1");
-    absl::Status usable = nvidia.status();
-    if (nvidia.ok()) usable = InitDriver(*nvidia, options.device, backend.api_);
-    if (usable.ok()) {
-      backend.library_ = *nvidia;
-      backend.description_ =
-          absl::StrFormat("NVIDIA driver (libcuda.so.1), device %d", options.device);
+    // Only a missing driver selects the emulated GPU: an installed driver that fails (no device
+    // visible, a broken installation, a version mismatch) is the operator's to fix, and serving
+    // an emulated GPU instead would quietly be a thousand times slower.
+    void* nvidia = dlopen(kNvidiaDriver, RTLD_NOW | RTLD_LOCAL);
+    if (nvidia == nullptr) {
+      const std::string error = dlerror();
+      if (!error.starts_with(std::string(kNvidiaDriver) + ": cannot open shared object file")) {
+        return absl::FailedPreconditionError(absl::StrFormat(
+            "the NVIDIA driver (%s) is installed but cannot be loaded: %s; fix the driver, or "
+            "start with --emulate to serve the emulated GPU instead",
+            kNvidiaDriver, error));
+      }
+      backend.description_ = absl::StrFormat(
+          "emulated GPU (%s) because no NVIDIA driver is installed (%s)",
+          options.emulator_library, error);
+    } else if (const absl::Status usable = InitDriver(nvidia, options.device, backend.api_);
+               !usable.ok()) {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "the NVIDIA driver (%s) is installed but not usable: %s; fix the driver or the device "
+          "selection, or start with --emulate to serve the emulated GPU instead",
+          kNvidiaDriver, usable.message()));
     } else {
-      if (nvidia.ok()) dlclose(*nvidia);
-      backend.api_ = DriverApi{};
+      backend.library_ = nvidia;
       backend.description_ =
-          absl::StrFormat("emulated GPU (%s) because the NVIDIA driver is not usable: %s",
-                          options.emulator_library, usable.message());
+          absl::StrFormat("NVIDIA driver (%s), device %d", kNvidiaDriver, options.device);
     }
   } else {
     backend.description_ =
@@ -99,10 +114,11 @@ Backend::Backend(Backend&& other) noexcept
       device_(other.device_),
       context_(std::exchange(other.context_, nullptr)),
       emulated_(other.emulated_),
+      keep_context_(other.keep_context_),
       description_(std::move(other.description_)) {}
 
 Backend::~Backend() {
-  if (context_ != nullptr) api_.cuDevicePrimaryCtxRelease(device_);
+  if (context_ != nullptr && !keep_context_) api_.cuDevicePrimaryCtxRelease(device_);
   // The library stays loaded: driver threads may still run, and unloading a driver at exit
   // buys nothing.
 }

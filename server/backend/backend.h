@@ -28,13 +28,18 @@ struct BackendOptions {
 // An initialised driver with the device's primary context retained. Lives for the whole server.
 class Backend {
  public:
-  // Loads libcuda.so.1 when it is present and has a device (unless options.emulate), else the
-  // emulator; `description()` says which and why.
+  // Loads libcuda.so.1 unless options.emulate; the emulator only with options.emulate or when
+  // no libcuda.so.1 is installed. An installed driver that fails to load or initialise, or lacks
+  // the device, is an error (FailedPrecondition, saying why). `description()` says which backend
+  // and why.
   static absl::StatusOr<Backend> Load(const BackendOptions& options);
   Backend(Backend&& other) noexcept;
   Backend& operator=(Backend&&) = delete;
   Backend(const Backend&) = delete;
   ~Backend();
+  // The primary context stays retained at destruction: releasing it waits for every kernel, and
+  // a kernel of an abandoned client may never end (the process's exit tears it down instead).
+  void KeepContextAtExit() { keep_context_ = true; }
 
   const DriverApi& api() const { return api_; }
   CUdevice device() const { return device_; }
@@ -55,6 +60,7 @@ class Backend {
   CUdevice device_ = 0;
   CUcontext context_ = nullptr;
   bool emulated_ = false;
+  bool keep_context_ = false;
   std::string description_;
 };
 

@@ -129,7 +129,7 @@ absl::Status Handle(Session& session, const ipc::Decoded<ipc::Memcpy3DRequest>& 
   TALLY_ASSIGN_OR_RETURN(const ResolvedCopy resolved, ResolveCopy(session, copy));
   if (resolved.empty) return absl::OkStatus();
   const DriverApi* api = &session.api();
-  session.Enqueue([api, resolved, extent = copy.extent] {
+  session.Enqueue(resolved.stream, [api, resolved, extent = copy.extent] {
     return CopyBox(*api, resolved.dst, resolved.src, extent, resolved.stream);
   });
   return absl::OkStatus();
@@ -148,7 +148,7 @@ absl::StatusOr<Deferred<ipc::Memcpy3DStagedResponse>> Handle(
   TALLY_ASSIGN_OR_RETURN(StreamRef held, session.HoldStream(copy.stream));
   if (!resolved.empty) {
     const DriverApi* api = &session.api();
-    session.Enqueue([api, resolved, extent = copy.extent] {
+    session.Enqueue(resolved.stream, [api, resolved, extent = copy.extent] {
       return CopyBox(*api, resolved.dst, resolved.src, extent, resolved.stream);
     });
   }
@@ -188,7 +188,7 @@ absl::Status Handle(Session& session, const ipc::Decoded<ipc::Memset3DRequest>& 
   const uint32_t value = r.value;
   const ipc::CopySide dst = r.dst;
   const ipc::CopyExtent extent = r.extent;
-  session.Enqueue([api, dst, extent, value, element, stream, span]() -> CUresult {
+  session.Enqueue(stream, [api, dst, extent, value, element, stream, span]() -> CUresult {
     const bool dense =
         dst.pitch == extent.width && (extent.depth == 1 || dst.slice_height == extent.height);
     if (dense) return SetElements(*api, dst.address, value, element, span, stream);

@@ -2,6 +2,7 @@
 // information, limits.
 #include <cuda.h>
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -14,7 +15,10 @@ namespace tally::server {
 
 absl::StatusOr<Reply<ipc::GetDeviceInfoResponse>> Handle(
     Session& session, const ipc::Decoded<ipc::GetDeviceInfoRequest>&) {
-  return Reply<ipc::GetDeviceInfoResponse>{session.server().device_info, {}};
+  Reply<ipc::GetDeviceInfoResponse> reply{session.server().device_info, {}};
+  // A client with a memory limit sees a device of that size (cudaGetDeviceProperties).
+  reply.fields.total_memory = session.VisibleTotalMemory();
+  return reply;
 }
 
 // cudaDeviceSynchronize waits for all of the calling client's work, not other clients': each
@@ -61,7 +65,15 @@ absl::StatusOr<Reply<ipc::MemGetInfoResponse>> Handle(Session& session,
   size_t total_bytes = 0;
   TALLY_RETURN_IF_ERROR(
       CheckCu(session.api().cuMemGetInfo(&free_bytes, &total_bytes), "cuMemGetInfo"));
-  return Reply<ipc::MemGetInfoResponse>{{.free_bytes = free_bytes, .total_bytes = total_bytes}, {}};
+  // Within its limit a client sees a smaller device: its limit is the total, what it has not
+  // allocated of it (or less, when the device itself has less free) is free.
+  const uint64_t limit = session.memory_limit();
+  const uint64_t used = session.allocations().total_bytes();
+  const uint64_t left = used < limit ? limit - used : 0;
+  return Reply<ipc::MemGetInfoResponse>{
+      {.free_bytes = std::min<uint64_t>(free_bytes, left),
+       .total_bytes = std::min<uint64_t>(total_bytes, limit)},
+      {}};
 }
 
 // The context is shared by all clients: a limit is only ever raised in it (more stack or heap for

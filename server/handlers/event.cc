@@ -10,6 +10,9 @@ namespace tally::server {
 
 absl::StatusOr<Reply<ipc::EventCreateResponse>> Handle(
     Session& session, const ipc::Decoded<ipc::EventCreateRequest>& request) {
+  TALLY_RETURN_IF_ERROR(session.CheckCount(session.events().size(),
+                                           session.server().limits.max_events, "event",
+                                           "--max-events"));
   // cudaEventDefault/BlockingSync/DisableTiming/Interprocess equal the CU_EVENT_* flags.
   CUevent event = nullptr;
   TALLY_RETURN_IF_ERROR(
@@ -31,7 +34,7 @@ absl::Status Handle(Session& session, const ipc::Decoded<ipc::EventRecordRequest
   TALLY_ASSIGN_OR_RETURN(CUstream stream, session.StreamForWork(request.fields.stream));
   const DriverApi* api = &session.api();
   const CUevent recorded = (*event)->event;
-  session.Enqueue([=] { return api->cuEventRecord(recorded, stream); });
+  session.Enqueue(stream, [=] { return api->cuEventRecord(recorded, stream); });
   (*event)->recorded_at = session.enqueued();
   return absl::OkStatus();
 }

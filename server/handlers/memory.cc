@@ -14,10 +14,7 @@ absl::StatusOr<Reply<ipc::MemAllocResponse>> Handle(
     Session& session, const ipc::Decoded<ipc::MemAllocRequest>& request) {
   // cudaMalloc of 0 bytes succeeds with a null pointer (CUDA Runtime API, cudaMalloc).
   if (request.fields.size == 0) return Reply<ipc::MemAllocResponse>{};
-  CUdeviceptr pointer = 0;
-  TALLY_RETURN_IF_ERROR(
-      CheckCu(session.api().cuMemAlloc(&pointer, request.fields.size), "cuMemAlloc"));
-  session.allocations().Insert(pointer, request.fields.size);
+  TALLY_ASSIGN_OR_RETURN(const CUdeviceptr pointer, session.Allocate(request.fields.size));
   return Reply<ipc::MemAllocResponse>{{.device_ptr = pointer}, {}};
 }
 
@@ -49,7 +46,8 @@ absl::StatusOr<Deferred<ipc::MemcpyHtoDResponse>> Handle(
   TALLY_ASSIGN_OR_RETURN(StreamRef held, session.HoldStream(r.stream));
   TALLY_ASSIGN_OR_RETURN(CUstream stream, session.StreamForWork(r.stream));
   const DriverApi* api = &session.api();
-  session.Enqueue([=] { return api->cuMemcpyHtoDAsync(r.dst, src.data(), src.size(), stream); });
+  session.Enqueue(stream,
+                  [=] { return api->cuMemcpyHtoDAsync(r.dst, src.data(), src.size(), stream); });
   return AfterStreams<ipc::MemcpyHtoDResponse>(session, {std::move(held)});
 }
 
@@ -61,7 +59,8 @@ absl::StatusOr<Deferred<ipc::MemcpyDtoHResponse>> Handle(
   TALLY_ASSIGN_OR_RETURN(StreamRef held, session.HoldStream(r.stream));
   TALLY_ASSIGN_OR_RETURN(CUstream stream, session.StreamForWork(r.stream));
   const DriverApi* api = &session.api();
-  session.Enqueue([=] { return api->cuMemcpyDtoHAsync(dst.data(), r.src, dst.size(), stream); });
+  session.Enqueue(stream,
+                  [=] { return api->cuMemcpyDtoHAsync(dst.data(), r.src, dst.size(), stream); });
   return AfterStreams<ipc::MemcpyDtoHResponse>(session, {std::move(held)});
 }
 
@@ -71,7 +70,7 @@ absl::Status Handle(Session& session, const ipc::Decoded<ipc::MemcpyDtoDRequest>
   TALLY_RETURN_IF_ERROR(session.CheckDeviceRange(r.src, r.size));
   TALLY_ASSIGN_OR_RETURN(CUstream stream, session.StreamForWork(r.stream));
   const DriverApi* api = &session.api();
-  session.Enqueue([=] { return api->cuMemcpyDtoDAsync(r.dst, r.src, r.size, stream); });
+  session.Enqueue(stream, [=] { return api->cuMemcpyDtoDAsync(r.dst, r.src, r.size, stream); });
   return absl::OkStatus();
 }
 
@@ -87,7 +86,7 @@ absl::Status Handle(Session& session, const ipc::Decoded<ipc::MemsetRequest>& re
   }
   const DriverApi* api = &session.api();
   session.Enqueue(
-      [=] { return SetElements(*api, r.dst, r.value, r.element_size, r.size, stream); });
+      stream, [=] { return SetElements(*api, r.dst, r.value, r.element_size, r.size, stream); });
   return absl::OkStatus();
 }
 

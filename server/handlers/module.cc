@@ -2,6 +2,7 @@
 // the handles are this client's own.
 #include <cuda.h>
 
+#include <algorithm>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -23,11 +24,22 @@ absl::StatusOr<std::optional<std::vector<std::byte>>> AddPiece(
     Session& session, const ipc::RegisterFatbinRequest& request) {
   ModuleUpload& upload = session.module_upload();
   if (request.offset == 0) upload = {request.content_hash, request.image_size, {}};
-  if (request.image_size == 0 || request.image_size > ipc::kMaxModuleImage) {
+  const uint64_t limit = std::min(session.server().limits.max_module_bytes, ipc::kMaxModuleImage);
+  if (request.image_size == 0 || request.image_size > limit) {
     upload = {};
     return ClientError(CUDA_ERROR_INVALID_VALUE,
-                       absl::StrFormat("a module image of %d bytes (the limit is %d)",
-                                       request.image_size, ipc::kMaxModuleImage));
+                       absl::StrFormat("a module image of %d bytes (the limit is %d, tally-server "
+                                       "--max-module-size)",
+                                       request.image_size, limit));
+  }
+  if (request.offset == 0) {
+    if (absl::Status room = session.CheckCount(session.modules().size(),
+                                               session.server().limits.max_modules, "module",
+                                               "--max-modules");
+        !room.ok()) {
+      upload = {};
+      return room;
+    }
   }
   if (upload.size != request.image_size || upload.content_hash != request.content_hash ||
       upload.bytes.size() != request.offset) {

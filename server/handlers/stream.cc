@@ -49,7 +49,7 @@ absl::Status Handle(Session& session, const ipc::Decoded<ipc::StreamWaitEventReq
   const DriverApi* api = &session.api();
   const CUevent waited = (*event)->event;
   const unsigned flags = request.fields.flags;
-  session.Enqueue([=] { return api->cuStreamWaitEvent(stream, waited, flags); });
+  session.Enqueue(stream, [=] { return api->cuStreamWaitEvent(stream, waited, flags); });
   return absl::OkStatus();
 }
 

@@ -8,7 +8,9 @@ server_bin=$1 run_bin=$2 programs=$3 scenario=$4
 work=$(mktemp -d /tmp/tally-e2e-XXXXXX)
 socket=$work/server.sock
 server_pid=
+background_pids=()  # helpers that must not outlive the test, whatever happens
 cleanup() {
+  if ((${#background_pids[@]})); then kill -KILL "${background_pids[@]}" 2>/dev/null; fi
   if [[ -n $server_pid ]]; then
     kill -TERM "$server_pid" 2>/dev/null
     wait "$server_pid" 2>/dev/null
@@ -45,6 +47,15 @@ json_true() {
     "$1" "$2"
 }
 json_check() { json_true "$1" "$2" || fail "status does not satisfy $2: $(cat "$1")"; }
+# await_status <file> <expression>: polls the status (bounded) until the expression holds.
+await_status() {
+  for _ in $(seq 200); do
+    status_json "$1"
+    json_true "$1" "$2" && return
+    sleep 0.05
+  done
+  json_check "$1" "$2"
+}
 
 # start_hog [tally-run options]: a client holding 256 MiB, waiting to be killed; sets hog_pid.
 start_hog() {
@@ -194,13 +205,8 @@ PY
     kill -KILL "$hog_pid"
     wait "$hog_pid" 2>/dev/null
     # Gone from the list and its memory free again (the server frees it within milliseconds).
-    gone="not s['clients'] and s['device']['free_memory_bytes'] == s['device']['total_memory_bytes']"
-    for _ in $(seq 100); do
-      status_json "$work/after.json"
-      json_true "$work/after.json" "$gone" && break
-      sleep 0.05
-    done
-    json_check "$work/after.json" "$gone"
+    await_status "$work/after.json" \
+      "not s['clients'] and s['device']['free_memory_bytes'] == s['device']['total_memory_bytes']"
     grep -q "freed 1 allocation(s) of 268435456 bytes, 2 page-locked block(s)" "$work/server.log" ||
       fail "the server did not log the reclaimed memory"
     run meminfo || fail "memory still in use after the killed client"
@@ -279,6 +285,125 @@ PY
       [[ $(sum resumes) -gt 0 ]] || fail "no PTB kernel was preempted and resumed"
     fi
     grep "kernel launches" "$work/server.log"
+    ;;
+  silent_peer)
+    # Peers that connect and never say a word, with a handshake timeout far longer than the test:
+    # clients and tally-ctl connecting after them are served all the same.
+    start_server --handshake-timeout-ms=3600000
+    for _ in 1 2 3; do
+      python3 -c 'import socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); time.sleep(600)' "$socket" &
+      background_pids+=($!)
+    done
+    run vector_add || fail "a client behind silent peers was not served"
+    await_status "$work/status.json" "s['clients'] == []"
+    ;;
+  broken_driver)
+    # An installed libcuda.so.1 that does not work: the server says why and exits instead of
+    # serving the emulated GPU in its place; --emulate still serves it.
+    LD_LIBRARY_PATH=$programs/broken_driver timeout 60 "$server_bin" --socket "$socket" \
+      > "$work/broken.log" 2>&1
+    status=$?
+    [[ $status -eq 1 ]] ||
+      fail "the server exited $status with a broken driver: $(cat "$work/broken.log")"
+    grep -q "libcuda.so.1.*installed but not usable.*--emulate" "$work/broken.log" ||
+      fail "no explanation: $(cat "$work/broken.log")"
+    [[ ! -S $socket ]] || fail "the server listened anyway"
+    LD_LIBRARY_PATH=$programs/broken_driver start_server
+    run vector_add || fail "--emulate did not serve with a broken driver installed"
+    ;;
+  runaway)
+    # A client killed while its kernel never ends: after the teardown timeout its resources are
+    # abandoned (logged), the server keeps serving, and it shuts down without hanging.
+    start_server --teardown-timeout-ms=500
+    coproc RUNAWAY { exec "$run_bin" --server "$socket" -- "$programs/tenant" runaway; }
+    runaway_pid=$RUNAWAY_PID
+    read -r -t 60 line <&"${RUNAWAY[0]}" || fail "the runaway tenant never became ready"
+    [[ $line == READY ]] || fail "the runaway tenant said '$line'"
+    kill -KILL "$runaway_pid"
+    wait "$runaway_pid" 2>/dev/null
+    await_status "$work/after.json" "not s['clients']"
+    run tenant compute || fail "the server no longer serves next to a runaway kernel"
+    kill -TERM "$server_pid"
+    timeout 60 tail --pid="$server_pid" -f /dev/null || fail "the server hangs at shutdown"
+    wait "$server_pid"
+    status=$?
+    server_pid=
+    [[ $status -eq 0 ]] || fail "the server exited $status"
+    ;;
+  too_many_clients)
+    # With --max-clients=1 a second client is refused with a message that says why, and is
+    # served once the first has gone.
+    start_server --max-clients=1
+    start_hog
+    run vector_add > "$work/refused.out" 2>&1 && fail "a second client was served"
+    grep -q "refused us: it serves 1 clients, its maximum (tally-server --max-clients)" \
+      "$work/refused.out" || fail "no clear refusal: $(cat "$work/refused.out")"
+    kill -KILL "$hog_pid"
+    wait "$hog_pid" 2>/dev/null
+    await_status "$work/after.json" "not s['clients']"
+    run vector_add || fail "no client was served after the first one left"
+    ;;
+  flood)
+    # A client that posts launches without end: the server's queue for it stays within its
+    # bound (256 + a batch of 127) and the server's memory does not grow while it floods.
+    start_server --max-queued-commands=256
+    coproc FLOOD { exec "$run_bin" --server "$socket" -- "$programs/tenant" flood; }
+    flood_pid=$FLOOD_PID
+    read -r -t 60 line <&"${FLOOD[0]}" || fail "the flooding tenant never became ready"
+    rss() { awk '/^VmRSS/ { print $2 }' "/proc/$server_pid/status"; }
+    sleep 1
+    first=$(rss)
+    for _ in $(seq 10); do
+      status_json "$work/flood.json"
+      json_check "$work/flood.json" \
+        "len(s['clients']) == 1 and s['clients'][0]['queued_commands'] <= 256 + 127"
+      sleep 0.2
+    done
+    last=$(rss)
+    echo "server RSS while flooded: $first KiB, then $last KiB"
+    (( last - first < 16384 )) || fail "the server grew from $first KiB to $last KiB"
+    kill -KILL "$flood_pid"
+    wait "$flood_pid" 2>/dev/null
+    run vector_add || fail "the server no longer serves after the flood"
+    ;;
+  quota)
+    # A per-client device-memory limit: allocations up to it succeed, beyond fail with
+    # cudaErrorMemoryAllocation, cudaMemGetInfo and the device's size show it, tally-ctl status
+    # shows usage and limit to the byte, tally-ctl limit raises it live, tally-run
+    # --memory-limit only lowers it.
+    start_server --client-memory-limit=64M
+    coproc QUOTA { exec "$run_bin" --server "$socket" -- "$programs/tenant" quota 64 128; }
+    quota_pid=$QUOTA_PID
+    read -r -t 60 line <&"${QUOTA[0]}" || fail "the quota tenant never filled its quota"
+    [[ $line == FULL ]] || fail "the quota tenant said '$line'"
+    status_json "$work/full.json"
+    usage="[(c['memory_bytes'], c['memory_limit_bytes']) for c in s['clients']]"
+    json_check "$work/full.json" "$usage == [(67108864, 67108864)]"
+    grep -q "(pid $quota_pid, .*tenant quota 64 128'): an allocation of 16777216 bytes refused" \
+      "$work/server.log" || fail "the refusal was not logged naming the client"
+    quota_id=$(client_id "$work/full.json" "$quota_pid")
+    timeout 30 "$TALLY_CTL" limit "$quota_id" 128M --server "$socket" > "$work/limit.out" ||
+      fail "tally-ctl limit failed: $(cat "$work/limit.out")"
+    grep -q "limit of 134217728 bytes" "$work/limit.out" ||
+      fail "tally-ctl limit: $(cat "$work/limit.out")"
+    echo go >&"${QUOTA[1]}"
+    read -r -t 60 line <&"${QUOTA[0]}" || fail "the quota tenant did not fill its raised quota"
+    [[ $line == RAISED ]] || fail "the quota tenant said '$line' after the raise"
+    status_json "$work/raised.json"
+    json_check "$work/raised.json" "$usage == [(134217728, 134217728)]"
+    echo exit >&"${QUOTA[1]}"
+    wait "$quota_pid" || fail "the quota tenant failed"
+    if timeout 30 "$TALLY_CTL" limit 99999 1G --server "$socket" > "$work/none.out"; then
+      fail "tally-ctl limit succeeded for a client that does not exist"
+    fi
+    timeout 30 "$TALLY_CTL" limit 1 lots --server "$socket" 2> "$work/bad.out" &&
+      fail "tally-ctl limit accepted 'lots'"
+    grep -q "'lots' is not a size" "$work/bad.out" || fail "no clear error: $(cat "$work/bad.out")"
+    "$run_bin" --memory-limit 32M --server "$socket" -- "$programs/tenant" quota 32 ||
+      fail "tally-run --memory-limit 32M did not lower the limit to 32 MiB"
+    "$run_bin" --memory-limit 1G --server "$socket" -- "$programs/tenant" quota 64 ||
+      fail "tally-run --memory-limit 1G did not keep the server's 64 MiB"
     ;;
   *) fail "unknown scenario $scenario" ;;
 esac

@@ -1,12 +1,13 @@
 // tally-ctl: inspects and steers a running tally-server over its socket, with control requests
 // that never count as a client: `status` (device, backend, clients and what the scheduler did
-// for each), `priority CLIENT LEVEL` (a client's priority, while it runs) and `profiles` (what
-// the profiler knows).
+// for each), `priority CLIENT LEVEL` (a client's priority, while it runs), `limit CLIENT SIZE`
+// (a client's device-memory limit, while it runs) and `profiles` (what the profiler knows).
 #include <cstdio>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "common/byte_size.h"
 #include "common/client_priority.h"
 #include "ipc/control.h"
 #include "ipc/socket_path.h"
@@ -18,11 +19,14 @@ namespace {
 constexpr char kUsage[] =
     "Usage: tally-ctl status [--json] [--server PATH]\n"
     "       tally-ctl priority CLIENT LEVEL [--server PATH]\n"
+    "       tally-ctl limit CLIENT SIZE|none [--server PATH]\n"
     "       tally-ctl profiles [--json] [--server PATH]\n"
     "Inspects and steers a running tally-server.\n\n"
     "  status         its device (name, total and free memory), its backend (the emulator or\n"
     "                 NVIDIA's driver) and each connected client: id, pid, priority, device\n"
-    "                 memory it has allocated, commands queued but not yet issued, command line,\n"
+    "                 memory it has allocated and its limit (in bytes), page-locked memory and\n"
+    "                 its limit, streams, events, modules, commands queued but not yet issued,\n"
+    "                 command line,\n"
     "                 and what the scheduler did for it: kernels issued in each form (original,\n"
     "                 sliced, preemptible), preemptions, resumptions, background kernels run\n"
     "                 unshaped at a risk, time its kernels were held, measured preemption\n"
@@ -31,13 +35,19 @@ constexpr char kUsage[] =
     "                 sets the priority of the client with that id (see status) to LEVEL: high,\n"
     "                 best-effort or an integer, higher is more important; effective at the\n"
     "                 scheduler's next decision, not capped by --max-client-priority\n"
+    "  limit CLIENT SIZE|none\n"
+    "                 sets the device-memory limit of the client with that id to SIZE (512M, 4G,\n"
+    "                 1.5GiB, bytes) or removes it; effective at its next allocation and\n"
+    "                 cudaMemGetInfo (what it holds beyond a lowered limit stays)\n"
     "  profiles       the launch configurations the profiler knows: kernel, grid, block, shared\n"
     "                 memory, chosen form, original time, normalised speed, turnaround\n\n"
     "  --json         print JSON instead of a table. status: an object with the keys socket,\n"
     "                 server_pid, device {name, total_memory_bytes, free_memory_bytes},\n"
     "                 backend {kind: \"emulator\"|\"nvidia-driver\", description} and clients\n"
     "                 [{id, pid, command, priority, priority_set, memory_bytes, allocations,\n"
-    "                 queued_commands, scheduling {kernels_original, kernels_sliced, slices,\n"
+    "                 memory_limit_bytes (null: none), pinned_bytes, pinned_limit_bytes,\n"
+    "                 streams, events, modules, queued_commands, scheduling {kernels_original,\n"
+    "                 kernels_sliced, slices,\n"
     "                 kernels_preemptible, kernels_preempted, preemptions, resumes,\n"
     "                 risky_launches, held_ns, preemption_latencies,\n"
     "                 preemption_latency_ns_total, preemption_latency_ns_max}}];\n"
@@ -82,26 +92,38 @@ int main(int argc, char** argv) {
       words.emplace_back(arg);
     }
   }
-  if (words.empty()) return Usage("no command given; the commands are status, priority, profiles");
+  if (words.empty()) {
+    return Usage("no command given; the commands are status, priority, limit, profiles");
+  }
   const std::string& command = words[0];
-  const size_t operands = command == "priority" ? 2 : 0;
-  if (command != "status" && command != "priority" && command != "profiles") {
+  const bool targets_client = command == "priority" || command == "limit";
+  const size_t operands = targets_client ? 2 : 0;
+  if (command != "status" && !targets_client && command != "profiles") {
     return Usage("unknown command '" + command + "'");
   }
   if (words.size() != operands + 1) {
     return Usage(command == "priority" ? "priority wants CLIENT and LEVEL"
+                 : command == "limit"  ? "limit wants CLIENT and SIZE (or none)"
                                        : "unexpected argument '" + words.back() + "'");
   }
-  if (json && command == "priority") return Usage("priority has no --json");
+  if (json && targets_client) return Usage(command + " has no --json");
   uint64_t client_id = 0;
   tally::ClientPriority level = tally::ClientPriority::Unset();
-  if (command == "priority") {
+  uint64_t memory_limit = tally::ipc::kNoLimit;
+  if (targets_client) {
     const std::string& id = words[1];
     if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos ||
         id.size() > 19) {
       return Usage("CLIENT is a client id as status shows it, not '" + id + "'");
     }
     client_id = std::stoull(id);
+  }
+  if (command == "limit" && words[2] != "none") {
+    auto bytes = tally::ParseByteSize(words[2]);
+    if (!bytes.ok()) return Usage("SIZE: " + std::string(bytes.status().message()));
+    memory_limit = *bytes;
+  }
+  if (command == "priority") {
     auto parsed = tally::ClientPriority::Parse(words[2]);
     if (!parsed.ok() || words[2].empty()) {
       return Usage("LEVEL: " + (parsed.ok() ? std::string("empty")
@@ -120,6 +142,12 @@ int main(int argc, char** argv) {
   }
   if (command == "priority") {
     auto reply = tally::ipc::SetClientPriority(server, client_id, level.level());
+    if (!reply.ok()) return Fail(server, reply.status());
+    std::printf("%s\n", reply->message);
+    return reply->found != 0 ? 0 : 1;
+  }
+  if (command == "limit") {
+    auto reply = tally::ipc::SetClientMemoryLimit(server, client_id, memory_limit);
     if (!reply.ok()) return Fail(server, reply.status());
     std::printf("%s\n", reply->message);
     return reply->found != 0 ? 0 : 1;

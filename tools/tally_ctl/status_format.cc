@@ -23,6 +23,16 @@ std::string Mebibytes(uint64_t bytes) {
   return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
 }
 
+// A limit for the table: bytes, or "none".
+std::string LimitText(uint64_t limit) {
+  return limit == ipc::kNoLimit ? std::string("none") : std::to_string(limit);
+}
+
+// A limit in JSON: bytes, or null.
+std::string LimitJson(uint64_t limit) {
+  return limit == ipc::kNoLimit ? std::string("null") : std::to_string(limit);
+}
+
 // The length of the UTF-8 sequence starting at text[i], or 0 when it is not well formed
 // (overlong forms, surrogates and code points past U+10FFFF included; RFC 3629).
 size_t Utf8Length(std::string_view text, size_t i) {
@@ -101,6 +111,16 @@ std::string FormatStatusText(const ipc::StatusReport& report, const std::string&
                        PriorityName(client), Mebibytes(client.memory_bytes),
                        client.queued_commands, client.command);
   }
+  // Exactly, in bytes: what each client holds against its limits.
+  out += "resources:\n";
+  out += fmt::format("  {:>4} {:>14} {:>14} {:>12} {:>14} {:>7} {:>7} {:>7}\n", "ID",
+                     "MEMORY BYTES", "MEMORY LIMIT", "PINNED BYTES", "PINNED LIMIT", "STREAMS",
+                     "EVENTS", "MODULES");
+  for (const ipc::ClientStatus& c : report.clients) {
+    out += fmt::format("  {:>4} {:>14} {:>14} {:>12} {:>14} {:>7} {:>7} {:>7}\n", c.client_id,
+                       c.memory_bytes, LimitText(c.memory_limit), c.pinned_bytes,
+                       LimitText(c.pinned_limit), c.streams, c.events, c.modules);
+  }
   out += "scheduling:\n";
   out += fmt::format("  {:>4} {:>9} {:>14} {:>15} {:>11} {:>7} {:>5} {:>10} {:>17}\n", "ID",
                      "ORIGINAL", "SLICED(SLICES)", "PTB(PREEMPTED)", "PREEMPTIONS", "RESUMES",
@@ -140,13 +160,17 @@ std::string FormatStatusJson(const ipc::StatusReport& report, const std::string&
     out += fmt::format(
         "{}\n    {{\"id\": {}, \"pid\": {}, \"command\": {}, \"priority\": {}, "
         "\"priority_set\": {}, \"memory_bytes\": {}, \"allocations\": {}, "
+        "\"memory_limit_bytes\": {}, \"pinned_bytes\": {}, \"pinned_limit_bytes\": {}, "
+        "\"streams\": {}, \"events\": {}, \"modules\": {}, "
         "\"queued_commands\": {}, \"scheduling\": {{\"kernels_original\": {}, "
         "\"kernels_sliced\": {}, \"slices\": {}, \"kernels_preemptible\": {}, "
         "\"kernels_preempted\": {}, \"preemptions\": {}, \"resumes\": {}, "
         "\"risky_launches\": {}, \"held_ns\": {}, \"preemption_latencies\": {}, "
         "\"preemption_latency_ns_total\": {}, \"preemption_latency_ns_max\": {}}}}}",
         i == 0 ? "" : ",", c.client_id, c.pid, JsonString(c.command), c.priority,
-        c.priority_set != 0, c.memory_bytes, c.allocations, c.queued_commands, c.kernels_original,
+        c.priority_set != 0, c.memory_bytes, c.allocations, LimitJson(c.memory_limit),
+        c.pinned_bytes, LimitJson(c.pinned_limit), c.streams, c.events, c.modules,
+        c.queued_commands, c.kernels_original,
         c.kernels_sliced, c.slices, c.kernels_preemptible, c.kernels_preempted, c.preemptions,
         c.resumes, c.risky_launches, c.held_ns, c.preemption_latencies,
         c.preemption_latency_ns_total, c.preemption_latency_ns_max);

@@ -34,6 +34,12 @@ ipc::StatusReport Report(bool with_client) {
     client.preemption_latency_ns_max = 2'000'000;
     client.memory_bytes = 256 << 20;
     client.allocations = 2;
+    client.memory_limit = 268435457;
+    client.pinned_bytes = 8192;
+    client.pinned_limit = ipc::kNoLimit;
+    client.streams = 4;
+    client.events = 5;
+    client.modules = 1;
     client.queued_commands = 3;
     ipc::CopyText("./app --name=a\\b", client.command, sizeof(client.command));
     report.clients.push_back(client);
@@ -66,7 +72,10 @@ TEST_CASE("status as JSON has every key, with and without clients") {
   const std::string one = FormatStatusJson(Report(true), "/tmp/s.sock");
   CHECK(one.find("\"clients\": [\n    {\"id\": 7, \"pid\": 1234, \"command\": "
                  "\"./app --name=a\\\\b\", \"priority\": -1, \"priority_set\": true, "
-                 "\"memory_bytes\": 268435456, \"allocations\": 2, \"queued_commands\": 3, "
+                 "\"memory_bytes\": 268435456, \"allocations\": 2, "
+                 "\"memory_limit_bytes\": 268435457, \"pinned_bytes\": 8192, "
+                 "\"pinned_limit_bytes\": null, \"streams\": 4, \"events\": 5, "
+                 "\"modules\": 1, \"queued_commands\": 3, "
                  "\"scheduling\": {\"kernels_original\": 5, \"kernels_sliced\": 0, "
                  "\"slices\": 0, \"kernels_preemptible\": 2, \"kernels_preempted\": 1, "
                  "\"preemptions\": 3, \"resumes\": 2, \"risky_launches\": 0, \"held_ns\": 0, "
@@ -83,6 +92,9 @@ TEST_CASE("status as text lists the clients") {
   CHECK(text.find("./app --name=a\\b") != std::string::npos);
   CHECK(text.find("          -1") != std::string::npos);  // the priority level
   CHECK(text.find("2(1)") != std::string::npos);          // PTB kernels (preempted)
+  // Usage and limits exactly, in bytes.
+  CHECK(text.find("      268435456      268435457         8192           none       4       5") !=
+        std::string::npos);
   CHECK(text.find("1.500/2.000 ms") != std::string::npos);
   CHECK(FormatStatusText(Report(false), "/s").find("clients: 0\n") != std::string::npos);
 }

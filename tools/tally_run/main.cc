@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/byte_size.h"
 #include "common/client_priority.h"
 #include "tools/tally_run/cudart_linkage.h"
 #include "tools/tally_run/driver_library.h"
@@ -21,10 +22,16 @@
 namespace {
 
 constexpr char kUsage[] =
-    "Usage: tally-run [--priority high|best-effort|N] [--server PATH] -- program [args...]\n"
+    "Usage: tally-run [--priority high|best-effort|N] [--memory-limit SIZE] [--server PATH]\n"
+    "                 -- program [args...]\n"
     "Runs a CUDA program (built with nvcc -cudart shared) on the GPU shared by tally-server.\n\n"
     "  --priority P   high, best-effort (default) or an integer; higher is more important\n"
     "                 [sets TALLY_PRIORITY]\n"
+    "  --memory-limit SIZE\n"
+    "                 device memory the program may allocate, e.g. 512M or 4G: the device\n"
+    "                 looks that large to it (cudaMemGetInfo, the device's total memory). Only\n"
+    "                 lowers the server's limit for the program (tally-server\n"
+    "                 --client-memory-limit), never raises it [sets TALLY_MEMORY_LIMIT]\n"
     "  --server PATH  the server's socket (default: TALLY_SERVER, else the server's default)\n"
     "  --help         show this help\n\n"
     "The shim loaded is TALLY_CLIENT_LIBRARY when set, else this build's libtally_client.so.\n";
@@ -61,6 +68,7 @@ bool CheckLinkage(const std::string& program) {
 
 int main(int argc, char** argv) {
   std::string priority;
+  std::string memory_limit;
   std::string server;
   int i = 1;
   for (; i < argc; ++i) {
@@ -75,6 +83,10 @@ int main(int argc, char** argv) {
     }
     if ((arg == "--priority" || arg == "--server") && i + 1 < argc) {
       (arg == "--priority" ? priority : server) = argv[++i];
+    } else if (arg == "--memory-limit" && i + 1 < argc) {
+      memory_limit = argv[++i];
+    } else if (arg.starts_with("--memory-limit=")) {
+      memory_limit = arg.substr(15);
     } else if (arg.starts_with("--priority=")) {
       priority = arg.substr(11);
     } else if (arg.starts_with("--server=")) {
@@ -89,6 +101,13 @@ int main(int argc, char** argv) {
   if (!priority.empty()) {
     if (auto parsed = tally::ClientPriority::Parse(priority); !parsed.ok()) {
       return Fail("--priority: " + std::string(parsed.status().message()));
+    }
+  }
+  if (!memory_limit.empty()) {
+    absl::StatusOr<uint64_t> bytes = tally::ParseByteSize(memory_limit);
+    if (!bytes.ok() || *bytes == 0) {
+      return Fail("--memory-limit: " + (bytes.ok() ? std::string("must be more than 0 bytes")
+                                                   : std::string(bytes.status().message())));
     }
   }
   if (!CheckLinkage(argv[i])) return 3;
@@ -117,6 +136,7 @@ int main(int argc, char** argv) {
   }
   setenv("LD_PRELOAD", preload.c_str(), 1);
   if (!priority.empty()) setenv("TALLY_PRIORITY", priority.c_str(), 1);
+  if (!memory_limit.empty()) setenv("TALLY_MEMORY_LIMIT", memory_limit.c_str(), 1);
   if (!server.empty()) setenv("TALLY_SERVER", server.c_str(), 1);
   execvp(argv[i], argv + i);
   return Fail(std::string("cannot run ") + argv[i] + ": " + std::strerror(errno));

@@ -1,0 +1,146 @@
+// One tenant of a shared server, for the isolation tests: what it does is its first argument.
+//   runaway            launches a kernel of many blocks that never ends, says READY, and waits
+//                      for it (the test kills it)
+//   compute [ROUNDS]   computes and checks results ROUNDS times (default 3); frees nothing
+//                      (cudaFree may wait for other clients' kernels, as the device's does)
+//   flood              posts kernel launches without end, never synchronising; says READY
+//                      after the first 10000 (the test kills it)
+//   quota MIB [RAISED] checks that the device looks MIB MiB large and that 16 MiB allocations
+//                      succeed up to exactly that and fail beyond with cudaErrorMemoryAllocation;
+//                      says FULL; with RAISED, waits for a line on stdin (the test raises the
+//                      limit meanwhile) and checks the same up to RAISED MiB, then says RAISED
+//                      and waits for another line
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "check.h"
+
+namespace {
+
+// Spins until *flag becomes non-zero, which nothing ever writes.
+__global__ void Spin(volatile int* flag) {
+  while (*flag == 0) {
+  }
+}
+
+__global__ void Affine(const int* in, int* out, int n, int a, int b) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = a * in[i] + b;
+}
+
+// One round of work whose every result is checked: out = a * in + b over n elements.
+void ComputeRound(int* in, int* out, int n, int round) {
+  std::vector<int> host(n);
+  for (int i = 0; i < n; ++i) host[i] = i * 7 + round;
+  CHECK_CUDA(cudaMemcpy(in, host.data(), n * sizeof(int), cudaMemcpyHostToDevice));
+  Affine<<<(n + 127) / 128, 128>>>(in, out, n, round + 2, 11);
+  CHECK_CUDA(cudaGetLastError());
+  CHECK_CUDA(cudaMemcpy(host.data(), out, n * sizeof(int), cudaMemcpyDeviceToHost));
+  for (int i = 0; i < n; ++i) EXPECT(host[i] == (round + 2) * (i * 7 + round) + 11);
+}
+
+int Compute(int rounds) {
+  constexpr int kN = 10000;
+  int *in, *out;
+  CHECK_CUDA(cudaMalloc(&in, kN * sizeof(int)));
+  CHECK_CUDA(cudaMalloc(&out, kN * sizeof(int)));
+  for (int round = 0; round < rounds; ++round) ComputeRound(in, out, kN, round);
+  std::printf("COMPUTED\n");
+  return 0;
+}
+
+__global__ void Tick(int* counter) {
+  if (threadIdx.x == 0) atomicAdd(counter, 1);
+}
+
+int Flood() {
+  int* counter;
+  CHECK_CUDA(cudaMalloc(&counter, sizeof(int)));
+  for (long i = 0;; ++i) {
+    Tick<<<1, 32>>>(counter);
+    if (i == 10000) {
+      CHECK_CUDA(cudaGetLastError());
+      std::printf("READY\n");
+      std::fflush(stdout);
+    }
+  }
+}
+
+constexpr size_t kMiB = size_t{1} << 20;
+
+// Allocates 16 MiB blocks until `total_mib` MiB are allocated (each must succeed), then checks
+// that one more fails as out of memory and that cudaMemGetInfo shows the quota full.
+void FillQuota(size_t total_mib, std::vector<void*>& blocks) {
+  size_t free_bytes = 0, total_bytes = 0;
+  CHECK_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
+  EXPECT(total_bytes == total_mib * kMiB);
+  while (blocks.size() * 16 < total_mib) {
+    void* block = nullptr;
+    CHECK_CUDA(cudaMalloc(&block, 16 * kMiB));
+    blocks.push_back(block);
+  }
+  void* beyond = nullptr;
+  EXPECT(cudaMalloc(&beyond, 16 * kMiB) == cudaErrorMemoryAllocation);
+  EXPECT(cudaGetLastError() == cudaErrorMemoryAllocation);  // not sticky: cleared once read
+  EXPECT(cudaMalloc(&beyond, 1) == cudaErrorMemoryAllocation);
+  cudaGetLastError();
+  CHECK_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
+  EXPECT(free_bytes == 0);
+}
+
+int Quota(size_t total_mib, size_t raised_mib) {
+  cudaDeviceProp properties{};
+  CHECK_CUDA(cudaGetDeviceProperties(&properties, 0));
+  EXPECT(properties.totalGlobalMem == total_mib * kMiB);
+  size_t free_bytes = 0, total_bytes = 0;
+  CHECK_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
+  EXPECT(free_bytes == total_bytes);
+  std::vector<void*> blocks;
+  FillQuota(total_mib, blocks);
+  // Freeing makes room again.
+  CHECK_CUDA(cudaFree(blocks.back()));
+  blocks.pop_back();
+  CHECK_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
+  EXPECT(free_bytes == 16 * kMiB);
+  FillQuota(total_mib, blocks);
+  std::printf("FULL\n");
+  std::fflush(stdout);
+  if (raised_mib == 0) return 0;
+  char line[64];
+  if (std::fgets(line, sizeof(line), stdin) == nullptr) return 1;
+  FillQuota(raised_mib, blocks);
+  std::printf("RAISED\n");
+  std::fflush(stdout);
+  // Connected (holding its memory) until the test has looked at the status.
+  return std::fgets(line, sizeof(line), stdin) != nullptr ? 0 : 1;
+}
+
+int Runaway() {
+  int* flag;
+  CHECK_CUDA(cudaMalloc(&flag, sizeof(int)));
+  CHECK_CUDA(cudaMemset(flag, 0, sizeof(int)));
+  Spin<<<4096, 64>>>(flag);
+  CHECK_CUDA(cudaGetLastError());
+  std::printf("READY\n");
+  std::fflush(stdout);
+  CHECK_CUDA(cudaDeviceSynchronize());
+  return 1;  // never reached: the test kills us
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc >= 2 ? argv[1] : "";
+  if (mode == "runaway") return Runaway();
+  if (mode == "compute") return Compute(argc >= 3 ? std::atoi(argv[2]) : 3);
+  if (mode == "flood") return Flood();
+  if (mode == "quota" && argc >= 3) {
+    const size_t raised = argc >= 4 ? std::strtoul(argv[3], nullptr, 10) : 0;
+    return Quota(std::strtoul(argv[2], nullptr, 10), raised);
+  }
+  std::fprintf(stderr, "usage: tenant runaway | compute [ROUNDS] | flood | quota MIB [RAISED]\n");
+  return 2;
+}
