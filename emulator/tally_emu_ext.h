@@ -2,6 +2,8 @@
 // (resolve them with dlsym; NVIDIA's libcuda.so.1 has none of them).
 #pragma once
 
+#include <cuda.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -12,6 +14,14 @@ extern "C" {
 // count is exact once the launch has completed (for instance after cuStreamSynchronize).
 unsigned long long tallyEmuLaneInstructions(void);
 typedef unsigned long long (*PFN_tallyEmuLaneInstructions)(void);
+
+// Cancels `stream` for good, for a server whose client died: the launch running on it stops
+// (its blocks not yet started never run; running blocks stop at their next time slice of 4096
+// instructions per warp) and later launches on it are skipped, none of them an error. Its
+// other work (copies, event records, host functions) still runs, so that everything waiting for
+// the stream is released in stream order. CUDA_ERROR_INVALID_HANDLE for an unknown stream.
+CUresult tallyEmuStreamCancel(CUstream stream);
+typedef CUresult (*PFN_tallyEmuStreamCancel)(CUstream stream);
 
 #ifdef __cplusplus
 }

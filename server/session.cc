@@ -83,6 +83,13 @@ bool Session::Close(std::chrono::steady_clock::time_point deadline) {
   // anything freed.
   host_callbacks_->Close();
   batch_.clear();
+  // Nothing more of the client's is worth running: on the emulated GPU its launches stop where
+  // they are and those not started never run, so that its streams drain in milliseconds. (On
+  // NVIDIA's driver nothing can stop a running kernel; the device window keeps what remains
+  // small.)
+  if (const PFN_tallyEmuStreamCancel cancel = server_.backend.extensions().stream_cancel) {
+    for (const StreamRef& stream : HoldAllStreams()) cancel(stream->stream);
+  }
   // Also stops the client's running PTB kernel and waits for its kernel runs to end.
   bool finished = server_.dispatcher.RemoveClient(*queue_, deadline);
   finished = finished && waiters_->Shutdown(deadline);

@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -600,6 +601,44 @@ TEST_CASE("fatbins registered at once from many threads are parsed and loaded on
   CHECK(TheDevice().modules.loaded_count() == loaded_before + 2);
   modules.clear();
   CHECK(TheDevice().modules.loaded_count() == loaded_before);
+}
+
+// Launches `kernel` (one pointer parameter) of the fatbin on the client's default stream.
+void LaunchPointerKernel(TestClient& client, const std::string& fatbin, const std::string& kernel,
+                         uint64_t pointer, uint32_t blocks) {
+  const uint64_t module = RegisterTestFatbin(client, fatbin);
+  REQUIRE(client.Result(ipc::GetFunctionRequest{.module = module},
+                        std::as_bytes(std::span(kernel))) == CUDA_SUCCESS);
+  const uint64_t function = client.Last<ipc::GetFunctionResponse>().function;
+  std::byte params[8];
+  std::memcpy(params, &pointer, 8);
+  client.Post(ipc::LaunchKernelRequest{.grid = {blocks, 1, 1},
+                                       .block = {32, 1, 1},
+                                       .shared_bytes = 0,
+                                       .flags = 0,
+                                       .function = function,
+                                       .stream = 0},
+              params);
+  client.session().HandOver();
+}
+
+TEST_CASE("a teardown that would wait past its deadline abandons the client's resources") {
+  // Client b's kernel never ends (until b goes): freeing a's memory waits for every kernel of
+  // the context (cuMemFree), so a's teardown must give up at its deadline instead of hanging.
+  TestClient b(2);
+  const uint64_t flag = b.Malloc(sizeof(int));
+  b.Post(ipc::MemsetRequest{.value = 0, .element_size = 1, .dst = flag, .size = sizeof(int),
+                            .stream = 0});
+  LaunchPointerKernel(b, "spin_kernel.fatbin", "SpinUntil", flag, 64);
+  b.session().WaitIssued(b.session().Ticket());  // on the device, spinning
+  auto a = std::make_unique<TestClient>(1);
+  a->Malloc(1 << 20);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+  CHECK_FALSE(a->session().Close(deadline));
+  // Abandoned: the session is left alive for good (a thread may still use it).
+  static_cast<void>(a.release());
+  // b's own teardown cancels its kernel (emulated GPU): nothing of it is abandoned.
+  CHECK(b.session().Close(std::chrono::steady_clock::now() + std::chrono::seconds(30)));
 }
 
 // __device__ variables are per process in CUDA: two instances of one program must not share

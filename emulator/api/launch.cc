@@ -236,9 +236,13 @@ absl::Status Launch(Driver& driver, const LaunchRequest& request) {
   DeviceMemory* memory = &driver.memory();
   target.context->Enqueue(target.stream, {}, [kernel, setup, context, pool, memory, heap] {
     auto owner = context.lock();
-    if (owner != nullptr && owner->sticky_error() == CUDA_SUCCESS) {
+    Stream* stream = Stream::Current();  // this work item runs on its stream's worker
+    if (owner != nullptr && owner->sticky_error() == CUDA_SUCCESS && !stream->cancelled()) {
+      stream->WatchLaunch(&setup->abort);  // tallyEmuStreamCancel stops the grid
       absl::Status status = pool->Run(*setup);
-      if (!status.ok() && !absl::IsCancelled(status)) {  // cancelled: the library is unloading
+      stream->WatchLaunch(nullptr);
+      // Cancelled: the library is unloading, or the stream was cancelled (no error then).
+      if (!status.ok() && !absl::IsCancelled(status) && !stream->cancelled()) {
         TALLY_LOG_ERROR("emu: launch failed: {}", std::string(status.message()));
         owner->SetStickyError(ToCuResult(status));
       }

@@ -4,6 +4,11 @@
 #include <cuda.h>
 
 namespace tally::emu {
+namespace {
+
+thread_local Stream* current_stream = nullptr;  // set by WorkerLoop on its own thread
+
+}  // namespace
 
 Stream::Stream(std::weak_ptr<Context> owner, uint64_t context_id, unsigned flags, int priority)
     : owner_(std::move(owner)), context_id_(context_id), flags_(flags), priority_(priority) {
@@ -23,6 +28,20 @@ void Stream::Shutdown() {
 }
 
 bool Stream::blocking() const { return (flags_ & CU_STREAM_NON_BLOCKING) == 0; }
+
+Stream* Stream::Current() { return current_stream; }
+
+void Stream::Cancel() {
+  std::lock_guard lock(mu_);
+  cancelled_.store(true, std::memory_order_release);
+  if (running_abort_ != nullptr) running_abort_->store(true, std::memory_order_relaxed);
+}
+
+void Stream::WatchLaunch(std::atomic<bool>* abort) {
+  std::lock_guard lock(mu_);
+  running_abort_ = abort;
+  if (abort != nullptr && cancelled()) abort->store(true, std::memory_order_relaxed);
+}
 
 uint64_t Stream::Enqueue(std::vector<StreamPoint> dependencies, std::function<void()> work) {
   uint64_t seq;
@@ -64,6 +83,7 @@ StreamPoint Stream::Tail(const std::shared_ptr<Stream>& self) const {
 }
 
 void Stream::WorkerLoop() {
+  current_stream = this;
   while (true) {
     Item item;
     {

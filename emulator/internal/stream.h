@@ -3,6 +3,7 @@
 // dependencies always point at work enqueued earlier, so they cannot form a cycle.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -53,6 +54,18 @@ class Stream {
   // The point after everything enqueued so far; {nullptr, 0} when all of it is done already.
   StreamPoint Tail(const std::shared_ptr<Stream>& self) const;
 
+  // Cancels the stream for good (tallyEmuStreamCancel): the launch running on it stops (its
+  // blocks not yet started never run, running ones stop at their next time slice) and later
+  // launches are skipped, without an error. Its other work (copies, event records, host
+  // functions) still runs, so that everything waiting for the stream is released in order.
+  void Cancel();
+  bool cancelled() const { return cancelled_.load(std::memory_order_acquire); }
+  // Called by the work item of a launch on this stream's worker: `abort` is the flag Cancel
+  // raises (set at once when the stream is already cancelled); nullptr once the launch is over.
+  void WatchLaunch(std::atomic<bool>* abort);
+  // The stream whose worker runs the calling thread's work item; null on other threads.
+  static Stream* Current();
+
   const std::weak_ptr<Context>& owner() const { return owner_; }
   uint64_t context_id() const { return context_id_; }
   unsigned flags() const { return flags_; }
@@ -77,6 +90,8 @@ class Stream {
   uint64_t enqueued_ = 0;
   uint64_t completed_ = 0;
   bool stopping_ = false;
+  std::atomic<bool> cancelled_{false};
+  std::atomic<bool>* running_abort_ = nullptr;  // mu_; the running launch's (WatchLaunch)
   std::thread worker_;
 };
 

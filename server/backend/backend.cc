@@ -100,6 +100,8 @@ absl::StatusOr<Backend> Backend::Load(const BackendOptions& options) {
     TALLY_ASSIGN_OR_RETURN(backend.library_, OpenLibrary(options.emulator_library));
     backend.emulated_ = true;
     TALLY_RETURN_IF_ERROR(InitDriver(backend.library_, options.device, backend.api_));
+    backend.extensions_.stream_cancel = reinterpret_cast<PFN_tallyEmuStreamCancel>(
+        dlsym(backend.library_, "tallyEmuStreamCancel"));
   }
   const DriverApi& api = backend.api_;
   TALLY_RETURN_IF_ERROR(CheckCu(api.cuDeviceGet(&backend.device_, options.device), "cuDeviceGet"));
@@ -111,6 +113,7 @@ absl::StatusOr<Backend> Backend::Load(const BackendOptions& options) {
 Backend::Backend(Backend&& other) noexcept
     : library_(std::exchange(other.library_, nullptr)),
       api_(other.api_),
+      extensions_(other.extensions_),
       device_(other.device_),
       context_(std::exchange(other.context_, nullptr)),
       emulated_(other.emulated_),

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "emulator/tally_emu_ext.h"
 
 namespace tally::server {
 
@@ -17,6 +18,12 @@ namespace tally::server {
 struct DriverApi {
 #define TALLY_DRIVER_ENTRY(name, version) PFN_##name##_v##version name = nullptr;
 #include "server/backend/driver_api.def"
+};
+
+// The emulated GPU's extensions (emulator/tally_emu_ext.h), resolved when it is the backend;
+// null with NVIDIA's driver, which has none of them.
+struct EmulatorExtensions {
+  PFN_tallyEmuStreamCancel stream_cancel = nullptr;
 };
 
 struct BackendOptions {
@@ -42,6 +49,7 @@ class Backend {
   void KeepContextAtExit() { keep_context_ = true; }
 
   const DriverApi& api() const { return api_; }
+  const EmulatorExtensions& extensions() const { return extensions_; }
   CUdevice device() const { return device_; }
   CUcontext context() const { return context_; }
   bool emulated() const { return emulated_; }
@@ -57,6 +65,7 @@ class Backend {
 
   void* library_ = nullptr;
   DriverApi api_;
+  EmulatorExtensions extensions_;
   CUdevice device_ = 0;
   CUcontext context_ = nullptr;
   bool emulated_ = false;
