@@ -23,6 +23,35 @@ typedef unsigned long long (*PFN_tallyEmuLaneInstructions)(void);
 CUresult tallyEmuStreamCancel(CUstream stream);
 typedef CUresult (*PFN_tallyEmuStreamCancel)(CUstream stream);
 
+// Tenants: the clients of a sharing server, which share one context but must not hurt each
+// other. A tenant is any non-zero number the caller chooses (0: none).
+//
+// Makes `stream`'s launches the tenant's: their kernels may load, store and run atomics only on
+// memory of that tenant or of no tenant (anything else is CUDA_ERROR_ILLEGAL_ADDRESS, as memory
+// that does not exist), device-side malloc gives them the tenant's memory, and a fault in them
+// (illegal or misaligned address, trap, assert, illegal instruction, stack overflow, ...)
+// becomes the tenant's sticky error instead of the context's: from then on every stream of the
+// tenant answers it (launches, copies, cuStreamSynchronize, cuStreamQuery; the tenant's queued
+// launches are skipped) while the context and other tenants go on. CUDA_ERROR_INVALID_HANDLE
+// for an unknown stream.
+CUresult tallyEmuStreamSetTenant(CUstream stream, unsigned long long tenant);
+typedef CUresult (*PFN_tallyEmuStreamSetTenant)(CUstream stream, unsigned long long tenant);
+
+// Gives the allocation that starts at `base` (cuMemAlloc, cuMemAllocManaged, cuMemHostAlloc's
+// device pointer, cuMemHostRegister's) to `tenant` (0: to nobody, as every allocation starts).
+// CUDA_ERROR_INVALID_VALUE when no allocation starts there.
+CUresult tallyEmuMemSetTenant(CUdeviceptr base, unsigned long long tenant);
+typedef CUresult (*PFN_tallyEmuMemSetTenant)(CUdeviceptr base, unsigned long long tenant);
+
+// Gives the module's .global and .const variables to `tenant`. CUDA_ERROR_INVALID_HANDLE for an
+// unknown module.
+CUresult tallyEmuModuleSetTenant(CUmodule module, unsigned long long tenant);
+typedef CUresult (*PFN_tallyEmuModuleSetTenant)(CUmodule module, unsigned long long tenant);
+
+// The tenant's sticky error: CUDA_SUCCESS while its work has not faulted.
+CUresult tallyEmuTenantGetError(unsigned long long tenant);
+typedef CUresult (*PFN_tallyEmuTenantGetError)(unsigned long long tenant);
+
 #ifdef __cplusplus
 }
 #endif

@@ -3,6 +3,7 @@
 #include "server/call_dispatch.h"
 
 #include <cstring>
+#include <type_traits>
 
 #include "absl/strings/str_format.h"
 #include "common/log.h"
@@ -52,9 +53,35 @@ absl::StatusOr<std::vector<std::byte>> EncodeAnswer(uint64_t sequence,
                 std::as_bytes(std::span(reason.data(), reason.size())));
 }
 
+// The client's sticky error (Session::StickyError) that answers this call instead of its
+// handler; CUDA_SUCCESS when the handler runs. The device's properties stay readable, and the
+// client's answers to host functions are still taken, so that its streams drain.
+template <typename Request>
+CUresult StickyErrorFor(Session& session) {
+  if constexpr (std::is_same_v<Request, ipc::GetDeviceInfoRequest> ||
+                std::is_same_v<Request, ipc::HostCallbackDoneRequest>) {
+    return CUDA_SUCCESS;
+  } else {
+    return session.StickyError();
+  }
+}
+
+template <typename Response>
+absl::StatusOr<Outcome> AnswerStickyError(uint64_t sequence, CUresult sticky) {
+  const absl::StatusOr<Reply<Response>> failed = ClientError(
+      sticky, absl::StrFormat("a kernel of this program faulted earlier (%s); the error is "
+                              "sticky, as in CUDA",
+                              CuResultText(sticky)));
+  return EncodeAnswer(sequence, failed);
+}
+
 template <typename Request>
 absl::StatusOr<Outcome> HandleSync(Session& session, const ipc::ReceivedMessage& message) {
+  using Response = typename ipc::CallTraits<Request>::Response;
   TALLY_ASSIGN_OR_RETURN(const ipc::Decoded<Request> request, ipc::Decode<Request>(message));
+  if (const CUresult sticky = StickyErrorFor<Request>(session); sticky != CUDA_SUCCESS) {
+    return AnswerStickyError<Response>(message.header.sequence, sticky);
+  }
   return EncodeAnswer(message.header.sequence, Handle(session, request));
 }
 
@@ -63,6 +90,9 @@ absl::StatusOr<Outcome> HandleWait(Session& session, const ipc::ReceivedMessage&
   using Response = typename ipc::CallTraits<Request>::Response;
   TALLY_ASSIGN_OR_RETURN(const ipc::Decoded<Request> request, ipc::Decode<Request>(message));
   const uint64_t sequence = message.header.sequence;
+  if (const CUresult sticky = StickyErrorFor<Request>(session); sticky != CUDA_SUCCESS) {
+    return AnswerStickyError<Response>(sequence, sticky);
+  }
   absl::StatusOr<Deferred<Response>> deferred = Handle(session, request);
   if (!deferred.ok()) return EncodeAnswer<Response>(sequence, deferred.status());
   if (deferred->ready) return EncodeAnswer(sequence, deferred->finish());
@@ -78,6 +108,8 @@ absl::StatusOr<Outcome> HandleWait(Session& session, const ipc::ReceivedMessage&
 template <typename Request>
 absl::StatusOr<Outcome> HandleAsync(Session& session, const ipc::ReceivedMessage& message) {
   TALLY_ASSIGN_OR_RETURN(const ipc::Decoded<Request> request, ipc::Decode<Request>(message));
+  // After a fault the client's work is dropped: its next synchronising call reports the error.
+  if (StickyErrorFor<Request>(session) != CUDA_SUCCESS) return std::monostate{};
   const absl::Status status = Handle(session, request);
   if (!status.ok()) {
     TALLY_ASSIGN_OR_RETURN(const CUresult result, ResultOrViolation(status));

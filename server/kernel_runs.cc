@@ -84,7 +84,9 @@ absl::StatusOr<std::unique_ptr<KernelRuns>> KernelRuns::Create(const Backend& ba
 
 KernelRuns::KernelRuns(const Backend& backend, profiler::Profiler* profiler, CUstream control,
                        uint32_t sm_count)
-    : api_(backend.api()), profiler_(profiler), control_(control), sm_count_(sm_count) {}
+    : api_(backend.api()),
+      extensions_(backend.extensions()),
+      profiler_(profiler), control_(control), sm_count_(sm_count) {}
 
 KernelRuns::~KernelRuns() {
   // Only at shutdown with a run still on the device (a client's kernel that never ends, whose
@@ -186,7 +188,19 @@ void KernelRuns::ReleaseEvent(CUevent event) {
   if (event != nullptr) free_events_.push_back(event);
 }
 
-absl::StatusOr<KernelRuns::PtbSlot> KernelRuns::AcquireSlot() {
+absl::StatusOr<KernelRuns::PtbSlot> KernelRuns::AcquireSlot(ClientId client) {
+  TALLY_ASSIGN_OR_RETURN(PtbSlot slot, TakeSlot());
+  if (extensions_.mem_set_tenant != nullptr) {
+    const CUresult claimed = extensions_.mem_set_tenant(slot.state, client.value());
+    if (claimed != CUDA_SUCCESS) {
+      free_slots_.push_back(slot);
+      return CheckCu(claimed, "tallyEmuMemSetTenant (PTB state)");
+    }
+  }
+  return slot;
+}
+
+absl::StatusOr<KernelRuns::PtbSlot> KernelRuns::TakeSlot() {
   if (!free_slots_.empty()) {
     PtbSlot slot = free_slots_.back();
     free_slots_.pop_back();
@@ -301,7 +315,7 @@ CUresult KernelRuns::StartTransformed(const RunOwner& owner, const KernelLaunch&
     transformed_[owner.client] = std::move(kernel);
     return IssueSlice(started);
   }
-  absl::StatusOr<PtbSlot> slot = AcquireSlot();
+  absl::StatusOr<PtbSlot> slot = AcquireSlot(owner.client);
   if (!slot.ok()) {
     TALLY_LOG_ERROR("{}: {}", DescribeLaunch(launch), slot.status().ToString());
     return CUDA_ERROR_OUT_OF_MEMORY;

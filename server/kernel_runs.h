@@ -101,7 +101,11 @@ class KernelRuns {
   EndedRun EndTransformed(Run& run, Transformed& kernel);
   // Gives the profiler what the run measured (`kernel`: null for an original-form kernel).
   void Measure(const Run& run, Transformed* kernel);
-  absl::StatusOr<PtbSlot> AcquireSlot();
+  // A PTB state for a kernel of `client`: on the emulated GPU only that client's kernels may
+  // touch it while it has it (slots are reused).
+  absl::StatusOr<PtbSlot> AcquireSlot(ClientId client);
+  // A free slot, or a new one.
+  absl::StatusOr<PtbSlot> TakeSlot();
   uint32_t ResidentPerSm(const KernelLaunch& launch);
   // Whether a launch with `shared_bytes` of dynamic shared memory can use `variant`.
   bool FitsDynamicShared(const KernelVariant& variant, uint32_t shared_bytes) const;
@@ -111,6 +115,7 @@ class KernelRuns {
   CUevent RecordNow(CUstream stream);
 
   const DriverApi& api_;
+  const EmulatorExtensions& extensions_;
   profiler::Profiler* const profiler_;
   const CUstream control_;  // highest priority: raises preemption flags
   const uint32_t sm_count_;

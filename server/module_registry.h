@@ -76,6 +76,7 @@ class SharedModule {
   // Address and size of a module-scope variable; CUDA_ERROR_NOT_FOUND when there is none.
   absl::StatusOr<std::pair<CUdeviceptr, size_t>> FindGlobal(const std::string& mangled_name) const;
   const ParsedImage& parsed() const { return *parsed_; }
+  CUmodule module() const { return module_; }
   // Gives the module's variables their initial values again (cudaDeviceReset): copies them on
   // `stream` from a fresh load of the same code, and waits for the copies.
   absl::Status ResetVariables(CUstream stream) const;

@@ -156,7 +156,8 @@ absl::StatusOr<profiler::DeviceIdentity> IdentifyDevice(const Backend& backend,
 
 absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   TALLY_ASSIGN_OR_RETURN(
-      Backend backend, Backend::Load({options.emulate, options.device, options.emulator_library}));
+      Backend backend, Backend::Load({options.emulate, options.device, options.emulator_library,
+                                       std::getenv(kNoEmulatorTenantsEnv) == nullptr}));
   TALLY_LOG_INFO("tally-server: device backend is the {}", backend.description());
   TALLY_RETURN_IF_ERROR(backend.MakeCurrent());
   TALLY_ASSIGN_OR_RETURN(const ipc::GetDeviceInfoResponse info, QueryDeviceInfo(backend));

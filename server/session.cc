@@ -232,6 +232,12 @@ absl::StatusOr<StreamRef> Session::MakeStream(bool blocking, int priority) {
   TALLY_RETURN_IF_ERROR(CheckCu(
       api().cuStreamCreateWithPriority(&entry->stream, CU_STREAM_NON_BLOCKING, backend_priority),
       "cuStreamCreateWithPriority"));
+  // On the emulated GPU the stream's kernels touch only the client's memory, and their faults
+  // are the client's alone.
+  if (const auto set_tenant = server_.backend.extensions().stream_set_tenant) {
+    TALLY_RETURN_IF_ERROR(
+        CheckCu(set_tenant(entry->stream, client_.client_id), "tallyEmuStreamSetTenant"));
+  }
   TALLY_RETURN_IF_ERROR(
       CheckCu(api().cuEventCreate(&entry->marker, CU_EVENT_DISABLE_TIMING), "cuEventCreate"));
   return entry;
@@ -336,8 +342,37 @@ absl::StatusOr<CUdeviceptr> Session::Allocate(uint64_t size) {
   }
   CUdeviceptr pointer = 0;
   TALLY_RETURN_IF_ERROR(CheckCu(api().cuMemAlloc(&pointer, size), "cuMemAlloc"));
+  if (const absl::Status claimed = ClaimMemory(pointer); !claimed.ok()) {
+    api().cuMemFree(pointer);
+    return claimed;
+  }
   allocations_.Insert(pointer, size);
   return pointer;
+}
+
+absl::Status Session::ClaimMemory(CUdeviceptr base) const {
+  const auto set_tenant = server_.backend.extensions().mem_set_tenant;
+  if (set_tenant == nullptr) return absl::OkStatus();
+  return CheckCu(set_tenant(base, client_.client_id), "tallyEmuMemSetTenant");
+}
+
+absl::Status Session::ClaimModule(const SharedModule& module) {
+  const auto set_tenant = server_.backend.extensions().module_set_tenant;
+  if (set_tenant == nullptr || module.parsed().state_variables.empty()) return absl::OkStatus();
+  return CheckCu(set_tenant(module.module(), client_.client_id), "tallyEmuModuleSetTenant");
+}
+
+CUresult Session::StickyError() {
+  const auto get_error = server_.backend.extensions().tenant_get_error;
+  if (sticky_error_ != CUDA_SUCCESS || get_error == nullptr) return sticky_error_;
+  sticky_error_ = get_error(client_.client_id);
+  if (sticky_error_ != CUDA_SUCCESS) {
+    TALLY_LOG_WARN(
+        "client {} (pid {}, '{}'): a kernel of it faulted ({}); every later call of this client "
+        "fails with that error, other clients are not affected",
+        client_.client_id, client_.pid, client_.command, CuResultText(sticky_error_));
+  }
+  return sticky_error_;
 }
 
 uint64_t Session::VisibleTotalMemory() const {
@@ -389,6 +424,10 @@ absl::Status Session::AddHostBlock(uint64_t address, uint64_t size) {
     return ClientError(CUDA_ERROR_NOT_SUPPORTED,
                        "the device cannot use host addresses as device pointers (no unified "
                        "addressing): page-locked memory cannot be shared");
+  }
+  if (const absl::Status claimed = ClaimMemory(device); !claimed.ok()) {
+    api().cuMemHostUnregister(pointer);
+    return claimed;
   }
   host_blocks_.Insert(address, size);
   return absl::OkStatus();

@@ -237,6 +237,13 @@ class Session {
   // The first failure of the client's asynchronous work since the last synchronising call,
   // as a ClientError; OK when none.
   absl::Status TakeDeferredError();
+  // The client's sticky error: once a kernel of its faulted (on the emulated GPU, whose tenants
+  // keep such a fault to the client), every later call of the client fails with it, as every
+  // call in a CUDA context does after a fault. CUDA_SUCCESS while none; session thread.
+  CUresult StickyError();
+  // Makes the client's module's variables (a module with module state is the client's alone)
+  // memory that only the client's kernels may touch (emulated GPU).
+  absl::Status ClaimModule(const SharedModule& module);
 
   // Where calls that may block wait (call_dispatch.h, kWait), off the session thread.
   WaiterPool& waiters() { return *waiters_; }
@@ -276,6 +283,9 @@ class Session {
   std::function<bool()> client_alive_;
   uint8_t Tag() const { return static_cast<uint8_t>(client_.client_id); }
   absl::StatusOr<StreamRef> MakeStream(bool blocking, int priority);
+  // On the emulated GPU, makes the allocation at `base` the client's: only its kernels may
+  // touch it (tally_emu_ext.h); nothing elsewhere.
+  absl::Status ClaimMemory(CUdeviceptr base) const;
   // Appends to the batch, numbering the command and noting it as its stream's last work.
   void Batch(QueuedCommand command);
   absl::StatusOr<StreamRef*> FindEntry(uint64_t handle);
@@ -293,6 +303,7 @@ class Session {
   // Module variables: only in per-client modules (ModuleRegistry shares only stateless ones).
   AllocationTable globals_;
   AllocationTable host_blocks_;  // registered with the backend
+  CUresult sticky_error_ = CUDA_SUCCESS;  // StickyError()
   bool closed_ = false;
 };
 

@@ -18,3 +18,32 @@ extern "C" CUresult tallyEmuStreamCancel(CUstream stream) {
     return absl::OkStatus();
   });
 }
+
+extern "C" CUresult tallyEmuStreamSetTenant(CUstream stream, unsigned long long tenant) {
+  return Run([&](Driver& driver) -> absl::Status {
+    TALLY_ASSIGN_OR_RETURN(std::shared_ptr<tally::emu::Stream> found,
+                           driver.streams().Lookup(stream));
+    found->set_tenant(tenant);
+    return absl::OkStatus();
+  });
+}
+
+extern "C" CUresult tallyEmuMemSetTenant(CUdeviceptr base, unsigned long long tenant) {
+  return Run([&](Driver& driver) { return driver.memory().SetTenant(base, tenant); });
+}
+
+extern "C" CUresult tallyEmuModuleSetTenant(CUmodule module, unsigned long long tenant) {
+  return Run([&](Driver& driver) -> absl::Status {
+    TALLY_ASSIGN_OR_RETURN(std::shared_ptr<tally::emu::ModuleEntry> found,
+                           driver.modules().Lookup(module));
+    return found->module->SetTenant(tenant);
+  });
+}
+
+extern "C" CUresult tallyEmuTenantGetError(unsigned long long tenant) {
+  return Run([&](Driver& driver) -> absl::Status {
+    const CUresult fault = driver.tenant_faults().Error(tenant);
+    if (fault == CUDA_SUCCESS) return absl::OkStatus();
+    return tally::emu::CudaError(fault, "the tenant's asynchronous work failed");
+  });
+}

@@ -1,8 +1,8 @@
 // Exports cuLaunchKernel, cuLaunchCooperativeKernel, cuLaunchKernelEx and
 // cuOccupancyMaxActiveBlocksPerMultiprocessor. A launch is checked and its parameters copied at
 // the call (as CUDA does); in stream order, the stream's thread then hands the grid to the
-// device-wide block dispatcher (exec/sm_pool.h) and waits for it; a fault becomes the context's
-// sticky error.
+// device-wide block dispatcher (exec/sm_pool.h) and waits for it; a fault becomes the sticky
+// error of the stream's tenant (tally_emu_ext.h), or of the context when it has none.
 #include <cuda.h>
 #include <fmt/format.h>
 
@@ -212,6 +212,7 @@ absl::Status Launch(Driver& driver, const LaunchRequest& request) {
   // "Priorities follow a convention where lower numbers imply greater priorities"
   // (cuStreamCreateWithPriority); a launch's own priority attribute overrides its stream's.
   setup->priority = request.priority.value_or(target.stream->priority());
+  setup->tenant = target.stream->tenant();
   TALLY_RETURN_IF_ERROR(ResolveCluster(driver, *kernel, request, *setup));
   if (setup->cluster.Count() > resident) {
     return CudaError(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,
@@ -234,17 +235,25 @@ absl::Status Launch(Driver& driver, const LaunchRequest& request) {
   std::weak_ptr<Context> context = target.context;
   exec::SmPool* pool = &driver.sm_pool();
   DeviceMemory* memory = &driver.memory();
-  target.context->Enqueue(target.stream, {}, [kernel, setup, context, pool, memory, heap] {
+  TenantFaults* faults = &driver.tenant_faults();
+  target.context->Enqueue(target.stream, {}, [kernel, setup, context, pool, memory, heap, faults] {
     auto owner = context.lock();
     Stream* stream = Stream::Current();  // this work item runs on its stream's worker
-    if (owner != nullptr && owner->sticky_error() == CUDA_SUCCESS && !stream->cancelled()) {
+    if (owner != nullptr && owner->sticky_error() == CUDA_SUCCESS &&
+        faults->Error(setup->tenant) == CUDA_SUCCESS && !stream->cancelled()) {
       stream->WatchLaunch(&setup->abort);  // tallyEmuStreamCancel stops the grid
       absl::Status status = pool->Run(*setup);
       stream->WatchLaunch(nullptr);
       // Cancelled: the library is unloading, or the stream was cancelled (no error then).
       if (!status.ok() && !absl::IsCancelled(status) && !stream->cancelled()) {
-        TALLY_LOG_ERROR("emu: launch failed: {}", std::string(status.message()));
-        owner->SetStickyError(ToCuResult(status));
+        TALLY_LOG_ERROR("emu: launch failed{}: {}",
+                        setup->tenant != 0 ? fmt::format(" (tenant {})", setup->tenant) : "",
+                        std::string(status.message()));
+        if (setup->tenant != 0) {
+          faults->Record(setup->tenant, ToCuResult(status));
+        } else {
+          owner->SetStickyError(ToCuResult(status));
+        }
       }
     }
     // The context's memory is released only after its queued work ran, so this is still ours.

@@ -81,7 +81,7 @@ CUresult cuStreamSynchronize(CUstream hStream) {
     TALLY_ASSIGN_OR_RETURN(auto bound, driver.ResolveStream(hStream));
     uint64_t seq = Driver::IsNullStream(hStream) ? bound.context->Enqueue(bound.stream, {}, [] {})
                                                  : bound.stream->last_enqueued();
-    return tally::emu::WaitAndCheck(*bound.context, *bound.stream, seq);
+    return tally::emu::WaitAndCheck(driver, *bound.context, *bound.stream, seq);
   });
 }
 

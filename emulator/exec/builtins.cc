@@ -161,14 +161,14 @@ bool Block::ExecuteBuiltin(const Inst& in, Warp& warp, uint32_t mask, uint32_t p
         return;
       }
       case Builtin::kMalloc: {
-        uint64_t address = setup_->heap->Malloc(argument(0, l));
+        uint64_t address = setup_->heap->Malloc(argument(0, l), setup_->tenant);
         result(l, &address, sizeof(address));
         ++writes_;  // a new allocation is progress for whoever waits on it
         return;
       }
       case Builtin::kFree: {
         uint64_t address = argument(0, l);
-        if (!setup_->heap->Free(address)) {
+        if (!setup_->heap->Free(address, setup_->tenant)) {
           char text[96];
           std::snprintf(text, sizeof(text), "free of 0x%llx, which malloc did not return",
                         static_cast<unsigned long long>(address));

@@ -18,10 +18,12 @@ class DeviceHeap {
 
   // Fixes the capacity (cuCtxSetLimit refuses changes once a kernel that uses the heap ran).
   void set_capacity(uint64_t bytes) { capacity_.store(bytes, std::memory_order_relaxed); }
-  // The address of `size` fresh bytes, or 0 when the heap (or device memory) is exhausted.
-  uint64_t Malloc(uint64_t size);
-  // Frees a block Malloc returned; false for anything else (0 is fine and does nothing).
-  bool Free(uint64_t address);
+  // The address of `size` fresh bytes of `tenant`'s (the launch's, exec::LaunchSetup), or 0 when
+  // the heap (or device memory) is exhausted.
+  uint64_t Malloc(uint64_t size, uint64_t tenant);
+  // Frees a block Malloc returned for `tenant`; false for anything else (0 is fine and does
+  // nothing).
+  bool Free(uint64_t address, uint64_t tenant);
 
  private:
   DeviceMemory& memory_;

@@ -56,7 +56,7 @@ DeviceMemory::~DeviceMemory() {
 }
 
 absl::StatusOr<uint64_t> DeviceMemory::Allocate(uint64_t size, AllocationKind kind,
-                                                uint64_t owner) {
+                                                uint64_t owner, uint64_t tenant) {
   if (size == 0) return CudaError(CUDA_ERROR_INVALID_VALUE, "allocation of 0 bytes");
   if (size > capacity_) return CudaError(CUDA_ERROR_OUT_OF_MEMORY, "larger than device memory");
   uint64_t length = RoundUp(size, kAlignment);
@@ -69,10 +69,21 @@ absl::StatusOr<uint64_t> DeviceMemory::Allocate(uint64_t size, AllocationKind ki
     if (remaining > 0) free_ranges_.emplace(offset + length, remaining);
     arena_used_ += length;
     uint64_t base = reinterpret_cast<uint64_t>(arena_) + offset;
-    allocations_.emplace(base, Allocation{base, size, kind, owner, 0, ++last_buffer_id_});
+    allocations_.emplace(base,
+                         Allocation{base, size, kind, owner, 0, ++last_buffer_id_, tenant});
     return base;
   }
   return CudaError(CUDA_ERROR_OUT_OF_MEMORY, "device memory exhausted");
+}
+
+absl::Status DeviceMemory::SetTenant(uint64_t base, uint64_t tenant) {
+  std::unique_lock lock(mu_);
+  const auto it = allocations_.find(base);
+  if (it == allocations_.end()) {
+    return CudaError(CUDA_ERROR_INVALID_VALUE, "no allocation starts at this address");
+  }
+  it->second.tenant = tenant;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<void*> DeviceMemory::AllocateHost(uint64_t size, unsigned flags, uint64_t owner) {

@@ -33,6 +33,9 @@ struct Allocation {
   uint64_t owner = 0;      // id of the context that made it (freed with the context)
   unsigned flags = 0;      // cuMemHostAlloc / cuMemHostRegister flags
   uint64_t buffer_id = 0;  // unique over the process's lifetime (CU_POINTER_ATTRIBUTE_BUFFER_ID)
+  // Whose it is (tally_emu_ext.h; 0: nobody's, every kernel may touch it): a kernel launched on
+  // a stream of another tenant may not.
+  uint64_t tenant = 0;
 };
 
 class DeviceMemory {
@@ -45,7 +48,8 @@ class DeviceMemory {
 
   // kDevice, kManaged or kDeviceHeap memory from the arena, 512-byte aligned (the texture
   // alignment; cudaMalloc promises 256).
-  absl::StatusOr<uint64_t> Allocate(uint64_t size, AllocationKind kind, uint64_t owner);
+  absl::StatusOr<uint64_t> Allocate(uint64_t size, AllocationKind kind, uint64_t owner,
+                                    uint64_t tenant = 0);
   // Page-aligned host memory that kernels may access (cuMemHostAlloc).
   absl::StatusOr<void*> AllocateHost(uint64_t size, unsigned flags, uint64_t owner);
   absl::Status RegisterHost(void* pointer, uint64_t size, unsigned flags, uint64_t owner);
@@ -53,6 +57,9 @@ class DeviceMemory {
   // 1 << AllocationKind); `missing` is the CUresult for anything else.
   absl::Status Release(uint64_t base, unsigned kinds, CUresult missing);
   void ReleaseAllOwnedBy(uint64_t owner);
+  // Gives the allocation starting exactly at `base` to `tenant` (0: to nobody);
+  // CUDA_ERROR_INVALID_VALUE when no allocation starts there.
+  absl::Status SetTenant(uint64_t base, uint64_t tenant);
 
   // The live allocation containing `address`.
   std::optional<Allocation> Find(uint64_t address) const;

@@ -125,6 +125,9 @@ absl::StatusOr<Driver::BoundStream> Driver::ResolveStream(CUstream handle) {
   if (CUresult sticky = context->sticky_error(); sticky != CUDA_SUCCESS) {
     return CudaError(sticky, "context has a sticky error from earlier asynchronous work");
   }
+  if (CUresult fault = tenant_faults_.Error(stream->tenant()); fault != CUDA_SUCCESS) {
+    return CudaError(fault, "the stream's tenant has a sticky error from earlier asynchronous work");
+  }
   return BoundStream{std::move(context), std::move(stream)};
 }
 

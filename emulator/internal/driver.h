@@ -18,6 +18,7 @@
 #include "emulator/internal/handle_table.h"
 #include "emulator/internal/module.h"
 #include "emulator/internal/stream.h"
+#include "emulator/internal/tenant_faults.h"
 #include "emulator/internal/texture.h"
 
 namespace tally::emu {
@@ -51,6 +52,8 @@ class Driver {
   KernelTable& kernels() { return kernels_; }
   ArrayTable& arrays() { return arrays_; }
   TextureTable& textures() { return textures_; }
+  // Sticky errors of tenants (tally_emu_ext.h), which never become their context's.
+  TenantFaults& tenant_faults() { return tenant_faults_; }
   // The virtual SMs (started on first use).
   exec::SmPool& sm_pool();
   uint64_t NextLaunchId() { return next_launch_id_++; }
@@ -65,7 +68,7 @@ class Driver {
   // A stream handle with its context. NULL, CU_STREAM_LEGACY and CU_STREAM_PER_THREAD name the
   // current context's NULL stream (per-thread default streams run with legacy semantics, which
   // only adds ordering); other handles must be live streams. Fails with the context's sticky
-  // error once asynchronous work in it faulted.
+  // error once asynchronous work in it faulted, or with the stream's tenant's.
   struct BoundStream {
     std::shared_ptr<Context> context;
     std::shared_ptr<Stream> stream;
@@ -98,6 +101,7 @@ class Driver {
   KernelTable kernels_;
   ArrayTable arrays_;
   TextureTable textures_;
+  TenantFaults tenant_faults_;
   std::once_flag sm_pool_once_;
   std::unique_ptr<exec::SmPool> sm_pool_;
   std::atomic<uint64_t> next_launch_id_{1};

@@ -151,6 +151,14 @@ std::atomic<uint64_t> g_next_module_owner{1ull << 63};
 Module::Module(DeviceMemory& memory, uint64_t context_id)
     : memory_(memory), context_id_(context_id), owner_(g_next_module_owner++) {}
 
+absl::Status Module::SetTenant(uint64_t tenant) const {
+  for (const auto& [name, symbol] : globals_) {
+    if (symbol.space != exec::Space::kGlobal && symbol.space != exec::Space::kConst) continue;
+    TALLY_RETURN_IF_ERROR(memory_.SetTenant(symbol.address, tenant));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Module::PlaceGlobals(const ptx::Module& module, const exec::CallGraph& calls) {
   std::vector<const ptx::VarDecl*> placed;
   for (const ptx::TopLevel& item : module.items) {

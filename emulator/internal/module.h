@@ -50,6 +50,8 @@ class Module {
   const exec::ModuleSymbols& globals() const { return globals_; }
   uint64_t context_id() const { return context_id_; }
   uint32_t ptx_version() const { return ptx_version_; }
+  // Gives the module's .global/.const variables to `tenant` (tally_emu_ext.h).
+  absl::Status SetTenant(uint64_t tenant) const;
 
  private:
   Module(DeviceMemory& memory, uint64_t context_id);

@@ -60,6 +60,10 @@ class Stream {
   // functions) still runs, so that everything waiting for the stream is released in order.
   void Cancel();
   bool cancelled() const { return cancelled_.load(std::memory_order_acquire); }
+  // The tenant whose work runs on this stream (tallyEmuStreamSetTenant; 0: none): its kernels
+  // may touch only the tenant's memory, and a fault in them is the tenant's sticky error.
+  uint64_t tenant() const { return tenant_.load(std::memory_order_acquire); }
+  void set_tenant(uint64_t tenant) { tenant_.store(tenant, std::memory_order_release); }
   // Called by the work item of a launch on this stream's worker: `abort` is the flag Cancel
   // raises (set at once when the stream is already cancelled); nullptr once the launch is over.
   void WatchLaunch(std::atomic<bool>* abort);
@@ -91,6 +95,7 @@ class Stream {
   uint64_t completed_ = 0;
   bool stopping_ = false;
   std::atomic<bool> cancelled_{false};
+  std::atomic<uint64_t> tenant_{0};
   std::atomic<bool>* running_abort_ = nullptr;  // mu_; the running launch's (WatchLaunch)
   std::thread worker_;
 };

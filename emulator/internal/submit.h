@@ -15,7 +15,9 @@ namespace tally::emu {
 // issued on the legacy NULL stream) and reports a sticky error that asynchronous work raised.
 absl::Status Submit(Driver& driver, CUstream stream, std::function<void()> work, bool wait);
 
-// Waits for `seq` on `stream`, then reports `context`'s sticky error if there is one.
-absl::Status WaitAndCheck(const Context& context, const Stream& stream, uint64_t seq);
+// Waits for `seq` on `stream`, then reports `context`'s sticky error if there is one, else the
+// sticky error of the stream's tenant.
+absl::Status WaitAndCheck(Driver& driver, const Context& context, const Stream& stream,
+                          uint64_t seq);
 
 }  // namespace tally::emu

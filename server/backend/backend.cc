@@ -61,6 +61,25 @@ absl::Status InitDriver(void* library, int device, DriverApi& api) {
   return absl::OkStatus();
 }
 
+template <typename T>
+void Resolve(void* library, const char* name, T& entry) {
+  entry = reinterpret_cast<T>(dlsym(library, name));
+}
+
+void ResolveExtensions(void* library, bool tenants, EmulatorExtensions& extensions) {
+  Resolve(library, "tallyEmuStreamCancel", extensions.stream_cancel);
+  if (!tenants) {
+    TALLY_LOG_INFO("the emulated GPU's tenants are off ({}): a faulting kernel breaks the "
+                   "shared context, as on NVIDIA's driver",
+                   kNoEmulatorTenantsEnv);
+    return;
+  }
+  Resolve(library, "tallyEmuStreamSetTenant", extensions.stream_set_tenant);
+  Resolve(library, "tallyEmuMemSetTenant", extensions.mem_set_tenant);
+  Resolve(library, "tallyEmuModuleSetTenant", extensions.module_set_tenant);
+  Resolve(library, "tallyEmuTenantGetError", extensions.tenant_get_error);
+}
+
 }  // namespace
 
 absl::StatusOr<Backend> Backend::Load(const BackendOptions& options) {
@@ -100,8 +119,7 @@ absl::StatusOr<Backend> Backend::Load(const BackendOptions& options) {
     TALLY_ASSIGN_OR_RETURN(backend.library_, OpenLibrary(options.emulator_library));
     backend.emulated_ = true;
     TALLY_RETURN_IF_ERROR(InitDriver(backend.library_, options.device, backend.api_));
-    backend.extensions_.stream_cancel = reinterpret_cast<PFN_tallyEmuStreamCancel>(
-        dlsym(backend.library_, "tallyEmuStreamCancel"));
+    ResolveExtensions(backend.library_, options.emulator_tenants, backend.extensions_);
   }
   const DriverApi& api = backend.api_;
   TALLY_RETURN_IF_ERROR(CheckCu(api.cuDeviceGet(&backend.device_, options.device), "cuDeviceGet"));

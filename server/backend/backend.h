@@ -24,12 +24,24 @@ struct DriverApi {
 // null with NVIDIA's driver, which has none of them.
 struct EmulatorExtensions {
   PFN_tallyEmuStreamCancel stream_cancel = nullptr;
+  // Tenants (one per client): fault containment and memory isolation. Null also on the emulated
+  // GPU when BackendOptions::emulator_tenants is false.
+  PFN_tallyEmuStreamSetTenant stream_set_tenant = nullptr;
+  PFN_tallyEmuMemSetTenant mem_set_tenant = nullptr;
+  PFN_tallyEmuModuleSetTenant module_set_tenant = nullptr;
+  PFN_tallyEmuTenantGetError tenant_get_error = nullptr;
 };
+
+// Set in the environment, the emulated GPU's tenant extensions are not used, so that the
+// emulator behaves like NVIDIA's shared context (a fault poisons it for every client): how the
+// server copes with that is tested without a GPU.
+inline constexpr char kNoEmulatorTenantsEnv[] = "TALLY_EMU_NO_TENANTS";
 
 struct BackendOptions {
   bool emulate = false;          // use the emulator even when a GPU is present
   int device = 0;                // ordinal on the backend
   std::string emulator_library;  // path of libtally_emu.so
+  bool emulator_tenants = true;  // resolve the emulator's tenant extensions
 };
 
 // An initialised driver with the device's primary context retained. Lives for the whole server.

@@ -74,6 +74,7 @@ absl::StatusOr<Reply<ipc::RegisterFatbinResponse>> Handle(
   }
   TALLY_ASSIGN_OR_RETURN(std::shared_ptr<SharedModule> module,
                          session.server().modules.Register(*image));
+  TALLY_RETURN_IF_ERROR(session.ClaimModule(*module));
   return Reply<ipc::RegisterFatbinResponse>{{.module = session.modules().Insert(std::move(module))},
                                             {}};
 }

@@ -408,6 +408,37 @@ s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); time.sleep(600)' "$so
     "$run_bin" --memory-limit 1G --server "$socket" -- "$programs/tenant" quota 64 ||
       fail "tally-run --memory-limit 1G did not keep the server's 64 MiB"
     ;;
+  fault)
+    # A kernel that faults (the kind is the fifth argument) fails only its own client: it gets
+    # CUDA's error, sticky; a survivor computing meanwhile gets correct results, and a client
+    # that connects afterwards is served, all by one server that never restarts.
+    start_server
+    run tenant compute 60 > "$work/survivor.out" 2>&1 &
+    survivor_pid=$!
+    run tenant fault "$5" > "$work/fault.out" 2>&1 || fail "the faulting tenant: $(cat "$work/fault.out")"
+    grep -qx FAULTED "$work/fault.out" || fail "no fault seen: $(cat "$work/fault.out")"
+    wait "$survivor_pid" || fail "the survivor failed next to a fault: $(cat "$work/survivor.out")"
+    grep -qx COMPUTED "$work/survivor.out" || fail "the survivor: $(cat "$work/survivor.out")"
+    run tenant compute 2 || fail "a client after the fault was not served"
+    grep -q "a kernel of it faulted" "$work/server.log" || fail "the fault was not logged"
+    kill -0 "$server_pid" || fail "the server died"
+    ;;
+  isolation)
+    # A client that learns another's device pointer cannot read or write it from a kernel:
+    # cudaErrorIllegalAddress for the intruder, the owner's data unchanged, both on one server.
+    start_server
+    coproc OWNER { exec "$run_bin" --server "$socket" -- "$programs/tenant" owner "$work/pointer"; }
+    owner_pid=$OWNER_PID
+    read -r -t 60 line <&"${OWNER[0]}" || fail "the owner never became ready"
+    [[ $line == READY ]] || fail "the owner said '$line'"
+    run tenant intruder "$work/pointer" > "$work/intruder.out" 2>&1 ||
+      fail "the intruder: $(cat "$work/intruder.out")"
+    grep -qx REFUSED "$work/intruder.out" || fail "the intruder: $(cat "$work/intruder.out")"
+    echo check >&"${OWNER[1]}"
+    read -r -t 60 line <&"${OWNER[0]}" || fail "the owner did not check its data"
+    [[ $line == INTACT ]] || fail "the owner said '$line'"
+    wait "$owner_pid" || fail "the owner failed"
+    ;;
   *) fail "unknown scenario $scenario" ;;
 esac
 echo "PASS: $scenario"

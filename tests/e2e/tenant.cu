@@ -10,9 +10,22 @@
 //                      says FULL; with RAISED, waits for a line on stdin (the test raises the
 //                      limit meanwhile) and checks the same up to RAISED MiB, then says RAISED
 //                      and waits for another line
+//   fault KIND         computes correctly, then runs a kernel that faults with KIND
+//                      (illegal-address, misaligned, trap, assert, stack-overflow): checks that
+//                      the error is the one CUDA gives, at the launch's synchronisation and at
+//                      every later call (sticky); says FAULTED
+//   owner FILE         fills a buffer, writes its device pointer to FILE, says READY, waits for
+//                      a line on stdin, checks the buffer is unchanged and says INTACT
+//   intruder FILE      reads another client's device pointer from FILE and launches a kernel
+//                      that reads and writes it: checks that the launch fails with
+//                      cudaErrorIllegalAddress; says REFUSED
 #include <unistd.h>
 
+#include <cassert>
+#include <cstdint>
 #include <cstdlib>
+#include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -130,6 +143,127 @@ int Runaway() {
   return 1;  // never reached: the test kills us
 }
 
+// The faults a kernel can make, each with the error CUDA reports for it.
+__global__ void IllegalAddress(int* out) { out[threadIdx.x] = *reinterpret_cast<int*>(64); }
+
+__global__ void Misaligned(int* out) {
+  out[threadIdx.x] = *reinterpret_cast<int*>(reinterpret_cast<char*>(out) + 1);
+}
+
+__global__ void Trap(int* out) {
+  out[threadIdx.x] = 1;
+  __trap();
+}
+
+__global__ void Assert(int* out) {
+  out[threadIdx.x] = 1;
+  assert(out[0] == 2);
+}
+
+// Recursion that cannot be bounded at compile time and outgrows the thread's stack.
+__device__ int Deep(int depth, int* out) {
+  volatile int frame[64];
+  frame[depth % 64] = depth;
+  return depth <= 0 ? out[0] : Deep(depth - 1, out) + frame[depth % 64];
+}
+
+__global__ void StackOverflow(int* out, int depth) { out[threadIdx.x] = Deep(depth, out); }
+
+struct Fault {
+  cudaError_t expected;
+  void (*launch)(int* out);
+};
+
+const std::map<std::string, Fault>& Faults() {
+  static const std::map<std::string, Fault> faults = {
+      {"illegal-address", {cudaErrorIllegalAddress, [](int* out) { IllegalAddress<<<1, 32>>>(out); }}},
+      {"misaligned", {cudaErrorMisalignedAddress, [](int* out) { Misaligned<<<1, 32>>>(out); }}},
+      {"trap", {cudaErrorLaunchFailure, [](int* out) { Trap<<<1, 32>>>(out); }}},
+      {"assert", {cudaErrorAssert, [](int* out) { Assert<<<1, 32>>>(out); }}},
+      {"stack-overflow",
+       {cudaErrorLaunchFailure, [](int* out) { StackOverflow<<<1, 32>>>(out, 1 << 20); }}},
+  };
+  return faults;
+}
+
+int FaultWith(const std::string& kind) {
+  const auto found = Faults().find(kind);
+  if (found == Faults().end()) return 2;
+  const cudaError_t expected = found->second.expected;
+  Compute(1);  // the program works until its fault
+  int* out;
+  CHECK_CUDA(cudaMalloc(&out, 32 * sizeof(int)));
+  found->second.launch(out);
+  CHECK_CUDA(cudaGetLastError());  // the launch itself is fine: the kernel faults
+  const cudaError_t synced = cudaDeviceSynchronize();
+  if (synced != expected) {
+    std::fprintf(stderr, "%s: cudaDeviceSynchronize gave %s, not %s\n", kind.c_str(),
+                 cudaGetErrorName(synced), cudaGetErrorName(expected));
+    return 1;
+  }
+  // Sticky, as in CUDA: every later call that reaches the device fails with it.
+  int host = 0;
+  EXPECT(cudaMemcpy(&host, out, sizeof(host), cudaMemcpyDeviceToHost) == expected);
+  void* more = nullptr;
+  EXPECT(cudaMalloc(&more, 256) == expected);
+  EXPECT(cudaStreamSynchronize(nullptr) == expected);
+  std::printf("FAULTED\n");
+  return 0;
+}
+
+constexpr int kOwned = 4096;
+
+int Owner(const char* file) {
+  int* data;
+  CHECK_CUDA(cudaMalloc(&data, kOwned * sizeof(int)));
+  std::vector<int> host(kOwned);
+  for (int i = 0; i < kOwned; ++i) host[i] = i * 3 + 1;
+  CHECK_CUDA(cudaMemcpy(data, host.data(), kOwned * sizeof(int), cudaMemcpyHostToDevice));
+  std::ofstream(file) << reinterpret_cast<uintptr_t>(data) << "\n";
+  std::printf("READY\n");
+  std::fflush(stdout);
+  char line[64];
+  if (std::fgets(line, sizeof(line), stdin) == nullptr) return 1;
+  std::vector<int> after(kOwned);
+  CHECK_CUDA(cudaMemcpy(after.data(), data, kOwned * sizeof(int), cudaMemcpyDeviceToHost));
+  EXPECT(after == host);
+  std::printf("INTACT\n");
+  return 0;
+}
+
+// Reads in[i] and overwrites it.
+__global__ void Steal(int* in, int* loot, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    loot[i] = in[i];
+    in[i] = -1;
+  }
+}
+
+int Intruder(const char* file) {
+  uintptr_t address = 0;
+  std::ifstream(file) >> address;
+  EXPECT(address != 0);
+  int* foreign = reinterpret_cast<int*>(address);
+  int* loot;
+  CHECK_CUDA(cudaMalloc(&loot, kOwned * sizeof(int)));
+  // Copies are checked by the server against the client's own allocations.
+  std::vector<int> host(kOwned, -1);
+  EXPECT(cudaMemcpy(foreign, host.data(), sizeof(int), cudaMemcpyHostToDevice) ==
+         cudaErrorInvalidValue);
+  cudaGetLastError();
+  Steal<<<kOwned / 128, 128>>>(foreign, loot, kOwned);
+  CHECK_CUDA(cudaGetLastError());
+  const cudaError_t synced = cudaDeviceSynchronize();
+  if (synced != cudaErrorIllegalAddress) {
+    std::fprintf(stderr, "the kernel on another client's memory gave %s\n",
+                 cudaGetErrorName(synced));
+    return 1;
+  }
+  std::printf("REFUSED\n");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -141,6 +275,11 @@ int main(int argc, char** argv) {
     const size_t raised = argc >= 4 ? std::strtoul(argv[3], nullptr, 10) : 0;
     return Quota(std::strtoul(argv[2], nullptr, 10), raised);
   }
-  std::fprintf(stderr, "usage: tenant runaway | compute [ROUNDS] | flood | quota MIB [RAISED]\n");
+  if (mode == "fault" && argc >= 3) return FaultWith(argv[2]);
+  if (mode == "owner" && argc >= 3) return Owner(argv[2]);
+  if (mode == "intruder" && argc >= 3) return Intruder(argv[2]);
+  std::fprintf(stderr,
+               "usage: tenant runaway | compute [ROUNDS] | flood | quota MIB [RAISED] | "
+               "fault KIND | owner FILE | intruder FILE\n");
   return 2;
 }
