@@ -1,4 +1,5 @@
-// The extensions a sharing server uses (tally_emu_ext.h): cancelling a dead client's stream.
+// The extensions a sharing server uses (tally_emu_ext.h): cancelling a dead client's stream, and
+// tenants (fault containment, memory isolation).
 #include <dlfcn.h>
 
 #include <chrono>
@@ -95,6 +96,95 @@ TEST_CASE("cancelling ends a kernel that would never end") {
   EMU_OK(cancel(stream));
   EMU_OK(emu.cuStreamSynchronize(stream));
   EMU_OK(emu.cuStreamDestroy_v2(stream));
+}
+
+struct Tenants {
+  PFN_tallyEmuStreamSetTenant stream = Extension<PFN_tallyEmuStreamSetTenant>(
+      "tallyEmuStreamSetTenant");
+  PFN_tallyEmuMemSetTenant memory = Extension<PFN_tallyEmuMemSetTenant>("tallyEmuMemSetTenant");
+  PFN_tallyEmuTenantGetError error =
+      Extension<PFN_tallyEmuTenantGetError>("tallyEmuTenantGetError");
+};
+
+// A non-blocking stream of `tenant`.
+CUstream TenantStream(const Tenants& tenants, unsigned long long tenant) {
+  CUstream stream = nullptr;
+  EMU_OK(Emu().cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  EMU_OK(tenants.stream(stream, tenant));
+  return stream;
+}
+
+// Launches copy_word(from, to) on `stream` and returns what synchronising the stream answers.
+CUresult CopyWord(CUstream stream, CUdeviceptr from, CUdeviceptr to) {
+  const CUfunction copy = KernelFrom("tenant", "copy_word");
+  void* args[] = {&from, &to};
+  const CUresult launched = Emu().cuLaunchKernel(copy, 1, 1, 1, 1, 1, 1, 0, stream, args, nullptr);
+  if (launched != CUDA_SUCCESS) return launched;
+  return Emu().cuStreamSynchronize(stream);
+}
+
+unsigned ReadWord(CUdeviceptr address) {
+  unsigned value = 0;
+  EMU_OK(Emu().cuMemcpyDtoH_v2(&value, address, sizeof(value)));
+  return value;
+}
+
+TEST_CASE("a tenant's kernel touches only its own memory and memory of no tenant") {
+  const EmuApi& emu = Emu();
+  EnsureContext();
+  const Tenants tenants;
+  CUstream a = TenantStream(tenants, 1);
+  CUstream b = TenantStream(tenants, 2);
+  const CUdeviceptr mine = Zeros<unsigned>(1);
+  const CUdeviceptr theirs = Zeros<unsigned>(1);
+  const CUdeviceptr nobodys = Zeros<unsigned>(1);
+  EMU_OK(tenants.memory(mine, 1));
+  EMU_OK(tenants.memory(theirs, 2));
+  const unsigned secret = 42;
+  EMU_OK(emu.cuMemcpyHtoD_v2(theirs, &secret, sizeof(secret)));
+  EMU_OK(emu.cuMemcpyHtoD_v2(nobodys, &secret, sizeof(secret)));
+
+  CHECK(CopyWord(a, nobodys, mine) == CUDA_SUCCESS);
+  CHECK(ReadWord(mine) == secret);
+  CHECK(CopyWord(b, theirs, nobodys) == CUDA_SUCCESS);  // tenant 2's own
+  CHECK(CopyWord(a, theirs, mine) == CUDA_ERROR_ILLEGAL_ADDRESS);  // a load
+  CHECK(tenants.error(1) == CUDA_ERROR_ILLEGAL_ADDRESS);
+  CHECK(tenants.error(2) == CUDA_SUCCESS);
+  // A store into another tenant's memory fails the same way (in a fresh tenant: 1 is faulted).
+  CUstream c = TenantStream(tenants, 3);
+  CHECK(CopyWord(c, nobodys, theirs) == CUDA_ERROR_ILLEGAL_ADDRESS);
+  CHECK(ReadWord(theirs) == secret);
+  CHECK(tenants.memory(mine + 4, 1) == CUDA_ERROR_INVALID_VALUE);  // not an allocation's start
+  for (CUstream stream : {a, b, c}) EMU_OK(emu.cuStreamDestroy_v2(stream));
+}
+
+TEST_CASE("a fault in a tenant's kernel is that tenant's sticky error, not the context's") {
+  const EmuApi& emu = Emu();
+  EnsureContext();
+  const Tenants tenants;
+  CUstream faulty = TenantStream(tenants, 11);
+  CUstream sibling = TenantStream(tenants, 11);  // another stream of the same tenant
+  CUstream other = TenantStream(tenants, 12);
+  const CUdeviceptr word = Zeros<unsigned>(1);
+  CHECK(CopyWord(faulty, 64, word) == CUDA_ERROR_ILLEGAL_ADDRESS);
+  CHECK(tenants.error(11) == CUDA_ERROR_ILLEGAL_ADDRESS);
+  // Sticky for every stream of the tenant, for every kind of work.
+  CHECK(emu.cuStreamQuery(sibling) == CUDA_ERROR_ILLEGAL_ADDRESS);
+  CHECK(emu.cuStreamSynchronize(faulty) == CUDA_ERROR_ILLEGAL_ADDRESS);
+  CHECK(emu.cuMemsetD8Async(word, 1, 4, sibling) == CUDA_ERROR_ILLEGAL_ADDRESS);
+  CHECK(CopyWord(sibling, word, word) == CUDA_ERROR_ILLEGAL_ADDRESS);
+  // Other tenants, work of no tenant and the context carry on.
+  const CUdeviceptr source = Zeros<unsigned>(1);
+  const unsigned seven = 7;
+  EMU_OK(emu.cuMemcpyHtoD_v2(source, &seven, sizeof(seven)));
+  CHECK(CopyWord(other, source, word) == CUDA_SUCCESS);
+  CHECK(ReadWord(word) == seven);
+  CHECK(tenants.error(12) == CUDA_SUCCESS);
+  CHECK(CopyWord(nullptr, source, word) == CUDA_SUCCESS);
+  EMU_OK(emu.cuCtxSynchronize());
+  CHECK(tenants.error(0) == CUDA_SUCCESS);  // 0 is no tenant
+  for (CUstream stream : {faulty, sibling, other}) EMU_OK(emu.cuStreamDestroy_v2(stream));
+  CHECK(tenants.stream(reinterpret_cast<CUstream>(0x1234), 1) == CUDA_ERROR_INVALID_HANDLE);
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
-// Kernels for the server-facing extensions (tally_emu_ext.h): cancellation of a stream's work.
+// Kernels for the server-facing extensions (tally_emu_ext.h): cancellation of a stream's work,
+// tenants.
 
 // Each block counts itself once it has worked for `iterations` steps (slow enough that a grid
 // of many blocks is still running when the test cancels it).
@@ -13,3 +14,6 @@ extern "C" __global__ void spin_until(volatile int* flag) {
   while (*flag == 0) {
   }
 }
+
+// Copies *from to *to (one load, one store).
+extern "C" __global__ void copy_word(const unsigned* from, unsigned* to) { *to = *from; }
