@@ -212,15 +212,21 @@ TEST_CASE("attaching checks the memfd's size and header against the handshake") 
     munmap(other, 4096);
   }
   SECTION("no free slot: the segment works without a host region") {
-    const uint64_t range = kHostRegionLimit - kHostRegionBase;
-    void* const base = reinterpret_cast<void*>(kHostRegionBase);
-    // The whole range, but for the first segment's slot, which it already holds.
-    const uint64_t skip = layout.host_region_address + layout.host_region_size - kHostRegionBase;
-    void* taken = mmap(static_cast<std::byte*>(base) + skip, range - skip, PROT_NONE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
-    REQUIRE(taken != MAP_FAILED);
+    // The whole range, but for the first segment's slot (a random one), which it already holds.
+    const auto take = [](uint64_t from, uint64_t to) {
+      if (from == to) return;
+      void* taken = mmap(reinterpret_cast<void*>(from), to - from, PROT_NONE,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+      REQUIRE(taken == reinterpret_cast<void*>(from));
+    };
+    const uint64_t slot_end = layout.host_region_address + layout.host_region_size;
+    take(kHostRegionBase, layout.host_region_address);
+    take(slot_end, kHostRegionLimit);
     auto crowded = Segment::Create(config);
-    munmap(taken, range - skip);
+    if (layout.host_region_address != kHostRegionBase) {
+      munmap(reinterpret_cast<void*>(kHostRegionBase), layout.host_region_address - kHostRegionBase);
+    }
+    munmap(reinterpret_cast<void*>(slot_end), kHostRegionLimit - slot_end);
     REQUIRE(crowded.ok());
     CHECK(crowded->layout().host_region_size == 0);
     CHECK(absl::IsFailedPrecondition(crowded->host_region().status()));

@@ -9,6 +9,7 @@
 
 #include <bit>
 #include <cstring>
+#include <random>
 #include <utility>
 
 #include "absl/cleanup/cleanup.h"
@@ -67,13 +68,17 @@ absl::Status MapHostRegionAt(int fd, const SegmentLayout& layout, uint64_t addre
   return absl::OkStatus();
 }
 
-// The server's choice: address space (no memory) at the first free slot, which the memfd is
-// then mapped over. Only the server's own mappings are visible here; a client with something at
-// the same place learns so when it attaches.
+// The server's choice: address space (no memory) at a free slot, which the memfd is then mapped
+// over. The search starts at a random slot, so that a client cannot predict where another
+// client's page-locked memory is (its device pointers are its host addresses). Only the
+// server's own mappings are visible here; a client with something at the same place learns so
+// when it attaches.
 absl::StatusOr<uint64_t> ReserveHostRegionSlot(uint64_t size) {
   const uint64_t stride = RoundUp(size, kHostRegionSlotAlign) + kHostRegionSlotAlign;
-  for (uint64_t address = kHostRegionBase; address + stride <= kHostRegionLimit;
-       address += stride) {
+  const uint64_t slots = (kHostRegionLimit - kHostRegionBase) / stride;
+  const uint64_t first = slots == 0 ? 0 : std::random_device{}() % slots;
+  for (uint64_t i = 0; i < slots; ++i) {
+    const uint64_t address = kHostRegionBase + (first + i) % slots * stride;
     void* const wanted = reinterpret_cast<void*>(address);
     void* const p = mmap(wanted, size, PROT_NONE,
                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);

@@ -31,7 +31,7 @@ struct SegmentConfig {
 
 // Where servers place host regions: far from where Linux puts the heap (just above the binary)
 // and mmap()s (below the stack, near 0x7fxx'xxxx'xxxx), so that the address a server picks is
-// normally free in its client too; one slot per client of a server.
+// normally free in its client too; one slot per client of a server, chosen at random.
 inline constexpr uint64_t kHostRegionBase = uint64_t{0x2000} << 32;
 inline constexpr uint64_t kHostRegionLimit = uint64_t{0x3000} << 32;
 
@@ -79,7 +79,7 @@ class Segment {
  public:
   // Server side: a sealed memfd (its size can no longer change, so the client cannot make the
   // server's accesses fault by shrinking it) with header and rings initialised, and the host
-  // region mapped at a free slot of [kHostRegionBase, kHostRegionLimit).
+  // region mapped at a free slot of [kHostRegionBase, kHostRegionLimit), picked at random.
   static absl::StatusOr<Segment> Create(const SegmentConfig& config);
   // Client side: maps the received memfd after checking its size and header against `layout`.
   // The host region is mapped at layout.host_region_address without replacing anything: when
