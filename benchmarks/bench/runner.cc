@@ -42,6 +42,7 @@ absl::StatusOr<BenchResult> RunSimulated(
   BenchResult result;
   result.scenario = scenario;
   result.policies = policies;
+  result.device = scenario.device.name;
   const sim::SimOptions options{
       .device = scenario.device,
       .duration = scenario.duration,
