@@ -15,6 +15,8 @@
 #include <thread>
 #include <utility>
 
+#include "common/status.h"
+
 extern char** environ;
 
 namespace tally::bench {

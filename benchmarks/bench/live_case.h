@@ -18,7 +18,7 @@ struct LiveJob {
   std::string name;
   ClientPriority priority;
   std::vector<std::string> command;               // the program's path, then its arguments
-  std::optional<std::vector<double>> arrival_ms;  // open loop; absent: closed loop
+  std::optional<std::vector<double>> arrival_ms{};  // open loop; absent: closed loop
 };
 
 struct LiveCaseOutcome {

@@ -58,7 +58,8 @@ absl::StatusOr<std::vector<LiveJob>> LiveJobs(const Scenario& scenario,
     auto program = FindProgram(job.command.front(), programs);
     if (!program.ok()) {
       return absl::InvalidArgumentError(fmt::format("{}: job {}: 'command': {}", scenario.path,
-                                                    job.name, program.status().message()));
+                                                    job.name,
+                                                    std::string(program.status().message())));
     }
     LiveJob live{.name = job.name, .priority = job.priority, .command = job.command};
     live.command.front() = *program;

@@ -25,8 +25,8 @@ struct LiveOptions {
   std::string server;    // the tally-server binary
   std::string run;       // the tally-run binary
   std::string programs;  // where a bare program name of a job's `command` is looked up first
-  bool gpu = false;      // NVIDIA's driver instead of `tally-server --emulate`
-  std::string work_dir;  // server logs, job logs, arrival and latency files, profile caches
+  bool gpu = false;        // NVIDIA's driver instead of `tally-server --emulate`
+  std::string work_dir{};  // server logs, job logs, arrival and latency files, profile caches
 };
 
 absl::StatusOr<BenchResult> RunLive(
