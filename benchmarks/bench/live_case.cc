@@ -158,6 +158,7 @@ absl::Status CheckExit(const absl::StatusOr<int>& exit, std::string_view what,
 absl::StatusOr<LiveCaseOutcome> RunLiveCase(const LiveOptions& options, const std::string& policy,
                                             const std::string& dir, sim::Duration window,
                                             const std::vector<LiveJob>& jobs) {
+  fs::remove_all(dir);  // a fresh profile cache and no files of an earlier run
   fs::create_directories(dir);
   const std::string socket = PrivateSocket();
   TALLY_ASSIGN_OR_RETURN(ChildProcess server, StartServer(options, policy, dir, socket));
