@@ -103,9 +103,20 @@ absl::StatusOr<JobRun> ReadJobRun(const LiveJob& job, const JobFiles& files,
   JobRun run;
   if (job.arrival_ms) {
     TALLY_ASSIGN_OR_RETURN(run.latencies_us, ReadNumbers(files.latencies));
-    run.unfinished = job.arrival_ms->size() - run.latencies_us.size();
-    run.completed_per_s =
-        run.latencies_us.size() / std::chrono::duration<double>(window).count();
+    const std::vector<double>& arrival_ms = *job.arrival_ms;
+    if (run.latencies_us.size() > arrival_ms.size()) {
+      return absl::InvalidArgumentError(
+          fmt::format("{}: more latencies than arrivals", files.latencies));
+    }
+    run.unfinished = arrival_ms.size() - run.latencies_us.size();
+    // Served in arrival order: request i completed at arrival i + latency i. As in sim mode,
+    // the throughput counts the requests completed within the window.
+    const double window_ms = std::chrono::duration<double, std::milli>(window).count();
+    size_t in_window = 0;
+    for (size_t i = 0; i < run.latencies_us.size(); ++i) {
+      in_window += arrival_ms[i] + run.latencies_us[i] / 1e3 <= window_ms;
+    }
+    run.completed_per_s = in_window / (window_ms / 1e3);
     return run;
   }
   TALLY_ASSIGN_OR_RETURN(const std::vector<double> rate, ReadNumbers(files.throughput));
