@@ -56,8 +56,7 @@ absl::StatusOr<ChildProcess> ChildProcess::Start(const std::vector<std::string>&
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, child_in.get(), STDIN_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, talks ? child_out.get() : log_fd.get(),
-                                   STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, talks ? child_out.get() : log_fd.get(), STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&actions, log_fd.get(), STDERR_FILENO);
   std::vector<char*> args;
   for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
@@ -107,15 +106,15 @@ absl::Status ChildProcess::AwaitLine(std::string_view wanted, absl::Duration tim
                           : 0;
     if (ready < 0 && errno == EINTR) continue;
     if (ready <= 0) {
-      return absl::DeadlineExceededError(fmt::format(
-          "pid {} did not print {} within {} (log: {})", pid_, wanted,
-          absl::FormatDuration(timeout), log_));
+      return absl::DeadlineExceededError(fmt::format("pid {} did not print {} within {} (log: {})",
+                                                     pid_, wanted, absl::FormatDuration(timeout),
+                                                     log_));
     }
     char chunk[4096];
     const ssize_t n = read(out_.get(), chunk, sizeof(chunk));
     if (n <= 0) {
-      return absl::FailedPreconditionError(fmt::format(
-          "pid {} ended its output before printing {} (log: {})", pid_, wanted, log_));
+      return absl::FailedPreconditionError(
+          fmt::format("pid {} ended its output before printing {} (log: {})", pid_, wanted, log_));
     }
     buffered_.append(chunk, n);
   }
@@ -132,8 +131,8 @@ absl::StatusOr<int> ChildProcess::Wait(absl::Duration timeout) {
       kill(pid_, SIGKILL);
       waitpid(pid_, nullptr, 0);
       return absl::DeadlineExceededError(
-          fmt::format("pid {} did not exit within {} (log: {}); killed",
-                      std::exchange(pid_, -1), absl::FormatDuration(timeout), log_));
+          fmt::format("pid {} did not exit within {} (log: {}); killed", std::exchange(pid_, -1),
+                      absl::FormatDuration(timeout), log_));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }

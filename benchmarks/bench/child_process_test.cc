@@ -31,9 +31,10 @@ ChildProcess Shell(const std::string& script, const std::string& name, bool talk
 }
 
 TEST_CASE("A child speaks the handshake and its exit status is reported") {
-  ChildProcess child = Shell("echo noise; echo READY; read go; echo FINISHED; read bye; "
-                             "echo \"$go $bye\" >&2; exit 3",
-                             "handshake");
+  ChildProcess child = Shell(
+      "echo noise; echo READY; read go; echo FINISHED; read bye; "
+      "echo \"$go $bye\" >&2; exit 3",
+      "handshake");
   REQUIRE(child.AwaitLine("READY", absl::Seconds(10)).ok());
   REQUIRE(child.SendLine("GO").ok());
   REQUIRE(child.AwaitLine("FINISHED", absl::Seconds(10)).ok());

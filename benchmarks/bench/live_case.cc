@@ -70,8 +70,7 @@ std::vector<std::string> JobArgv(const LiveOptions& options, const std::string& 
   argv.insert(argv.end(), job.command.begin(), job.command.end());
   argv.push_back("--handshake");
   if (job.arrival_ms) {
-    argv.insert(argv.end(),
-                {"--arrivals", files.arrivals, "--latencies", files.latencies});
+    argv.insert(argv.end(), {"--arrivals", files.arrivals, "--latencies", files.latencies});
   } else {
     argv.insert(argv.end(),
                 {"--duration-ms",
@@ -98,8 +97,7 @@ absl::StatusOr<std::vector<double>> ReadNumbers(const std::string& path) {
   return numbers;
 }
 
-absl::StatusOr<JobRun> ReadJobRun(const LiveJob& job, const JobFiles& files,
-                                  sim::Duration window) {
+absl::StatusOr<JobRun> ReadJobRun(const LiveJob& job, const JobFiles& files, sim::Duration window) {
   JobRun run;
   if (job.arrival_ms) {
     TALLY_ASSIGN_OR_RETURN(run.latencies_us, ReadNumbers(files.latencies));
@@ -177,11 +175,11 @@ absl::StatusOr<LiveCaseOutcome> RunLiveCase(const LiveOptions& options, const st
   std::vector<ChildProcess> processes;
   for (const LiveJob& job : jobs) {
     files.push_back(FilesOf(dir, job));
-    if (job.arrival_ms) TALLY_RETURN_IF_ERROR(WriteArrivals(files.back().arrivals, *job.arrival_ms));
-    TALLY_ASSIGN_OR_RETURN(
-        ChildProcess process,
-        ChildProcess::Start(JobArgv(options, socket, job, files.back(), window), files.back().log,
-                            true));
+    if (job.arrival_ms)
+      TALLY_RETURN_IF_ERROR(WriteArrivals(files.back().arrivals, *job.arrival_ms));
+    TALLY_ASSIGN_OR_RETURN(ChildProcess process,
+                           ChildProcess::Start(JobArgv(options, socket, job, files.back(), window),
+                                               files.back().log, true));
     processes.push_back(std::move(process));
   }
   for (ChildProcess& process : processes) {

@@ -17,7 +17,7 @@ namespace tally::bench {
 struct LiveJob {
   std::string name;
   ClientPriority priority;
-  std::vector<std::string> command;               // the program's path, then its arguments
+  std::vector<std::string> command;                 // the program's path, then its arguments
   std::optional<std::vector<double>> arrival_ms{};  // open loop; absent: closed loop
 };
 

@@ -51,9 +51,9 @@ absl::StatusOr<std::vector<LiveJob>> LiveJobs(const Scenario& scenario,
   std::vector<LiveJob> jobs;
   for (const ScenarioJob& job : scenario.jobs) {
     if (job.command.empty()) {
-      return absl::InvalidArgumentError(fmt::format(
-          "{}: job {} has no 'command': live mode runs a program per job", scenario.path,
-          job.name));
+      return absl::InvalidArgumentError(
+          fmt::format("{}: job {} has no 'command': live mode runs a program per job",
+                      scenario.path, job.name));
     }
     auto program = FindProgram(job.command.front(), programs);
     if (!program.ok()) {
@@ -99,8 +99,7 @@ std::vector<double> ArrivalMs(sim::ArrivalSpec spec, double rate, sim::Duration 
 }  // namespace
 
 absl::StatusOr<BenchResult> RunLive(
-    const Scenario& scenario, const std::vector<std::string>& policies,
-    const LiveOptions& options,
+    const Scenario& scenario, const std::vector<std::string>& policies, const LiveOptions& options,
     const std::function<void(int, int, const std::string&)>& progress) {
   BenchResult result;
   result.mode = "live";
@@ -111,8 +110,7 @@ absl::StatusOr<BenchResult> RunLive(
   const sim::Duration window = scenario.duration;
   const auto open_jobs = std::count_if(scenario.jobs.begin(), scenario.jobs.end(),
                                        [](const ScenarioJob& j) { return j.arrivals.has_value(); });
-  const int steps =
-      static_cast<int>(open_jobs + scenario.loads.size() * (policies.size() + 1));
+  const int steps = static_cast<int>(open_jobs + scenario.loads.size() * (policies.size() + 1));
   int step = 0;
   result.alone_times.resize(jobs.size());
   for (size_t j = 0; j < jobs.size(); ++j) {
@@ -141,10 +139,10 @@ absl::StatusOr<BenchResult> RunLive(
         run.alone.push_back(*closed_alone[j]);
         continue;
       }
-      TALLY_ASSIGN_OR_RETURN(const LiveCaseOutcome alone,
-                             RunLiveCase(options, kAlonePolicy,
-                                         (load_dir / ("alone-" + jobs[j].name)).string(), window,
-                                         {jobs[j]}));
+      TALLY_ASSIGN_OR_RETURN(
+          const LiveCaseOutcome alone,
+          RunLiveCase(options, kAlonePolicy, (load_dir / ("alone-" + jobs[j].name)).string(),
+                      window, {jobs[j]}));
       result.device = alone.device;
       run.alone.push_back(alone.run.jobs[0]);
       if (jobs[j].arrival_ms) continue;

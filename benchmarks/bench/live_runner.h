@@ -22,16 +22,15 @@
 namespace tally::bench {
 
 struct LiveOptions {
-  std::string server;    // the tally-server binary
-  std::string run;       // the tally-run binary
-  std::string programs;  // where a bare program name of a job's `command` is looked up first
+  std::string server;      // the tally-server binary
+  std::string run;         // the tally-run binary
+  std::string programs;    // where a bare program name of a job's `command` is looked up first
   bool gpu = false;        // NVIDIA's driver instead of `tally-server --emulate`
   std::string work_dir{};  // server logs, job logs, arrival and latency files, profile caches
 };
 
 absl::StatusOr<BenchResult> RunLive(
-    const Scenario& scenario, const std::vector<std::string>& policies,
-    const LiveOptions& options,
+    const Scenario& scenario, const std::vector<std::string>& policies, const LiveOptions& options,
     const std::function<void(int step, int steps, const std::string& what)>& progress);
 
 }  // namespace tally::bench

@@ -152,9 +152,8 @@ int main(int argc, char** argv) {
                   "through tally-run against a private tally-server per policy (the emulated "
                   "GPU unless --gpu), its files kept under OUT/live")
       ->check(CLI::IsMember({"sim", "live"}));
-  LiveOptions live{.server = TALLY_BENCH_SERVER,
-                   .run = TALLY_BENCH_RUN,
-                   .programs = TALLY_BENCH_PROGRAMS};
+  LiveOptions live{
+      .server = TALLY_BENCH_SERVER, .run = TALLY_BENCH_RUN, .programs = TALLY_BENCH_PROGRAMS};
   run->add_option("--server-bin", live.server, "live: the tally-server to start")
       ->capture_default_str();
   run->add_option("--run-bin", live.run, "live: the tally-run to start jobs with")

@@ -106,16 +106,16 @@ ordered_json ResultToJson(const BenchResult& result, const std::string& command)
         jobs.push_back(JobJson(sc.jobs[j], foreground[j], run.jobs[j], load.alone[j]));
       }
       ordered_json run_json = {{"policy", run.policy},
-                      {"foreground_p99_overhead", s.fg_p99_overhead},
-                      {"background_throughput", s.bg_throughput},
-                      {"system_throughput", s.system_throughput},
-                      {"preemptions", run.preemptions},
-                      {"turnaround_us", LatencyJson(run.turnarounds_us)},
-                      {"turnarounds_us", run.turnarounds_us},
-                      {"risky_launches", run.risky_launches},
-                      {"events", run.events},
-                      {"wall_s", run.wall_s},
-                      {"jobs", std::move(jobs)}};
+                               {"foreground_p99_overhead", s.fg_p99_overhead},
+                               {"background_throughput", s.bg_throughput},
+                               {"system_throughput", s.system_throughput},
+                               {"preemptions", run.preemptions},
+                               {"turnaround_us", LatencyJson(run.turnarounds_us)},
+                               {"turnarounds_us", run.turnarounds_us},
+                               {"risky_launches", run.risky_launches},
+                               {"events", run.events},
+                               {"wall_s", run.wall_s},
+                               {"jobs", std::move(jobs)}};
       if (result.mode == "live") {
         run_json["preemption_latency_us"] = {{"mean", run.preemption_latency_mean_us},
                                              {"max", run.preemption_latency_max_us},

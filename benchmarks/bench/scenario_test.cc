@@ -60,9 +60,9 @@ command = ["priority_jobs", "train"]
   CHECK(s->jobs[0].priority == ClientPriority::High());
   CHECK(s->jobs[0].trace == (fs::path(path).parent_path() / "traces/infer.json").string());
   // A program path is relative to the file; a bare name is looked up when live mode runs.
-  CHECK(s->jobs[0].command == std::vector<std::string>{
-                                  (fs::path(path).parent_path() / "infer").string(), "--batch",
-                                  "1"});
+  CHECK(
+      s->jobs[0].command ==
+      std::vector<std::string>{(fs::path(path).parent_path() / "infer").string(), "--batch", "1"});
   CHECK(s->jobs[1].command == std::vector<std::string>{"priority_jobs", "train"});
   REQUIRE(s->jobs[0].arrivals.has_value());
   CHECK(s->jobs[0].arrivals->kind == sim::ArrivalKind::kBursty);

@@ -166,7 +166,7 @@ struct Device {
 
 void Launch(const Options& options, const Device& device, unsigned k) {
   Work<<<options.blocks, kThreads, 0, device.stream>>>(device.out + k * device.elements,
-                                                        options.work, k, device.spans + 2 * k);
+                                                       options.work, k, device.spans + 2 * k);
   CHECK_CUDA(cudaGetLastError());
 }
 
