@@ -162,6 +162,16 @@ int main(int argc, char** argv) {
                   "live: where a job command's bare program name is looked up before PATH")
       ->capture_default_str();
   run->add_flag("--gpu", live.gpu, "live: servers on NVIDIA's driver instead of --emulate");
+  run->footer(
+      "Live mode (benchmarks/README.md): each run gets its own tally-server --policy NAME "
+      "(--emulate unless --gpu) with a private socket and an empty private --profile-cache. "
+      "First each open-loop job alone with 10 requests at once measures one request's service "
+      "time (a load is a fraction of 1 / it); then per load each job alone under fifo, and all "
+      "jobs together under each policy, started together for duration_s. tally-bench appends "
+      "to each job's command: --handshake, and --arrivals FILE --latencies FILE (open loop) or "
+      "--duration-ms D --throughput FILE (closed loop). Preemptions and risky launches come "
+      "from the server's counters, turnarounds from its profiler; every file is kept under "
+      "OUT/live.");
   run->add_option("--policies", policies, "policies to compare (default: the scenario's, or all)")
       ->delimiter(',');
   run->add_option("--out", out_dir, "output folder (default: bench-results/SCENARIO_NAME)");
