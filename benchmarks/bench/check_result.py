@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""Checks that a tally-bench result is complete and consistent (the tally_bench_smoke test):
-every policy at every load, every metric present, percentiles ordered, every sample kept, the
-throughput ratios and sums agreeing with their parts. Asserts no timing.
+"""Checks that a tally-bench result is complete and consistent (the tally_bench_smoke and
+tally_bench_live_smoke tests): every policy at every load, every metric present, percentiles
+ordered, every sample kept, the throughput ratios and sums agreeing with their parts; in live
+mode also the server's preemption counters, every job's command, and every latency accounted
+for (completed or unfinished). Asserts no timing.
 Usage: check_result.py RESULT_JSON"""
 import json
 import math
@@ -27,12 +29,31 @@ def check_latency(stats, samples, where):
         fail(f"{where}: percentiles out of order")
 
 
+def check_live_run(run, where):
+    """The server's counters: preemption latencies measured for at most every preemption.
+    Turnarounds are the profiler's, one per launch configuration, not one per preemption."""
+    latency = run.get("preemption_latency_us")
+    if latency is None or not all(k in latency for k in ("mean", "max", "count")):
+        fail(f"{where}: no preemption_latency_us mean, max and count")
+    if latency["count"] > run["preemptions"]:
+        fail(f"{where}: more preemption latencies than preemptions")
+    if latency["mean"] > latency["max"] or (latency["count"] == 0 and latency["max"] != 0):
+        fail(f"{where}: preemption latency mean, max and count disagree")
+
+
 def main(path):
     with open(path) as f:
         result = json.load(f)
     for key in ("format", "command", "mode", "scenario", "policies", "jobs", "loads"):
         if key not in result:
             fail(f"no '{key}'")
+    if result["mode"] not in ("sim", "live"):
+        fail(f"mode {result['mode']}")
+    live = result["mode"] == "live"
+    if live:
+        for job in result["jobs"]:
+            if not job["command"]:
+                fail(f"job {job['name']}: no command in live mode")
     policies = result["policies"]
     roles = {j["name"]: j["role"] for j in result["jobs"]}
     if "foreground" not in roles.values() or "background" not in roles.values():
@@ -47,7 +68,9 @@ def main(path):
                         "preemptions", "turnaround_us", "turnarounds_us", "risky_launches"):
                 if key not in run:
                     fail(f"{w}: no {key}")
-            if run["preemptions"] < len(run["turnarounds_us"]):
+            if live:
+                check_live_run(run, w)
+            elif run["preemptions"] < len(run["turnarounds_us"]):
                 fail(f"{w}: more turnarounds than preemptions")
             check_latency(run["turnaround_us"], run["turnarounds_us"], f"{w} turnaround")
             if [j["name"] for j in run["jobs"]] != [j["name"] for j in result["jobs"]]:

@@ -1,0 +1,167 @@
+// The live runs of a scenario, laid out like the simulated ones (runner.cc): per load each job
+// alone, then all jobs under each policy. A load is a fraction of an open-loop job's capacity,
+// which live mode measures first: the job alone with a few requests arriving at once, the
+// median time between two completions being one request's service time. The arrivals are
+// generated as in sim mode (same generator, same seeds).
+#include "benchmarks/bench/live_runner.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+
+#include "benchmarks/bench/live_case.h"
+#include "benchmarks/bench/report.h"
+#include "common/status.h"
+
+namespace tally::bench {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr size_t kCalibrationRequests = 10;
+constexpr const char* kAlonePolicy = "fifo";
+
+double Seconds(sim::Duration d) { return std::chrono::duration<double>(d).count(); }
+
+// A path (resolved against the scenario's folder when it loaded), or a bare name looked up in
+// `programs`, then on PATH.
+absl::StatusOr<std::string> FindProgram(const std::string& name, const std::string& programs) {
+  if (name.find('/') != std::string::npos) return name;
+  std::vector<std::string> dirs = {programs};
+  const char* path = std::getenv("PATH");
+  for (std::string_view rest = path ? path : ""; !rest.empty();) {
+    const size_t colon = std::min(rest.find(':'), rest.size());
+    dirs.emplace_back(rest.substr(0, colon));
+    rest.remove_prefix(std::min(colon + 1, rest.size()));
+  }
+  for (const std::string& dir : dirs) {
+    const fs::path candidate = fs::path(dir) / name;
+    if (!dir.empty() && access(candidate.c_str(), X_OK) == 0) return candidate.string();
+  }
+  return absl::NotFoundError(
+      fmt::format("program '{}' is neither in {} nor on PATH (--programs DIR)", name, programs));
+}
+
+absl::StatusOr<std::vector<LiveJob>> LiveJobs(const Scenario& scenario,
+                                              const std::string& programs) {
+  std::vector<LiveJob> jobs;
+  for (const ScenarioJob& job : scenario.jobs) {
+    if (job.command.empty()) {
+      return absl::InvalidArgumentError(
+          fmt::format("{}: job {} has no 'command': live mode runs a program per job",
+                      scenario.path, job.name));
+    }
+    auto program = FindProgram(job.command.front(), programs);
+    if (!program.ok()) {
+      return absl::InvalidArgumentError(fmt::format("{}: job {}: 'command': {}", scenario.path,
+                                                    job.name,
+                                                    std::string(program.status().message())));
+    }
+    LiveJob live{.name = job.name, .priority = job.priority, .command = job.command};
+    live.command.front() = *program;
+    jobs.push_back(std::move(live));
+  }
+  return jobs;
+}
+
+// One request's time alone: kCalibrationRequests requests arriving at once, served in turn.
+absl::StatusOr<sim::Duration> ServiceTime(const LiveOptions& options, LiveJob job,
+                                          const std::string& dir, sim::Duration window) {
+  job.arrival_ms = std::vector<double>(kCalibrationRequests, 0.0);
+  TALLY_ASSIGN_OR_RETURN(const LiveCaseOutcome outcome,
+                         RunLiveCase(options, kAlonePolicy, dir, window, {job}));
+  const std::vector<double>& done_us = outcome.run.jobs[0].latencies_us;  // in completion order
+  std::vector<double> gaps_us;
+  for (size_t i = 1; i < done_us.size(); ++i) gaps_us.push_back(done_us[i] - done_us[i - 1]);
+  if (gaps_us.empty()) {
+    return absl::InternalError(fmt::format("job {}: its calibration completed {} requests (in {})",
+                                           job.name, done_us.size(), dir));
+  }
+  const double median_us = Percentile(gaps_us, 50);
+  return std::chrono::duration_cast<sim::Duration>(
+      std::chrono::duration<double, std::micro>(std::max(median_us, 1.0)));
+}
+
+std::vector<double> ArrivalMs(sim::ArrivalSpec spec, double rate, sim::Duration window,
+                              uint64_t seed) {
+  spec.rate = rate;
+  std::vector<double> ms;
+  for (sim::Time t : sim::GenerateArrivals(spec, window, seed)) {
+    ms.push_back(std::chrono::duration<double, std::milli>(t).count());
+  }
+  return ms;
+}
+
+}  // namespace
+
+absl::StatusOr<BenchResult> RunLive(
+    const Scenario& scenario, const std::vector<std::string>& policies, const LiveOptions& options,
+    const std::function<void(int, int, const std::string&)>& progress) {
+  BenchResult result;
+  result.mode = "live";
+  result.scenario = scenario;
+  result.policies = policies;
+  TALLY_ASSIGN_OR_RETURN(std::vector<LiveJob> jobs, LiveJobs(scenario, options.programs));
+  const fs::path work = options.work_dir;
+  const sim::Duration window = scenario.duration;
+  const auto open_jobs = std::count_if(scenario.jobs.begin(), scenario.jobs.end(),
+                                       [](const ScenarioJob& j) { return j.arrivals.has_value(); });
+  const int steps = static_cast<int>(open_jobs + scenario.loads.size() * (policies.size() + 1));
+  int step = 0;
+  result.alone_times.resize(jobs.size());
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    if (!scenario.jobs[j].arrivals) continue;
+    progress(++step, steps, fmt::format("{}: one request's time alone", jobs[j].name));
+    TALLY_ASSIGN_OR_RETURN(
+        result.alone_times[j],
+        ServiceTime(options, jobs[j], (work / ("calibrate-" + jobs[j].name)).string(), window));
+  }
+  std::vector<std::optional<JobRun>> closed_alone(jobs.size());
+  for (double load : scenario.loads) {
+    const fs::path load_dir = work / fmt::format("load{:.2f}", load);
+    LoadRun run;
+    run.load = load;
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      double rate = 0;
+      if (scenario.jobs[j].arrivals) {
+        rate = load / Seconds(result.alone_times[j]);
+        jobs[j].arrival_ms = ArrivalMs(*scenario.jobs[j].arrivals, rate, window, scenario.seed + j);
+      }
+      run.rates.push_back(rate);
+    }
+    progress(++step, steps, fmt::format("load {:.2f}: each job alone", load));
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      if (closed_alone[j]) {
+        run.alone.push_back(*closed_alone[j]);
+        continue;
+      }
+      TALLY_ASSIGN_OR_RETURN(
+          const LiveCaseOutcome alone,
+          RunLiveCase(options, kAlonePolicy, (load_dir / ("alone-" + jobs[j].name)).string(),
+                      window, {jobs[j]}));
+      result.device = alone.device;
+      run.alone.push_back(alone.run.jobs[0]);
+      if (jobs[j].arrival_ms) continue;
+      closed_alone[j] = run.alone.back();
+      if (run.alone.back().completed_per_s > 0) {
+        result.alone_times[j] = std::chrono::duration_cast<sim::Duration>(
+            std::chrono::duration<double>(1 / run.alone.back().completed_per_s));
+      }
+    }
+    for (const std::string& policy : policies) {
+      progress(++step, steps, fmt::format("load {:.2f}: {}", load, policy));
+      TALLY_ASSIGN_OR_RETURN(
+          LiveCaseOutcome outcome,
+          RunLiveCase(options, policy, (load_dir / policy).string(), window, jobs));
+      run.runs.push_back(std::move(outcome.run));
+    }
+    result.loads.push_back(std::move(run));
+  }
+  return result;
+}
+
+}  // namespace tally::bench

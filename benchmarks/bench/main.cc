@@ -1,5 +1,6 @@
 // tally-bench: compares GPU-sharing policies on benchmark scenarios (benchmarks/README.md).
 //   tally-bench run SCENARIO [--mode sim|live] [--policies a,b] [--out DIR] [--no-plot]
+//                   [--server-bin B] [--run-bin B] [--programs DIR] [--gpu]
 //   tally-bench list
 //   tally-bench plot RESULT [--out DIR]
 //   tally-bench trace inference|training --name N --layers L --target-ms T --out FILE
@@ -8,12 +9,14 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 
+#include "benchmarks/bench/live_runner.h"
 #include "benchmarks/bench/report.h"
 #include "benchmarks/bench/runner.h"
 #include "benchmarks/sim/trace_gen.h"
@@ -56,17 +59,10 @@ void Progress(int step, int steps, const std::string& what) {
 }
 
 int Run(const std::string& path, const std::string& mode, std::vector<std::string> policies,
-        std::string out_dir, bool plot, const std::string& command) {
+        std::string out_dir, bool plot, LiveOptions live, const std::string& command) {
   auto scenario = LoadScenario(path);
   if (!scenario.ok()) {
     std::cerr << "tally-bench: " << scenario.status().message() << "\n";
-    return 2;
-  }
-  if (mode == "live") {
-    std::cerr << "tally-bench: --mode live is not implemented yet. It will start `tally-server "
-                 "--policy NAME` for each policy and run each job's `command` through tally-run; "
-                 "that needs the server's dispatcher on the new scheduler interface. Use --mode "
-                 "sim (the default), which runs each job's `trace` in the simulator.\n";
     return 2;
   }
   if (policies.empty()) policies = scenario->policies;
@@ -75,14 +71,16 @@ int Run(const std::string& path, const std::string& mode, std::vector<std::strin
       policies.emplace_back(d.name);
     }
   }
-  auto result = RunSimulated(*scenario, policies, Progress);
+  if (out_dir.empty()) out_dir = (fs::path("bench-results") / scenario->name).string();
+  fs::create_directories(out_dir);
+  live.work_dir = (fs::path(out_dir) / "live").string();
+  auto result = mode == "live" ? RunLive(*scenario, policies, live, Progress)
+                               : RunSimulated(*scenario, policies, Progress);
   if (isatty(STDERR_FILENO)) std::cerr << "\n";
   if (!result.ok()) {
     std::cerr << "tally-bench: " << result.status().message() << "\n";
     return 1;
   }
-  if (out_dir.empty()) out_dir = (fs::path("bench-results") / scenario->name).string();
-  fs::create_directories(out_dir);
   const std::string json_path = (fs::path(out_dir) / "result.json").string();
   std::ofstream(json_path) << ResultToJson(*result, command).dump(1) << "\n";
   const std::string table = MarkdownReport(*result);
@@ -137,6 +135,7 @@ int Trace(const std::string& kind, sim::ModelShape shape, double target_ms, doub
 
 int main(int argc, char** argv) {
   using namespace tally::bench;
+  std::signal(SIGPIPE, SIG_IGN);  // a live job that dies is reported, not fatal to us
   CLI::App app{"tally-bench: compare GPU-sharing policies on benchmark scenarios"};
   app.require_subcommand(1);
   const std::string command = CommandLine(argc, argv);
@@ -148,8 +147,31 @@ int main(int argc, char** argv) {
   run->add_option("scenario", scenario, "scenario file (TOML)")
       ->required()
       ->check(CLI::ExistingFile);
-  run->add_option("--mode", mode, "sim: kernel traces in the simulator; live: real programs")
+  run->add_option("--mode", mode,
+                  "sim: each job's kernel trace in the simulator; live: each job's command "
+                  "through tally-run against a private tally-server per policy (the emulated "
+                  "GPU unless --gpu), its files kept under OUT/live")
       ->check(CLI::IsMember({"sim", "live"}));
+  LiveOptions live{
+      .server = TALLY_BENCH_SERVER, .run = TALLY_BENCH_RUN, .programs = TALLY_BENCH_PROGRAMS};
+  run->add_option("--server-bin", live.server, "live: the tally-server to start")
+      ->capture_default_str();
+  run->add_option("--run-bin", live.run, "live: the tally-run to start jobs with")
+      ->capture_default_str();
+  run->add_option("--programs", live.programs,
+                  "live: where a job command's bare program name is looked up before PATH")
+      ->capture_default_str();
+  run->add_flag("--gpu", live.gpu, "live: servers on NVIDIA's driver instead of --emulate");
+  run->footer(
+      "Live mode (benchmarks/README.md): each run gets its own tally-server --policy NAME "
+      "(--emulate unless --gpu) with a private socket and an empty private --profile-cache. "
+      "First each open-loop job alone with 10 requests at once measures one request's service "
+      "time (a load is a fraction of 1 / it); then per load each job alone under fifo, and all "
+      "jobs together under each policy, started together for duration_s. tally-bench appends "
+      "to each job's command: --handshake, and --arrivals FILE --latencies FILE (open loop) or "
+      "--duration-ms D --throughput FILE (closed loop). Preemptions and risky launches come "
+      "from the server's counters, turnarounds from its profiler; every file is kept under "
+      "OUT/live.");
   run->add_option("--policies", policies, "policies to compare (default: the scenario's, or all)")
       ->delimiter(',');
   run->add_option("--out", out_dir, "output folder (default: bench-results/SCENARIO_NAME)");
@@ -183,7 +205,7 @@ int main(int argc, char** argv) {
   trace->add_option("--out", trace_out, "trace file to write")->required();
 
   CLI11_PARSE(app, argc, argv);
-  if (run->parsed()) return Run(scenario, mode, policies, out_dir, !no_plot, command);
+  if (run->parsed()) return Run(scenario, mode, policies, out_dir, !no_plot, live, command);
   if (list->parsed()) return List();
   if (plot->parsed()) {
     return Plot(result_path, plot_out.empty()

@@ -105,17 +105,23 @@ ordered_json ResultToJson(const BenchResult& result, const std::string& command)
       for (size_t j = 0; j < run.jobs.size(); ++j) {
         jobs.push_back(JobJson(sc.jobs[j], foreground[j], run.jobs[j], load.alone[j]));
       }
-      runs.push_back({{"policy", run.policy},
-                      {"foreground_p99_overhead", s.fg_p99_overhead},
-                      {"background_throughput", s.bg_throughput},
-                      {"system_throughput", s.system_throughput},
-                      {"preemptions", run.preemptions},
-                      {"turnaround_us", LatencyJson(run.turnarounds_us)},
-                      {"turnarounds_us", run.turnarounds_us},
-                      {"risky_launches", run.risky_launches},
-                      {"events", run.events},
-                      {"wall_s", run.wall_s},
-                      {"jobs", std::move(jobs)}});
+      ordered_json run_json = {{"policy", run.policy},
+                               {"foreground_p99_overhead", s.fg_p99_overhead},
+                               {"background_throughput", s.bg_throughput},
+                               {"system_throughput", s.system_throughput},
+                               {"preemptions", run.preemptions},
+                               {"turnaround_us", LatencyJson(run.turnarounds_us)},
+                               {"turnarounds_us", run.turnarounds_us},
+                               {"risky_launches", run.risky_launches},
+                               {"events", run.events},
+                               {"wall_s", run.wall_s},
+                               {"jobs", std::move(jobs)}};
+      if (result.mode == "live") {
+        run_json["preemption_latency_us"] = {{"mean", run.preemption_latency_mean_us},
+                                             {"max", run.preemption_latency_max_us},
+                                             {"count", run.preemption_latencies}};
+      }
+      runs.push_back(std::move(run_json));
     }
     loads.push_back({{"load", load.load}, {"rates_per_s", load.rates}, {"runs", std::move(runs)}});
   }
@@ -125,6 +131,7 @@ ordered_json ResultToJson(const BenchResult& result, const std::string& command)
                     {"priority", sc.jobs[j].priority.ToString()},
                     {"role", foreground[j] ? "foreground" : "background"},
                     {"trace", sc.jobs[j].trace},
+                    {"command", sc.jobs[j].command},
                     {"arrivals", sc.jobs[j].arrivals
                                      ? std::string(sim::ArrivalKindName(sc.jobs[j].arrivals->kind))
                                      : "closed loop"},
@@ -133,14 +140,14 @@ ordered_json ResultToJson(const BenchResult& result, const std::string& command)
   }
   return {{"format", "tally-bench result 1"},
           {"command", command},
-          {"mode", "sim"},
+          {"mode", result.mode},
           {"scenario",
            {{"name", sc.name},
             {"path", sc.path},
             {"description", sc.description},
             {"duration_s", std::chrono::duration<double>(sc.duration).count()},
             {"seed", sc.seed},
-            {"device", sc.device.name},
+            {"device", result.device},
             {"sm_count", sc.device.sm_count}}},
           {"policies", result.policies},
           {"jobs", std::move(jobs)},
@@ -151,12 +158,13 @@ std::string MarkdownReport(const BenchResult& result) {
   std::string out;
   for (const LoadRun& load : result.loads) {
     out += fmt::format(
-        "\n{} at load {:.2f} ({:.1f} s simulated):\n\n"
+        "\n{} at load {:.2f} ({:.1f} s {}):\n\n"
         "| policy | fg p50 (ms) | fg p95 (ms) | fg p99 (ms) | fg p99 overhead | "
         "bg throughput | system throughput | preemptions | turnaround p99 (us) |\n"
         "|---|---|---|---|---|---|---|---|---|\n",
         result.scenario.name, load.load,
-        std::chrono::duration<double>(result.scenario.duration).count());
+        std::chrono::duration<double>(result.scenario.duration).count(),
+        result.mode == "live" ? "live on " + result.device : "simulated");
     for (const PolicySummary& s : Summarise(result, load)) {
       out += fmt::format(
           "| {} | {:.3f} | {:.3f} | {:.3f} | {:+.1f}% | {:.2f} | {:.2f} | {} | {:.1f} |\n",

@@ -42,6 +42,7 @@ absl::StatusOr<BenchResult> RunSimulated(
   BenchResult result;
   result.scenario = scenario;
   result.policies = policies;
+  result.device = scenario.device.name;
   const sim::SimOptions options{
       .device = scenario.device,
       .duration = scenario.duration,
@@ -51,8 +52,8 @@ absl::StatusOr<BenchResult> RunSimulated(
   for (size_t j = 0; j < scenario.jobs.size(); ++j) {
     const ScenarioJob& job = scenario.jobs[j];
     if (job.trace.empty()) {
-      return absl::InvalidArgumentError(
-          fmt::format("job {} has no 'trace': simulated mode runs kernel traces", job.name));
+      return absl::InvalidArgumentError(fmt::format(
+          "{}: job {} has no 'trace': simulated mode runs kernel traces", scenario.path, job.name));
     }
     TALLY_ASSIGN_OR_RETURN(sim::JobTrace trace, sim::LoadTrace(job.trace));
     TALLY_RETURN_IF_ERROR(sim::ValidateTrace(trace, scenario.device));

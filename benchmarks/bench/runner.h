@@ -21,10 +21,15 @@ struct PolicyRun {
   std::string policy;
   std::vector<JobRun> jobs;  // in scenario order
   uint64_t preemptions = 0;
-  std::vector<double> turnarounds_us;  // each preemption's decision to SMs free
+  // Sim: each preemption's decision to SMs free. Live: the turnaround the server's profiler
+  // measured for each launch configuration it knows.
+  std::vector<double> turnarounds_us;
+  // Live: the preemptions whose latency the server measured on the device, mean and max.
+  uint64_t preemption_latencies = 0;
+  double preemption_latency_mean_us = 0, preemption_latency_max_us = 0;
   uint64_t risky_launches = 0;
-  uint64_t events = 0;
-  double wall_s = 0;  // real time the simulation took
+  uint64_t events = 0;  // sim: events simulated
+  double wall_s = 0;    // real time the run took
 };
 
 struct LoadRun {
@@ -35,9 +40,13 @@ struct LoadRun {
 };
 
 struct BenchResult {
+  std::string mode = "sim";  // or "live"
+  std::string device;        // the simulated device, or the one the live server names
   Scenario scenario;
   std::vector<std::string> policies;
-  std::vector<sim::Duration> alone_times;  // per job: one request or iteration alone
+  // Per job: one request or iteration alone (live: a request's measured service time, or a
+  // closed-loop job's time per unit of work).
+  std::vector<sim::Duration> alone_times;
   std::vector<LoadRun> loads;
 };
 

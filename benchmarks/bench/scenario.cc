@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
 #include <toml.hpp>
@@ -86,6 +87,28 @@ absl::Status ReadPolicySettings(const Table& t, Scenario& s) {
   return absl::OkStatus();
 }
 
+// `command`: a non-empty array of strings. A program given as a relative path (with a '/') is
+// relative to the scenario's folder; a bare name is looked up when live mode runs.
+absl::StatusOr<std::vector<std::string>> ReadCommand(const Table& t, const std::string& job,
+                                                     const std::filesystem::path& dir) {
+  if (!t.contains("command")) return std::vector<std::string>{};
+  const Table& value = t.at("command");
+  const auto is_string = [](const Table& word) { return word.is_string(); };
+  if (!value.is_array() || value.as_array().empty() ||
+      !std::all_of(value.as_array().begin(), value.as_array().end(), is_string)) {
+    return absl::InvalidArgumentError(fmt::format(
+        "job {}: 'command' must be a non-empty array of strings: the program and its arguments",
+        job));
+  }
+  std::vector<std::string> command;
+  for (const Table& word : value.as_array()) command.push_back(word.as_string());
+  const std::filesystem::path program = command.front();
+  if (program.is_relative() && command.front().find('/') != std::string::npos) {
+    command.front() = (dir / program).lexically_normal().string();
+  }
+  return command;
+}
+
 absl::StatusOr<ScenarioJob> ReadJob(const Table& t, size_t index,
                                     const std::filesystem::path& dir) {
   const std::string where = fmt::format("job {}", index + 1);
@@ -104,7 +127,7 @@ absl::StatusOr<ScenarioJob> ReadJob(const Table& t, size_t index,
   job.priority = *priority;
   const std::string trace = toml::find_or<std::string>(t, "trace", "");
   if (!trace.empty()) job.trace = (dir / trace).lexically_normal().string();
-  job.command = toml::find_or<std::vector<std::string>>(t, "command", {});
+  TALLY_ASSIGN_OR_RETURN(job.command, ReadCommand(t, job.name, dir));
   if (t.contains("arrivals")) {
     auto kind = sim::ParseArrivalKind(toml::find<std::string>(t, "arrivals"));
     if (!kind.ok()) {

@@ -44,6 +44,7 @@ burst_on_ms = 20
 [[jobs]]
 name = "train"
 trace = "/abs/train.json"
+command = ["priority_jobs", "train"]
 )");
   auto s = LoadScenario(path);
   REQUIRE(s.ok());
@@ -58,7 +59,11 @@ trace = "/abs/train.json"
   REQUIRE(s->jobs.size() == 2);
   CHECK(s->jobs[0].priority == ClientPriority::High());
   CHECK(s->jobs[0].trace == (fs::path(path).parent_path() / "traces/infer.json").string());
-  CHECK(s->jobs[0].command == std::vector<std::string>{"./infer", "--batch", "1"});
+  // A program path is relative to the file; a bare name is looked up when live mode runs.
+  CHECK(
+      s->jobs[0].command ==
+      std::vector<std::string>{(fs::path(path).parent_path() / "infer").string(), "--batch", "1"});
+  CHECK(s->jobs[1].command == std::vector<std::string>{"priority_jobs", "train"});
   REQUIRE(s->jobs[0].arrivals.has_value());
   CHECK(s->jobs[0].arrivals->kind == sim::ArrivalKind::kBursty);
   CHECK(s->jobs[0].arrivals->on_mean == std::chrono::milliseconds(20));
@@ -81,6 +86,11 @@ TEST_CASE("Scenario mistakes are named") {
         "'loads' are fractions of capacity in (0, 1)");
   CHECK(
       message("e.toml", "[[jobs]]\nname = \"x\"\npriority = \"urgent\"\n").starts_with("job x: "));
+  const std::string bad_command =
+      "job x: 'command' must be a non-empty array of strings: the program and its arguments";
+  CHECK(message("f.toml", "[[jobs]]\nname = \"x\"\ncommand = \"serve\"\n") == bad_command);
+  CHECK(message("g.toml", "[[jobs]]\nname = \"x\"\ncommand = []\n") == bad_command);
+  CHECK(message("h.toml", "[[jobs]]\nname = \"x\"\ncommand = [\"a\", 1]\n") == bad_command);
 }
 
 TEST_CASE("Percentiles are nearest-rank") {

@@ -9,9 +9,17 @@
 //   --work W          loop steps per thread: how long a block computes
 //   --per-request K   serve: kernels per request (default 1)
 //   --max-gap-ms G    serve: a random pause of up to G ms before each request (seeded)
+//   --arrivals FILE   serve: follow an arrival trace instead, one request per line at that
+//                     time in ms from the start (after the handshake); --kernels is ignored.
+//                     Requests are served one at a time: a request that arrives while another
+//                     runs waits, and its latency counts from its arrival
+//   --duration-ms D   train: repeat rounds of --kernels kernels (each round synchronised)
+//                     until D ms have passed; the timeline then spans every round of a kernel
+//   --throughput FILE one line: kernels (train) or requests (serve) completed per second
 //   --timeline FILE   one line per kernel: "<start ns> <end ns>" (device clock)
 //   --latencies FILE  serve: one line per request: its latency in microseconds, from before
-//                     its first launch to the end of its synchronisation (queueing included)
+//                     its first launch (with --arrivals: from its arrival) to the end of its
+//                     synchronisation (queueing included)
 //   --handshake       print READY once connected and wait for a line on stdin before working;
 //                     print FINISHED at the end and wait for a line again before exiting
 // At the end `train` prints "kernels/s <rate>" and `serve` "p50_us <x> p99_us <y>".
@@ -21,6 +29,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -60,10 +69,25 @@ struct Options {
   unsigned work = 1000;
   unsigned per_request = 1;
   double max_gap_ms = 0;
+  std::optional<std::vector<double>> arrival_ms;  // from --arrivals
+  double duration_ms = 0;
+  std::string throughput;
   std::string timeline;
   std::string latencies;
   bool handshake = false;
 };
+
+std::vector<double> ReadArrivals(const std::string& path) {
+  FILE* file = std::fopen(path.c_str(), "r");
+  if (file == nullptr) {
+    std::fprintf(stderr, "cannot read the arrivals %s\n", path.c_str());
+    std::exit(2);
+  }
+  std::vector<double> times;
+  for (double ms; std::fscanf(file, "%lf", &ms) == 1;) times.push_back(ms);
+  std::fclose(file);
+  return times;
+}
 
 Options Parse(int argc, char** argv) {
   Options options;
@@ -86,6 +110,9 @@ Options Parse(int argc, char** argv) {
     else if (arg == "--work") options.work = std::stoul(value());
     else if (arg == "--per-request") options.per_request = std::stoul(value());
     else if (arg == "--max-gap-ms") options.max_gap_ms = std::stod(value());
+    else if (arg == "--arrivals") options.arrival_ms = ReadArrivals(value());
+    else if (arg == "--duration-ms") options.duration_ms = std::stod(value());
+    else if (arg == "--throughput") options.throughput = value();
     else if (arg == "--timeline") options.timeline = value();
     else if (arg == "--latencies") options.latencies = value();
     else if (arg == "--handshake") options.handshake = true;
@@ -98,6 +125,7 @@ Options Parse(int argc, char** argv) {
     std::fprintf(stderr, "the mode is train or serve, not %s\n", options.mode.c_str());
     std::exit(2);
   }
+  if (options.arrival_ms) options.kernels = options.arrival_ms->size();
   return options;
 }
 
@@ -128,12 +156,70 @@ double Percentile(std::vector<double> values, double p) {
   return values[rank];
 }
 
+// What the kernels write to: a slot of `elements` results and a span per kernel.
+struct Device {
+  unsigned* out;
+  unsigned long long* spans;
+  cudaStream_t stream;
+  size_t elements;
+};
+
+void Launch(const Options& options, const Device& device, unsigned k) {
+  Work<<<options.blocks, kThreads, 0, device.stream>>>(device.out + k * device.elements,
+                                                       options.work, k, device.spans + 2 * k);
+  CHECK_CUDA(cudaGetLastError());
+}
+
+// Requests one at a time, each at its arrival (--arrivals) or after a random pause; returns
+// each request's latency.
+std::vector<double> Serve(const Options& options, const Device& device,
+                          std::chrono::steady_clock::time_point start) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> gap(0, options.max_gap_ms);
+  std::vector<double> latencies_us;
+  for (unsigned request = 0; request < options.kernels; ++request) {
+    auto sent = std::chrono::steady_clock::now();
+    if (options.arrival_ms) {
+      sent = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                         std::chrono::duration<double, std::milli>((*options.arrival_ms)[request]));
+      std::this_thread::sleep_until(sent);
+    } else if (options.max_gap_ms > 0) {
+      std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(gap(rng)));
+      sent = std::chrono::steady_clock::now();
+    }
+    for (unsigned i = 0; i < options.per_request; ++i) {
+      Launch(options, device, request * options.per_request + i);
+    }
+    CHECK_CUDA(cudaStreamSynchronize(device.stream));
+    latencies_us.push_back(
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - sent)
+            .count());
+  }
+  return latencies_us;
+}
+
+// Rounds of --kernels kernels back to back: one round, or rounds until --duration-ms has
+// passed. Returns the kernels completed.
+unsigned Train(const Options& options, const Device& device,
+               std::chrono::steady_clock::time_point start) {
+  const auto until = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                 std::chrono::duration<double, std::milli>(options.duration_ms));
+  unsigned completed = 0;
+  do {
+    for (unsigned k = 0; k < options.kernels; ++k) Launch(options, device, k);
+    CHECK_CUDA(cudaStreamSynchronize(device.stream));
+    completed += options.kernels;
+  } while (std::chrono::steady_clock::now() < until);
+  return completed;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const Options options = Parse(argc, argv);
   const bool serve = options.mode == "serve";
-  const unsigned launches = options.kernels * (serve ? options.per_request : 1);
+  // At least one slot: an arrival trace may hold no request.
+  const unsigned launches = std::max(1u, options.kernels * (serve ? options.per_request : 1));
   const size_t elements = size_t{options.blocks} * kThreads;
   unsigned* out;
   unsigned long long* spans;
@@ -147,35 +233,29 @@ int main(int argc, char** argv) {
                         cudaMemcpyHostToDevice));
   Handshake(options, "READY");
 
-  std::mt19937 rng(7);
-  std::uniform_real_distribution<double> gap(0, options.max_gap_ms);
-  std::vector<double> latencies_us;
   const auto start = std::chrono::steady_clock::now();
-  for (unsigned request = 0; request < options.kernels; ++request) {
-    if (serve && options.max_gap_ms > 0) {
-      std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(gap(rng)));
-    }
-    const auto sent = std::chrono::steady_clock::now();
-    const unsigned per = serve ? options.per_request : 1;
-    for (unsigned i = 0; i < per; ++i) {
-      const unsigned k = request * per + i;
-      Work<<<options.blocks, kThreads, 0, stream>>>(out + k * elements, options.work, k,
-                                                    spans + 2 * k);
-      CHECK_CUDA(cudaGetLastError());
-    }
-    if (serve) {
-      CHECK_CUDA(cudaStreamSynchronize(stream));
-      latencies_us.push_back(
-          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - sent)
-              .count());
-    }
+  const Device device{out, spans, stream, elements};
+  std::vector<double> latencies_us;
+  unsigned completed = 0;
+  if (serve) {
+    latencies_us = Serve(options, device, start);
+    completed = latencies_us.size();
+  } else {
+    completed = Train(options, device, start);
   }
-  CHECK_CUDA(cudaStreamSynchronize(stream));
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!options.throughput.empty()) {
+    FILE* file = std::fopen(options.throughput.c_str(), "w");
+    EXPECT(file != nullptr);
+    std::fprintf(file, "%.6f\n", completed / seconds);
+    std::fclose(file);
+  }
 
+  // The slots written: every one, unless an arrival trace held no request.
+  const unsigned written = serve ? completed * options.per_request : options.kernels;
   std::vector<unsigned> host(elements);
-  for (unsigned k = 0; k < launches; ++k) {
+  for (unsigned k = 0; k < written; ++k) {
     CHECK_CUDA(cudaMemcpy(host.data(), out + k * elements, elements * sizeof(unsigned),
                           cudaMemcpyDeviceToHost));
     CheckResults(host, options.work, k);
@@ -186,7 +266,7 @@ int main(int argc, char** argv) {
   if (!options.timeline.empty()) {
     FILE* file = std::fopen(options.timeline.c_str(), "w");
     EXPECT(file != nullptr);
-    for (unsigned k = 0; k < launches; ++k) {
+    for (unsigned k = 0; k < written; ++k) {
       EXPECT(times[2 * k] <= times[2 * k + 1]);
       std::fprintf(file, "%llu %llu\n", times[2 * k], times[2 * k + 1]);
     }
@@ -199,10 +279,12 @@ int main(int argc, char** argv) {
       for (double latency : latencies_us) std::fprintf(file, "%.1f\n", latency);
       std::fclose(file);
     }
-    std::printf("p50_us %.1f p99_us %.1f\n", Percentile(latencies_us, 0.5),
-                Percentile(latencies_us, 0.99));
+    if (!latencies_us.empty()) {
+      std::printf("p50_us %.1f p99_us %.1f\n", Percentile(latencies_us, 0.5),
+                  Percentile(latencies_us, 0.99));
+    }
   } else {
-    std::printf("kernels/s %.4f\n", launches / seconds);
+    std::printf("kernels/s %.4f\n", completed / seconds);
   }
   std::fflush(stdout);
   Handshake(options, "FINISHED");
