@@ -12,12 +12,10 @@
 
 namespace tally::client {
 
-// cudaStreamLegacy and cudaStreamPerThread (driver_types.h) are the client's default stream,
-// as is NULL: each client's default stream is private to it on the server.
-inline uint64_t StreamHandle(cudaStream_t stream) {
-  const auto value = reinterpret_cast<uintptr_t>(stream);
-  return value == 0x1 || value == 0x2 ? 0 : value;
-}
+// The server's handle of a stream: cudaStreamLegacy (driver_types.h) and NULL are the client's
+// legacy default stream, 0 (each client's is private to it on the server); cudaStreamPerThread,
+// and NULL inside a _ptsz/_ptds call, the calling thread's per-thread stream (streams.h).
+uint64_t StreamHandle(cudaStream_t stream);
 inline cudaStream_t ToStream(uint64_t handle) { return reinterpret_cast<cudaStream_t>(handle); }
 inline uint64_t EventHandle(cudaEvent_t event) { return reinterpret_cast<uintptr_t>(event); }
 inline cudaEvent_t ToEvent(uint64_t handle) { return reinterpret_cast<cudaEvent_t>(handle); }

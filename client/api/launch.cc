@@ -20,6 +20,7 @@
 #include "client/entry.h"
 #include "client/handles.h"
 #include "client/kernels.h"
+#include "client/stream_attributes.h"
 #include "common/status.h"
 
 using tally::client::Channel;
@@ -220,6 +221,16 @@ const CUlaunchAttributeValue& ValueOf(const CUlaunchAttribute& attribute) {
 // performance hints are ignored (they never change results), attributes whose semantics Tally
 // does not provide are cudaErrorNotSupported, and ids the headers do not know are
 // cudaErrorInvalidValue.
+// An access policy window checked as a stream attribute's (CUaccessPolicyWindow and
+// cudaAccessPolicyWindow share their layout).
+template <typename Window>
+absl::Status CheckWindow(const Window& window) {
+  static_assert(sizeof(Window) == sizeof(cudaAccessPolicyWindow));
+  cudaAccessPolicyWindow as_runtime;
+  std::memcpy(&as_runtime, &window, sizeof as_runtime);
+  return tally::client::CheckAccessPolicyWindow(as_runtime);
+}
+
 template <typename Attribute>
 absl::StatusOr<uint32_t> LaunchFlags(const Attribute* attributes, unsigned count) {
   if (count > 0 && attributes == nullptr) {
@@ -233,8 +244,10 @@ absl::StatusOr<uint32_t> LaunchFlags(const Attribute* attributes, unsigned count
       case cudaLaunchAttributeCooperative:
         if (value.cooperative != 0) flags |= ipc::kLaunchCooperative;
         break;
-      case cudaLaunchAttributeIgnore:
       case cudaLaunchAttributeAccessPolicyWindow:
+        TALLY_RETURN_IF_ERROR(CheckWindow(value.accessPolicyWindow));
+        break;
+      case cudaLaunchAttributeIgnore:
       case cudaLaunchAttributePriority:
       case cudaLaunchAttributeMemSyncDomainMap:
       case cudaLaunchAttributeMemSyncDomain:

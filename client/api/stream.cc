@@ -8,8 +8,6 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
-#include <algorithm>
-
 #include "client/channel.h"
 #include "client/entry.h"
 #include "client/handles.h"
@@ -25,7 +23,6 @@ using tally::client::RunDriver;
 using tally::client::StreamHandle;
 using tally::client::StreamInfo;
 using tally::client::Streams;
-using tally::client::ToStream;
 namespace ipc = tally::ipc;
 
 namespace {
@@ -37,23 +34,11 @@ absl::Status CreateStream(cudaStream_t* stream, unsigned int flags, int priority
   if ((flags & ~unsigned{CU_STREAM_NON_BLOCKING}) != 0) {
     return CudaError(cudaErrorInvalidValue, "unknown stream flags");
   }
-  TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
-  priority = std::clamp(priority, channel->device().stream_priority_greatest,
-                        channel->device().stream_priority_least);
-  TALLY_ASSIGN_OR_RETURN(
-      auto answer, channel->Call(ipc::StreamCreateRequest{.flags = flags, .priority = priority}));
-  *stream = ToStream(answer.fields.stream);
-  Streams::Get().Add(
-      *stream,
-      StreamInfo{.flags = flags, .priority = priority, .context = tally::client::CurrentContext()});
+  TALLY_ASSIGN_OR_RETURN(*stream, Streams::Get().Create(flags, priority));
   return absl::OkStatus();
 }
 
-absl::Status DestroyStream(cudaStream_t stream) {
-  Streams::Get().Remove(stream);
-  TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
-  return channel->Call(ipc::StreamDestroyRequest{.stream = StreamHandle(stream)}).status();
-}
+absl::Status DestroyStream(cudaStream_t stream) { return Streams::Get().Destroy(stream); }
 
 // One field of a stream's record (cuStreamGetFlags, cuStreamGetPriority, ...).
 template <typename Out, typename Field>
@@ -102,9 +87,52 @@ absl::Status LaunchHostCallback(cudaStream_t stream, ipc::HostCallbackKind kind,
                                                   .data = reinterpret_cast<uintptr_t>(data)});
 }
 
+// Stream attributes (client/stream_attributes.h), kept in the stream's record.
+absl::Status SetAttribute(cudaStream_t stream, cudaLaunchAttributeID id,
+                          const cudaLaunchAttributeValue* value) {
+  if (value == nullptr) return CudaError(cudaErrorInvalidValue, "null attribute value");
+  return Streams::Get().Update(stream, [&](StreamInfo& info) {
+    return SetStreamAttribute(info.attributes, info.priority, id, *value);
+  });
+}
+
+absl::Status GetAttribute(cudaStream_t stream, cudaLaunchAttributeID id,
+                          cudaLaunchAttributeValue* value) {
+  TALLY_RETURN_IF_ERROR(CheckOut(value));
+  TALLY_ASSIGN_OR_RETURN(const StreamInfo info, Streams::Get().Find(stream));
+  return GetStreamAttribute(info.attributes, info.priority, id, *value);
+}
+
+absl::Status CopyAttributes(cudaStream_t dst, cudaStream_t src) {
+  TALLY_ASSIGN_OR_RETURN(const StreamInfo from, Streams::Get().Find(src));
+  return Streams::Get().Update(dst, [&](StreamInfo& info) {
+    info.attributes = from.attributes;
+    return absl::OkStatus();
+  });
+}
+
 }  // namespace
 
 extern "C" {
+
+cudaError_t cudaStreamSetAttribute(cudaStream_t stream, cudaLaunchAttributeID id,
+                                   const cudaLaunchAttributeValue* value) {
+  return Run(__func__, [&] { return SetAttribute(stream, id, value); });
+}
+
+cudaError_t cudaStreamGetAttribute(cudaStream_t stream, cudaLaunchAttributeID id,
+                                   cudaLaunchAttributeValue* value) {
+  return Run(__func__, [&] { return GetAttribute(stream, id, value); });
+}
+
+cudaError_t cudaStreamCopyAttributes(cudaStream_t dst, cudaStream_t src) {
+  return Run(__func__, [&] { return CopyAttributes(dst, src); });
+}
+
+// Tally never keeps persisting L2 lines (stream_attributes.h): there are none to reset.
+cudaError_t cudaCtxResetPersistingL2Cache() {
+  return Run(__func__, [] { return absl::OkStatus(); });
+}
 
 cudaError_t cudaStreamCreate(cudaStream_t* stream) {
   return Run(__func__, [&] { return CreateStream(stream, cudaStreamDefault, 0); });
@@ -246,6 +274,30 @@ CUresult cuStreamAddCallback(CUstream stream, CUstreamCallback callback, void* d
     return LaunchHostCallback(stream, ipc::HostCallbackKind::kStreamCallback,
                               reinterpret_cast<void*>(callback), data);
   });
+}
+
+// The driver's stream attributes are the runtime's (CUstreamAttrValue and cudaStreamAttrValue,
+// CUlaunchAttributeValue and cudaLaunchAttributeValue, share their layout and ids).
+CUresult cuStreamSetAttribute(CUstream stream, CUstreamAttrID id, const CUstreamAttrValue* value) {
+  return RunDriver(__func__, [&] {
+    return SetAttribute(stream, static_cast<cudaLaunchAttributeID>(id),
+                        reinterpret_cast<const cudaLaunchAttributeValue*>(value));
+  });
+}
+
+CUresult cuStreamGetAttribute(CUstream stream, CUstreamAttrID id, CUstreamAttrValue* value) {
+  return RunDriver(__func__, [&] {
+    return GetAttribute(stream, static_cast<cudaLaunchAttributeID>(id),
+                        reinterpret_cast<cudaLaunchAttributeValue*>(value));
+  });
+}
+
+CUresult cuStreamCopyAttributes(CUstream dst, CUstream src) {
+  return RunDriver(__func__, [&] { return CopyAttributes(dst, src); });
+}
+
+CUresult cuCtxResetPersistingL2Cache() {
+  return RunDriver(__func__, [] { return absl::OkStatus(); });
 }
 
 CUresult cuCtxGetStreamPriorityRange(int* least, int* greatest) {

@@ -77,17 +77,21 @@ absl::StatusOr<Reply<ipc::MemGetInfoResponse>> Handle(Session& session,
 }
 
 // The context is shared by all clients: a limit is only ever raised in it (more stack or heap for
-// one client takes nothing from the others), while each client reads back the value it set.
+// one client takes nothing from the others), while each client reads back the value it set, as
+// far as the driver took it (it may clamp, e.g. CU_LIMIT_PERSISTING_L2_CACHE_SIZE to the
+// device's maximum).
 absl::StatusOr<Reply<ipc::DeviceSetLimitResponse>> Handle(
     Session& session, const ipc::Decoded<ipc::DeviceSetLimitRequest>& request) {
   const auto limit = static_cast<CUlimit>(request.fields.limit);
   size_t current = 0;
   TALLY_RETURN_IF_ERROR(CheckCu(session.api().cuCtxGetLimit(&current, limit), "cuCtxGetLimit"));
-  if (request.fields.value > current) {
-    TALLY_RETURN_IF_ERROR(
-        CheckCu(session.api().cuCtxSetLimit(limit, request.fields.value), "cuCtxSetLimit"));
+  size_t value = request.fields.value;
+  if (value > current) {
+    TALLY_RETURN_IF_ERROR(CheckCu(session.api().cuCtxSetLimit(limit, value), "cuCtxSetLimit"));
+    TALLY_RETURN_IF_ERROR(CheckCu(session.api().cuCtxGetLimit(&current, limit), "cuCtxGetLimit"));
+    value = std::min(value, current);
   }
-  session.limits()[request.fields.limit] = request.fields.value;
+  session.limits()[request.fields.limit] = value;
   return Reply<ipc::DeviceSetLimitResponse>{};
 }
 
