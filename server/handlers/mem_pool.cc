@@ -102,9 +102,8 @@ absl::StatusOr<Reply<ipc::MemPoolAllocResponse>> Handle(
 
 absl::StatusOr<Deferred<ipc::MemPoolFreeResponse>> Handle(
     Session& session, const ipc::Decoded<ipc::MemPoolFreeRequest>& request) {
-  TALLY_ASSIGN_OR_RETURN(
-      std::vector<uint64_t> released,
-      FreeAllocation(session, request.fields.device_ptr, request.fields.stream));
+  TALLY_ASSIGN_OR_RETURN(std::vector<uint64_t> released,
+                         FreeAllocation(session, request.fields.device_ptr, request.fields.stream));
   return ReleaseAfterIssued<ipc::MemPoolFreeResponse>(session, std::move(released));
 }
 

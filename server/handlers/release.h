@@ -24,13 +24,14 @@ template <typename Response>
 Deferred<Response> ReleaseAfterIssued(Session& session, std::vector<uint64_t> bases) {
   if (bases.empty()) return {[] { return Reply<Response>{}; }, true};
   const uint64_t ticket = session.Ticket();
-  return {.finish = [&session, ticket, bases = std::move(bases)]() -> absl::StatusOr<Reply<Response>> {
-    session.WaitIssued(ticket);
-    for (const uint64_t base : bases) {
-      TALLY_RETURN_IF_ERROR(CheckCu(session.api().cuMemFree(base), "cuMemFree"));
-    }
-    return Reply<Response>{};
-  }};
+  return {
+      .finish = [&session, ticket, bases = std::move(bases)]() -> absl::StatusOr<Reply<Response>> {
+        session.WaitIssued(ticket);
+        for (const uint64_t base : bases) {
+          TALLY_RETURN_IF_ERROR(CheckCu(session.api().cuMemFree(base), "cuMemFree"));
+        }
+        return Reply<Response>{};
+      }};
 }
 
 }  // namespace tally::server
