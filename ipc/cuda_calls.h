@@ -12,7 +12,7 @@
 namespace tally::ipc {
 
 // The schema number exchanged in the handshake (Hello::schema_version).
-inline constexpr uint32_t kCudaCallsSchemaVersion = 13;
+inline constexpr uint32_t kCudaCallsSchemaVersion = 14;
 
 enum class CallMode { kSync, kWait, kAsync };
 
@@ -478,6 +478,93 @@ struct DeviceGetLimitRequest {
 };
 struct DeviceGetLimitResponse {
   TALLY_INTERNAL_RESPONSE(DeviceGetLimit);
+  uint64_t value;
+};
+
+// Memory pools: `pool` is a handle the server minted (MemPoolCreate, MemPoolGet).
+struct MemPoolCreateRequest {
+  TALLY_INTERNAL_REQUEST(MemPoolCreate);
+  uint32_t reserved;
+};
+struct MemPoolCreateResponse {
+  TALLY_INTERNAL_RESPONSE(MemPoolCreate);
+  uint64_t pool;
+};
+struct MemPoolDestroyRequest {
+  TALLY_INTERNAL_REQUEST(MemPoolDestroy);
+  uint32_t reserved;
+  uint64_t pool;
+};
+struct MemPoolDestroyResponse {
+  TALLY_INTERNAL_RESPONSE(MemPoolDestroy);
+  uint32_t reserved;
+};
+enum class PoolKind : uint32_t { kDefault = 0, kCurrent = 1 };
+struct MemPoolGetRequest {
+  TALLY_INTERNAL_REQUEST(MemPoolGet);
+  PoolKind kind;
+};
+struct MemPoolGetResponse {
+  TALLY_INTERNAL_RESPONSE(MemPoolGet);
+  uint64_t pool;
+};
+struct MemPoolSetCurrentRequest {
+  TALLY_INTERNAL_REQUEST(MemPoolSetCurrent);
+  uint32_t reserved;
+  uint64_t pool;
+};
+struct MemPoolSetCurrentResponse {
+  TALLY_INTERNAL_RESPONSE(MemPoolSetCurrent);
+  uint32_t reserved;
+};
+struct MemPoolAllocRequest {
+  TALLY_INTERNAL_REQUEST(MemPoolAlloc);
+  uint32_t reserved;
+  uint64_t pool;  // 0: the current pool
+  uint64_t size;
+  uint64_t stream;
+};
+struct MemPoolAllocResponse {
+  TALLY_INTERNAL_RESPONSE(MemPoolAlloc);
+  uint64_t device_ptr;
+};
+struct MemPoolFreeRequest {
+  TALLY_INTERNAL_REQUEST(MemPoolFree);
+  uint32_t reserved;
+  uint64_t device_ptr;
+  uint64_t stream;
+};
+struct MemPoolFreeResponse {
+  TALLY_INTERNAL_RESPONSE(MemPoolFree);
+  uint32_t reserved;
+};
+struct MemPoolTrimRequest {
+  TALLY_INTERNAL_REQUEST(MemPoolTrim);
+  uint32_t reserved;
+  uint64_t pool;
+  uint64_t keep_bytes;
+};
+struct MemPoolTrimResponse {
+  TALLY_INTERNAL_RESPONSE(MemPoolTrim);
+  uint32_t reserved;
+};
+struct MemPoolSetAttributeRequest {
+  TALLY_INTERNAL_REQUEST(MemPoolSetAttribute);
+  uint32_t attribute;  // CUmemPool_attribute
+  uint64_t pool;
+  uint64_t value;
+};
+struct MemPoolSetAttributeResponse {
+  TALLY_INTERNAL_RESPONSE(MemPoolSetAttribute);
+  uint32_t reserved;
+};
+struct MemPoolGetAttributeRequest {
+  TALLY_INTERNAL_REQUEST(MemPoolGetAttribute);
+  uint32_t attribute;
+  uint64_t pool;
+};
+struct MemPoolGetAttributeResponse {
+  TALLY_INTERNAL_RESPONSE(MemPoolGetAttribute);
   uint64_t value;
 };
 

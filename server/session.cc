@@ -169,6 +169,7 @@ OwnedResources Session::TakeOwned() {
   streams_.Clear([&](StreamRef& entry) { owned.streams.push_back(std::move(entry)); });
   events_.Clear([&](EventRef& entry) { owned.events.push_back(std::move(entry)); });
   owned.allocations = allocations_.TakeAll();
+  mem_pools_.Reset();
   owned.host_blocks = host_blocks_.TakeAll();
   return owned;
 }

@@ -24,6 +24,7 @@
 #include "server/backend/backend.h"
 #include "server/dispatcher.h"
 #include "server/handle_table.h"
+#include "server/mem_pools.h"
 #include "server/host_callbacks.h"
 #include "server/kernel_forms.h"
 #include "server/module_registry.h"
@@ -259,6 +260,7 @@ class Session {
   // The context limits this client set (cudaDeviceSetLimit), by CUlimit.
   absl::flat_hash_map<uint32_t, uint64_t>& limits() { return limits_; }
   AllocationTable& allocations() { return allocations_; }
+  MemPools& mem_pools() { return mem_pools_; }
   // The client's command queue, which work that outlives its command reports failures to.
   const std::shared_ptr<Dispatcher::ClientQueue>& queue() const { return queue_; }
   // tally-ctl priority: effective at the scheduler's next decision (any thread).
@@ -300,6 +302,7 @@ class Session {
   absl::flat_hash_map<uint32_t, uint64_t> limits_;
   HandleTable<FunctionEntry> functions_{4, Tag(), "function"};
   AllocationTable allocations_;
+  MemPools mem_pools_{Tag()};  // their blocks are in allocations_
   // Module variables: only in per-client modules (ModuleRegistry shares only stateless ones).
   AllocationTable globals_;
   AllocationTable host_blocks_;  // registered with the backend

@@ -52,8 +52,8 @@ absl::Status Allocate(void** pointer, size_t size) {
   return absl::OkStatus();
 }
 
-// The server issues the client's queued work before freeing, so freeing also keeps the order
-// cudaFreeAsync promises. Managed memory is a host block (host_memory.cc).
+// The server issues the client's queued work before freeing. Managed memory is a host block
+// (host_memory.cc).
 absl::Status Free(void* pointer) {
   if (const auto block = HostBlocks::Get().Find(pointer);
       block && block->kind == HostBlockKind::kManaged) {
@@ -222,17 +222,6 @@ cudaError_t cudaMalloc(void** pointer, size_t size) {
 }
 
 cudaError_t cudaFree(void* pointer) {
-  return Run(__func__, [&] { return Free(pointer); });
-}
-
-// Stream-ordered allocation (CUDA Runtime API, "Stream Ordered Memory Allocator"): the server
-// allocates at once, which satisfies "usable by work enqueued after it on the stream"; pools
-// are not modelled.
-cudaError_t cudaMallocAsync(void** pointer, size_t size, cudaStream_t) {
-  return Run(__func__, [&] { return Allocate(pointer, size); });
-}
-
-cudaError_t cudaFreeAsync(void* pointer, cudaStream_t) {
   return Run(__func__, [&] { return Free(pointer); });
 }
 

@@ -7,6 +7,7 @@
 #include "server/cuda_result.h"
 #include "server/handlers/handlers.h"
 #include "server/handlers/memset.h"
+#include "server/handlers/release.h"
 #include "server/handlers/waiting.h"
 
 namespace tally::server {
@@ -23,17 +24,9 @@ absl::StatusOr<Reply<ipc::MemAllocResponse>> Handle(
 absl::StatusOr<Deferred<ipc::MemFreeResponse>> Handle(
     Session& session, const ipc::Decoded<ipc::MemFreeRequest>& request) {
   const uint64_t pointer = request.fields.device_ptr;
-  if (pointer == 0) {  // cudaFree(NULL)
-    return Deferred<ipc::MemFreeResponse>{[] { return Reply<ipc::MemFreeResponse>{}; }, true};
-  }
-  TALLY_RETURN_IF_ERROR(session.allocations().Remove(pointer).status());
-  const uint64_t ticket = session.Ticket();
-  return Deferred<ipc::MemFreeResponse>{
-      .finish = [&session, ticket, pointer]() -> absl::StatusOr<Reply<ipc::MemFreeResponse>> {
-        session.WaitIssued(ticket);
-        TALLY_RETURN_IF_ERROR(CheckCu(session.api().cuMemFree(pointer), "cuMemFree"));
-        return Reply<ipc::MemFreeResponse>{};
-      }};
+  if (pointer == 0) return ReleaseAfterIssued<ipc::MemFreeResponse>(session, {});  // cudaFree(NULL)
+  TALLY_ASSIGN_OR_RETURN(std::vector<uint64_t> released, FreeAllocation(session, pointer, 0));
+  return ReleaseAfterIssued<ipc::MemFreeResponse>(session, std::move(released));
 }
 
 // Copies with host memory are issued in the client's order on the stream and waited for: the

@@ -105,6 +105,13 @@ case $scenario in
     start_server
     for program in "${@:5}"; do run "$program" || fail "$program failed"; done
     ;;
+  limited)  # limited LIMIT PROGRAMS...: each program on its own under tally-run --memory-limit
+    start_server
+    for program in "${@:6}"; do
+      timeout 120 "$run_bin" --memory-limit "$5" --server "$socket" -- "$programs/$program" ||
+        fail "$program failed"
+    done
+    ;;
   concurrent)  # the named programs all at once, each must be correct
     start_server
     pids=()
