@@ -56,7 +56,7 @@ def parse_args():
     parser.add_argument("--max-seconds", type=float, default=90,
                         help="stop starting waves after this long (the count may fall short)")
     parser.add_argument("--seed", type=int, default=1, help="random seed (0: from the clock)")
-    parser.add_argument("--rss-tolerance-kib", type=int, default=32 * 1024,
+    parser.add_argument("--rss-tolerance-kib", type=int, default=64 * 1024,
                         help="how far the server's RSS may end above its warm baseline")
     parser.add_argument("--hang-seconds", type=float, default=60,
                         help="bound on each wait (reclaim, the client after the storm)")
