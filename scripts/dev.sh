@@ -72,7 +72,7 @@ fuzz() {
   CC=clang CXX=clang++ cmake -S "$root" -B "$fuzz_dir" -G Ninja -DTALLY_CUDA_ROOT="$cuda_root" \
     -DTALLY_FUZZ=ON -DTALLY_SANITIZE=address,undefined \
     -DTALLY_FUZZ_SECONDS="${1:-30}" -DTALLY_FUZZ_SEED="${2:-1}" >/dev/null
-  cmake --build "$fuzz_dir" -j "$jobs" --target ptx_parser_fuzz fatbin_fuzz
+  cmake --build "$fuzz_dir" -j "$jobs" --target ptx_parser_fuzz fatbin_fuzz session_fuzz
   ctest --test-dir "$fuzz_dir" --output-on-failure -j "$jobs" -L fuzz
 }
 
