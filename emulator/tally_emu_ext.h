@@ -24,7 +24,8 @@ CUresult tallyEmuStreamCancel(CUstream stream);
 typedef CUresult (*PFN_tallyEmuStreamCancel)(CUstream stream);
 
 // Tenants: the clients of a sharing server, which share one context but must not hurt each
-// other. A tenant is any non-zero number the caller chooses (0: none).
+// other. A tenant is any non-zero number the caller chooses (0: none). Launches on streams of
+// no tenant (the server's own) reach all memory, as without tenants.
 //
 // Makes `stream`'s launches the tenant's: their kernels may load, store and run atomics only on
 // memory of that tenant or of no tenant (anything else is CUDA_ERROR_ILLEGAL_ADDRESS, as memory

@@ -30,6 +30,8 @@ declare -A excluded=(
   [meminfo]="expects the whole device free, true only on a private emulated GPU"
   [module_refused]="checks a PTX instruction the emulated GPU refuses, which NVIDIA's accepts"
   [large_module]="a 65 MiB image: too large to carry to the GPU machine"
+  [tenant]="a helper the isolation, quota and flood tests drive with arguments"
+  [mem_pools]="checks a device-memory limit that the e2e_mem_pools test sets"
 )
 
 elf() { [[ -f $1 && -x $1 ]] && head -c 4 "$1" | grep -q ELF; }

@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "common/exception_barrier.h"
 #include "common/log.h"
 #include "common/status.h"
@@ -23,11 +24,14 @@ namespace {
 // to the dispatcher's maximum.
 constexpr scheduler::Duration kMinPoll = std::chrono::microseconds(10);
 
-// The device window (Dispatcher::NoteIssued): at most about kFenceEvery * (kMaxFences + 1)
-// commands of a client issued and not yet done, far below the emulated GPU's stream bound
-// (emulator/internal/stream.h) and a GPU's push buffer.
+// The device window (Dispatcher::NoteIssued): per stream of a client at most about
+// kFenceEvery * (kMaxFences + 1) commands issued and not yet done, far below the emulated GPU's
+// stream bound (emulator/internal/stream.h) and a GPU's push buffer.
 constexpr uint32_t kFenceEvery = 32;
 constexpr size_t kMaxFences = 8;
+// Counts of streams that were destroyed stay behind; past this many they are all dropped, which
+// only leaves up to kFenceEvery - 1 commands per stream unfenced once.
+constexpr size_t kMaxCountedStreams = 4096;
 
 // Issues one command of `client`: the dispatch thread serves every client, so a command that
 // throws (std::bad_alloc while packing a launch) fails alone, as a CUresult its client sees at
@@ -69,10 +73,10 @@ struct Dispatcher::ClientQueue {
   // placeholder that keeps the client's later work behind it.
   std::unique_ptr<KernelLaunch> started;
   scheduler::FormKind started_form = scheduler::FormKind::kOriginal;
-  // The device window: streams used since the last fence, and the fences on the device.
-  std::vector<CUstream> unfenced_streams;
-  uint32_t unfenced = 0;
-  std::deque<std::vector<CUevent>> fences;
+  // The device window: commands issued per stream since its last fence, and the fences on
+  // the device, oldest first.
+  absl::flat_hash_map<CUstream, uint32_t> unfenced;
+  std::deque<CUevent> fences;
 };
 
 absl::StatusOr<std::unique_ptr<Dispatcher>> Dispatcher::Create(
@@ -434,9 +438,9 @@ void Dispatcher::Apply(Time now) {
       continue;
     }
     if (front->kernel == nullptr && queue->started == nullptr) {
-      const CUstream stream = front->stream;
-      Consume(*queue, Guarded(queue->client, front->work), {});
-      NoteIssued(*queue, stream);
+      const CUresult result = Guarded(queue->client, front->work);
+      NoteIssued(*queue, front->stream);
+      Consume(*queue, result, {});
       continue;
     }
     const RunOwner owner{queue->client, &queue->stats};
@@ -450,9 +454,8 @@ void Dispatcher::Apply(Time now) {
         return runs_->IssueOriginal(owner, *front->kernel, action.notify);
       });
       std::string what = result != CUDA_SUCCESS ? DescribeLaunch(*front->kernel) : std::string();
-      const CUstream stream = front->kernel->stream;
+      NoteIssued(*queue, front->kernel->stream);
       Consume(*queue, result, std::move(what));
-      NoteIssued(*queue, stream);
       if (result != CUDA_SUCCESS && action.notify) {
         ended_now.push_back(
             {queue->client, {scheduler::FormKind::kOriginal, true, 0, 0}, {}, {}});
@@ -504,10 +507,9 @@ void Dispatcher::StartHostFunction(ClientQueue& queue, std::unique_ptr<HostFunct
     Consume(queue, result, "a host function");
     return;
   }
-  const CUstream stream = function->stream;
+  NoteIssued(queue, function->stream);
   host_functions_.push_back({queue.client, reached, std::move(function)});
   Consume(queue, CUDA_SUCCESS, {});
-  NoteIssued(queue, stream);
 }
 
 void Dispatcher::PollHostFunctions() {
@@ -540,41 +542,33 @@ void Dispatcher::DropHostFunctions(ClientId client) {
 }
 
 void Dispatcher::NoteIssued(ClientQueue& queue, CUstream stream) {
+  // Called before the command counts as issued: a client that synchronises with the stream
+  // then also waits for the fence, so a query right after its synchronisation finds the stream
+  // idle. A fence goes only on the stream just used, never later on an idle one.
   if (stream == nullptr) return;
-  if (std::find(queue.unfenced_streams.begin(), queue.unfenced_streams.end(), stream) ==
-      queue.unfenced_streams.end()) {
-    queue.unfenced_streams.push_back(stream);
+  if (queue.unfenced.size() >= kMaxCountedStreams) queue.unfenced.clear();
+  uint32_t& count = queue.unfenced[stream];
+  if (++count < kFenceEvery) return;
+  queue.unfenced.erase(stream);
+  CUevent event = nullptr;
+  if (!free_fences_.empty()) {
+    event = free_fences_.back();
+    free_fences_.pop_back();
+  } else if (api_.cuEventCreate(&event, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
+    return;  // an unfenced stretch only widens the window
   }
-  if (++queue.unfenced < kFenceEvery) return;
-  std::vector<CUevent> fence;
-  for (const CUstream used : queue.unfenced_streams) {
-    CUevent event = nullptr;
-    if (!free_fences_.empty()) {
-      event = free_fences_.back();
-      free_fences_.pop_back();
-    } else if (api_.cuEventCreate(&event, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
-      continue;  // an unfenced stretch only widens the window
-    }
-    if (api_.cuEventRecord(event, used) == CUDA_SUCCESS) {
-      fence.push_back(event);
-    } else {
-      free_fences_.push_back(event);
-    }
+  if (api_.cuEventRecord(event, stream) == CUDA_SUCCESS) {
+    queue.fences.push_back(event);
+  } else {
+    free_fences_.push_back(event);
   }
-  queue.fences.push_back(std::move(fence));
-  queue.unfenced_streams.clear();
-  queue.unfenced = 0;
 }
 
 bool Dispatcher::Throttled(ClientQueue& queue) {
-  while (!queue.fences.empty()) {
-    std::vector<CUevent>& oldest = queue.fences.front();
-    // A failed event counts as passed: the failure reaches the client by its own way.
-    const bool passed = std::all_of(oldest.begin(), oldest.end(), [&](CUevent event) {
-      return api_.cuEventQuery(event) != CUDA_ERROR_NOT_READY;
-    });
-    if (!passed) break;
-    free_fences_.insert(free_fences_.end(), oldest.begin(), oldest.end());
+  // A failed event counts as passed: the failure reaches the client by its own way.
+  while (!queue.fences.empty() &&
+         api_.cuEventQuery(queue.fences.front()) != CUDA_ERROR_NOT_READY) {
+    free_fences_.push_back(queue.fences.front());
     queue.fences.pop_front();
   }
   return queue.fences.size() >= kMaxFences;
@@ -582,12 +576,9 @@ bool Dispatcher::Throttled(ClientQueue& queue) {
 
 void Dispatcher::ReleaseFences(ClientQueue& queue) {
   // An event still pending on the device may be recorded again (CUDA Driver API, cuEventRecord).
-  for (std::vector<CUevent>& fence : queue.fences) {
-    free_fences_.insert(free_fences_.end(), fence.begin(), fence.end());
-  }
+  free_fences_.insert(free_fences_.end(), queue.fences.begin(), queue.fences.end());
   queue.fences.clear();
-  queue.unfenced_streams.clear();
-  queue.unfenced = 0;
+  queue.unfenced.clear();
 }
 
 void Dispatcher::Consume(ClientQueue& queue, CUresult result, std::string what) {

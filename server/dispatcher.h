@@ -122,10 +122,11 @@ class Dispatcher {
   void Run(const std::function<void()>& thread_setup);
 
   // Dispatch thread only, without mutex_.
-  // The device window: after every kFenceEvery issued commands of a client an event (a fence)
-  // is recorded on each stream they used; a client with kMaxFences fences pending on the device
-  // is not given the policy's attention until some complete. So a client's issued work on the
-  // device stays bounded (as its queue is), and issuing never blocks on a full device queue.
+  // The device window: after every kFenceEvery commands issued on one of a client's streams an
+  // event (a fence) is recorded behind the last of them; a client with kMaxFences fences pending
+  // on the device is not given the policy's attention until some complete. So a client's issued
+  // work on the device stays bounded (as its queue is), and issuing never blocks on a full
+  // device queue.
   void NoteIssued(ClientQueue& queue, CUstream stream);
   bool Throttled(ClientQueue& queue);
   void ReleaseFences(ClientQueue& queue);

@@ -305,9 +305,12 @@ uint8_t* Block::TranslateGlobal(uint64_t address, uint32_t size, uint32_t pc) {
   }
   std::optional<Allocation> allocation = setup_->memory->Find(address);
   if (!allocation || size > allocation->base + allocation->size - address) return nullptr;
-  // Another tenant's memory does not exist for this launch. Checked only here, on a miss of the
-  // cache, which is per launch: hits cost nothing more.
-  if (allocation->tenant != 0 && allocation->tenant != setup_->tenant) return nullptr;
+  // Another tenant's memory does not exist for a tenant's launch (a launch of no tenant, the
+  // device owner's, reaches everything). Checked only here, on a miss of the cache, which is per
+  // launch: hits cost nothing more.
+  if (setup_->tenant != 0 && allocation->tenant != 0 && allocation->tenant != setup_->tenant) {
+    return nullptr;
+  }
   range = {allocation->base, allocation->base + allocation->size};
   return reinterpret_cast<uint8_t*>(address);
 }

@@ -46,8 +46,9 @@ struct LaunchSetup {
   const TextureTable* textures = nullptr;  // texture and surface objects
   std::atomic<bool> abort{false};          // a block failed or the library unloads: stop early
   uint64_t stack_size = 1024;  // per thread: cuCtxSetLimit(CU_LIMIT_STACK_SIZE) at the launch
-  // The stream's tenant (tally_emu_ext.h; 0: none): global accesses may touch only allocations
-  // of this tenant or of none, and device-side malloc gives the tenant's memory.
+  // The stream's tenant (tally_emu_ext.h; 0: none, whose accesses reach all memory): global
+  // accesses may touch only allocations of this tenant or of none, and device-side malloc gives
+  // the tenant's memory.
   uint64_t tenant = 0;
 };
 

@@ -9,10 +9,11 @@
 #include "check.h"
 
 int main() {
-  // Where servers put their clients' host regions (ipc/segment.h: kHostRegionBase), before the
-  // first CUDA call connects; 64 GiB covers the slots of the first clients of a server.
+  // Where servers put their clients' host regions (ipc/segment.h: [kHostRegionBase,
+  // kHostRegionLimit), a slot picked at random), before the first CUDA call connects: all of it,
+  // 16 TiB of address space (no memory: MAP_NORESERVE, untouched pages).
   void* const wanted = reinterpret_cast<void*>(uintptr_t{0x2000} << 32);
-  const size_t size = size_t{64} << 30;
+  const size_t size = (size_t{0x3000} - size_t{0x2000}) << 32;
   void* taken = mmap(wanted, size, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
   EXPECT(taken == wanted);
