@@ -6,19 +6,23 @@
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
 #include <cudaTypedefs.h>
+#include <cuda_runtime_api.h>
 
 #include <string>
 
 #include "client/channel.h"
 #include "client/entry.h"
 #include "client/handles.h"
+#include "client/status.h"
 #include "common/cu_result_table.h"
 #include "common/driver_proc_table.h"
 #include "common/status.h"
 
 using tally::client::Channel;
 using tally::client::CheckOut;
+using tally::client::CudaError;
 using tally::client::DriverError;
+using tally::client::Run;
 using tally::client::RunDriver;
 using tally::client::RunDriverAnyState;
 
@@ -33,10 +37,44 @@ const DriverProc kProcTable[] = {
 #include "client/driver_api.def"
 };
 
+// cudaGetDriverEntryPointByVersion (CUDA Runtime API, "Driver Entry Point Access"): the shim's
+// driver functions, as cuGetProcAddress answers them; a symbol that is unknown, or only newer
+// than `cuda_version`, is cudaSuccess with a null pointer and the reason in `status`.
+absl::Status EntryPoint(const char* symbol, void** function, unsigned int cuda_version,
+                        unsigned long long flags, cudaDriverEntryPointQueryResult* status) {
+  if (symbol == nullptr || function == nullptr) {
+    return CudaError(cudaErrorInvalidValue, "a null symbol or result pointer");
+  }
+  // cudaEnableDefault/LegacyStream/PerThreadDefaultStream equal the CU_GET_PROC_ADDRESS_* flags,
+  // and cudaDriverEntryPointQueryResult's values CUdriverProcAddressQueryResult's.
+  CUdriverProcAddressQueryResult found = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  const CUresult result = LookUpDriverProc(kProcTable, symbol, function,
+                                           static_cast<int>(cuda_version), flags, &found);
+  if (result == CUDA_ERROR_INVALID_VALUE) return CudaError(cudaErrorInvalidValue, "unknown flags");
+  if (status != nullptr) *status = static_cast<cudaDriverEntryPointQueryResult>(found);
+  return absl::OkStatus();
+}
+
 }  // namespace
 }  // namespace tally::client
 
 extern "C" {
+
+cudaError_t cudaGetDriverEntryPointByVersion(const char* symbol, void** function,
+                                             unsigned int cudaVersion, unsigned long long flags,
+                                             cudaDriverEntryPointQueryResult* status) {
+  return Run(__func__, [&] {
+    return tally::client::EntryPoint(symbol, function, cudaVersion, flags, status);
+  });
+}
+
+// The runtime's own version picks the driver functions (the documented behaviour).
+cudaError_t cudaGetDriverEntryPoint(const char* symbol, void** function, unsigned long long flags,
+                                    cudaDriverEntryPointQueryResult* status) {
+  return Run(__func__, [&] {
+    return tally::client::EntryPoint(symbol, function, CUDART_VERSION, flags, status);
+  });
+}
 
 // Connects to the server: without one, the program learns it here (the error names the socket).
 CUresult cuInit(unsigned int flags) {

@@ -59,6 +59,12 @@ TALLY_PTSZ(cudaStreamGetAttribute,
            (cudaStream_t s, cudaLaunchAttributeID id, cudaLaunchAttributeValue* value),
            (s, id, value))
 TALLY_PTSZ(cudaStreamCopyAttributes, (cudaStream_t dst, cudaStream_t src), (dst, src))
+TALLY_PTSZ(cudaStreamIsCapturing, (cudaStream_t s, cudaStreamCaptureStatus* status), (s, status))
+TALLY_PTSZ(cudaStreamGetCaptureInfo,
+           (cudaStream_t s, cudaStreamCaptureStatus* status, unsigned long long* id,
+            cudaGraph_t* graph, const cudaGraphNode_t** dependencies,
+            const cudaGraphEdgeData** edges, size_t* count),
+           (s, status, id, graph, dependencies, edges, count))
 
 // Memory.
 TALLY_PTSZ(cudaMallocAsync, (void** p, size_t size, cudaStream_t s), (p, size, s))
