@@ -38,22 +38,56 @@ start_server() {
   exit 1
 }
 
-# serve_beside_train POLICY: both jobs at once; prints the latencies and the trainer's rate.
+# start_job NAME LEVEL ARGS...: a job with priority_jobs' handshake (READY, then a line to go;
+# FINISHED, then a line to exit), its stdin a fifo held open on the fd in NAME_fd.
+start_job() {
+  local name=$1 level=$2 fd
+  mkfifo "$work/$name.in"
+  "$run" --priority "$level" --server "$socket" -- "$jobs" "${@:3}" --handshake \
+    <"$work/$name.in" >"$work/$name.out" 2>&1 &
+  printf -v "${name}_pid" %s $!
+  exec {fd}>"$work/$name.in"
+  printf -v "${name}_fd" %s "$fd"
+}
+# await_line NAME LINE: waits (at most two minutes) until the job printed LINE.
+await_line() {
+  for _ in $(seq 1200); do
+    grep -qx "$2" "$work/$1.out" 2>/dev/null && return
+    sleep 0.1
+  done
+  cat "$work/$1.out"
+  echo "demo: $1 never printed $2" >&2
+  exit 1
+}
+# finish_job NAME: lets the job exit and checks it succeeded.
+finish_job() {
+  local pid_var=$1_pid fd_var=$1_fd
+  echo exit >&"${!fd_var}"
+  exec {fd_var}>&-
+  wait "${!pid_var}" || { cat "$work/$1.out"; echo "demo: $1 failed" >&2; exit 1; }
+  rm -f "$work/$1.in"
+}
+result() { grep -vx 'READY\|FINISHED' "$work/$1.out"; }
+
+# serve_beside_train POLICY: both jobs at once; prints the latencies, the trainer's rate and
+# what tally-ctl status says of both at the end, while they are still connected.
 serve_beside_train() {
   start_server "$1"
-  "$run" --priority best-effort --server "$socket" -- "$jobs" "${train_args[@]}" \
-    >"$work/train.out" 2>&1 &
-  local train=$!
+  start_job train best-effort "${train_args[@]}"
+  start_job serve high "${serve_args[@]}"
+  await_line train READY
+  await_line serve READY
+  echo go >&"$train_fd"
   sleep 1  # the trainer is under way when the requests come
-  "$run" --priority high --server "$socket" -- "$jobs" "${serve_args[@]}" >"$work/serve.out" 2>&1 &
-  local serve=$!
-  sleep 2
-  echo "-- tally-ctl status while both run:"
+  echo go >&"$serve_fd"
+  await_line serve FINISHED
+  await_line train FINISHED
+  echo "-- tally-ctl status once both finished, still connected:"
   "$ctl" status --server "$socket" | sed 's/^/   /'
-  wait "$serve" || { cat "$work/serve.out"; echo "demo: the request server failed" >&2; exit 1; }
-  wait "$train" || { cat "$work/train.out"; echo "demo: the trainer failed" >&2; exit 1; }
-  echo "-- request latency (us) beside the trainer under $1: $(cat "$work/serve.out")"
-  echo "-- trainer under $1: $(cat "$work/train.out")"
+  finish_job serve
+  finish_job train
+  echo "-- request latency (us) beside the trainer under $1: $(result serve)"
+  echo "-- trainer under $1: $(result train)"
   stop_server
 }
 
