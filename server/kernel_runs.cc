@@ -555,10 +555,17 @@ EndedRun KernelRuns::EndTransformed(Run& run, Transformed& kernel) {
     if (!ended.end.finished) {
       kernel.preempted = true;
       if (!kernel.raised) {
-        // Workers only stop early when the flag is up: this would be a bug of the PTB form.
-        TALLY_LOG_ERROR("{}: the PTB form stopped after {} of {} blocks without being preempted",
-                        DescribeLaunch(*kernel.launch), taken, kernel.total);
-        ended.result = CUDA_ERROR_LAUNCH_FAILED;
+        // Workers stop early without the flag when the kernel faulted and its stream holds the
+        // fault (a tenant's on the emulated GPU), which is the client's error; otherwise this
+        // would be a bug of the PTB form.
+        const CUresult stream_state = api_.cuStreamQuery(kernel.launch->stream);
+        if (stream_state == CUDA_SUCCESS || stream_state == CUDA_ERROR_NOT_READY) {
+          TALLY_LOG_ERROR("{}: the PTB form stopped after {} of {} blocks without being preempted",
+                          DescribeLaunch(*kernel.launch), taken, kernel.total);
+          ended.result = CUDA_ERROR_LAUNCH_FAILED;
+        } else {
+          ended.result = stream_state;
+        }
         ended.end.finished = true;
       }
     }

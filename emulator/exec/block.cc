@@ -202,6 +202,9 @@ absl::Status Block::Run() {
 
 absl::StatusOr<bool> Block::RunRound() {
   if (fault_code_ != CUDA_SUCCESS) return CudaError(fault_code_, fault_);
+  // A launch that failed elsewhere or was cancelled (a dead client's) stops before the next
+  // round, not after it: a round of many resident blocks is long.
+  if (setup_->abort.load(std::memory_order_relaxed)) return true;
   bool any_live = false, ran = false;
   for (Warp& warp : warps_) {
     if (warp.live == 0) continue;
