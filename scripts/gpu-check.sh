@@ -266,27 +266,39 @@ run_programs() {
 run_bench() {
   note "## Priority benchmark (benchmarks/priority/priority_bench.py)"
   note ""
-  local args
+  local serve=(--serve "--kernels 300 --blocks 8 --work 20000 --per-request 3 --max-gap-ms 5")
   if [[ $1 -eq 1 ]]; then
-    args=(--warm-kernels 2 --policies fifo,priority --warmup 0.2
-          --train "--kernels 3 --blocks 128 --work 100"
-          --serve "--kernels 4 --blocks 4 --work 50 --per-request 1 --max-gap-ms 5")
-  else
-    # On a GPU of ~130 SMs: trainer kernels of ~16 waves of ~0.5 ms (an LCG step is a dependent
-    # multiply-add), ~1.5 s of them; requests of three ~50 us kernels every ~2.5 ms meanwhile.
-    args=(--warm-kernels 48 --policies fifo,priority-no-transform,priority --warmup 0.3
-          --train "--kernels 200 --blocks 65536 --work 200000"
-          --serve "--kernels 300 --blocks 8 --work 20000 --per-request 3 --max-gap-ms 5")
+    bench_case small --warm-kernels 2 --policies fifo,priority --warmup 0.2 \
+      --train "--kernels 3 --blocks 128 --work 100" \
+      --serve "--kernels 4 --blocks 4 --work 50 --per-request 1 --max-gap-ms 5"
+    return
   fi
+  # On a GPU of ~130 SMs, requests of three ~50 us kernels every ~2.5 ms, beside a trainer of
+  # ~16 waves per kernel (an LCG step is a dependent multiply-add). Its blocks: ~50 us, as a
+  # training step's kernels have, then ~1 ms, longer than the 0.1 ms turnaround threshold.
+  bench_case "blocks of ~50 us" --warm-kernels 48 --warmup 0.3 \
+    --policies fifo,priority-no-transform,priority \
+    --train "--kernels 3000 --blocks 131072 --work 10000" "${serve[@]}"
+  bench_case "blocks of ~1 ms" --warm-kernels 48 --warmup 0.3 --policies fifo,priority \
+    --train "--kernels 200 --blocks 65536 --work 200000" "${serve[@]}"
+}
+
+# bench_case LABEL ARGS...: one run of the benchmark, its table in the summary.
+bench_case() {
+  local label=$1 file
+  shift
+  file=$out/priority-$(echo "$label" | tr -c 'a-z0-9\n' '-' | tr -s '-').json
+  local args=("$@")
   if [[ $emulate -eq 1 ]]; then
     args+=(--server-args="--emulator-library=$bundle_dir/lib/libtally_emu.so")
   else
     args+=(--gpu)
   fi
-  if bounded 240 python3 "$bundle_dir/bench/priority_bench.py" --server "$bin/tally-server" \
+  note "### Trainer with $label"
+  note ""
+  if bounded 200 python3 "$bundle_dir/bench/priority_bench.py" --server "$bin/tally-server" \
       --run "$bin/tally-run" --jobs "$bundle_dir/programs/priority_jobs" \
-      --out "$out/priority.json" "${args[@]}" \
-      > "$work/bench.out" 2> "$out/bench.log"; then
+      --out "$file" "${args[@]}" > "$work/bench.out" 2>> "$out/bench.log"; then
     cat "$work/bench.out" >> "$summary"
   else
     note "**FAIL** (exit $?): $(reason "$out/bench.log" 5)"

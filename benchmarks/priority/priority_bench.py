@@ -4,8 +4,10 @@
 Runs tests/e2e/priority_jobs through tally-run against a private tally-server per case:
   first the trainer alone long enough for the profiler to measure every candidate form of its
   kernel (the cache, in a temporary directory, is then shared by every case, as a production
-  server's would be warm), then serve alone, train alone, and serve (high) beside train
-  (best-effort) under each policy.
+  server's would be warm), then serve alone, train alone (under `fifo`: its kernels in their
+  original forms, the speed the device gives it), train alone under `priority` (what its
+  transformed forms cost it), and serve (high) beside train (best-effort) under each policy.
+  Throughputs are relative to train alone under `fifo`.
 Prints a Markdown table and writes every sample as JSON. Figures go to benchmarks/RESULTS.md;
 nothing here asserts a timing (the smoke test only checks that every case ran and reported).
 
@@ -99,6 +101,15 @@ def warm_profiler(args, work):
         server.close()
 
 
+def read_profiles(work):
+    """The profiler's cache as the cases left it (what it chose for the trainer's kernel)."""
+    try:
+        with open(os.path.join(work, "profiles.json")) as cache:
+            return json.load(cache)
+    except (OSError, ValueError):
+        return None
+
+
 def run_case(args, policy, work, serve, train):
     server = Server(args, policy, work)
     try:
@@ -156,8 +167,12 @@ def main():
         alone_serve = run_case(args, "fifo", work, serve=True, train=False)
         print(f"serve alone: p50 {alone_serve['p50_us']:.0f} us, p99 {alone_serve['p99_us']:.0f} us",
               file=sys.stderr)
-        alone_train = run_case(args, "priority", work, serve=False, train=True)
+        alone_train = run_case(args, "fifo", work, serve=False, train=True)
         print(f"train alone: {alone_train['train_kernels_per_s']:.3f} kernels/s", file=sys.stderr)
+        alone_train_forms = run_case(args, "priority", work, serve=False, train=True)
+        print(f"train alone (priority): {alone_train_forms['train_kernels_per_s']:.3f} kernels/s",
+              file=sys.stderr)
+        profiles = read_profiles(work)
         shared = []
         for policy in args.policies.split(","):
             result = run_case(args, policy, work, serve=True, train=True)
@@ -171,7 +186,11 @@ def main():
             "|---|---|---|---|---|---|---|",
             f"| serve alone | {alone_serve['p50_us']:.0f} | {alone_serve['p99_us']:.0f} | 1.00 "
             "| - | - | - |",
-            f"| train alone | - | - | - | {alone_train['train_kernels_per_s']:.3f} | 1.00 | - |"]
+            f"| train alone | - | - | - | {alone_train['train_kernels_per_s']:.3f} | 1.00 | - |",
+            f"| train alone (priority) | - | - | - | "
+            f"{alone_train_forms['train_kernels_per_s']:.3f} | "
+            f"{alone_train_forms['train_kernels_per_s'] / alone_train['train_kernels_per_s']:.2f} "
+            "| - |"]
     for result in shared:
         train_ratio = result["train_kernels_per_s"] / alone_train["train_kernels_per_s"]
         result["p99_vs_alone"] = result["p99_us"] / alone_serve["p99_us"]
@@ -184,9 +203,10 @@ def main():
     print(f"\nIdle share of the device left by the high-priority job alone: {idle_fraction:.2f}")
     if args.out:
         with open(args.out, "w") as out:
-            json.dump({"serve_alone": alone_serve, "train_alone": alone_train, "shared": shared,
+            json.dump({"serve_alone": alone_serve, "train_alone": alone_train,
+                       "train_alone_priority": alone_train_forms, "shared": shared,
                        "idle_fraction": idle_fraction, "train": args.train,
-                       "serve": args.serve}, out, indent=1)
+                       "serve": args.serve, "profiles": profiles}, out, indent=1)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@
 #include "client/status.h"
 #include "common/cu_result_table.h"
 #include "common/driver_proc_table.h"
+#include "common/log.h"
 #include "common/status.h"
 
 using tally::client::Channel;
@@ -51,6 +52,7 @@ absl::Status EntryPoint(const char* symbol, void** function, unsigned int cuda_v
   const CUresult result = LookUpDriverProc(kProcTable, symbol, function,
                                            static_cast<int>(cuda_version), flags, &found);
   if (result == CUDA_ERROR_INVALID_VALUE) return CudaError(cudaErrorInvalidValue, "unknown flags");
+  if (*function == nullptr) TALLY_LOG_DEBUG("tally: driver entry point {} is not provided", symbol);
   if (status != nullptr) *status = static_cast<cudaDriverEntryPointQueryResult>(found);
   return absl::OkStatus();
 }

@@ -1,5 +1,6 @@
 // Exports cuCtxSetLimit and cuCtxGetLimit for the current context (internal/limits.h lists the
-// supported limits). Values above a limit's maximum are clamped, as the driver may do.
+// supported limits). Values above a limit's maximum are clamped, as the driver may do, or refused
+// where NVIDIA's driver refuses them.
 #include <cuda.h>
 #include <fmt/format.h>
 
@@ -42,6 +43,11 @@ CUresult cuCtxSetLimit(CUlimit limit, size_t value) {
                        "the malloc heap size cannot change after a kernel that uses malloc ran");
     }
     // "If necessary, the device will block until all preceding requested tasks are complete."
+    if (info->refuses_above_max && value > info->max_value) {
+      return CudaError(CUDA_ERROR_INVALID_VALUE,
+                       fmt::format("{} bytes is above the limit's maximum of {}", value,
+                                   info->max_value));
+    }
     if (limit == CU_LIMIT_STACK_SIZE) context->Synchronize();
     context->set_limit(limit, std::min(value, info->max_value));
     return absl::OkStatus();

@@ -78,8 +78,8 @@ absl::StatusOr<Reply<ipc::MemGetInfoResponse>> Handle(Session& session,
 
 // The context is shared by all clients: a limit is only ever raised in it (more stack or heap for
 // one client takes nothing from the others), while each client reads back the value it set, as
-// far as the driver took it (it may clamp, e.g. CU_LIMIT_PERSISTING_L2_CACHE_SIZE to the
-// device's maximum).
+// far as the driver took it (it may clamp a value, or refuse it: NVIDIA's driver refuses a
+// CU_LIMIT_PERSISTING_L2_CACHE_SIZE above the device's maximum).
 absl::StatusOr<Reply<ipc::DeviceSetLimitResponse>> Handle(
     Session& session, const ipc::Decoded<ipc::DeviceSetLimitRequest>& request) {
   const auto limit = static_cast<CUlimit>(request.fields.limit);

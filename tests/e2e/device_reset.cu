@@ -77,7 +77,9 @@ int main() {
   int* old_pinned = nullptr;
   int* old_managed = nullptr;
   CHECK_CUDA(cudaMalloc(&old_in, kN * sizeof(int)));
-  CHECK_CUDA(cudaMalloc(&old_out, 1 << 20));
+  // Large enough to show in cudaMemGetInfo on any device: NVIDIA's driver serves small
+  // allocations from memory it has already set aside.
+  CHECK_CUDA(cudaMalloc(&old_out, 64 << 20));
   CHECK_CUDA(cudaMallocHost(&old_pinned, kN * sizeof(int)));
   CHECK_CUDA(cudaMallocManaged(&old_managed, kN * sizeof(int)));
   cudaStream_t old_stream;

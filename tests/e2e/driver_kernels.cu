@@ -224,9 +224,11 @@ void TestOccupancy() {
          CUDA_ERROR_INVALID_VALUE);
   EXPECT(cuOccupancyMaxActiveBlocksPerMultiprocessor(nullptr, tile, 64, 0) ==
          CUDA_ERROR_INVALID_VALUE);
-  // Above the kernel's maximum block size nothing is resident.
+  // Above the kernel's .maxntid the documentation says nothing: the emulated GPU counts none,
+  // NVIDIA's driver a positive number (H100, driver 580). Printed for the GPU check's record.
   CHECK_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, tile, 512, 0));
-  EXPECT(blocks == 0);
+  std::printf("driver_kernels: blocks per multiprocessor of 512 threads above .maxntid 256: %d\n",
+              blocks);
 
   // Suggested block sizes: as the runtime's, and by definition.
   int min_grid = 0, block_size = 0, runtime_min_grid = 0, runtime_block_size = 0;

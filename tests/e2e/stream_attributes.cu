@@ -25,7 +25,13 @@ int main() {
   CHECK_CUDA(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, max_persisting / 2));
   CHECK_CUDA(cudaDeviceGetLimit(&limit, cudaLimitPersistingL2CacheSize));
   EXPECT(limit == size_t(max_persisting / 2));
-  CHECK_CUDA(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, size_t(max_persisting) * 4));
+  // Above the maximum: refused, as NVIDIA's driver does (H100, driver 580), the value kept.
+  EXPECT(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, size_t(max_persisting) * 4) ==
+         cudaErrorInvalidValue);
+  EXPECT(cudaGetLastError() == cudaErrorInvalidValue);
+  CHECK_CUDA(cudaDeviceGetLimit(&limit, cudaLimitPersistingL2CacheSize));
+  EXPECT(limit == size_t(max_persisting / 2));
+  CHECK_CUDA(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, max_persisting));
   CHECK_CUDA(cudaDeviceGetLimit(&limit, cudaLimitPersistingL2CacheSize));
   EXPECT(limit == size_t(max_persisting));
 
