@@ -3,6 +3,9 @@
 // than read past.
 #include "client/fatbin_image.h"
 
+#include <elf.h>
+
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -58,6 +61,35 @@ absl::StatusOr<std::span<const std::byte>> FatbinAt(const void* data) {
                                     header.header_size + header.fat_size);
 }
 
+// A cubin's bytes: an ELF64 file ends with the last of its headers, sections and segments.
+absl::StatusOr<std::span<const std::byte>> CubinAt(const void* data) {
+  const auto* bytes = static_cast<const std::byte*>(data);
+  Elf64_Ehdr header;
+  std::memcpy(&header, bytes, sizeof(header));
+  if (header.e_ident[EI_CLASS] != ELFCLASS64 || header.e_shentsize != sizeof(Elf64_Shdr) ||
+      (header.e_phnum != 0 && header.e_phentsize != sizeof(Elf64_Phdr)) ||
+      header.e_shoff > kMaxFatbinSize || header.e_phoff > kMaxFatbinSize) {
+    return DriverError(CUDA_ERROR_INVALID_IMAGE, "the module image is not a 64-bit cubin");
+  }
+  uint64_t end = std::max<uint64_t>({sizeof(header),
+                                     header.e_shoff + uint64_t{header.e_shnum} * sizeof(Elf64_Shdr),
+                                     header.e_phoff + uint64_t{header.e_phnum} * sizeof(Elf64_Phdr)});
+  for (uint16_t i = 0; i < header.e_shnum; ++i) {
+    Elf64_Shdr section;
+    std::memcpy(&section, bytes + header.e_shoff + i * sizeof(Elf64_Shdr), sizeof(section));
+    if (section.sh_type != SHT_NOBITS) end = std::max(end, section.sh_offset + section.sh_size);
+  }
+  for (uint16_t i = 0; i < header.e_phnum; ++i) {
+    Elf64_Phdr segment;
+    std::memcpy(&segment, bytes + header.e_phoff + i * sizeof(Elf64_Phdr), sizeof(segment));
+    end = std::max(end, segment.p_offset + segment.p_filesz);
+  }
+  if (end > kMaxFatbinSize) {
+    return DriverError(CUDA_ERROR_INVALID_IMAGE, "the cubin's headers name offsets past 4 GiB");
+  }
+  return std::span<const std::byte>(bytes, end);
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<std::span<const std::byte>>> FatbinImages(const void* wrapper) {
@@ -89,13 +121,9 @@ absl::StatusOr<std::vector<std::span<const std::byte>>> ModuleImages(const void*
     TALLY_ASSIGN_OR_RETURN(images.emplace_back(), FatbinAt(image));
     return images;
   }
-  if (StartsWith(image,
-                 "\x7f"
-                 "ELF",
-                 4)) {
-    return DriverError(CUDA_ERROR_NO_BINARY_FOR_GPU,
-                       "the module image is a cubin (machine code only): Tally loads device code "
-                       "as PTX, so load PTX text or a fatbin that contains PTX");
+  if (StartsWith(image, ELFMAG, SELFMAG)) {
+    TALLY_ASSIGN_OR_RETURN(images.emplace_back(), CubinAt(image));
+    return images;
   }
   const char* text = static_cast<const char*>(image);
   images.push_back(std::as_bytes(std::span(text, std::strlen(text) + 1)));

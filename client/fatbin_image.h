@@ -1,6 +1,6 @@
 // The bytes of the fatbins that __cudaRegisterFatBinary's wrapper points to, and of the images
 // cuModuleLoadData takes (which come without a size). The shim may not
-// link ptx_transform (ARCHITECTURE.md: the client stays small), so it reads only the two headers
+// link ptx_transform (ARCHITECTURE.md: the client stays small), so it reads only the headers
 // needed for the size; the server parses the content.
 #pragma once
 
@@ -18,8 +18,8 @@ namespace tally::client {
 absl::StatusOr<std::vector<std::span<const std::byte>>> FatbinImages(const void* wrapper);
 
 // The bytes of a cuModuleLoadData image: a fatbin wrapper's fatbins (as FatbinImages), a
-// fatbin, or PTX text with its NUL (CUDA Driver API, cuModuleLoadData). A cubin is refused here
-// with an explanation: Tally loads device code as PTX.
+// fatbin, a cubin (its size read from its ELF headers), or PTX text with its NUL (CUDA Driver
+// API, cuModuleLoadData).
 absl::StatusOr<std::vector<std::span<const std::byte>>> ModuleImages(const void* image);
 
 }  // namespace tally::client

@@ -1,6 +1,9 @@
 // The fatbins a registration wrapper names: its own, plus the translation units' fatbins that
 // a program linked with -rdc=true lists in a version 2 wrapper; foreign pointers are refused.
+// cuModuleLoadData's cubins: sized by their ELF headers.
 #include "client/fatbin_image.h"
+
+#include <elf.h>
 
 #include <catch2/catch.hpp>
 #include <cstdint>
@@ -71,4 +74,46 @@ TEST_CASE("wrappers that point at something else are refused") {
 }
 
 }  // namespace
+// An ELF64 file of `size` bytes: a 64-byte data section at 0x100, the section headers at
+// `headers` (null section, the data section, a NOBITS section claiming 1 MiB at 0x1000).
+std::vector<std::byte> MakeCubin(size_t size, uint64_t headers) {
+  std::vector<std::byte> file(size);
+  Elf64_Ehdr header{};
+  std::memcpy(header.e_ident, ELFMAG, SELFMAG);
+  header.e_ident[EI_CLASS] = ELFCLASS64;
+  header.e_shoff = headers;
+  header.e_shentsize = sizeof(Elf64_Shdr);
+  header.e_shnum = 3;
+  std::memcpy(file.data(), &header, sizeof(header));
+  Elf64_Shdr sections[3]{};
+  sections[1].sh_type = SHT_PROGBITS;
+  sections[1].sh_offset = 0x100;
+  sections[1].sh_size = 64;
+  sections[2].sh_type = SHT_NOBITS;
+  sections[2].sh_offset = 0x1000;
+  sections[2].sh_size = 1 << 20;
+  std::memcpy(file.data() + headers, sections, sizeof(sections));
+  return file;
+}
+
+TEST_CASE("a cubin's size is where its last header or section ends") {
+  // Headers after the data: they end the file.
+  const std::vector<std::byte> trailing = MakeCubin(0x200 + 3 * sizeof(Elf64_Shdr), 0x200);
+  auto images = ModuleImages(trailing.data());
+  REQUIRE(images.ok());
+  REQUIRE(images->size() == 1);
+  CHECK(images->front().size() == trailing.size());
+  // Headers before the data: the data section ends the file; a NOBITS section takes no bytes.
+  const std::vector<std::byte> leading = MakeCubin(0x140, 0x40);
+  images = ModuleImages(leading.data());
+  REQUIRE(images.ok());
+  CHECK(images->front().size() == 0x140);
+}
+
+TEST_CASE("a 32-bit ELF file is no cubin") {
+  std::vector<std::byte> file = MakeCubin(0x400, 0x200);
+  file[EI_CLASS] = std::byte{ELFCLASS32};
+  CHECK_FALSE(ModuleImages(file.data()).ok());
+}
+
 }  // namespace tally::client

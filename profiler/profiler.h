@@ -41,8 +41,9 @@ class Profiler final : public scheduler::FormAdvisor {
   // A shape not yet profiled tries its candidates, one per launch (Candidates' order: PTB at
   // full occupancy first), the least tried first when a run went unmeasured; then the fastest
   // form whose turnaround is under the threshold (the original form among them once measured
-  // short), else the candidate with the smallest turnaround. A kernel without transformed forms
-  // gets its original form, short only once measured under the threshold.
+  // short), else the fastest candidate within 1.25x of the smallest turnaround (README.md says
+  // why). A kernel without transformed forms gets its original form, short only once measured
+  // under the threshold.
   scheduler::FormChoice Choose(const scheduler::KernelInfo& kernel) override;
   // Whether a complete run of `kernel` in `form` is worth timing: the original form until it
   // has a few measurements; a candidate while the shape is being profiled, and the chosen form

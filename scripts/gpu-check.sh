@@ -273,14 +273,15 @@ run_bench() {
       --serve "--kernels 4 --blocks 4 --work 50 --per-request 1 --max-gap-ms 5"
     return
   fi
-  # On a GPU of ~130 SMs, requests of three ~50 us kernels every ~2.5 ms, beside a trainer of
-  # ~16 waves per kernel (an LCG step is a dependent multiply-add). Its blocks: ~50 us, as a
-  # training step's kernels have, then ~1 ms, longer than the 0.1 ms turnaround threshold.
+  # On an H100, requests of three ~50 us kernels every ~2.5 ms, beside a trainer that keeps
+  # the device busy for 5 s (an LCG step is a dependent multiply-add of ~0.9 ns). Its blocks:
+  # ~50 us, as a training step's kernels have, then ~180 us, longer than the 0.1 ms turnaround
+  # threshold.
   bench_case "blocks of ~50 us" --warm-kernels 48 --warmup 0.3 \
     --policies fifo,priority-no-transform,priority \
-    --train "--kernels 3000 --blocks 131072 --work 10000" "${serve[@]}"
-  bench_case "blocks of ~1 ms" --warm-kernels 48 --warmup 0.3 --policies fifo,priority \
-    --train "--kernels 200 --blocks 65536 --work 200000" "${serve[@]}"
+    --train "--kernels 50 --blocks 65536 --work 55000 --duration-ms 5000" "${serve[@]}"
+  bench_case "blocks of ~180 us" --warm-kernels 48 --warmup 0.3 --policies fifo,priority \
+    --train "--kernels 20 --blocks 65536 --work 200000 --duration-ms 5000" "${serve[@]}"
 }
 
 # bench_case LABEL ARGS...: one run of the benchmark, its table in the summary.

@@ -1,6 +1,7 @@
 // Loading a fatbin: the PTX the driver would pick for the device (ptx_transform), parsed for the
 // kernels' parameter layouts and module state, and loaded with cuModuleLoadData. PTX rather than
-// a cubin because the scheduler's kernel transformations (ARCHITECTURE.md) work on PTX.
+// a cubin because the scheduler's kernel transformations (ARCHITECTURE.md) work on PTX; an image
+// without PTX for the device is the driver's to load as machine code (module_registry.h).
 #include "server/module_registry.h"
 
 #include <algorithm>
@@ -97,17 +98,47 @@ struct LoadOutcome {
   CUresult result = CUDA_SUCCESS;
   std::string log;
 };
-LoadOutcome LoadModule(const DriverApi& api, CUmodule* module, const std::string& ptx) {
+LoadOutcome LoadModule(const DriverApi& api, CUmodule* module, const void* image) {
   std::string log(4096, '\0');
   CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
   void* values[] = {log.data(), reinterpret_cast<void*>(uintptr_t{log.size()})};
-  // std::string::c_str() gives the NUL terminator PTX images need.
   LoadOutcome outcome;
-  outcome.result = api.cuModuleLoadDataEx(module, ptx.c_str(), 2, options, values);
+  outcome.result = api.cuModuleLoadDataEx(module, image, 2, options, values);
   if (outcome.result == CUDA_SUCCESS) return outcome;
   log.resize(std::strlen(log.c_str()));
   outcome.log = log.empty() ? "the driver gave no reason" : std::move(log);
   return outcome;
+}
+
+// A machine-code module's kernel `name`: its layout from the driver (cuFuncGetParamInfo, whose
+// CUDA_ERROR_INVALID_VALUE past the last parameter is how the parameters are counted).
+absl::StatusOr<Kernel> MachineCodeKernel(const DriverApi& api, CUmodule module,
+                                         const ParsedImage& parsed, const std::string& name) {
+  Kernel kernel;
+  if (api.cuModuleGetFunction(&kernel.function, module, name.c_str()) != CUDA_SUCCESS) {
+    return ClientError(CUDA_ERROR_NOT_FOUND,
+                       absl::StrFormat("the module has no kernel named '%s'", name));
+  }
+  kernel.signature.name = name;
+  kernel.signature.demangled = ptx::Demangle(name);
+  for (size_t index = 0;; ++index) {
+    size_t offset = 0;
+    size_t size = 0;
+    const CUresult result = api.cuFuncGetParamInfo(kernel.function, index, &offset, &size);
+    if (result == CUDA_ERROR_INVALID_VALUE) break;
+    TALLY_RETURN_IF_ERROR(CheckCu(result, "cuFuncGetParamInfo"));
+    ptx::ParamLayout param;
+    param.name = absl::StrFormat("param_%d", index);
+    param.offset = static_cast<uint32_t>(offset);
+    param.size = static_cast<uint32_t>(size);
+    // The largest power of two (up to 16) the offset allows; PTX parameters are aligned so.
+    param.alignment = 1;
+    while (param.alignment < 16 && param.offset % (param.alignment * 2) == 0) param.alignment *= 2;
+    kernel.signature.param_buffer_size = param.offset + param.size;
+    kernel.signature.params.push_back(std::move(param));
+  }
+  kernel.identity = ipc::ContentHash(std::as_bytes(std::span(name)), parsed.content_hash);
+  return kernel;
 }
 
 }  // namespace
@@ -119,11 +150,16 @@ SharedModule::~SharedModule() {
 
 absl::StatusOr<const Kernel*> SharedModule::FindKernel(const std::string& mangled_name) const {
   auto it = kernels_.find(mangled_name);
-  if (it == kernels_.end()) {
+  if (it != kernels_.end()) return &it->second;
+  if (!parsed_->machine_code) {
     return ClientError(CUDA_ERROR_NOT_FOUND,
                        absl::StrFormat("the module has no kernel named '%s'", mangled_name));
   }
-  return &it->second;
+  std::lock_guard lock(found_mutex_);
+  auto found = found_kernels_.find(mangled_name);
+  if (found != found_kernels_.end()) return &found->second;
+  TALLY_ASSIGN_OR_RETURN(Kernel kernel, MachineCodeKernel(api_, module_, *parsed_, mangled_name));
+  return &found_kernels_.emplace(mangled_name, std::move(kernel)).first->second;
 }
 
 absl::StatusOr<std::pair<CUdeviceptr, size_t>> SharedModule::FindGlobal(
@@ -134,16 +170,27 @@ absl::StatusOr<std::pair<CUdeviceptr, size_t>> SharedModule::FindGlobal(
     return ClientError(CUDA_ERROR_NOT_FOUND,
                        absl::StrFormat("the module has no variable named '%s'", mangled_name));
   }
+  if (parsed_->machine_code) {
+    std::lock_guard lock(found_mutex_);
+    found_globals_.insert(mangled_name);
+  }
   return std::make_pair(address, size);
 }
 
 absl::Status SharedModule::ResetVariables(CUstream stream) const {
-  if (parsed_->state_variables.empty()) return absl::OkStatus();
+  std::vector<std::string> names = parsed_->state_variables;
+  if (parsed_->machine_code) {
+    std::lock_guard lock(found_mutex_);
+    names.assign(found_globals_.begin(), found_globals_.end());
+  }
+  if (names.empty()) return absl::OkStatus();
+  const void* image = parsed_->machine_code ? static_cast<const void*>(parsed_->image.data())
+                                            : parsed_->ptx.c_str();
   CUmodule fresh = nullptr;
-  TALLY_RETURN_IF_ERROR(CheckCu(api_.cuModuleLoadData(&fresh, parsed_->ptx.c_str()),
+  TALLY_RETURN_IF_ERROR(CheckCu(api_.cuModuleLoadData(&fresh, image),
                                 "cuModuleLoadData (initial values of module variables)"));
   CUresult result = CUDA_SUCCESS;
-  for (const std::string& name : parsed_->state_variables) {
+  for (const std::string& name : names) {
     CUdeviceptr initial = 0;
     CUdeviceptr current = 0;
     size_t initial_size = 0;
@@ -195,7 +242,7 @@ absl::StatusOr<std::shared_ptr<SharedModule>> ModuleRegistry::Register(
   }
   if (std::shared_ptr<SharedModule> shared = entry->shared.lock()) return shared;
   TALLY_ASSIGN_OR_RETURN(std::shared_ptr<SharedModule> module, Load(parsed));
-  if (parsed->state_variables.empty()) entry->shared = module;
+  if (parsed->state_variables.empty() && !parsed->machine_code) entry->shared = module;
   std::lock_guard registry(mutex_);
   loaded_.push_back(module);
   return module;
@@ -223,12 +270,20 @@ void ModuleRegistry::ForgetExpired() {
 
 absl::StatusOr<std::shared_ptr<const ParsedImage>> ModuleRegistry::Parse(
     std::span<const std::byte> image, uint64_t content_hash) {
-  TALLY_ASSIGN_OR_RETURN(DeviceCode code, ImageCode(image));
-  auto signatures = ptx::ComputeSignatures(code.module);
-  if (!signatures.ok()) return ClientError(CUDA_ERROR_INVALID_PTX, signatures.status().message());
+  absl::StatusOr<DeviceCode> read = ImageCode(image);
   auto parsed = std::make_shared<ParsedImage>();
   parsed->image.assign(image.begin(), image.end());
   parsed->content_hash = content_hash;
+  if (!read.ok()) {
+    // No PTX for this device: the driver may still have machine code for it (Load).
+    if (ResultOf(read.status()) != CUDA_ERROR_NO_BINARY_FOR_GPU) return read.status();
+    parsed->machine_code = true;
+    parsed->refusal = read.status();
+    return parsed;
+  }
+  DeviceCode& code = *read;
+  auto signatures = ptx::ComputeSignatures(code.module);
+  if (!signatures.ok()) return ClientError(CUDA_ERROR_INVALID_PTX, signatures.status().message());
   parsed->ptx = std::move(code.ptx);
   parsed->ptx_arch = code.arch;
   parsed->unresolved_functions = std::move(code.unresolved_functions);
@@ -243,8 +298,8 @@ absl::StatusOr<DeviceCode> ModuleRegistry::ImageCode(std::span<const std::byte> 
                                      std::byte{'F'}};
   if (image.size() >= sizeof(kElfMagic) && std::ranges::equal(image.first(4), kElfMagic)) {
     return ClientError(CUDA_ERROR_NO_BINARY_FOR_GPU,
-                       "the image is a cubin (machine code only): Tally loads device code as "
-                       "PTX, so load PTX text or a fatbin that contains PTX");
+                       "the image is a cubin (machine code only): Tally transforms device code "
+                       "as PTX, so load PTX text or a fatbin that contains PTX");
   }
   auto entries = ptx::ReadFatbin({reinterpret_cast<const uint8_t*>(image.data()), image.size()});
   if (entries.ok()) return SelectDeviceCode(*entries, device_arch_);
@@ -263,13 +318,33 @@ absl::StatusOr<DeviceCode> ModuleRegistry::ImageCode(std::span<const std::byte> 
   return code;
 }
 
+absl::StatusOr<std::shared_ptr<SharedModule>> ModuleRegistry::LoadMachineCode(
+    std::shared_ptr<const ParsedImage> parsed) {
+  CUmodule module = nullptr;
+  const LoadOutcome loaded = LoadModule(backend_.api(), &module, parsed->image.data());
+  if (loaded.result != CUDA_SUCCESS) {
+    TALLY_LOG_ERROR("cannot load a module ({}-byte image without PTX for the device): {}: {}",
+                    parsed->image.size(), CuResultText(loaded.result), loaded.log);
+    return ClientError(CUDA_ERROR_NO_BINARY_FOR_GPU,
+                       absl::StrFormat("%s; the device has no machine code in it either (%s)",
+                                       parsed->refusal.message(), loaded.log));
+  }
+  TALLY_LOG_INFO(
+      "loaded a module ({}-byte image of machine code: its kernels run in their original form "
+      "only)",
+      parsed->image.size());
+  return std::make_shared<SharedModule>(backend_.api(), module, std::move(parsed),
+                                        absl::flat_hash_map<std::string, Kernel>{});
+}
+
 absl::StatusOr<std::shared_ptr<SharedModule>> ModuleRegistry::Load(
     std::shared_ptr<const ParsedImage> parsed) {
+  if (parsed->machine_code) return LoadMachineCode(std::move(parsed));
   const DriverApi& api = backend_.api();
   CUmodule module = nullptr;
   bool transformed = false;
   if (!parsed->transformed_ptx.empty()) {
-    const LoadOutcome loaded = LoadModule(api, &module, parsed->transformed_ptx);
+    const LoadOutcome loaded = LoadModule(api, &module, parsed->transformed_ptx.c_str());
     transformed = loaded.result == CUDA_SUCCESS;
     if (!transformed) {
       TALLY_LOG_WARN(
@@ -279,7 +354,7 @@ absl::StatusOr<std::shared_ptr<SharedModule>> ModuleRegistry::Load(
     }
   }
   if (!transformed) {
-    const LoadOutcome loaded = LoadModule(api, &module, parsed->ptx);
+    const LoadOutcome loaded = LoadModule(api, &module, parsed->ptx.c_str());
     if (loaded.result != CUDA_SUCCESS) {
       std::string why = loaded.log;
       if (!parsed->unresolved_functions.empty()) {

@@ -2,6 +2,13 @@
 // hash, confirmed byte for byte). Its loaded module is shared too unless the PTX has module-scope
 // .global or .const variables: those are per-process state in CUDA, so each client then gets a
 // module of its own, loaded from the cached PTX.
+//
+// An image without PTX the device can compile (a cubin, or a fatbin of machine code only, as
+// PyTorch's and NVIDIA's libraries ship) is handed to the driver as it is: NVIDIA's driver loads
+// the machine code for its device, the emulated GPU refuses it. Its kernels are found by name
+// when first asked for, their parameter layouts read with cuFuncGetParamInfo, and they run in
+// their original form only (nothing to transform). Such a module is never shared: its variables
+// cannot be listed, so they are assumed to exist.
 #pragma once
 
 #include <cuda.h>
@@ -17,6 +24,8 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/container/node_hash_map.h"
 #include "absl/status/statusor.h"
 #include "ptx_transform/kernel_signature.h"
 #include "ptx_transform/transform.h"
@@ -51,6 +60,10 @@ struct ParsedImage {
   std::string ptx;        // the entry selected for the device, a linked program's units linked, or
                           // the image itself (PTX text)
   uint32_t ptx_arch = 0;  // 0 for a PTX image
+  // No PTX for the device: the image is loaded as the driver's own machine code, and `refusal`
+  // is why Tally could not read it, the error when the driver cannot load it either.
+  bool machine_code = false;
+  absl::Status refusal;
   std::vector<ptx::KernelSignature> signatures;
   // Module-scope .global/.const variables: per-process state in CUDA.
   std::vector<std::string> state_variables;
@@ -71,14 +84,16 @@ class SharedModule {
   SharedModule& operator=(const SharedModule&) = delete;
   ~SharedModule();
 
-  // CUDA_ERROR_NOT_FOUND for a name the module has no kernel of.
+  // CUDA_ERROR_NOT_FOUND for a name the module has no kernel of. A machine-code module's
+  // kernels are looked up in the driver on first use (the pointer stays valid with the module).
   absl::StatusOr<const Kernel*> FindKernel(const std::string& mangled_name) const;
   // Address and size of a module-scope variable; CUDA_ERROR_NOT_FOUND when there is none.
   absl::StatusOr<std::pair<CUdeviceptr, size_t>> FindGlobal(const std::string& mangled_name) const;
   const ParsedImage& parsed() const { return *parsed_; }
   CUmodule module() const { return module_; }
   // Gives the module's variables their initial values again (cudaDeviceReset): copies them on
-  // `stream` from a fresh load of the same code, and waits for the copies.
+  // `stream` from a fresh load of the same code, and waits for the copies. A machine-code
+  // module's variables are those FindGlobal was asked for (the host's registered variables).
   absl::Status ResetVariables(CUstream stream) const;
 
  private:
@@ -86,6 +101,10 @@ class SharedModule {
   CUmodule module_;
   std::shared_ptr<const ParsedImage> parsed_;
   absl::flat_hash_map<std::string, Kernel> kernels_;
+  // A machine-code module's kernels and variables as they are asked for.
+  mutable std::mutex found_mutex_;
+  mutable absl::node_hash_map<std::string, Kernel> found_kernels_;
+  mutable absl::flat_hash_set<std::string> found_globals_;
 };
 
 class ModuleRegistry {
@@ -94,9 +113,9 @@ class ModuleRegistry {
   // (for a scheduling policy that uses them).
   ModuleRegistry(const Backend& backend, bool build_forms);
 
-  // A module of this fatbin or NUL-terminated PTX text (cuModuleLoadData's images) for one
-  // client. CUDA_ERROR_INVALID_IMAGE for bytes that are neither, CUDA_ERROR_NO_BINARY_FOR_GPU for
-  // a cubin or a fatbin without PTX that suits the device. The caller's thread
+  // A module of this fatbin, cubin or NUL-terminated PTX text (cuModuleLoadData's images) for
+  // one client. CUDA_ERROR_INVALID_IMAGE for bytes that are none of these,
+  // CUDA_ERROR_NO_BINARY_FOR_GPU for machine code the device cannot load. The caller's thread
   // must have the backend's context current. Parsing, transforming and loading hold only the
   // image's own entry: clients registering other images are not held up, and those registering
   // the same image wait for the one that parses it.
@@ -118,6 +137,9 @@ class ModuleRegistry {
   // The PTX of a fatbin image (device_code.h) or of PTX text.
   absl::StatusOr<DeviceCode> ImageCode(std::span<const std::byte> image);
   absl::StatusOr<std::shared_ptr<SharedModule>> Load(std::shared_ptr<const ParsedImage> parsed);
+  // An image without PTX for the device, as the driver loads it.
+  absl::StatusOr<std::shared_ptr<SharedModule>> LoadMachineCode(
+      std::shared_ptr<const ParsedImage> parsed);
   void ForgetExpired();
 
   const Backend& backend_;

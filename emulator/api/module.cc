@@ -1,6 +1,7 @@
 // Exports module and function entry points: cuModuleLoadData[Ex], cuModuleUnload,
-// cuModuleGetFunction, cuModuleGetGlobal, cuFuncGetAttribute/SetAttribute.
+// cuModuleGetFunction, cuModuleGetGlobal, cuFuncGetAttribute/SetAttribute, cuFuncGetParamInfo.
 #include <cuda.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cstring>
@@ -161,6 +162,24 @@ CUresult cuFuncGetAttribute(int* pi, CUfunction_attribute attrib, CUfunction hfu
         }
         *pi = 0;  // constant memory, the cluster scheduling policy (default): none
     }
+    return absl::OkStatus();
+  });
+}
+
+// "paramIndex must be less than the number of parameters that func takes" (CUDA Driver API,
+// cuFuncGetParamInfo): CUDA_ERROR_INVALID_VALUE past the last, which is how callers count them.
+CUresult cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t* paramOffset,
+                            size_t* paramSize) {
+  return Run([&](Driver& driver) -> absl::Status {
+    TALLY_RETURN_IF_ERROR(CheckOut(paramOffset));
+    TALLY_ASSIGN_OR_RETURN(std::shared_ptr<Kernel> kernel, driver.kernels().Lookup(func));
+    const auto& layout = kernel->function->param_layout;
+    if (paramIndex >= layout.size()) {
+      return CudaError(CUDA_ERROR_INVALID_VALUE,
+                       fmt::format("the kernel has {} parameters", layout.size()));
+    }
+    *paramOffset = layout[paramIndex].first;
+    if (paramSize != nullptr) *paramSize = layout[paramIndex].second;
     return absl::OkStatus();
   });
 }

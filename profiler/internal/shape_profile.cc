@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 
 #include "profiler/candidates.h"
 
@@ -97,25 +98,39 @@ FormChoice ShapeProfile::Choose(Duration threshold) {
 FormChoice ShapeProfile::Current(Duration threshold) const {
   if (forms_.empty()) return {LaunchForm::Original(), OriginalShort(threshold)};
   // The fastest that qualifies; the original form competes only when it qualifies.
+  std::optional<FormChoice> fastest = FastestUnder(threshold, /*with_original=*/true);
+  if (fastest) return *fastest;
+  // None does: the threshold gives way to what the kernel allows, a little above the smallest
+  // turnaround (candidates' turnarounds are often one original block each, nearly equal).
+  const Form* steadiest = nullptr;
+  for (const Form& form : forms_) {
+    if (form.samples.empty()) continue;
+    if (steadiest == nullptr || form.samples.Turnaround() < steadiest->samples.Turnaround()) {
+      steadiest = &form;
+    }
+  }
+  if (steadiest == nullptr) return {forms_.front().form, true};
+  const auto relaxed = std::chrono::duration_cast<Duration>(steadiest->samples.Turnaround() *
+                                                            kFallbackTurnaroundSlack);
+  // The bound is exclusive: one nanosecond above keeps the steadiest itself in.
+  return FastestUnder(relaxed + Duration(1), /*with_original=*/false).value();
+}
+
+std::optional<FormChoice> ShapeProfile::FastestUnder(Duration threshold, bool with_original) const {
   std::optional<FormChoice> fastest;
   Duration fastest_time{0};
-  if (OriginalShort(threshold)) {
+  if (with_original && OriginalShort(threshold)) {
     fastest = FormChoice{LaunchForm::Original(), true};
     fastest_time = original_.Time();
   }
-  const Form* steadiest = nullptr;  // the smallest turnaround, should none qualify
   for (const Form& form : forms_) {
     if (form.samples.empty()) continue;
     if (form.samples.Turnaround() < threshold && (!fastest || form.samples.Time() < fastest_time)) {
       fastest = FormChoice{form.form, true};
       fastest_time = form.samples.Time();
     }
-    if (steadiest == nullptr || form.samples.Turnaround() < steadiest->samples.Turnaround()) {
-      steadiest = &form;
-    }
   }
-  if (fastest) return *fastest;
-  return {steadiest != nullptr ? steadiest->form : forms_.front().form, true};
+  return fastest;
 }
 
 bool ShapeProfile::WantsMeasurement(const LaunchForm& form, Duration threshold) const {

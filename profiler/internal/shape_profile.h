@@ -26,6 +26,11 @@ inline auto ShapeOrder(const scheduler::KernelShape& s) {
 // collects before its runs are no longer worth timing.
 inline constexpr size_t kKeptSamples = 5;
 inline constexpr size_t kWantedSamples = 3;
+// Where no candidate's turnaround is under the threshold, those within this factor of the
+// smallest compete on speed. On an H100 the candidates of a kernel of ~180 us blocks measured
+// 178-190 us each, while their times differed 3.7x (docs/gpu-check.md): the strictly smallest
+// turnaround bought 7% of preemption latency with most of the throughput.
+inline constexpr double kFallbackTurnaroundSlack = 1.25;
 
 // The last kKeptSamples measurements of one form, oldest first.
 class Samples {
@@ -66,8 +71,9 @@ class ShapeProfile {
   scheduler::FormChoice Choose(Duration threshold);
   // The choice from what is measured so far. With candidates: among the measured candidates
   // and the original form, the fastest whose turnaround is under `threshold`; if none is, the
-  // candidate with the smallest turnaround (never the original); if nothing is measured, the
-  // first candidate. Without candidates: the original form, short when measured under it.
+  // fastest candidate whose turnaround is within kFallbackTurnaroundSlack of the smallest (never
+  // the original); if nothing is measured, the first candidate. Without candidates: the
+  // original form, short when measured under it.
   scheduler::FormChoice Current(Duration threshold) const;
   bool WantsMeasurement(const scheduler::LaunchForm& form, Duration threshold) const;
   // Keeps a measurement of the original form or of a candidate; false (ignored) for any other
@@ -94,6 +100,9 @@ class ShapeProfile {
   // The candidate `form` stands for, if any.
   std::optional<size_t> IndexOf(const scheduler::LaunchForm& form) const;
   bool OriginalShort(Duration threshold) const;
+  // The fastest measured candidate (and the original form, when `with_original` and it is
+  // short) whose turnaround is under `threshold`.
+  std::optional<scheduler::FormChoice> FastestUnder(Duration threshold, bool with_original) const;
 
   scheduler::KernelInfo info_;
   std::string name_;

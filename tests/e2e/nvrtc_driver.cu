@@ -1,8 +1,8 @@
 // Run-time compilation through the driver API, as NVRTC users do: the kernel is compiled to PTX
 // with NVRTC, loaded with cuModuleLoadDataEx and launched with cuLaunchKernel, its arguments
 // given once as kernelParams and once packed in `extra`; also a module variable, 8/16/32-bit
-// memsets, a stream with events, and the errors for bad launches, a cubin image and a function
-// of an unloaded module. Linked with -lcuda: under tally-run, libcuda.so.1 is the shim.
+// memsets, a stream with events, and the errors for bad launches, a cubin image (run where the
+// device has machine code, refused by the emulated GPU) and a function of an unloaded module. Linked with -lcuda: under tally-run, libcuda.so.1 is the shim.
 #include <cuda.h>
 #include <nvrtc.h>
 
@@ -214,10 +214,27 @@ int main() {
   CHECK_CU(cuMemcpyDtoH(&launches, launches_address, sizeof(launches)));
   EXPECT(launches == 2);
 
-  // A cubin holds machine code only; Tally runs device code from PTX and says so.
-  const std::vector<char> cubin = Compile("--gpu-architecture=sm_80", true);
+  // A cubin for the device holds its machine code only: NVIDIA's driver runs it as it is (the
+  // kernel in its original form, its parameter layout from the driver); the emulated GPU,
+  // which executes PTX, refuses it.
+  int minor = 0;
+  CHECK_CU(cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device));
+  char arch[64];
+  std::snprintf(arch, sizeof(arch), "--gpu-architecture=sm_%d%d", major, minor);
+  const std::vector<char> cubin = Compile(arch, true);
   CUmodule cubin_module;
-  EXPECT(cuModuleLoadData(&cubin_module, cubin.data()) == CUDA_ERROR_NO_BINARY_FOR_GPU);
+  const CUresult cubin_loaded = cuModuleLoadData(&cubin_module, cubin.data());
+  EXPECT(cubin_loaded == CUDA_SUCCESS || cubin_loaded == CUDA_ERROR_NO_BINARY_FOR_GPU);
+  if (cubin_loaded == CUDA_SUCCESS) {
+    CUfunction machine_code;
+    CHECK_CU(cuModuleGetFunction(&machine_code, cubin_module, "affine"));
+    CHECK_CU(cuMemsetD32(dy, 0, kN));
+    CHECK_CU(cuLaunchKernel(machine_code, kGrid, 1, 1, kBlock, 1, 1, 0, nullptr, params, nullptr));
+    CHECK_CU(cuCtxSynchronize());
+    ExpectAffine(x, dy, a, bias);
+    CHECK_CU(cuModuleUnload(cubin_module));
+    std::printf("nvrtc_driver: the device ran the kernel from its cubin\n");
+  }
 
   CHECK_CU(cuModuleUnload(module));
   EXPECT(cuLaunchKernel(affine, 1, 1, 1, 1, 1, 1, 0, nullptr, params, nullptr) ==
