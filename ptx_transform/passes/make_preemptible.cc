@@ -31,9 +31,13 @@ namespace {
 
 constexpr int64_t kNoTask = 0xFFFFFFFF;
 
-// The highest barrier id (PTX has 16) that the kernel does not use.
+// The lowest barrier id (PTX has 16) that the kernel does not use. ptxas reserves every id up
+// to the highest one used for each block, and an SM has a fixed number of barriers: on an H100
+// the PTB form of a kernel of 64-thread blocks with id 15 ("used 16 barriers") fit 4 blocks per
+// SM (cuOccupancyMaxActiveBlocksPerMultiprocessor) and ran 1.4x slower than the original
+// (docs/gpu-check.md).
 int FreeBarrierId(const KernelAnalysis& analysis) {
-  for (int id = 15; id >= 0; --id) {
+  for (int id = 0; id < 16; ++id) {
     if (!analysis.barrier_ids.count(id)) return id;
   }
   return -1;  // the analysis refuses such kernels
