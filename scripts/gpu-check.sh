@@ -322,7 +322,7 @@ run_torch() {
   note "  major version loads its own runtime and does not reach Tally)"
   start_server || return 0
   local mode
-  for mode in inference training; do
+  for mode in kernels inference training; do
     if bounded 120 "$bin/tally-run" --server "$socket" -- python3 \
         "$bundle_dir/bench/gpu_check_torch.py" "$mode" > "$work/torch-$mode.out" 2>&1; then
       note "- $mode: pass: $(reason "$work/torch-$mode.out" 1)"

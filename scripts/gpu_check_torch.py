@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """PyTorch under tally-run for gpu-check.sh: a small inference loop or training loop on the GPU.
 
+  gpu_check_torch.py kernels     PyTorch's own kernels (elementwise, reductions, softmax, sort,
+                                 scan; no cuBLAS or cuDNN), 200 rounds, compared with the CPU
   gpu_check_torch.py inference   a convolution + linear model's outputs on the GPU, 50 batches,
                                  compared with the same model on the CPU
   gpu_check_torch.py training    300 SGD steps of a small regression on the GPU; the loss must
@@ -11,6 +13,28 @@ import sys
 import time
 
 import torch
+
+
+def kernels():
+    torch.manual_seed(0)
+    x, w = torch.randn(1 << 20), torch.randn(1 << 20)
+
+    def compute(a, b):
+        return ((a * b).relu().sum(), torch.softmax(a[:4096], 0).max(), a.sort().values[-5:],
+                torch.cumsum(a, 0)[-1])
+
+    expected = compute(x, w)
+    gx, gw = x.to("cuda"), w.to("cuda")
+    start = time.monotonic()
+    for _ in range(200):
+        outputs = compute(gx, gw)
+    torch.cuda.synchronize()
+    seconds = time.monotonic() - start
+    worst = max(float((out.cpu() - want).abs().max()) / (1 + float(want.abs().max()))
+                for out, want in zip(outputs, expected))
+    if worst > 1e-3:
+        sys.exit(f"kernels: GPU and CPU results differ by {worst} (relative)")
+    print(f"kernels: 200 rounds in {seconds:.3f} s, worst relative error {worst:.2e}")
 
 
 def inference():
@@ -57,8 +81,9 @@ def training():
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2 or sys.argv[1] not in ("inference", "training"):
+    modes = {"kernels": kernels, "inference": inference, "training": training}
+    if len(sys.argv) != 2 or sys.argv[1] not in modes:
         sys.exit(__doc__)
     if not torch.cuda.is_available():
         sys.exit("torch.cuda.is_available() is False under tally-run")
-    {"inference": inference, "training": training}[sys.argv[1]]()
+    modes[sys.argv[1]]()
