@@ -5,6 +5,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -98,6 +99,26 @@ absl::StatusOr<Channel*> Channel::Connect() {
 absl::Status Channel::InheritedError() {
   return CudaError(cudaErrorInitializationError,
                    "CUDA used in a child after fork(): the parent's connection cannot be shared");
+}
+
+void Channel::PrintDeviceOutput() {
+  // Bounded: the server holds at most DeviceOutput::kMaxHeld bytes, taken 16 KiB at a time.
+  for (int round = 0; round < 1024; ++round) {
+    auto taken = Call(ipc::TakeDeviceOutputRequest{});
+    if (!taken.ok()) return;
+    const std::vector<std::byte>& tail = taken->tail;
+    for (size_t at = 0; at + sizeof(ipc::DeviceOutputRecord) <= tail.size();) {
+      ipc::DeviceOutputRecord record;
+      std::memcpy(&record, tail.data() + at, sizeof(record));
+      at += sizeof(record);
+      const size_t size = std::min<size_t>(record.size, tail.size() - at);
+      FILE* file = record.stream == 2 ? stderr : stdout;
+      std::fwrite(tail.data() + at, 1, size, file);
+      std::fflush(file);
+      at += size;
+    }
+    if (taken->fields.more == 0) return;
+  }
 }
 
 absl::Status Channel::Receive(

@@ -100,6 +100,11 @@ class Channel {
   size_t host_region_size_ = 0;  // 0 when this process could not map the region
   uint64_t next_sequence_ = 1;   // under post_mutex_
 
+  // Takes the device output a response flagged (ipc::kFlagDeviceOutput) and writes it to this
+  // process's stdout and stderr, through stdio so that it follows what the program printed
+  // before (as CUDA prints its printf buffer). A failure to take it loses only the text.
+  void PrintDeviceOutput();
+
   // The callback thread's loop: runs what the callback ring asks, answers HostCallbackDone.
   void ServeHostCallbacks();
   std::once_flag host_callbacks_started_;
@@ -130,7 +135,9 @@ absl::StatusOr<Answer<typename ipc::CallTraits<Request>::Response>> Channel::Cal
   static_assert(ipc::CallTraits<Request>::kMode != ipc::CallMode::kAsync);
   TALLY_ASSIGN_OR_RETURN(const uint64_t sequence, Send(request, tail, 0));
   absl::StatusOr<Answer<Response>> answer;
+  bool device_output = false;
   TALLY_RETURN_IF_ERROR(Receive(sequence, [&](const ipc::ReceivedMessage& message) {
+    device_output = (message.header.flags & ipc::kFlagDeviceOutput) != 0;
     if (message.header.type == ipc::CallError::kType) {
       absl::StatusOr<ipc::Decoded<ipc::CallError>> error = ipc::Decode<ipc::CallError>(message);
       answer = error.ok() ? CudaError(FromDriverResult(error->fields.result),
@@ -145,6 +152,7 @@ absl::StatusOr<Answer<typename ipc::CallTraits<Request>::Response>> Channel::Cal
     }
     return absl::OkStatus();
   }));
+  if (device_output) PrintDeviceOutput();
   return answer;
 }
 

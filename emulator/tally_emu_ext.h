@@ -53,6 +53,16 @@ typedef CUresult (*PFN_tallyEmuModuleSetTenant)(CUmodule module, unsigned long l
 CUresult tallyEmuTenantGetError(unsigned long long tenant);
 typedef CUresult (*PFN_tallyEmuTenantGetError)(unsigned long long tenant);
 
+// Text the tenant's kernels printed (device printf: `*stream` 1, stdout; a failed assert's
+// message: 2, stderr), oldest first: copies up to `capacity` bytes of it into `buffer`, sets
+// `*size` to how many (0 when nothing is pending) and forgets them. Kernels of no tenant print
+// to this process's own stdout and stderr. Up to 1 MiB per tenant is kept (CUDA's printf FIFO
+// default); what a tenant prints beyond that before it is taken is dropped.
+CUresult tallyEmuTenantTakeOutput(unsigned long long tenant, int* stream, char* buffer,
+                                  size_t capacity, size_t* size);
+typedef CUresult (*PFN_tallyEmuTenantTakeOutput)(unsigned long long tenant, int* stream,
+                                                 char* buffer, size_t capacity, size_t* size);
+
 #ifdef __cplusplus
 }
 #endif

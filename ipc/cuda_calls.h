@@ -12,7 +12,7 @@
 namespace tally::ipc {
 
 // The schema number exchanged in the handshake (Hello::schema_version).
-inline constexpr uint32_t kCudaCallsSchemaVersion = 14;
+inline constexpr uint32_t kCudaCallsSchemaVersion = 15;
 
 enum class CallMode { kSync, kWait, kAsync };
 
@@ -479,6 +479,22 @@ struct DeviceGetLimitRequest {
 struct DeviceGetLimitResponse {
   TALLY_INTERNAL_RESPONSE(DeviceGetLimit);
   uint64_t value;
+};
+
+// Device output: the tail holds records of a DeviceOutputRecord each followed by its `size`
+// bytes of text; `more` when the server holds more than one response carries.
+struct TakeDeviceOutputRequest {
+  TALLY_INTERNAL_REQUEST(TakeDeviceOutput);
+  uint32_t reserved;
+};
+struct DeviceOutputRecord {
+  uint32_t stream;  // 1: stdout, 2: stderr
+  uint32_t size;
+};
+struct TakeDeviceOutputResponse {
+  TALLY_INTERNAL_RESPONSE(TakeDeviceOutput);
+  static constexpr bool kHasTail = true;
+  uint32_t more;
 };
 
 // Memory pools: `pool` is a handle the server minted (MemPoolCreate, MemPoolGet).

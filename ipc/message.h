@@ -21,6 +21,10 @@ namespace tally::ipc {
 // MessageHeader::flags.
 inline constexpr uint32_t kFlagOneWay = 1u << 0;  // no response will follow (async calls)
 inline constexpr uint32_t kFlagError = 1u << 1;   // a response carrying an error instead of T
+// A response whose client has device output waiting (kernel printf, assert messages): the
+// client takes it (TakeDeviceOutput) and prints it before the call returns, as CUDA flushes its
+// printf buffer at synchronising calls.
+inline constexpr uint32_t kFlagDeviceOutput = 1u << 2;
 
 struct MessageHeader {
   uint32_t type;  // the payload's T::kType; 0 is never a valid type

@@ -32,6 +32,7 @@ declare -A excluded=(
   [large_module]="a 65 MiB image: too large to carry to the GPU machine"
   [tenant]="a helper the isolation, quota and flood tests drive with arguments"
   [mem_pools]="checks a device-memory limit that the e2e_mem_pools test sets"
+  [device_output]="kernel printf reaches the program on the emulated GPU only: NVIDIA's driver prints to tally-server's stdout"
 )
 
 elf() { [[ -f $1 && -x $1 ]] && head -c 4 "$1" | grep -q ELF; }

@@ -42,24 +42,35 @@ absl::StatusOr<CUresult> ResultOrViolation(const absl::Status& status) {
 
 // The response record for a handler's answer: the reply, or a CallError for a failure the
 // client caused. Another failure is returned as is: the message was malformed.
+// `flags`: kFlagDeviceOutput or 0.
 template <typename T>
 absl::StatusOr<std::vector<std::byte>> EncodeAnswer(uint64_t sequence,
-                                                    const absl::StatusOr<Reply<T>>& reply) {
-  if (reply.ok()) return Encode(sequence, 0, reply->fields, reply->tail);
+                                                    const absl::StatusOr<Reply<T>>& reply,
+                                                    uint32_t flags = 0) {
+  if (reply.ok()) return Encode(sequence, flags, reply->fields, reply->tail);
   TALLY_ASSIGN_OR_RETURN(const CUresult result, ResultOrViolation(reply.status()));
   // The explanation, bounded so that it always fits a response record.
   const absl::string_view reason = reply.status().message().substr(0, kMaxReasonBytes);
-  return Encode(sequence, ipc::kFlagError, ipc::CallError{static_cast<int32_t>(result), 0},
+  return Encode(sequence, flags | ipc::kFlagError,
+                ipc::CallError{static_cast<int32_t>(result), 0},
                 std::as_bytes(std::span(reason.data(), reason.size())));
 }
 
+// The flag of a synchronising call's answer: what the client's finished work printed goes with
+// it, as CUDA prints its printf buffer at synchronising calls.
+uint32_t DeviceOutputFlag(const DeviceOutputSource& output) {
+  return output.Collect() ? ipc::kFlagDeviceOutput : 0;
+}
+
 // The client's sticky error (Session::StickyError) that answers this call instead of its
-// handler; CUDA_SUCCESS when the handler runs. The device's properties stay readable, and the
-// client's answers to host functions are still taken, so that its streams drain.
+// handler; CUDA_SUCCESS when the handler runs. The device's properties stay readable, the
+// client's answers to host functions are still taken, so that its streams drain, and its device
+// output is still given (the message of the assert that faulted it).
 template <typename Request>
 CUresult StickyErrorFor(Session& session) {
   if constexpr (std::is_same_v<Request, ipc::GetDeviceInfoRequest> ||
-                std::is_same_v<Request, ipc::HostCallbackDoneRequest>) {
+                std::is_same_v<Request, ipc::HostCallbackDoneRequest> ||
+                std::is_same_v<Request, ipc::TakeDeviceOutputRequest>) {
     return CUDA_SUCCESS;
   } else {
     return session.StickyError();
@@ -67,12 +78,12 @@ CUresult StickyErrorFor(Session& session) {
 }
 
 template <typename Response>
-absl::StatusOr<Outcome> AnswerStickyError(uint64_t sequence, CUresult sticky) {
+absl::StatusOr<Outcome> AnswerStickyError(uint64_t sequence, CUresult sticky, uint32_t flags = 0) {
   const absl::StatusOr<Reply<Response>> failed = ClientError(
       sticky, absl::StrFormat("a kernel of this program faulted earlier (%s); the error is "
                               "sticky, as in CUDA",
                               CuResultText(sticky)));
-  return EncodeAnswer(sequence, failed);
+  return EncodeAnswer(sequence, failed, flags);
 }
 
 template <typename Request>
@@ -91,13 +102,20 @@ absl::StatusOr<Outcome> HandleWait(Session& session, const ipc::ReceivedMessage&
   TALLY_ASSIGN_OR_RETURN(const ipc::Decoded<Request> request, ipc::Decode<Request>(message));
   const uint64_t sequence = message.header.sequence;
   if (const CUresult sticky = StickyErrorFor<Request>(session); sticky != CUDA_SUCCESS) {
-    return AnswerStickyError<Response>(sequence, sticky);
+    // The fault's own message (a failed assert's) reaches the program with it.
+    return AnswerStickyError<Response>(sequence, sticky, DeviceOutputFlag(session.device_output()));
   }
   absl::StatusOr<Deferred<Response>> deferred = Handle(session, request);
   if (!deferred.ok()) return EncodeAnswer<Response>(sequence, deferred.status());
-  if (deferred->ready) return EncodeAnswer(sequence, deferred->finish());
-  return LaterResponse([sequence, finish = std::move(deferred->finish)] {
-    absl::StatusOr<std::vector<std::byte>> record = EncodeAnswer(sequence, finish());
+  if (deferred->ready) {
+    absl::StatusOr<Reply<Response>> reply = deferred->finish();
+    return EncodeAnswer(sequence, reply, DeviceOutputFlag(session.device_output()));
+  }
+  return LaterResponse([sequence, finish = std::move(deferred->finish),
+                        output = session.device_output()] {
+    absl::StatusOr<Reply<Response>> reply = finish();
+    absl::StatusOr<std::vector<std::byte>> record =
+        EncodeAnswer(sequence, reply, DeviceOutputFlag(output));
     if (record.ok()) return *std::move(record);
     // Waiting cannot meet a malformed message (that was checked before); still, answer.
     const absl::StatusOr<Reply<Response>> unknown = ClientError(CUDA_ERROR_UNKNOWN, "wait failed");

@@ -22,6 +22,7 @@
 #include "ipc/cuda_calls.h"
 #include "server/allocation_table.h"
 #include "server/backend/backend.h"
+#include "server/device_output.h"
 #include "server/dispatcher.h"
 #include "server/handle_table.h"
 #include "server/mem_pools.h"
@@ -246,6 +247,11 @@ class Session {
   // memory that only the client's kernels may touch (emulated GPU).
   absl::Status ClaimModule(const SharedModule& module);
 
+  // What the client's kernels printed on the device, on its way to the client (device_output.h).
+  DeviceOutputSource device_output() const {
+    return {device_output_, server_.backend.extensions().tenant_take_output, client_.client_id};
+  }
+
   // Where calls that may block wait (call_dispatch.h, kWait), off the session thread.
   WaiterPool& waiters() { return *waiters_; }
   // The client's host functions (cudaLaunchHostFunc), run in the client in stream order.
@@ -307,6 +313,7 @@ class Session {
   AllocationTable globals_;
   AllocationTable host_blocks_;  // registered with the backend
   CUresult sticky_error_ = CUDA_SUCCESS;  // StickyError()
+  std::shared_ptr<DeviceOutput> device_output_ = std::make_shared<DeviceOutput>();
   bool closed_ = false;
 };
 

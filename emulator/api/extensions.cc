@@ -47,3 +47,16 @@ extern "C" CUresult tallyEmuTenantGetError(unsigned long long tenant) {
     return tally::emu::CudaError(fault, "the tenant's asynchronous work failed");
   });
 }
+
+extern "C" CUresult tallyEmuTenantTakeOutput(unsigned long long tenant, int* stream, char* buffer,
+                                             size_t capacity, size_t* size) {
+  return Run([&](Driver& driver) -> absl::Status {
+    if (stream == nullptr || size == nullptr || (buffer == nullptr && capacity > 0)) {
+      return tally::emu::CudaError(CUDA_ERROR_INVALID_VALUE, "a null argument");
+    }
+    tally::emu::TenantOutput::Stream which{};
+    *size = driver.tenant_output().Take(tenant, &which, buffer, capacity);
+    *stream = static_cast<int>(which);
+    return absl::OkStatus();
+  });
+}

@@ -213,6 +213,7 @@ absl::Status Launch(Driver& driver, const LaunchRequest& request) {
   // (cuStreamCreateWithPriority); a launch's own priority attribute overrides its stream's.
   setup->priority = request.priority.value_or(target.stream->priority());
   setup->tenant = target.stream->tenant();
+  if (setup->tenant != 0) setup->output = &driver.tenant_output();
   TALLY_RETURN_IF_ERROR(ResolveCluster(driver, *kernel, request, *setup));
   if (setup->cluster.Count() > resident) {
     return CudaError(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,

@@ -17,6 +17,7 @@
 #include "emulator/exec/program.h"
 #include "emulator/internal/device_heap.h"
 #include "emulator/internal/device_memory.h"
+#include "emulator/internal/tenant_output.h"
 #include "emulator/internal/texture.h"
 
 namespace tally::emu::exec {
@@ -50,6 +51,9 @@ struct LaunchSetup {
   // accesses may touch only allocations of this tenant or of none, and device-side malloc gives
   // the tenant's memory.
   uint64_t tenant = 0;
+  // Where a tenant's printf and assert text goes (null for no tenant: the process's stdout and
+  // stderr, as CUDA prints).
+  TenantOutput* output = nullptr;
 };
 
 // Storage for the call stacks of one lane is capped here (the mapping is committed lazily).
@@ -197,6 +201,8 @@ class Block {
   // Another CTA's shared memory through a .shared::cluster address (program.h), or nullptr.
   uint8_t* TranslateClusterShared(uint32_t address, uint32_t size);
   std::string ThreadName(const Warp& warp, int lane) const;
+  // Device printf and assert text: to the launch's tenant, or to this process's stdout/stderr.
+  void Print(TenantOutput::Stream stream, std::string text) const;
   // Start of a lane's local memory: the kernel's variables, then its call stack.
   uint8_t* LaneLocal(const Warp& warp, int lane) {
     return local_.data() + uint64_t{warp.index * 32 + lane} * lane_local_bytes_;

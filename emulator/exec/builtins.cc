@@ -1,5 +1,6 @@
 // The CUDA runtime's device functions that the driver implements: printf (vprintf), assert
-// (__assertfail) and the device heap (malloc/free). Strings and arguments are read through the same
+// (__assertfail) and the device heap (malloc/free). Printed text goes to the launch's tenant
+// (tenant_output.h), or without one to this process's stdout and stderr. Strings and arguments are read through the same
 // bounds-checked translation as every other access, so a bad pointer passed to printf is a fault,
 // not a host crash.
 #include <algorithm>
@@ -119,6 +120,17 @@ bool Block::FormatPrintf(const Warp& warp, int lane, uint32_t pc, uint64_t forma
   return true;
 }
 
+void Block::Print(TenantOutput::Stream stream, std::string text) const {
+  if (setup_->output != nullptr) {
+    setup_->output->Append(setup_->tenant, stream, std::move(text));
+    return;
+  }
+  std::lock_guard lock(OutputMutex());
+  FILE* file = stream == TenantOutput::Stream::kStdout ? stdout : stderr;
+  std::fwrite(text.data(), 1, text.size(), file);
+  std::fflush(file);
+}
+
 bool Block::ExecuteBuiltin(const Inst& in, Warp& warp, uint32_t mask, uint32_t pc) {
   auto argument = [&](int k, int lane, uint32_t size = 8) {
     return LocalWord(warp, lane, warp.regs[in.src[k] * 32 + lane], size);
@@ -136,12 +148,8 @@ bool Block::ExecuteBuiltin(const Inst& in, Warp& warp, uint32_t mask, uint32_t p
           ok = false;
           return;
         }
-        {
-          std::lock_guard lock(OutputMutex());
-          std::fwrite(text.data(), 1, text.size(), stdout);
-          std::fflush(stdout);
-        }
         int32_t written = static_cast<int32_t>(text.size());
+        Print(TenantOutput::Stream::kStdout, std::move(text));
         if (in.flags & kFlagHasResult) result(l, &written, sizeof(written));
         return;
       }
@@ -154,9 +162,11 @@ bool Block::ExecuteBuiltin(const Inst& in, Warp& warp, uint32_t mask, uint32_t p
           ok = false;
           return;
         }
-        Fault(warp, l, pc, CUDA_ERROR_ASSERT,
-              file + ":" + std::to_string(argument(2, l, 4)) + ": " + function + ": Assertion `" +
-                  message + "` failed");
+        const std::string where = file + ":" + std::to_string(argument(2, l, 4)) + ": " + function;
+        // As CUDA prints it to the program's stderr.
+        Print(TenantOutput::Stream::kStderr,
+              where + ": " + ThreadName(warp, l) + " Assertion `" + message + "` failed.\n");
+        Fault(warp, l, pc, CUDA_ERROR_ASSERT, where + ": Assertion `" + message + "` failed");
         ok = false;
         return;
       }

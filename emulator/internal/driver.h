@@ -19,6 +19,7 @@
 #include "emulator/internal/module.h"
 #include "emulator/internal/stream.h"
 #include "emulator/internal/tenant_faults.h"
+#include "emulator/internal/tenant_output.h"
 #include "emulator/internal/texture.h"
 
 namespace tally::emu {
@@ -54,6 +55,7 @@ class Driver {
   TextureTable& textures() { return textures_; }
   // Sticky errors of tenants (tally_emu_ext.h), which never become their context's.
   TenantFaults& tenant_faults() { return tenant_faults_; }
+  TenantOutput& tenant_output() { return tenant_output_; }
   // The virtual SMs (started on first use).
   exec::SmPool& sm_pool();
   uint64_t NextLaunchId() { return next_launch_id_++; }
@@ -102,6 +104,7 @@ class Driver {
   ArrayTable arrays_;
   TextureTable textures_;
   TenantFaults tenant_faults_;
+  TenantOutput tenant_output_;
   std::once_flag sm_pool_once_;
   std::unique_ptr<exec::SmPool> sm_pool_;
   std::atomic<uint64_t> next_launch_id_{1};

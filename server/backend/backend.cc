@@ -78,6 +78,7 @@ void ResolveExtensions(void* library, bool tenants, EmulatorExtensions& extensio
   Resolve(library, "tallyEmuMemSetTenant", extensions.mem_set_tenant);
   Resolve(library, "tallyEmuModuleSetTenant", extensions.module_set_tenant);
   Resolve(library, "tallyEmuTenantGetError", extensions.tenant_get_error);
+  Resolve(library, "tallyEmuTenantTakeOutput", extensions.tenant_take_output);
 }
 
 }  // namespace

@@ -30,6 +30,7 @@ struct EmulatorExtensions {
   PFN_tallyEmuMemSetTenant mem_set_tenant = nullptr;
   PFN_tallyEmuModuleSetTenant module_set_tenant = nullptr;
   PFN_tallyEmuTenantGetError tenant_get_error = nullptr;
+  PFN_tallyEmuTenantTakeOutput tenant_take_output = nullptr;  // each client's device printf
 };
 
 // Set in the environment, the emulated GPU's tenant extensions are not used, so that the

@@ -106,4 +106,13 @@ absl::StatusOr<Reply<ipc::DeviceGetLimitResponse>> Handle(
       {.value = set != session.limits().end() ? set->second : current}, {}};
 }
 
+// What a synchronising call's answer flagged (ipc::kFlagDeviceOutput): the held text, oldest
+// first, as much as one response carries.
+absl::StatusOr<Reply<ipc::TakeDeviceOutputResponse>> Handle(
+    Session& session, const ipc::Decoded<ipc::TakeDeviceOutputRequest>&) {
+  Reply<ipc::TakeDeviceOutputResponse> reply;
+  reply.fields.more = session.device_output().output->Take(reply.tail) ? 1 : 0;
+  return reply;
+}
+
 }  // namespace tally::server

@@ -1,0 +1,51 @@
+#include "server/device_output.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "ipc/cuda_calls.h"
+
+namespace tally::server {
+namespace {
+
+void AppendRecord(std::vector<std::byte>& out, uint32_t stream, const char* text, size_t size) {
+  const ipc::DeviceOutputRecord record{stream, static_cast<uint32_t>(size)};
+  const size_t at = out.size();
+  out.resize(at + sizeof(record) + size);
+  std::memcpy(out.data() + at, &record, sizeof(record));
+  std::memcpy(out.data() + at + sizeof(record), text, size);
+}
+
+}  // namespace
+
+bool DeviceOutput::Collect(PFN_tallyEmuTenantTakeOutput take, uint64_t tenant) {
+  std::lock_guard lock(mu_);
+  if (take != nullptr) {
+    char buffer[4096];
+    while (held_.size() < kMaxHeld) {
+      int stream = 0;
+      size_t size = 0;
+      if (take(tenant, &stream, buffer, sizeof(buffer), &size) != CUDA_SUCCESS || size == 0) break;
+      AppendRecord(held_, static_cast<uint32_t>(stream), buffer, size);
+    }
+  }
+  return !held_.empty();
+}
+
+bool DeviceOutput::Take(std::vector<std::byte>& tail) {
+  std::lock_guard lock(mu_);
+  // Whole records, at least one (each holds at most 4 KiB of text, see Collect).
+  size_t end = 0;
+  while (end < held_.size()) {
+    ipc::DeviceOutputRecord record;
+    std::memcpy(&record, held_.data() + end, sizeof(record));
+    const size_t next = end + sizeof(record) + record.size;
+    if (end > 0 && next > kMaxTaken) break;
+    end = next;
+  }
+  tail.insert(tail.end(), held_.begin(), held_.begin() + static_cast<std::ptrdiff_t>(end));
+  held_.erase(held_.begin(), held_.begin() + static_cast<std::ptrdiff_t>(end));
+  return !held_.empty();
+}
+
+}  // namespace tally::server

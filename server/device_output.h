@@ -1,0 +1,47 @@
+// A client's device output (kernel printf, failed asserts' messages) on its way to the client:
+// taken from the emulated GPU, which keeps it per tenant (tallyEmuTenantTakeOutput), when a
+// synchronising call of the client is answered, and handed to the client, which prints it
+// before that call returns (ipc::kFlagDeviceOutput, TakeDeviceOutput). On NVIDIA's driver
+// kernels print to tally-server's own stdout: that driver has no per-client output.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "emulator/tally_emu_ext.h"
+
+namespace tally::server {
+
+class DeviceOutput {
+ public:
+  // Most text held for a client that does not take it (the emulator keeps at most as much).
+  static constexpr size_t kMaxHeld = size_t{1} << 20;
+  // Most text in one TakeDeviceOutput response.
+  static constexpr size_t kMaxTaken = size_t{16} << 10;
+
+  // Moves what the tenant's kernels printed from the emulated GPU here; whether anything is
+  // held for the client now. Any thread.
+  bool Collect(PFN_tallyEmuTenantTakeOutput take, uint64_t tenant);
+  // Appends up to kMaxTaken bytes of held text to `tail` as ipc::DeviceOutputRecords, oldest
+  // first; whether more is held. Any thread.
+  bool Take(std::vector<std::byte>& tail);
+
+ private:
+  std::mutex mu_;
+  std::vector<std::byte> held_;  // mu_; DeviceOutputRecords with their text
+};
+
+// One client's device output as a waiter thread's answer reaches it, without the session (which
+// a waiter must not touch, handlers.h): the client's DeviceOutput and where its text comes from.
+struct DeviceOutputSource {
+  std::shared_ptr<DeviceOutput> output;
+  PFN_tallyEmuTenantTakeOutput take = nullptr;  // null: no per-client output (NVIDIA's driver)
+  uint64_t tenant = 0;
+  // DeviceOutput::Collect.
+  bool Collect() const { return output->Collect(take, tenant); }
+};
+
+}  // namespace tally::server
