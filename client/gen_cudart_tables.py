@@ -4,12 +4,18 @@
   gen_cudart_tables.py errors <driver_types.h> <out.def>
       TALLY_CUDA_ERROR(cudaErrorX, "description") for every cudaError_t, the description being
       the first sentence of NVIDIA's doc comment above the enumerator.
-  gen_cudart_tables.py exports <nm> <library> <out.def>
+  gen_cudart_tables.py exports <nm> <library> <include dir> <out.def>
       TALLY_LIBRARY_EXPORT(name) for every function the library exports (libcudart.so.N, and
-      libcuda.so's stub for the driver API), so that the shim can answer each one (unsupported
-      ones with cudaErrorNotSupported / CUDA_ERROR_NOT_SUPPORTED) instead of leaving the
-      application with an unresolved symbol.
+      libcuda.so's stub for the driver API) that returns an error code (cudaError_t, CUresult,
+      as its declaration in the toolkit's headers says), so that the shim can answer each one
+      (unsupported ones with cudaErrorNotSupported / CUDA_ERROR_NOT_SUPPORTED) instead of
+      leaving the application with an unresolved symbol; TALLY_LIBRARY_VALUE_EXPORT(name) for
+      one that returns anything else (a struct, a pointer, a string), which no error-code stub
+      may stand in for: the shim must implement it (client/abi_test.cc checks). Functions the
+      headers do not declare (the runtime's undocumented internals) count as error-code ones.
 """
+import glob
+import os
 import re
 import subprocess
 import sys
@@ -29,13 +35,54 @@ def errors(header: str) -> list:
     return lines
 
 
-def exports(nm: str, library: str) -> list:
+# The words of a declaration before its name that are not its return type.
+QUALIFIERS = {"extern", '"C"', "static", "inline", "__host__", "__device__", "__cudart_builtin__",
+              "CUDARTAPI", "CUDAAPI", "__CUDA_DEPRECATED", "CUDART_DEPRECATED", "__dv"}
+
+
+def return_types(include: str) -> dict:
+    """name -> the return types of its declarations in the toolkit's top-level and crt/ headers
+    (comments and preprocessor lines skipped; C++ overloads and templates included)."""
+    found = {}
+    headers = sorted(glob.glob(os.path.join(include, "*.h")) +
+                     glob.glob(os.path.join(include, "crt", "*.h")))
+    for header in headers:
+        text = open(header, encoding="utf-8", errors="replace").read()
+        text = re.sub(r"/\*.*?\*/|//[^\n]*", " ", text, flags=re.S)
+        text = re.sub(r"^\s*#.*?(?<!\\)$", " ", text, flags=re.M | re.S)
+        # A declaration: the words between the previous ';', '{' or '}' and the first name
+        # followed by '('.
+        for statement in re.split(r"[;{}]", text):
+            match = re.match(r"([^()]*?)\b(\w+)\s*\(", statement)
+            if match is None:
+                continue
+            words = [w for w in match.group(1).split() if w not in QUALIFIERS]
+            # A call in an inline function's body (`return f(`, `x = f(`) declares nothing.
+            if words and words[0] not in ("return", "else") and "=" not in match.group(1):
+                found.setdefault(match.group(2), set()).add(" ".join(words))
+    return found
+
+
+def returns_error_code(name: str, types: dict) -> bool:
+    """Whether a declaration of `name` (or of the function its _ptsz/_ptds form stands for)
+    returns cudaError_t or CUresult; true too for a name the headers do not declare."""
+    base = re.sub(r"_(ptsz|ptds)$", "", name)
+    kinds = types.get(name) or types.get(base)
+    return not kinds or any(re.search(r"\b(cudaError_t|CUresult)\b", k) for k in kinds)
+
+
+def exports(nm: str, library: str, include: str) -> list:
     listing = subprocess.run([nm, "-D", "--defined-only", library], check=True,
                              capture_output=True, text=True).stdout
     names = sorted({m.group(1) for m in re.finditer(r"^\S+ T (\w+)(@\S*)?$", listing, re.M)})
-    lines = ["#ifndef TALLY_LIBRARY_EXPORT", "#define TALLY_LIBRARY_EXPORT(name)", "#endif"]
-    lines += [f"TALLY_LIBRARY_EXPORT({name})" for name in names]
-    lines.append("#undef TALLY_LIBRARY_EXPORT")
+    types = return_types(include)
+    lines = ["#ifndef TALLY_LIBRARY_EXPORT", "#define TALLY_LIBRARY_EXPORT(name)", "#endif",
+             "#ifndef TALLY_LIBRARY_VALUE_EXPORT", "#define TALLY_LIBRARY_VALUE_EXPORT(name)",
+             "#endif"]
+    for name in names:
+        macro = "EXPORT" if returns_error_code(name, types) else "VALUE_EXPORT"
+        lines.append(f"TALLY_LIBRARY_{macro}({name})")
+    lines += ["#undef TALLY_LIBRARY_EXPORT", "#undef TALLY_LIBRARY_VALUE_EXPORT"]
     return lines
 
 

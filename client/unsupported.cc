@@ -4,8 +4,12 @@
 // the name once, so that an application linking against any runtime or driver function starts
 // and gets an error instead of an unresolved symbol. The implementations in api/ are strong and
 // replace these.
-// No CUDA header here: the stubs cannot repeat each function's prototype, and under the C
-// calling convention a function returning an int-sized enum needs none.
+// Stubs exist only for the functions whose declarations in the toolkit's headers return an
+// error code (cudaError_t, CUresult: TALLY_LIBRARY_EXPORT); the generator lists the others
+// (structs, pointers, strings: TALLY_LIBRARY_VALUE_EXPORT) apart, and the shim implements
+// every one of them (abi_test.cc checks). So no CUDA header is needed here: a stub ignores its
+// arguments, and under the C calling convention a function returning an int-sized enum needs
+// no more of its prototype than that.
 #include <atomic>
 
 #include "common/log.h"

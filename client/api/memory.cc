@@ -465,4 +465,11 @@ CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned int value, size_t count, CUs
   return RunDriver(__func__, [&] { return MemsetElements(Pointer(dst), value, 4, count, stream); });
 }
 
+// A channel format (CUDA Runtime API, cudaCreateChannelDesc): a plain value, nothing to ask the
+// server. It returns a struct, so no error-code stub may stand in for it (unsupported.cc).
+cudaChannelFormatDesc cudaCreateChannelDesc(int x, int y, int z, int w,
+                                            cudaChannelFormatKind f) {
+  return {x, y, z, w, f};
+}
+
 }  // extern "C"
