@@ -92,6 +92,17 @@ absl::StatusOr<std::vector<Record>> ReceiveRecords(int socket, uint32_t count, u
   return records;
 }
 
+// A change to one client (`request` names it): the reply, its message terminated.
+template <typename Reply>
+absl::StatusOr<Reply> ChangeClient(const std::string& path, const ControlRequest& request,
+                                   absl::Duration timeout, uid_t expected_server_uid) {
+  UniqueFd socket;
+  TALLY_ASSIGN_OR_RETURN(
+      Reply reply, Ask<Reply>(path, request, absl::Now() + timeout, expected_server_uid, socket));
+  Terminate(reply.message, sizeof(reply.message));
+  return reply;
+}
+
 }  // namespace
 
 void CopyText(const std::string& text, char* field, size_t field_size) {
@@ -150,12 +161,7 @@ absl::StatusOr<PriorityReply> SetClientPriority(const std::string& path, uint64_
   request.kind = static_cast<uint32_t>(ControlKind::kSetPriority);
   request.client_id = client_id;
   request.priority = priority;
-  UniqueFd socket;
-  TALLY_ASSIGN_OR_RETURN(PriorityReply reply,
-                         Ask<PriorityReply>(path, request, absl::Now() + timeout,
-                                            expected_server_uid, socket));
-  Terminate(reply.message, sizeof(reply.message));
-  return reply;
+  return ChangeClient<PriorityReply>(path, request, timeout, expected_server_uid);
 }
 
 absl::StatusOr<LimitReply> SetClientMemoryLimit(const std::string& path, uint64_t client_id,
@@ -165,12 +171,7 @@ absl::StatusOr<LimitReply> SetClientMemoryLimit(const std::string& path, uint64_
   request.kind = static_cast<uint32_t>(ControlKind::kSetMemoryLimit);
   request.client_id = client_id;
   request.memory_limit = memory_limit;
-  UniqueFd socket;
-  TALLY_ASSIGN_OR_RETURN(LimitReply reply,
-                         Ask<LimitReply>(path, request, absl::Now() + timeout,
-                                         expected_server_uid, socket));
-  Terminate(reply.message, sizeof(reply.message));
-  return reply;
+  return ChangeClient<LimitReply>(path, request, timeout, expected_server_uid);
 }
 
 absl::StatusOr<std::vector<ProfileStatus>> QueryProfiles(const std::string& path,
