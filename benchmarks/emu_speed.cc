@@ -28,11 +28,14 @@ using Clock = std::chrono::steady_clock;
 using tally::server::Backend;
 
 constexpr const char kUsage[] =
-    "Usage: emu_speed [--vec-n N] [--matmul-n N] [--reduce-n N] [--runs N]\n"
+    "Usage: emu_speed [--vec-n N] [--matmul-n N] [--reduce-n N] [--runs N] [--tenant T]\n"
     "Runs vec_add on N floats (default 4194304), an N x N tiled matmul (default 256, a multiple\n"
     "of 16) and a shuffle reduction of N unsigned ints in blocks of 256 (default 4194304) on\n"
     "the emulated GPU and as plain C++ loops, each `runs` times (default 3), verifies the\n"
-    "results and prints medians. TALLY_EMU_SM_COUNT=1 runs the emulator on one host thread.\n";
+    "results and prints medians. TALLY_EMU_SM_COUNT=1 runs the emulator on one host thread.\n"
+    "--tenant T (non-zero) runs everything on a stream of tenant T with the tenant's memory, as\n"
+    "tally-server runs a client's work: every access is then checked against the tenant's\n"
+    "allocations (emulator/tally_emu_ext.h).\n";
 
 void Die(const std::string& message) {
   std::fprintf(stderr, "emu_speed: %s\n", message.c_str());
@@ -60,21 +63,24 @@ struct Emulator {
   Backend backend;
   CUmodule module = nullptr;
   PFN_tallyEmuLaneInstructions lane_instructions = nullptr;
+  CUstream stream = nullptr;  // the tenant's, or the NULL stream
+  uint64_t tenant = 0;
 
   const tally::server::DriverApi& api() const { return backend.api(); }
 
   CUdeviceptr Upload(const void* data, size_t bytes) const {
     CUdeviceptr device = 0;
     CU_CHECK(api().cuMemAlloc(&device, bytes));
-    CU_CHECK(api().cuMemcpyHtoDAsync(device, data, bytes, nullptr));
-    CU_CHECK(api().cuStreamSynchronize(nullptr));
+    if (tenant != 0) CU_CHECK(backend.extensions().mem_set_tenant(device, tenant));
+    CU_CHECK(api().cuMemcpyHtoDAsync(device, data, bytes, stream));
+    CU_CHECK(api().cuStreamSynchronize(stream));
     return device;
   }
   template <typename T>
   std::vector<T> Download(CUdeviceptr device, size_t count) const {
     std::vector<T> host(count);
-    CU_CHECK(api().cuMemcpyDtoHAsync(host.data(), device, count * sizeof(T), nullptr));
-    CU_CHECK(api().cuStreamSynchronize(nullptr));
+    CU_CHECK(api().cuMemcpyDtoHAsync(host.data(), device, count * sizeof(T), stream));
+    CU_CHECK(api().cuStreamSynchronize(stream));
     return host;
   }
 };
@@ -128,8 +134,9 @@ Figures Measure(const Emulator& emu, Launch launch, const std::function<void()>&
     double cpu0 = ProcessCpuSeconds();
     Clock::time_point t0 = Clock::now();
     CU_CHECK(emu.api().cuLaunchKernel(function, launch.grid_x, launch.grid_y, 1, launch.block_x,
-                                      launch.block_y, 1, 0, nullptr, launch.args.data(), nullptr));
-    CU_CHECK(emu.api().cuStreamSynchronize(nullptr));
+                                      launch.block_y, 1, 0, emu.stream, launch.args.data(),
+                                      nullptr));
+    CU_CHECK(emu.api().cuStreamSynchronize(emu.stream));
     Clock::time_point t1 = Clock::now();
     emu_cpu.push_back(ProcessCpuSeconds() - cpu0);
     emu_wall.push_back(std::chrono::duration<double>(t1 - t0).count());
@@ -241,13 +248,14 @@ void Reduce(const Emulator& emu, int n, int runs) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int vec_n = 1 << 22, matmul_n = 256, reduce_n = 1 << 22, runs = 3;
+  int vec_n = 1 << 22, matmul_n = 256, reduce_n = 1 << 22, runs = 3, tenant = 0;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     int* target = arg == "--vec-n"      ? &vec_n
                   : arg == "--matmul-n" ? &matmul_n
                   : arg == "--reduce-n" ? &reduce_n
                   : arg == "--runs"     ? &runs
+                  : arg == "--tenant"   ? &tenant
                                         : nullptr;
     if (target == nullptr || i + 1 == argc) {
       std::fputs(kUsage, stderr);
@@ -255,14 +263,21 @@ int main(int argc, char** argv) {
     }
     *target = std::atoi(argv[++i]);
   }
-  if (vec_n <= 0 || runs <= 0) Die("sizes and runs must be positive");
+  if (vec_n <= 0 || runs <= 0 || tenant < 0) Die("sizes and runs must be positive");
   Emulator emu = LoadEmulator();
+  if (tenant != 0) {
+    if (emu.backend.extensions().stream_set_tenant == nullptr) Die("the tenants are off");
+    emu.tenant = static_cast<uint64_t>(tenant);
+    CU_CHECK(emu.api().cuStreamCreateWithPriority(&emu.stream, CU_STREAM_NON_BLOCKING, 0));
+    CU_CHECK(emu.backend.extensions().stream_set_tenant(emu.stream, emu.tenant));
+  }
   int sm_count = 0;
   CU_CHECK(emu.api().cuDeviceGetAttribute(&sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
                                           emu.backend.device()));
   unsigned cores = std::thread::hardware_concurrency();
-  std::printf("emulated GPU: %d SMs on %u host threads (%u cores); medians of %d runs\n", sm_count,
-              std::min<unsigned>(sm_count, cores), cores, runs);
+  std::printf("emulated GPU: %d SMs on %u host threads (%u cores); medians of %d runs; %s\n",
+              sm_count, std::min<unsigned>(sm_count, cores), cores, runs,
+              tenant != 0 ? "a tenant's stream and memory" : "no tenant");
   // Wall time also counts the time other processes held the cores; CPU time (of every thread
   // of the process) counts the work done: on an idle machine, with one host thread, they agree.
   std::printf("%-15s %12s %10s %10s %10s %10s %10s %10s\n", "kernel", "M lane-inst", "M/s wall",
