@@ -17,7 +17,9 @@
 // count as arrived, as on Volta and newer GPUs. bar.red keeps its meaning: exited threads and
 // plain barriers contribute nothing, `.and` counts false predicates, `.or` true ones.
 // Barriers with a thread count (named partial barriers) are left in place; the analysis
-// refuses PTB for kernels that have them.
+// refuses PTB for kernels that have them. One difference remains, for programs whose behaviour
+// CUDA leaves undefined: threads waiting at different full-CTA barriers at once (a hang on a
+// GPU, a launch failure on the emulated GPU) all meet here and go on.
 #include <cstdint>
 
 #include "ptx_transform/passes/passes.h"

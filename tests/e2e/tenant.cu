@@ -11,8 +11,10 @@
 //                      limit meanwhile) and checks the same up to RAISED MiB, then says RAISED
 //                      and waits for another line
 //   fault KIND         computes correctly, then runs a kernel that faults with KIND
-//                      (illegal-address, misaligned, trap, assert, stack-overflow): checks that
-//                      the error is the one CUDA gives, at the launch's synchronisation and at
+//                      (illegal-address, misaligned, trap, assert, divergent-barrier,
+//                      stack-overflow): checks that the error is the one CUDA gives (for a
+//                      divergent barrier, which hangs a GPU, the emulated GPU's launch
+//                      failure), at the launch's synchronisation and at
 //                      every later call (sticky); says FAULTED
 //   owner FILE         fills a buffer, writes its device pointer to FILE, says READY, waits for
 //                      a line on stdin, checks the buffer is unchanged and says INTACT
@@ -160,6 +162,20 @@ __global__ void Assert(int* out) {
   assert(out[0] == 2);
 }
 
+// The block's two warps wait at different barriers, each for all 64 threads: neither can ever
+// complete (a GPU hangs; the emulated GPU fails the launch). The explicit thread count keeps the
+// kernel in its original form: Tally's PTB form synchronises every barrier of a kernel without
+// counts through one barrier of its own, which would release both warps (undefined behaviour
+// either way, CUDA C++ Programming Guide, "Synchronization Functions").
+__global__ void DivergentBarrier(int* out) {
+  if (threadIdx.x < 32) {
+    out[threadIdx.x] = 1;
+    asm volatile("bar.sync 0, 64;");
+  } else {
+    asm volatile("bar.sync 1, 64;");
+  }
+}
+
 // Recursion that cannot be bounded at compile time and outgrows the thread's stack.
 __device__ int Deep(int depth, int* out) {
   volatile int frame[64];
@@ -180,6 +196,8 @@ const std::map<std::string, Fault>& Faults() {
       {"misaligned", {cudaErrorMisalignedAddress, [](int* out) { Misaligned<<<1, 32>>>(out); }}},
       {"trap", {cudaErrorLaunchFailure, [](int* out) { Trap<<<1, 32>>>(out); }}},
       {"assert", {cudaErrorAssert, [](int* out) { Assert<<<1, 32>>>(out); }}},
+      {"divergent-barrier",
+       {cudaErrorLaunchFailure, [](int* out) { DivergentBarrier<<<1, 64>>>(out); }}},
       {"stack-overflow",
        {cudaErrorLaunchFailure, [](int* out) { StackOverflow<<<1, 32>>>(out, 1 << 20); }}},
   };
