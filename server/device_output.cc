@@ -32,6 +32,19 @@ bool DeviceOutput::Collect(PFN_tallyEmuTenantTakeOutput take, uint64_t tenant) {
   return !held_.empty();
 }
 
+void DeviceOutput::Discard(PFN_tallyEmuTenantTakeOutput take, uint64_t tenant) {
+  std::lock_guard lock(mu_);
+  held_.clear();
+  held_.shrink_to_fit();
+  if (take == nullptr) return;
+  char buffer[4096];
+  int stream = 0;
+  size_t size = 0;
+  // Bounded: the device keeps at most TenantOutput::kCapacity bytes for the tenant.
+  while (take(tenant, &stream, buffer, sizeof(buffer), &size) == CUDA_SUCCESS && size > 0) {
+  }
+}
+
 bool DeviceOutput::Take(std::vector<std::byte>& tail) {
   std::lock_guard lock(mu_);
   // Whole records, at least one (each holds at most 4 KiB of text, see Collect).

@@ -28,6 +28,9 @@ class DeviceOutput {
   // Appends up to kMaxTaken bytes of held text to `tail` as ipc::DeviceOutputRecords, oldest
   // first; whether more is held. Any thread.
   bool Take(std::vector<std::byte>& tail);
+  // Drops whatever is held here and on the device for the tenant (its client has left, its
+  // kernels have finished): nothing of it outlives the client.
+  void Discard(PFN_tallyEmuTenantTakeOutput take, uint64_t tenant);
 
  private:
   std::mutex mu_;
@@ -42,6 +45,7 @@ struct DeviceOutputSource {
   uint64_t tenant = 0;
   // DeviceOutput::Collect.
   bool Collect() const { return output->Collect(take, tenant); }
+  void Discard() const { output->Discard(take, tenant); }
 };
 
 }  // namespace tally::server

@@ -120,6 +120,8 @@ bool Session::Close(std::chrono::steady_clock::time_point deadline) {
     if (server_.sessions != nullptr) server_.sessions->Remove(this);
     return false;
   }
+  // Its kernels have finished: what they printed and the client did not take goes too.
+  device_output().Discard();
   // The streams are idle, so nothing uses the host region any more: the server's mapping of it
   // goes with the connection, after this. Freeing may still wait for other clients' kernels.
   const bool released = RunBounded(

@@ -20,6 +20,7 @@ struct Gate {
   std::mutex mu;
   std::condition_variable cv;
   bool open = false;
+  bool entered = false;  // a host function waits at the gate
   void Open() {
     std::lock_guard lock(mu);
     open = true;
@@ -28,7 +29,14 @@ struct Gate {
   static void Wait(void* self) {
     auto* gate = static_cast<Gate*>(self);
     std::unique_lock lock(gate->mu);
+    gate->entered = true;
+    gate->cv.notify_all();
     gate->cv.wait(lock, [&] { return gate->open; });
+  }
+  // Until a host function waits at the gate (it has left its stream's queue).
+  void AwaitEntered() {
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return entered; });
   }
 };
 
@@ -282,6 +290,9 @@ TEST_CASE("a full stream blocks the enqueuer until its work drains, other stream
   EMU_OK(emu.cuStreamCreate(&other, CU_STREAM_NON_BLOCKING));
   Gate gate;
   EMU_OK(emu.cuLaunchHostFunc(full, Gate::Wait, &gate));  // running, holds everything behind
+  // Running, not queued: on a busy machine the stream's worker may take it late, and the bound
+  // below counts what is queued.
+  gate.AwaitEntered();
   constexpr int kTotal = 5000;  // more than the stream holds (kMaxQueuedWork, 4096)
   std::atomic<int> enqueued{0};
   std::thread flood([&] {

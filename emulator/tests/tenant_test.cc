@@ -3,7 +3,9 @@
 #include <dlfcn.h>
 
 #include <chrono>
+#include <string>
 #include <thread>
+#include <vector>
 
 // First: it defines what the CUDA headers need for the tests' versioned names.
 #include "emulator/tests/kernel_util.h"
@@ -185,6 +187,46 @@ TEST_CASE("a fault in a tenant's kernel is that tenant's sticky error, not the c
   CHECK(tenants.error(0) == CUDA_SUCCESS);  // 0 is no tenant
   for (CUstream stream : {faulty, sibling, other}) EMU_OK(emu.cuStreamDestroy_v2(stream));
   CHECK(tenants.stream(reinterpret_cast<CUstream>(0x1234), 1) == CUDA_ERROR_INVALID_HANDLE);
+}
+
+// Everything pending for `tenant`, taken in pieces of at most `piece` bytes, stdout only.
+std::string TakeAll(PFN_tallyEmuTenantTakeOutput take, unsigned long long tenant, size_t piece) {
+  std::string text;
+  std::vector<char> buffer(piece);
+  for (;;) {
+    int stream = 0;
+    size_t size = 0;
+    EMU_OK(take(tenant, &stream, buffer.data(), buffer.size(), &size));
+    if (size == 0) return text;
+    CHECK(stream == 1);
+    text.append(buffer.data(), size);
+  }
+}
+
+TEST_CASE("a tenant's printf is kept for it, in order, until taken") {
+  const EmuApi& emu = Emu();
+  EnsureContext();
+  const Tenants tenants;
+  const auto take = Extension<PFN_tallyEmuTenantTakeOutput>("tallyEmuTenantTakeOutput");
+  CUstream mine = TenantStream(tenants, 21);
+  CUstream other = TenantStream(tenants, 22);
+  const CUfunction say = KernelFrom("tenant", "say");
+  int value = 5;
+  void* args[] = {&value};
+  EMU_OK(emu.cuLaunchKernel(say, 1, 1, 1, 2, 1, 1, 0, mine, args, nullptr));
+  EMU_OK(emu.cuStreamSynchronize(mine));
+  value = 6;
+  EMU_OK(emu.cuLaunchKernel(say, 1, 1, 1, 1, 1, 1, 0, mine, args, nullptr));
+  EMU_OK(emu.cuStreamSynchronize(mine));
+  CHECK(TakeAll(take, 22, 64).empty());  // nothing of another tenant's
+  // Lanes print in lane order; the pieces (7 bytes here) come back whole and in order.
+  CHECK(TakeAll(take, 21, 7) == "thread 0 says 5\nthread 1 says 5\nthread 0 says 6\n");
+  CHECK(TakeAll(take, 21, 64).empty());  // taken once
+  int stream = 0;
+  size_t size = 1;
+  CHECK(take(21, nullptr, nullptr, 0, &size) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(take(21, &stream, nullptr, 8, &size) == CUDA_ERROR_INVALID_VALUE);
+  for (CUstream stream : {mine, other}) EMU_OK(emu.cuStreamDestroy_v2(stream));
 }
 
 }  // namespace

@@ -17,3 +17,6 @@ extern "C" __global__ void spin_until(volatile int* flag) {
 
 // Copies *from to *to (one load, one store).
 extern "C" __global__ void copy_word(const unsigned* from, unsigned* to) { *to = *from; }
+
+// Each thread prints one line.
+extern "C" __global__ void say(int value) { printf("thread %d says %d\n", threadIdx.x, value); }
