@@ -12,7 +12,7 @@
 namespace tally::ipc {
 
 // The schema number exchanged in the handshake (Hello::schema_version).
-inline constexpr uint32_t kCudaCallsSchemaVersion = 15;
+inline constexpr uint32_t kCudaCallsSchemaVersion = 16;
 
 enum class CallMode { kSync, kWait, kAsync };
 
@@ -286,6 +286,9 @@ struct LaunchKernelRequest {
   uint32_t flags;  // kLaunchCooperative
   uint64_t function;
   uint64_t stream;
+  // Cluster dimensions given at the launch (cudaLaunchAttributeClusterDimension); 0 x 0 x 0:
+  // none (the kernel's own __cluster_dims__, if any, apply).
+  Dim3 cluster;
 };
 
 // Drops this client's handle of a module (cuModuleUnload) and of the functions found in it;

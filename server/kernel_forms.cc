@@ -26,6 +26,27 @@ CUresult LaunchOriginal(const DriverApi& api, const KernelLaunch& launch) {
   // cuLaunchKernel copies the arguments, so pointers into the launch's buffer suffice.
   std::vector<const void*> args = ArgumentPointers(launch);
   void** params = const_cast<void**>(args.data());
+  if (launch.Clustered()) {
+    CUlaunchAttribute attributes[2] = {};
+    attributes[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attributes[0].value.clusterDim.x = launch.cluster.x;
+    attributes[0].value.clusterDim.y = launch.cluster.y;
+    attributes[0].value.clusterDim.z = launch.cluster.z;
+    attributes[1].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+    attributes[1].value.cooperative = launch.cooperative ? 1 : 0;
+    CUlaunchConfig config = {};
+    config.gridDimX = launch.grid.x;
+    config.gridDimY = launch.grid.y;
+    config.gridDimZ = launch.grid.z;
+    config.blockDimX = launch.block.x;
+    config.blockDimY = launch.block.y;
+    config.blockDimZ = launch.block.z;
+    config.sharedMemBytes = launch.shared_bytes;
+    config.hStream = launch.stream;
+    config.attrs = attributes;
+    config.numAttrs = 2;
+    return api.cuLaunchKernelEx(&config, launch.kernel->function, params, nullptr);
+  }
   if (launch.cooperative) {
     return api.cuLaunchCooperativeKernel(launch.kernel->function, launch.grid.x, launch.grid.y,
                                          launch.grid.z, launch.block.x, launch.block.y,

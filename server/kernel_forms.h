@@ -27,6 +27,9 @@ struct KernelLaunch {
   // cudaLaunchCooperativeKernel: all blocks resident at once (grid-wide sync), so always the
   // original form, issued with cuLaunchCooperativeKernel.
   bool cooperative = false;
+  // Cluster dimensions given at the launch (0 x 0 x 0: none), issued with cuLaunchKernelEx; such
+  // a launch, like one of a kernel with its own clusters, keeps its original form.
+  ptx::Dim3 cluster{0, 0, 0};
   CUstream stream = nullptr;
   // The stream's host function gate as the launch was queued (host_callbacks.h): a run behind a
   // host function that has not run yet must not hold the client's queue (the function may wait
@@ -34,6 +37,9 @@ struct KernelLaunch {
   const uint32_t* gate_word = nullptr;
   uint32_t gate_generation = 0;
   bool BehindHostFunction() const { return StreamGate::Closed(gate_word, gate_generation); }
+  bool Clustered() const { return cluster.x != 0; }
+  // What only the original form can run: all blocks resident at once, or clusters set here.
+  bool OriginalOnly() const { return cooperative || Clustered(); }
 };
 
 // "kernel K<<<(grid), (block), shared bytes>>>", for messages about a failed launch.

@@ -151,8 +151,9 @@ scheduler::KernelInfo KernelRuns::Describe(const KernelLaunch& launch) {
   info.shape.grid = {launch.grid.x, launch.grid.y, launch.grid.z};
   info.shape.block = {launch.block.x, launch.block.y, launch.block.z};
   info.shape.shared_bytes = launch.shared_bytes;
-  // Variants number blocks with 32-bit integers; cooperative grids must be resident at once.
-  const bool transformable = !launch.cooperative && ptx::LinearBlockCount(launch.grid).ok();
+  // Variants number blocks with 32-bit integers; cooperative grids must be resident at once;
+  // clusters set at the launch keep their original form.
+  const bool transformable = !launch.OriginalOnly() && ptx::LinearBlockCount(launch.grid).ok();
   info.sliceable = transformable && launch.kernel->sliced.has_value() &&
                    FitsDynamicShared(*launch.kernel->sliced, launch.shared_bytes);
   info.preemptible = transformable && launch.kernel->preemptible.has_value() &&
@@ -241,7 +242,7 @@ CUresult KernelRuns::IssueOriginal(const RunOwner& owner, const KernelLaunch& la
   ++owner.stats->original;
   std::optional<scheduler::KernelInfo> measured;
   CUevent start = nullptr;
-  if (profiler_ != nullptr && !launch.cooperative) {
+  if (profiler_ != nullptr && !launch.OriginalOnly()) {
     scheduler::KernelInfo info = Describe(launch);
     if (profiler_->WantsMeasurement(info, LaunchForm::Original())) {
       start = RecordNow(launch.stream);

@@ -127,16 +127,48 @@ absl::Status CheckConfiguration(const ipc::GetDeviceInfoResponse& device, const 
   return absl::OkStatus();
 }
 
+// What a launch asks beyond its shape: cooperative (all blocks resident at once), and the
+// cluster dimensions given at the launch (0 x 0 x 0: the kernel's own, if any).
+struct LaunchOptions {
+  uint32_t flags = 0;  // ipc::kLaunchCooperative
+  ipc::Dim3 cluster{0, 0, 0};
+};
+
+// Cluster dimensions given at the launch, checked where CUDA checks them at the call (the
+// launch is one-way; the driver still checks the size against the kernel's limits): a device
+// without clusters refuses them, and they must divide the grid (CUDA C++ Programming Guide,
+// "Thread Block Clusters").
+absl::Status CheckCluster(const ipc::GetDeviceInfoResponse& device, ipc::Dim3 cluster,
+                          ipc::Dim3 grid) {
+  TALLY_ASSIGN_OR_RETURN(const int major,
+                         DeviceAttribute(device, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR));
+  if (major < 9) {
+    return CudaError(cudaErrorNotSupported, "thread-block clusters need compute capability 9.0");
+  }
+  if (cluster.x == 0 || cluster.y == 0 || cluster.z == 0 || grid.x % cluster.x != 0 ||
+      grid.y % cluster.y != 0 || grid.z % cluster.z != 0) {
+    return CudaError(cudaErrorInvalidClusterSize,
+                     absl::StrFormat("cluster %dx%dx%d does not divide the grid %dx%dx%d",
+                                     cluster.x, cluster.y, cluster.z, grid.x, grid.y, grid.z));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Post(const Kernel& kernel, ipc::Dim3 grid, ipc::Dim3 block, size_t shared_bytes,
-                  cudaStream_t stream, std::span<const std::byte> params, uint32_t flags = 0) {
+                  cudaStream_t stream, std::span<const std::byte> params,
+                  const LaunchOptions& options = {}) {
   TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
   TALLY_RETURN_IF_ERROR(CheckConfiguration(channel->device(), kernel, grid, block, shared_bytes));
+  if (options.cluster.x != 0 || options.cluster.y != 0 || options.cluster.z != 0) {
+    TALLY_RETURN_IF_ERROR(CheckCluster(channel->device(), options.cluster, grid));
+  }
   return channel->Post(ipc::LaunchKernelRequest{.grid = grid,
                                                 .block = block,
                                                 .shared_bytes = static_cast<uint32_t>(shared_bytes),
-                                                .flags = flags,
+                                                .flags = options.flags,
                                                 .function = kernel.function,
-                                                .stream = StreamHandle(stream)},
+                                                .stream = StreamHandle(stream),
+                                                .cluster = options.cluster},
                        params);
 }
 
@@ -144,7 +176,7 @@ absl::Status Post(const Kernel& kernel, ipc::Dim3 grid, ipc::Dim3 block, size_t 
 // kernelParams), packed here with the layout the server derived from the kernel's PTX.
 absl::Status PostWithArgs(const Kernel& kernel, ipc::Dim3 grid, ipc::Dim3 block,
                           size_t shared_bytes, cudaStream_t stream, void** args,
-                          uint32_t flags = 0) {
+                          const LaunchOptions& options = {}) {
   if (!kernel.params.empty() && args == nullptr) {
     return CudaError(cudaErrorInvalidValue, "kernel arguments missing");
   }
@@ -152,14 +184,14 @@ absl::Status PostWithArgs(const Kernel& kernel, ipc::Dim3 grid, ipc::Dim3 block,
   for (size_t i = 0; i < kernel.params.size(); ++i) {
     std::memcpy(param_buffer.data() + kernel.params[i].offset, args[i], kernel.params[i].size);
   }
-  return Post(kernel, grid, block, shared_bytes, stream, param_buffer, flags);
+  return Post(kernel, grid, block, shared_bytes, stream, param_buffer, options);
 }
 
 absl::Status Launch(Kernel& kernel, dim3 grid, dim3 block, void** args, size_t shared_bytes,
-                    cudaStream_t stream, uint32_t flags = 0) {
+                    cudaStream_t stream, const LaunchOptions& options = {}) {
   TALLY_RETURN_IF_ERROR(KernelRegistry::Get().Resolve(kernel));
   return PostWithArgs(kernel, {grid.x, grid.y, grid.z}, {block.x, block.y, block.z}, shared_bytes,
-                      stream, args, flags);
+                      stream, args, options);
 }
 
 // A cooperative launch needs every block resident at once: cudaErrorCooperativeLaunchTooLarge
@@ -197,7 +229,7 @@ absl::Status LaunchCooperative(Kernel& kernel, dim3 grid, dim3 block, void** arg
   TALLY_RETURN_IF_ERROR(KernelRegistry::Get().Resolve(kernel));
   TALLY_RETURN_IF_ERROR(CheckCooperative(kernel, {grid.x, grid.y, grid.z},
                                          {block.x, block.y, block.z}, shared_bytes));
-  return Launch(kernel, grid, block, args, shared_bytes, stream, ipc::kLaunchCooperative);
+  return Launch(kernel, grid, block, args, shared_bytes, stream, {.flags = ipc::kLaunchCooperative});
 }
 
 // The runtime's and the driver's launch attributes are one enumeration (cudaLaunchAttributeID
@@ -217,10 +249,6 @@ const CUlaunchAttributeValue& ValueOf(const CUlaunchAttribute& attribute) {
   return attribute.value;
 }
 
-// The launch attributes of cudaLaunchKernelExC and cuLaunchKernelEx: cooperative is honoured,
-// performance hints are ignored (they never change results), attributes whose semantics Tally
-// does not provide are cudaErrorNotSupported, and ids the headers do not know are
-// cudaErrorInvalidValue.
 // An access policy window checked as a stream attribute's (CUaccessPolicyWindow and
 // cudaAccessPolicyWindow share their layout).
 template <typename Window>
@@ -231,18 +259,22 @@ absl::Status CheckWindow(const Window& window) {
   return tally::client::CheckAccessPolicyWindow(as_runtime);
 }
 
+// The launch attributes of cudaLaunchKernelExC and cuLaunchKernelEx: cooperative and cluster
+// dimensions are honoured, performance hints are ignored (they never change results),
+// attributes whose semantics Tally does not provide are cudaErrorNotSupported, and ids the
+// headers do not know are cudaErrorInvalidValue.
 template <typename Attribute>
-absl::StatusOr<uint32_t> LaunchFlags(const Attribute* attributes, unsigned count) {
+absl::StatusOr<LaunchOptions> LaunchOptionsOf(const Attribute* attributes, unsigned count) {
   if (count > 0 && attributes == nullptr) {
     return CudaError(cudaErrorInvalidValue, "numAttrs > 0 with null attrs");
   }
-  uint32_t flags = 0;
+  LaunchOptions options;
   for (unsigned i = 0; i < count; ++i) {
     const auto& value = ValueOf(attributes[i]);
     const int id = static_cast<int>(attributes[i].id);
     switch (id) {
       case cudaLaunchAttributeCooperative:
-        if (value.cooperative != 0) flags |= ipc::kLaunchCooperative;
+        if (value.cooperative != 0) options.flags |= ipc::kLaunchCooperative;
         break;
       case cudaLaunchAttributeAccessPolicyWindow:
         TALLY_RETURN_IF_ERROR(CheckWindow(value.accessPolicyWindow));
@@ -255,10 +287,11 @@ absl::StatusOr<uint32_t> LaunchFlags(const Attribute* attributes, unsigned count
       case cudaLaunchAttributeNvlinkUtilCentricScheduling:
         break;
       case cudaLaunchAttributeClusterDimension:
-        if (value.clusterDim.x * value.clusterDim.y * value.clusterDim.z <= 1) {
-          break;  // a cluster of one block is no cluster
+        // Checked by CheckCluster; a cluster of one block is no cluster.
+        if (uint64_t{value.clusterDim.x} * value.clusterDim.y * value.clusterDim.z != 1) {
+          options.cluster = {value.clusterDim.x, value.clusterDim.y, value.clusterDim.z};
         }
-        [[fallthrough]];
+        break;
       case cudaLaunchAttributeSynchronizationPolicy:
       case cudaLaunchAttributeClusterSchedulingPolicyPreference:
       case cudaLaunchAttributeProgrammaticStreamSerialization:
@@ -272,7 +305,7 @@ absl::StatusOr<uint32_t> LaunchFlags(const Attribute* attributes, unsigned count
         return CudaError(cudaErrorInvalidValue, absl::StrFormat("unknown launch attribute %d", id));
     }
   }
-  return flags;
+  return options;
 }
 
 // cuLaunchKernel's `extra`: CU_LAUNCH_PARAM_BUFFER_POINTER and _SIZE give the parameters
@@ -304,15 +337,16 @@ absl::StatusOr<std::span<const std::byte>> PackedParams(const Kernel& kernel, vo
 // A driver API launch: exactly one of kernelParams and extra gives the arguments (CUDA Driver
 // API, cuLaunchKernel).
 absl::Status PostDriver(const Kernel& kernel, ipc::Dim3 grid, ipc::Dim3 block, size_t shared_bytes,
-                        CUstream stream, void** kernel_params, void** extra, uint32_t flags = 0) {
+                        CUstream stream, void** kernel_params, void** extra,
+                        const LaunchOptions& options = {}) {
   if (extra == nullptr) {
-    return PostWithArgs(kernel, grid, block, shared_bytes, stream, kernel_params, flags);
+    return PostWithArgs(kernel, grid, block, shared_bytes, stream, kernel_params, options);
   }
   if (kernel_params != nullptr) {
     return DriverError(CUDA_ERROR_INVALID_VALUE, "both kernelParams and extra given");
   }
   TALLY_ASSIGN_OR_RETURN(std::span<const std::byte> params, PackedParams(kernel, extra));
-  return Post(kernel, grid, block, shared_bytes, stream, params, flags);
+  return Post(kernel, grid, block, shared_bytes, stream, params, options);
 }
 
 }  // namespace
@@ -385,14 +419,19 @@ cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* fu
                                 void** args) {
   return Run(__func__, [&]() -> absl::Status {
     if (config == nullptr) return CudaError(cudaErrorInvalidValue, "null launch configuration");
-    TALLY_ASSIGN_OR_RETURN(const uint32_t flags, LaunchFlags(config->attrs, config->numAttrs));
+    TALLY_ASSIGN_OR_RETURN(const LaunchOptions options,
+                           LaunchOptionsOf(config->attrs, config->numAttrs));
     TALLY_ASSIGN_OR_RETURN(Kernel * kernel, KernelRegistry::Get().Resolve(function));
-    if ((flags & ipc::kLaunchCooperative) != 0) {
-      return LaunchCooperative(*kernel, config->gridDim, config->blockDim, args,
-                               config->dynamicSmemBytes, config->stream);
+    if ((options.flags & ipc::kLaunchCooperative) != 0) {
+      TALLY_RETURN_IF_ERROR(KernelRegistry::Get().Resolve(*kernel));
+      TALLY_RETURN_IF_ERROR(CheckCooperative(*kernel, {config->gridDim.x, config->gridDim.y,
+                                                       config->gridDim.z},
+                                             {config->blockDim.x, config->blockDim.y,
+                                              config->blockDim.z},
+                                             config->dynamicSmemBytes));
     }
     return Launch(*kernel, config->gridDim, config->blockDim, args, config->dynamicSmemBytes,
-                  config->stream);
+                  config->stream, options);
   });
 }
 
@@ -417,7 +456,7 @@ CUresult cuLaunchCooperativeKernel(CUfunction function, unsigned int grid_x, uns
     const ipc::Dim3 block{block_x, block_y, block_z};
     TALLY_RETURN_IF_ERROR(CheckCooperative(*kernel, grid, block, shared_bytes));
     return PostWithArgs(*kernel, grid, block, shared_bytes, stream, kernel_params,
-                        ipc::kLaunchCooperative);
+                        {.flags = ipc::kLaunchCooperative});
   });
 }
 
@@ -425,15 +464,16 @@ CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction function, voi
                           void** extra) {
   return RunDriver(__func__, [&]() -> absl::Status {
     if (config == nullptr) return DriverError(CUDA_ERROR_INVALID_VALUE, "null launch config");
-    TALLY_ASSIGN_OR_RETURN(const uint32_t flags, LaunchFlags(config->attrs, config->numAttrs));
+    TALLY_ASSIGN_OR_RETURN(const LaunchOptions options,
+                           LaunchOptionsOf(config->attrs, config->numAttrs));
     TALLY_ASSIGN_OR_RETURN(const Kernel* kernel, DriverFunction(function));
     const ipc::Dim3 grid{config->gridDimX, config->gridDimY, config->gridDimZ};
     const ipc::Dim3 block{config->blockDimX, config->blockDimY, config->blockDimZ};
-    if ((flags & ipc::kLaunchCooperative) != 0) {
+    if ((options.flags & ipc::kLaunchCooperative) != 0) {
       TALLY_RETURN_IF_ERROR(CheckCooperative(*kernel, grid, block, config->sharedMemBytes));
     }
     return PostDriver(*kernel, grid, block, config->sharedMemBytes, config->hStream, kernel_params,
-                      extra, flags);
+                      extra, options);
   });
 }
 

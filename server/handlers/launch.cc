@@ -37,6 +37,7 @@ absl::Status Handle(Session& session, const ipc::Decoded<ipc::LaunchKernelReques
   launch.block = {r.block.x, r.block.y, r.block.z};
   launch.shared_bytes = r.shared_bytes;
   launch.cooperative = (r.flags & ipc::kLaunchCooperative) != 0;
+  launch.cluster = {r.cluster.x, r.cluster.y, r.cluster.z};
   session.EnqueueKernel(std::move(launch));
   return absl::OkStatus();
 }

@@ -359,10 +359,21 @@ void TestLaunches() {
   config.attrs = &refused;
   config.numAttrs = 1;
   EXPECT(cuLaunchKernelEx(&config, rotate, params, nullptr) == CUDA_ERROR_NOT_SUPPORTED);
+  // Clusters need compute capability 9.0 (e2e_clusters runs them there); a 0 dimension or one
+  // that does not divide the grid is refused on any device.
   refused.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
   refused.value.clusterDim.x = 2;
   refused.value.clusterDim.y = refused.value.clusterDim.z = 1;
-  EXPECT(cuLaunchKernelEx(&config, rotate, params, nullptr) == CUDA_ERROR_NOT_SUPPORTED);
+  int cc_major = 0;
+  CHECK_CU(cuDeviceGetAttribute(&cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 0));
+  if (cc_major < 9) {
+    EXPECT(cuLaunchKernelEx(&config, rotate, params, nullptr) == CUDA_ERROR_NOT_SUPPORTED);
+  } else {
+    refused.value.clusterDim.x = 0;
+    EXPECT(cuLaunchKernelEx(&config, rotate, params, nullptr) == CUDA_ERROR_INVALID_CLUSTER_SIZE);
+    refused.value.clusterDim.x = kBlocks + 1;
+    EXPECT(cuLaunchKernelEx(&config, rotate, params, nullptr) == CUDA_ERROR_INVALID_CLUSTER_SIZE);
+  }
   refused.id = static_cast<CUlaunchAttributeID>(999);
   EXPECT(cuLaunchKernelEx(&config, rotate, params, nullptr) == CUDA_ERROR_INVALID_VALUE);
   config.attrs = nullptr;
