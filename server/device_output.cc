@@ -33,16 +33,14 @@ bool DeviceOutput::Collect(PFN_tallyEmuTenantTakeOutput take, uint64_t tenant) {
 }
 
 void DeviceOutput::Discard(PFN_tallyEmuTenantTakeOutput take, uint64_t tenant) {
-  std::lock_guard lock(mu_);
-  held_.clear();
-  held_.shrink_to_fit();
-  if (take == nullptr) return;
-  char buffer[4096];
-  int stream = 0;
-  size_t size = 0;
-  // Bounded: the device keeps at most TenantOutput::kCapacity bytes for the tenant.
-  while (take(tenant, &stream, buffer, sizeof(buffer), &size) == CUDA_SUCCESS && size > 0) {
+  // Each Collect moves up to kMaxHeld bytes here; the device keeps at most as much for the
+  // tenant, so this ends.
+  while (Collect(take, tenant)) {
+    std::lock_guard lock(mu_);
+    held_.clear();
   }
+  std::lock_guard lock(mu_);
+  held_.shrink_to_fit();
 }
 
 bool DeviceOutput::Take(std::vector<std::byte>& tail) {
