@@ -401,7 +401,8 @@ TEST_CASE("errors of one-way calls surface at the next synchronising call, once"
                                        .shared_bytes = 0,
                                        .flags = 0,
                                        .function = 99,
-                                       .stream = 0, .cluster = {0, 0, 0}});
+                                       .stream = 0,
+                                       .cluster = {0, 0, 0}});
   CHECK(client.Result(ipc::DeviceSynchronizeRequest{}) == CUDA_ERROR_INVALID_VALUE);
   // The first failure is named: the call and why it was refused.
   CHECK(client.last_reason().find("Memset") != std::string::npos);
@@ -529,7 +530,8 @@ TEST_CASE("a fatbin is loaded once for all clients, and its kernels launch") {
                                         .shared_bytes = 0,
                                         .flags = 0,
                                         .function = function.function,
-                                        .stream = 0, .cluster = {0, 0, 0}};
+                                        .stream = 0,
+                                        .cluster = {0, 0, 0}};
   a.Post(launch, params);
   // Too few argument bytes, and another client's function handle: refused, reported at the
   // next synchronising call.
@@ -537,6 +539,11 @@ TEST_CASE("a fatbin is loaded once for all clients, and its kernels launch") {
   CHECK(a.Result(ipc::DeviceSynchronizeRequest{}) == CUDA_ERROR_INVALID_VALUE);
   b.Post(launch, params);
   CHECK(b.Result(ipc::DeviceSynchronizeRequest{}) == CUDA_ERROR_INVALID_HANDLE);
+  // Cluster dimensions with a zero among them: refused the same way.
+  ipc::LaunchKernelRequest half_cluster = launch;
+  half_cluster.cluster = {2, 0, 1};
+  a.Post(half_cluster, params);
+  CHECK(a.Result(ipc::DeviceSynchronizeRequest{}) == CUDA_ERROR_INVALID_CLUSTER_SIZE);
   REQUIRE(a.Result(ipc::MemcpyDtoHRequest{.src = data, .stream = 0, .dst = {0, n * sizeof(int)}}) ==
           CUDA_SUCCESS);
   std::memcpy(values.data(), a.bulk().data(), n * sizeof(int));
@@ -617,7 +624,8 @@ void LaunchPointerKernel(TestClient& client, const std::string& fatbin, const st
                                        .shared_bytes = 0,
                                        .flags = 0,
                                        .function = function,
-                                       .stream = 0, .cluster = {0, 0, 0}},
+                                       .stream = 0,
+                                       .cluster = {0, 0, 0}},
               params);
   client.session().HandOver();
 }
@@ -659,7 +667,8 @@ TEST_CASE("a launch the driver refuses is named at the next synchronising call")
                                        .shared_bytes = 0,
                                        .flags = 0,
                                        .function = function,
-                                       .stream = 0, .cluster = {0, 0, 0}},
+                                       .stream = 0,
+                                       .cluster = {0, 0, 0}},
               params);
   CHECK(client.Result(ipc::DeviceSynchronizeRequest{}) == CUDA_ERROR_INVALID_VALUE);
   CHECK(client.last_reason().find("kernel Scale<<<(2,1,1), (4096,1,1), 0>>>") != std::string::npos);
@@ -686,7 +695,8 @@ TEST_CASE("clients sharing a fatbin with module state get modules of their own")
                                           .shared_bytes = 0,
                                           .flags = 0,
                                           .function = function,
-                                          .stream = 0, .cluster = {0, 0, 0}};
+                                          .stream = 0,
+                                          .cluster = {0, 0, 0}};
     for (int launches = 0; launches < c + 1; ++launches) {
       client.Post(launch, std::as_bytes(std::span(&out, 1)));
     }
@@ -723,7 +733,8 @@ TEST_CASE("PTX images load, their functions launch, and unloading forgets the fu
                                         .shared_bytes = 0,
                                         .flags = 0,
                                         .function = function,
-                                        .stream = 0, .cluster = {0, 0, 0}};
+                                        .stream = 0,
+                                        .cluster = {0, 0, 0}};
   client.Post(launch, std::as_bytes(std::span(&out, 1)));
   REQUIRE(client.Result(ipc::MemcpyDtoHRequest{.src = out, .stream = 0, .dst = {0, 4}}) ==
           CUDA_SUCCESS);

@@ -22,6 +22,13 @@ absl::Status Handle(Session& session, const ipc::Decoded<ipc::LaunchKernelReques
         absl::StrFormat("%d bytes of arguments for %s, which takes %d", request.tail.size(),
                         kernel->signature.name, kernel->signature.param_buffer_size));
   }
+  // Cluster dimensions: none (all 0) or all given; the driver checks their sizes.
+  const bool some_cluster = r.cluster.x != 0 || r.cluster.y != 0 || r.cluster.z != 0;
+  if (some_cluster && (r.cluster.x == 0 || r.cluster.y == 0 || r.cluster.z == 0)) {
+    return ClientError(CUDA_ERROR_INVALID_CLUSTER_SIZE,
+                       absl::StrFormat("cluster %dx%dx%d has a zero dimension", r.cluster.x,
+                                       r.cluster.y, r.cluster.z));
+  }
   // Copied out of the ring: the record is released before the launch is issued. The launch
   // holds the module so that it outlives the launch even if the client goes away. It lives in
   // the command itself: one allocation per launch (two with arguments), not one per object.
