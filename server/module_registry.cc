@@ -110,6 +110,12 @@ LoadOutcome LoadModule(const DriverApi& api, CUmodule* module, const void* image
   return outcome;
 }
 
+// The kernel across servers and runs (Kernel::identity): its module's content hash continued
+// with its name.
+uint64_t KernelIdentity(const ParsedImage& parsed, const std::string& name) {
+  return ipc::ContentHash(std::as_bytes(std::span(name)), parsed.content_hash);
+}
+
 // A machine-code module's kernel `name`: its layout from the driver (cuFuncGetParamInfo, whose
 // CUDA_ERROR_INVALID_VALUE past the last parameter is how the parameters are counted).
 absl::StatusOr<Kernel> MachineCodeKernel(const DriverApi& api, CUmodule module,
@@ -137,7 +143,7 @@ absl::StatusOr<Kernel> MachineCodeKernel(const DriverApi& api, CUmodule module,
     kernel.signature.param_buffer_size = param.offset + param.size;
     kernel.signature.params.push_back(std::move(param));
   }
-  kernel.identity = ipc::ContentHash(std::as_bytes(std::span(name)), parsed.content_hash);
+  kernel.identity = KernelIdentity(parsed, name);
   return kernel;
 }
 
@@ -385,8 +391,7 @@ absl::StatusOr<std::shared_ptr<SharedModule>> ModuleRegistry::Load(
       return CheckCu(found, "cuModuleGetFunction");
     }
     kernel.signature = signature;
-    kernel.identity =
-        ipc::ContentHash(std::as_bytes(std::span(signature.name)), parsed->content_hash);
+    kernel.identity = KernelIdentity(*parsed, signature.name);
     if (transformed) {
       auto forms = std::ranges::find(parsed->forms, signature.name,
                                      [](const ptx::KernelForms& f) { return f.analysis.kernel; });
