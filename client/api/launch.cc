@@ -224,12 +224,14 @@ absl::Status CheckCooperative(const Kernel& kernel, ipc::Dim3 grid, ipc::Dim3 bl
   return absl::OkStatus();
 }
 
+// `options` of a cooperative launch (cluster dimensions too, from cudaLaunchKernelExC).
 absl::Status LaunchCooperative(Kernel& kernel, dim3 grid, dim3 block, void** args,
-                               size_t shared_bytes, cudaStream_t stream) {
+                               size_t shared_bytes, cudaStream_t stream,
+                               const LaunchOptions& options = {.flags = ipc::kLaunchCooperative}) {
   TALLY_RETURN_IF_ERROR(KernelRegistry::Get().Resolve(kernel));
   TALLY_RETURN_IF_ERROR(CheckCooperative(kernel, {grid.x, grid.y, grid.z},
                                          {block.x, block.y, block.z}, shared_bytes));
-  return Launch(kernel, grid, block, args, shared_bytes, stream, {.flags = ipc::kLaunchCooperative});
+  return Launch(kernel, grid, block, args, shared_bytes, stream, options);
 }
 
 // The runtime's and the driver's launch attributes are one enumeration (cudaLaunchAttributeID
@@ -423,12 +425,8 @@ cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* fu
                            LaunchOptionsOf(config->attrs, config->numAttrs));
     TALLY_ASSIGN_OR_RETURN(Kernel * kernel, KernelRegistry::Get().Resolve(function));
     if ((options.flags & ipc::kLaunchCooperative) != 0) {
-      TALLY_RETURN_IF_ERROR(KernelRegistry::Get().Resolve(*kernel));
-      TALLY_RETURN_IF_ERROR(CheckCooperative(*kernel, {config->gridDim.x, config->gridDim.y,
-                                                       config->gridDim.z},
-                                             {config->blockDim.x, config->blockDim.y,
-                                              config->blockDim.z},
-                                             config->dynamicSmemBytes));
+      return LaunchCooperative(*kernel, config->gridDim, config->blockDim, args,
+                               config->dynamicSmemBytes, config->stream, options);
     }
     return Launch(*kernel, config->gridDim, config->blockDim, args, config->dynamicSmemBytes,
                   config->stream, options);
