@@ -196,7 +196,7 @@ TEST_CASE("cuGetProcAddress picks the newest variant the caller's version knows"
   CHECK(GetProc("cuModuleLoadDataEx", &function, 2000, &status) == CUDA_ERROR_NOT_FOUND);
   CHECK((status == CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT && function == nullptr));
   // A real driver function the shim does not implement is not offered.
-  CHECK(GetProc("cuGraphCreate", &function, 13000, &status) == CUDA_ERROR_NOT_FOUND);
+  CHECK(GetProc("cuArrayCreate", &function, 13000, &status) == CUDA_ERROR_NOT_FOUND);
   CHECK(status == CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
   CHECK(SHIM(cuGetProcAddress_v2)(nullptr, &function, 13000, 0, nullptr) ==
         CUDA_ERROR_INVALID_VALUE);
@@ -212,7 +212,7 @@ TEST_CASE("driver calls need cuInit, which fails cleanly without a server") {
   CHECK(SHIM(cuGetExportTable)(&table, nullptr) == CUDA_ERROR_NOT_SUPPORTED);
   CHECK(table == nullptr);
   // The weak stub of an unimplemented export ignores its arguments.
-  CHECK(reinterpret_cast<CUresult (*)()>(dlsym(Shim(), "cuGraphCreate"))() ==
+  CHECK(reinterpret_cast<CUresult (*)()>(dlsym(Shim(), "cuArrayCreate_v2"))() ==
         CUDA_ERROR_NOT_SUPPORTED);
   // The runtime's last error is the runtime's alone.
   CHECK(SHIM(cudaGetLastError)() == cudaSuccess);

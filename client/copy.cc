@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "client/capture.h"
 #include "client/channel.h"
 #include "client/handles.h"
 #include "common/status.h"
@@ -166,6 +167,53 @@ absl::Status StagedBox(Channel& channel, Where device_where, const BoxSide& devi
   return absl::OkStatus();
 }
 
+cudaPitchedPtr PitchedOf(const BoxSide& side, size_t width) {
+  return {.ptr = const_cast<void*>(side.base),
+          .pitch = side.pitch,
+          .xsize = width,
+          .ysize = side.slice_height};
+}
+
+// An asynchronous copy into a capturing stream becomes a memcpy node; a synchronous one waits
+// for its stream, which capture rules govern (capture.h).
+absl::StatusOr<bool> CaptureCopy(const BoxSide& dst, const BoxSide& src, const BoxExtent& extent,
+                                 cudaMemcpyKind kind, cudaStream_t stream, CopyMode mode) {
+  if (mode == CopyMode::kSync) {
+    TALLY_RETURN_IF_ERROR(CheckUnsafeCall());
+    TALLY_RETURN_IF_ERROR(CheckSynchronizing(stream));
+    return false;
+  }
+  return CaptureWork(stream, [&] {
+    cudaMemcpy3DParms parms{};
+    parms.dstPtr = PitchedOf(dst, extent.width);
+    parms.srcPtr = PitchedOf(src, extent.width);
+    parms.extent = {.width = extent.width, .height = extent.height, .depth = extent.depth};
+    parms.kind = kind;
+    return NodeWork(CopyWork{.parms = parms});
+  });
+}
+
+// A memset into a capturing stream becomes a memset node per slice (cudaMemsetParams has no
+// depth), each after the one before.
+absl::StatusOr<bool> CaptureMemsetBox(const BoxSide& dst, uint32_t value, uint32_t element_size,
+                                      const BoxExtent& extent, cudaStream_t stream) {
+  for (size_t z = 0; z < extent.depth; ++z) {
+    void* slice = const_cast<std::byte*>(static_cast<const std::byte*>(dst.base)) +
+                  z * dst.pitch * dst.slice_height;
+    TALLY_ASSIGN_OR_RETURN(
+        const bool captured, CaptureWork(stream, [&] {
+          return NodeWork(MemsetWork{.params = {.dst = slice,
+                                                .pitch = dst.pitch,
+                                                .value = value,
+                                                .elementSize = element_size,
+                                                .width = extent.width / element_size,
+                                                .height = extent.height}});
+        }));
+    if (!captured) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 absl::StatusOr<ipc::BulkRef> AllocateChunk(Channel& channel, size_t wanted) {
@@ -185,6 +233,9 @@ uint64_t NewBufferId() {
 absl::Status Copy(void* dst, const void* src, size_t count, cudaMemcpyKind kind,
                   cudaStream_t stream, CopyMode mode) {
   if (count == 0) return absl::OkStatus();
+  TALLY_ASSIGN_OR_RETURN(const bool captured, CaptureCopy({dst, count, 1}, {src, count, 1},
+                                                          {count, 1, 1}, kind, stream, mode));
+  if (captured) return absl::OkStatus();
   if (dst == nullptr || src == nullptr) {
     return CudaError(cudaErrorInvalidValue, "null copy source or destination");
   }
@@ -225,6 +276,8 @@ absl::Status CopyBox(const BoxSide& dst, const BoxSide& src, const BoxExtent& ex
                      cudaMemcpyKind kind, cudaStream_t stream, CopyMode mode) {
   TALLY_RETURN_IF_ERROR(CheckKind(kind));
   if (extent.width == 0 || extent.height == 0 || extent.depth == 0) return absl::OkStatus();
+  TALLY_ASSIGN_OR_RETURN(const bool captured, CaptureCopy(dst, src, extent, kind, stream, mode));
+  if (captured) return absl::OkStatus();
   TALLY_ASSIGN_OR_RETURN(const size_t dst_span, BoxSpan(dst, extent));
   TALLY_ASSIGN_OR_RETURN(const size_t src_span, BoxSpan(src, extent));
   if (dst.base == nullptr || src.base == nullptr) {
@@ -269,6 +322,15 @@ absl::Status MemsetElements(void* dst, uint32_t value, uint32_t element_size, si
     return CudaError(cudaErrorInvalidValue, "memset destination misaligned or count too large");
   }
   TALLY_RETURN_IF_ERROR(CheckDeviceRange(dst, count * element_size));
+  TALLY_ASSIGN_OR_RETURN(const bool captured, CaptureWork(stream, [&] {
+                           return NodeWork(MemsetWork{.params = {.dst = dst,
+                                                                 .pitch = 0,
+                                                                 .value = value,
+                                                                 .elementSize = element_size,
+                                                                 .width = count,
+                                                                 .height = 1}});
+                         }));
+  if (captured) return absl::OkStatus();
   TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
   return channel->Post(ipc::MemsetRequest{.value = value,
                                           .element_size = element_size,
@@ -286,6 +348,9 @@ absl::Status MemsetBox(const BoxSide& dst, uint32_t value, uint32_t element_size
   }
   TALLY_ASSIGN_OR_RETURN(const size_t span, BoxSpan(dst, extent));
   TALLY_RETURN_IF_ERROR(CheckDeviceRange(dst.base, span));
+  TALLY_ASSIGN_OR_RETURN(const bool captured,
+                         CaptureMemsetBox(dst, value, element_size, extent, stream));
+  if (captured) return absl::OkStatus();
   TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
   return channel->Post(ipc::Memset3DRequest{
       .value = value,
@@ -294,6 +359,37 @@ absl::Status MemsetBox(const BoxSide& dst, uint32_t value, uint32_t element_size
           WireSide(ipc::MemorySpace::kDevice, DevicePointer(dst.base), dst.pitch, dst.slice_height),
       .extent = {extent.width, extent.height, extent.depth},
       .stream = StreamHandle(stream)});
+}
+
+namespace {
+
+// The first byte of a box in linear memory: cudaPos::x counts bytes there (CUDA Runtime API,
+// cudaMemcpy3D).
+BoxSide SideOf(const cudaPitchedPtr& pointer, const cudaPos& position) {
+  const auto* base = static_cast<const std::byte*>(pointer.ptr);
+  return {base + (position.z * pointer.ysize + position.y) * pointer.pitch + position.x,
+          pointer.pitch, pointer.ysize};
+}
+
+}  // namespace
+
+absl::Status CopyParms(const cudaMemcpy3DParms& parms, cudaStream_t stream, CopyMode mode) {
+  if (parms.srcArray != nullptr || parms.dstArray != nullptr) {
+    return CudaError(cudaErrorNotSupported, "CUDA arrays are not supported");
+  }
+  const cudaExtent& e = parms.extent;
+  return CopyBox(SideOf(parms.dstPtr, parms.dstPos), SideOf(parms.srcPtr, parms.srcPos),
+                 {e.width, e.height, e.depth}, parms.kind, stream, mode);
+}
+
+absl::Status MemsetParams(const cudaMemsetParams& params, cudaStream_t stream) {
+  if (params.elementSize != 1 && params.elementSize != 2 && params.elementSize != 4) {
+    return CudaError(cudaErrorInvalidValue, "memset element size must be 1, 2 or 4");
+  }
+  const size_t width = params.width * params.elementSize;
+  const size_t pitch = params.height > 1 ? params.pitch : width;
+  return MemsetBox({params.dst, pitch, params.height}, params.value, params.elementSize,
+                   {width, params.height, 1}, stream);
 }
 
 }  // namespace tally::client

@@ -128,4 +128,15 @@ absl::Status MemsetBox(const BoxSide& dst, uint32_t value, uint32_t element_size
 absl::Status MemsetElements(void* dst, uint32_t value, uint32_t element_size, size_t count,
                             cudaStream_t stream);
 
+// cudaMemcpy3D semantics for linear memory (CUDA arrays: cudaErrorNotSupported).
+absl::Status CopyParms(const cudaMemcpy3DParms& parms, cudaStream_t stream, CopyMode mode);
+// A graph memset node's work (cudaMemsetParams: rows of `width` elements).
+absl::Status MemsetParams(const cudaMemsetParams& params, cudaStream_t stream);
+
+// Device memory (api/memory.cc): cudaMalloc's allocation; its release; cudaFree, which also
+// frees managed memory and leaves a graph's memory to the graph.
+absl::Status AllocateDevice(void** pointer, size_t size);
+absl::Status ReleaseDevice(void* pointer);
+absl::Status FreeDevice(void* pointer);
+
 }  // namespace tally::client

@@ -31,6 +31,7 @@ void KernelRegistry::AddKernel(Fatbin* fatbin, const void* host_function, const 
   auto kernel = std::make_unique<Kernel>();
   kernel->fatbin = fatbin;
   kernel->name = device_name;
+  kernel->host_function = host_function;
   std::lock_guard lock(mutex_);
   kernels_[host_function] = std::move(kernel);
 }

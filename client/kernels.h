@@ -36,10 +36,11 @@ struct Fatbin {
 struct Kernel {
   static constexpr uint64_t kMagic = 0x6c656e72656b5954;  // tells a CUfunction from other memory
   uint64_t magic = kMagic;
-  Fatbin* fatbin = nullptr;  // null for a driver API module's function
-  std::string name;          // mangled
-  std::mutex mutex;          // held while a registered kernel is resolved
-  uint64_t function = 0;     // 0 until resolved
+  Fatbin* fatbin = nullptr;             // null for a driver API module's function
+  const void* host_function = nullptr;  // a registered kernel's host stub
+  std::string name;                     // mangled
+  std::mutex mutex;                     // held while a registered kernel is resolved
+  uint64_t function = 0;                // 0 until resolved
   uint32_t param_buffer_size = 0;
   std::vector<ipc::ParamSlot> params;
   // What launches are checked against (api/launch.cc), as the server reported them; the dynamic

@@ -1,29 +1,81 @@
-// Stream capture queries (CUDA Runtime API, "Stream Management"): CUDA graphs are not provided
-// yet, so no stream is ever capturing; the queries say so truthfully instead of failing, which
-// libraries (cuBLAS, PyTorch) rely on before they enqueue work. The thread's capture mode is
-// kept, as it decides what a capture would allow.
+// Stream capture, runtime and driver API (CUDA Runtime API, "Stream Management"): the capture
+// itself is client/capture.h's. CUstreamCaptureStatus/Mode and their runtime forms share values,
+// and CUgraph/CUgraphNode are the runtime's handles.
+#include "client/capture.h"
+
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 
 #include "client/entry.h"
+#include "client/graph.h"
 #include "client/handles.h"
 #include "client/status.h"
 #include "client/streams.h"
 #include "common/status.h"
 
+using tally::client::CaptureInfo;
+using tally::client::CheckDefaultEdges;
 using tally::client::CheckOut;
 using tally::client::CudaError;
 using tally::client::Run;
-using tally::client::Streams;
+using tally::client::RunDriver;
+using tally::client::ToHandle;
 
 namespace {
 
-thread_local cudaStreamCaptureMode capture_mode = cudaStreamCaptureModeGlobal;
+absl::Status Begin(cudaStream_t stream, int mode) {
+  return tally::client::BeginCapture(stream, static_cast<cudaStreamCaptureMode>(mode));
+}
 
-// The stream must be one of the client's (or a default stream); it never captures.
-absl::Status NotCapturing(cudaStream_t stream, cudaStreamCaptureStatus* status) {
+// The graph is NULL when the capture failed (CUDA Runtime API, cudaStreamEndCapture).
+absl::Status End(cudaStream_t stream, cudaGraph_t* graph) {
+  TALLY_RETURN_IF_ERROR(CheckOut(graph));
+  *graph = nullptr;
+  TALLY_ASSIGN_OR_RETURN(tally::client::Graph * captured, tally::client::EndCapture(stream));
+  *graph = ToHandle(captured);
+  return absl::OkStatus();
+}
+
+absl::Status IsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* status) {
   TALLY_RETURN_IF_ERROR(CheckOut(status));
-  TALLY_RETURN_IF_ERROR(Streams::Get().Find(stream).status());
-  *status = cudaStreamCaptureStatusNone;
+  TALLY_ASSIGN_OR_RETURN(const CaptureInfo info, tally::client::GetCaptureInfo(stream));
+  *status = info.status;
+  return absl::OkStatus();
+}
+
+// Every output but the status may be null; the others are written only while the stream
+// captures (CUDA Runtime API, cudaStreamGetCaptureInfo).
+template <typename Status, typename Id, typename GraphHandle, typename NodeHandle,
+          typename EdgeData>
+absl::Status GetInfo(cudaStream_t stream, Status* status, Id* id, GraphHandle* graph,
+                     const NodeHandle** dependencies, const EdgeData** edges, size_t* count) {
+  static_assert(sizeof(EdgeData) == sizeof(cudaGraphEdgeData));
+  TALLY_RETURN_IF_ERROR(CheckOut(status));
+  TALLY_ASSIGN_OR_RETURN(const CaptureInfo info, tally::client::GetCaptureInfo(stream));
+  *status = static_cast<Status>(info.status);
+  if (info.status == cudaStreamCaptureStatusNone) return absl::OkStatus();
+  if (id != nullptr) *id = info.id;
+  if (info.status != cudaStreamCaptureStatusActive) return absl::OkStatus();
+  if (graph != nullptr) *graph = reinterpret_cast<GraphHandle>(ToHandle(info.graph));
+  if (dependencies != nullptr) {
+    *dependencies = reinterpret_cast<const NodeHandle*>(info.dependencies);
+  }
+  if (edges != nullptr) *edges = reinterpret_cast<const EdgeData*>(info.edges);
+  if (count != nullptr) *count = info.count;
+  return absl::OkStatus();
+}
+
+absl::Status UpdateDependencies(cudaStream_t stream, const cudaGraphNode_t* nodes,
+                                const cudaGraphEdgeData* edges, size_t count, unsigned int flags) {
+  TALLY_RETURN_IF_ERROR(CheckDefaultEdges(edges, count));
+  return tally::client::UpdateCaptureDependencies(stream, nodes, count, flags);
+}
+
+absl::Status ExchangeMode(int* mode) {
+  TALLY_RETURN_IF_ERROR(CheckOut(mode));
+  auto exchanged = static_cast<cudaStreamCaptureMode>(*mode);
+  TALLY_RETURN_IF_ERROR(tally::client::ExchangeCaptureMode(exchanged));
+  *mode = exchanged;
   return absl::OkStatus();
 }
 
@@ -31,30 +83,70 @@ absl::Status NotCapturing(cudaStream_t stream, cudaStreamCaptureStatus* status) 
 
 extern "C" {
 
-cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* status) {
-  return Run(__func__, [&] { return NotCapturing(stream, status); });
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode) {
+  return Run(__func__, [&] { return Begin(stream, mode); });
 }
 
-// The other outputs are only meaningful while the stream captures (CUDA Runtime API,
-// cudaStreamGetCaptureInfo), which it never does: they are left as they are.
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph) {
+  return Run(__func__, [&] { return End(stream, graph); });
+}
+
+cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* status) {
+  return Run(__func__, [&] { return IsCapturing(stream, status); });
+}
+
 cudaError_t cudaStreamGetCaptureInfo(cudaStream_t stream, cudaStreamCaptureStatus* status,
-                                     unsigned long long*, cudaGraph_t*, const cudaGraphNode_t**,
-                                     const cudaGraphEdgeData**, size_t*) {
-  return Run(__func__, [&] { return NotCapturing(stream, status); });
+                                     unsigned long long* id, cudaGraph_t* graph,
+                                     const cudaGraphNode_t** dependencies,
+                                     const cudaGraphEdgeData** edges, size_t* count) {
+  return Run(__func__,
+             [&] { return GetInfo(stream, status, id, graph, dependencies, edges, count); });
+}
+
+cudaError_t cudaStreamUpdateCaptureDependencies(cudaStream_t stream, cudaGraphNode_t* nodes,
+                                                const cudaGraphEdgeData* edges, size_t count,
+                                                unsigned int flags) {
+  return Run(__func__, [&] { return UpdateDependencies(stream, nodes, edges, count, flags); });
 }
 
 cudaError_t cudaThreadExchangeStreamCaptureMode(cudaStreamCaptureMode* mode) {
-  return Run(__func__, [&]() -> absl::Status {
-    TALLY_RETURN_IF_ERROR(CheckOut(mode));
-    if (*mode != cudaStreamCaptureModeGlobal && *mode != cudaStreamCaptureModeThreadLocal &&
-        *mode != cudaStreamCaptureModeRelaxed) {
-      return CudaError(cudaErrorInvalidValue, "unknown stream capture mode");
-    }
-    const cudaStreamCaptureMode previous = capture_mode;
-    capture_mode = *mode;
-    *mode = previous;
-    return absl::OkStatus();
+  return Run(__func__, [&] { return ExchangeMode(reinterpret_cast<int*>(mode)); });
+}
+
+// Driver API (CUDA Driver API, "Stream Management").
+
+CUresult cuStreamBeginCapture_v2(CUstream stream, CUstreamCaptureMode mode) {
+  return RunDriver(__func__, [&] { return Begin(stream, mode); });
+}
+
+CUresult cuStreamEndCapture(CUstream stream, CUgraph* graph) {
+  return RunDriver(__func__, [&] { return End(stream, reinterpret_cast<cudaGraph_t*>(graph)); });
+}
+
+CUresult cuStreamIsCapturing(CUstream stream, CUstreamCaptureStatus* status) {
+  return RunDriver(__func__, [&] {
+    return IsCapturing(stream, reinterpret_cast<cudaStreamCaptureStatus*>(status));
   });
+}
+
+CUresult cuStreamGetCaptureInfo_v3(CUstream stream, CUstreamCaptureStatus* status, cuuint64_t* id,
+                                   CUgraph* graph, const CUgraphNode** dependencies,
+                                   const CUgraphEdgeData** edges, size_t* count) {
+  return RunDriver(__func__,
+                   [&] { return GetInfo(stream, status, id, graph, dependencies, edges, count); });
+}
+
+CUresult cuStreamUpdateCaptureDependencies_v2(CUstream stream, CUgraphNode* nodes,
+                                              const CUgraphEdgeData* edges, size_t count,
+                                              unsigned int flags) {
+  return RunDriver(__func__, [&] {
+    return UpdateDependencies(stream, reinterpret_cast<cudaGraphNode_t*>(nodes),
+                              reinterpret_cast<const cudaGraphEdgeData*>(edges), count, flags);
+  });
+}
+
+CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode* mode) {
+  return RunDriver(__func__, [&] { return ExchangeMode(reinterpret_cast<int*>(mode)); });
 }
 
 }  // extern "C"

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "client/capture.h"
 #include "client/channel.h"
 #include "client/copy.h"
 #include "client/device_attributes.h"
@@ -181,6 +182,7 @@ cudaError_t cudaDriverGetVersion(int* version) {
 
 cudaError_t cudaDeviceSynchronize() {
   return Run(__func__, [&]() -> absl::Status {
+    TALLY_RETURN_IF_ERROR(tally::client::CheckUnsafeCall());
     TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
     return channel->Call(ipc::DeviceSynchronizeRequest{}).status();
   });

@@ -6,41 +6,65 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
+#include "client/capture.h"
 #include "client/channel.h"
 #include "client/entry.h"
 #include "client/handles.h"
+#include "client/stream_work.h"
 #include "common/status.h"
 
 using tally::client::Channel;
 using tally::client::CheckOut;
+using tally::client::CreateEventWithFlags;
+using tally::client::DestroyEvent;
 using tally::client::EventHandle;
+using tally::client::RecordEventOn;
 using tally::client::Run;
 using tally::client::RunDriver;
 using tally::client::StreamHandle;
 using tally::client::ToEvent;
 namespace ipc = tally::ipc;
 
+namespace tally::client {
+
+absl::StatusOr<cudaEvent_t> CreateEventWithFlags(unsigned int flags) {
+  TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
+  TALLY_ASSIGN_OR_RETURN(auto answer, channel->Call(ipc::EventCreateRequest{.flags = flags}));
+  return ToEvent(answer.fields.event);
+}
+
+absl::Status DestroyEvent(cudaEvent_t event) {
+  ForgetEvent(event);
+  TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
+  return channel->Call(ipc::EventDestroyRequest{.event = EventHandle(event)}).status();
+}
+
+absl::Status RecordEventOn(cudaEvent_t event, cudaStream_t stream, unsigned int flags) {
+  if ((flags & ~unsigned{cudaEventRecordExternal}) != 0) {
+    return CudaError(cudaErrorInvalidValue, "unknown event record flags");
+  }
+  TALLY_ASSIGN_OR_RETURN(const bool captured, CaptureEventRecord(event, stream, flags));
+  if (captured) return absl::OkStatus();
+  TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
+  return channel->Post(
+      ipc::EventRecordRequest{.event = EventHandle(event), .stream = StreamHandle(stream)});
+}
+
+}  // namespace tally::client
+
 namespace {
 
 absl::Status CreateEvent(cudaEvent_t* event, unsigned int flags) {
   TALLY_RETURN_IF_ERROR(CheckOut(event));
-  TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
-  TALLY_ASSIGN_OR_RETURN(auto answer, channel->Call(ipc::EventCreateRequest{.flags = flags}));
-  *event = ToEvent(answer.fields.event);
+  TALLY_ASSIGN_OR_RETURN(*event, CreateEventWithFlags(flags));
   return absl::OkStatus();
 }
 
-// A sync call on one event: destroy, synchronize or query.
+// A sync call on one event: synchronize or query.
 template <typename Request>
 absl::Status EventCall(cudaEvent_t event) {
   TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
   return channel->Call(Request{.event = EventHandle(event)}).status();
-}
-
-absl::Status RecordEvent(cudaEvent_t event, cudaStream_t stream) {
-  TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
-  return channel->Post(
-      ipc::EventRecordRequest{.event = EventHandle(event), .stream = StreamHandle(stream)});
 }
 
 absl::Status ElapsedTime(float* milliseconds, cudaEvent_t start, cudaEvent_t end) {
@@ -65,7 +89,7 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags) {
 }
 
 cudaError_t cudaEventDestroy(cudaEvent_t event) {
-  return Run(__func__, [&] { return EventCall<ipc::EventDestroyRequest>(event); });
+  return Run(__func__, [&] { return DestroyEvent(event); });
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
@@ -77,7 +101,11 @@ cudaError_t cudaEventQuery(cudaEvent_t event) {
 }
 
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
-  return Run(__func__, [&] { return RecordEvent(event, stream); });
+  return Run(__func__, [&] { return RecordEventOn(event, stream); });
+}
+
+cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream, unsigned int flags) {
+  return Run(__func__, [&] { return RecordEventOn(event, stream, flags); });
 }
 
 cudaError_t cudaEventElapsedTime(float* milliseconds, cudaEvent_t start, cudaEvent_t end) {
@@ -91,7 +119,11 @@ CUresult cuEventCreate(CUevent* event, unsigned int flags) {
 }
 
 CUresult cuEventRecord(CUevent event, CUstream stream) {
-  return RunDriver(__func__, [&] { return RecordEvent(event, stream); });
+  return RunDriver(__func__, [&] { return RecordEventOn(event, stream); });
+}
+
+CUresult cuEventRecordWithFlags(CUevent event, CUstream stream, unsigned int flags) {
+  return RunDriver(__func__, [&] { return RecordEventOn(event, stream, flags); });
 }
 
 CUresult cuEventSynchronize(CUevent event) {
@@ -111,7 +143,7 @@ CUresult cuEventElapsedTime(float* milliseconds, CUevent start, CUevent end) {
 }
 
 CUresult cuEventDestroy_v2(CUevent event) {
-  return RunDriver(__func__, [&] { return EventCall<ipc::EventDestroyRequest>(event); });
+  return RunDriver(__func__, [&] { return DestroyEvent(event); });
 }
 
 CUresult cuEventDestroy(CUevent event) { return cuEventDestroy_v2(event); }

@@ -4,6 +4,8 @@
 // and attributed launches, and the driver API's forms of them (cuLaunchKernel,
 // cuLaunchCooperativeKernel, cuLaunchKernelEx). Arguments are packed with the layout the server
 // derived from the kernel's PTX and posted one-way.
+#include "client/launch.h"
+
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "client/capture.h"
 #include "client/channel.h"
 #include "client/device_attributes.h"
 #include "client/entry.h"
@@ -29,8 +32,12 @@ using tally::client::CudaError;
 using tally::client::DeviceAttribute;
 using tally::client::DriverError;
 using tally::client::DriverFunction;
+using tally::client::DriverParams;
 using tally::client::Kernel;
 using tally::client::KernelRegistry;
+using tally::client::LaunchOptions;
+using tally::client::PackArguments;
+using tally::client::PostLaunch;
 using tally::client::Run;
 using tally::client::RunDriver;
 using tally::client::StreamHandle;
@@ -127,13 +134,6 @@ absl::Status CheckConfiguration(const ipc::GetDeviceInfoResponse& device, const 
   return absl::OkStatus();
 }
 
-// What a launch asks beyond its shape: cooperative (all blocks resident at once), and the
-// cluster dimensions given at the launch (0 x 0 x 0: the kernel's own, if any).
-struct LaunchOptions {
-  uint32_t flags = 0;  // ipc::kLaunchCooperative
-  ipc::Dim3 cluster{0, 0, 0};
-};
-
 // Cluster dimensions given at the launch, checked where CUDA checks them at the call (the
 // launch is one-way; the driver still checks the size against the kernel's limits): a device
 // without clusters refuses them, and they must divide the grid (CUDA C++ Programming Guide,
@@ -154,14 +154,32 @@ absl::Status CheckCluster(const ipc::GetDeviceInfoResponse& device, ipc::Dim3 cl
   return absl::OkStatus();
 }
 
-absl::Status Post(const Kernel& kernel, ipc::Dim3 grid, ipc::Dim3 block, size_t shared_bytes,
-                  cudaStream_t stream, std::span<const std::byte> params,
-                  const LaunchOptions& options = {}) {
+}  // namespace
+
+namespace tally::client {
+
+absl::Status PostLaunch(const Kernel& kernel, ipc::Dim3 grid, ipc::Dim3 block, size_t shared_bytes,
+                        cudaStream_t stream, std::span<const std::byte> params,
+                        const LaunchOptions& options) {
   TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
   TALLY_RETURN_IF_ERROR(CheckConfiguration(channel->device(), kernel, grid, block, shared_bytes));
   if (options.cluster.x != 0 || options.cluster.y != 0 || options.cluster.z != 0) {
     TALLY_RETURN_IF_ERROR(CheckCluster(channel->device(), options.cluster, grid));
   }
+  TALLY_ASSIGN_OR_RETURN(const bool captured, CaptureWork(stream, [&] {
+                           KernelWork work;
+                           work.launch = {.kernel = &kernel,
+                                          .grid = grid,
+                                          .block = block,
+                                          .shared_bytes = shared_bytes,
+                                          .params = {params.begin(), params.end()},
+                                          .options = options};
+                           work.function = kernel.host_function != nullptr
+                                               ? kernel.host_function
+                                               : static_cast<const void*>(&kernel);
+                           return NodeWork(std::move(work));
+                         }));
+  if (captured) return absl::OkStatus();
   return channel->Post(ipc::LaunchKernelRequest{.grid = grid,
                                                 .block = block,
                                                 .shared_bytes = static_cast<uint32_t>(shared_bytes),
@@ -172,19 +190,65 @@ absl::Status Post(const Kernel& kernel, ipc::Dim3 grid, ipc::Dim3 block, size_t 
                        params);
 }
 
-// `args` holds one pointer per parameter (cudaLaunchKernel's args, cuLaunchKernel's
-// kernelParams), packed here with the layout the server derived from the kernel's PTX.
-absl::Status PostWithArgs(const Kernel& kernel, ipc::Dim3 grid, ipc::Dim3 block,
-                          size_t shared_bytes, cudaStream_t stream, void** args,
-                          const LaunchOptions& options = {}) {
+absl::Status PackArguments(const Kernel& kernel, void* const* args,
+                           std::vector<std::byte>& buffer) {
   if (!kernel.params.empty() && args == nullptr) {
     return CudaError(cudaErrorInvalidValue, "kernel arguments missing");
   }
-  param_buffer.assign(kernel.param_buffer_size, std::byte{0});
+  buffer.assign(kernel.param_buffer_size, std::byte{0});
   for (size_t i = 0; i < kernel.params.size(); ++i) {
-    std::memcpy(param_buffer.data() + kernel.params[i].offset, args[i], kernel.params[i].size);
+    std::memcpy(buffer.data() + kernel.params[i].offset, args[i], kernel.params[i].size);
   }
-  return Post(kernel, grid, block, shared_bytes, stream, param_buffer, options);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::span<const std::byte>> PackedParams(const Kernel& kernel, void** extra) {
+  const void* buffer = nullptr;
+  const size_t* size = nullptr;
+  for (void** option = extra; *option != CU_LAUNCH_PARAM_END; option += 2) {
+    if (*option == CU_LAUNCH_PARAM_BUFFER_POINTER) {
+      buffer = option[1];
+    } else if (*option == CU_LAUNCH_PARAM_BUFFER_SIZE) {
+      size = static_cast<const size_t*>(option[1]);
+    } else {
+      return DriverError(CUDA_ERROR_INVALID_VALUE, "unknown cuLaunchKernel extra option");
+    }
+  }
+  if (kernel.param_buffer_size == 0) return std::span<const std::byte>();
+  if (buffer == nullptr || size == nullptr) {
+    return DriverError(CUDA_ERROR_INVALID_VALUE, "extra lacks the parameter buffer or its size");
+  }
+  if (*size < kernel.param_buffer_size) {
+    return DriverError(CUDA_ERROR_INVALID_VALUE,
+                       absl::StrFormat("a %d-byte parameter buffer for %s, which takes %d", *size,
+                                       kernel.name, kernel.param_buffer_size));
+  }
+  return std::span(static_cast<const std::byte*>(buffer), kernel.param_buffer_size);
+}
+
+absl::StatusOr<std::span<const std::byte>> DriverParams(const Kernel& kernel, void** kernel_params,
+                                                        void** extra,
+                                                        std::vector<std::byte>& buffer) {
+  if (extra == nullptr) {
+    TALLY_RETURN_IF_ERROR(PackArguments(kernel, kernel_params, buffer));
+    return std::span<const std::byte>(buffer);
+  }
+  if (kernel_params != nullptr) {
+    return DriverError(CUDA_ERROR_INVALID_VALUE, "both kernelParams and extra given");
+  }
+  return PackedParams(kernel, extra);
+}
+
+}  // namespace tally::client
+
+namespace {
+
+// `args` holds one pointer per parameter, packed into the thread's buffer.
+absl::Status PostWithArgs(const Kernel& kernel, ipc::Dim3 grid, ipc::Dim3 block,
+                          size_t shared_bytes, cudaStream_t stream, void** args,
+                          const LaunchOptions& options = {}) {
+  TALLY_RETURN_IF_ERROR(PackArguments(kernel, args, param_buffer));
+  return PostLaunch(kernel, grid, block, shared_bytes, stream, param_buffer, options);
 }
 
 absl::Status Launch(Kernel& kernel, dim3 grid, dim3 block, void** args, size_t shared_bytes,
@@ -310,45 +374,13 @@ absl::StatusOr<LaunchOptions> LaunchOptionsOf(const Attribute* attributes, unsig
   return options;
 }
 
-// cuLaunchKernel's `extra`: CU_LAUNCH_PARAM_BUFFER_POINTER and _SIZE give the parameters
-// already packed, the list ends with CU_LAUNCH_PARAM_END (CUDA Driver API, cuLaunchKernel).
-absl::StatusOr<std::span<const std::byte>> PackedParams(const Kernel& kernel, void** extra) {
-  const void* buffer = nullptr;
-  const size_t* size = nullptr;
-  for (void** option = extra; *option != CU_LAUNCH_PARAM_END; option += 2) {
-    if (*option == CU_LAUNCH_PARAM_BUFFER_POINTER) {
-      buffer = option[1];
-    } else if (*option == CU_LAUNCH_PARAM_BUFFER_SIZE) {
-      size = static_cast<const size_t*>(option[1]);
-    } else {
-      return DriverError(CUDA_ERROR_INVALID_VALUE, "unknown cuLaunchKernel extra option");
-    }
-  }
-  if (kernel.param_buffer_size == 0) return std::span<const std::byte>();
-  if (buffer == nullptr || size == nullptr) {
-    return DriverError(CUDA_ERROR_INVALID_VALUE, "extra lacks the parameter buffer or its size");
-  }
-  if (*size < kernel.param_buffer_size) {
-    return DriverError(CUDA_ERROR_INVALID_VALUE,
-                       absl::StrFormat("a %d-byte parameter buffer for %s, which takes %d", *size,
-                                       kernel.name, kernel.param_buffer_size));
-  }
-  return std::span(static_cast<const std::byte*>(buffer), kernel.param_buffer_size);
-}
-
-// A driver API launch: exactly one of kernelParams and extra gives the arguments (CUDA Driver
-// API, cuLaunchKernel).
+// A driver API launch (CUDA Driver API, cuLaunchKernel).
 absl::Status PostDriver(const Kernel& kernel, ipc::Dim3 grid, ipc::Dim3 block, size_t shared_bytes,
                         CUstream stream, void** kernel_params, void** extra,
                         const LaunchOptions& options = {}) {
-  if (extra == nullptr) {
-    return PostWithArgs(kernel, grid, block, shared_bytes, stream, kernel_params, options);
-  }
-  if (kernel_params != nullptr) {
-    return DriverError(CUDA_ERROR_INVALID_VALUE, "both kernelParams and extra given");
-  }
-  TALLY_ASSIGN_OR_RETURN(std::span<const std::byte> params, PackedParams(kernel, extra));
-  return Post(kernel, grid, block, shared_bytes, stream, params, options);
+  TALLY_ASSIGN_OR_RETURN(std::span<const std::byte> params,
+                         DriverParams(kernel, kernel_params, extra, param_buffer));
+  return PostLaunch(kernel, grid, block, shared_bytes, stream, params, options);
 }
 
 }  // namespace

@@ -9,22 +9,29 @@
 #include <atomic>
 #include <cstdint>
 
+#include "client/capture.h"
 #include "client/channel.h"
 #include "client/copy.h"
 #include "client/entry.h"
+#include "client/graph_memory.h"
 #include "client/handles.h"
 #include "client/host_blocks.h"
 #include "common/log.h"
 #include "common/status.h"
 
+using tally::client::CaptureWork;
 using tally::client::Channel;
 using tally::client::CheckDevice;
 using tally::client::CheckOut;
 using tally::client::CudaError;
 using tally::client::DevicePointer;
 using tally::client::DeviceRanges;
+using tally::client::GraphAllocation;
 using tally::client::HostBlockKind;
 using tally::client::HostBlocks;
+using tally::client::MemAllocWork;
+using tally::client::MemFreeWork;
+using tally::client::NodeWork;
 using tally::client::RangeKind;
 using tally::client::Run;
 using tally::client::RunDriver;
@@ -57,11 +64,35 @@ absl::Status CallForNothing(const Request& request) {
   return channel->Call(request).status();
 }
 
+// Into a capturing stream, a stream-ordered allocation becomes an allocation node whose memory
+// the graph reserves (graph_memory.h); false if the stream is not capturing.
+absl::StatusOr<bool> CaptureAllocation(void** pointer, size_t size, cudaStream_t stream) {
+  TALLY_ASSIGN_OR_RETURN(const tally::client::CaptureInfo info,
+                         tally::client::GetCaptureInfo(stream));
+  if (info.status != cudaStreamCaptureStatusActive) return false;
+  TALLY_ASSIGN_OR_RETURN(auto allocation, GraphAllocation::Reserve(size));
+  cudaMemAllocNodeParams params{};
+  params.poolProps.allocType = cudaMemAllocationTypePinned;
+  params.poolProps.location = {.type = cudaMemLocationTypeDevice, .id = 0};
+  params.bytesize = size;
+  params.dptr = allocation->pointer();
+  TALLY_ASSIGN_OR_RETURN(
+      const bool captured, CaptureWork(stream, [&] {
+        return NodeWork(MemAllocWork{.allocation = allocation, .params = params});
+      }));
+  if (captured) *pointer = params.dptr;
+  return captured;
+}
+
 // `pool` 0 is the current pool. 0 bytes give a null pointer, as cudaMalloc does.
 absl::Status AllocateAsync(void** pointer, size_t size, uint64_t pool, cudaStream_t stream) {
   TALLY_RETURN_IF_ERROR(CheckOut(pointer));
   *pointer = nullptr;
   if (size == 0) return absl::OkStatus();
+  if (tally::client::capture_internal::active.load(std::memory_order_relaxed) != 0) {
+    TALLY_ASSIGN_OR_RETURN(const bool captured, CaptureAllocation(pointer, size, stream));
+    if (captured) return absl::OkStatus();
+  }
   TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
   TALLY_ASSIGN_OR_RETURN(
       auto answer, channel->Call(ipc::MemPoolAllocRequest{
@@ -72,8 +103,20 @@ absl::Status AllocateAsync(void** pointer, size_t size, uint64_t pool, cudaStrea
 }
 
 // Managed memory is a host block (host_memory.cc), freed at once as cudaFree frees it.
+// Into a capturing stream, a free of a graph's allocation becomes a free node; the memory stays
+// the graph's in any case (graph_memory.h).
 absl::Status FreeAsync(void* pointer, cudaStream_t stream) {
   if (pointer == nullptr) return absl::OkStatus();
+  if (GraphAllocation::Owns(pointer)) {
+    return CaptureWork(stream, [&] { return NodeWork(MemFreeWork{.pointer = pointer}); }).status();
+  }
+  if (tally::client::capture_internal::active.load(std::memory_order_relaxed) != 0) {
+    TALLY_ASSIGN_OR_RETURN(const tally::client::CaptureInfo info,
+                           tally::client::GetCaptureInfo(stream));
+    if (info.status != cudaStreamCaptureStatusNone) {
+      return CudaError(cudaErrorInvalidValue, "a captured free of memory no graph allocated");
+    }
+  }
   if (const auto block = HostBlocks::Get().Find(pointer);
       block && block->kind == HostBlockKind::kManaged) {
     return HostBlocks::Get().Free(pointer, HostBlockKind::kManaged);

@@ -8,29 +8,36 @@
 #include <cstdint>
 #include <optional>
 
+#include "client/capture.h"
 #include "client/channel.h"
 #include "client/copy.h"
 #include "client/device_attributes.h"
 #include "client/entry.h"
+#include "client/graph_memory.h"
 #include "client/handles.h"
 #include "client/host_blocks.h"
 #include "common/memcpy_descriptors.h"
 #include "common/status.h"
 
 using tally::MemcpySide;
+using tally::client::AllocateDevice;
 using tally::client::BoxExtent;
 using tally::client::BoxSide;
 using tally::client::Channel;
 using tally::client::CheckOut;
+using tally::client::CheckUnsafeCall;
 using tally::client::Copy;
 using tally::client::CopyBox;
 using tally::client::CopyMode;
+using tally::client::CopyParms;
 using tally::client::CudaError;
 using tally::client::DeviceAttribute;
 using tally::client::DevicePointer;
 using tally::client::DeviceRange;
 using tally::client::DeviceRanges;
 using tally::client::DriverError;
+using tally::client::FreeDevice;
+using tally::client::GraphAllocation;
 using tally::client::HostBlockKind;
 using tally::client::HostBlocks;
 using tally::client::Memset;
@@ -41,9 +48,9 @@ using tally::client::Run;
 using tally::client::RunDriver;
 namespace ipc = tally::ipc;
 
-namespace {
+namespace tally::client {
 
-absl::Status Allocate(void** pointer, size_t size) {
+absl::Status AllocateDevice(void** pointer, size_t size) {
   TALLY_RETURN_IF_ERROR(CheckOut(pointer));
   TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
   TALLY_ASSIGN_OR_RETURN(auto answer, channel->Call(ipc::MemAllocRequest{.size = size}));
@@ -52,19 +59,29 @@ absl::Status Allocate(void** pointer, size_t size) {
   return absl::OkStatus();
 }
 
-// The server issues the client's queued work before freeing. Managed memory is a host block
-// (host_memory.cc).
-absl::Status Free(void* pointer) {
-  if (const auto block = HostBlocks::Get().Find(pointer);
-      block && block->kind == HostBlockKind::kManaged) {
-    return HostBlocks::Get().Free(pointer, HostBlockKind::kManaged);
-  }
+// The server issues the client's queued work before freeing.
+absl::Status ReleaseDevice(void* pointer) {
   TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
   TALLY_RETURN_IF_ERROR(
       channel->Call(ipc::MemFreeRequest{.device_ptr = DevicePointer(pointer)}).status());
   DeviceRanges::Get().Remove(DevicePointer(pointer));
   return absl::OkStatus();
 }
+
+// Managed memory is a host block (host_memory.cc); a graph's memory is the graph's until the
+// graph is destroyed (graph_memory.h).
+absl::Status FreeDevice(void* pointer) {
+  if (GraphAllocation::Owns(pointer)) return absl::OkStatus();
+  if (const auto block = HostBlocks::Get().Find(pointer);
+      block && block->kind == HostBlockKind::kManaged) {
+    return HostBlocks::Get().Free(pointer, HostBlockKind::kManaged);
+  }
+  return ReleaseDevice(pointer);
+}
+
+}  // namespace tally::client
+
+namespace {
 
 // Rows start at multiples of the device's texture alignment, as cudaMallocPitch promises
 // (CUDA Runtime API, cudaMallocPitch: "the pitch ... is guaranteed to satisfy alignment").
@@ -74,25 +91,12 @@ absl::Status AllocatePitched(void** pointer, size_t* pitch, size_t width, size_t
                          DeviceAttribute(CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT));
   const auto alignment = static_cast<size_t>(std::max(1, texture_alignment));
   *pitch = (width + alignment - 1) / alignment * alignment;
-  return Allocate(pointer, *pitch * rows);
-}
-
-// The first byte of a box in linear memory: cudaPos::x counts bytes there (CUDA Runtime API,
-// cudaMemcpy3D).
-BoxSide SideOf(const cudaPitchedPtr& pointer, const cudaPos& position) {
-  const auto* base = static_cast<const std::byte*>(pointer.ptr);
-  return {base + (position.z * pointer.ysize + position.y) * pointer.pitch + position.x,
-          pointer.pitch, pointer.ysize};
+  return AllocateDevice(pointer, *pitch * rows);
 }
 
 absl::Status Copy3D(const cudaMemcpy3DParms* parms, cudaStream_t stream, CopyMode mode) {
   if (parms == nullptr) return CudaError(cudaErrorInvalidValue, "null cudaMemcpy3DParms");
-  if (parms->srcArray != nullptr || parms->dstArray != nullptr) {
-    return CudaError(cudaErrorNotSupported, "CUDA arrays are not supported");
-  }
-  const cudaExtent& e = parms->extent;
-  return CopyBox(SideOf(parms->dstPtr, parms->dstPos), SideOf(parms->srcPtr, parms->srcPos),
-                 {e.width, e.height, e.depth}, parms->kind, stream, mode);
+  return CopyParms(*parms, stream, mode);
 }
 
 // cudaMemset2D/3D set bytes to the low byte of `value`.
@@ -218,11 +222,17 @@ absl::Status AddressRange(CUdeviceptr* base, size_t* size, CUdeviceptr pointer) 
 extern "C" {
 
 cudaError_t cudaMalloc(void** pointer, size_t size) {
-  return Run(__func__, [&] { return Allocate(pointer, size); });
+  return Run(__func__, [&]() -> absl::Status {
+    TALLY_RETURN_IF_ERROR(CheckUnsafeCall());
+    return AllocateDevice(pointer, size);
+  });
 }
 
 cudaError_t cudaFree(void* pointer) {
-  return Run(__func__, [&] { return Free(pointer); });
+  return Run(__func__, [&]() -> absl::Status {
+    TALLY_RETURN_IF_ERROR(CheckUnsafeCall());
+    return FreeDevice(pointer);
+  });
 }
 
 cudaError_t cudaMallocPitch(void** pointer, size_t* pitch, size_t width, size_t height) {
@@ -320,12 +330,12 @@ CUresult cuMemGetInfo_v2(size_t* free_bytes, size_t* total_bytes) {
 CUresult cuMemAlloc_v2(CUdeviceptr* address, size_t size) {
   return RunDriver(__func__, [&]() -> absl::Status {
     if (size == 0) return DriverError(CUDA_ERROR_INVALID_VALUE, "zero-byte cuMemAlloc");
-    return Allocate(reinterpret_cast<void**>(address), size);
+    return AllocateDevice(reinterpret_cast<void**>(address), size);
   });
 }
 
 CUresult cuMemFree_v2(CUdeviceptr address) {
-  return RunDriver(__func__, [&] { return Free(Pointer(address)); });
+  return RunDriver(__func__, [&] { return FreeDevice(Pointer(address)); });
 }
 
 CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t count) {
@@ -467,8 +477,7 @@ CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned int value, size_t count, CUs
 
 // A channel format (CUDA Runtime API, cudaCreateChannelDesc): a plain value, nothing to ask the
 // server. It returns a struct, so no error-code stub may stand in for it (unsupported.cc).
-cudaChannelFormatDesc cudaCreateChannelDesc(int x, int y, int z, int w,
-                                            cudaChannelFormatKind f) {
+cudaChannelFormatDesc cudaCreateChannelDesc(int x, int y, int z, int w, cudaChannelFormatKind f) {
   return {x, y, z, w, f};
 }
 

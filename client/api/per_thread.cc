@@ -52,6 +52,8 @@ TALLY_PTSZ(cudaStreamGetFlags, (cudaStream_t s, unsigned int* flags), (s, flags)
 TALLY_PTSZ(cudaStreamGetPriority, (cudaStream_t s, int* priority), (s, priority))
 TALLY_PTSZ(cudaStreamGetId, (cudaStream_t s, unsigned long long* id), (s, id))
 TALLY_PTSZ(cudaEventRecord, (cudaEvent_t e, cudaStream_t s), (e, s))
+TALLY_PTSZ(cudaEventRecordWithFlags, (cudaEvent_t e, cudaStream_t s, unsigned int flags),
+           (e, s, flags))
 TALLY_PTSZ(cudaStreamSetAttribute,
            (cudaStream_t s, cudaLaunchAttributeID id, const cudaLaunchAttributeValue* value),
            (s, id, value))
@@ -66,6 +68,18 @@ TALLY_PTSZ(cudaStreamGetCaptureInfo,
             const cudaGraphEdgeData** edges, size_t* count),
            (s, status, id, graph, dependencies, edges, count))
 
+TALLY_PTSZ(cudaStreamBeginCapture, (cudaStream_t s, cudaStreamCaptureMode mode), (s, mode))
+TALLY_PTSZ(cudaStreamEndCapture, (cudaStream_t s, cudaGraph_t* graph), (s, graph))
+TALLY_PTSZ(cudaStreamUpdateCaptureDependencies,
+           (cudaStream_t s, cudaGraphNode_t* nodes, const cudaGraphEdgeData* edges, size_t count,
+            unsigned int flags),
+           (s, nodes, edges, count, flags))
+// Graphs.
+TALLY_PTSZ(cudaGraphLaunch, (cudaGraphExec_t exec, cudaStream_t s), (exec, s))
+TALLY_PTSZ(cudaGraphUpload, (cudaGraphExec_t exec, cudaStream_t s), (exec, s))
+TALLY_PTSZ(cudaGraphInstantiateWithParams,
+           (cudaGraphExec_t* exec, cudaGraph_t graph, cudaGraphInstantiateParams* params),
+           (exec, graph, params))
 // Memory.
 TALLY_PTSZ(cudaMallocAsync, (void** p, size_t size, cudaStream_t s), (p, size, s))
 TALLY_PTSZ(cudaFreeAsync, (void* p, cudaStream_t s), (p, s))

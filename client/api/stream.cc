@@ -8,22 +8,70 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
+#include "client/capture.h"
 #include "client/channel.h"
 #include "client/entry.h"
 #include "client/handles.h"
+#include "client/stream_work.h"
 #include "client/streams.h"
 #include "common/status.h"
 
 using tally::client::Channel;
 using tally::client::CheckOut;
+using tally::client::CheckSynchronizing;
 using tally::client::CudaError;
 using tally::client::DriverError;
+using tally::client::EnqueueHostFunction;
+using tally::client::ForgetStream;
 using tally::client::Run;
 using tally::client::RunDriver;
 using tally::client::StreamHandle;
 using tally::client::StreamInfo;
 using tally::client::Streams;
+using tally::client::WaitEventOn;
 namespace ipc = tally::ipc;
+
+namespace tally::client {
+
+absl::Status WaitEventOn(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
+  if ((flags & ~unsigned{cudaEventWaitExternal}) != 0) {
+    return CudaError(cudaErrorInvalidValue, "unknown stream wait flags");
+  }
+  TALLY_ASSIGN_OR_RETURN(const bool captured, CaptureEventWait(stream, event, flags));
+  if (captured) return absl::OkStatus();
+  TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
+  return channel->Post(ipc::StreamWaitEventRequest{
+      .flags = 0, .stream = StreamHandle(stream), .event = EventHandle(event)});
+}
+
+// Host functions run after the stream's preceding work and before its later work (CUDA Runtime
+// API, cudaLaunchHostFunc): the server keeps that order and calls back into the shim's callback
+// thread when the stream reaches the function (client/host_callbacks.cc). The call itself
+// returns at once, after checking the stream: a function that would never run must not be
+// reported later, at a synchronising call unrelated to it. Stream callbacks
+// (cudaStreamAddCallback) cannot be captured; host functions become host nodes.
+absl::Status EnqueueHostFunction(cudaStream_t stream, ipc::HostCallbackKind kind, void* function,
+                                 void* data) {
+  TALLY_RETURN_IF_ERROR(Streams::Get().Find(stream).status());
+  TALLY_ASSIGN_OR_RETURN(const bool captured, CaptureWork(stream, [&] {
+                           return NodeWork(HostWork{
+                               .function = reinterpret_cast<cudaHostFn_t>(function), .data = data});
+                         }));
+  if (captured) {
+    if (kind == ipc::HostCallbackKind::kHostFunc) return absl::OkStatus();
+    return CudaError(cudaErrorStreamCaptureUnsupported,
+                     "stream callbacks cannot be captured; cudaLaunchHostFunc can");
+  }
+  TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
+  TALLY_RETURN_IF_ERROR(channel->EnableHostCallbacks());
+  return channel->Post(ipc::LaunchHostFuncRequest{.kind = static_cast<uint32_t>(kind),
+                                                  .stream = StreamHandle(stream),
+                                                  .app_stream = reinterpret_cast<uintptr_t>(stream),
+                                                  .function = reinterpret_cast<uintptr_t>(function),
+                                                  .data = reinterpret_cast<uintptr_t>(data)});
+}
+
+}  // namespace tally::client
 
 namespace {
 
@@ -38,7 +86,10 @@ absl::Status CreateStream(cudaStream_t* stream, unsigned int flags, int priority
   return absl::OkStatus();
 }
 
-absl::Status DestroyStream(cudaStream_t stream) { return Streams::Get().Destroy(stream); }
+absl::Status DestroyStream(cudaStream_t stream) {
+  ForgetStream(stream);
+  return Streams::Get().Destroy(stream);
+}
 
 // One field of a stream's record (cuStreamGetFlags, cuStreamGetPriority, ...).
 template <typename Out, typename Field>
@@ -60,31 +111,9 @@ absl::Status GetPriorityRange(int* least, int* greatest) {
 // A sync call on one stream: synchronize or query.
 template <typename Request>
 absl::Status StreamCall(cudaStream_t stream) {
+  TALLY_RETURN_IF_ERROR(CheckSynchronizing(stream));
   TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
   return channel->Call(Request{.stream = StreamHandle(stream)}).status();
-}
-
-absl::Status WaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
-  TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
-  return channel->Post(ipc::StreamWaitEventRequest{
-      .flags = flags, .stream = StreamHandle(stream), .event = tally::client::EventHandle(event)});
-}
-
-// Host functions run after the stream's preceding work and before its later work (CUDA Runtime
-// API, cudaLaunchHostFunc): the server keeps that order and calls back into the shim's callback
-// thread when the stream reaches the function (client/host_callbacks.cc). The call itself
-// returns at once, after checking the stream: a function that would never run must not be
-// reported later, at a synchronising call unrelated to it.
-absl::Status LaunchHostCallback(cudaStream_t stream, ipc::HostCallbackKind kind, void* function,
-                                void* data) {
-  TALLY_RETURN_IF_ERROR(Streams::Get().Find(stream).status());
-  TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
-  TALLY_RETURN_IF_ERROR(channel->EnableHostCallbacks());
-  return channel->Post(ipc::LaunchHostFuncRequest{.kind = static_cast<uint32_t>(kind),
-                                                  .stream = StreamHandle(stream),
-                                                  .app_stream = reinterpret_cast<uintptr_t>(stream),
-                                                  .function = reinterpret_cast<uintptr_t>(function),
-                                                  .data = reinterpret_cast<uintptr_t>(data)});
 }
 
 // Stream attributes (client/stream_attributes.h), kept in the stream's record.
@@ -175,14 +204,14 @@ cudaError_t cudaStreamQuery(cudaStream_t stream) {
 }
 
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
-  return Run(__func__, [&] { return WaitEvent(stream, event, flags); });
+  return Run(__func__, [&] { return WaitEventOn(stream, event, flags); });
 }
 
 cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t function, void* data) {
   return Run(__func__, [&]() -> absl::Status {
     if (function == nullptr) return CudaError(cudaErrorInvalidValue, "null host function");
-    return LaunchHostCallback(stream, ipc::HostCallbackKind::kHostFunc,
-                              reinterpret_cast<void*>(function), data);
+    return EnqueueHostFunction(stream, ipc::HostCallbackKind::kHostFunc,
+                               reinterpret_cast<void*>(function), data);
   });
 }
 
@@ -194,8 +223,8 @@ cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t call
     if (callback == nullptr || flags != 0) {
       return CudaError(cudaErrorInvalidValue, "null callback or nonzero flags");
     }
-    return LaunchHostCallback(stream, ipc::HostCallbackKind::kStreamCallback,
-                              reinterpret_cast<void*>(callback), data);
+    return EnqueueHostFunction(stream, ipc::HostCallbackKind::kStreamCallback,
+                               reinterpret_cast<void*>(callback), data);
   });
 }
 
@@ -224,7 +253,7 @@ CUresult cuStreamQuery(CUstream stream) {
 }
 
 CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int flags) {
-  return RunDriver(__func__, [&] { return WaitEvent(stream, event, flags); });
+  return RunDriver(__func__, [&] { return WaitEventOn(stream, event, flags); });
 }
 
 CUresult cuStreamGetFlags(CUstream stream, unsigned int* flags) {
@@ -258,8 +287,8 @@ CUresult cuStreamGetCtx_v2(CUstream stream, CUcontext* context, CUgreenCtx* gree
 CUresult cuLaunchHostFunc(CUstream stream, CUhostFn function, void* data) {
   return RunDriver(__func__, [&]() -> absl::Status {
     if (function == nullptr) return DriverError(CUDA_ERROR_INVALID_VALUE, "null host function");
-    return LaunchHostCallback(stream, ipc::HostCallbackKind::kHostFunc,
-                              reinterpret_cast<void*>(function), data);
+    return EnqueueHostFunction(stream, ipc::HostCallbackKind::kHostFunc,
+                               reinterpret_cast<void*>(function), data);
   });
 }
 
@@ -271,8 +300,8 @@ CUresult cuStreamAddCallback(CUstream stream, CUstreamCallback callback, void* d
     if (callback == nullptr || flags != 0) {
       return DriverError(CUDA_ERROR_INVALID_VALUE, "null callback or nonzero flags");
     }
-    return LaunchHostCallback(stream, ipc::HostCallbackKind::kStreamCallback,
-                              reinterpret_cast<void*>(callback), data);
+    return EnqueueHostFunction(stream, ipc::HostCallbackKind::kStreamCallback,
+                               reinterpret_cast<void*>(callback), data);
   });
 }
 

@@ -1,0 +1,54 @@
+// Kernel launches as the entry points (api/launch.cc) and graph replays (graph.cc) post them:
+// a launch's checks, its argument packing and the one-way request.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "client/kernels.h"
+#include "ipc/cuda_calls.h"
+
+namespace tally::client {
+
+// What a launch asks beyond its shape: cooperative (all blocks resident at once), and the
+// cluster dimensions given at the launch (0 x 0 x 0: the kernel's own, if any).
+struct LaunchOptions {
+  uint32_t flags = 0;  // ipc::kLaunchCooperative
+  ipc::Dim3 cluster{0, 0, 0};
+};
+
+// A launch of a resolved kernel with its parameters packed, as a graph's kernel node keeps it.
+struct PackedLaunch {
+  const Kernel* kernel = nullptr;
+  ipc::Dim3 grid{1, 1, 1};
+  ipc::Dim3 block{1, 1, 1};
+  size_t shared_bytes = 0;
+  std::vector<std::byte> params;  // the kernel's parameter buffer layout
+  LaunchOptions options;
+};
+
+// Packs `args` (one pointer per parameter: cudaLaunchKernel's args, cuLaunchKernel's
+// kernelParams) with the layout the server derived from the kernel's PTX into `buffer`.
+absl::Status PackArguments(const Kernel& kernel, void* const* args, std::vector<std::byte>& buffer);
+// cuLaunchKernel's `extra` (CU_LAUNCH_PARAM_BUFFER_POINTER/_SIZE, ended by CU_LAUNCH_PARAM_END):
+// the parameters already packed.
+absl::StatusOr<std::span<const std::byte>> PackedParams(const Kernel& kernel, void** extra);
+// The parameters of a driver API launch: exactly one of kernelParams and extra gives them (CUDA
+// Driver API, cuLaunchKernel); packed into `buffer` where needed.
+absl::StatusOr<std::span<const std::byte>> DriverParams(const Kernel& kernel, void** kernel_params,
+                                                        void** extra,
+                                                        std::vector<std::byte>& buffer);
+
+// Checks a launch against the device's and the kernel's limits and posts it on `stream`, or adds
+// it to the graph `stream` is capturing (capture.h).
+absl::Status PostLaunch(const Kernel& kernel, ipc::Dim3 grid, ipc::Dim3 block, size_t shared_bytes,
+                        cudaStream_t stream, std::span<const std::byte> params,
+                        const LaunchOptions& options);
+
+}  // namespace tally::client
