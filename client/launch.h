@@ -2,6 +2,7 @@
 // a launch's checks, its argument packing and the one-way request.
 #pragma once
 
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
@@ -44,6 +45,14 @@ absl::StatusOr<std::span<const std::byte>> PackedParams(const Kernel& kernel, vo
 absl::StatusOr<std::span<const std::byte>> DriverParams(const Kernel& kernel, void** kernel_params,
                                                         void** extra,
                                                         std::vector<std::byte>& buffer);
+
+// The launch attributes of cudaLaunchKernelExC and cuLaunchKernelEx (one enumeration, one value
+// layout): cooperative and cluster dimensions are honoured, performance hints ignored,
+// attributes whose semantics Tally does not provide cudaErrorNotSupported, unknown ids
+// cudaErrorInvalidValue.
+absl::StatusOr<LaunchOptions> LaunchOptionsOf(const cudaLaunchAttribute* attributes,
+                                              unsigned count);
+absl::StatusOr<LaunchOptions> LaunchOptionsOf(const CUlaunchAttribute* attributes, unsigned count);
 
 // Checks a launch against the device's and the kernel's limits and posts it on `stream`, or adds
 // it to the graph `stream` is capturing (capture.h).

@@ -12,7 +12,7 @@
 namespace tally::ipc {
 
 // The schema number exchanged in the handshake (Hello::schema_version).
-inline constexpr uint32_t kCudaCallsSchemaVersion = 16;
+inline constexpr uint32_t kCudaCallsSchemaVersion = 17;
 
 enum class CallMode { kSync, kWait, kAsync };
 
@@ -346,6 +346,19 @@ struct OccupancyRequest {
 struct OccupancyResponse {
   TALLY_INTERNAL_RESPONSE(Occupancy);
   int32_t blocks_per_multiprocessor;
+};
+// cuOccupancyMaxActiveClusters for a launch of `block` threads per block in clusters of
+// `cluster` (0 x 0 x 0: the kernel's own cluster shape).
+struct OccupancyClustersRequest {
+  TALLY_INTERNAL_REQUEST(OccupancyClusters);
+  Dim3 block;
+  Dim3 cluster;
+  uint64_t function;
+  uint64_t dynamic_shared_bytes;
+};
+struct OccupancyClustersResponse {
+  TALLY_INTERNAL_RESPONSE(OccupancyClusters);
+  int32_t clusters;
 };
 
 // Page-locked host memory (cudaMallocHost, cudaHostAlloc, cuMemHostAlloc, cudaMallocManaged):

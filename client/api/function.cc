@@ -16,6 +16,7 @@
 #include "client/entry.h"
 #include "client/handles.h"
 #include "client/kernels.h"
+#include "client/launch.h"
 #include "common/status.h"
 
 using tally::client::Channel;
@@ -95,6 +96,25 @@ absl::Status Occupancy(int* blocks, const Kernel& kernel, int block_size, size_t
   TALLY_RETURN_IF_ERROR(CheckOut(blocks));
   TALLY_RETURN_IF_ERROR(CheckOccupancyFlags(flags));
   TALLY_ASSIGN_OR_RETURN(*blocks, BlocksPerMultiprocessor(kernel, block_size, dynamic_shared));
+  return absl::OkStatus();
+}
+
+// cuOccupancyMaxActiveClusters: the server's device answers for clusters of the shape the
+// attributes give (none: the kernel's own). The query has no grid; the other attributes are
+// checked as a launch's.
+template <typename Attribute>
+absl::Status MaxActiveClusters(int* clusters, const Kernel& kernel, ipc::Dim3 block,
+                               size_t dynamic_shared, const Attribute* attributes, unsigned count) {
+  TALLY_RETURN_IF_ERROR(CheckOut(clusters));
+  TALLY_ASSIGN_OR_RETURN(const tally::client::LaunchOptions options,
+                         tally::client::LaunchOptionsOf(attributes, count));
+  TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
+  TALLY_ASSIGN_OR_RETURN(auto answer, channel->Call(ipc::OccupancyClustersRequest{
+                                          .block = block,
+                                          .cluster = options.cluster,
+                                          .function = kernel.function,
+                                          .dynamic_shared_bytes = dynamic_shared}));
+  *clusters = answer.fields.clusters;
   return absl::OkStatus();
 }
 
@@ -245,6 +265,17 @@ cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
   });
 }
 
+cudaError_t cudaOccupancyMaxActiveClusters(int* clusters, const void* function,
+                                           const cudaLaunchConfig_t* config) {
+  return Run(__func__, [&]() -> absl::Status {
+    if (config == nullptr) return CudaError(cudaErrorInvalidValue, "null launch configuration");
+    TALLY_ASSIGN_OR_RETURN(Kernel * kernel, KernelRegistry::Get().Resolve(function));
+    const dim3 block = config->blockDim;
+    return MaxActiveClusters(clusters, *kernel, {block.x, block.y, block.z},
+                             config->dynamicSmemBytes, config->attrs, config->numAttrs);
+  });
+}
+
 cudaError_t cudaOccupancyAvailableDynamicSMemPerBlock(size_t* available, const void* function,
                                                       int blocks, int block_size) {
   return Run(__func__, [&]() -> absl::Status {
@@ -284,6 +315,17 @@ CUresult cuFuncGetName(const char** name, CUfunction function) {
   return RunDriver(__func__, [&]() -> absl::Status {
     TALLY_ASSIGN_OR_RETURN(const Kernel* kernel, DriverFunction(function));
     return GetName(name, *kernel);
+  });
+}
+
+CUresult cuOccupancyMaxActiveClusters(int* clusters, CUfunction function,
+                                      const CUlaunchConfig* config) {
+  return RunDriver(__func__, [&]() -> absl::Status {
+    if (config == nullptr) return DriverError(CUDA_ERROR_INVALID_VALUE, "null launch config");
+    TALLY_ASSIGN_OR_RETURN(const Kernel* kernel, DriverFunction(function));
+    return MaxActiveClusters(clusters, *kernel,
+                             {config->blockDimX, config->blockDimY, config->blockDimZ},
+                             config->sharedMemBytes, config->attrs, config->numAttrs);
   });
 }
 

@@ -36,6 +36,7 @@ using tally::client::DriverParams;
 using tally::client::Kernel;
 using tally::client::KernelRegistry;
 using tally::client::LaunchOptions;
+using tally::client::LaunchOptionsOf;
 using tally::client::PackArguments;
 using tally::client::PostLaunch;
 using tally::client::Run;
@@ -330,7 +331,7 @@ absl::Status CheckWindow(const Window& window) {
 // attributes whose semantics Tally does not provide are cudaErrorNotSupported, and ids the
 // headers do not know are cudaErrorInvalidValue.
 template <typename Attribute>
-absl::StatusOr<LaunchOptions> LaunchOptionsOf(const Attribute* attributes, unsigned count) {
+absl::StatusOr<LaunchOptions> OptionsOf(const Attribute* attributes, unsigned count) {
   if (count > 0 && attributes == nullptr) {
     return CudaError(cudaErrorInvalidValue, "numAttrs > 0 with null attrs");
   }
@@ -373,6 +374,23 @@ absl::StatusOr<LaunchOptions> LaunchOptionsOf(const Attribute* attributes, unsig
   }
   return options;
 }
+
+}  // namespace
+
+namespace tally::client {
+
+absl::StatusOr<LaunchOptions> LaunchOptionsOf(const cudaLaunchAttribute* attributes,
+                                              unsigned count) {
+  return OptionsOf(attributes, count);
+}
+
+absl::StatusOr<LaunchOptions> LaunchOptionsOf(const CUlaunchAttribute* attributes, unsigned count) {
+  return OptionsOf(attributes, count);
+}
+
+}  // namespace tally::client
+
+namespace {
 
 // A driver API launch (CUDA Driver API, cuLaunchKernel).
 absl::Status PostDriver(const Kernel& kernel, ipc::Dim3 grid, ipc::Dim3 block, size_t shared_bytes,

@@ -139,8 +139,7 @@ absl::Status ResolveCluster(const Driver& driver, const Kernel& kernel,
     if (given.Count() == 0) {
       return CudaError(CUDA_ERROR_INVALID_CLUSTER_SIZE, "a cluster dimension is 0");
     }
-    if (has_required &&
-        (given.x != required.x || given.y != required.y || given.z != required.z)) {
+    if (has_required && (given.x != required.x || given.y != required.y || given.z != required.z)) {
       return CudaError(CUDA_ERROR_INVALID_CLUSTER_SIZE,
                        fmt::format("cluster {}x{}x{} differs from the kernel's .reqnctapercluster "
                                    "{}x{}x{}",
@@ -169,13 +168,14 @@ absl::Status ResolveCluster(const Driver& driver, const Kernel& kernel,
                      fmt::format("cluster {}x{}x{} does not divide the grid {}x{}x{}", shape.x,
                                  shape.y, shape.z, request.grid.x, request.grid.y, request.grid.z));
   }
-  const uint64_t limit = kernel.non_portable_cluster ? kNonPortableClusterSize
-                                                     : kPortableClusterSize;
+  const uint64_t limit =
+      kernel.non_portable_cluster ? kNonPortableClusterSize : kPortableClusterSize;
   if (shape.Count() > limit || (f.max_cluster_rank != 0 && shape.Count() > f.max_cluster_rank)) {
-    return CudaError(CUDA_ERROR_INVALID_CLUSTER_SIZE,
-                     fmt::format("a cluster of {} CTAs exceeds the limit of {}", shape.Count(),
-                                 f.max_cluster_rank != 0 ? std::min<uint64_t>(limit, f.max_cluster_rank)
-                                                         : limit));
+    return CudaError(
+        CUDA_ERROR_INVALID_CLUSTER_SIZE,
+        fmt::format(
+            "a cluster of {} CTAs exceeds the limit of {}", shape.Count(),
+            f.max_cluster_rank != 0 ? std::min<uint64_t>(limit, f.max_cluster_rank) : limit));
   }
   return absl::OkStatus();
 }
@@ -321,6 +321,42 @@ absl::Status ApplyAttributes(const CUlaunchConfig& config, LaunchRequest& reques
   return absl::OkStatus();
 }
 
+// cuOccupancyMaxActiveClusters: the emulated GPU schedules a cluster's blocks together on any
+// of its SMs (it has no GPCs), so as many clusters fit at once as the blocks resident on the
+// whole device hold. The cluster shape is resolved as a launch's (the grid is taken to be one
+// cluster: the query has no grid to check); a kernel without a cluster shape of its own needs
+// one in the configuration.
+absl::StatusOr<int> MaxActiveClusters(Driver& driver, CUfunction function,
+                                      const CUlaunchConfig& config) {
+  LaunchRequest request{function,
+                        {config.gridDimX, config.gridDimY, config.gridDimZ},
+                        {config.blockDimX, config.blockDimY, config.blockDimZ},
+                        config.sharedMemBytes,
+                        config.hStream,
+                        nullptr,
+                        nullptr,
+                        false};
+  TALLY_RETURN_IF_ERROR(ApplyAttributes(config, request));
+  TALLY_ASSIGN_OR_RETURN(std::shared_ptr<Kernel> kernel, driver.kernels().Lookup(function));
+  const exec::Function& f = *kernel->function;
+  if (!request.cluster && f.required_cluster[0] == 0) {
+    return CudaError(CUDA_ERROR_INVALID_CLUSTER_SIZE,
+                     "the kernel has no cluster shape and the configuration gives none");
+  }
+  request.grid = request.cluster.value_or(
+      exec::Dim3{f.required_cluster[0], f.required_cluster[1], f.required_cluster[2]});
+  exec::LaunchSetup setup;
+  TALLY_RETURN_IF_ERROR(ResolveCluster(driver, *kernel, request, setup));
+  if (driver.config().cc_major < 9) {
+    return CudaError(CUDA_ERROR_NOT_SUPPORTED, "thread-block clusters need compute capability 9.0");
+  }
+  TALLY_RETURN_IF_ERROR(CheckShape(*kernel, request.grid, request.block, request.dynamic_shared));
+  const uint64_t resident =
+      uint64_t(MaxActiveBlocksPerSm(*kernel, request.block.Count(), request.dynamic_shared)) *
+      driver.config().sm_count;
+  return static_cast<int>(resident / setup.cluster.Count());
+}
+
 }  // namespace
 }  // namespace tally::emu
 
@@ -387,6 +423,16 @@ CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int* numBlocks, CUfunction 
     if (blockSize <= 0) return CudaError(CUDA_ERROR_INVALID_VALUE, "block size must be positive");
     *numBlocks = tally::emu::MaxActiveBlocksPerSm(*kernel, static_cast<uint32_t>(blockSize),
                                                   dynamicSMemSize);
+    return absl::OkStatus();
+  });
+}
+
+CUresult cuOccupancyMaxActiveClusters(int* numClusters, CUfunction func,
+                                      const CUlaunchConfig* config) {
+  return Run([&](Driver& driver) -> absl::Status {
+    TALLY_RETURN_IF_ERROR(CheckOut(numClusters));
+    if (config == nullptr) return CudaError(CUDA_ERROR_INVALID_VALUE, "null launch config");
+    TALLY_ASSIGN_OR_RETURN(*numClusters, tally::emu::MaxActiveClusters(driver, func, *config));
     return absl::OkStatus();
   });
 }

@@ -76,6 +76,39 @@ TEST_CASE("clusters: shapes from the launch and from the kernel, implicit one-CT
   CHECK(value == 0);
 }
 
+// The emulated GPU places a cluster on any of its SMs: as many clusters fit at once as the
+// device's resident blocks hold.
+TEST_CASE("clusters: how many fit at once (cuOccupancyMaxActiveClusters)") {
+  EnsureContext();
+  CUfunction ranks = KernelFrom("cluster", "cluster_ranks");
+  CUfunction pairs = KernelFrom("cluster", "fixed_pairs");
+  int per_sm = 0, sms = 0;
+  EMU_OK(Emu().cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, ranks, 32, 0));
+  EMU_OK(Emu().cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0));
+  CUlaunchConfig config = {};
+  config.gridDimX = config.gridDimY = config.gridDimZ = 1;
+  config.blockDimX = 32;
+  config.blockDimY = config.blockDimZ = 1;
+  const CUlaunchAttribute four = ClusterOf(4);
+  config.attrs = const_cast<CUlaunchAttribute*>(&four);
+  config.numAttrs = 1;
+  int clusters = 0;
+  EMU_OK(Emu().cuOccupancyMaxActiveClusters(&clusters, ranks, &config));
+  CHECK(clusters == per_sm * sms / 4);
+  const CUlaunchAttribute thirty_two = ClusterOf(32);
+  config.attrs = const_cast<CUlaunchAttribute*>(&thirty_two);
+  CHECK(Emu().cuOccupancyMaxActiveClusters(&clusters, ranks, &config) ==
+        CUDA_ERROR_INVALID_CLUSTER_SIZE);
+  // The kernel's own .reqnctapercluster needs no attribute; without one, the query has no shape.
+  config.numAttrs = 0;
+  EMU_OK(Emu().cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pairs, 32, 0));
+  EMU_OK(Emu().cuOccupancyMaxActiveClusters(&clusters, pairs, &config));
+  CHECK(clusters == per_sm * sms / 2);
+  CHECK(Emu().cuOccupancyMaxActiveClusters(&clusters, ranks, &config) ==
+        CUDA_ERROR_INVALID_CLUSTER_SIZE);
+  CHECK(Emu().cuOccupancyMaxActiveClusters(&clusters, ranks, nullptr) == CUDA_ERROR_INVALID_VALUE);
+}
+
 TEST_CASE("clusters: misconfigured shapes are launch errors") {
   EnsureContext();
   CUfunction ranks = KernelFrom("cluster", "cluster_ranks");

@@ -30,9 +30,9 @@ absl::StatusOr<Reply<ipc::FuncSetAttributeResponse>> Handle(
   // memory) is visible to all, which only widens what their launches may ask for.
   const auto attribute = static_cast<CUfunction_attribute>(request.fields.attribute);
   const Kernel& kernel = *entry->kernel;
-  TALLY_RETURN_IF_ERROR(CheckCu(
-      session.api().cuFuncSetAttribute(kernel.function, attribute, request.fields.value),
-      "cuFuncSetAttribute"));
+  TALLY_RETURN_IF_ERROR(
+      CheckCu(session.api().cuFuncSetAttribute(kernel.function, attribute, request.fields.value),
+              "cuFuncSetAttribute"));
   // Every form of the kernel gets the setting, so that a transformed launch may ask for what
   // the original may. A variant has more static shared memory of its own (the PTB form's task
   // slot), so it may get less dynamic shared memory than asked for: launches needing more run
@@ -43,9 +43,9 @@ absl::StatusOr<Reply<ipc::FuncSetAttributeResponse>> Handle(
     if (attribute == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) {
       int optin = 0;
       int variant_static = 0;
-      if (session.api().cuDeviceGetAttribute(
-              &optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
-              session.server().backend.device()) == CUDA_SUCCESS &&
+      if (session.api().cuDeviceGetAttribute(&optin,
+                                             CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                                             session.server().backend.device()) == CUDA_SUCCESS &&
           session.api().cuFuncGetAttribute(&variant_static, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
                                            (*variant)->function) == CUDA_SUCCESS) {
         value = std::min(value, std::max(optin - variant_static, 0));
@@ -65,6 +65,33 @@ absl::StatusOr<Reply<ipc::OccupancyResponse>> Handle(
                                     request.fields.dynamic_shared_bytes),
                                 "cuOccupancyMaxActiveBlocksPerMultiprocessor"));
   return Reply<ipc::OccupancyResponse>{{.blocks_per_multiprocessor = blocks}, {}};
+}
+
+// The grid is one cluster: cuOccupancyMaxActiveClusters has no grid of its own to ask about.
+absl::StatusOr<Reply<ipc::OccupancyClustersResponse>> Handle(
+    Session& session, const ipc::Decoded<ipc::OccupancyClustersRequest>& request) {
+  TALLY_ASSIGN_OR_RETURN(FunctionEntry * entry, session.functions().Find(request.fields.function));
+  const ipc::Dim3 block = request.fields.block;
+  const ipc::Dim3 cluster = request.fields.cluster;
+  const bool given = cluster.x != 0 || cluster.y != 0 || cluster.z != 0;
+  CUlaunchAttribute attribute{};
+  attribute.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attribute.value.clusterDim = {cluster.x, cluster.y, cluster.z};
+  CUlaunchConfig config{};
+  config.gridDimX = given ? cluster.x : 1;
+  config.gridDimY = given ? cluster.y : 1;
+  config.gridDimZ = given ? cluster.z : 1;
+  config.blockDimX = block.x;
+  config.blockDimY = block.y;
+  config.blockDimZ = block.z;
+  config.sharedMemBytes = static_cast<unsigned int>(request.fields.dynamic_shared_bytes);
+  config.attrs = given ? &attribute : nullptr;
+  config.numAttrs = given ? 1 : 0;
+  int clusters = 0;
+  TALLY_RETURN_IF_ERROR(CheckCu(
+      session.api().cuOccupancyMaxActiveClusters(&clusters, entry->kernel->function, &config),
+      "cuOccupancyMaxActiveClusters"));
+  return Reply<ipc::OccupancyClustersResponse>{{.clusters = clusters}, {}};
 }
 
 }  // namespace tally::server

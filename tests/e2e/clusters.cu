@@ -33,6 +33,40 @@ void ExpectPartners(const int* out) {
   CHECK_CUDA(cudaMemset(const_cast<int*>(out), 0, sizeof(host)));
 }
 
+// The cluster queries: the kernel's compile-time cluster shape, and how many clusters of a shape
+// fit on the device at once. On the emulated GPU (TALLY_TEST_REQUIRE_CLUSTERS, set by the e2e
+// test) that is exactly what the device's resident blocks hold, since it schedules a cluster on
+// any of its SMs; a real GPU's GPCs may hold fewer.
+void CheckClusterQueries(cudaLaunchConfig_t config) {
+  cudaFuncAttributes attributes{};
+  CHECK_CUDA(cudaFuncGetAttributes(&attributes, ReadPartner));
+  EXPECT(attributes.requiredClusterWidth == 2 && attributes.requiredClusterHeight == 1 &&
+         attributes.clusterDimMustBeSet == 1);
+  CHECK_CUDA(cudaFuncGetAttributes(&attributes, ReadPartnerLaunched));
+  EXPECT(attributes.requiredClusterWidth == 0);
+  int per_sm = 0, sms = 0;
+  CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, ReadPartnerLaunched, 64, 0));
+  CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const bool emulated = std::getenv("TALLY_TEST_REQUIRE_CLUSTERS") != nullptr;
+  config.gridDim = dim3(kBlocks);
+  for (unsigned size : {2u, 4u}) {
+    config.attrs[0].val.clusterDim.x = size;
+    int clusters = 0;
+    CHECK_CUDA(cudaOccupancyMaxActiveClusters(&clusters, ReadPartnerLaunched, &config));
+    EXPECT(clusters > 0 && clusters <= per_sm * sms / static_cast<int>(size));
+    if (emulated) EXPECT(clusters == per_sm * sms / static_cast<int>(size));
+  }
+  // The kernel's own shape needs no attribute; a kernel without one needs it.
+  config.numAttrs = 0;
+  int own = 0;
+  CHECK_CUDA(cudaOccupancyMaxActiveClusters(&own, ReadPartner, &config));
+  EXPECT(own > 0 && own <= per_sm * sms / 2);
+  int none = 0;
+  EXPECT(cudaOccupancyMaxActiveClusters(&none, ReadPartnerLaunched, &config) ==
+         cudaErrorInvalidClusterSize);
+  EXPECT(cudaGetLastError() == cudaErrorInvalidClusterSize);
+}
+
 int main() {
   int major = 0;
   CHECK_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
@@ -66,6 +100,7 @@ int main() {
   EXPECT(cudaLaunchKernelEx(&config, ReadPartnerLaunched, out) == cudaErrorInvalidClusterSize);
   EXPECT(cudaGetLastError() == cudaErrorInvalidClusterSize);
   CHECK_CUDA(cudaDeviceSynchronize());
+  CheckClusterQueries(config);
   CHECK_CUDA(cudaFree(out));
   std::printf("clusters: %d blocks in pairs read each other's shared memory\n", kBlocks);
   return 0;
