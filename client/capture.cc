@@ -23,7 +23,8 @@ namespace {
 // One capture: begun on its origin stream, joined by the streams that waited on its events.
 struct Sequence {
   unsigned long long id = 0;
-  std::unique_ptr<Graph> graph = std::make_unique<Graph>();
+  std::unique_ptr<Graph> owned;  // the graph cudaStreamBeginCapture made, until it is handed out
+  Graph* graph = nullptr;        // that one, or cudaStreamBeginCaptureToGraph's
   cudaStreamCaptureMode mode = cudaStreamCaptureModeGlobal;
   std::thread::id thread;
   uint64_t origin = 0;
@@ -57,7 +58,8 @@ class Captures {
     return *captures;
   }
 
-  absl::Status Begin(cudaStream_t stream, cudaStreamCaptureMode mode) {
+  absl::Status Begin(cudaStream_t stream, cudaStreamCaptureMode mode, Graph* into,
+                     std::vector<Node*> frontier) {
     if (mode != cudaStreamCaptureModeGlobal && mode != cudaStreamCaptureModeThreadLocal &&
         mode != cudaStreamCaptureModeRelaxed) {
       return CudaError(cudaErrorInvalidValue, "unknown stream capture mode");
@@ -73,11 +75,16 @@ class Captures {
       return CudaError(cudaErrorIllegalState, "the stream is capturing already");
     }
     auto sequence = std::make_shared<Sequence>();
+    if (into == nullptr) {
+      sequence->owned = std::make_unique<Graph>();
+      into = sequence->owned.get();
+    }
+    sequence->graph = into;
     sequence->id = next_id_++;
     sequence->mode = mode;
     sequence->thread = std::this_thread::get_id();
     sequence->origin = handle;
-    Join(sequence, handle, info.flags, {});
+    Join(sequence, handle, info.flags, std::move(frontier));
     if (mode != cudaStreamCaptureModeRelaxed) ++own_strict_captures;
     if (mode == cudaStreamCaptureModeGlobal) {
       ++own_global_captures;
@@ -109,7 +116,8 @@ class Captures {
       return CudaError(cudaErrorStreamCaptureUnjoined,
                        "a stream that joined the capture was not joined back into its origin");
     }
-    return sequence->graph.release();
+    sequence->owned.release();  // the caller's now
+    return sequence->graph;
   }
 
   absl::StatusOr<bool> Work(cudaStream_t stream, absl::FunctionRef<NodeWork()> make) {
@@ -263,7 +271,7 @@ class Captures {
     for (Node* node : frontier) sequence.info_nodes.push_back(ToHandle(node));
     sequence.info_edges.assign(frontier.size(), cudaGraphEdgeData{});
     info.status = cudaStreamCaptureStatusActive;
-    info.graph = sequence.graph.get();
+    info.graph = sequence.graph;
     info.dependencies = sequence.info_nodes.data();
     info.edges = sequence.info_edges.data();
     info.count = frontier.size();
@@ -400,7 +408,20 @@ void ForgetStream(cudaStream_t stream) {
 }
 
 absl::Status BeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode) {
-  return Captures::Get().Begin(stream, mode);
+  return Captures::Get().Begin(stream, mode, nullptr, {});
+}
+
+absl::Status BeginCaptureToGraph(cudaStream_t stream, cudaStreamCaptureMode mode, Graph& graph,
+                                 const cudaGraphNode_t* dependencies, size_t count) {
+  if (count > 0 && dependencies == nullptr) {
+    return CudaError(cudaErrorInvalidValue, "null dependencies");
+  }
+  std::vector<Node*> frontier;
+  for (size_t i = 0; i < count; ++i) {
+    TALLY_ASSIGN_OR_RETURN(Node * node, FindNodeOf(dependencies[i], graph));
+    frontier.push_back(node);
+  }
+  return Captures::Get().Begin(stream, mode, &graph, std::move(frontier));
 }
 
 absl::StatusOr<Graph*> EndCapture(cudaStream_t stream) { return Captures::Get().End(stream); }

@@ -56,6 +56,9 @@ void ForgetEvent(cudaEvent_t event);
 void ForgetStream(cudaStream_t stream);
 
 absl::Status BeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode);
+// A capture into an existing graph, after `dependencies` (nodes of it).
+absl::Status BeginCaptureToGraph(cudaStream_t stream, cudaStreamCaptureMode mode, Graph& graph,
+                                 const cudaGraphNode_t* dependencies, size_t count);
 // The captured graph (owned by the caller from then on).
 absl::StatusOr<Graph*> EndCapture(cudaStream_t stream);
 struct CaptureInfo {

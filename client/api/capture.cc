@@ -27,6 +27,15 @@ absl::Status Begin(cudaStream_t stream, int mode) {
   return tally::client::BeginCapture(stream, static_cast<cudaStreamCaptureMode>(mode));
 }
 
+absl::Status BeginToGraph(cudaStream_t stream, cudaGraph_t graph,
+                          const cudaGraphNode_t* dependencies, const cudaGraphEdgeData* edges,
+                          size_t count, int mode) {
+  TALLY_RETURN_IF_ERROR(CheckDefaultEdges(edges, count));
+  TALLY_ASSIGN_OR_RETURN(tally::client::Graph * into, tally::client::FindGraph(graph));
+  return tally::client::BeginCaptureToGraph(stream, static_cast<cudaStreamCaptureMode>(mode), *into,
+                                            dependencies, count);
+}
+
 // The graph is NULL when the capture failed (CUDA Runtime API, cudaStreamEndCapture).
 absl::Status End(cudaStream_t stream, cudaGraph_t* graph) {
   TALLY_RETURN_IF_ERROR(CheckOut(graph));
@@ -87,6 +96,14 @@ cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mo
   return Run(__func__, [&] { return Begin(stream, mode); });
 }
 
+cudaError_t cudaStreamBeginCaptureToGraph(cudaStream_t stream, cudaGraph_t graph,
+                                          const cudaGraphNode_t* dependencies,
+                                          const cudaGraphEdgeData* edges, size_t count,
+                                          cudaStreamCaptureMode mode) {
+  return Run(__func__,
+             [&] { return BeginToGraph(stream, graph, dependencies, edges, count, mode); });
+}
+
 cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph) {
   return Run(__func__, [&] { return End(stream, graph); });
 }
@@ -117,6 +134,15 @@ cudaError_t cudaThreadExchangeStreamCaptureMode(cudaStreamCaptureMode* mode) {
 
 CUresult cuStreamBeginCapture_v2(CUstream stream, CUstreamCaptureMode mode) {
   return RunDriver(__func__, [&] { return Begin(stream, mode); });
+}
+
+CUresult cuStreamBeginCaptureToGraph(CUstream stream, CUgraph graph,
+                                     const CUgraphNode* dependencies, const CUgraphEdgeData* edges,
+                                     size_t count, CUstreamCaptureMode mode) {
+  return RunDriver(__func__, [&] {
+    return BeginToGraph(stream, graph, dependencies,
+                        reinterpret_cast<const cudaGraphEdgeData*>(edges), count, mode);
+  });
 }
 
 CUresult cuStreamEndCapture(CUstream stream, CUgraph* graph) {

@@ -13,8 +13,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "client/capture.h"
@@ -330,6 +332,138 @@ absl::Status Upload(cudaGraphExec_t exec, cudaStream_t stream) {
   return Streams::Get().Find(stream).status();
 }
 
+const char* TypeName(cudaGraphNodeType type) {
+  switch (type) {
+    case cudaGraphNodeTypeKernel:
+      return "kernel";
+    case cudaGraphNodeTypeMemcpy:
+      return "memcpy";
+    case cudaGraphNodeTypeMemset:
+      return "memset";
+    case cudaGraphNodeTypeHost:
+      return "host";
+    case cudaGraphNodeTypeGraph:
+      return "child graph";
+    case cudaGraphNodeTypeEmpty:
+      return "empty";
+    case cudaGraphNodeTypeWaitEvent:
+      return "event wait";
+    case cudaGraphNodeTypeEventRecord:
+      return "event record";
+    case cudaGraphNodeTypeMemAlloc:
+      return "mem alloc";
+    case cudaGraphNodeTypeMemFree:
+      return "mem free";
+    default:
+      return "node";
+  }
+}
+
+// One graph's nodes and edges in DOT; a child graph is a cluster of its own.
+void WriteDot(const Graph& graph, const std::string& prefix, std::ostream& out) {
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const Node& node = *graph.nodes[i];
+    std::string label = TypeName(TypeOf(node.work));
+    if (const auto* kernel = std::get_if<KernelWork>(&node.work)) {
+      label += "\\n" + kernel->launch.kernel->name;
+    }
+    out << "  \"" << prefix << i << "\" [shape=box label=\"" << label << "\"];\n";
+    if (const auto* child = std::get_if<ChildGraphWork>(&node.work)) {
+      out << "  subgraph \"cluster_" << prefix << i << "\" {\n";
+      WriteDot(*child->graph, prefix + std::to_string(i) + "_", out);
+      out << "  }\n";
+    }
+  }
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    for (const Node* dependency : graph.nodes[i]->dependencies) {
+      size_t from = 0;
+      while (graph.nodes[from].get() != dependency) ++from;
+      out << "  \"" << prefix << from << "\" -> \"" << prefix << i << "\";\n";
+    }
+  }
+}
+
+// cudaGraphDebugDotPrint: the graph's nodes (kernels by name) and edges; the verbosity flags
+// are accepted and add nothing.
+absl::Status DotPrint(cudaGraph_t graph_handle, const char* path) {
+  if (path == nullptr) return CudaError(cudaErrorInvalidValue, "null path");
+  TALLY_ASSIGN_OR_RETURN(const Graph* graph, FindGraph(graph_handle));
+  std::ofstream out(path);
+  out << "digraph tally_graph {\n";
+  WriteDot(*graph, "n", out);
+  out << "}\n";
+  out.close();
+  if (!out) return CudaError(cudaErrorOperatingSystem, std::string("cannot write ") + path);
+  return absl::OkStatus();
+}
+
+static_assert(sizeof(cudaMemAllocNodeParamsV2) == sizeof(cudaMemAllocNodeParams));
+
+// The work a generic node's parameters describe (cudaGraphAddNode, cudaGraphNodeSetParams);
+// memory nodes only where `memory_nodes` (they cannot be changed once made).
+absl::StatusOr<NodeWork> WorkOfParams(const cudaGraphNodeParams* params) {
+  if (params == nullptr) return CudaError(cudaErrorInvalidValue, "null node parameters");
+  switch (params->type) {
+    case cudaGraphNodeTypeKernel: {
+      const cudaKernelNodeParamsV2& kernel = params->kernel;
+      const cudaKernelNodeParams v1{kernel.func,           kernel.gridDim,      kernel.blockDim,
+                                    kernel.sharedMemBytes, kernel.kernelParams, kernel.extra};
+      return KernelWorkOf(&v1);
+    }
+    case cudaGraphNodeTypeMemcpy:
+      if (params->memcpy.flags != 0) return CudaError(cudaErrorInvalidValue, "memcpy flags");
+      return CopyWorkOf(&params->memcpy.copyParams);
+    case cudaGraphNodeTypeMemset:
+      return MemsetWorkOf(reinterpret_cast<const cudaMemsetParams*>(&params->memset));
+    case cudaGraphNodeTypeHost:
+      return HostWorkOf(reinterpret_cast<const cudaHostNodeParams*>(&params->host));
+    case cudaGraphNodeTypeGraph: {
+      TALLY_ASSIGN_OR_RETURN(const Graph* child, FindGraph(params->graph.graph));
+      return ChildGraphWork(child->Clone());
+    }
+    case cudaGraphNodeTypeEventRecord:
+      TALLY_RETURN_IF_ERROR(CheckEvent(params->eventRecord.event));
+      return EventRecordWork{.event = params->eventRecord.event};
+    case cudaGraphNodeTypeWaitEvent:
+      TALLY_RETURN_IF_ERROR(CheckEvent(params->eventWait.event));
+      return EventWaitWork{.event = params->eventWait.event};
+    case cudaGraphNodeTypeEmpty:
+      return EmptyWork{};
+    default:
+      return CudaError(cudaErrorNotSupported,
+                       "this kind of graph node is not supported by Tally (client/README.md)");
+  }
+}
+
+// cudaGraphAddNode: memory nodes as cudaGraphAddMemAllocNode / MemFreeNode make them.
+absl::Status AddGenericNode(cudaGraphNode_t* out, cudaGraph_t graph,
+                            const cudaGraphNode_t* dependencies, const cudaGraphEdgeData* edges,
+                            size_t count, cudaGraphNodeParams* params) {
+  TALLY_RETURN_IF_ERROR(CheckDefaultEdges(edges, count));
+  if (params != nullptr && params->type == cudaGraphNodeTypeMemAlloc) {
+    return AddMemAlloc(out, graph, dependencies, count,
+                       reinterpret_cast<cudaMemAllocNodeParams*>(&params->alloc));
+  }
+  if (params != nullptr && params->type == cudaGraphNodeTypeMemFree) {
+    return AddMemFree(out, graph, dependencies, count, params->free.dptr);
+  }
+  TALLY_ASSIGN_OR_RETURN(NodeWork work, WorkOfParams(params));
+  return AddNode(out, graph, dependencies, count, std::move(work));
+}
+
+// cudaGraphNodeSetParams / cudaGraphExecNodeSetParams: the node keeps its type.
+absl::Status SetGenericParams(Node* node, const cudaGraphNodeParams* params) {
+  TALLY_ASSIGN_OR_RETURN(NodeWork work, WorkOfParams(params));
+  if (work.index() != node->work.index()) {
+    return CudaError(cudaErrorInvalidValue, "the parameters are of another node type");
+  }
+  if (std::holds_alternative<ChildGraphWork>(work)) {
+    return CudaError(cudaErrorNotSupported, "a child graph node's graph cannot be replaced");
+  }
+  node->work = std::move(work);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<KernelWork> KernelWorkOf(const CUDA_KERNEL_NODE_PARAMS* params) {
   if (params == nullptr) return CudaError(cudaErrorInvalidValue, "null kernel node parameters");
   if (params->func == nullptr) {
@@ -639,6 +773,33 @@ cudaError_t cudaGraphMemFreeNodeGetParams(cudaGraphNode_t node, void* pointer) {
 // Tally keeps no cached graph memory beyond what live graphs hold: nothing to trim.
 cudaError_t cudaDeviceGraphMemTrim(int device) {
   return Run(__func__, [&] { return CheckDevice(device); });
+}
+
+cudaError_t cudaGraphAddNode(cudaGraphNode_t* node, cudaGraph_t graph,
+                             const cudaGraphNode_t* dependencies, const cudaGraphEdgeData* edges,
+                             size_t count, cudaGraphNodeParams* params) {
+  return Run(__func__,
+             [&] { return AddGenericNode(node, graph, dependencies, edges, count, params); });
+}
+
+cudaError_t cudaGraphNodeSetParams(cudaGraphNode_t node, cudaGraphNodeParams* params) {
+  return Run(__func__, [&]() -> absl::Status {
+    TALLY_ASSIGN_OR_RETURN(Node * found, FindNode(node));
+    return SetGenericParams(found, params);
+  });
+}
+
+cudaError_t cudaGraphExecNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node,
+                                       cudaGraphNodeParams* params) {
+  return Run(__func__, [&]() -> absl::Status {
+    TALLY_ASSIGN_OR_RETURN(GraphExec * found, FindExec(exec));
+    TALLY_ASSIGN_OR_RETURN(Node * instance, found->Instance(node));
+    return SetGenericParams(instance, params);
+  });
+}
+
+cudaError_t cudaGraphDebugDotPrint(cudaGraph_t graph, const char* path, unsigned int) {
+  return Run(__func__, [&] { return DotPrint(graph, path); });
 }
 
 cudaError_t cudaGraphNodeGetType(cudaGraphNode_t node, cudaGraphNodeType* type) {

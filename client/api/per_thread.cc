@@ -69,6 +69,10 @@ TALLY_PTSZ(cudaStreamGetCaptureInfo,
            (s, status, id, graph, dependencies, edges, count))
 
 TALLY_PTSZ(cudaStreamBeginCapture, (cudaStream_t s, cudaStreamCaptureMode mode), (s, mode))
+TALLY_PTSZ(cudaStreamBeginCaptureToGraph,
+           (cudaStream_t s, cudaGraph_t graph, const cudaGraphNode_t* nodes,
+            const cudaGraphEdgeData* edges, size_t count, cudaStreamCaptureMode mode),
+           (s, graph, nodes, edges, count, mode))
 TALLY_PTSZ(cudaStreamEndCapture, (cudaStream_t s, cudaGraph_t* graph), (s, graph))
 TALLY_PTSZ(cudaStreamUpdateCaptureDependencies,
            (cudaStream_t s, cudaGraphNode_t* nodes, const cudaGraphEdgeData* edges, size_t count,

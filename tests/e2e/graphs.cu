@@ -4,9 +4,14 @@
 // illegal calls during a capture), clone, instantiate, update, upload, launch and destroy. Each
 // graph's results are compared with values computed here, launch after launch.
 #include <cuda_runtime.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -515,6 +520,93 @@ void ChildGraphsEventsAndMemory(cudaStream_t s1, cudaStream_t s2) {
   std::printf("child graphs, event nodes, memory nodes: ok\n");
 }
 
+// cudaGraphAddNode and the generic setters, a capture into an existing graph, and the graph
+// written as DOT.
+void GenericNodesAndCaptureToGraph(cudaStream_t stream) {
+  int* data = nullptr;
+  CHECK_CUDA(cudaMalloc(&data, kCount * sizeof(int)));
+  cudaGraph_t graph = nullptr;
+  CHECK_CUDA(cudaGraphCreate(&graph, 0));
+  cudaGraphNodeParams memset{};
+  memset.type = cudaGraphNodeTypeMemset;
+  memset.memset.dst = data;
+  memset.memset.value = 2;
+  memset.memset.elementSize = 4;
+  memset.memset.width = kCount;
+  memset.memset.height = 1;
+  cudaGraphNode_t fill = nullptr;
+  CHECK_CUDA(cudaGraphAddNode(&fill, graph, nullptr, nullptr, 0, &memset));
+  int ten = 10;
+  void* args[] = {&data, &ten};
+  cudaGraphNodeParams kernel{};
+  kernel.type = cudaGraphNodeTypeKernel;
+  kernel.kernel.func = reinterpret_cast<void*>(Scale);
+  kernel.kernel.gridDim = dim3(kBlocks);
+  kernel.kernel.blockDim = dim3(kThreads);
+  kernel.kernel.kernelParams = args;
+  cudaGraphNode_t scale = nullptr;
+  CHECK_CUDA(cudaGraphAddNode(&scale, graph, &fill, nullptr, 1, &kernel));
+  cudaGraphNodeParams conditional{};
+  conditional.type = cudaGraphNodeTypeConditional;
+  cudaGraphNode_t refused = nullptr;
+  EXPECT(cudaGraphAddNode(&refused, graph, nullptr, nullptr, 0, &conditional) ==
+         cudaErrorNotSupported);
+  EXPECT(cudaGraphNodeSetParams(fill, &kernel) == cudaErrorInvalidValue);  // another type
+
+  // Captured after the kernel node: +1 twice.
+  CHECK_CUDA(cudaStreamBeginCaptureToGraph(stream, graph, &scale, nullptr, 1,
+                                           cudaStreamCaptureModeGlobal));
+  AddTo<<<kBlocks, kThreads, 0, stream>>>(data, 1);
+  AddTo<<<kBlocks, kThreads, 0, stream>>>(data, 1);
+  cudaGraph_t same = nullptr;
+  CHECK_CUDA(cudaStreamEndCapture(stream, &same));
+  EXPECT(same == graph && NodeCount(graph) == 4);
+  cudaGraphNode_t after_scale[2] = {};
+  size_t count = 2;
+  CHECK_CUDA(cudaGraphNodeGetDependentNodes(scale, after_scale, nullptr, &count));
+  EXPECT(count == 1);
+
+  cudaGraphExec_t exec = nullptr;
+  CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  CHECK_CUDA(cudaGraphLaunch(exec, stream));
+  static int host[kCount];
+  CHECK_CUDA(cudaMemcpyAsync(host, data, sizeof(host), cudaMemcpyDeviceToHost, stream));
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+  for (int i = 0; i < kCount; ++i) EXPECT(host[i] == 2 * 10 + 2);
+  // The instantiation's memset value changes alone; then the graph's scale, taken by update.
+  memset.memset.value = 3;
+  CHECK_CUDA(cudaGraphExecNodeSetParams(exec, fill, &memset));
+  CHECK_CUDA(cudaGraphLaunch(exec, stream));
+  CHECK_CUDA(cudaMemcpyAsync(host, data, sizeof(host), cudaMemcpyDeviceToHost, stream));
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+  for (int i = 0; i < kCount; ++i) EXPECT(host[i] == 3 * 10 + 2);
+  int hundred = 100;
+  args[1] = &hundred;
+  CHECK_CUDA(cudaGraphNodeSetParams(scale, &kernel));
+  cudaGraphExecUpdateResultInfo info{};
+  CHECK_CUDA(cudaGraphExecUpdate(exec, graph, &info));
+  CHECK_CUDA(cudaGraphLaunch(exec, stream));
+  CHECK_CUDA(cudaMemcpyAsync(host, data, sizeof(host), cudaMemcpyDeviceToHost, stream));
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+  for (int i = 0; i < kCount; ++i) EXPECT(host[i] == 2 * 100 + 2);
+
+  char path[] = "/tmp/tally-graph-XXXXXX";
+  const int fd = mkstemp(path);
+  EXPECT(fd >= 0);
+  close(fd);
+  CHECK_CUDA(cudaGraphDebugDotPrint(graph, path, cudaGraphDebugDotFlagsVerbose));
+  std::ifstream dot(path);
+  const std::string text((std::istreambuf_iterator<char>(dot)), std::istreambuf_iterator<char>());
+  unlink(path);
+  EXPECT(text.find("digraph") != std::string::npos && text.find("Scale") != std::string::npos &&
+         text.find("memset") != std::string::npos && text.find("->") != std::string::npos);
+
+  CHECK_CUDA(cudaGraphExecDestroy(exec));
+  CHECK_CUDA(cudaGraphDestroy(graph));
+  CHECK_CUDA(cudaFree(data));
+  std::printf("generic nodes, capture into a graph, DOT: ok\n");
+}
+
 }  // namespace
 
 int main() {
@@ -526,6 +618,7 @@ int main() {
   CapturedFork(s1, s2);
   CaptureErrors(s1, s2, non_blocking);
   ChildGraphsEventsAndMemory(s1, s2);
+  GenericNodesAndCaptureToGraph(s1);
   size_t free_bytes = 0, total_bytes = 0;
   CHECK_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
   CHECK_CUDA(cudaStreamDestroy(s1));
