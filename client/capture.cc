@@ -391,8 +391,11 @@ absl::Status CheckSynchronizing(cudaStream_t stream) {
   return Captures::Get().Synchronizing(stream);
 }
 
+// While nothing captures, an event's record of an ended capture stays: a capture that waits on
+// the event later finds that capture gone, as if the event had been recorded outside.
 absl::StatusOr<bool> CaptureEventRecord(cudaEvent_t event, cudaStream_t stream,
                                         unsigned int flags) {
+  if (capture_internal::active.load(std::memory_order_relaxed) == 0) return false;
   return Captures::Get().EventRecord(event, stream, flags);
 }
 
