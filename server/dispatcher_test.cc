@@ -6,6 +6,7 @@
 // a PTB run is stopped and never resumed.
 #include "server/dispatcher.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstring>
@@ -96,7 +97,8 @@ class Stream {
   CUstream stream_ = nullptr;
 };
 
-// `kernel_name(a, b[, iterations])` on `grid` blocks of 32 threads.
+// `kernel_name(a, b[, iterations])` on `grid` blocks of 32 threads; `kernel_name(a)` for a
+// kernel with one parameter (b unused).
 KernelLaunch TwoBufferLaunch(const std::string& kernel_name, ptx::Dim3 grid, const Ints& a,
                              const Ints& b, CUstream stream, uint32_t iterations = 0) {
   KernelLaunch launch;
@@ -106,7 +108,7 @@ KernelLaunch TwoBufferLaunch(const std::string& kernel_name, ptx::Dim3 grid, con
   launch.kernel = *kernel;
   const CUdeviceptr args[2] = {a.address(), b.address()};
   launch.params.resize(launch.kernel->signature.param_buffer_size);
-  std::memcpy(launch.params.data(), args, sizeof(args));
+  std::memcpy(launch.params.data(), args, std::min(sizeof(args), launch.params.size()));
   if (iterations != 0) std::memcpy(launch.params.data() + sizeof(args), &iterations, 4);
   launch.grid = grid;
   launch.block = {32, 1, 1};
