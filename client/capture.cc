@@ -47,6 +47,23 @@ thread_local cudaStreamCaptureMode thread_mode = cudaStreamCaptureModeGlobal;
 thread_local int own_strict_captures = 0;
 thread_local int own_global_captures = 0;
 
+absl::Status CheckMode(cudaStreamCaptureMode mode) {
+  if (mode != cudaStreamCaptureModeGlobal && mode != cudaStreamCaptureModeThreadLocal &&
+      mode != cudaStreamCaptureModeRelaxed) {
+    return CudaError(cudaErrorInvalidValue, "unknown stream capture mode");
+  }
+  return absl::OkStatus();
+}
+
+// Adds the nodes the frontier does not hold yet.
+void AddToFrontier(std::vector<Node*>& frontier, const std::vector<Node*>& nodes) {
+  for (Node* node : nodes) {
+    if (std::find(frontier.begin(), frontier.end(), node) == frontier.end()) {
+      frontier.push_back(node);
+    }
+  }
+}
+
 absl::Status Invalidated() {
   return CudaError(cudaErrorStreamCaptureInvalidated, "the stream's capture was invalidated");
 }
@@ -60,10 +77,7 @@ class Captures {
 
   absl::Status Begin(cudaStream_t stream, cudaStreamCaptureMode mode, Graph* into,
                      std::vector<Node*> frontier) {
-    if (mode != cudaStreamCaptureModeGlobal && mode != cudaStreamCaptureModeThreadLocal &&
-        mode != cudaStreamCaptureModeRelaxed) {
-      return CudaError(cudaErrorInvalidValue, "unknown stream capture mode");
-    }
+    TALLY_RETURN_IF_ERROR(CheckMode(mode));
     const uint64_t handle = StreamHandle(stream);
     if (handle == 0) {
       return CudaError(cudaErrorStreamCaptureUnsupported,
@@ -223,12 +237,7 @@ class Captures {
       recorded->invalid = Invalidated();
       return CudaError(cudaErrorStreamCaptureMerge, "two captures cannot be merged");
     }
-    std::vector<Node*>& frontier = capturing->frontier[handle];
-    for (Node* node : nodes) {
-      if (std::find(frontier.begin(), frontier.end(), node) == frontier.end()) {
-        frontier.push_back(node);
-      }
-    }
+    AddToFrontier(capturing->frontier[handle], nodes);
     return true;
   }
 
@@ -298,11 +307,7 @@ class Captures {
     }
     std::vector<Node*>& frontier = sequence.frontier[it->first];
     if (flags == cudaStreamSetCaptureDependencies) frontier.clear();
-    for (Node* node : given) {
-      if (std::find(frontier.begin(), frontier.end(), node) == frontier.end()) {
-        frontier.push_back(node);
-      }
-    }
+    AddToFrontier(frontier, given);
     return absl::OkStatus();
   }
 
@@ -440,10 +445,7 @@ absl::Status UpdateCaptureDependencies(cudaStream_t stream, const cudaGraphNode_
 }
 
 absl::Status ExchangeCaptureMode(cudaStreamCaptureMode& mode) {
-  if (mode != cudaStreamCaptureModeGlobal && mode != cudaStreamCaptureModeThreadLocal &&
-      mode != cudaStreamCaptureModeRelaxed) {
-    return CudaError(cudaErrorInvalidValue, "unknown stream capture mode");
-  }
+  TALLY_RETURN_IF_ERROR(CheckMode(mode));
   std::swap(mode, thread_mode);
   return absl::OkStatus();
 }

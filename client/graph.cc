@@ -46,6 +46,15 @@ bool IsLive(absl::flat_hash_set<const void*> LiveObjects::*table, const void* ob
   return (Live().*table).contains(object);
 }
 
+// The object a handle names, if it is live in `table`.
+template <typename Object, typename Handle>
+absl::StatusOr<Object*> FindLive(absl::flat_hash_set<const void*> LiveObjects::*table,
+                                 Handle handle, const char* what) {
+  auto* object = reinterpret_cast<Object*>(handle);
+  if (handle == nullptr || !IsLive(table, object)) return CudaError(cudaErrorInvalidValue, what);
+  return object;
+}
+
 template <typename... Visitors>
 struct Overloaded : Visitors... {
   using Visitors::operator()...;
@@ -317,19 +326,11 @@ absl::Status CheckDefaultEdges(const cudaGraphEdgeData* edges, size_t count) {
 }
 
 absl::StatusOr<Graph*> FindGraph(cudaGraph_t graph) {
-  auto* object = reinterpret_cast<Graph*>(graph);
-  if (graph == nullptr || !IsLive(&LiveObjects::graphs, object)) {
-    return CudaError(cudaErrorInvalidValue, "not a live graph");
-  }
-  return object;
+  return FindLive<Graph>(&LiveObjects::graphs, graph, "not a live graph");
 }
 
 absl::StatusOr<Node*> FindNode(cudaGraphNode_t node) {
-  auto* object = reinterpret_cast<Node*>(node);
-  if (node == nullptr || !IsLive(&LiveObjects::nodes, object)) {
-    return CudaError(cudaErrorInvalidValue, "not a live graph node");
-  }
-  return object;
+  return FindLive<Node>(&LiveObjects::nodes, node, "not a live graph node");
 }
 
 absl::StatusOr<Node*> FindNodeOf(cudaGraphNode_t node, const Graph& graph) {
@@ -397,11 +398,7 @@ absl::StatusOr<Node*> GraphExec::Instance(cudaGraphNode_t original) {
 }
 
 absl::StatusOr<GraphExec*> FindExec(cudaGraphExec_t exec) {
-  auto* object = reinterpret_cast<GraphExec*>(exec);
-  if (exec == nullptr || !IsLive(&LiveObjects::execs, object)) {
-    return CudaError(cudaErrorInvalidValue, "not a live executable graph");
-  }
-  return object;
+  return FindLive<GraphExec>(&LiveObjects::execs, exec, "not a live executable graph");
 }
 
 absl::Status DestroyExec(cudaGraphExec_t exec) {

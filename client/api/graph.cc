@@ -268,6 +268,48 @@ absl::Status AddMemFree(cudaGraphNode_t* out, cudaGraph_t graph,
   return AddNode(out, graph, dependencies, count, MemFreeWork{.pointer = pointer});
 }
 
+absl::Status CreateGraph(cudaGraph_t* graph, unsigned int flags) {
+  TALLY_RETURN_IF_ERROR(CheckOut(graph));
+  TALLY_RETURN_IF_ERROR(CheckFlagsZero(flags));
+  *graph = ToHandle(new Graph);
+  return absl::OkStatus();
+}
+
+absl::Status GetNodes(cudaGraph_t graph, cudaGraphNode_t* nodes, size_t* count) {
+  TALLY_ASSIGN_OR_RETURN(const Graph* found, FindGraph(graph));
+  std::vector<Node*> all;
+  for (const auto& node : found->nodes) all.push_back(node.get());
+  return FillList<cudaGraphNode_t, Node>(all, nodes, nullptr, count);
+}
+
+absl::Status GetType(cudaGraphNode_t node, cudaGraphNodeType* type) {
+  TALLY_RETURN_IF_ERROR(CheckOut(type));
+  TALLY_ASSIGN_OR_RETURN(const Node* found, FindNode(node));
+  *type = TypeOf(found->work);
+  return absl::OkStatus();
+}
+
+absl::Status DestroyNode(cudaGraphNode_t node) {
+  TALLY_ASSIGN_OR_RETURN(Node * found, FindNode(node));
+  found->graph->Remove(found);
+  return absl::OkStatus();
+}
+
+absl::Status GetExecFlags(cudaGraphExec_t exec, unsigned long long* flags) {
+  TALLY_RETURN_IF_ERROR(CheckOut(flags));
+  TALLY_ASSIGN_OR_RETURN(const GraphExec* found, FindExec(exec));
+  *flags = found->flags();
+  return absl::OkStatus();
+}
+
+// An event record or wait node (Work: EventRecordWork or EventWaitWork).
+template <typename Work>
+absl::Status AddEventNode(cudaGraphNode_t* out, cudaGraph_t graph,
+                          const cudaGraphNode_t* dependencies, size_t count, cudaEvent_t event) {
+  TALLY_RETURN_IF_ERROR(CheckEvent(event));
+  return AddNode(out, graph, dependencies, count, Work{.event = event});
+}
+
 absl::Status DestroyGraph(cudaGraph_t handle) {
   TALLY_ASSIGN_OR_RETURN(Graph * graph, FindGraph(handle));
   if (graph->owner != nullptr) {
@@ -509,12 +551,7 @@ using namespace tally::client;  // NOLINT: this file is the graph API's C surfac
 extern "C" {
 
 cudaError_t cudaGraphCreate(cudaGraph_t* graph, unsigned int flags) {
-  return Run(__func__, [&]() -> absl::Status {
-    TALLY_RETURN_IF_ERROR(CheckOut(graph));
-    TALLY_RETURN_IF_ERROR(CheckFlagsZero(flags));
-    *graph = ToHandle(new Graph);
-    return absl::OkStatus();
-  });
+  return Run(__func__, [&] { return CreateGraph(graph, flags); });
 }
 
 cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
@@ -677,9 +714,8 @@ cudaError_t cudaGraphAddEmptyNode(cudaGraphNode_t* node, cudaGraph_t graph,
 cudaError_t cudaGraphAddEventRecordNode(cudaGraphNode_t* node, cudaGraph_t graph,
                                         const cudaGraphNode_t* dependencies, size_t count,
                                         cudaEvent_t event) {
-  return Run(__func__, [&]() -> absl::Status {
-    TALLY_RETURN_IF_ERROR(CheckEvent(event));
-    return AddNode(node, graph, dependencies, count, EventRecordWork{.event = event});
+  return Run(__func__, [&] {
+    return AddEventNode<EventRecordWork>(node, graph, dependencies, count, event);
   });
 }
 
@@ -710,10 +746,8 @@ cudaError_t cudaGraphExecEventRecordNodeSetEvent(cudaGraphExec_t exec, cudaGraph
 cudaError_t cudaGraphAddEventWaitNode(cudaGraphNode_t* node, cudaGraph_t graph,
                                       const cudaGraphNode_t* dependencies, size_t count,
                                       cudaEvent_t event) {
-  return Run(__func__, [&]() -> absl::Status {
-    TALLY_RETURN_IF_ERROR(CheckEvent(event));
-    return AddNode(node, graph, dependencies, count, EventWaitWork{.event = event});
-  });
+  return Run(__func__,
+             [&] { return AddEventNode<EventWaitWork>(node, graph, dependencies, count, event); });
 }
 
 cudaError_t cudaGraphEventWaitNodeGetEvent(cudaGraphNode_t node, cudaEvent_t* event) {
@@ -803,21 +837,11 @@ cudaError_t cudaGraphDebugDotPrint(cudaGraph_t graph, const char* path, unsigned
 }
 
 cudaError_t cudaGraphNodeGetType(cudaGraphNode_t node, cudaGraphNodeType* type) {
-  return Run(__func__, [&]() -> absl::Status {
-    TALLY_RETURN_IF_ERROR(CheckOut(type));
-    TALLY_ASSIGN_OR_RETURN(const Node* found, FindNode(node));
-    *type = TypeOf(found->work);
-    return absl::OkStatus();
-  });
+  return Run(__func__, [&] { return GetType(node, type); });
 }
 
 cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t* nodes, size_t* count) {
-  return Run(__func__, [&]() -> absl::Status {
-    TALLY_ASSIGN_OR_RETURN(const Graph* found, FindGraph(graph));
-    std::vector<Node*> all;
-    for (const auto& node : found->nodes) all.push_back(node.get());
-    return FillList<cudaGraphNode_t, Node>(all, nodes, nullptr, count);
-  });
+  return Run(__func__, [&] { return GetNodes(graph, nodes, count); });
 }
 
 cudaError_t cudaGraphGetRootNodes(cudaGraph_t graph, cudaGraphNode_t* nodes, size_t* count) {
@@ -865,11 +889,7 @@ cudaError_t cudaGraphRemoveDependencies(cudaGraph_t graph, const cudaGraphNode_t
 }
 
 cudaError_t cudaGraphDestroyNode(cudaGraphNode_t node) {
-  return Run(__func__, [&]() -> absl::Status {
-    TALLY_ASSIGN_OR_RETURN(Node * found, FindNode(node));
-    found->graph->Remove(found);
-    return absl::OkStatus();
-  });
+  return Run(__func__, [&] { return DestroyNode(node); });
 }
 
 cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph,
@@ -888,12 +908,7 @@ cudaError_t cudaGraphInstantiateWithParams(cudaGraphExec_t* exec, cudaGraph_t gr
 }
 
 cudaError_t cudaGraphExecGetFlags(cudaGraphExec_t exec, unsigned long long* flags) {
-  return Run(__func__, [&]() -> absl::Status {
-    TALLY_RETURN_IF_ERROR(CheckOut(flags));
-    TALLY_ASSIGN_OR_RETURN(const GraphExec* found, FindExec(exec));
-    *flags = found->flags();
-    return absl::OkStatus();
-  });
+  return Run(__func__, [&] { return GetExecFlags(exec, flags); });
 }
 
 cudaError_t cudaGraphExecUpdate(cudaGraphExec_t exec, cudaGraph_t graph,
@@ -916,12 +931,7 @@ cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
 // Driver API.
 
 CUresult cuGraphCreate(CUgraph* graph, unsigned int flags) {
-  return RunDriver(__func__, [&]() -> absl::Status {
-    TALLY_RETURN_IF_ERROR(CheckOut(graph));
-    TALLY_RETURN_IF_ERROR(CheckFlagsZero(flags));
-    *graph = ToHandle(new Graph);
-    return absl::OkStatus();
-  });
+  return RunDriver(__func__, [&] { return CreateGraph(graph, flags); });
 }
 
 CUresult cuGraphDestroy(CUgraph graph) {
@@ -990,17 +1000,15 @@ CUresult cuGraphAddChildGraphNode(CUgraphNode* node, CUgraph graph, const CUgrap
 
 CUresult cuGraphAddEventRecordNode(CUgraphNode* node, CUgraph graph,
                                    const CUgraphNode* dependencies, size_t count, CUevent event) {
-  return RunDriver(__func__, [&]() -> absl::Status {
-    TALLY_RETURN_IF_ERROR(CheckEvent(event));
-    return AddNode(node, graph, dependencies, count, EventRecordWork{.event = event});
+  return RunDriver(__func__, [&] {
+    return AddEventNode<EventRecordWork>(node, graph, dependencies, count, event);
   });
 }
 
 CUresult cuGraphAddEventWaitNode(CUgraphNode* node, CUgraph graph, const CUgraphNode* dependencies,
                                  size_t count, CUevent event) {
-  return RunDriver(__func__, [&]() -> absl::Status {
-    TALLY_RETURN_IF_ERROR(CheckEvent(event));
-    return AddNode(node, graph, dependencies, count, EventWaitWork{.event = event});
+  return RunDriver(__func__, [&] {
+    return AddEventNode<EventWaitWork>(node, graph, dependencies, count, event);
   });
 }
 
@@ -1021,29 +1029,17 @@ CUresult cuGraphRemoveDependencies_v2(CUgraph graph, const CUgraphNode* from, co
 }
 
 CUresult cuGraphGetNodes(CUgraph graph, CUgraphNode* nodes, size_t* count) {
-  return RunDriver(__func__, [&]() -> absl::Status {
-    TALLY_ASSIGN_OR_RETURN(const Graph* found, FindGraph(graph));
-    std::vector<Node*> all;
-    for (const auto& node : found->nodes) all.push_back(node.get());
-    return FillList<CUgraphNode, Node>(all, nodes, nullptr, count);
-  });
+  return RunDriver(__func__, [&] { return GetNodes(graph, nodes, count); });
 }
 
 CUresult cuGraphNodeGetType(CUgraphNode node, CUgraphNodeType* type) {
-  return RunDriver(__func__, [&]() -> absl::Status {
-    TALLY_RETURN_IF_ERROR(CheckOut(type));
-    TALLY_ASSIGN_OR_RETURN(const Node* found, FindNode(node));
-    *type = static_cast<CUgraphNodeType>(TypeOf(found->work));
-    return absl::OkStatus();
-  });
+  static_assert(sizeof(CUgraphNodeType) == sizeof(cudaGraphNodeType));
+  return RunDriver(__func__,
+                   [&] { return GetType(node, reinterpret_cast<cudaGraphNodeType*>(type)); });
 }
 
 CUresult cuGraphDestroyNode(CUgraphNode node) {
-  return RunDriver(__func__, [&]() -> absl::Status {
-    TALLY_ASSIGN_OR_RETURN(Node * found, FindNode(node));
-    found->graph->Remove(found);
-    return absl::OkStatus();
-  });
+  return RunDriver(__func__, [&] { return DestroyNode(node); });
 }
 
 CUresult cuGraphInstantiateWithFlags(CUgraphExec* exec, CUgraph graph, unsigned long long flags) {
@@ -1059,12 +1055,9 @@ CUresult cuGraphInstantiateWithParams(CUgraphExec* exec, CUgraph graph,
 }
 
 CUresult cuGraphExecGetFlags(CUgraphExec exec, cuuint64_t* flags) {
-  return RunDriver(__func__, [&]() -> absl::Status {
-    TALLY_RETURN_IF_ERROR(CheckOut(flags));
-    TALLY_ASSIGN_OR_RETURN(const GraphExec* found, FindExec(exec));
-    *flags = found->flags();
-    return absl::OkStatus();
-  });
+  static_assert(sizeof(cuuint64_t) == sizeof(unsigned long long));
+  return RunDriver(
+      __func__, [&] { return GetExecFlags(exec, reinterpret_cast<unsigned long long*>(flags)); });
 }
 
 CUresult cuGraphExecUpdate_v2(CUgraphExec exec, CUgraph graph, CUgraphExecUpdateResultInfo* info) {
