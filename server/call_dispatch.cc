@@ -41,14 +41,17 @@ absl::StatusOr<CUresult> ResultOrViolation(const absl::Status& status) {
 }
 
 // The response record for a handler's answer: the reply, or a CallError for a failure the
-// client caused. Another failure is returned as is: the message was malformed.
+// client caused. Another failure is returned as is: the message was malformed. An error that
+// says the shared context faulted becomes the client's own error of that fault (`faults`).
 // `flags`: kFlagDeviceOutput or 0.
 template <typename T>
 absl::StatusOr<std::vector<std::byte>> EncodeAnswer(uint64_t sequence,
                                                     const absl::StatusOr<Reply<T>>& reply,
+                                                    const ContextFaultView& faults = {},
                                                     uint32_t flags = 0) {
   if (reply.ok()) return Encode(sequence, flags, reply->fields, reply->tail);
-  TALLY_ASSIGN_OR_RETURN(const CUresult result, ResultOrViolation(reply.status()));
+  TALLY_ASSIGN_OR_RETURN(CUresult result, ResultOrViolation(reply.status()));
+  result = faults.Answer(result);
   // The explanation, bounded so that it always fits a response record.
   const absl::string_view reason = reply.status().message().substr(0, kMaxReasonBytes);
   return Encode(sequence, flags | ipc::kFlagError,
@@ -80,10 +83,13 @@ CUresult StickyErrorFor(Session& session) {
 template <typename Response>
 absl::StatusOr<Outcome> AnswerStickyError(uint64_t sequence, CUresult sticky, uint32_t flags = 0) {
   const absl::StatusOr<Reply<Response>> failed = ClientError(
-      sticky, absl::StrFormat("a kernel of this program faulted earlier (%s); the error is "
-                              "sticky, as in CUDA",
-                              CuResultText(sticky)));
-  return EncodeAnswer(sequence, failed, flags);
+      sticky, sticky == CUDA_ERROR_DEVICE_UNAVAILABLE
+                  ? std::string("another program's kernel faulted the device context this "
+                                "program shared; the error is sticky: reconnect")
+                  : absl::StrFormat("a kernel of this program faulted earlier (%s); the error "
+                                    "is sticky, as in CUDA",
+                                    CuResultText(sticky)));
+  return EncodeAnswer(sequence, failed, {}, flags);
 }
 
 template <typename Request>
@@ -93,7 +99,7 @@ absl::StatusOr<Outcome> HandleSync(Session& session, const ipc::ReceivedMessage&
   if (const CUresult sticky = StickyErrorFor<Request>(session); sticky != CUDA_SUCCESS) {
     return AnswerStickyError<Response>(message.header.sequence, sticky);
   }
-  return EncodeAnswer(message.header.sequence, Handle(session, request));
+  return EncodeAnswer(message.header.sequence, Handle(session, request), session.fault_view());
 }
 
 template <typename Request>
@@ -105,17 +111,18 @@ absl::StatusOr<Outcome> HandleWait(Session& session, const ipc::ReceivedMessage&
     // The fault's own message (a failed assert's) reaches the program with it.
     return AnswerStickyError<Response>(sequence, sticky, DeviceOutputFlag(session.device_output()));
   }
+  const ContextFaultView faults = session.fault_view();
   absl::StatusOr<Deferred<Response>> deferred = Handle(session, request);
-  if (!deferred.ok()) return EncodeAnswer<Response>(sequence, deferred.status());
+  if (!deferred.ok()) return EncodeAnswer<Response>(sequence, deferred.status(), faults);
   if (deferred->ready) {
     absl::StatusOr<Reply<Response>> reply = deferred->finish();
-    return EncodeAnswer(sequence, reply, DeviceOutputFlag(session.device_output()));
+    return EncodeAnswer(sequence, reply, faults, DeviceOutputFlag(session.device_output()));
   }
-  return LaterResponse([sequence, finish = std::move(deferred->finish),
+  return LaterResponse([sequence, faults, finish = std::move(deferred->finish),
                         output = session.device_output()] {
     absl::StatusOr<Reply<Response>> reply = finish();
     absl::StatusOr<std::vector<std::byte>> record =
-        EncodeAnswer(sequence, reply, DeviceOutputFlag(output));
+        EncodeAnswer(sequence, reply, faults, DeviceOutputFlag(output));
     if (record.ok()) return *std::move(record);
     // Waiting cannot meet a malformed message (that was checked before); still, answer.
     const absl::StatusOr<Reply<Response>> unknown = ClientError(CUDA_ERROR_UNKNOWN, "wait failed");
@@ -130,7 +137,8 @@ absl::StatusOr<Outcome> HandleAsync(Session& session, const ipc::ReceivedMessage
   if (StickyErrorFor<Request>(session) != CUDA_SUCCESS) return std::monostate{};
   const absl::Status status = Handle(session, request);
   if (!status.ok()) {
-    TALLY_ASSIGN_OR_RETURN(const CUresult result, ResultOrViolation(status));
+    TALLY_ASSIGN_OR_RETURN(CUresult result, ResultOrViolation(status));
+    result = session.fault_view().Answer(result);
     session.EnqueueFailure(result, absl::StrFormat("%s (%s)", ipc::CallTraits<Request>::kName,
                                                    status.message()));
   }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <string>
 #include <utility>
 
@@ -23,6 +24,9 @@ namespace {
 // The first poll of a run on the device; each poll that finds nothing doubles the interval up
 // to the dispatcher's maximum.
 constexpr scheduler::Duration kMinPoll = std::chrono::microseconds(10);
+
+// How often the dispatch thread looks at a faulted context's recovery.
+constexpr scheduler::Duration kFaultPoll = std::chrono::milliseconds(5);
 
 // The device window (Dispatcher::NoteIssued): per stream of a client at most about
 // kFenceEvery * (kMaxFences + 1) commands issued and not yet done, far below the emulated GPU's
@@ -82,17 +86,21 @@ struct Dispatcher::ClientQueue {
 absl::StatusOr<std::unique_ptr<Dispatcher>> Dispatcher::Create(
     const Backend& backend, std::unique_ptr<scheduler::Policy> policy,
     profiler::Profiler* profiler, scheduler::Duration max_poll,
-    std::function<void()> thread_setup) {
+    std::function<void()> thread_setup, ContextRecovery recovery) {
   TALLY_ASSIGN_OR_RETURN(std::unique_ptr<KernelRuns> runs, KernelRuns::Create(backend, profiler));
-  return std::unique_ptr<Dispatcher>(new Dispatcher(backend.api(), std::move(policy),
+  return std::unique_ptr<Dispatcher>(new Dispatcher(backend, std::move(policy), profiler,
                                                     std::move(runs), max_poll,
-                                                    std::move(thread_setup)));
+                                                    std::move(thread_setup), std::move(recovery)));
 }
 
-Dispatcher::Dispatcher(const DriverApi& api, std::unique_ptr<scheduler::Policy> policy,
-                       std::unique_ptr<KernelRuns> runs, scheduler::Duration max_poll,
-                       std::function<void()> thread_setup)
-    : api_(api),
+Dispatcher::Dispatcher(const Backend& backend, std::unique_ptr<scheduler::Policy> policy,
+                       profiler::Profiler* profiler, std::unique_ptr<KernelRuns> runs,
+                       scheduler::Duration max_poll, std::function<void()> thread_setup,
+                       ContextRecovery recovery)
+    : backend_(backend),
+      api_(backend.api()),
+      profiler_(profiler),
+      recovery_(std::move(recovery)),
       policy_(std::move(policy)),
       uses_transformed_forms_(policy_->UsesTransformedForms()),
       runs_(std::move(runs)),
@@ -296,6 +304,7 @@ void Dispatcher::Run(const std::function<void()>& thread_setup) {
       }
       AnnounceHeads(now);
       FinishLeaving();
+      RecoverFromFault();
       return absl::OkStatus();
     });
     if (!round.ok()) TALLY_LOG_ERROR("{}", round.ToString());
@@ -306,6 +315,10 @@ void Dispatcher::Run(const std::function<void()>& thread_setup) {
     if (!runs_->empty() || !host_functions_.empty() || throttled_) {
       poll_interval_ = activity_ ? kMinPoll : std::min(poll_interval_ * 2, max_poll_);
       deadline = std::min(deadline.value_or(Time::max()), now + poll_interval_);
+    }
+    // While the context is faulted, the clients leaving are waited for by polling.
+    if (recovery_.faults != nullptr && recovery_.faults->faulted()) {
+      deadline = std::min(deadline.value_or(Time::max()), now + kFaultPoll);
     }
     if (deadline) {
       work_.wait_until(lock, std::chrono::steady_clock::time_point(
@@ -371,6 +384,7 @@ void Dispatcher::PollRuns(Time now) {
   ended_.clear();
   runs_->Poll(ended_);
   if (!ended_.empty()) activity_ = true;
+  if (recovery_.faults != nullptr) recovery_.faults->Observe(runs_->first_fault());
   for (EndedRun& ended : ended_) EndRun(now, ended);
 }
 
@@ -593,6 +607,59 @@ void Dispatcher::Consume(ClientQueue& queue, CUresult result, std::string what) 
     queue.wake_at = UINT64_MAX;
     issued_.notify_all();
   }
+}
+
+}  // namespace tally::server
+
+namespace tally::server {
+
+void Dispatcher::Wake() {
+  {
+    std::lock_guard lock(mutex_);
+    pending_work_ = true;
+  }
+  work_.notify_one();
+}
+
+void Dispatcher::RecoverFromFault() {
+  ContextFaults* faults = recovery_.faults;
+  if (faults == nullptr || !faults->faulted()) return;
+  if (faults->AttributionPending()) {
+    // The clients whose runs were on the device: those the fault ended and those not yet
+    // polled (on NVIDIA's driver every run in flight reports the error).
+    absl::flat_hash_set<ClientId> culprits;
+    runs_->TakeFaultedClients(culprits);
+    runs_->AddClientsOnDevice(culprits);
+    faults->Attribute(culprits);
+  }
+  if (faults->ResetDue() && clients_.empty() && leaving_.empty() && runs_->empty() &&
+      host_functions_.empty()) {
+    ResetContext();
+  }
+}
+
+void Dispatcher::ResetContext() {
+  // Every object of the old context goes before it does; none is used after.
+  for (CUevent event : free_fences_) api_.cuEventDestroy(event);
+  free_fences_.clear();
+  runs_.reset();
+  absl::Status reset = recovery_.reset ? recovery_.reset() : absl::OkStatus();
+  if (reset.ok()) {
+    absl::StatusOr<std::unique_ptr<KernelRuns>> runs = KernelRuns::Create(backend_, profiler_);
+    if (runs.ok()) {
+      runs_ = *std::move(runs);
+    } else {
+      reset = runs.status();
+    }
+  }
+  if (!reset.ok()) {
+    // Without a context nothing can be served: the server must be restarted.
+    TALLY_LOG_ERROR("tally-server: the device context could not be reset after its fault ({}); "
+                    "restart tally-server",
+                    reset.ToString());
+    std::_Exit(EXIT_FAILURE);
+  }
+  recovery_.faults->Recovered();
 }
 
 }  // namespace tally::server

@@ -26,6 +26,7 @@
 #include "profiler/profiler.h"
 #include "scheduler/policy.h"
 #include "server/backend/backend.h"
+#include "server/context_faults.h"
 #include "server/host_callbacks.h"
 #include "server/kernel_forms.h"
 #include "server/kernel_runs.h"
@@ -51,6 +52,13 @@ struct DeferredError {
   std::string what;  // the failed work ("kernel K<<<...>>>", "LaunchKernel: ..."); may be empty
 };
 
+// What the dispatch thread needs to recover from a fault of the shared context
+// (context_faults.h); empty where the backend keeps faults to the client.
+struct ContextRecovery {
+  ContextFaults* faults = nullptr;
+  std::function<absl::Status()> reset;  // Backend::ResetContext
+};
+
 class Dispatcher {
  public:
   struct ClientQueue;
@@ -59,10 +67,13 @@ class Dispatcher {
   // `thread_setup` runs first on the dispatch thread (making the device context current).
   // Runs on the device are polled every few microseconds at first, backing off to
   // `max_poll` while none ends.
+  // With `recovery` (a backend whose faults poison the shared context), the dispatch thread
+  // attributes such a fault and, once no client of the faulted context is left, resets the
+  // context and starts over with new kernel runs.
   static absl::StatusOr<std::unique_ptr<Dispatcher>> Create(
       const Backend& backend, std::unique_ptr<scheduler::Policy> policy,
       profiler::Profiler* profiler, scheduler::Duration max_poll,
-      std::function<void()> thread_setup);
+      std::function<void()> thread_setup, ContextRecovery recovery = {});
   Dispatcher(const Dispatcher&) = delete;
   Dispatcher& operator=(const Dispatcher&) = delete;
   // Stop, then frees what the device used (sessions are closed first).
@@ -79,6 +90,8 @@ class Dispatcher {
   // returns from the start of the call on.
   bool RemoveClient(ClientQueue& queue, std::chrono::steady_clock::time_point deadline =
                                             std::chrono::steady_clock::time_point::max());
+  // Makes the dispatch thread look at the context's faults soon (any thread, no lock held).
+  void Wake();
   // Effective at the policy's next decision.
   void SetPriority(ClientQueue& queue, ClientPriority priority);
   ClientPriority priority(ClientQueue& queue);
@@ -113,9 +126,10 @@ class Dispatcher {
   bool UsesTransformedForms() const { return uses_transformed_forms_; }
 
  private:
-  Dispatcher(const DriverApi& api, std::unique_ptr<scheduler::Policy> policy,
-             std::unique_ptr<KernelRuns> runs, scheduler::Duration max_poll,
-             std::function<void()> thread_setup);
+  Dispatcher(const Backend& backend, std::unique_ptr<scheduler::Policy> policy,
+             profiler::Profiler* profiler, std::unique_ptr<KernelRuns> runs,
+             scheduler::Duration max_poll, std::function<void()> thread_setup,
+             ContextRecovery recovery);
 
   // mutex_ held.
   void RecordFailure(ClientQueue& queue, CUresult result, std::string what);
@@ -146,9 +160,15 @@ class Dispatcher {
   // Tells the policy of a run's end (the head is consumed first when the kernel finished).
   void EndRun(scheduler::Time now, EndedRun& ended);
   void FinishLeaving();
+  // A fault of the shared context: attributes it, and resets the context once it may.
+  void RecoverFromFault();
+  void ResetContext();
   ClientQueue* Find(ClientId client);
 
+  const Backend& backend_;
   const DriverApi& api_;
+  profiler::Profiler* const profiler_;
+  const ContextRecovery recovery_;
   std::unique_ptr<scheduler::Policy> policy_;
   const bool uses_transformed_forms_;
   std::unique_ptr<KernelRuns> runs_;

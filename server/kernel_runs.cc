@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "common/log.h"
 #include "common/status.h"
+#include "server/context_faults.h"
 #include "server/cuda_result.h"
 
 namespace tally::server {
@@ -86,7 +87,10 @@ KernelRuns::KernelRuns(const Backend& backend, profiler::Profiler* profiler, CUs
                        uint32_t sm_count)
     : api_(backend.api()),
       extensions_(backend.extensions()),
-      profiler_(profiler), control_(control), sm_count_(sm_count) {}
+      profiler_(profiler),
+      control_(control),
+      sm_count_(sm_count),
+      track_all_(backend.FaultsAreShared()) {}
 
 KernelRuns::~KernelRuns() {
   // Only at shutdown with a run still on the device (a client's kernel that never ends, whose
@@ -250,7 +254,7 @@ CUresult KernelRuns::IssueOriginal(const RunOwner& owner, const KernelLaunch& la
     }
   }
   const CUresult launched = LaunchOriginal(api_, launch);
-  if (launched != CUDA_SUCCESS || (!notify && !measured)) {
+  if (launched != CUDA_SUCCESS || (!notify && !measured && !track_all_)) {
     ReleaseEvent(start);
     return launched;
   }
@@ -496,9 +500,22 @@ void KernelRuns::Poll(std::vector<EndedRun>& ended) {
       ++kept;
       continue;
     }
+    if (ContextFaults::Poisons(state)) {
+      faulted_clients_.insert(run.owner.client);
+      if (first_fault_ == CUDA_SUCCESS) first_fault_ = state;
+    }
     if (std::optional<EndedRun> end = Finish(run, state)) ended.push_back(std::move(*end));
   }
   runs_.resize(kept);
+}
+
+void KernelRuns::AddClientsOnDevice(absl::flat_hash_set<ClientId>& clients) const {
+  for (const Run& run : runs_) clients.insert(run.owner.client);
+}
+
+void KernelRuns::TakeFaultedClients(absl::flat_hash_set<ClientId>& clients) {
+  clients.insert(faulted_clients_.begin(), faulted_clients_.end());
+  faulted_clients_.clear();
 }
 
 std::optional<EndedRun> KernelRuns::Finish(Run& run, CUresult state) {

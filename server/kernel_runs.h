@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "common/strong_id.h"
 #include "profiler/profiler.h"
 #include "scheduler/types.h"
@@ -76,6 +77,13 @@ class KernelRuns {
   // Whether any run of the client is still on the device.
   bool HasRuns(ClientId client) const;
   bool empty() const { return runs_.empty(); }
+  // Where a fault poisons the shared context (Backend::FaultsAreShared), every run is tracked,
+  // reported or not, so that a fault can be attributed: the clients with runs not yet seen to
+  // end, and (taken) those whose runs ended with a poisoning error since the last call.
+  void AddClientsOnDevice(absl::flat_hash_set<ClientId>& clients) const;
+  void TakeFaultedClients(absl::flat_hash_set<ClientId>& clients);
+  // The first poisoning error a run ended with (CUDA_SUCCESS while none did).
+  CUresult first_fault() const { return first_fault_; }
 
   // Appends the runs that ended since the last call (and drops finished transformed kernels).
   void Poll(std::vector<EndedRun>& ended);
@@ -119,6 +127,9 @@ class KernelRuns {
   profiler::Profiler* const profiler_;
   const CUstream control_;  // highest priority: raises preemption flags
   const uint32_t sm_count_;
+  const bool track_all_;  // Backend::FaultsAreShared
+  absl::flat_hash_set<ClientId> faulted_clients_;  // TakeFaultedClients
+  CUresult first_fault_ = CUDA_SUCCESS;
   std::vector<Run> runs_;  // on the device, in issue order
   absl::flat_hash_map<ClientId, std::unique_ptr<Transformed>> transformed_;
   std::vector<CUevent> free_events_;  // all with timing

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <variant>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_format.h"
 #include "common/byte_size.h"
 #include "common/exception_barrier.h"
@@ -25,6 +26,13 @@
 
 namespace tally::server {
 namespace {
+
+// After a fault of the shared context, how long its clients have to end on their error before
+// they are disconnected, so that the context can be reset for the clients that wait.
+constexpr auto kFaultGrace = std::chrono::seconds(3);
+// How long a new client waits for that reset before it is turned away.
+constexpr auto kRecoveryWait = std::chrono::seconds(60);
+
 
 // The client's response ring, written by its session thread and by its waiter threads.
 class ResponseWriter {
@@ -223,6 +231,11 @@ absl::Status Server::Start(std::unique_ptr<scheduler::Policy> policy,
                            const SessionLimits& limits) {
   const scheduler::Duration max_poll = backend_.emulated() ? std::chrono::milliseconds(1)
                                                            : std::chrono::microseconds(200);
+  ContextRecovery recovery;
+  if (backend_.FaultsAreShared()) {
+    faults_ = std::make_unique<ContextFaults>(kFaultGrace);
+    recovery = {faults_.get(), [this] { return backend_.ResetContext(); }};
+  }
   TALLY_ASSIGN_OR_RETURN(dispatcher_,
                          Dispatcher::Create(backend_, std::move(policy), profiler_.get(), max_poll,
                                             [this] {
@@ -231,9 +244,11 @@ absl::Status Server::Start(std::unique_ptr<scheduler::Policy> policy,
                                                 TALLY_LOG_ERROR("dispatcher: {}",
                                                                 current.ToString());
                                               }
-                                            }));
-  context_ = std::make_unique<ServerContext>(
-      ServerContext{backend_, modules_, *dispatcher_, device_info_, &sessions_, limits});
+                                            },
+                                            std::move(recovery)));
+  if (faults_ != nullptr) faults_->set_wake([this] { dispatcher_->Wake(); });
+  context_ = std::make_unique<ServerContext>(ServerContext{
+      backend_, modules_, *dispatcher_, device_info_, &sessions_, faults_.get(), limits});
   return absl::OkStatus();
 }
 
@@ -511,9 +526,33 @@ void Server::Serve(std::unique_ptr<ipc::ServerConnection> connection) {
   // Set when a waiter thread failed and left a call unanswered: the session then ends.
   auto failed = std::make_unique<std::atomic<bool>>(false);
   ipc::WaitOptions wait = connection->MakeWaitOptions(absl::InfiniteDuration());
-  wait.liveness = [this, &connection = *connection, &failed = *failed]() -> absl::Status {
+  // The context generation the session belongs to (ContextFaults): a client arriving while the
+  // shared context is faulted waits here, its first request unread, until it is reset.
+  uint64_t generation = 0;
+  if (faults_ != nullptr) {
+    std::optional<uint64_t> joined =
+        faults_->Join(std::chrono::steady_clock::now() + kRecoveryWait);
+    if (!joined) {
+      TALLY_LOG_ERROR("client {} turned away: the device context has not been reset after its "
+                      "fault within {} s (clients of the faulted context still run)",
+                      client.client_id, kRecoveryWait.count());
+      return;
+    }
+    generation = *joined;
+  }
+  // After the session's end (declared before it, so destroyed after it).
+  absl::Cleanup leave = [this, generation] {
+    if (faults_ != nullptr) faults_->Leave(generation);
+  };
+  wait.liveness = [this, generation, &connection = *connection,
+                   &failed = *failed]() -> absl::Status {
     if (stopping_) return absl::CancelledError("the server is shutting down");
     if (failed) return absl::InternalError("a wait failed");
+    if (faults_ != nullptr && faults_->Evicted(generation)) {
+      return absl::UnavailableError(
+          "the device context faulted and the client did not end within the grace period; it "
+          "is disconnected so that the context can be reset");
+    }
     return connection.CheckPeerAlive();
   };
   // Outlives the session's waiters.
@@ -526,7 +565,8 @@ void Server::Serve(std::unique_ptr<ipc::ServerConnection> connection) {
     TALLY_ASSIGN_OR_RETURN(session,
                            Session::Create(*context_, client, connection->bulk(),
                                            connection->host_region().value_or(
-                                               std::span<std::byte>{})));
+                                               std::span<std::byte>{}),
+                                           generation));
     session->host_callbacks().Attach(&connection->callbacks(), wait);
     session->set_client_alive([&wait] { return wait.liveness().ok(); });
     return ServeRequests(*session, *connection, wait, *responses, *failed);

@@ -66,6 +66,8 @@ class Server {
   const int max_clients_;
   ModuleRegistry modules_;
   SessionRegistry sessions_;
+  // Where a fault poisons the context every client shares (Backend::FaultsAreShared).
+  std::unique_ptr<ContextFaults> faults_;
   std::unique_ptr<Dispatcher> dispatcher_;  // set by Start
   std::unique_ptr<ServerContext> context_;  // set by Start
   ipc::Listener listener_;

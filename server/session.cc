@@ -25,9 +25,10 @@ StreamEntry::~StreamEntry() {
 }
 
 Session::Session(ServerContext& server, const ipc::ClientInfo& client, ipc::BulkArea bulk,
-                 std::span<std::byte> host_region)
+                 std::span<std::byte> host_region, uint64_t context_generation)
     : server_(server),
       client_(client),
+      context_generation_(context_generation),
       bulk_(bulk),
       host_region_(host_region),
       memory_limit_(client.memory_limit != 0
@@ -44,8 +45,10 @@ Session::Session(ServerContext& server, const ipc::ClientInfo& client, ipc::Bulk
 absl::StatusOr<std::unique_ptr<Session>> Session::Create(ServerContext& server,
                                                          const ipc::ClientInfo& client,
                                                          ipc::BulkArea bulk,
-                                                         std::span<std::byte> host_region) {
-  std::unique_ptr<Session> session(new Session(server, client, bulk, host_region));
+                                                         std::span<std::byte> host_region,
+                                                         uint64_t context_generation) {
+  std::unique_ptr<Session> session(
+      new Session(server, client, bulk, host_region, context_generation));
   TALLY_ASSIGN_OR_RETURN(session->default_stream_, session->MakeStream(/*blocking=*/true, 0));
   if (server.sessions != nullptr) server.sessions->Add(session.get());
   return session;
@@ -366,16 +369,29 @@ absl::Status Session::ClaimModule(const SharedModule& module) {
 }
 
 CUresult Session::StickyError() {
+  if (sticky_error_ != CUDA_SUCCESS) return sticky_error_;
+  if (ContextFaults* faults = server_.faults; faults != nullptr) {
+    if (!faults->faulted()) return CUDA_SUCCESS;
+    sticky_error_ = faults->ErrorFor(ClientId(client_.client_id), context_generation_);
+    if (sticky_error_ != CUDA_SUCCESS) {
+      LogStickyError("the device context it shares with every client faulted");
+    }
+    return sticky_error_;
+  }
   const auto get_error = server_.backend.extensions().tenant_get_error;
-  if (sticky_error_ != CUDA_SUCCESS || get_error == nullptr) return sticky_error_;
+  if (get_error == nullptr) return CUDA_SUCCESS;
   sticky_error_ = get_error(client_.client_id);
   if (sticky_error_ != CUDA_SUCCESS) {
-    TALLY_LOG_WARN(
-        "client {} (pid {}, '{}'): a kernel of it faulted ({}); every later call of this client "
-        "fails with that error, other clients are not affected",
-        client_.client_id, client_.pid, client_.command, CuResultText(sticky_error_));
+    LogStickyError("a kernel of it faulted; other clients are not affected");
   }
   return sticky_error_;
+}
+
+void Session::LogStickyError(std::string_view cause) const {
+  TALLY_LOG_WARN("client {} (pid {}, '{}'): {} ({}); every later call of this client fails "
+                 "with that error",
+                 client_.client_id, client_.pid, client_.command, cause,
+                 CuResultText(sticky_error_));
 }
 
 uint64_t Session::VisibleTotalMemory() const {

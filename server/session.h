@@ -22,6 +22,7 @@
 #include "ipc/cuda_calls.h"
 #include "server/allocation_table.h"
 #include "server/backend/backend.h"
+#include "server/context_faults.h"
 #include "server/device_output.h"
 #include "server/dispatcher.h"
 #include "server/handle_table.h"
@@ -58,6 +59,9 @@ struct ServerContext {
   Dispatcher& dispatcher;
   const ipc::GetDeviceInfoResponse& device_info;
   SessionRegistry* sessions = nullptr;  // where sessions list themselves (tally-ctl status)
+  // A fault of the context every client shares (null where the backend keeps faults to the
+  // client, context_faults.h).
+  ContextFaults* faults = nullptr;
   SessionLimits limits = {};
 };
 
@@ -124,11 +128,13 @@ class Session {
  public:
   // Creates the client's default stream. The calling thread must have the context current.
   // `host_region` is the client's page-locked memory, mapped at the same address in both
-  // processes (empty when the segment has none).
+  // processes (empty when the segment has none). `context_generation`: what
+  // ContextFaults::Join gave the session (with server.faults).
   static absl::StatusOr<std::unique_ptr<Session>> Create(ServerContext& server,
                                                          const ipc::ClientInfo& client,
                                                          ipc::BulkArea bulk,
-                                                         std::span<std::byte> host_region = {});
+                                                         std::span<std::byte> host_region = {},
+                                                         uint64_t context_generation = 0);
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
   // Close without a deadline, unless Close already ran.
@@ -241,8 +247,13 @@ class Session {
   absl::Status TakeDeferredError();
   // The client's sticky error: once a kernel of its faulted (on the emulated GPU, whose tenants
   // keep such a fault to the client), every later call of the client fails with it, as every
-  // call in a CUDA context does after a fault. CUDA_SUCCESS while none; session thread.
+  // call in a CUDA context does after a fault; where the context is shared, once any client's
+  // kernel faulted it (context_faults.h). CUDA_SUCCESS while none; session thread.
   CUresult StickyError();
+  // How answers built off the session thread learn of a fault of the shared context.
+  ContextFaultView fault_view() const {
+    return {server_.faults, ClientId(client_.client_id), context_generation_};
+  }
   // Makes the client's module's variables (a module with module state is the client's alone)
   // memory that only the client's kernels may touch (emulated GPU).
   absl::Status ClaimModule(const SharedModule& module);
@@ -274,10 +285,13 @@ class Session {
 
  private:
   Session(ServerContext& server, const ipc::ClientInfo& client, ipc::BulkArea bulk,
-          std::span<std::byte> host_region);
+          std::span<std::byte> host_region, uint64_t context_generation);
+  // Logs the client's new sticky error.
+  void LogStickyError(std::string_view cause) const;
 
   ServerContext& server_;
   ipc::ClientInfo client_;
+  const uint64_t context_generation_;
   ipc::BulkArea bulk_;
   std::span<std::byte> host_region_;
   std::atomic<uint64_t> memory_limit_;

@@ -81,6 +81,7 @@ CUresult cuEventSynchronize(CUevent hEvent) {
 CUresult cuEventQuery(CUevent hEvent) {
   return Run([&](Driver& driver) -> absl::Status {
     TALLY_ASSIGN_OR_RETURN(std::shared_ptr<Event> event, driver.events().Lookup(hEvent));
+    TALLY_RETURN_IF_ERROR(driver.CurrentContextSticky());
     tally::emu::StreamPoint point = tally::emu::RecordedPoint(*event);
     if (point.stream != nullptr && !point.stream->Reached(point.seq)) {
       return CudaError(CUDA_ERROR_NOT_READY, "event not reached yet");

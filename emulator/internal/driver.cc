@@ -107,6 +107,17 @@ absl::StatusOr<std::shared_ptr<Context>> Driver::CurrentContext() {
   return context;
 }
 
+absl::Status Driver::CurrentContextSticky() {
+  const auto& stack = ContextStack();
+  if (stack.empty()) return absl::OkStatus();
+  absl::StatusOr<std::shared_ptr<Context>> context = LookupContext(stack.back());
+  if (!context.ok()) return absl::OkStatus();
+  if (CUresult sticky = (*context)->sticky_error(); sticky != CUDA_SUCCESS) {
+    return CudaError(sticky, "context has a sticky error from earlier asynchronous work");
+  }
+  return absl::OkStatus();
+}
+
 bool Driver::IsNullStream(CUstream handle) {
   return handle == nullptr || handle == CU_STREAM_LEGACY || handle == CU_STREAM_PER_THREAD;
 }

@@ -66,6 +66,9 @@ class Driver {
   // The calling thread's current context (INVALID_CONTEXT when there is none or it was
   // destroyed); fails with the context's sticky error once asynchronous work faulted.
   absl::StatusOr<std::shared_ptr<Context>> CurrentContext();
+  // The sticky error of the calling thread's current context, as calls that name no context
+  // (cuEventQuery) report it in a faulted context; OK without a current context.
+  absl::Status CurrentContextSticky();
   absl::StatusOr<std::shared_ptr<Context>> LookupContext(CUcontext handle);
   // A stream handle with its context. NULL, CU_STREAM_LEGACY and CU_STREAM_PER_THREAD name the
   // current context's NULL stream (per-thread default streams run with legacy semantics, which

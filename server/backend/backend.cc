@@ -124,8 +124,10 @@ absl::StatusOr<Backend> Backend::Load(const BackendOptions& options) {
   }
   const DriverApi& api = backend.api_;
   TALLY_RETURN_IF_ERROR(CheckCu(api.cuDeviceGet(&backend.device_, options.device), "cuDeviceGet"));
-  TALLY_RETURN_IF_ERROR(CheckCu(api.cuDevicePrimaryCtxRetain(&backend.context_, backend.device_),
-                                "cuDevicePrimaryCtxRetain"));
+  CUcontext context = nullptr;
+  TALLY_RETURN_IF_ERROR(
+      CheckCu(api.cuDevicePrimaryCtxRetain(&context, backend.device_), "cuDevicePrimaryCtxRetain"));
+  backend.context_.store(context);
   return backend;
 }
 
@@ -134,19 +136,32 @@ Backend::Backend(Backend&& other) noexcept
       api_(other.api_),
       extensions_(other.extensions_),
       device_(other.device_),
-      context_(std::exchange(other.context_, nullptr)),
+      context_(other.context_.exchange(nullptr)),
       emulated_(other.emulated_),
       keep_context_(other.keep_context_),
       description_(std::move(other.description_)) {}
 
 Backend::~Backend() {
-  if (context_ != nullptr && !keep_context_) api_.cuDevicePrimaryCtxRelease(device_);
+  if (context_.load() != nullptr && !keep_context_) api_.cuDevicePrimaryCtxRelease(device_);
   // The library stays loaded: driver threads may still run, and unloading a driver at exit
   // buys nothing.
 }
 
 absl::Status Backend::MakeCurrent() const {
-  return CheckCu(api_.cuCtxSetCurrent(context_), "cuCtxSetCurrent");
+  return CheckCu(api_.cuCtxSetCurrent(context()), "cuCtxSetCurrent");
+}
+
+absl::Status Backend::ResetContext() {
+  TALLY_RETURN_IF_ERROR(CheckCu(api_.cuDevicePrimaryCtxReset(device_), "cuDevicePrimaryCtxReset"));
+  // The reset keeps the primary context retained; the driver documents no new handle, but a
+  // retain says which handle is the primary context now, and its release keeps the count.
+  CUcontext context = nullptr;
+  TALLY_RETURN_IF_ERROR(
+      CheckCu(api_.cuDevicePrimaryCtxRetain(&context, device_), "cuDevicePrimaryCtxRetain"));
+  TALLY_RETURN_IF_ERROR(
+      CheckCu(api_.cuDevicePrimaryCtxRelease(device_), "cuDevicePrimaryCtxRelease"));
+  context_.store(context, std::memory_order_release);
+  return MakeCurrent();
 }
 
 }  // namespace tally::server

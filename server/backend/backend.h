@@ -5,6 +5,7 @@
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
+#include <atomic>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -64,14 +65,21 @@ class Backend {
   const DriverApi& api() const { return api_; }
   const EmulatorExtensions& extensions() const { return extensions_; }
   CUdevice device() const { return device_; }
-  CUcontext context() const { return context_; }
+  CUcontext context() const { return context_.load(std::memory_order_acquire); }
   bool emulated() const { return emulated_; }
+  // Whether a fault in one client's kernel poisons the context for all (NVIDIA's driver, or the
+  // emulated GPU without its tenant extensions): server/context_faults.h then recovers.
+  bool FaultsAreShared() const { return extensions_.tenant_get_error == nullptr; }
   const std::string& description() const { return description_; }
 
   // Makes the primary context current on the calling thread (every server thread that calls
   // the driver does this once: contexts are per-thread state, CUDA Driver API "Context
   // Management").
   absl::Status MakeCurrent() const;
+  // After a fault poisoned the context: destroys everything in it (cuDevicePrimaryCtxReset),
+  // keeps it retained, and makes it current on the calling thread. Nothing may use the old
+  // context's objects afterwards, and no other thread may use the driver meanwhile.
+  absl::Status ResetContext();
 
  private:
   Backend() = default;
@@ -80,7 +88,8 @@ class Backend {
   DriverApi api_;
   EmulatorExtensions extensions_;
   CUdevice device_ = 0;
-  CUcontext context_ = nullptr;
+  // Atomic: ResetContext may replace it while other threads read it to make it current.
+  std::atomic<CUcontext> context_{nullptr};
   bool emulated_ = false;
   bool keep_context_ = false;
   std::string description_;

@@ -33,6 +33,23 @@ start_server() {
 # run <program> [args]: through tally-run, bounded in time.
 run() { timeout 120 "$run_bin" --server "$socket" -- "$programs/$1" "${@:2}"; }
 
+# run_expecting <word> <name> <program> [args]: runs the program (its output in
+# $work/<name>.out) and fails unless it succeeds and says <word> on a line of its own.
+run_expecting() {
+  local word=$1 name=$2
+  run "${@:3}" > "$work/$name.out" 2>&1 || fail "$name: $(cat "$work/$name.out")"
+  grep -qx "$word" "$work/$name.out" || fail "$name did not say $word: $(cat "$work/$name.out")"
+}
+
+# ask <coprocess> <line> <answer>: sends the line to the coprocess (the name given to coproc)
+# and fails unless it answers <answer> in time.
+ask() {
+  local -n fds=$1
+  echo "$2" >&"${fds[1]}"
+  read -r -t 60 line <&"${fds[0]}" || fail "$1 did not answer '$2'"
+  [[ $line == "$3" ]] || fail "$1 answered '$line' to '$2', not '$3'"
+}
+
 # status_json <file>: tally-ctl status --json (TALLY_CTL, set by CMake) into <file>, checked
 # to be valid JSON.
 status_json() {
@@ -422,12 +439,34 @@ s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); time.sleep(600)' "$so
     start_server
     run tenant compute 60 > "$work/survivor.out" 2>&1 &
     survivor_pid=$!
-    run tenant fault "$5" > "$work/fault.out" 2>&1 || fail "the faulting tenant: $(cat "$work/fault.out")"
-    grep -qx FAULTED "$work/fault.out" || fail "no fault seen: $(cat "$work/fault.out")"
+    run_expecting FAULTED fault tenant fault "$5"
     wait "$survivor_pid" || fail "the survivor failed next to a fault: $(cat "$work/survivor.out")"
     grep -qx COMPUTED "$work/survivor.out" || fail "the survivor: $(cat "$work/survivor.out")"
     run tenant compute 2 || fail "a client after the fault was not served"
     grep -q "a kernel of it faulted" "$work/server.log" || fail "the fault was not logged"
+    kill -0 "$server_pid" || fail "the server died"
+    ;;
+  shared_fault)
+    # Where every client shares one context (NVIDIA's driver; here the emulated GPU without
+    # tenants), a fault (the kind is the fifth argument) poisons it for all: the faulting client
+    # gets its fault's error, a client connected meanwhile cudaErrorDevicesUnavailable, both
+    # sticky. A client that connects afterwards waits until no client of the faulted context
+    # is left (the bystander, which stays, is disconnected after the grace period), then the
+    # context is reset and it is served, all by one server that never restarts.
+    TALLY_EMU_NO_TENANTS=1 start_server
+    coproc BYSTANDER { exec "$run_bin" --server "$socket" -- "$programs/tenant" bystander; }
+    bystander_pid=$BYSTANDER_PID
+    read -r -t 60 line <&"${BYSTANDER[0]}" || fail "the bystander never became ready"
+    [[ $line == READY ]] || fail "the bystander said '$line'"
+    run_expecting FAULTED fault tenant fault "$5"
+    ask BYSTANDER check LOST
+    run_expecting COMPUTED newcomer tenant compute 2
+    ask BYSTANDER exit LOST  # disconnected by now
+    wait "$bystander_pid" || fail "the bystander failed"
+    faulting=$(sed -n "s/.*client \([0-9]*\) connected: .*tenant fault.*/\1/p" "$work/server.log")
+    grep -q "attributed to the client(s) whose kernels were on the device: \[$faulting\]" \
+      "$work/server.log" || fail "the fault was not attributed to client '$faulting' alone"
+    grep -q "context was reset" "$work/server.log" || fail "the context was not reset"
     kill -0 "$server_pid" || fail "the server died"
     ;;
   isolation)
@@ -438,12 +477,8 @@ s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); time.sleep(600)' "$so
     owner_pid=$OWNER_PID
     read -r -t 60 line <&"${OWNER[0]}" || fail "the owner never became ready"
     [[ $line == READY ]] || fail "the owner said '$line'"
-    run tenant intruder "$work/pointer" > "$work/intruder.out" 2>&1 ||
-      fail "the intruder: $(cat "$work/intruder.out")"
-    grep -qx REFUSED "$work/intruder.out" || fail "the intruder: $(cat "$work/intruder.out")"
-    echo check >&"${OWNER[1]}"
-    read -r -t 60 line <&"${OWNER[0]}" || fail "the owner did not check its data"
-    [[ $line == INTACT ]] || fail "the owner said '$line'"
+    run_expecting REFUSED intruder tenant intruder "$work/pointer"
+    ask OWNER check INTACT
     wait "$owner_pid" || fail "the owner failed"
     ;;
   *) fail "unknown scenario $scenario" ;;

@@ -16,6 +16,10 @@
 //                      divergent barrier, which hangs a GPU, the emulated GPU's launch
 //                      failure), at the launch's synchronisation and at
 //                      every later call (sticky); says FAULTED
+//   bystander          computes, says READY, then for each line on stdin checks that its calls
+//                      fail with cudaErrorDevicesUnavailable (another client faulted the
+//                      context they shared, or the server disconnected it since) and says LOST;
+//                      ends after the line "exit"
 //   owner FILE         fills a buffer, writes its device pointer to FILE, says READY, waits for
 //                      a line on stdin, checks the buffer is unchanged and says INTACT
 //   intruder FILE      reads another client's device pointer from FILE and launches a kernel
@@ -229,6 +233,29 @@ int FaultWith(const std::string& kind) {
   return 0;
 }
 
+int Bystander() {
+  constexpr int kN = 1000;
+  int *in, *out;
+  CHECK_CUDA(cudaMalloc(&in, kN * sizeof(int)));
+  CHECK_CUDA(cudaMalloc(&out, kN * sizeof(int)));
+  ComputeRound(in, out, kN, 0);
+  std::printf("READY\n");
+  std::fflush(stdout);
+  char line[64];
+  while (std::fgets(line, sizeof(line), stdin) != nullptr) {
+    int host = 0;
+    EXPECT(cudaMemcpy(&host, out, sizeof(host), cudaMemcpyDeviceToHost) ==
+           cudaErrorDevicesUnavailable);
+    void* more = nullptr;
+    EXPECT(cudaMalloc(&more, 256) == cudaErrorDevicesUnavailable);
+    EXPECT(cudaDeviceSynchronize() == cudaErrorDevicesUnavailable);
+    std::printf("LOST\n");
+    std::fflush(stdout);
+    if (std::string(line) == "exit\n") return 0;
+  }
+  return 1;
+}
+
 constexpr int kOwned = 4096;
 
 int Owner(const char* file) {
@@ -294,10 +321,11 @@ int main(int argc, char** argv) {
     return Quota(std::strtoul(argv[2], nullptr, 10), raised);
   }
   if (mode == "fault" && argc >= 3) return FaultWith(argv[2]);
+  if (mode == "bystander") return Bystander();
   if (mode == "owner" && argc >= 3) return Owner(argv[2]);
   if (mode == "intruder" && argc >= 3) return Intruder(argv[2]);
   std::fprintf(stderr,
                "usage: tenant runaway | compute [ROUNDS] | flood | quota MIB [RAISED] | "
-               "fault KIND | owner FILE | intruder FILE\n");
+               "fault KIND | bystander | owner FILE | intruder FILE\n");
   return 2;
 }
