@@ -30,10 +30,13 @@ declare -A excluded=(
   [meminfo]="expects the whole device free, true only on a private emulated GPU"
   [module_refused]="checks a PTX instruction the emulated GPU refuses, which NVIDIA's accepts"
   [large_module]="a 65 MiB image: too large to carry to the GPU machine"
-  [tenant]="a helper the isolation, quota and flood tests drive with arguments"
+  [tenant]="a helper the isolation, quota, flood and shared-fault tests drive with arguments"
   [mem_pools]="checks a device-memory limit that the e2e_mem_pools test sets"
   [device_output]="kernel printf reaches the program on the emulated GPU only: NVIDIA's driver prints to tally-server's stdout"
 )
+
+# Excluded programs that are bundled all the same: other steps drive them.
+helper_program() { [[ $1 == priority_jobs || $1 == tenant ]]; }
 
 elf() { [[ -f $1 && -x $1 ]] && head -c 4 "$1" | grep -q ELF; }
 
@@ -63,7 +66,7 @@ bundle() {
   for program in "$build"/tests/e2e/*; do
     name=$(basename "$program")
     elf "$program" || continue
-    [[ -n ${excluded[$name]:-} && $name != priority_jobs ]] && continue
+    [[ -n ${excluded[$name]:-} ]] && ! helper_program "$name" && continue
     cp "$program" "$out/programs/"
   done
   for name in "${!excluded[@]}"; do
@@ -152,6 +155,7 @@ run() {
   check_backend || { stop_server; return 1; }
   run_programs
   stop_server
+  run_shared_fault
   run_bench "$small"
   run_torch
   echo >> "$summary"
@@ -176,11 +180,13 @@ bounded() {
   timeout -k 5 "$limit" "$@"
 }
 
+# start_server [LOG]: its log in OUT_DIR/LOG (server.log).
 start_server() {
-  "$bin/tally-server" "${server_flags[@]}" 2> "$out/server.log" &
+  local log=$out/${1:-server.log}
+  "$bin/tally-server" "${server_flags[@]}" 2> "$log" &
   server_pid=$!
   for _ in $(seq 200); do [[ -S $socket ]] && return 0; sleep 0.05; done
-  note "**FAIL**: tally-server did not start; its log: \`$(tail -3 "$out/server.log" | tr '\n' ' ')\`"
+  note "**FAIL**: tally-server did not start; its log: \`$(tail -3 "$log" | tr '\n' ' ')\`"
   failures=$((failures + 1))
   stop_server
   return 1
@@ -223,7 +229,7 @@ run_programs() {
   local program name status start missing passed=0 failed=0
   for program in "$bundle_dir"/programs/*; do
     name=$(basename "$program")
-    [[ $name == EXCLUDED || $name == priority_jobs ]] && continue
+    [[ $name == EXCLUDED ]] || helper_program "$name" && continue
     # tally-run provides libcudart and libcuda (the shim).
     missing=$(ldd "$program" 2>&1 | grep "not found" | grep -v -e libcudart -e libcuda |
       awk '{print $1}' | tr '\n' ' ')
@@ -262,6 +268,49 @@ run_programs() {
     tr '\n' ' ')(programs/EXCLUDED says why)."
   note ""
   failures=$((failures + failed))
+}
+
+# A kernel fault in the context every client shares (server/README.md, "Tenants"): the faulting
+# program gets its error, a program connected meanwhile cudaErrorDevicesUnavailable, and one
+# started afterwards is served once the server has reset the context (after the bystander, which
+# stays connected, is disconnected: a 3 s grace). The emulated GPU shares faults so only without
+# its tenants (TALLY_EMU_NO_TENANTS).
+run_shared_fault() {
+  note "## A kernel fault in the shared context"
+  note ""
+  local tenant=$bundle_dir/programs/tenant detail="" line start=$SECONDS
+  TALLY_EMU_NO_TENANTS=1 start_server shared-fault-server.log || return
+  coproc BYSTANDER { bounded 120 "$bin/tally-run" --server "$socket" -- "$tenant" bystander \
+                       2> "$work/bystander.err"; }
+  # Its own copies: bash unsets BYSTANDER when the coprocess ends.
+  local from_bystander=${BYSTANDER[0]} to_bystander=${BYSTANDER[1]} bystander_pid=$BYSTANDER_PID
+  read -r -t 60 line <&"$from_bystander"
+  [[ $line == READY ]] || detail="the bystander did not start: $(reason "$work/bystander.err")"
+  if [[ -z $detail ]]; then
+    bounded 90 "$bin/tally-run" --server "$socket" -- "$tenant" fault illegal-address \
+      > "$work/fault.out" 2>&1
+    grep -qx FAULTED "$work/fault.out" || detail="the faulting program: $(reason "$work/fault.out")"
+  fi
+  if [[ -z $detail ]]; then
+    echo check >&"$to_bystander"
+    read -r -t 60 line <&"$from_bystander"
+    [[ $line == LOST ]] || detail="the bystander answered '$line': $(reason "$work/bystander.err")"
+  fi
+  if [[ -z $detail ]]; then
+    bounded 120 "$bin/tally-run" --server "$socket" -- "$tenant" compute 2 > "$work/after.out" 2>&1
+    grep -qx COMPUTED "$work/after.out" ||
+      detail="the program started after the fault: $(reason "$work/after.out")"
+  fi
+  echo exit >&"$to_bystander" 2>/dev/null
+  wait "$bystander_pid" 2>/dev/null
+  stop_server
+  if [[ -z $detail ]]; then
+    note "- pass ($((SECONDS - start)) s): fault error for the faulting program, \`cudaErrorDevicesUnavailable\` for the bystander, the next program served after the context reset"
+  else
+    note "- **FAIL** ($((SECONDS - start)) s): $detail"
+    failures=$((failures + 1))
+  fi
+  note ""
 }
 
 run_bench() {
