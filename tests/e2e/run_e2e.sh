@@ -15,7 +15,13 @@ cleanup() {
     kill -TERM "$server_pid" 2>/dev/null
     wait "$server_pid" 2>/dev/null
   fi
+  # In a sanitizer build, what the sanitizer found in the server (leaks come at its exit) fails
+  # the test even when every client passed.
+  local report=0
+  grep -q -E "ERROR: [A-Za-z]+Sanitizer|runtime error:" "$work/server.log" 2>/dev/null && report=1
+  ((report)) && { echo "FAIL: a sanitizer report in the server's log" >&2; cat "$work/server.log" >&2; }
   rm -rf "$work"
+  ((report)) && exit 1
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; echo "--- server log" >&2; cat "$work/server.log" >&2; exit 1; }
