@@ -24,12 +24,12 @@ using DlopenFn = void* (*)(const char*, int);
 using DlsymFn = void* (*)(void*, const char*);
 
 // The C library's functions (dlvsym is not interposed, and RTLD_NEXT from the shim skips the
-// shim) and the shim's own file.
+// shim). Safe to look up at any moment, also while the process's libraries are still being
+// initialised: a library preloaded beside the shim (a sanitizer's runtime, an allocator) may
+// call dlsym from its constructor.
 struct Real {
   DlopenFn dlopen = nullptr;
   DlsymFn dlsym = nullptr;
-  const char* self_path = nullptr;
-  void* self = nullptr;
 };
 
 template <typename Fn>
@@ -40,16 +40,30 @@ Fn Find(const char* name) {
 }
 
 const Real& GetReal() {
-  static const Real real = [] {
-    Real r{Find<DlopenFn>("dlopen"), Find<DlsymFn>("dlsym")};
-    Dl_info info{};
-    if (r.dlopen != nullptr && dladdr(reinterpret_cast<void*>(&GetReal), &info) != 0) {
-      r.self_path = info.dli_fname;
-      r.self = r.dlopen(r.self_path, RTLD_LAZY | RTLD_NOLOAD);
-    }
-    return r;
-  }();
+  static const Real real{Find<DlopenFn>("dlopen"), Find<DlsymFn>("dlsym")};
   return real;
+}
+
+// The shim's own file and handle, looked up only for a call that may concern the driver: the
+// dlopen(RTLD_NOLOAD) of it runs the initialisers of libraries not yet initialised, which during
+// start-up would run them out of order (libstdc++'s users before libstdc++: a crash).
+struct Self {
+  const char* path = nullptr;
+  void* handle = nullptr;
+};
+
+const Self& GetSelf() {
+  static const Self self = [] {
+    Self s;
+    Dl_info info{};
+    const DlopenFn real_dlopen = GetReal().dlopen;
+    if (real_dlopen != nullptr && dladdr(reinterpret_cast<void*>(&GetSelf), &info) != 0) {
+      s.path = info.dli_fname;
+      s.handle = real_dlopen(s.path, RTLD_LAZY | RTLD_NOLOAD);
+    }
+    return s;
+  }();
+  return self;
 }
 
 // libcuda.so, libcuda.so.1, ... by any path.
@@ -61,8 +75,8 @@ bool IsDriverLibrary(const char* path) {
 }
 
 // Whether `handle` is a real driver library's (not the shim's).
-bool IsDriverHandle(const Real& real, void* handle) {
-  if (handle == RTLD_DEFAULT || handle == RTLD_NEXT || handle == real.self) return false;
+bool IsDriverHandle(const Self& self, void* handle) {
+  if (handle == self.handle) return false;
   link_map* map = nullptr;
   return dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map != nullptr &&
          IsDriverLibrary(map->l_name);
@@ -81,9 +95,11 @@ __attribute__((visibility("hidden"))) bool tally_redirect_dlopen(const char* fil
                                                                  void** result) noexcept {
   const Real& real = GetReal();
   tally_real_dlopen = real.dlopen;
-  if (real.self == nullptr || !IsDriverLibrary(file)) return false;
+  if (!IsDriverLibrary(file)) return false;
+  const Self& self = GetSelf();
+  if (self.handle == nullptr) return false;
   // Another reference to the loaded shim, with the caller's binding flags.
-  *result = real.dlopen(real.self_path, flags | RTLD_NOLOAD);
+  *result = real.dlopen(self.path, flags | RTLD_NOLOAD);
   return true;
 }
 
@@ -91,8 +107,10 @@ __attribute__((visibility("hidden"))) bool tally_redirect_dlsym(void* handle, co
                                                                 void** result) noexcept {
   const Real& real = GetReal();
   tally_real_dlsym = real.dlsym;
-  if (real.self == nullptr || !IsDriverHandle(real, handle)) return false;
-  *result = real.dlsym(real.self, name);
+  if (handle == RTLD_DEFAULT || handle == RTLD_NEXT) return false;
+  const Self& self = GetSelf();
+  if (self.handle == nullptr || !IsDriverHandle(self, handle)) return false;
+  *result = real.dlsym(self.handle, name);
   return true;
 }
 
