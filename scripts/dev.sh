@@ -4,9 +4,12 @@
 #   scripts/dev.sh build   setup + configure + build (ninja, build/)
 #   scripts/dev.sh demo    build + run the main job
 #   scripts/dev.sh test    build + run the whole test suite (ctest), then the PTX and fatbin
-#                          fuzzers for a bounded time in a clang build (build-fuzz/); with
-#                          ctest arguments (e.g. -L unit) only the matching tests of the main
-#                          build run
+#                          fuzzers for a bounded time in a clang build (build-fuzz/), then the
+#                          sanitizer stages below; with ctest arguments (e.g. -L unit) only the
+#                          matching tests of the main build run
+#   scripts/dev.sh sanitize [asan|tsan]  the unit and end-to-end tests under AddressSanitizer
+#                          and UBSan (asan, in build-fuzz/), the ipc, server and client unit
+#                          tests under ThreadSanitizer (tsan, in build-tsan/); both by default
 #   scripts/dev.sh fuzz [S]  every fuzzer (the whole-session one too), S seconds each (default
 #                          600) with a new random seed each run: to search beyond `test`
 # Environment: TALLY_BUILD_DIR (default build), TALLY_CUDA_ROOT (default /usr/local/cuda),
@@ -65,18 +68,67 @@ demo() {
   "$root/scripts/demo.sh" "$build_dir"
 }
 
-# The fuzz targets need clang's libFuzzer and instrumented libraries: a build of their own.
-# Arguments: seconds per fuzzer, libFuzzer seed (0: random; the defaults are the tests'), then
-# the fuzz targets to build and run.
-fuzz() {
-  local fuzz_dir="$build_dir-fuzz" seconds=$1 seed=$2
-  shift 2
+# A UBSan finding fails the test that made it (by default it is reported and the program
+# carries on), with the stack that led there. LeakSanitizer's tracking of dynamically loaded
+# libraries' thread-local storage misreads this glibc's (google/sanitizers#1322: the tracer
+# crashes, "LeakSanitizer has encountered a fatal error"); without it those blocks are found
+# through the heap like any other. Options given in the environment come after (and win).
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}
+export ASAN_OPTIONS=intercept_tls_get_addr=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}
+
+# The fuzz targets need clang's libFuzzer and instrumented libraries: a build of their own,
+# build-fuzz/, where every target of ours carries AddressSanitizer and UBSan (the asan stage
+# runs the tests there too). Arguments: seconds per fuzzer, libFuzzer seed (0: random; the
+# defaults are the tests').
+configure_fuzz() {
   setup
-  CC=clang CXX=clang++ cmake -S "$root" -B "$fuzz_dir" -G Ninja -DTALLY_CUDA_ROOT="$cuda_root" \
-    -DTALLY_FUZZ=ON -DTALLY_SANITIZE=address,undefined \
-    -DTALLY_FUZZ_SECONDS="$seconds" -DTALLY_FUZZ_SEED="$seed" >/dev/null
+  CC=clang CXX=clang++ cmake -S "$root" -B "$build_dir-fuzz" -G Ninja \
+    -DTALLY_CUDA_ROOT="$cuda_root" -DTALLY_FUZZ=ON -DTALLY_SANITIZE=address,undefined \
+    -DTALLY_FUZZ_SECONDS="$1" -DTALLY_FUZZ_SEED="$2" >/dev/null
+}
+
+# Arguments: seconds per fuzzer, libFuzzer seed, then the fuzz targets to build and run.
+fuzz() {
+  local fuzz_dir="$build_dir-fuzz"
+  configure_fuzz "$1" "$2"
+  shift 2
   cmake --build "$fuzz_dir" -j "$jobs" --target "$@"
   ctest --test-dir "$fuzz_dir" --output-on-failure -j "$jobs" -L fuzz -R "^($(IFS='|'; echo "$*"))\$"
+}
+
+# build_and_test DIR "EXTRA-TARGETS" CTEST-SELECTION...: builds only what the tests that ctest
+# selects need, then runs them. Each test made by tally_unit_test is named after its executable;
+# EXTRA-TARGETS are what the others run.
+build_and_test() {
+  local dir=$1 extra=$2 name targets=()
+  shift 2
+  for name in $(ctest --test-dir "$dir" -N "$@" | awk '/Test +#[0-9]+:/ {print $3}'); do
+    if ninja -C "$dir" -t query "$name" >/dev/null 2>&1; then targets+=("$name"); fi
+  done
+  # shellcheck disable=SC2086
+  cmake --build "$dir" -j "$jobs" --target "${targets[@]}" $extra
+  ctest --test-dir "$dir" --output-on-failure -j "$jobs" "$@"
+}
+
+# The unit and end-to-end tests under AddressSanitizer (LeakSanitizer included) and UBSan, in
+# build-fuzz/. The nvcc-built end-to-end programs are not instrumented; the shim inside them is
+# (tests/e2e/CMakeLists.txt preloads the sanitizer's runtime for it). Left out: e2e_gpu_check_dry
+# (it checks the bundle made for a GPU machine, which would carry the sanitizer's runtime) and
+# the benchmarks' tests (label bench: the harness's own, and its live smoke run).
+asan() {
+  configure_fuzz 30 1
+  build_and_test "$build_dir-fuzz" "tally-ptx emu_deinit_probe e2e_programs" \
+    -L "^(unit|e2e)\$" -LE "^bench\$" -E "^e2e_gpu_check_dry\$"
+}
+
+# The unit tests of the modules that run threads of their own (ipc, server, client) under
+# ThreadSanitizer, in build-tsan/ (gcc: clang 14's shared ThreadSanitizer runtime crashes at
+# start-up here; only those tests and what they load are built).
+tsan() {
+  setup
+  CC=gcc CXX=g++ cmake -S "$root" -B "$build_dir-tsan" -G Ninja \
+    -DTALLY_CUDA_ROOT="$cuda_root" -DTALLY_SANITIZE=thread >/dev/null
+  build_and_test "$build_dir-tsan" "" -L "^(ipc|server|client)\$"
 }
 
 # The whole-session fuzzer (session_fuzz) builds the server and the emulated GPU instrumented,
@@ -84,7 +136,11 @@ fuzz() {
 run_tests() {
   build
   ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" -LE fuzz "$@"
-  if [ $# -eq 0 ]; then fuzz 30 1 ptx_parser_fuzz fatbin_fuzz; fi
+  if [ $# -eq 0 ]; then
+    fuzz 30 1 ptx_parser_fuzz fatbin_fuzz
+    asan
+    tsan
+  fi
 }
 
 case "${1:-}" in
@@ -92,6 +148,13 @@ case "${1:-}" in
   build) build ;;
   demo) demo ;;
   test) shift; run_tests "$@" ;;
+  sanitize)
+    case "${2:-}" in
+      asan) asan ;;
+      tsan) tsan ;;
+      "") asan; tsan ;;
+      *) echo "sanitize: asan, tsan or nothing (both), not '$2'" >&2; exit 2 ;;
+    esac ;;
   fuzz) fuzz "${2:-600}" 0 ptx_parser_fuzz fatbin_fuzz session_fuzz ;;
-  *) sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  *) sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac
