@@ -5,7 +5,7 @@
 #   scripts/dev.sh demo    build + run the main job
 #   scripts/dev.sh test    build + run the whole test suite (ctest), then the PTX and fatbin
 #                          fuzzers for a bounded time in a clang build (build-fuzz/), then the
-#                          sanitizer stages below; with ctest arguments (e.g. -L unit) only the
+#                          asan stage below; with ctest arguments (e.g. -L unit) only the
 #                          matching tests of the main build run
 #   scripts/dev.sh sanitize [asan|tsan]  the unit and end-to-end tests under AddressSanitizer
 #                          and UBSan (asan, in build-fuzz/), the ipc, server and client unit
@@ -138,8 +138,8 @@ run_tests() {
   ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" -LE fuzz "$@"
   if [ $# -eq 0 ]; then
     fuzz 30 1 ptx_parser_fuzz fatbin_fuzz
+    # tsan is not part of the test run yet: see the README (Two commands).
     asan
-    tsan
   fi
 }
 
