@@ -59,6 +59,9 @@ template <typename... Visitors>
 struct Overloaded : Visitors... {
   using Visitors::operator()...;
 };
+// Clang before 17 deduces no aggregate's template arguments by itself (C++20, P1816).
+template <typename... Visitors>
+Overloaded(Visitors...) -> Overloaded<Visitors...>;
 
 // Replays one node on `stream` through the calls it stands for.
 absl::Status RunStep(const Node& node, cudaStream_t stream) {
