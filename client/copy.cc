@@ -251,6 +251,9 @@ absl::Status Copy(void* dst, const void* src, size_t count, cudaMemcpyKind kind,
     std::memmove(dst, src, count);
     return absl::OkStatus();
   }
+  // Before any byte is staged, as for boxes (CopyBox).
+  if (to != Where::kPageable) TALLY_RETURN_IF_ERROR(CheckDeviceRange(dst, count));
+  if (from != Where::kPageable) TALLY_RETURN_IF_ERROR(CheckDeviceRange(src, count));
   if (from == Where::kPageable) {
     return CopyToDevice(*channel, DevicePointer(dst), static_cast<const std::byte*>(src), count,
                         StreamHandle(stream));
@@ -259,8 +262,6 @@ absl::Status Copy(void* dst, const void* src, size_t count, cudaMemcpyKind kind,
     return CopyToHost(*channel, static_cast<std::byte*>(dst), DevicePointer(src), count,
                       StreamHandle(stream));
   }
-  TALLY_RETURN_IF_ERROR(CheckDeviceRange(dst, count));
-  TALLY_RETURN_IF_ERROR(CheckDeviceRange(src, count));
   if (to == Where::kDevice && from == Where::kDevice) {
     // No host synchronisation for device-to-device copies (CUDA Runtime API, "API sync
     // behavior"), also from cudaMemcpy.
@@ -294,14 +295,16 @@ absl::Status CopyBox(const BoxSide& dst, const BoxSide& src, const BoxExtent& ex
     }
     return absl::OkStatus();
   }
+  // Before any byte is staged: a box past the device side's allocation fails as CUDA's does
+  // instead of having the shim read or write as far past the host side's buffer.
+  if (to != Where::kPageable) TALLY_RETURN_IF_ERROR(CheckDeviceRange(dst.base, dst_span));
+  if (from != Where::kPageable) TALLY_RETURN_IF_ERROR(CheckDeviceRange(src.base, src_span));
   if (from == Where::kPageable) {
     return StagedBox(*channel, to, dst, src, extent, /*to_device=*/true, stream);
   }
   if (to == Where::kPageable) {
     return StagedBox(*channel, from, src, dst, extent, /*to_device=*/false, stream);
   }
-  TALLY_RETURN_IF_ERROR(CheckDeviceRange(dst.base, dst_span));
-  TALLY_RETURN_IF_ERROR(CheckDeviceRange(src.base, src_span));
   const ipc::BoxCopy copy{
       .dst = WireSide(SpaceOf(to), DevicePointer(dst.base), dst.pitch, dst.slice_height),
       .src = WireSide(SpaceOf(from), DevicePointer(src.base), src.pitch, src.slice_height),
