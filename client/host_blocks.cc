@@ -180,10 +180,37 @@ absl::StatusOr<std::vector<std::pair<uintptr_t, uintptr_t>>> ReadMappings(
   return parts;
 }
 
-// Replaces [begin, end) with private anonymous memory holding its current contents, each part
-// with its protection: mremap moves the filled copy over the old mapping in one step.
-void MakePrivate(uintptr_t begin, uintptr_t end,
+// Addresses [begin, end).
+struct AddressRange {
+  uintptr_t begin = 0, end = 0;
+};
+
+// A copy AddressSanitizer does not check; volatile, so that the compiler does not make it a call
+// of memcpy, which the sanitizer's runtime checks.
+__attribute__((no_sanitize("address"))) void CopyUnchecked(std::byte* to, uintptr_t from,
+                                                           uintptr_t from_end) {
+  const auto* source = reinterpret_cast<const volatile std::byte*>(from);
+  for (size_t i = 0; i < from_end - from; ++i) to[i] = source[i];
+}
+
+// Copies the pages holding a registered range to `to`, the range as any memory, the rest of its
+// first and last page unchecked. That rest is not the application's to give CUDA but must move
+// with the pages, which a block replaces whole: it holds whatever else the application keeps
+// there (other objects, its allocator's bookkeeping, AddressSanitizer's poisoned redzones).
+void CopyPages(void* to, AddressRange pages, AddressRange registered) {
+  auto* const page_copy = static_cast<std::byte*>(to);
+  CopyUnchecked(page_copy, pages.begin, registered.begin);
+  std::memcpy(page_copy + (registered.begin - pages.begin),
+              reinterpret_cast<const void*>(registered.begin), registered.end - registered.begin);
+  CopyUnchecked(page_copy + (registered.end - pages.begin), registered.end, pages.end);
+}
+
+// Replaces the pages holding a registered range with private anonymous memory holding their
+// current contents, each part with its protection: mremap moves the filled copy over the old
+// mapping in one step.
+void MakePrivate(AddressRange pages, AddressRange registered,
                  const std::vector<std::pair<uintptr_t, int>>& part_prots) {
+  const uintptr_t begin = pages.begin, end = pages.end;
   const size_t length = end - begin;
   void* copy = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (copy == MAP_FAILED) {
@@ -193,7 +220,7 @@ void MakePrivate(uintptr_t begin, uintptr_t end,
         std::strerror(errno));
     return;
   }
-  std::memcpy(copy, reinterpret_cast<const void*>(begin), length);
+  CopyPages(copy, pages, registered);
   for (size_t i = 0; i < part_prots.size(); ++i) {
     const uintptr_t part_end = i + 1 < part_prots.size() ? part_prots[i + 1].first : end;
     mprotect(static_cast<char*>(copy) + (part_prots[i].first - begin),
@@ -227,8 +254,8 @@ absl::Status HostBlocks::MapRegistration(Registration& registration) {
   const size_t length = registration.page_end - registration.page_begin;
   TALLY_ASSIGN_OR_RETURN(const ipc::BulkRef block, Carve(length));
   const uintptr_t region = region_base_ + block.offset;
-  std::memcpy(reinterpret_cast<void*>(region),
-              reinterpret_cast<const void*>(registration.page_begin), length);
+  CopyPages(reinterpret_cast<void*>(region), {registration.page_begin, registration.page_end},
+            {registration.begin, registration.end});
   absl::Status mapped = absl::OkStatus();
   for (const Part& part : registration.parts) {
     mapped = channel->MapHostRegionAlias(reinterpret_cast<void*>(part.begin),
@@ -253,7 +280,8 @@ void HostBlocks::UnmapRegistrationLocked(const Registration& registration) {
   if (registration.region == 0) return;
   std::vector<std::pair<uintptr_t, int>> part_prots;
   for (const Part& part : registration.parts) part_prots.emplace_back(part.begin, part.prot);
-  MakePrivate(registration.page_begin, registration.page_end, part_prots);
+  MakePrivate({registration.page_begin, registration.page_end},
+              {registration.begin, registration.end}, part_prots);
   ReturnPagesLocked(registration.region, registration.page_end - registration.page_begin);
 }
 
@@ -283,6 +311,8 @@ absl::Status HostBlocks::Register(void* pointer, size_t size, unsigned flags) {
     TALLY_RETURN_IF_ERROR(CheckNoOverlapLocked(base, size));
   }
   Registration registration;
+  registration.begin = base;
+  registration.end = base + size;
   registration.page_begin = base / kPage * kPage;
   registration.page_end = RoundUpToPage(base + size);
   std::vector<int> prots;
@@ -346,7 +376,8 @@ absl::Status HostBlocks::Unregister(void* pointer) {
     // server may still have it registered.
     std::vector<std::pair<uintptr_t, int>> part_prots;
     for (const Part& part : registration.parts) part_prots.emplace_back(part.begin, part.prot);
-    MakePrivate(registration.page_begin, registration.page_end, part_prots);
+    MakePrivate({registration.page_begin, registration.page_end},
+                {registration.begin, registration.end}, part_prots);
     return unregistered;
   }
   UnmapRegistrationLocked(registration);

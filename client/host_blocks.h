@@ -80,6 +80,7 @@ class HostBlocks {
     int prot = 0;
   };
   struct Registration {
+    uintptr_t begin = 0, end = 0;  // the range registered
     uintptr_t page_begin = 0, page_end = 0;
     std::vector<Part> parts;
     uintptr_t region = 0;
