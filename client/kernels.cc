@@ -3,6 +3,7 @@
 
 #include <cstring>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_format.h"
 #include "client/channel.h"
 #include "client/copy.h"
@@ -118,10 +119,41 @@ absl::Status KernelRegistry::Upload(Fatbin& fatbin) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// The CUfunctions handed out. It only grows: the records of unloaded modules stay (marked so).
+// Registered kernels (cudaKernel_t) are no CUfunctions and are never here.
+class DriverFunctions {
+ public:
+  static DriverFunctions& Get() {
+    static DriverFunctions* const functions = new DriverFunctions;  // never destroyed
+    return *functions;
+  }
+  void Add(const Kernel& kernel) {
+    std::lock_guard lock(mutex_);
+    handed_out_.insert(&kernel);
+  }
+  const Kernel* Find(CUfunction function) {
+    const auto* kernel = reinterpret_cast<const Kernel*>(function);
+    std::lock_guard lock(mutex_);
+    return handed_out_.contains(kernel) ? kernel : nullptr;
+  }
+
+ private:
+  std::mutex mutex_;
+  absl::flat_hash_set<const Kernel*> handed_out_;
+};
+
+}  // namespace
+
+CUfunction HandOutDriverFunction(const Kernel& kernel) {
+  DriverFunctions::Get().Add(kernel);
+  return reinterpret_cast<CUfunction>(const_cast<Kernel*>(&kernel));
+}
+
 absl::StatusOr<const Kernel*> DriverFunction(CUfunction function) {
-  const auto* kernel = reinterpret_cast<const Kernel*>(function);
-  // Registered kernels (cudaKernel_t) are no CUfunctions: they resolve lazily, under a lock.
-  if (kernel == nullptr || kernel->magic != Kernel::kMagic || kernel->fatbin != nullptr) {
+  const Kernel* kernel = DriverFunctions::Get().Find(function);
+  if (kernel == nullptr) {
     return DriverError(CUDA_ERROR_INVALID_HANDLE, "not a CUfunction of cuModuleGetFunction");
   }
   if (kernel->unloaded.load(std::memory_order_acquire)) {

@@ -34,8 +34,6 @@ struct Fatbin {
 // module (resolved when found). The record outlives its module, so that a stale CUfunction is
 // an error, not a dangling pointer.
 struct Kernel {
-  static constexpr uint64_t kMagic = 0x6c656e72656b5954;  // tells a CUfunction from other memory
-  uint64_t magic = kMagic;
   Fatbin* fatbin = nullptr;             // null for a driver API module's function
   const void* host_function = nullptr;  // a registered kernel's host stub
   std::string name;                     // mangled
@@ -69,9 +67,14 @@ absl::Status FetchFunction(uint64_t module, Kernel& kernel);
 // A module variable's address and size; its range becomes device memory of this process.
 absl::StatusOr<ipc::GetGlobalResponse> FetchGlobal(uint64_t module, const std::string& name);
 
-// The Kernel behind a CUfunction the shim handed out (api/module.cc); CUDA_ERROR_INVALID_HANDLE
-// for anything else, including a function of an unloaded module. Lock-free (launch path): such
-// kernels are resolved before they are handed out.
+// `kernel`, a resolved function of a driver API module, as the CUfunction handed to the
+// application (api/module.cc); DriverFunction accepts it from then on. The record must live as
+// long as the process.
+CUfunction HandOutDriverFunction(const Kernel& kernel);
+// The Kernel behind a CUfunction the shim handed out; CUDA_ERROR_INVALID_HANDLE for anything
+// else, including a function of an unloaded module. The handle is looked up, never dereferenced
+// before it is found (a forged one may point anywhere), under a lock as a runtime launch's
+// KernelRegistry::Find; such kernels are resolved before they are handed out.
 absl::StatusOr<const Kernel*> DriverFunction(CUfunction function);
 
 class KernelRegistry {

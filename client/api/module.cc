@@ -122,7 +122,7 @@ absl::Status GetFunction(CUfunction* function, CUmodule handle, const char* name
     }
     kernel = std::move(found);
   }
-  *function = reinterpret_cast<CUfunction>(kernel.get());
+  *function = tally::client::HandOutDriverFunction(*kernel);
   return absl::OkStatus();
 }
 
