@@ -85,6 +85,7 @@ start_hog() {
   # exec: the coprocess's pid is then the hog's own (tally-run execs it too).
   coproc HOG { exec "$run_bin" "$@" --server "$socket" -- "$programs/hog"; }
   hog_pid=$HOG_PID
+  background_pids+=("$hog_pid")
   read -r -t 60 line <&"${HOG[0]}" || fail "hog never became ready"
   [[ $line == READY ]] || fail "hog said '$line'"
 }
@@ -273,6 +274,7 @@ PY
     start_server
     coproc SURVIVOR { exec "$run_bin" --server "$socket" -- "$programs/survivor"; }
     survivor_pid=$SURVIVOR_PID
+    background_pids+=("$survivor_pid")
     read -r -t 60 line <&"${SURVIVOR[0]}" || fail "survivor never became ready"
     kill -KILL "$server_pid"
     wait "$server_pid" 2>/dev/null
@@ -349,6 +351,7 @@ s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); time.sleep(600)' "$so
     start_server
     coproc RUNAWAY { exec "$run_bin" --server "$socket" -- "$programs/tenant" runaway; }
     runaway_pid=$RUNAWAY_PID
+    background_pids+=("$runaway_pid")
     read -r -t 60 line <&"${RUNAWAY[0]}" || fail "the runaway tenant never became ready"
     [[ $line == READY ]] || fail "the runaway tenant said '$line'"
     kill -KILL "$runaway_pid"
@@ -383,6 +386,7 @@ s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); time.sleep(600)' "$so
     start_server --max-queued-commands=256
     coproc FLOOD { exec "$run_bin" --server "$socket" -- "$programs/tenant" flood; }
     flood_pid=$FLOOD_PID
+    background_pids+=("$flood_pid")
     read -r -t 60 line <&"${FLOOD[0]}" || fail "the flooding tenant never became ready"
     rss() { awk '/^VmRSS/ { print $2 }' "/proc/$server_pid/status"; }
     sleep 1
@@ -408,6 +412,7 @@ s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); time.sleep(600)' "$so
     start_server --client-memory-limit=64M
     coproc QUOTA { exec "$run_bin" --server "$socket" -- "$programs/tenant" quota 64 128; }
     quota_pid=$QUOTA_PID
+    background_pids+=("$quota_pid")
     read -r -t 60 line <&"${QUOTA[0]}" || fail "the quota tenant never filled its quota"
     [[ $line == FULL ]] || fail "the quota tenant said '$line'"
     status_json "$work/full.json"
@@ -481,6 +486,7 @@ s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); time.sleep(600)' "$so
     start_server
     coproc OWNER { exec "$run_bin" --server "$socket" -- "$programs/tenant" owner "$work/pointer"; }
     owner_pid=$OWNER_PID
+    background_pids+=("$owner_pid")
     read -r -t 60 line <&"${OWNER[0]}" || fail "the owner never became ready"
     [[ $line == READY ]] || fail "the owner said '$line'"
     run_expecting REFUSED intruder tenant intruder "$work/pointer"
