@@ -1,6 +1,9 @@
 // 2-D and 3-D copies and memsets between pitched device memory, pageable and page-locked host
 // memory, with positions inside the boxes, checked against a host reference; a kernel reads the
 // pitched layout to show the device sees what the copies wrote.
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cstring>
 #include <vector>
 
@@ -185,8 +188,20 @@ int main() {
   EXPECT(cudaMemcpy2D(image, rw - 1, rect.data(), rw, rw, rh, cudaMemcpyHostToDevice) ==
          cudaErrorInvalidPitchValue);
   EXPECT(cudaMemset2D(image, pitch, 0, rw, rh + 1) == cudaErrorInvalidValue);  // past the end
-  EXPECT(CopyVolume(volume, host_volume, make_cudaExtent(w, h, d + 1), cudaMemcpyHostToDevice) ==
+  // A box past its device allocation fails before its host side is touched (as CUDA's does):
+  // here a host volume of the box's allocation's size ends at an unreadable page.
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  char* const pages = static_cast<char*>(
+      mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  EXPECT(pages != MAP_FAILED && mprotect(pages + page, page, PROT_NONE) == 0);
+  const cudaPitchedPtr edge_volume = make_cudaPitchedPtr(pages + page - w * h * d, w, w, h);
+  EXPECT(CopyVolume(volume, edge_volume, make_cudaExtent(w, h, d + 1), cudaMemcpyHostToDevice) ==
          cudaErrorInvalidValue);
+  EXPECT(CopyVolume(edge_volume, volume, make_cudaExtent(w, h, d + 1), cudaMemcpyDeviceToHost) ==
+         cudaErrorInvalidValue);
+  EXPECT(cudaMemcpy(volume.ptr, pages + page - 16, volume.pitch * h * d + 1,
+                    cudaMemcpyHostToDevice) == cudaErrorInvalidValue);
+  munmap(pages, 2 * page);
   cudaGetLastError();
 
   CHECK_CUDA(cudaStreamDestroy(stream));

@@ -8,6 +8,7 @@
 // cuLaunchKernelEx with hints, with `extra`, and the errors for too large a cooperative grid and
 // for attributes Tally refuses or does not know. Also that cuGetProcAddress answers each name.
 #include <cuda.h>
+#include <sys/mman.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -147,6 +148,11 @@ void TestFunctionAttributes() {
   EXPECT(std::strcmp(name, "add_one") == 0);
   EXPECT(cuFuncGetName(nullptr, rotate) == CUDA_ERROR_INVALID_VALUE);
   EXPECT(cuFuncGetName(&name, reinterpret_cast<CUfunction>(&name)) == CUDA_ERROR_INVALID_HANDLE);
+  // A forged handle is looked up, not read at: one pointing at an unreadable page is refused too.
+  void* const unreadable = mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  EXPECT(unreadable != MAP_FAILED);
+  EXPECT(cuFuncGetName(&name, static_cast<CUfunction>(unreadable)) == CUDA_ERROR_INVALID_HANDLE);
+  munmap(unreadable, 4096);
   const char* runtime_name = nullptr;
   CHECK_CUDA(cudaFuncGetName(&runtime_name, reinterpret_cast<const void*>(Tile)));
   EXPECT(std::string(runtime_name) == "_Z4TilePj");
