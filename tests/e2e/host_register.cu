@@ -1,6 +1,9 @@
 // cudaPointerGetAttributes for every kind of memory, and cudaHostRegister: registered memory
 // copies correctly and is mapped for the device at an address of its own (mapped_host.cu runs
 // kernels on it).
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cstdint>
 #include <vector>
 
@@ -69,6 +72,27 @@ int main() {
   EXPECT(cudaHostUnregister(registered.data()) == cudaErrorHostMemoryNotRegistered);
   cudaGetLastError();
   ExpectAttributes(registered.data(), cudaMemoryTypeUnregistered, nullptr, registered.data());
+
+  // The bytes around a registered range on its first and last page stay the application's,
+  // during and after the registration (Tally moves those pages whole into page-locked memory);
+  // so do the range's own.
+  {
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    auto* const pages = static_cast<unsigned char*>(
+        mmap(nullptr, 3 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    EXPECT(pages != MAP_FAILED);
+    const auto pattern = [](size_t i) { return static_cast<unsigned char>(i * 7 + 3); };
+    for (size_t i = 0; i < 3 * page; ++i) pages[i] = pattern(i);
+    const size_t offset = 100, size = 2 * page + 50;  // from the first page into the third
+    CHECK_CUDA(cudaHostRegister(pages + offset, size, cudaHostRegisterDefault));
+    for (size_t i = 0; i < 3 * page; ++i) EXPECT(pages[i] == pattern(i));
+    pages[0] = 0xee;             // before the range, written while it is registered
+    pages[3 * page - 1] = 0xdd;  // after it
+    CHECK_CUDA(cudaHostUnregister(pages + offset));
+    EXPECT(pages[0] == 0xee && pages[3 * page - 1] == 0xdd);
+    for (size_t i = 1; i < 3 * page - 1; ++i) EXPECT(pages[i] == pattern(i));
+    munmap(pages, 3 * page);
+  }
 
   // Freed memory is no longer known.
   CHECK_CUDA(cudaFree(device));
