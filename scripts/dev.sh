@@ -4,8 +4,9 @@
 #   scripts/dev.sh build   setup + configure + build (ninja, build/)
 #   scripts/dev.sh demo    build + run the main job
 #   scripts/dev.sh test    build + run the whole test suite (ctest), then the PTX and fatbin
-#                          fuzzers for a bounded time in a clang build (build-fuzz/); with ctest
-#                          arguments (e.g. -L unit) only the matching tests of the main build run
+#                          fuzzers for a bounded time in a clang build (build-fuzz/), then the
+#                          sanitizer stages below; with ctest arguments (e.g. -L unit) only the
+#                          matching tests of the main build run
 #   scripts/dev.sh sanitize [asan|tsan]  the unit and end-to-end tests under AddressSanitizer
 #                          and UBSan (asan, in build-fuzz/), the ipc, server and client unit
 #                          tests under ThreadSanitizer (tsan, in build-tsan/); both by default
@@ -54,12 +55,23 @@ launcher_flags() {
   fi
 }
 
-build() {
+configure_main() {
   setup
   # shellcheck disable=SC2046
   cmake -S "$root" -B "$build_dir" -G Ninja -DTALLY_CUDA_ROOT="$cuda_root" $(launcher_flags) \
     >/dev/null
+}
+
+build() {
+  configure_main
   cmake --build "$build_dir" -j "$jobs"
+}
+
+# The main build's nvcc-built end-to-end programs, which the sanitizer builds run too (they are
+# not instrumented, and nvcc is a third of a build's time): TALLY_E2E_PROGRAMS_FROM.
+main_e2e_programs() {
+  configure_main
+  cmake --build "$build_dir" -j "$jobs" --target e2e_programs
 }
 
 demo() {
@@ -83,7 +95,8 @@ configure_fuzz() {
   setup
   CC=clang CXX=clang++ cmake -S "$root" -B "$build_dir-fuzz" -G Ninja \
     -DTALLY_CUDA_ROOT="$cuda_root" -DTALLY_FUZZ=ON -DTALLY_SANITIZE=address,undefined \
-    -DTALLY_FUZZ_SECONDS="$1" -DTALLY_FUZZ_SEED="$2" >/dev/null
+    -DTALLY_FUZZ_SECONDS="$1" -DTALLY_FUZZ_SEED="$2" \
+    -DTALLY_E2E_PROGRAMS_FROM="$build_dir/tests/e2e" >/dev/null
 }
 
 # Arguments: seconds per fuzzer, libFuzzer seed, then the fuzz targets to build and run.
@@ -115,6 +128,7 @@ build_and_test() {
 # (it checks the bundle made for a GPU machine, which would carry the sanitizer's runtime) and
 # the benchmarks' tests (label bench: the harness's own, and its live smoke run).
 asan() {
+  main_e2e_programs
   configure_fuzz 30 1
   build_and_test "$build_dir-fuzz" "tally-ptx emu_deinit_probe e2e_programs" \
     -L "^(unit|e2e)\$" -LE "^bench\$" -E "^e2e_gpu_check_dry\$"
@@ -122,22 +136,34 @@ asan() {
 
 # The unit tests of the modules that run threads of their own (ipc, server, client) under
 # ThreadSanitizer, in build-tsan/ (gcc: clang 14's shared ThreadSanitizer runtime crashes at
-# start-up here; only those tests and what they load are built).
+# start-up here; only those tests and what they load are built). A report fails the test (the
+# program's exit status); scripts/tsan.supp says what is not reported, and why.
 tsan() {
   setup
   CC=gcc CXX=g++ cmake -S "$root" -B "$build_dir-tsan" -G Ninja \
-    -DTALLY_CUDA_ROOT="$cuda_root" -DTALLY_SANITIZE=thread >/dev/null
-  build_and_test "$build_dir-tsan" "" -L "^(ipc|server|client)\$"
+    -DTALLY_CUDA_ROOT="$cuda_root" -DTALLY_SANITIZE=thread \
+    -DTALLY_E2E_PROGRAMS_FROM="$build_dir/tests/e2e" >/dev/null
+  TSAN_OPTIONS="suppressions=$root/scripts/tsan.supp second_deadlock_stack=1 ${TSAN_OPTIONS:-}" \
+    build_and_test "$build_dir-tsan" "" -L "^(ipc|server|client)\$"
+}
+
+# stage NAME COMMAND...: one stage of the test run, and how long it took.
+stage() {
+  local name=$1 start=$SECONDS
+  shift
+  "$@"
+  echo "dev.sh: the $name stage took $((SECONDS - start)) s"
 }
 
 # The whole-session fuzzer (session_fuzz) builds the server and the emulated GPU instrumented,
 # which the test run's time budget does not yet include: run it with `scripts/dev.sh fuzz`.
 run_tests() {
-  build
-  ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" -LE fuzz "$@"
+  stage build build
+  stage tests ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" -LE fuzz "$@"
   if [ $# -eq 0 ]; then
-    fuzz 30 1 ptx_parser_fuzz fatbin_fuzz
-    # The sanitizer stages are not part of the test run (CI's time budget): see the README.
+    stage fuzz fuzz 30 1 ptx_parser_fuzz fatbin_fuzz
+    stage asan asan
+    stage tsan tsan
   fi
 }
 
