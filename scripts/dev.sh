@@ -3,10 +3,10 @@
 #   scripts/dev.sh setup   install missing Debian packages, check the CUDA toolkit
 #   scripts/dev.sh build   setup + configure + build (ninja, build/)
 #   scripts/dev.sh demo    build + run the main job
-#   scripts/dev.sh test    build + run the whole test suite (ctest), then the PTX and fatbin
-#                          fuzzers for a bounded time in a clang build (build-fuzz/), then the
-#                          sanitizer stages below; with ctest arguments (e.g. -L unit) only the
-#                          matching tests of the main build run
+#   scripts/dev.sh test    build + run the whole test suite (ctest), then the sanitizer stages
+#                          below and the fuzzers (PTX, fatbin, whole server sessions) for a
+#                          bounded time in the clang build (build-fuzz/); with ctest arguments
+#                          (e.g. -L unit) only the matching tests of the main build run
 #   scripts/dev.sh sanitize [asan|tsan]  the unit and end-to-end tests under AddressSanitizer
 #                          and UBSan (asan, in build-fuzz/), the ipc, server and client unit
 #                          tests under ThreadSanitizer (tsan, in build-tsan/); both by default
@@ -155,14 +155,13 @@ stage() {
   echo "dev.sh: the $name stage took $((SECONDS - start)) s"
 }
 
-# The whole-session fuzzer (session_fuzz) builds the server and the emulated GPU instrumented,
-# which the test run's time budget does not yet include: run it with `scripts/dev.sh fuzz`.
 run_tests() {
   stage build build
   stage tests ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" -LE fuzz "$@"
   if [ $# -eq 0 ]; then
-    stage fuzz fuzz 30 1 ptx_parser_fuzz fatbin_fuzz
     stage asan asan
+    # After asan, which has built the instrumented server and emulated GPU session_fuzz drives.
+    stage fuzz fuzz 30 1 ptx_parser_fuzz fatbin_fuzz session_fuzz
     stage tsan tsan
   fi
 }
