@@ -29,7 +29,7 @@ fail() { echo "FAIL: $*" >&2; echo "--- server log" >&2; cat "$work/server.log" 
 # start_server [server flags...]
 start_server() {
   # A private profile cache: tests never read or write the user's.
-  "$server_bin" --emulate --socket "$socket" --profile-cache "$work/profiles.json" "$@" \
+  "$server_bin" --emulate --socket "$socket" --profile-cache "$work/profile-cache.json" "$@" \
     2>"$work/server.log" &
   server_pid=$!
   for _ in $(seq 100); do [[ -S $socket ]] && return; sleep 0.05; done
