@@ -384,7 +384,6 @@ void Dispatcher::PollRuns(Time now) {
   ended_.clear();
   runs_->Poll(ended_);
   if (!ended_.empty()) activity_ = true;
-  if (recovery_.faults != nullptr) recovery_.faults->Observe(runs_->first_fault());
   for (EndedRun& ended : ended_) EndRun(now, ended);
 }
 
@@ -623,7 +622,10 @@ void Dispatcher::Wake() {
 
 void Dispatcher::RecoverFromFault() {
   ContextFaults* faults = recovery_.faults;
-  if (faults == nullptr || !faults->faulted()) return;
+  if (faults == nullptr) return;
+  // A fault the dispatch thread saw, in a run's end or in the calls that issue one.
+  faults->Observe(runs_->first_fault());
+  if (!faults->faulted()) return;
   if (faults->AttributionPending()) {
     // The clients whose runs were on the device: those the fault ended and those not yet
     // polled (on NVIDIA's driver every run in flight reports the error).

@@ -3,7 +3,8 @@
 // the analysis refuses runs in its original form; under the priority policy a high-priority
 // client's kernel stops a best-effort PTB kernel, runs while it is held, and the stopped kernel
 // later resumes and completes, its client's later work waiting for it; a client removed during
-// a PTB run is stopped and never resumed.
+// a PTB run is stopped and never resumed; where a fault poisons the shared context, a run whose
+// launch went out but could not be followed counts for the fault's attribution.
 #include "server/dispatcher.h"
 
 #include <algorithm>
@@ -16,8 +17,10 @@
 #include <thread>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "scheduler/policy.h"
 #include "scheduler/testing/policy_harness.h"
+#include "server/kernel_runs.h"
 
 namespace tally::server {
 namespace {
@@ -280,6 +283,71 @@ TEST_CASE("A client removed while its PTB kernel runs is stopped and never resum
   CHECK(stats.preemptions == 1u);
   CHECK(stats.resumes == 0u);
   dispatcher->RemoveClient(*foreground);
+}
+
+// cuEventRecord that answers the shared context's fault after `real_calls` calls: what a kernel
+// that faults before the call after its launch does on NVIDIA's driver.
+struct FaultingEventRecord {
+  static CUresult Call(CUevent event, CUstream stream) {
+    if (real_calls-- > 0) return real(event, stream);
+    return CUDA_ERROR_ILLEGAL_ADDRESS;
+  }
+  static inline PFN_cuEventRecord_v2000 real = nullptr;
+  static inline int real_calls = 0;
+};
+
+TEST_CASE("Where faults are shared, a run launched but not followed names its client as a culprit") {
+  auto shared = Backend::Load({.emulate = true,
+                               .device = 0,
+                               .emulator_library = TALLY_TEST_EMULATOR_LIBRARY,
+                               .emulator_tenants = false});
+  REQUIRE(shared.ok());
+  REQUIRE(shared->FaultsAreShared());
+  REQUIRE(shared->MakeCurrent().ok());
+  DriverApi& api = shared->api_for_testing();
+  FaultingEventRecord::real = api.cuEventRecord;
+  api.cuEventRecord = &FaultingEventRecord::Call;
+  struct Case {
+    LaunchForm form;
+    int real_calls;  // a PTB run records its reset event before the launch
+  };
+  for (const Case& c : {Case{LaunchForm::Original(), 0}, Case{LaunchForm::Sliced(2), 0},
+                        Case{LaunchForm::Preemptible(2), 1}}) {
+    INFO("form " << static_cast<int>(c.form.kind));
+    auto runs = KernelRuns::Create(*shared, nullptr);
+    REQUIRE(runs.ok());
+    Stream stream;
+    Ints a(4), b(4);
+    const KernelLaunch launch = TwoBufferLaunch("RecordBlocks", {4, 1, 1}, a, b, stream.get());
+    SchedulingStats stats;
+    const RunOwner owner{ClientId(7), &stats};
+    FaultingEventRecord::real_calls = c.real_calls;
+    const CUresult issued = c.form.kind == FormKind::kOriginal
+                                ? (*runs)->IssueOriginal(owner, launch, /*notify=*/true)
+                                : (*runs)->IssueTransformed(owner, launch, c.form);
+    CHECK(issued == CUDA_ERROR_ILLEGAL_ADDRESS);
+    CHECK((*runs)->first_fault() == CUDA_ERROR_ILLEGAL_ADDRESS);
+    absl::flat_hash_set<ClientId> culprits;
+    (*runs)->TakeFaultedClients(culprits);
+    CHECK(culprits == absl::flat_hash_set<ClientId>{ClientId(7)});
+    REQUIRE(Api().cuStreamSynchronize(stream.get()) == CUDA_SUCCESS);
+  }
+  SECTION("a launch that answered the fault itself did not run: its client is not named") {
+    auto runs = KernelRuns::Create(*shared, nullptr);
+    REQUIRE(runs.ok());
+    api.cuLaunchKernel = [](CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                            unsigned, CUstream, void**, void**) { return CUDA_ERROR_ILLEGAL_ADDRESS; };
+    Stream stream;
+    Ints a(4), b(4);
+    SchedulingStats stats;
+    CHECK((*runs)->IssueOriginal({ClientId(7), &stats},
+                                 TwoBufferLaunch("RecordBlocks", {4, 1, 1}, a, b, stream.get()),
+                                 true) == CUDA_ERROR_ILLEGAL_ADDRESS);
+    absl::flat_hash_set<ClientId> culprits;
+    (*runs)->TakeFaultedClients(culprits);
+    CHECK(culprits.empty());
+    CHECK((*runs)->first_fault() == CUDA_SUCCESS);
+  }
 }
 
 }  // namespace

@@ -232,6 +232,7 @@ CUresult KernelRuns::Track(Run run, const KernelLaunch& launch) {
   if (result != CUDA_SUCCESS) {
     // The run is on the device but cannot be followed (the context is broken): its events go
     // back, the caller gives up on the kernel.
+    NoteUnfollowed(run.owner.client, result);
     for (CUevent event : {run.start, run.kernel_end, run.reset}) ReleaseEvent(event);
     if (done.ok()) ReleaseEvent(*done);
     return result;
@@ -423,10 +424,13 @@ CUresult KernelRuns::IssuePtbRun(Transformed& kernel) {
   }
   result = LaunchVariant(api_, launch, launch.kernel->preemptible->function,
                          {kernel.workers, 1, 1}, kernel.ptb_params);
-  if (result == CUDA_SUCCESS) result = api_.cuEventRecord(run.kernel_end, launch.stream);
   if (result == CUDA_SUCCESS) {
-    result = api_.cuMemcpyDtoHAsync(kernel.slot.readback, kernel.slot.state, sizeof(ptx::PtbState),
-                                    launch.stream);
+    result = api_.cuEventRecord(run.kernel_end, launch.stream);
+    if (result == CUDA_SUCCESS) {
+      result = api_.cuMemcpyDtoHAsync(kernel.slot.readback, kernel.slot.state,
+                                      sizeof(ptx::PtbState), launch.stream);
+    }
+    NoteUnfollowed(owner.client, result);
   }
   if (result != CUDA_SUCCESS) {
     for (CUevent event : {run.start, run.kernel_end, run.reset}) ReleaseEvent(event);
@@ -507,6 +511,12 @@ void KernelRuns::Poll(std::vector<EndedRun>& ended) {
     if (std::optional<EndedRun> end = Finish(run, state)) ended.push_back(std::move(*end));
   }
   runs_.resize(kept);
+}
+
+void KernelRuns::NoteUnfollowed(ClientId client, CUresult result) {
+  if (!track_all_ || !ContextFaults::Poisons(result)) return;
+  faulted_clients_.insert(client);
+  if (first_fault_ == CUDA_SUCCESS) first_fault_ = result;
 }
 
 void KernelRuns::AddClientsOnDevice(absl::flat_hash_set<ClientId>& clients) const {

@@ -82,7 +82,8 @@ class KernelRuns {
   // end, and (taken) those whose runs ended with a poisoning error since the last call.
   void AddClientsOnDevice(absl::flat_hash_set<ClientId>& clients) const;
   void TakeFaultedClients(absl::flat_hash_set<ClientId>& clients);
-  // The first poisoning error a run ended with (CUDA_SUCCESS while none did).
+  // The first poisoning error a run ended with, or the call after its launch answered
+  // (CUDA_SUCCESS while none did).
   CUresult first_fault() const { return first_fault_; }
 
   // Appends the runs that ended since the last call (and drops finished transformed kernels).
@@ -104,6 +105,10 @@ class KernelRuns {
   CUresult IssuePtbRun(Transformed& kernel);
   // Records the events that end a run on the launch's stream and tracks it.
   CUresult Track(Run run, const KernelLaunch& launch);
+  // A run of `client` went to the device, but the call after its launch answered `result`: if
+  // that is the shared context's fault, the run (which may be its cause: a kernel can fault
+  // before the call after its launch) counts as one that ended with it.
+  void NoteUnfollowed(ClientId client, CUresult result);
   // The report of a run that ended (`state`: its event's), if its client hears of it.
   std::optional<EndedRun> Finish(Run& run, CUresult state);
   EndedRun EndTransformed(Run& run, Transformed& kernel);

@@ -63,6 +63,8 @@ class Backend {
   void KeepContextAtExit() { keep_context_ = true; }
 
   const DriverApi& api() const { return api_; }
+  // For tests that make an entry point answer what the emulated GPU cannot be made to.
+  DriverApi& api_for_testing() { return api_; }
   const EmulatorExtensions& extensions() const { return extensions_; }
   CUdevice device() const { return device_; }
   CUcontext context() const { return context_.load(std::memory_order_acquire); }
