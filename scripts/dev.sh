@@ -125,13 +125,16 @@ build_and_test() {
 # The unit and end-to-end tests under AddressSanitizer (LeakSanitizer included) and UBSan, in
 # build-fuzz/. The nvcc-built end-to-end programs are not instrumented; the shim inside them is
 # (tests/e2e/CMakeLists.txt preloads the sanitizer's runtime for it). Left out: e2e_gpu_check_dry
-# (it checks the bundle made for a GPU machine, which would carry the sanitizer's runtime) and
-# the benchmarks' tests (label bench: the harness's own, and its live smoke run).
+# (it checks the bundle made for a GPU machine, which would carry the sanitizer's runtime), the
+# benchmarks' tests (label bench: the harness's own, and its live smoke run), and e2e_priority
+# and e2e_priority_swapped: a minute each here, for scheduling outcomes over many kernel runs,
+# where the code they run (preemption, resumption, the priority policy) is also that of
+# server_dispatcher_test and e2e_validate_preempt, which run here.
 asan() {
   main_e2e_programs
   configure_fuzz 30 1
   build_and_test "$build_dir-fuzz" "tally-ptx emu_deinit_probe e2e_programs" \
-    -L "^(unit|e2e)\$" -LE "^bench\$" -E "^e2e_gpu_check_dry\$"
+    -L "^(unit|e2e)\$" -LE "^bench\$" -E "^(e2e_gpu_check_dry|e2e_priority|e2e_priority_swapped)\$"
 }
 
 # The unit tests of the modules that run threads of their own (ipc, server, client) under
