@@ -112,7 +112,7 @@ Dispatcher::~Dispatcher() {
   Stop();
   for (const std::shared_ptr<ClientQueue>& queue : queues_) ReleaseFences(*queue);
   for (const std::shared_ptr<ClientQueue>& queue : leaving_) ReleaseFences(*queue);
-  for (CUevent event : free_fences_) api_.cuEventDestroy(event);
+  DestroyFreeFences();
 }
 
 void Dispatcher::Stop() {
@@ -594,6 +594,11 @@ void Dispatcher::ReleaseFences(ClientQueue& queue) {
   queue.unfenced.clear();
 }
 
+void Dispatcher::DestroyFreeFences() {
+  for (CUevent event : free_fences_) api_.cuEventDestroy(event);
+  free_fences_.clear();
+}
+
 void Dispatcher::Consume(ClientQueue& queue, CUresult result, std::string what) {
   queue.head_announced = false;
   std::lock_guard lock(mutex_);
@@ -642,8 +647,7 @@ void Dispatcher::RecoverFromFault() {
 
 void Dispatcher::ResetContext() {
   // Every object of the old context goes before it does; none is used after.
-  for (CUevent event : free_fences_) api_.cuEventDestroy(event);
-  free_fences_.clear();
+  DestroyFreeFences();
   runs_.reset();
   absl::Status reset = recovery_.reset ? recovery_.reset() : absl::OkStatus();
   if (reset.ok()) {

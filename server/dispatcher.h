@@ -144,6 +144,7 @@ class Dispatcher {
   void NoteIssued(ClientQueue& queue, CUstream stream);
   bool Throttled(ClientQueue& queue);
   void ReleaseFences(ClientQueue& queue);
+  void DestroyFreeFences();
   scheduler::Time Now() const;
   void HandleControl(scheduler::Time now);
   void PollRuns(scheduler::Time now);
