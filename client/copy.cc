@@ -230,6 +230,16 @@ uint64_t NewBufferId() {
   return next.fetch_add(1, std::memory_order_relaxed);
 }
 
+absl::Status ReadDevice(void* dst, uint64_t src, size_t count) {
+  TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
+  return CopyToHost(*channel, static_cast<std::byte*>(dst), src, count, /*stream=*/0);
+}
+
+absl::Status WriteDevice(uint64_t dst, const void* src, size_t count) {
+  TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
+  return CopyToDevice(*channel, dst, static_cast<const std::byte*>(src), count, /*stream=*/0);
+}
+
 absl::Status Copy(void* dst, const void* src, size_t count, cudaMemcpyKind kind,
                   cudaStream_t stream, CopyMode mode) {
   if (count == 0) return absl::OkStatus();

@@ -112,6 +112,10 @@ struct BoxExtent {
 // bulk area in chunks; page-locked memory (the host region) is copied by the server directly.
 absl::Status Copy(void* dst, const void* src, size_t count, cudaMemcpyKind kind,
                   cudaStream_t stream, CopyMode mode);
+// The shim's own copies between host memory and a device address (managed variables' set-up):
+// on the legacy default stream, done when they return, never captured into a graph.
+absl::Status ReadDevice(void* dst, uint64_t src, size_t count);
+absl::Status WriteDevice(uint64_t dst, const void* src, size_t count);
 // cudaMemcpy2D/3D semantics for linear memory: `extent` (width in bytes) between pitched
 // layouts. cudaErrorInvalidPitchValue when a pitch is below the width.
 absl::Status CopyBox(const BoxSide& dst, const BoxSide& src, const BoxExtent& extent,

@@ -47,6 +47,22 @@ void KernelRegistry::AddVariable(Fatbin* fatbin, const void* host_variable, cons
   variables_[host_variable] = std::move(variable);
 }
 
+void KernelRegistry::AddManagedVariable(Fatbin* fatbin, void** host_pointer,
+                                        const char* device_name, size_t size) {
+  std::lock_guard lock(fatbin->mutex);
+  fatbin->managed.push_back({host_pointer, device_name, size});
+}
+
+absl::Status KernelRegistry::PlaceManagedVariablesAgain() {
+  std::lock_guard lock(mutex_);
+  for (const std::unique_ptr<Fatbin>& fatbin : fatbins_) {
+    std::lock_guard fatbin_lock(fatbin->mutex);
+    if (fatbin->module == 0 || !fatbin->refused.ok()) continue;
+    TALLY_RETURN_IF_ERROR(PlaceManagedVariables(fatbin->module, fatbin->managed));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Variable*> KernelRegistry::ResolveVariable(const void* host_variable) {
   Variable* variable = nullptr;
   {
@@ -103,8 +119,8 @@ absl::Status KernelRegistry::Resolve(Kernel& kernel) {
 // and the rest of the program goes on. A transport failure is not remembered.
 absl::Status KernelRegistry::Upload(Fatbin& fatbin) {
   std::lock_guard lock(fatbin.mutex);
-  if (fatbin.module != 0) return absl::OkStatus();
   TALLY_RETURN_IF_ERROR(fatbin.refused);
+  if (fatbin.module != 0) return absl::OkStatus();
   TALLY_ASSIGN_OR_RETURN(const auto images, FatbinImages(fatbin.wrapper));
   absl::StatusOr<uint64_t> module = RegisterImages(images);
   if (!module.ok() && ToCudaError(module.status()) != cudaErrorDevicesUnavailable) {
@@ -116,7 +132,14 @@ absl::Status KernelRegistry::Upload(Fatbin& fatbin) {
   }
   TALLY_RETURN_IF_ERROR(module.status());
   fatbin.module = *module;
-  return absl::OkStatus();
+  // Without its managed variables placed, the program and the kernels would not share them.
+  absl::Status placed = PlaceManagedVariables(fatbin.module, fatbin.managed);
+  if (!placed.ok()) {
+    fatbin.refused = placed;
+    TALLY_LOG_WARN("tally: this program's kernels of one module cannot run: {}",
+                   std::string(placed.message()));
+  }
+  return placed;
 }
 
 namespace {

@@ -17,6 +17,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "client/managed_variables.h"
 #include "ipc/cuda_calls.h"
 
 namespace tally::client {
@@ -25,9 +26,11 @@ struct Fatbin {
   const void* wrapper = nullptr;
   std::mutex mutex;
   uint64_t module = 0;  // 0 until sent to the server
-  // Why the server refused the fatbin (its device cannot load the code): every launch of its
-  // kernels fails with this, without sending the fatbin again.
+  // Why the fatbin cannot be used (the server's device cannot load the code, or its managed
+  // variables could not be placed): every launch of its kernels fails with this, without
+  // sending the fatbin again.
   absl::Status refused;
+  std::vector<ManagedVariable> managed;  // placed when the module is loaded
 };
 
 // A kernel: registered by nvcc's code (resolved on first use), or a CUfunction of a driver API
@@ -86,6 +89,15 @@ class KernelRegistry {
   void AddKernel(Fatbin* fatbin, const void* host_function, const char* device_name);
 
   void AddVariable(Fatbin* fatbin, const void* host_variable, const char* device_name, size_t size);
+  void AddManagedVariable(Fatbin* fatbin, void** host_pointer, const char* device_name,
+                          size_t size);
+
+  // Sends the fatbin to the server once and places its managed variables (what CUDA's runtime
+  // does at a module's first use, and __cudaInitModule asks for before the program's first
+  // access to a managed variable).
+  absl::Status Upload(Fatbin& fatbin);
+  // After a device reset: the managed variables of every loaded fatbin are placed anew.
+  absl::Status PlaceManagedVariablesAgain();
 
   // The variable whose host shadow is `host_variable`, resolved with the server (its range is
   // then device memory for DeviceRanges). cudaErrorInvalidSymbol for an unregistered one.
@@ -100,8 +112,6 @@ class KernelRegistry {
   absl::Status Resolve(Kernel& kernel);
 
  private:
-  absl::Status Upload(Fatbin& fatbin);
-
   std::mutex mutex_;
   std::vector<std::unique_ptr<Fatbin>> fatbins_;
   absl::flat_hash_map<const void*, std::unique_ptr<Kernel>> kernels_;

@@ -16,6 +16,7 @@
 #include "common/status.h"
 #include "ipc/content_hash.h"
 #include "ptx_transform/fatbin.h"
+#include "ptx_transform/managed.h"
 #include "ptx_transform/parser.h"
 #include "ptx_transform/printer.h"
 #include "server/cuda_result.h"
@@ -38,6 +39,16 @@ std::vector<std::string> StateVariables(const ptx::Module& module) {
     }
   }
   return names;
+}
+
+// `__managed__` variables are reached through pointers the client sets (ptx_transform/managed.h);
+// a module whose uses of them the rewrite cannot follow is refused, saying why: its kernels and
+// the program would not see the same variable.
+absl::Status RedirectManagedVariables(DeviceCode& code) {
+  absl::StatusOr<std::vector<std::string>> redirected = ptx::RedirectManagedVariables(code.module);
+  if (!redirected.ok()) return ClientError(CUDA_ERROR_NOT_SUPPORTED, redirected.status().message());
+  if (!redirected->empty()) code.ptx = ptx::PrintModule(code.module);
+  return absl::OkStatus();
 }
 
 // The sliced and PTB variants of every kernel the analysis allows, in one module with the
@@ -288,6 +299,7 @@ absl::StatusOr<std::shared_ptr<const ParsedImage>> ModuleRegistry::Parse(
     return parsed;
   }
   DeviceCode& code = *read;
+  TALLY_RETURN_IF_ERROR(RedirectManagedVariables(code));
   auto signatures = ptx::ComputeSignatures(code.module);
   if (!signatures.ok()) return ClientError(CUDA_ERROR_INVALID_PTX, signatures.status().message());
   parsed->ptx = std::move(code.ptx);

@@ -18,6 +18,7 @@
 #include "client/entry.h"
 #include "client/handles.h"
 #include "client/host_blocks.h"
+#include "client/kernels.h"
 #include "client/streams.h"
 #include "common/status.h"
 
@@ -29,6 +30,7 @@ using tally::client::DeviceAttribute;
 using tally::client::DeviceRanges;
 using tally::client::DriverError;
 using tally::client::HostBlocks;
+using tally::client::KernelRegistry;
 using tally::client::Run;
 using tally::client::RunDriver;
 using tally::client::Streams;
@@ -191,7 +193,8 @@ cudaError_t cudaDeviceSynchronize() {
 // cudaDeviceReset (CUDA Runtime API): the server finishes the client's work and destroys its
 // streams, events, memory and page-locked blocks (server/handlers/device.cc); the shim then
 // forgets those ranges and streams. Registered kernels and variables stay resolved, since their
-// modules stay loaded: as after CUDA's reset, they remain usable. As in CUDA, no other thread may
+// modules stay loaded: as after CUDA's reset, they remain usable; managed variables get new
+// memory with their initial values. As in CUDA, no other thread may
 // be using the device meanwhile.
 cudaError_t cudaDeviceReset() {
   return Run(__func__, [&]() -> absl::Status {
@@ -200,7 +203,7 @@ cudaError_t cudaDeviceReset() {
     HostBlocks::Get().Reset();
     DeviceRanges::Get().RemoveAllocations();
     Streams::Get().Clear();
-    return absl::OkStatus();
+    return KernelRegistry::Get().PlaceManagedVariablesAgain();
   });
 }
 

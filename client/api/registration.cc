@@ -1,6 +1,7 @@
 // The registration ABI nvcc-generated host code calls from its constructors
 // (crt/host_runtime.h: __cudaRegisterBinary and __cudaRegisterEntry). Only bookkeeping happens
-// here: fatbins are sent to the server when a kernel of theirs first launches.
+// here: fatbins are sent to the server when a kernel of theirs first launches, or when the
+// program first reaches one of their managed variables (__cudaInitModule).
 #include <cuda_runtime_api.h>
 
 #include "client/kernels.h"
@@ -48,10 +49,29 @@ void __cudaRegisterVar(void** fatbin_handle, char* host_variable, char*, const c
   }
 }
 
-void __cudaRegisterManagedVar(void**, void**, char*, const char*, int, size_t, int, int) noexcept {}
+// __managed__ variables: hostVarPtrAddress is the pointer through which nvcc's host code reads
+// the variable; the shim sets it when it places the variable (client/managed_variables.h).
+void __cudaRegisterManagedVar(void** fatbin_handle, void** host_pointer, char*,
+                              const char* device_name, int, size_t size, int, int) noexcept {
+  if (fatbin_handle == nullptr || host_pointer == nullptr || device_name == nullptr) return;
+  try {
+    KernelRegistry::Get().AddManagedVariable(reinterpret_cast<Fatbin*>(fatbin_handle),
+                                             host_pointer, device_name, size);
+  } catch (...) {
+    // The variable stays unplaced (its host pointer null): constructors must not throw.
+  }
+}
 
-// Managed-variable initialisation (crt/host_runtime.h's __nv_init_managed_rt_with_module):
-// nothing to do without managed variables; nonzero means success.
-char __cudaInitModule(void**) noexcept { return 1; }
+// Before the program's first access to a managed variable (crt/host_runtime.h's
+// __nv_init_managed_rt_with_module): the module is loaded and its managed variables placed.
+// Nonzero means success.
+char __cudaInitModule(void** fatbin_handle) noexcept {
+  if (fatbin_handle == nullptr) return 0;
+  try {
+    return KernelRegistry::Get().Upload(*reinterpret_cast<Fatbin*>(fatbin_handle)).ok() ? 1 : 0;
+  } catch (...) {
+    return 0;
+  }
+}
 
 }  // extern "C"
