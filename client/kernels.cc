@@ -196,7 +196,7 @@ absl::Status FetchFunction(uint64_t module, Kernel& kernel) {
     return absl::DataLossError("the server's parameter layout has the wrong size");
   }
   kernel.params.resize(count);
-  std::memcpy(kernel.params.data(), answer.tail.data(), answer.tail.size());
+  if (count != 0) std::memcpy(kernel.params.data(), answer.tail.data(), answer.tail.size());
   for (const ipc::ParamSlot& slot : kernel.params) {
     if (slot.offset > answer.fields.param_buffer_size ||
         slot.size > answer.fields.param_buffer_size - slot.offset) {
