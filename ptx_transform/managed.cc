@@ -52,6 +52,16 @@ absl::Status Refuse(SourceLocation location, const std::string& variable, std::s
       location.line, variable, how));
 }
 
+// A variable (module or function scope) whose initialiser names a managed variable: its
+// address would be the device's copy, not the memory the program shares.
+absl::Status CheckInitializer(const VarDecl& var, const Names& managed) {
+  if (!var.initializer) return absl::OkStatus();
+  if (const std::string* name = NamedIn(*var.initializer, managed)) {
+    return Refuse(var.location, *name, "in a variable's initialiser");
+  }
+  return absl::OkStatus();
+}
+
 // One function's instructions: each use of a managed variable reads its pointer into a register
 // of the function (one per variable) just before the instruction, which then names the register.
 class FunctionRewrite {
@@ -67,11 +77,7 @@ class FunctionRewrite {
       if (auto* block = std::get_if<Block>(&statement.value)) {
         TALLY_RETURN_IF_ERROR(Rewrite(block->statements));
       } else if (auto* var = std::get_if<Box<VarDecl>>(&statement.value)) {
-        if ((*var)->initializer) {
-          if (const std::string* name = NamedIn(*(*var)->initializer, managed_)) {
-            return Refuse((*var)->location, *name, "in a variable's initialiser");
-          }
-        }
+        TALLY_RETURN_IF_ERROR(CheckInitializer(**var, managed_));
       } else if (auto* inst = std::get_if<Instruction>(&statement.value)) {
         TALLY_RETURN_IF_ERROR(RewriteInstruction(*inst, out));
       }
@@ -161,11 +167,7 @@ absl::StatusOr<std::vector<std::string>> RedirectManagedVariables(Module& module
   std::vector<TopLevel> items;
   for (TopLevel& item : rewritten.items) {
     if (auto* var = std::get_if<VarDecl>(&item.value)) {
-      if (var->initializer) {
-        if (const std::string* name = NamedIn(*var->initializer, managed)) {
-          return Refuse(var->location, *name, "in a variable's initialiser");
-        }
-      }
+      TALLY_RETURN_IF_ERROR(CheckInitializer(*var, managed));
       const bool redirected = IsManaged(*var);
       const std::string variable = var->name;
       items.push_back(std::move(item));
