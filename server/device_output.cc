@@ -20,6 +20,13 @@ void AppendRecord(std::vector<std::byte>& out, uint32_t stream, const char* text
 
 bool DeviceOutput::Collect(PFN_tallyEmuTenantTakeOutput take, uint64_t tenant) {
   std::lock_guard lock(mu_);
+  if (ring_ != nullptr) {
+    ring_->Drain([this](uint32_t stream, std::string_view text) {
+      // Beyond what a client that does not take its output may leave, text is dropped (as from
+      // a full printf buffer).
+      if (held_.size() < kMaxHeld) AppendRecord(held_, stream, text.data(), text.size());
+    });
+  }
   if (take != nullptr) {
     char buffer[4096];
     while (held_.size() < kMaxHeld) {
@@ -41,6 +48,27 @@ void DeviceOutput::Discard(PFN_tallyEmuTenantTakeOutput take, uint64_t tenant) {
   }
   std::lock_guard lock(mu_);
   held_.shrink_to_fit();
+}
+
+absl::StatusOr<const DeviceOutputRing*> DeviceOutput::Ring(const DriverApi& api) {
+  std::lock_guard lock(mu_);
+  if (ring_ == nullptr) {
+    absl::StatusOr<std::unique_ptr<DeviceOutputRing>> made = DeviceOutputRing::Create(api);
+    if (!made.ok()) return made.status();
+    ring_ = *std::move(made);
+  }
+  return ring_.get();
+}
+
+void DeviceOutput::ReleaseRing() {
+  std::lock_guard lock(mu_);
+  ring_.reset();
+}
+
+void DeviceOutput::AbandonRing() {
+  std::lock_guard lock(mu_);
+  // Deliberately never freed: the device may still write into it.
+  static_cast<void>(ring_.release());
 }
 
 bool DeviceOutput::Take(std::vector<std::byte>& tail) {

@@ -12,9 +12,11 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/device_output_ring.h"
 #include "common/log.h"
 #include "common/status.h"
 #include "ipc/content_hash.h"
+#include "ptx_transform/device_output.h"
 #include "ptx_transform/fatbin.h"
 #include "ptx_transform/managed.h"
 #include "ptx_transform/parser.h"
@@ -51,10 +53,23 @@ absl::Status RedirectManagedVariables(DeviceCode& code) {
   return absl::OkStatus();
 }
 
+// Device printf and assert into the client's ring (ptx_transform/device_output.h); where the
+// rewrite is refused, they print where the driver prints them, which the log says.
+bool RedirectOutput(ptx::Module& module) {
+  absl::StatusOr<bool> redirected = ptx::RedirectDeviceOutput(module);
+  if (!redirected.ok()) {
+    TALLY_LOG_WARN("device printf of a module stays in the server's output: {}",
+                   redirected.status().ToString());
+    return false;
+  }
+  return *redirected;
+}
+
 // The sliced and PTB variants of every kernel the analysis allows, in one module with the
 // originals (ptx_transform/transform.h). Why a kernel keeps its original form is logged here,
-// once per kernel of a fatbin.
-void AddTransformedForms(ptx::Module& module, ParsedImage& parsed) {
+// once per kernel of a fatbin. With `redirect_output`, device output is redirected after the
+// transformation, which knows vprintf and __assertfail as the runtime's functions.
+void AddTransformedForms(ptx::Module& module, ParsedImage& parsed, bool redirect_output) {
   const ptx::TransformOptions options;
   ptx::TransformReport report = ptx::TransformModule(module, options);
   for (const ptx::KernelForms& forms : report.kernels) {
@@ -74,6 +89,10 @@ void AddTransformedForms(ptx::Module& module, ParsedImage& parsed) {
         "the transformed module has no parameter layouts ({}): its kernels run in "
         "their original forms",
         signatures.status().ToString());
+    return;
+  }
+  if (redirect_output && !RedirectOutput(module)) {
+    TALLY_LOG_WARN("the transformed module is not used: its device printf could not be redirected");
     return;
   }
   parsed.transformed_ptx = ptx::PrintModule(module);
@@ -196,6 +215,8 @@ absl::StatusOr<std::pair<CUdeviceptr, size_t>> SharedModule::FindGlobal(
 
 absl::Status SharedModule::ResetVariables(CUstream stream) const {
   std::vector<std::string> names = parsed_->state_variables;
+  // The binding to the client's device output ring is the server's, not the program's.
+  std::erase(names, std::string(kDeviceOutputVariable));
   if (parsed_->machine_code) {
     std::lock_guard lock(found_mutex_);
     names.assign(found_globals_.begin(), found_globals_.end());
@@ -227,7 +248,9 @@ absl::Status SharedModule::ResetVariables(CUstream stream) const {
 }
 
 ModuleRegistry::ModuleRegistry(const Backend& backend, bool build_forms)
-    : backend_(backend), build_forms_(build_forms) {
+    : backend_(backend),
+      build_forms_(build_forms),
+      redirect_device_output_(backend.extensions().tenant_take_output == nullptr) {
   int major = 0;
   int minor = 0;
   backend.api().cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
@@ -302,12 +325,23 @@ absl::StatusOr<std::shared_ptr<const ParsedImage>> ModuleRegistry::Parse(
   TALLY_RETURN_IF_ERROR(RedirectManagedVariables(code));
   auto signatures = ptx::ComputeSignatures(code.module);
   if (!signatures.ok()) return ClientError(CUDA_ERROR_INVALID_PTX, signatures.status().message());
-  parsed->ptx = std::move(code.ptx);
   parsed->ptx_arch = code.arch;
   parsed->unresolved_functions = std::move(code.unresolved_functions);
   parsed->signatures = *std::move(signatures);
+  const bool redirect_output = redirect_device_output_ && ptx::UsesDeviceOutput(code.module);
+  if (redirect_output) {
+    // The transformation takes the module before the rewrite; the module loaded for the original
+    // forms gets it too.
+    if (build_forms_) {
+      ptx::Module forms = code.module;
+      AddTransformedForms(forms, *parsed, true);
+    }
+    parsed->redirects_device_output = RedirectOutput(code.module);
+    if (parsed->redirects_device_output) code.ptx = ptx::PrintModule(code.module);
+  }
+  parsed->ptx = std::move(code.ptx);
   parsed->state_variables = StateVariables(code.module);
-  if (build_forms_) AddTransformedForms(code.module, *parsed);
+  if (build_forms_ && !redirect_output) AddTransformedForms(code.module, *parsed, false);
   return parsed;
 }
 

@@ -67,6 +67,9 @@ struct ParsedImage {
   std::vector<ptx::KernelSignature> signatures;
   // Module-scope .global/.const variables: per-process state in CUDA.
   std::vector<std::string> state_variables;
+  // Its printf and assert write into the client's ring (ptx_transform/device_output.h), which
+  // the client's session points the module at.
+  bool redirects_device_output = false;
   std::vector<std::string> unresolved_functions;  // linked programs: left to the driver
   // With transformed forms: the module with every kernel's variants added, and their names.
   std::string transformed_ptx;
@@ -144,6 +147,9 @@ class ModuleRegistry {
 
   const Backend& backend_;
   bool build_forms_ = false;
+  // The device has one printf buffer for every client (no tenant output): printf and assert
+  // are redirected to each client's ring.
+  bool redirect_device_output_ = false;
   uint32_t device_arch_ = 0;  // 80 for sm_80
   std::mutex mutex_;  // entries_ and loaded_, never held while parsing or loading
   absl::flat_hash_map<uint64_t, std::shared_ptr<Entry>> entries_;  // by content hash

@@ -1,6 +1,8 @@
 // Session set-up and the cleanup that runs when a client disconnects or dies.
 #include "server/session.h"
 
+#include "common/device_output_ring.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -8,6 +10,7 @@
 #include <thread>
 
 #include "absl/strings/str_format.h"
+#include "common/device_output_ring.h"
 #include "common/log.h"
 #include "common/status.h"
 #include "server/bounded_wait.h"
@@ -120,6 +123,7 @@ bool Session::Close(std::chrono::steady_clock::time_point deadline) {
     // Its streams and events go (the work on them still completes); the memory stays.
     owned.allocations.clear();
     owned.host_blocks.clear();
+    device_output_->AbandonRing();
     if (server_.sessions != nullptr) server_.sessions->Remove(this);
     return false;
   }
@@ -134,6 +138,7 @@ bool Session::Close(std::chrono::steady_clock::time_point deadline) {
         }
         default_stream_.reset();
         owned->Release(api);
+        device_output_->ReleaseRing();
         functions_.Clear([](FunctionEntry&) {});
         modules_.Clear([](std::shared_ptr<SharedModule>&) {});
       },
@@ -363,9 +368,22 @@ absl::Status Session::ClaimMemory(CUdeviceptr base) const {
 }
 
 absl::Status Session::ClaimModule(const SharedModule& module) {
+  if (module.parsed().redirects_device_output) BindDeviceOutput(module);
   const auto set_tenant = server_.backend.extensions().module_set_tenant;
   if (set_tenant == nullptr || module.parsed().state_variables.empty()) return absl::OkStatus();
   return CheckCu(set_tenant(module.module(), client_.client_id), "tallyEmuModuleSetTenant");
+}
+
+void Session::BindDeviceOutput(const SharedModule& module) {
+  absl::StatusOr<std::pair<CUdeviceptr, size_t>> variable = module.FindGlobal(kDeviceOutputVariable);
+  absl::StatusOr<const DeviceOutputRing*> ring =
+      variable.ok() ? device_output_->Ring(api()) : variable.status();
+  absl::Status bound = ring.ok() ? (*ring)->Bind(variable->first, variable->second) : ring.status();
+  // The kernels still run; what they print is lost, as from a full printf buffer.
+  if (!bound.ok()) {
+    TALLY_LOG_WARN("client {}: its kernels' printf output is lost: {}", client_.client_id,
+                   bound.ToString());
+  }
 }
 
 CUresult Session::StickyError() {

@@ -255,7 +255,8 @@ class Session {
     return {server_.faults, ClientId(client_.client_id), context_generation_};
   }
   // Makes the client's module's variables (a module with module state is the client's alone)
-  // memory that only the client's kernels may touch (emulated GPU).
+  // memory that only the client's kernels may touch (emulated GPU), and points its device
+  // output at the client's ring where it was redirected (ptx_transform/device_output.h).
   absl::Status ClaimModule(const SharedModule& module);
 
   // What the client's kernels printed on the device, on its way to the client (device_output.h).
@@ -287,6 +288,7 @@ class Session {
   Session(ServerContext& server, const ipc::ClientInfo& client, ipc::BulkArea bulk,
           std::span<std::byte> host_region, uint64_t context_generation);
   // Logs the client's new sticky error.
+  void BindDeviceOutput(const SharedModule& module);
   void LogStickyError(std::string_view cause) const;
 
   ServerContext& server_;

@@ -211,6 +211,9 @@ class Block {
   uint8_t* CallVariable(const Warp& warp, int lane, uint64_t offset);
   uint64_t LocalWord(const Warp& warp, int lane, uint64_t offset, uint32_t size);
   bool ReadString(uint64_t address, const Warp& warp, int lane, uint32_t pc, std::string* out);
+  class LaneArguments;  // printf's arguments (builtins.cc)
+  bool ReadGeneric(uint64_t address, uint32_t size, const Warp& warp, int lane, uint32_t pc,
+                   uint64_t* value);
   bool FormatPrintf(const Warp& warp, int lane, uint32_t pc, uint64_t format_address,
                     uint64_t arguments, std::string* out);
 

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "common/device_printf.h"
 #include "emulator/exec/block.h"
 #include "emulator/exec/lanes.h"
 
@@ -46,77 +47,55 @@ bool Block::ReadString(uint64_t address, const Warp& warp, int lane, uint32_t pc
   return true;
 }
 
-// printf formatting (CUDA C++ Programming Guide, "Formatted Output"): arguments are packed in a
-// buffer, each aligned to its size; integers are 4 bytes unless `l`/`ll`, floating-point values
-// are doubles, %s and %p take 8-byte pointers.
+// printf's arguments as this lane's vprintf got them (common/device_printf.h): read through the
+// lane's own address translation, so a bad pointer is the lane's fault.
+class Block::LaneArguments : public PrintfArguments {
+ public:
+  LaneArguments(Block& block, uint64_t arguments, const Warp& warp, int lane, uint32_t pc)
+      : block_(block), arguments_(arguments), warp_(warp), lane_(lane), pc_(pc) {}
+
+  std::optional<uint64_t> Scalar(uint32_t size) override {
+    cursor_ = (cursor_ + size - 1) / size * size;
+    uint64_t value = 0;
+    if (!block_.ReadGeneric(arguments_ + cursor_, size, warp_, lane_, pc_, &value)) {
+      return std::nullopt;
+    }
+    cursor_ += size;
+    return value;
+  }
+  std::optional<std::string> String() override {
+    const std::optional<uint64_t> address = Scalar(8);
+    std::string text;
+    if (!address || !block_.ReadString(*address, warp_, lane_, pc_, &text)) return std::nullopt;
+    return text;
+  }
+
+ private:
+  Block& block_;
+  uint64_t arguments_;
+  const Warp& warp_;
+  int lane_;
+  uint32_t pc_;
+  uint64_t cursor_ = 0;
+};
+
+bool Block::ReadGeneric(uint64_t address, uint32_t size, const Warp& warp, int lane, uint32_t pc,
+                        uint64_t* value) {
+  const uint8_t* p = Translate(Space::kGeneric, address, size, warp, lane, pc, false);
+  if (p == nullptr) return false;
+  *value = 0;
+  std::memcpy(value, p, size);
+  return true;
+}
+
 bool Block::FormatPrintf(const Warp& warp, int lane, uint32_t pc, uint64_t format_address,
                          uint64_t arguments, std::string* out) {
   std::string format;
   if (!ReadString(format_address, warp, lane, pc, &format)) return false;
-  uint64_t cursor = 0;
-  auto next = [&](uint32_t size, uint64_t* value) {
-    cursor = (cursor + size - 1) / size * size;
-    const uint8_t* p = Translate(Space::kGeneric, arguments + cursor, size, warp, lane, pc, false);
-    if (p == nullptr) return false;
-    *value = 0;
-    std::memcpy(value, p, size);
-    cursor += size;
-    return true;
-  };
-  for (size_t i = 0; i < format.size(); ++i) {
-    if (format[i] != '%') {
-      out->push_back(format[i]);
-      continue;
-    }
-    size_t start = i++;
-    while (i < format.size() && std::strchr("-+ #0123456789.*", format[i]) != nullptr) ++i;
-    int longs = 0;
-    while (i < format.size() && std::strchr("hlLqjzt", format[i]) != nullptr) {
-      if (format[i] == 'l' || format[i] == 'L' || format[i] == 'q' || format[i] == 'j' ||
-          format[i] == 'z' || format[i] == 't') {
-        ++longs;
-      }
-      ++i;
-    }
-    if (i >= format.size()) break;
-    char conversion = format[i];
-    if (conversion == '%') {
-      out->push_back('%');
-      continue;
-    }
-    // The spec without length modifiers, re-expressed for 64-bit host arguments.
-    std::string spec = format.substr(start, i - start);
-    spec.erase(std::remove_if(spec.begin(), spec.end(),
-                              [](char c) { return std::strchr("hlLqjzt", c) != nullptr; }),
-               spec.end());
-    char text[512];
-    uint64_t value = 0;
-    if (std::strchr("diouxXc", conversion) != nullptr) {
-      if (!next(longs > 0 ? 8 : 4, &value)) return false;
-      if (conversion == 'd' || conversion == 'i') {
-        int64_t v = longs > 0 ? static_cast<int64_t>(value) : ReadSigned(value, 32);
-        std::snprintf(text, sizeof(text), (spec + "lld").c_str(), static_cast<long long>(v));
-      } else if (conversion == 'c') {
-        std::snprintf(text, sizeof(text), (spec + "c").c_str(), static_cast<int>(value));
-      } else {
-        std::snprintf(text, sizeof(text), (spec + "ll" + conversion).c_str(),
-                      static_cast<unsigned long long>(value));
-      }
-    } else if (std::strchr("fFeEgGaA", conversion) != nullptr) {
-      if (!next(8, &value)) return false;
-      std::snprintf(text, sizeof(text), (spec + conversion).c_str(), AsF64(value));
-    } else if (conversion == 's') {
-      std::string string;
-      if (!next(8, &value) || !ReadString(value, warp, lane, pc, &string)) return false;
-      std::snprintf(text, sizeof(text), (spec + "s").c_str(), string.c_str());
-    } else if (conversion == 'p') {
-      if (!next(8, &value)) return false;
-      std::snprintf(text, sizeof(text), "0x%llx", static_cast<unsigned long long>(value));
-    } else {
-      std::snprintf(text, sizeof(text), "%%%c", conversion);
-    }
-    out->append(text);
-  }
+  LaneArguments reader(*this, arguments, warp, lane, pc);
+  std::optional<std::string> text = FormatDevicePrintf(format, reader);
+  if (!text) return false;
+  *out = *std::move(text);
   return true;
 }
 

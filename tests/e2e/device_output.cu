@@ -4,11 +4,14 @@
 // device assert's message appears in its stderr, and the launch's error is cudaErrorAssert. The
 // lines carry the process id: two copies run at once (e2e_device_output_pair) each see only their
 // own kernels' lines. stdout and stderr go to files while the kernels run, so that the program
-// reads back exactly what reached them.
+// reads back exactly what reached them. With TALLY_E2E_NO_ASSERT set the assert is left out:
+// where faults are shared (NVIDIA's driver, TALLY_EMU_NO_TENANTS) one copy's assert would end the
+// other's context too.
 #include <unistd.h>
 
 #include <algorithm>
 #include <cassert>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -81,6 +84,10 @@ int main() {
   CHECK_CUDA(cudaDeviceSynchronize());
   EXPECT(quiet.Restore().empty());
 
+  if (std::getenv("TALLY_E2E_NO_ASSERT") != nullptr) {
+    std::printf("device_output: kernel printf reached the program in order\n");
+    return 0;
+  }
   // A failed assert: its message on stderr, cudaErrorAssert from the synchronising call.
   Capture err(STDERR_FILENO);
   Fails<<<1, 1>>>(1);

@@ -1,0 +1,142 @@
+// The device-output redirection: nvcc's calls to vprintf go to the added __tally_vprintf, a failed
+// assert's message is written before the runtime's __assertfail still runs, the result is PTX
+// ptxas accepts, and modules it cannot or need not rewrite are left as they are. (What the added
+// code writes is checked by running it: server/device_output_ring_test.cc.)
+#include "ptx_transform/device_output.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "common/device_output_ring.h"
+#include "ptx_transform/parser.h"
+#include "ptx_transform/printer.h"
+
+namespace tally::ptx {
+namespace {
+
+std::string ReadTestdata(const std::string& name) {
+  std::ifstream file(std::string(TALLY_PTX_TESTDATA) + "/" + name);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+Module ParseText(const std::string& text) {
+  auto module = ParseModuleOrError(text);
+  REQUIRE(module.ok());
+  return *std::move(module);
+}
+
+size_t Count(const std::string& text, const std::string& what) {
+  size_t count = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++count;
+  return count;
+}
+
+bool PtxasAccepts(const std::string& text) {
+  const std::string path = "/tmp/tally_device_output_test_" + std::to_string(getpid()) + ".ptx";
+  std::ofstream(path) << text;
+  const int status =
+      std::system((std::string(TALLY_TEST_PTXAS) + " -arch=sm_80 -o /dev/null " + path).c_str());
+  std::remove(path.c_str());
+  return status == 0;
+}
+
+TEST_CASE("printf and assert of nvcc's PTX go to the client's ring") {
+  Module module = ParseText(ReadTestdata("device_output.ptx"));
+  REQUIRE(UsesDeviceOutput(module));
+  auto redirected = RedirectDeviceOutput(module);
+  REQUIRE(redirected.ok());
+  CHECK(*redirected);
+  std::string text = PrintModule(module);
+  std::ranges::replace(text, '\t', ' ');
+  INFO(text);
+  CHECK(Count(text, " vprintf,") == 0);  // no call of the runtime's printf is left
+  CHECK(Count(text, "__tally_vprintf,") == 3);  // the kernel's two, __tally_assertfail's
+  CHECK(Count(text, "__tally_assertfail,") == 1);
+  // The runtime's __assertfail: declared once, called by the added function only.
+  CHECK(Count(text, ".extern .func __assertfail") == 1);
+  CHECK(Count(text, " __assertfail,") == 1);  // in __tally_assertfail
+  CHECK(Count(text, "vprintf") == Count(text, "__tally_vprintf"));
+  CHECK(text.find(std::string(".global .align 8 .u64 ") + kDeviceOutputVariable + "[3];") !=
+        std::string::npos);
+  // Declared before the kernel that calls it.
+  CHECK(text.find(") __tally_vprintf(") < text.find(".entry _Z6reportidPKcx"));
+  REQUIRE(ParseModuleOrError(text, "<redirected>").ok());
+  CHECK(PtxasAccepts(text));
+}
+
+TEST_CASE("printf alone: the assert function is not added") {
+  std::string source = ReadTestdata("device_output.ptx");
+  Module module = ParseText(source);
+  // Drop the assert: its declaration and the call block.
+  std::erase_if(module.items, [](const TopLevel& item) {
+    const auto* function = std::get_if<Function>(&item.value);
+    return function != nullptr && function->name == "__assertfail";
+  });
+  Function& kernel = std::get<Function>(module.items.back().value);
+  std::erase_if(kernel.body->statements, [](const Statement& statement) {
+    const auto* block = std::get_if<Block>(&statement.value);
+    if (block == nullptr) return false;
+    for (const Statement& inner : block->statements) {
+      const auto* inst = std::get_if<Instruction>(&inner.value);
+      if (inst != nullptr && inst->opcode == "call" &&
+          std::ranges::any_of(inst->operands,
+                              [](const Operand& op) { return op.name == "__assertfail"; })) {
+        return true;
+      }
+    }
+    return false;
+  });
+  auto redirected = RedirectDeviceOutput(module);
+  REQUIRE(redirected.ok());
+  const std::string text = PrintModule(module);
+  INFO(text);
+  CHECK(text.find("__assertfail") == std::string::npos);
+  CHECK(PtxasAccepts(text));
+}
+
+TEST_CASE("A module without printf or assert is left as it is") {
+  Module module = ParseText(
+      ".version 8.0\n.target sm_80\n.address_size 64\n"
+      ".visible .entry k() { ret; }\n");
+  const Module before = module;
+  CHECK_FALSE(UsesDeviceOutput(module));
+  auto redirected = RedirectDeviceOutput(module);
+  REQUIRE(redirected.ok());
+  CHECK_FALSE(*redirected);
+  CHECK(module == before);
+}
+
+TEST_CASE("Modules the rewrite cannot take are refused, unchanged") {
+  const std::string declaration =
+      ".extern .func (.param .b32 r) vprintf(.param .b64 f, .param .b64 a);\n";
+  struct Case {
+    std::string text;
+    std::string says;
+  };
+  const Case cases[] = {
+      {".version 8.0\n.target sm_80\n.address_size 32\n" + declaration, "32-bit addresses"},
+      {".version 8.0\n.target sm_80\n.address_size 64\n" + declaration +
+           ".global .u32 __tally_null_string;\n",
+       "already names __tally_null_string"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.text);
+    Module module = ParseText(c.text);
+    const Module before = module;
+    auto redirected = RedirectDeviceOutput(module);
+    REQUIRE_FALSE(redirected.ok());
+    CHECK_THAT(std::string(redirected.status().message()), Catch::Contains(c.says));
+    CHECK(module == before);
+  }
+}
+
+}  // namespace
+}  // namespace tally::ptx
