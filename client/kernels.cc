@@ -55,12 +55,20 @@ void KernelRegistry::AddManagedVariable(Fatbin* fatbin, void** host_pointer,
 
 absl::Status KernelRegistry::PlaceManagedVariablesAgain() {
   std::lock_guard lock(mutex_);
+  absl::Status first_failure;
   for (const std::unique_ptr<Fatbin>& fatbin : fatbins_) {
     std::lock_guard fatbin_lock(fatbin->mutex);
-    if (fatbin->module == 0 || !fatbin->refused.ok()) continue;
-    TALLY_RETURN_IF_ERROR(PlaceManagedVariables(fatbin->module, fatbin->managed));
+    if (fatbin->module == 0) continue;  // nothing of it was placed
+    ForgetManagedVariables(fatbin->managed);
+    if (!fatbin->refused.ok()) continue;
+    absl::Status placed = PlaceManagedVariables(fatbin->module, fatbin->managed);
+    if (!placed.ok()) {
+      // Its kernels would not see the program's variables: they no longer launch.
+      fatbin->refused = placed;
+      first_failure.Update(placed);
+    }
   }
-  return absl::OkStatus();
+  return first_failure;
 }
 
 absl::StatusOr<Variable*> KernelRegistry::ResolveVariable(const void* host_variable) {

@@ -39,16 +39,28 @@ absl::Status Place(uint64_t module, const ManagedVariable& variable) {
 }  // namespace
 
 absl::Status PlaceManagedVariables(uint64_t module, const std::vector<ManagedVariable>& variables) {
+  std::vector<const ManagedVariable*> placed;
   for (const ManagedVariable& variable : variables) {
     if (variable.size == 0 || variable.host_pointer == nullptr) continue;
-    absl::Status placed = Place(module, variable);
-    if (!placed.ok()) {
-      return absl::Status(placed.code(),
-                          absl::StrFormat("managed variable %s: %s", variable.name,
-                                          placed.message()));
+    absl::Status status = Place(module, variable);
+    if (!status.ok()) {
+      // All or none: the module's kernels will not run, so what was placed goes back.
+      for (const ManagedVariable* done : placed) {
+        HostBlocks::Get().Free(*done->host_pointer, HostBlockKind::kManaged).IgnoreError();
+        *done->host_pointer = nullptr;
+      }
+      return absl::Status(status.code(), absl::StrFormat("managed variable %s: %s", variable.name,
+                                                         status.message()));
     }
+    placed.push_back(&variable);
   }
   return absl::OkStatus();
+}
+
+void ForgetManagedVariables(const std::vector<ManagedVariable>& variables) {
+  for (const ManagedVariable& variable : variables) {
+    if (variable.host_pointer != nullptr) *variable.host_pointer = nullptr;
+  }
 }
 
 }  // namespace tally::client

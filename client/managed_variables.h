@@ -23,7 +23,12 @@ struct ManagedVariable {
 
 // Places every variable of `variables` in `module` (the server's handle of their fatbin's module):
 // after the module's load, and again after a device reset (which frees every host block and
-// gives the module's variables their initial values again).
+// gives the module's variables their initial values again). All or none: when one cannot be
+// placed, those placed before it are freed and their host pointers are null again.
 absl::Status PlaceManagedVariables(uint64_t module, const std::vector<ManagedVariable>& variables);
+
+// Nulls the variables' host pointers: their memory is gone (a device reset freed it), so that a
+// program touching one after a failed re-placement faults at once instead of using freed memory.
+void ForgetManagedVariables(const std::vector<ManagedVariable>& variables);
 
 }  // namespace tally::client
