@@ -39,6 +39,11 @@ def check_live_run(run, where):
         fail(f"{where}: more preemption latencies than preemptions")
     if latency["mean"] > latency["max"] or (latency["count"] == 0 and latency["max"] != 0):
         fail(f"{where}: preemption latency mean, max and count disagree")
+    # The priority policy's runs start from the profile cache its unmeasured first run filled.
+    if "profiles_at_start" not in run:
+        fail(f"{where}: no profiles_at_start")
+    if run["policy"] == "priority" and run["profiles_at_start"] == 0:
+        fail(f"{where}: the profiler started with an empty cache")
 
 
 def main(path):

@@ -36,8 +36,9 @@ absl::StatusOr<ChildProcess> StartServer(const LiveOptions& options, const std::
                                          const fs::path& dir, const std::string& socket) {
   std::vector<std::string> argv = {options.server};
   if (!options.gpu) argv.push_back("--emulate");
-  argv.insert(argv.end(), {"--socket", socket, "--policy=" + policy,
-                           "--profile-cache=" + (dir / "profiles.json").string()});
+  const std::string cache =
+      options.profile_cache.empty() ? (dir / "profiles.json").string() : options.profile_cache;
+  argv.insert(argv.end(), {"--socket", socket, "--policy=" + policy, "--profile-cache=" + cache});
   TALLY_ASSIGN_OR_RETURN(ChildProcess server,
                          ChildProcess::Start(argv, (dir / "server.log").string(), false));
   const absl::Time deadline = absl::Now() + absl::Seconds(30);
@@ -167,7 +168,7 @@ absl::Status CheckExit(const absl::StatusOr<int>& exit, std::string_view what,
 absl::StatusOr<LiveCaseOutcome> RunLiveCase(const LiveOptions& options, const std::string& policy,
                                             const std::string& dir, sim::Duration window,
                                             const std::vector<LiveJob>& jobs) {
-  fs::remove_all(dir);  // a fresh profile cache and no files of an earlier run
+  fs::remove_all(dir);  // no files of an earlier run (nor its private profile cache)
   fs::create_directories(dir);
   const std::string socket = PrivateSocket();
   TALLY_ASSIGN_OR_RETURN(ChildProcess server, StartServer(options, policy, dir, socket));
@@ -185,6 +186,7 @@ absl::StatusOr<LiveCaseOutcome> RunLiveCase(const LiveOptions& options, const st
   for (ChildProcess& process : processes) {
     TALLY_RETURN_IF_ERROR(process.AwaitLine("READY", kStartTimeout));
   }
+  TALLY_ASSIGN_OR_RETURN(const std::vector<ipc::ProfileStatus> known, ipc::QueryProfiles(socket));
   const auto start = std::chrono::steady_clock::now();
   for (ChildProcess& process : processes) TALLY_RETURN_IF_ERROR(process.SendLine("GO"));
   // Generous: an overloaded foreground drains its queue after the window.
@@ -194,6 +196,7 @@ absl::StatusOr<LiveCaseOutcome> RunLiveCase(const LiveOptions& options, const st
   }
   LiveCaseOutcome outcome;
   outcome.run.policy = policy;
+  outcome.run.profiles_at_start = known.size();
   outcome.run.wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   TALLY_RETURN_IF_ERROR(ReadCounters(socket, outcome));

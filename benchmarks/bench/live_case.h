@@ -26,8 +26,9 @@ struct LiveCaseOutcome {
   std::string device;  // as the server names it
 };
 
-// `dir` (emptied first) keeps the server's log and socket, its private profile cache and each job's
-// log and files; `window` is the closed-loop jobs' working time.
+// `dir` (emptied first) keeps the server's log and socket, its private profile cache (unless
+// `options` names a shared one) and each job's log and files; `window` is the closed-loop jobs'
+// working time.
 absl::StatusOr<LiveCaseOutcome> RunLiveCase(const LiveOptions& options, const std::string& policy,
                                             const std::string& dir, sim::Duration window,
                                             const std::vector<LiveJob>& jobs);

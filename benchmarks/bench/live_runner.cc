@@ -24,6 +24,10 @@ namespace fs = std::filesystem;
 
 constexpr size_t kCalibrationRequests = 10;
 constexpr const char* kAlonePolicy = "fifo";
+// The policy whose choices come from the profiler: it runs once with the first load's jobs
+// before anything is measured, so that its measured runs find the profiles a long-running
+// server would have (the cache every server of the run shares), not an empty cache.
+constexpr const char* kProfiledPolicy = "priority";
 
 double Seconds(sim::Duration d) { return std::chrono::duration<double>(d).count(); }
 
@@ -99,8 +103,13 @@ std::vector<double> ArrivalMs(sim::ArrivalSpec spec, double rate, sim::Duration 
 }  // namespace
 
 absl::StatusOr<BenchResult> RunLive(
-    const Scenario& scenario, const std::vector<std::string>& policies, const LiveOptions& options,
+    const Scenario& scenario, const std::vector<std::string>& policies,
+    const LiveOptions& shared_options,
     const std::function<void(int, int, const std::string&)>& progress) {
+  LiveOptions options = shared_options;
+  options.profile_cache = (fs::path(options.work_dir) / "profiles.json").string();
+  fs::remove(options.profile_cache);
+  const bool warm_up = std::ranges::find(policies, kProfiledPolicy) != policies.end();
   BenchResult result;
   result.mode = "live";
   result.scenario = scenario;
@@ -110,7 +119,8 @@ absl::StatusOr<BenchResult> RunLive(
   const sim::Duration window = scenario.duration;
   const auto open_jobs = std::count_if(scenario.jobs.begin(), scenario.jobs.end(),
                                        [](const ScenarioJob& j) { return j.arrivals.has_value(); });
-  const int steps = static_cast<int>(open_jobs + scenario.loads.size() * (policies.size() + 1));
+  const int steps = static_cast<int>(open_jobs + (warm_up ? 1 : 0) +
+                                     scenario.loads.size() * (policies.size() + 1));
   int step = 0;
   result.alone_times.resize(jobs.size());
   for (size_t j = 0; j < jobs.size(); ++j) {
@@ -151,6 +161,13 @@ absl::StatusOr<BenchResult> RunLive(
         result.alone_times[j] = std::chrono::duration_cast<sim::Duration>(
             std::chrono::duration<double>(1 / run.alone.back().completed_per_s));
       }
+    }
+    if (warm_up && load == scenario.loads.front()) {
+      progress(++step, steps, fmt::format("load {:.2f}: {} once to fill the profile cache "
+                                          "(not measured)", load, kProfiledPolicy));
+      TALLY_RETURN_IF_ERROR(
+          RunLiveCase(options, kProfiledPolicy, (work / "warm-up").string(), window, jobs)
+              .status());
     }
     for (const std::string& policy : policies) {
       progress(++step, steps, fmt::format("load {:.2f}: {}", load, policy));

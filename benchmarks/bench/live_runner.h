@@ -27,6 +27,8 @@ struct LiveOptions {
   std::string programs;    // where a bare program name of a job's `command` is looked up first
   bool gpu = false;        // NVIDIA's driver instead of `tally-server --emulate`
   std::string work_dir{};  // server logs, job logs, arrival and latency files, profile caches
+  // The --profile-cache of every server of the run; empty: a private one per server run.
+  std::string profile_cache{};
 };
 
 absl::StatusOr<BenchResult> RunLive(

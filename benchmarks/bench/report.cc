@@ -120,6 +120,7 @@ ordered_json ResultToJson(const BenchResult& result, const std::string& command)
         run_json["preemption_latency_us"] = {{"mean", run.preemption_latency_mean_us},
                                              {"max", run.preemption_latency_max_us},
                                              {"count", run.preemption_latencies}};
+        run_json["profiles_at_start"] = run.profiles_at_start;
       }
       runs.push_back(std::move(run_json));
     }

@@ -28,6 +28,9 @@ struct PolicyRun {
   uint64_t preemption_latencies = 0;
   double preemption_latency_mean_us = 0, preemption_latency_max_us = 0;
   uint64_t risky_launches = 0;
+  // Live: the launch configurations the server's profiler knew when the jobs began (from the
+  // profile cache the run's servers share).
+  uint64_t profiles_at_start = 0;
   uint64_t events = 0;  // sim: events simulated
   double wall_s = 0;    // real time the run took
 };
