@@ -32,6 +32,7 @@ declare -A excluded=(
   [large_module]="a 65 MiB image: too large to carry to the GPU machine"
   [tenant]="a helper the isolation, quota, flood and shared-fault tests drive with arguments"
   [mem_pools]="checks a device-memory limit that the e2e_mem_pools test sets"
+  [managed_rollback]="checks a page-locked memory limit that the e2e_managed_rollback test sets"
 )
 
 # Excluded programs that are bundled all the same: other steps drive them.
