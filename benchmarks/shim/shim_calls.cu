@@ -1,9 +1,12 @@
 // Benchmark of the client shim's hot paths, run through tally-run against a tally-server:
 // the round trip of a synchronous call (cudaStreamQuery), beside a Unix-socket ping-pong
 // between two processes measured in the same run, and the rate at which empty kernel launches
-// are posted (a burst that fits the request ring, then the long run); then copy throughput from and
+// are posted (a burst that fits the request ring, then the long run), through the runtime's
+// <<<>>> and through the driver's cuLaunchKernel (a CUfunction of cuModuleLoadData, which the
+// shim checks against those it handed out); then copy throughput from and
 // to pageable memory (staged through the bulk area) and page-locked memory (copied in place by the
 // server). Usage: shim_calls [round_trips] [launches] [copy_mib]
+#include <cuda.h>
 #include <cuda_runtime.h>
 #include <sched.h>
 #include <sys/socket.h>
@@ -15,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <string>
 #include <vector>
 
 using Clock = std::chrono::steady_clock;
@@ -94,6 +98,38 @@ static void CopyThroughput(const char* what, void* host, void* device, size_t by
               gigabytes / seconds[1]);
 }
 
+// An empty kernel for the driver API's launches.
+constexpr char kEmptyPtx[] =
+    ".version 7.0\n.target sm_70\n.address_size 64\n.visible .entry empty() { ret; }\n";
+
+// Posting rate of `launch`: a burst that fits the request ring measures the shim's posting
+// alone; the long run is paced by the server once the ring is full. The CPU time is the posting
+// thread's. An untimed burst first resolves the kernel (a round trip and the module's upload)
+// and touches the ring.
+template <typename Launch>
+static bool PostingRate(const char* what, int launches, Launch launch) {
+  const int burst = std::min(launches, kBurstLaunches);
+  const int counts[] = {burst, burst, launches};
+  for (int run = 0; run < 3; ++run) {
+    const double cpu0 = ThreadCpuMicros();
+    auto t0 = Clock::now();
+    for (int i = 0; i < counts[run]; ++i) launch();
+    const double posted = Micros(Clock::now() - t0);
+    const double cpu = ThreadCpuMicros() - cpu0;
+    cudaError_t e = cudaDeviceSynchronize();
+    if (run > 0) {
+      std::printf("%-34s %8.3f M/s (%d launches in %.1f ms, CPU %.3f us/launch)\n",
+                  run == 1 ? (std::string(what) + ", burst").c_str() : what, counts[run] / posted,
+                  counts[run], posted / 1000, cpu / counts[run]);
+    }
+    if (e != cudaSuccess) {
+      std::fprintf(stderr, "shim_calls: %s\n", cudaGetErrorString(e));
+      return false;
+    }
+  }
+  return true;
+}
+
 int main(int argc, char** argv) {
   int round_trips = argc > 1 ? std::atoi(argv[1]) : 20000;
   int launches = argc > 2 ? std::atoi(argv[2]) : 200000;
@@ -119,28 +155,18 @@ int main(int argc, char** argv) {
   }
   Report("cudaStreamQuery round trip", samples);
 
-  // A burst that fits the request ring measures the shim's posting alone; the long run is paced
-  // by the server once the ring is full. The CPU time is the posting thread's. An untimed burst
-  // first resolves the kernel (a round trip and the fatbin's upload) and touches the ring.
-  const int burst = std::min(launches, kBurstLaunches);
-  const char* labels[] = {nullptr, "empty launches posted, burst", "empty launches posted"};
-  const int counts[] = {burst, burst, launches};
-  for (int run = 0; run < 3; ++run) {
-    const double cpu0 = ThreadCpuMicros();
-    auto t0 = Clock::now();
-    for (int i = 0; i < counts[run]; ++i) Empty<<<1, 1>>>();
-    const double posted = Micros(Clock::now() - t0);
-    const double cpu = ThreadCpuMicros() - cpu0;
-    cudaError_t e = cudaDeviceSynchronize();
-    if (labels[run] != nullptr) {
-      std::printf("%-34s %8.3f M/s (%d launches in %.1f ms, CPU %.3f us/launch)\n", labels[run],
-                  counts[run] / posted, counts[run], posted / 1000, cpu / counts[run]);
-    }
-    if (e != cudaSuccess) {
-      std::fprintf(stderr, "shim_calls: %s\n", cudaGetErrorString(e));
-      return 1;
-    }
+  if (!PostingRate("empty launches posted", launches, [] { Empty<<<1, 1>>>(); })) return 1;
+  CUmodule module = nullptr;
+  CUfunction empty = nullptr;
+  if (cuModuleLoadData(&module, kEmptyPtx) != CUDA_SUCCESS ||
+      cuModuleGetFunction(&empty, module, "empty") != CUDA_SUCCESS) {
+    std::fprintf(stderr, "shim_calls: cannot load the driver API's kernel\n");
+    return 1;
   }
+  const bool driver_posted = PostingRate("cuLaunchKernel posted", launches, [empty] {
+    cuLaunchKernel(empty, 1, 1, 1, 1, 1, 1, 0, nullptr, nullptr, nullptr);
+  });
+  if (!driver_posted) return 1;
 
   const size_t bytes = size_t{4} << 20;
   const int repeats = copy_mib / 4 > 0 ? copy_mib / 4 : 1;
