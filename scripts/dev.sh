@@ -67,11 +67,12 @@ build() {
   cmake --build "$build_dir" -j "$jobs"
 }
 
-# The main build's nvcc-built end-to-end programs, which the sanitizer builds run too (they are
-# not instrumented, and nvcc is a third of a build's time): TALLY_E2E_PROGRAMS_FROM.
-main_e2e_programs() {
+# The main build's nvcc-built end-to-end programs and conformance modules, which the sanitizer
+# builds use too (device code is not instrumented, and nvcc is a third of a build's time):
+# TALLY_E2E_PROGRAMS_FROM, TALLY_CONFORMANCE_PTX_FROM.
+main_device_code() {
   configure_main
-  cmake --build "$build_dir" -j "$jobs" --target e2e_programs
+  cmake --build "$build_dir" -j "$jobs" --target e2e_programs tally_conformance_ptx
 }
 
 demo() {
@@ -96,7 +97,8 @@ configure_fuzz() {
   CC=clang CXX=clang++ cmake -S "$root" -B "$build_dir-fuzz" -G Ninja \
     -DTALLY_CUDA_ROOT="$cuda_root" -DTALLY_FUZZ=ON -DTALLY_SANITIZE=address,undefined \
     -DTALLY_FUZZ_SECONDS="$1" -DTALLY_FUZZ_SEED="$2" \
-    -DTALLY_E2E_PROGRAMS_FROM="$build_dir/tests/e2e" >/dev/null
+    -DTALLY_E2E_PROGRAMS_FROM="$build_dir/tests/e2e" \
+    -DTALLY_CONFORMANCE_PTX_FROM="$build_dir/emulator/tests/conformance/ptx" >/dev/null
 }
 
 # Arguments: seconds per fuzzer, libFuzzer seed, then the fuzz targets to build and run.
@@ -131,7 +133,7 @@ build_and_test() {
 # where the code they run (preemption, resumption, the priority policy) is also that of
 # server_dispatcher_test and e2e_validate_preempt, which run here.
 asan() {
-  main_e2e_programs
+  main_device_code
   configure_fuzz 30 1
   build_and_test "$build_dir-fuzz" "tally-ptx emu_deinit_probe e2e_programs" \
     -L "^(unit|e2e)\$" -LE "^bench\$" -E "^(e2e_gpu_check_dry|e2e_priority|e2e_priority_swapped)\$"

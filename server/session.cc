@@ -1,8 +1,6 @@
 // Session set-up and the cleanup that runs when a client disconnects or dies.
 #include "server/session.h"
 
-#include "common/device_output_ring.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
