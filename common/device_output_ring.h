@@ -5,8 +5,8 @@
 //
 // - The module variable kDeviceOutputVariable, three u64s the server sets when it gives a client
 //   the module: the control block's device address, the ring's device address, its capacity.
-// - The control block (device memory): the head (bytes ever reserved; writers advance it with
-//   atom.cas) and the count of records dropped because the ring was full.
+// - The control block (device memory): the head, bytes ever reserved (writers advance it with
+//   atom.cas; a record that does not fit is not written).
 // - The ring (page-locked host memory mapped for the device): the tail at offset 0 (bytes ever
 //   consumed; the server advances it after zeroing what it consumed), the data from
 //   kRingDataOffset, `capacity` bytes (a power of two), addressed modulo the capacity.

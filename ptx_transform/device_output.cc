@@ -24,6 +24,14 @@ constexpr std::string_view kAssertfail = "__assertfail";
 constexpr std::string_view kOutputVprintf = "__tally_vprintf";
 constexpr std::string_view kOutputAssertfail = "__tally_assertfail";
 
+// The class numbers __tally_vprintf compares __tally_printf_class's entries with.
+static_assert(
+    static_cast<int>(PrintfClass::kFlag) == 1 && static_cast<int>(PrintfClass::kStar) == 2 &&
+    static_cast<int>(PrintfClass::kShort) == 3 && static_cast<int>(PrintfClass::kLong) == 4 &&
+    static_cast<int>(PrintfClass::kInteger) == 5 && static_cast<int>(PrintfClass::kFloat) == 6 &&
+    static_cast<int>(PrintfClass::kString) == 7 && static_cast<int>(PrintfClass::kPointer) == 8 &&
+    static_cast<int>(PrintfClass::kStore) == 9);
+
 // __tally_vprintf(format, arguments), in vprintf's place: one record (common/device_output_ring.h)
 // in the client's ring, for stderr when the format is the assert message's
 // (__tally_assert_format), else for stdout; returns the count of arguments taken, -1 when nothing
@@ -43,7 +51,7 @@ constexpr std::string_view kOutputFunction = R"(
   .reg .b32 %stream, %class, %in_spec, %wide, %taken, %value32, %resume;
   .reg .b64 %format, %arguments, %binding, %control, %ring, %capacity, %mask, %data, %classes,
       %null_string, %pos, %end, %cursor, %offset, %size, %value, %at, %head, %tail, %used,
-      %record_size, %string, %header, %dropped;
+      %record_size, %string, %header;
 
   ld.param.u64 %format, [__tally_vprintf_format];
   ld.param.u64 %arguments, [__tally_vprintf_arguments];
@@ -56,7 +64,7 @@ constexpr std::string_view kOutputFunction = R"(
   ld.global.u64 %ring, [%binding+8];
   ld.global.u64 %capacity, [%binding+16];
   setp.eq.u64 %p, %control, 0;
-  @%p bra $unbound;
+  @%p bra $not_written;
   add.u64 %mask, %capacity, -1;
   add.u64 %data, %ring, 64;
   mov.u64 %classes, __tally_printf_class;
@@ -174,14 +182,14 @@ $scanned:
   @%writing bra $commit;
   mov.u64 %record_size, %pos;
   setp.gt.u64 %p, %record_size, %capacity;
-  @%p bra $drop;
+  @%p bra $not_written;
 $reserve:
   ld.volatile.global.u64 %head, [%control];
   ld.volatile.global.u64 %tail, [%ring];
   sub.u64 %used, %head, %tail;
   add.u64 %used, %used, %record_size;
   setp.gt.u64 %p, %used, %capacity;
-  @%p bra $drop;
+  @%p bra $not_written;
   add.u64 %end, %head, %record_size;
   atom.global.cas.b64 %value, [%control], %head, %end;
   setp.ne.u64 %p, %value, %head;
@@ -200,10 +208,7 @@ $commit:
   st.volatile.global.u64 [%at], %header;
   st.param.b32 [__tally_vprintf_taken], %taken;
   ret;
-$drop:
-  add.u64 %at, %control, 8;
-  atom.global.add.u64 %dropped, [%at], 1;
-$unbound:
+$not_written:
   st.param.b32 [__tally_vprintf_taken], -1;
   ret;
 }
@@ -306,8 +311,11 @@ absl::StatusOr<std::vector<TopLevel>> LibraryItems(bool with_assert) {
   const std::string magic = absl::StrFormat("%d", kRecordMagic);
   functions.replace(functions.find("MAGIC"), 5, magic);
   std::string text = ".version 7.0\n.target sm_70\n.address_size 64\n" + Declarations();
-  if (with_assert) text += ".extern .func __assertfail(.param .b64 a, .param .b64 b, .param .b32 c, "
-                           ".param .b64 d, .param .b64 e);\n";
+  if (with_assert) {
+    text +=
+        ".extern .func __assertfail(.param .b64 a, .param .b64 b, .param .b32 c, "
+        ".param .b64 d, .param .b64 e);\n";
+  }
   text += functions;
   if (with_assert) {
     text += kAssertFunction;
@@ -315,7 +323,8 @@ absl::StatusOr<std::vector<TopLevel>> LibraryItems(bool with_assert) {
   absl::StatusOr<Module> library = ParseModuleOrError(text, "<tally device output>");
   if (!library.ok()) return library.status();
   // The module declares __assertfail itself.
-  std::erase_if(library->items, [](const TopLevel& item) { return IsDeclaration(item, kAssertfail); });
+  std::erase_if(library->items,
+                [](const TopLevel& item) { return IsDeclaration(item, kAssertfail); });
   return std::move(library->items);
 }
 
@@ -344,8 +353,8 @@ absl::StatusOr<bool> RedirectDeviceOutput(Module& module) {
     return absl::InvalidArgumentError(
         "device printf in a module with 32-bit addresses: Tally cannot redirect it");
   }
-  const bool with_assert =
-      std::ranges::any_of(module.items, [](const TopLevel& i) { return IsDeclaration(i, kAssertfail); });
+  const bool with_assert = std::ranges::any_of(
+      module.items, [](const TopLevel& i) { return IsDeclaration(i, kAssertfail); });
   absl::StatusOr<std::vector<TopLevel>> library = LibraryItems(with_assert);
   if (!library.ok()) return library.status();
   passes::NameAllocator names(module);

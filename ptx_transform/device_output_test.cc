@@ -57,7 +57,7 @@ TEST_CASE("printf and assert of nvcc's PTX go to the client's ring") {
   std::string text = PrintModule(module);
   std::ranges::replace(text, '\t', ' ');
   INFO(text);
-  CHECK(Count(text, " vprintf,") == 0);  // no call of the runtime's printf is left
+  CHECK(Count(text, " vprintf,") == 0);         // no call of the runtime's printf is left
   CHECK(Count(text, "__tally_vprintf,") == 3);  // the kernel's two, __tally_assertfail's
   CHECK(Count(text, "__tally_assertfail,") == 1);
   // The runtime's __assertfail: declared once, called by the added function only.

@@ -32,7 +32,8 @@ std::optional<std::string_view> StringAt(std::span<const std::byte> bytes, uint6
 // A record's arguments as the device wrote them: 8-byte words and inline strings.
 class RecordArguments : public PrintfArguments {
  public:
-  RecordArguments(std::span<const std::byte> body, uint64_t cursor) : body_(body), cursor_(cursor) {}
+  RecordArguments(std::span<const std::byte> body, uint64_t cursor)
+      : body_(body), cursor_(cursor) {}
 
   std::optional<uint64_t> Scalar(uint32_t size) override {
     if (cursor_ + 8 > body_.size()) return std::nullopt;
@@ -79,8 +80,8 @@ void DeviceOutputRingReader::Drain(const Print& print) {
   if (broken_) return;
   const uint64_t start = tail_;
   while (true) {
-    auto& header_word = *reinterpret_cast<uint64_t*>(ring_ + kRingDataOffset +
-                                                     (tail_ & (capacity_ - 1)));
+    auto& header_word =
+        *reinterpret_cast<uint64_t*>(ring_ + kRingDataOffset + (tail_ & (capacity_ - 1)));
     const uint64_t header = std::atomic_ref(header_word).load(std::memory_order_acquire);
     if (header == 0) break;  // not written yet
     const uint32_t size = RecordSize(header);
@@ -110,7 +111,7 @@ void DeviceOutputRingReader::Drain(const Print& print) {
 }
 
 absl::StatusOr<std::unique_ptr<DeviceOutputRing>> DeviceOutputRing::Create(const DriverApi& api,
-                                                                          uint64_t capacity) {
+                                                                           uint64_t capacity) {
   if (capacity < 64 || !std::has_single_bit(capacity)) {
     return absl::InvalidArgumentError("a device output ring's capacity is a power of two >= 64");
   }
@@ -129,7 +130,7 @@ absl::StatusOr<std::unique_ptr<DeviceOutputRing>> DeviceOutputRing::Create(const
   TALLY_RETURN_IF_ERROR(
       CheckCu(api.cuStreamCreateWithPriority(&ring->stream_, CU_STREAM_NON_BLOCKING, 0),
               "cuStreamCreateWithPriority (device output ring)"));
-  constexpr size_t kControlBytes = 2 * sizeof(uint64_t);
+  constexpr size_t kControlBytes = sizeof(uint64_t);  // the head
   TALLY_RETURN_IF_ERROR(
       CheckCu(api.cuMemAlloc(&ring->control_, kControlBytes), "cuMemAlloc (device output ring)"));
   CUresult result = api.cuMemsetD8Async(ring->control_, 0, kControlBytes, ring->stream_);

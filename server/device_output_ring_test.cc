@@ -75,7 +75,8 @@ std::vector<Line> Drain(Ring& ring) {
 TEST_CASE("The reader prints complete records in order and hands their space back") {
   HostRing fresh(128);
   DeviceOutputRingReader good(fresh.memory(), fresh.capacity);
-  uint64_t head = fresh.Put(0, 1, "value %d, wide %lld\n", {uint64_t(-5) & 0xffffffff, uint64_t(-6)});
+  uint64_t head =
+      fresh.Put(0, 1, "value %d, wide %lld\n", {uint64_t(-5) & 0xffffffff, uint64_t(-6)});
   // A %s without its string: this record's text is dropped, the next one is read.
   head = fresh.Put(head, 1, "a %d and %s\n", {7});
   head = fresh.Put(head, 2, "stderr %c\n", {'x'});
@@ -139,8 +140,8 @@ std::shared_ptr<SharedModule> LoadPrintfModule() {
                      std::ios::binary);
   const std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
   REQUIRE(!bytes.empty());
-  auto module =
-      TheDevice().modules.Register({reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()});
+  auto module = TheDevice().modules.Register(
+      {reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()});
   REQUIRE(module.ok());
   REQUIRE((*module)->parsed().redirects_device_output);
   return *module;

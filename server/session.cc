@@ -373,7 +373,8 @@ absl::Status Session::ClaimModule(const SharedModule& module) {
 }
 
 void Session::BindDeviceOutput(const SharedModule& module) {
-  absl::StatusOr<std::pair<CUdeviceptr, size_t>> variable = module.FindGlobal(kDeviceOutputVariable);
+  absl::StatusOr<std::pair<CUdeviceptr, size_t>> variable =
+      module.FindGlobal(kDeviceOutputVariable);
   absl::StatusOr<const DeviceOutputRing*> ring =
       variable.ok() ? device_output_->Ring(api()) : variable.status();
   absl::Status bound = ring.ok() ? (*ring)->Bind(variable->first, variable->second) : ring.status();
