@@ -29,6 +29,16 @@ struct DriverProc {
 #define TALLY_DRIVER_PROC_ENTRY(name, version, symbol) \
   ::tally::DriverProc{#name, version, reinterpret_cast<void*>(&::symbol)},
 
+// A table entry by names only, for tests that look the symbols up in a loaded library:
+// `#define TALLY_DRIVER_API TALLY_DRIVER_PROC_NAMES` inside a DriverProcNames array initializer.
+struct DriverProcNames {
+  const char* name;
+  int version;
+  const char* symbol;
+};
+#define TALLY_DRIVER_PROC_NAMES(name, version, symbol) \
+  ::tally::DriverProcNames{#name, version, #symbol},
+
 // cuGetProcAddress_v2 (CUDA Driver API, "Driver Entry Point Access"): CUDA_ERROR_NOT_FOUND with
 // *symbol_status saying whether the name is unknown or only newer than `cuda_version`.
 // Per-thread default stream lookups answer the same function: the callers' streams treat
