@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Tally on a machine with an NVIDIA GPU: bundles this build, then runs tally-server on NVIDIA's
-# driver with the end-to-end programs, the priority benchmark and PyTorch loops through tally-run,
-# and writes a Markdown summary. Every step is bounded in time; the whole run fits a budget.
+# driver with the end-to-end programs, the priority benchmark, tally-bench's live mode and
+# PyTorch loops through tally-run, and writes a Markdown summary. Every step is bounded in time; the whole run fits a budget.
 #
 #   scripts/gpu-check.sh bundle [--build DIR] [--with-emulator] BUNDLE_DIR
 #       here: copies the binaries, the e2e programs and the shared libraries a bare Ubuntu or
@@ -52,12 +52,14 @@ bundle() {
   [[ $# -eq 1 ]] || { echo "usage: gpu-check.sh bundle [--build DIR] BUNDLE_DIR" >&2; return 2; }
   local out=$1 root
   root=$(cd "$here/.." && pwd)
-  for binary in server/tally-server tools/tally-run tools/tally-ctl client/libtally_client.so; do
+  for binary in server/tally-server tools/tally-run tools/tally-ctl client/libtally_client.so \
+                benchmarks/bench/tally-bench; do
     [[ -f $build/$binary ]] || { echo "gpu-check: $build/$binary is not built" >&2; return 1; }
   done
   rm -rf "$out"
   mkdir -p "$out/bin" "$out/lib" "$out/programs" "$out/bench"
-  cp "$build/server/tally-server" "$build/tools/tally-run" "$build/tools/tally-ctl" "$out/bin/"
+  cp "$build/server/tally-server" "$build/tools/tally-run" "$build/tools/tally-ctl" \
+     "$build/benchmarks/bench/tally-bench" "$out/bin/"
   cp "$build/client/libtally_client.so" "$out/lib/"
   [[ $with_emulator -eq 1 ]] && cp "$build/emulator/libtally_emu.so" "$out/lib/"
   # Without debug information the bundle is a few MiB (the device machine's transfer limit).
@@ -74,6 +76,8 @@ bundle() {
   done | sort > "$out/programs/EXCLUDED"
   cp "$root/benchmarks/priority/priority_bench.py" "$out/bench/"
   cp "$here/gpu_check_torch.py" "$out/bench/"
+  cp "$root/benchmarks/bench/check_result.py" "$root/benchmarks/scenarios/live_smoke.toml" \
+     "$root/benchmarks/scenarios/gpu_pair.toml" "$out/bench/"
   cp "$self" "$out/gpu-check.sh"
   printf '#!/usr/bin/env bash\n# Runs the GPU check of this bundle (see gpu-check.sh).\n' > "$out/run.sh"
   printf 'exec "$(dirname "$(readlink -f "$0")")/gpu-check.sh" run "$@"\n' >> "$out/run.sh"
@@ -157,6 +161,7 @@ run() {
   stop_server
   run_shared_fault
   run_bench "$small"
+  run_tally_bench "$small"
   run_torch
   echo >> "$summary"
   if [[ $failures -eq 0 ]]; then note "**Result: PASS**"; else note "**Result: FAIL** ($failures)"; fi
@@ -364,6 +369,35 @@ bench_case() {
     cat "$work/bench.out" >> "$summary"
   else
     note "**FAIL** (exit $?): $(reason "$out/bench.log" 5)"
+    failures=$((failures + 1))
+  fi
+  note ""
+}
+
+# tally-bench's live mode (benchmarks/README.md): a private tally-server per policy, each job
+# alone under fifo and both together under each policy; check_result.py checks the result is
+# complete and consistent (no timing). Small: live_smoke.toml; on a GPU: gpu_pair.toml.
+run_tally_bench() {
+  note "## tally-bench live mode"
+  note ""
+  local scenario=$bundle_dir/bench/gpu_pair.toml result=$out/tally-bench mode=(--gpu)
+  [[ $1 -eq 1 ]] && scenario=$bundle_dir/bench/live_smoke.toml
+  if [[ $emulate -eq 1 ]]; then
+    mode=()
+    export TALLY_EMU_LIBRARY=$bundle_dir/lib/libtally_emu.so
+  fi
+  note "\`tally-bench run $(basename "$scenario") --mode live\`: a tally-server per policy;"
+  note "every sample in tally-bench/result.json."
+  note ""
+  if bounded 150 "$bin/tally-bench" run "$scenario" --mode live "${mode[@]}" --no-plot \
+      --server-bin "$bin/tally-server" --run-bin "$bin/tally-run" \
+      --programs "$bundle_dir/programs" --out "$result" > "$work/tally-bench.out" \
+      2> "$out/tally-bench.log" &&
+    python3 "$bundle_dir/bench/check_result.py" "$result/result.json" \
+      >> "$out/tally-bench.log" 2>&1; then
+    sed -n '/^|/p' "$work/tally-bench.out" >> "$summary"
+  else
+    note "**FAIL** (exit $?): $(reason "$out/tally-bench.log" 5)"
     failures=$((failures + 1))
   fi
   note ""
