@@ -67,13 +67,15 @@ build() {
   cmake --build "$build_dir" -j "$jobs"
 }
 
-# The main build's nvcc-built end-to-end programs and conformance modules, which the sanitizer
-# builds use too (device code is not instrumented, and nvcc is a third of a build's time):
-# TALLY_E2E_PROGRAMS_FROM, TALLY_CONFORMANCE_PTX_FROM.
-main_device_code() {
+# What the sanitizer builds take from the main build instead of making it again: the nvcc-built
+# end-to-end programs and conformance modules (device code is not instrumented, and nvcc is a
+# third of a build's time) and the Catch2 main (not instrumented either):
+# TALLY_E2E_PROGRAMS_FROM, TALLY_CONFORMANCE_PTX_FROM, TALLY_CATCH_MAIN_FROM.
+main_targets() {
   configure_main
-  cmake --build "$build_dir" -j "$jobs" --target e2e_programs tally_conformance_ptx
+  cmake --build "$build_dir" -j "$jobs" --target "$@"
 }
+catch_main_from="$build_dir/tests/libtally_catch_main.a"
 
 demo() {
   build
@@ -97,7 +99,7 @@ configure_fuzz() {
   CC=clang CXX=clang++ cmake -S "$root" -B "$build_dir-fuzz" -G Ninja \
     -DTALLY_CUDA_ROOT="$cuda_root" -DTALLY_FUZZ=ON -DTALLY_SANITIZE=address,undefined \
     -DTALLY_FUZZ_SECONDS="$1" -DTALLY_FUZZ_SEED="$2" \
-    -DTALLY_E2E_PROGRAMS_FROM="$build_dir/tests/e2e" \
+    -DTALLY_E2E_PROGRAMS_FROM="$build_dir/tests/e2e" -DTALLY_CATCH_MAIN_FROM="$catch_main_from" \
     -DTALLY_CONFORMANCE_PTX_FROM="$build_dir/emulator/tests/conformance/ptx" >/dev/null
 }
 
@@ -133,7 +135,7 @@ build_and_test() {
 # where the code they run (preemption, resumption, the priority policy) is also that of
 # server_dispatcher_test and e2e_validate_preempt, which run here.
 asan() {
-  main_device_code
+  main_targets e2e_programs tally_conformance_ptx tally_catch_main
   configure_fuzz 30 1
   build_and_test "$build_dir-fuzz" "tally-ptx emu_deinit_probe e2e_programs" \
     -L "^(unit|e2e)\$" -LE "^bench\$" -E "^(e2e_gpu_check_dry|e2e_priority|e2e_priority_swapped)\$"
@@ -144,10 +146,11 @@ asan() {
 # start-up here; only those tests and what they load are built). A report fails the test (the
 # program's exit status); scripts/tsan.supp says what is not reported, and why.
 tsan() {
-  setup
+  main_targets tally_catch_main
   CC=gcc CXX=g++ cmake -S "$root" -B "$build_dir-tsan" -G Ninja \
     -DTALLY_CUDA_ROOT="$cuda_root" -DTALLY_SANITIZE=thread \
-    -DTALLY_E2E_PROGRAMS_FROM="$build_dir/tests/e2e" >/dev/null
+    -DTALLY_E2E_PROGRAMS_FROM="$build_dir/tests/e2e" -DTALLY_CATCH_MAIN_FROM="$catch_main_from" \
+    >/dev/null
   TSAN_OPTIONS="suppressions=$root/scripts/tsan.supp second_deadlock_stack=1 ${TSAN_OPTIONS:-}" \
     build_and_test "$build_dir-tsan" "" -L "^(ipc|server|client)\$"
 }
