@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Tally on a machine with an NVIDIA GPU: bundles this build, then runs tally-server on NVIDIA's
 # driver with the end-to-end programs, the priority benchmark, tally-bench's live mode and
-# PyTorch loops through tally-run, and writes a Markdown summary. Every step is bounded in time; the whole run fits a budget.
+# PyTorch loops through tally-run, and writes a Markdown summary. Every step is bounded in time;
+# the whole run fits a budget.
 #
 #   scripts/gpu-check.sh bundle [--build DIR] [--with-emulator] BUNDLE_DIR
 #       here: copies the binaries, the e2e programs and the shared libraries a bare Ubuntu or
@@ -132,6 +133,8 @@ run() {
   server_flags=(--socket "$socket" --profile-cache "$work/profiles.json")
   if [[ $emulate -eq 1 ]]; then
     server_flags+=(--emulate --emulator-library "$bundle_dir/lib/libtally_emu.so")
+    # For the servers that tally-bench starts.
+    export TALLY_EMU_LIBRARY=$bundle_dir/lib/libtally_emu.so
   fi
 
   {
@@ -382,10 +385,7 @@ run_tally_bench() {
   note ""
   local scenario=$bundle_dir/bench/gpu_pair.toml result=$out/tally-bench mode=(--gpu)
   [[ $1 -eq 1 ]] && scenario=$bundle_dir/bench/live_smoke.toml
-  if [[ $emulate -eq 1 ]]; then
-    mode=()
-    export TALLY_EMU_LIBRARY=$bundle_dir/lib/libtally_emu.so
-  fi
+  [[ $emulate -eq 1 ]] && mode=()
   note "\`tally-bench run $(basename "$scenario") --mode live\`: a tally-server per policy;"
   note "every sample in tally-bench/result.json."
   note ""

@@ -87,15 +87,17 @@ def account(bench, scenario, tmp):
     def variant(name, load=load, **rewrites):
         return write_variant(scenario, tmp, name, load, **rewrites)
 
+    def priority_system(path):
+        return system(run(bench, path, tmp, ["priority"])[0], "priority")
+
     all_runs, jobs = run(bench, variant("all"), tmp, [])
     foreground = next(j for j in jobs if j["role"] == "foreground")
     priority_run = next(r for r in all_runs if r["policy"] == "priority")
     served = next(j for j in priority_run["jobs"] if j["role"] == "foreground")
     idle = 1 - served["alone_completed_per_s"] * foreground["alone_time_us"] * 1e-6
-    efficiency = system(run(bench, variant("alone", load=0.01), tmp, ["priority"])[0],
-                        "priority") - 1
+    efficiency = priority_system(variant("alone", load=0.01)) - 1
     removed = {
-        name: system(run(bench, path, tmp, ["priority"])[0], "priority")
+        name: priority_system(path)
         for name, path in (
             ("min_idle_10us", variant("min_idle", policy={"min_idle_us": 10})),
             ("no_latency", variant("latency", device={"launch_latency_us": 0,

@@ -20,8 +20,8 @@ void* Lookup(const char* symbol, int version, CUdriverProcAddressQueryResult* st
 
 void* Exported(const char* symbol) { return dlsym(Emu().library, symbol); }
 
-// One row per table entry, checked in a loop (a block of checks per entry took gcc most of a
-// minute to compile).
+// One row per table entry, checked in a loop (as client/abi_test.cc: a block of checks per entry
+// is slow to compile).
 constexpr tally::DriverProcNames kDriverTable[] = {
 #define TALLY_DRIVER_API TALLY_DRIVER_PROC_NAMES
 #include "emulator/driver_api.def"
