@@ -85,6 +85,7 @@ struct ClientStatus {
   uint64_t preemptions;
   uint64_t resumes;
   uint64_t risky_launches;
+  uint64_t unfit_launches;  // run in their original form: no transformed form fits the launch
   uint64_t held_ns;
   uint64_t preemption_latency_ns_total;
   uint64_t preemption_latency_ns_max;

@@ -418,9 +418,10 @@ void Dispatcher::AnnounceHeads(Time now) {
       if (front == nullptr) break;
       queue.head_announced = true;
       queue.announced_at = now;
-      const scheduler::Head head = front->kernel
-                                       ? scheduler::Head::Kernel(runs_->Describe(*front->kernel))
-                                       : scheduler::Head::Other();
+      const RunOwner owner{queue.client, &queue.stats};
+      const scheduler::Head head =
+          front->kernel ? scheduler::Head::Kernel(runs_->DescribeHead(owner, *front->kernel))
+                        : scheduler::Head::Other();
       decisions_.Clear();
       policy_->HeadArrived(now, queue.client, head, decisions_);
       Apply(now);

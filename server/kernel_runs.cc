@@ -138,15 +138,25 @@ uint32_t KernelRuns::ResidentPerSm(const KernelLaunch& launch) {
   return static_cast<uint32_t>(std::max(per_sm, 0));
 }
 
-bool KernelRuns::FitsDynamicShared(const KernelVariant& variant, uint32_t shared_bytes) const {
-  // Up to 48 KiB every kernel may take (CUDA C++ Programming Guide, "Shared Memory"); beyond, what
-  // cuFuncSetAttribute allowed the variant (handlers/function.cc), asked only for such launches.
+std::string KernelRuns::Unfit(const KernelVariant& variant, const KernelLaunch& launch) const {
+  const uint32_t threads = launch.block.x * launch.block.y * launch.block.z;
+  if (threads > variant.max_threads_per_block) {
+    return absl::StrFormat("takes at most %d threads per block", variant.max_threads_per_block);
+  }
+  // Up to 48 KiB of shared memory in all every kernel may take (CUDA C++ Programming Guide,
+  // "Shared Memory"); beyond, what cuFuncSetAttribute allowed the variant (AllowDynamicShared).
   constexpr uint32_t kWithoutOptIn = 48 * 1024;
-  if (shared_bytes <= kWithoutOptIn) return true;
+  if (variant.static_shared_bytes + uint64_t{launch.shared_bytes} <= kWithoutOptIn) return "";
   int allowed = 0;
-  return api_.cuFuncGetAttribute(&allowed, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                 variant.function) == CUDA_SUCCESS &&
-         shared_bytes <= static_cast<uint32_t>(allowed);
+  if (api_.cuFuncGetAttribute(&allowed, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                              variant.function) == CUDA_SUCCESS &&
+      launch.shared_bytes <= static_cast<uint32_t>(std::max(allowed, 0))) {
+    return "";
+  }
+  return absl::StrFormat(
+      "has %d bytes of static shared memory of its own, and the device gives it at most %d "
+      "bytes of dynamic shared memory beside them",
+      variant.static_shared_bytes, allowed);
 }
 
 scheduler::KernelInfo KernelRuns::Describe(const KernelLaunch& launch) {
@@ -159,12 +169,31 @@ scheduler::KernelInfo KernelRuns::Describe(const KernelLaunch& launch) {
   // clusters set at the launch keep their original form.
   const bool transformable = !launch.OriginalOnly() && ptx::LinearBlockCount(launch.grid).ok();
   info.sliceable = transformable && launch.kernel->sliced.has_value() &&
-                   FitsDynamicShared(*launch.kernel->sliced, launch.shared_bytes);
+                   Unfit(*launch.kernel->sliced, launch).empty();
   info.preemptible = transformable && launch.kernel->preemptible.has_value() &&
-                     FitsDynamicShared(*launch.kernel->preemptible, launch.shared_bytes);
+                     Unfit(*launch.kernel->preemptible, launch).empty();
   info.resident_per_sm = info.preemptible ? ResidentPerSm(launch) : 0;
   info.sm_count = sm_count_;
   if (info.preemptible && info.resident_per_sm == 0) info.preemptible = false;  // cannot run
+  return info;
+}
+
+scheduler::KernelInfo KernelRuns::DescribeHead(const RunOwner& owner, const KernelLaunch& launch) {
+  const scheduler::KernelInfo info = Describe(launch);
+  if (launch.OriginalOnly()) return info;
+  bool unfit = false;
+  for (const auto& [variant, form] :
+       {std::pair{&launch.kernel->sliced, "sliced"}, {&launch.kernel->preemptible, "PTB"}}) {
+    if (!variant->has_value()) continue;
+    const std::string why = Unfit(**variant, launch);
+    if (why.empty()) continue;
+    unfit = true;
+    if (unfit_logged_.insert((*variant)->function).second) {
+      TALLY_LOG_WARN("{} keeps its original form: its {} form {}", DescribeLaunch(launch), form,
+                     why);
+    }
+  }
+  if (unfit) ++owner.stats->unfit;
   return info;
 }
 

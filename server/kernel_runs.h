@@ -60,6 +60,10 @@ class KernelRuns {
   const DriverApi& api() const { return api_; }
   // What a policy sees of `launch`.
   scheduler::KernelInfo Describe(const KernelLaunch& launch);
+  // The same for the head of the owner's queue, counting it among the owner's unfit launches
+  // when the device cannot give a transformed form what the launch needs (the reason is logged
+  // once per kernel and form).
+  scheduler::KernelInfo DescribeHead(const RunOwner& owner, const KernelLaunch& launch);
 
   // The launch in its original form; with `notify` Poll reports its end.
   CUresult IssueOriginal(const RunOwner& owner, const KernelLaunch& launch, bool notify);
@@ -121,7 +125,8 @@ class KernelRuns {
   absl::StatusOr<PtbSlot> TakeSlot();
   uint32_t ResidentPerSm(const KernelLaunch& launch);
   // Whether a launch with `shared_bytes` of dynamic shared memory can use `variant`.
-  bool FitsDynamicShared(const KernelVariant& variant, uint32_t shared_bytes) const;
+  // Why `variant` cannot run `launch` on the device, or "" when it can.
+  std::string Unfit(const KernelVariant& variant, const KernelLaunch& launch) const;
   absl::StatusOr<CUevent> AcquireEvent();
   void ReleaseEvent(CUevent event);
   // An event recorded on `stream` now (a run's start, for timing), or null when none could be.
@@ -142,6 +147,7 @@ class KernelRuns {
   std::vector<PtbSlot> slots_;  // every slot, for the destructor
   // Resident blocks per SM of PTB variants, by (function, threads per block, shared memory).
   absl::flat_hash_map<std::tuple<CUfunction, uint32_t, uint32_t>, uint32_t> occupancy_;
+  absl::flat_hash_set<CUfunction> unfit_logged_;  // variants whose unfit launch was logged
 };
 
 }  // namespace tally::server

@@ -106,18 +106,33 @@ const ptx::KernelSignature* FindSignature(const std::vector<ptx::KernelSignature
   return it == signatures.end() ? nullptr : &*it;
 }
 
-// The variant `name` of a loaded transformed module; nullopt when it was not made.
-std::optional<KernelVariant> LoadVariant(const DriverApi& api, CUmodule module,
-                                         const ParsedImage& parsed, const std::string& name) {
+// The variant `name` of a loaded transformed module, allowed the dynamic shared memory its
+// original kernel is (48 KiB less the static size, the default without opt-in); nullopt when it
+// was not made.
+std::optional<KernelVariant> LoadVariant(const DriverApi& api, CUdevice device, CUmodule module,
+                                         const ParsedImage& parsed, const std::string& name,
+                                         CUfunction original) {
   if (name.empty()) return std::nullopt;
   const ptx::KernelSignature* signature = FindSignature(parsed.variant_signatures, name);
   KernelVariant variant;
+  int static_shared = 0;
+  int max_threads = 0;
+  int original_dynamic = 0;
   if (signature == nullptr ||
-      api.cuModuleGetFunction(&variant.function, module, name.c_str()) != CUDA_SUCCESS) {
+      api.cuModuleGetFunction(&variant.function, module, name.c_str()) != CUDA_SUCCESS ||
+      api.cuFuncGetAttribute(&static_shared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+                             variant.function) != CUDA_SUCCESS ||
+      api.cuFuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+                             variant.function) != CUDA_SUCCESS ||
+      api.cuFuncGetAttribute(&original_dynamic, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                             original) != CUDA_SUCCESS) {
     TALLY_LOG_WARN("the transformed module lacks {}: that form is not used", name);
     return std::nullopt;
   }
   variant.signature = *signature;
+  variant.static_shared_bytes = static_cast<uint32_t>(std::max(static_shared, 0));
+  variant.max_threads_per_block = static_cast<uint32_t>(std::max(max_threads, 0));
+  AllowDynamicShared(api, device, variant, original_dynamic);
   return variant;
 }
 
@@ -178,6 +193,18 @@ absl::StatusOr<Kernel> MachineCodeKernel(const DriverApi& api, CUmodule module,
 }
 
 }  // namespace
+
+void AllowDynamicShared(const DriverApi& api, CUdevice device, const KernelVariant& variant,
+                        int bytes) {
+  int optin = 0;
+  if (api.cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                               device) != CUDA_SUCCESS) {
+    return;  // the variant keeps the default, and launches needing more their original form
+  }
+  const int room = std::max(optin - static_cast<int>(variant.static_shared_bytes), 0);
+  api.cuFuncSetAttribute(variant.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                         std::clamp(bytes, 0, room));
+}
 
 SharedModule::~SharedModule() {
   const CUresult result = api_.cuModuleUnload(module_);
@@ -393,6 +420,7 @@ absl::StatusOr<std::shared_ptr<SharedModule>> ModuleRegistry::Load(
     std::shared_ptr<const ParsedImage> parsed) {
   if (parsed->machine_code) return LoadMachineCode(std::move(parsed));
   const DriverApi& api = backend_.api();
+  const CUdevice device = backend_.device();
   CUmodule module = nullptr;
   bool transformed = false;
   if (!parsed->transformed_ptx.empty()) {
@@ -442,8 +470,10 @@ absl::StatusOr<std::shared_ptr<SharedModule>> ModuleRegistry::Load(
       auto forms = std::ranges::find(parsed->forms, signature.name,
                                      [](const ptx::KernelForms& f) { return f.analysis.kernel; });
       if (forms != parsed->forms.end()) {
-        kernel.sliced = LoadVariant(api, module, *parsed, forms->sliced);
-        kernel.preemptible = LoadVariant(api, module, *parsed, forms->preemptible);
+        kernel.sliced =
+            LoadVariant(api, device, module, *parsed, forms->sliced, kernel.function);
+        kernel.preemptible =
+            LoadVariant(api, device, module, *parsed, forms->preemptible, kernel.function);
       }
     }
     kernels.emplace(signature.name, std::move(kernel));

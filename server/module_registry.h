@@ -39,7 +39,20 @@ namespace tally::server {
 struct KernelVariant {
   CUfunction function = nullptr;
   ptx::KernelSignature signature;
+  // What the transformation may have changed in the kernel's resources: its own static shared
+  // memory (the PTB form's task slot comes on top of the kernel's) and the most threads a block
+  // may have (its registers may be more than the original's).
+  uint32_t static_shared_bytes = 0;
+  uint32_t max_threads_per_block = 0;
 };
+
+// Lets `variant` take `bytes` of dynamic shared memory, as far as the device allows beside its own
+// static shared memory (CUDA Driver API, cuFuncSetAttribute: CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_
+// SIZE_BYTES plus CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES may not pass the device's
+// CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN). Launches that need more than it got
+// keep their original form (KernelRuns::Describe).
+void AllowDynamicShared(const DriverApi& api, CUdevice device, const KernelVariant& variant,
+                        int bytes);
 
 struct Kernel {
   // The kernel across servers and runs (the profiler's key): its module's content hash

@@ -19,6 +19,9 @@ struct SchedulingStats {
   std::atomic<uint64_t> resumes{0};      // relaunches of stopped PTB kernels
   // Background kernels run in their original form without being known to be short.
   std::atomic<uint64_t> risky{0};
+  // Kernels that had a transformed form the device could not give what the launch needs (more
+  // shared memory or threads than it allows the form): they run in their original form.
+  std::atomic<uint64_t> unfit{0};
   std::atomic<uint64_t> held_ns{0};  // time kernels waited at the queue head to be issued
   // From raising the flag to the end of the PTB kernel, measured with events on the device.
   std::atomic<uint64_t> preemption_latency_ns_total{0};

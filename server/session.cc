@@ -506,6 +506,7 @@ ipc::ClientStatus Session::Status() {
   status.preemptions = stats.preemptions;
   status.resumes = stats.resumes;
   status.risky_launches = stats.risky;
+  status.unfit_launches = stats.unfit;
   status.held_ns = stats.held_ns;
   status.preemption_latency_ns_total = stats.preemption_latency_ns_total;
   status.preemption_latency_ns_max = stats.preemption_latency_ns_max;

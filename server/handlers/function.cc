@@ -1,7 +1,6 @@
 // Kernel attributes and occupancy, for the client's own function handles.
 #include <cuda.h>
 
-#include <algorithm>
 #include <optional>
 
 #include "common/status.h"
@@ -34,24 +33,16 @@ absl::StatusOr<Reply<ipc::FuncSetAttributeResponse>> Handle(
       CheckCu(session.api().cuFuncSetAttribute(kernel.function, attribute, request.fields.value),
               "cuFuncSetAttribute"));
   // Every form of the kernel gets the setting, so that a transformed launch may ask for what
-  // the original may. A variant has more static shared memory of its own (the PTB form's task
-  // slot), so it may get less dynamic shared memory than asked for: launches needing more run
-  // in their original form (KernelRuns::Describe).
+  // the original may; the dynamic shared memory as far as the form's own static shared memory
+  // leaves room for it.
   for (const std::optional<KernelVariant>* variant : {&kernel.sliced, &kernel.preemptible}) {
     if (!variant->has_value()) continue;
-    int value = request.fields.value;
     if (attribute == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) {
-      int optin = 0;
-      int variant_static = 0;
-      if (session.api().cuDeviceGetAttribute(&optin,
-                                             CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
-                                             session.server().backend.device()) == CUDA_SUCCESS &&
-          session.api().cuFuncGetAttribute(&variant_static, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
-                                           (*variant)->function) == CUDA_SUCCESS) {
-        value = std::min(value, std::max(optin - variant_static, 0));
-      }
+      AllowDynamicShared(session.api(), session.server().backend.device(), **variant,
+                         request.fields.value);
+    } else {
+      session.api().cuFuncSetAttribute((*variant)->function, attribute, request.fields.value);
     }
-    session.api().cuFuncSetAttribute((*variant)->function, attribute, value);
   }
   return Reply<ipc::FuncSetAttributeResponse>{};
 }

@@ -129,6 +129,21 @@ case $scenario in
     start_server
     for program in "${@:5}"; do run "$program" || fail "$program failed"; done
     ;;
+  dynamic_shared)  # dynamic_shared EXPRESSION [server flags...]: the program's kernels at their
+    # largest dynamic shared memory, correct; then its counters `c` (tally-ctl status) satisfy
+    # the expression.
+    start_server "${@:6}"
+    coproc DYNAMIC { exec "$run_bin" --server "$socket" -- "$programs/dynamic_shared" --hold; }
+    background_pids+=("$DYNAMIC_PID")
+    while read -r -t 120 line <&"${DYNAMIC[0]}"; do
+      echo "$line"
+      [[ $line == DONE ]] && break
+    done
+    [[ $line == DONE ]] || fail "dynamic_shared failed (its errors are above the server log)"
+    status_json "$work/status.json"
+    json_check "$work/status.json" "(lambda c: $5)(s['clients'][0]['scheduling'])"
+    echo go >&"${DYNAMIC[1]}"
+    ;;
   limited)  # limited LIMIT PROGRAMS...: each program on its own under tally-run --memory-limit
     start_server
     for program in "${@:6}"; do

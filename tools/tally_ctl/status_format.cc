@@ -122,18 +122,18 @@ std::string FormatStatusText(const ipc::StatusReport& report, const std::string&
                        LimitText(c.pinned_limit), c.streams, c.events, c.modules);
   }
   out += "scheduling:\n";
-  out += fmt::format("  {:>4} {:>9} {:>14} {:>15} {:>11} {:>7} {:>5} {:>10} {:>17}\n", "ID",
-                     "ORIGINAL", "SLICED(SLICES)", "PTB(PREEMPTED)", "PREEMPTIONS", "RESUMES",
-                     "RISKY", "HELD", "PREEMPT MEAN/MAX");
+  out += fmt::format("  {:>4} {:>9} {:>14} {:>15} {:>11} {:>7} {:>5} {:>5} {:>10} {:>17}\n",
+                     "ID", "ORIGINAL", "SLICED(SLICES)", "PTB(PREEMPTED)", "PREEMPTIONS",
+                     "RESUMES", "RISKY", "UNFIT", "HELD", "PREEMPT MEAN/MAX");
   for (const ipc::ClientStatus& c : report.clients) {
     const double mean_ms = c.preemption_latencies == 0
                                ? 0
                                : c.preemption_latency_ns_total / 1e6 / c.preemption_latencies;
-    out += fmt::format("  {:>4} {:>9} {:>14} {:>15} {:>11} {:>7} {:>5} {:>10} {:>17}\n",
+    out += fmt::format("  {:>4} {:>9} {:>14} {:>15} {:>11} {:>7} {:>5} {:>5} {:>10} {:>17}\n",
                        c.client_id, c.kernels_original,
                        fmt::format("{}({})", c.kernels_sliced, c.slices),
                        fmt::format("{}({})", c.kernels_preemptible, c.kernels_preempted),
-                       c.preemptions, c.resumes, c.risky_launches,
+                       c.preemptions, c.resumes, c.risky_launches, c.unfit_launches,
                        fmt::format("{:.3f} ms", c.held_ns / 1e6),
                        c.preemption_latencies == 0
                            ? std::string("-")
@@ -165,14 +165,15 @@ std::string FormatStatusJson(const ipc::StatusReport& report, const std::string&
         "\"queued_commands\": {}, \"scheduling\": {{\"kernels_original\": {}, "
         "\"kernels_sliced\": {}, \"slices\": {}, \"kernels_preemptible\": {}, "
         "\"kernels_preempted\": {}, \"preemptions\": {}, \"resumes\": {}, "
-        "\"risky_launches\": {}, \"held_ns\": {}, \"preemption_latencies\": {}, "
+        "\"risky_launches\": {}, \"unfit_launches\": {}, \"held_ns\": {}, "
+        "\"preemption_latencies\": {}, "
         "\"preemption_latency_ns_total\": {}, \"preemption_latency_ns_max\": {}}}}}",
         i == 0 ? "" : ",", c.client_id, c.pid, JsonString(c.command), c.priority,
         c.priority_set != 0, c.memory_bytes, c.allocations, LimitJson(c.memory_limit),
         c.pinned_bytes, LimitJson(c.pinned_limit), c.streams, c.events, c.modules,
         c.queued_commands, c.kernels_original,
         c.kernels_sliced, c.slices, c.kernels_preemptible, c.kernels_preempted, c.preemptions,
-        c.resumes, c.risky_launches, c.held_ns, c.preemption_latencies,
+        c.resumes, c.risky_launches, c.unfit_launches, c.held_ns, c.preemption_latencies,
         c.preemption_latency_ns_total, c.preemption_latency_ns_max);
   }
   out += report.clients.empty() ? "]\n}\n" : "\n  ]\n}\n";

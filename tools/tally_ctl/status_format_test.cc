@@ -78,7 +78,8 @@ TEST_CASE("status as JSON has every key, with and without clients") {
                  "\"modules\": 1, \"queued_commands\": 3, "
                  "\"scheduling\": {\"kernels_original\": 5, \"kernels_sliced\": 0, "
                  "\"slices\": 0, \"kernels_preemptible\": 2, \"kernels_preempted\": 1, "
-                 "\"preemptions\": 3, \"resumes\": 2, \"risky_launches\": 0, \"held_ns\": 0, "
+                 "\"preemptions\": 3, \"resumes\": 2, \"risky_launches\": 0, \"unfit_launches\": 0, "
+                 "\"held_ns\": 0, "
                  "\"preemption_latencies\": 2, \"preemption_latency_ns_total\": 3000000, "
                  "\"preemption_latency_ns_max\": 2000000}}\n  ]\n}\n") != std::string::npos);
 }
