@@ -1,5 +1,5 @@
 // tally-bench: compares GPU-sharing policies on benchmark scenarios (benchmarks/README.md).
-//   tally-bench run SCENARIO [--mode sim|live] [--policies a,b] [--out DIR] [--no-plot]
+//   tally-bench run SCENARIO|NAME [--mode sim|live] [--policies a,b] [--out DIR] [--no-plot]
 //                   [--server-bin B] [--run-bin B] [--programs DIR] [--gpu]
 //   tally-bench list
 //   tally-bench plot RESULT [--out DIR]
@@ -58,9 +58,15 @@ void Progress(int step, int steps, const std::string& what) {
   }
 }
 
-int Run(const std::string& path, const std::string& mode, std::vector<std::string> policies,
-        std::string out_dir, bool plot, LiveOptions live, const std::string& command) {
-  auto scenario = LoadScenario(path);
+int Run(const std::string& name_or_path, const std::string& mode,
+        std::vector<std::string> policies, std::string out_dir, bool plot, LiveOptions live,
+        const std::string& command) {
+  const auto path = FindScenario(name_or_path, TALLY_BENCH_SCENARIO_DIR);
+  if (!path.ok()) {
+    std::cerr << "tally-bench: " << path.status().message() << "\n";
+    return 2;
+  }
+  auto scenario = LoadScenario(*path);
   if (!scenario.ok()) {
     std::cerr << "tally-bench: " << scenario.status().message() << "\n";
     return 2;
@@ -144,9 +150,9 @@ int main(int argc, char** argv) {
   std::vector<std::string> policies;
   bool no_plot = false;
   CLI::App* run = app.add_subcommand("run", "run a scenario, print a table, write JSON and plots");
-  run->add_option("scenario", scenario, "scenario file (TOML)")
-      ->required()
-      ->check(CLI::ExistingFile);
+  run->add_option("scenario", scenario,
+                  "scenario: a TOML file, or the name of a shipped one as `list` prints it")
+      ->required();
   run->add_option("--mode", mode,
                   "sim: each job's kernel trace in the simulator; live: each job's command "
                   "through tally-run against a private tally-server per policy (the emulated "

@@ -197,4 +197,22 @@ absl::StatusOr<Scenario> LoadScenario(const std::string& path) {
   }
 }
 
+absl::StatusOr<std::string> FindScenario(const std::string& name_or_path,
+                                         const std::string& shipped_dir) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  if (fs::is_regular_file(name_or_path, error)) return name_or_path;
+  const bool bare_name = fs::path(name_or_path).filename() == name_or_path;
+  if (bare_name && !name_or_path.empty()) {
+    for (const std::string& file : {name_or_path, name_or_path + ".toml"}) {
+      const fs::path shipped = fs::path(shipped_dir) / file;
+      if (fs::is_regular_file(shipped, error)) return shipped.string();
+    }
+  }
+  return absl::NotFoundError(fmt::format(
+      "no scenario file '{}'{} (`tally-bench list` names the shipped scenarios)", name_or_path,
+      bare_name ? fmt::format(", neither here nor among the shipped ones in {}", shipped_dir)
+                : std::string()));
+}
+
 }  // namespace tally::bench

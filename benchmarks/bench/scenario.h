@@ -44,4 +44,9 @@ struct Scenario {
 
 absl::StatusOr<Scenario> LoadScenario(const std::string& path);
 
+// The scenario file `name_or_path` names: a path to a file, else a name as `tally-bench list`
+// prints it (with or without ".toml") in `shipped_dir`. NotFound names both places looked in.
+absl::StatusOr<std::string> FindScenario(const std::string& name_or_path,
+                                         const std::string& shipped_dir);
+
 }  // namespace tally::bench

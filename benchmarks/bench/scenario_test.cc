@@ -93,6 +93,20 @@ TEST_CASE("Scenario mistakes are named") {
   CHECK(message("h.toml", "[[jobs]]\nname = \"x\"\ncommand = [\"a\", 1]\n") == bad_command);
 }
 
+TEST_CASE("A scenario is found by its path or by the name tally-bench list prints") {
+  const std::string path = Write("named.toml", "name = \"named\"\n");
+  const std::string dir = fs::path(path).parent_path().string();
+  CHECK(FindScenario(path, "/nonexistent").value() == path);
+  CHECK(FindScenario("named.toml", dir).value() == path);
+  CHECK(FindScenario("named", dir).value() == path);
+  const auto missing = FindScenario("absent", dir);
+  REQUIRE(missing.status().code() == absl::StatusCode::kNotFound);
+  CHECK(std::string(missing.status().message()).find(dir) != std::string::npos);
+  // A path is only ever itself, never looked up among the shipped ones.
+  CHECK(!FindScenario("elsewhere/named.toml", dir).ok());
+  CHECK(!FindScenario("", dir).ok());
+}
+
 TEST_CASE("Percentiles are nearest-rank") {
   CHECK(Percentile({}, 99) == 0);
   CHECK(Percentile({5, 1, 3, 2, 4}, 50) == 3);
