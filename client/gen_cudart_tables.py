@@ -5,10 +5,11 @@
       TALLY_CUDA_ERROR(cudaErrorX, "description") for every cudaError_t, the description being
       the first sentence of NVIDIA's doc comment above the enumerator.
   gen_cudart_tables.py exports <nm> <library> <include dir> <out.def>
-      TALLY_LIBRARY_EXPORT(name) for every function the library exports (libcudart.so.N, and
-      libcuda.so's stub for the driver API) that returns an error code (cudaError_t, CUresult,
-      as its declaration in the toolkit's headers says), so that the shim can answer each one
-      (unsupported ones with cudaErrorNotSupported / CUDA_ERROR_NOT_SUPPORTED) instead of
+      TALLY_LIBRARY_EXPORT(name) for every function the library exports (libcudart.so.N,
+      libcuda.so's stub for the driver API, libcublas.so.N, libcublasLt.so.N, libcudnn.so.N) that
+      returns an error code (cudaError_t, CUresult, cublasStatus_t, cudnnStatus_t, as its
+      declaration in the toolkit's headers says), so that the shim can answer each one
+      (unsupported ones with the library's NOT_SUPPORTED code) instead of
       leaving the application with an unresolved symbol; TALLY_LIBRARY_VALUE_EXPORT(name) for
       one that returns anything else (a struct, a pointer, a string), which no error-code stub
       may stand in for: the shim must implement it (client/abi_test.cc checks). Functions the
@@ -37,7 +38,11 @@ def errors(header: str) -> list:
 
 # The words of a declaration before its name that are not its return type.
 QUALIFIERS = {"extern", '"C"', "static", "inline", "__host__", "__device__", "__cudart_builtin__",
-              "CUDARTAPI", "CUDAAPI", "__CUDA_DEPRECATED", "CUDART_DEPRECATED", "__dv"}
+              "CUDARTAPI", "CUDAAPI", "__CUDA_DEPRECATED", "CUDART_DEPRECATED", "__dv",
+              "CUBLASAPI", "CUBLASWINAPI", "CUDNNWINAPI", "CUDNN_DEPRECATED"}
+# The status types of the libraries whose exports get stubs: the runtime's and the driver's
+# error codes, cuBLAS's (and cuBLASLt's; cublasStatus in the legacy API) and cuDNN's statuses.
+ERROR_CODE_TYPES = r"\b(cudaError_t|CUresult|cublasStatus_t|cublasStatus|cudnnStatus_t)\b"
 
 
 def return_types(include: str) -> dict:
@@ -68,7 +73,7 @@ def returns_error_code(name: str, types: dict) -> bool:
     returns cudaError_t or CUresult; true too for a name the headers do not declare."""
     base = re.sub(r"_(ptsz|ptds)$", "", name)
     kinds = types.get(name) or types.get(base)
-    return not kinds or any(re.search(r"\b(cudaError_t|CUresult)\b", k) for k in kinds)
+    return not kinds or any(re.search(ERROR_CODE_TYPES, k) for k in kinds)
 
 
 def exports(nm: str, library: str, include: str) -> list:

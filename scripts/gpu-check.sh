@@ -58,13 +58,15 @@ bundle() {
     [[ -f $build/$binary ]] || { echo "gpu-check: $build/$binary is not built" >&2; return 1; }
   done
   rm -rf "$out"
-  mkdir -p "$out/bin" "$out/lib" "$out/programs" "$out/bench"
+  mkdir -p "$out/bin" "$out/lib" "$out/stand-ins" "$out/programs" "$out/bench"
   cp "$build/server/tally-server" "$build/tools/tally-run" "$build/tools/tally-ctl" \
      "$build/benchmarks/bench/tally-bench" "$out/bin/"
   cp "$build/client/libtally_client.so" "$out/lib/"
+  # The library stand-ins (libcublas.so.13, ...), which tally-run puts before the vendor's.
+  cp "$build"/libraries/lib/* "$out/stand-ins/"
   [[ $with_emulator -eq 1 ]] && cp "$build/emulator/libtally_emu.so" "$out/lib/"
   # Without debug information the bundle is a few MiB (the device machine's transfer limit).
-  strip --strip-debug "$out"/bin/* "$out"/lib/*.so
+  strip --strip-debug "$out"/bin/* "$out"/lib/*.so "$out"/stand-ins/*
   local program name
   for program in "$build"/tests/e2e/*; do
     name=$(basename "$program")
@@ -85,15 +87,18 @@ bundle() {
   chmod +x "$out/run.sh"
   # Shared libraries a bare image may lack, resolved here by the loader.
   local file library path
-  for file in "$out"/bin/* "$out"/lib/*.so "$out"/programs/*; do
+  for file in "$out"/bin/* "$out"/lib/*.so "$out"/stand-ins/* "$out"/programs/*; do
     elf "$file" || [[ $file == *.so ]] || continue
     while read -r library _ path _; do
       system_library "$library" && continue
       [[ $library == libcudart.so* ]] && continue  # the shim is the program's libcudart
+      # So is Tally's stand-in for a library (found first here, as tally-run will put it).
+      [[ -e $out/stand-ins/$library ]] && continue
       # NVRTC (~100 MiB) is the toolkit's: its one program is skipped where it is missing.
       [[ $library == libnvrtc* ]] && continue
       [[ -f $path && ! -e $out/lib/$library ]] && cp -L "$path" "$out/lib/$library"
-    done < <(ldd "$file" 2>/dev/null | grep "=> /")
+    done < <(LD_LIBRARY_PATH=$out/stand-ins${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} ldd "$file" \
+               2>/dev/null | grep "=> /")
   done
   {
     echo "commit: $(git -C "$root" rev-parse HEAD 2>/dev/null || echo unknown)"
@@ -130,6 +135,7 @@ run() {
   trap 'stop_server; rm -rf "$work"' EXIT
   export LD_LIBRARY_PATH=$bundle_dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   export TALLY_CLIENT_LIBRARY=$bundle_dir/lib/libtally_client.so
+  export TALLY_LIBRARY_DIR=$bundle_dir/stand-ins
   server_flags=(--socket "$socket" --profile-cache "$work/profiles.json")
   if [[ $emulate -eq 1 ]]; then
     server_flags+=(--emulate --emulator-library "$bundle_dir/lib/libtally_emu.so")
@@ -238,8 +244,9 @@ run_programs() {
   for program in "$bundle_dir"/programs/*; do
     name=$(basename "$program")
     [[ $name == EXCLUDED ]] || helper_program "$name" && continue
-    # tally-run provides libcudart and libcuda (the shim).
-    missing=$(ldd "$program" 2>&1 | grep "not found" | grep -v -e libcudart -e libcuda |
+    # tally-run provides libcudart and libcuda (the shim), and the library stand-ins.
+    missing=$(LD_LIBRARY_PATH=$TALLY_LIBRARY_DIR:$LD_LIBRARY_PATH ldd "$program" 2>&1 |
+      grep "not found" | grep -v -e libcudart -e libcuda |
       awk '{print $1}' | tr '\n' ' ')
     if [[ -n $missing ]]; then
       note "| $name | skipped | - | needs ${missing% } (not on this machine, not bundled) |"

@@ -73,8 +73,8 @@ int main(int argc, char** argv) {
   // The largest sizes without opting in (CUDA C++ Programming Guide, "Shared Memory").
   constexpr int kWithoutOptIn = 48 * 1024;
   RunAndCheck("DynamicOnly", DynamicOnly, kWithoutOptIn, false);
-  RunAndCheck("WithStatic", WithStatic, kWithoutOptIn - static_cast<int>(attributes.sharedSizeBytes),
-              true);
+  RunAndCheck("WithStatic", WithStatic,
+              kWithoutOptIn - static_cast<int>(attributes.sharedSizeBytes), true);
   // Opted in to everything a block can have: a transformed form with static shared memory of
   // its own cannot have that much, so it runs in its original form.
   int optin = 0;

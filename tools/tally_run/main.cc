@@ -34,7 +34,21 @@ constexpr char kUsage[] =
     "                 --client-memory-limit), never raises it [sets TALLY_MEMORY_LIMIT]\n"
     "  --server PATH  the server's socket (default: TALLY_SERVER, else the server's default)\n"
     "  --help         show this help\n\n"
-    "The shim loaded is TALLY_CLIENT_LIBRARY when set, else this build's libtally_client.so.\n";
+    "The shim loaded is TALLY_CLIENT_LIBRARY when set, else this build's libtally_client.so.\n"
+    "Tally's stand-ins for cuBLAS (libcublas.so.13) come first on the program's\n"
+    "LD_LIBRARY_PATH, so that it uses them instead of the vendor library: those in the\n"
+    "folder TALLY_LIBRARY_DIR names when set, else this build's.\n";
+
+// Sets a colon-separated list variable to `first`, then what it held. LD_PRELOAD: the shim's
+// symbols must win over any other preloaded library's; LD_LIBRARY_PATH: Tally's folders are
+// searched first.
+void PrependToVariable(const char* name, const std::string& first) {
+  std::string value = first;
+  if (const char* existing = std::getenv(name); existing != nullptr && *existing != '\0') {
+    value += std::string(":") + existing;
+  }
+  setenv(name, value.c_str(), 1);
+}
 
 int Fail(const std::string& message) {
   std::fprintf(stderr, "tally-run: %s\n", message.c_str());
@@ -115,11 +129,6 @@ int main(int argc, char** argv) {
   const char* shim = std::getenv("TALLY_CLIENT_LIBRARY");
   const std::string shim_path =
       shim != nullptr && *shim != '\0' ? shim : TALLY_DEFAULT_CLIENT_LIBRARY;
-  std::string preload = shim_path;
-  // Ours first: its symbols must win over any other preloaded library's.
-  if (const char* existing = std::getenv("LD_PRELOAD"); existing != nullptr && *existing != '\0') {
-    preload += std::string(":") + existing;
-  }
   if (!tally::tools::DriverLibraryInstalled()) {
     // Before LD_PRELOAD changes: the directory is made for the shim alone.
     absl::StatusOr<std::string> driver_dir = tally::tools::DriverShimDirectory(shim_path);
@@ -127,14 +136,14 @@ int main(int argc, char** argv) {
       return Fail(std::string("cannot provide libcuda.so.1 for the program: ") +
                   std::string(driver_dir.status().message()));
     }
-    std::string library_path = *driver_dir;
-    if (const char* existing = std::getenv("LD_LIBRARY_PATH");
-        existing != nullptr && *existing != '\0') {
-      library_path += std::string(":") + existing;
-    }
-    setenv("LD_LIBRARY_PATH", library_path.c_str(), 1);
+    PrependToVariable("LD_LIBRARY_PATH", *driver_dir);
   }
-  setenv("LD_PRELOAD", preload.c_str(), 1);
+  // The library stand-ins (libcublas.so.13, ...) before any other folder, so that the program
+  // binds to them and not to the vendor libraries, which cannot run under the shim.
+  const char* stand_ins = std::getenv("TALLY_LIBRARY_DIR");
+  if (stand_ins == nullptr || *stand_ins == '\0') stand_ins = TALLY_DEFAULT_LIBRARY_DIR;
+  if (*stand_ins != '\0') PrependToVariable("LD_LIBRARY_PATH", stand_ins);
+  PrependToVariable("LD_PRELOAD", shim_path);
   if (!priority.empty()) setenv("TALLY_PRIORITY", priority.c_str(), 1);
   if (!memory_limit.empty()) setenv("TALLY_MEMORY_LIMIT", memory_limit.c_str(), 1);
   if (!server.empty()) setenv("TALLY_SERVER", server.c_str(), 1);

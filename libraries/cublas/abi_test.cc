@@ -1,0 +1,90 @@
+// The cuBLAS stand-in as an application's loader sees it: it answers to libcublas.so.13, exports
+// every status-returning libcublas function under that symbol version (the unimplemented ones
+// answering CUBLAS_STATUS_NOT_SUPPORTED), and fails bad handles with the documented status, never
+// a crash. No server runs here: TALLY_SERVER names a socket nobody listens on.
+#include <cublas_v2.h>
+#include <dlfcn.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <string>
+
+namespace {
+
+constexpr char kVersion[] = "libcublas.so.13";
+
+void* StandIn() {
+  static void* handle = [] {
+    setenv("TALLY_SERVER", "/nonexistent/tally-cublas-abi-test.sock", 1);
+    // The shim first, as tally-run preloads it: the stand-in's libcudart.so.13 is the shim.
+    REQUIRE(dlopen(TALLY_TEST_CLIENT_LIBRARY, RTLD_NOW | RTLD_GLOBAL) != nullptr);
+    return dlopen(TALLY_TEST_CUBLAS_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+  }();
+  REQUIRE(handle != nullptr);
+  return handle;
+}
+
+template <typename Fn>
+Fn* Get(const char* name) {
+  void* symbol = dlvsym(StandIn(), name, kVersion);
+  INFO(name);
+  REQUIRE(symbol != nullptr);
+  return reinterpret_cast<Fn*>(symbol);
+}
+
+#define STAND_IN(name) Get<decltype(name)>(#name)
+
+TEST_CASE("the stand-in answers to libcublas.so.13") {
+  // DT_NEEDED entries match loaded objects by soname.
+  StandIn();
+  void* as_cublas = dlopen("libcublas.so.13", RTLD_NOW | RTLD_NOLOAD);
+  CHECK(as_cublas == StandIn());
+  if (as_cublas != nullptr) dlclose(as_cublas);
+}
+
+TEST_CASE("every status-returning libcublas export exists with its symbol version") {
+  int missing = 0;
+#define TALLY_LIBRARY_EXPORT(name) \
+  if (dlvsym(StandIn(), #name, kVersion) == nullptr) ++missing;
+#include "libraries/cublas/cublas_exports.def"
+  CHECK(missing == 0);
+  // Of the value-returning ones, those implemented.
+  for (const char* name :
+       {"cublasGetStatusName", "cublasGetStatusString", "cublasGetCudartVersion"}) {
+    INFO(name);
+    CHECK(dlvsym(StandIn(), name, kVersion) != nullptr);
+  }
+  // Nothing of the stand-in's own (abseil, fmt, its namespaces) is visible.
+  CHECK(dlsym(StandIn(), "_ZN5tally9libraries6cublas10FindHandleEP13cublasContext") == nullptr);
+}
+
+TEST_CASE("an unimplemented function answers CUBLAS_STATUS_NOT_SUPPORTED") {
+  auto* sgbmv = STAND_IN(cublasSgbmv_v2);
+  float one = 1;
+  CHECK(sgbmv(nullptr, CUBLAS_OP_N, 1, 1, 0, 0, &one, nullptr, 1, nullptr, 1, &one, nullptr, 1) ==
+        CUBLAS_STATUS_NOT_SUPPORTED);
+}
+
+TEST_CASE("bad handles and arguments get the documented statuses, without a server") {
+  CHECK(STAND_IN(cublasCreate_v2)(nullptr) == CUBLAS_STATUS_INVALID_VALUE);
+  cublasHandle_t handle = nullptr;
+  // No server: no device memory for the handle.
+  CHECK(STAND_IN(cublasCreate_v2)(&handle) == CUBLAS_STATUS_ALLOC_FAILED);
+  CHECK(STAND_IN(cublasDestroy_v2)(nullptr) == CUBLAS_STATUS_NOT_INITIALIZED);
+  auto* foreign = reinterpret_cast<cublasHandle_t>(&handle);
+  CHECK(STAND_IN(cublasSetStream_v2)(foreign, nullptr) == CUBLAS_STATUS_NOT_INITIALIZED);
+  float one = 1;
+  CHECK(STAND_IN(cublasSgemm_v2)(foreign, CUBLAS_OP_N, CUBLAS_OP_N, 1, 1, 1, &one, nullptr, 1,
+                                 nullptr, 1, &one, nullptr, 1) == CUBLAS_STATUS_NOT_INITIALIZED);
+  int value = 0;
+  CHECK(STAND_IN(cublasGetProperty)(MAJOR_VERSION, &value) == CUBLAS_STATUS_SUCCESS);
+  CHECK(value == CUBLAS_VER_MAJOR);
+  CHECK(STAND_IN(cublasGetProperty)(static_cast<libraryPropertyType>(99), &value) ==
+        CUBLAS_STATUS_INVALID_VALUE);
+  CHECK(std::string(STAND_IN(cublasGetStatusName)(CUBLAS_STATUS_NOT_SUPPORTED)) ==
+        "CUBLAS_STATUS_NOT_SUPPORTED");
+  CHECK(std::string(STAND_IN(cublasGetStatusName)(static_cast<cublasStatus_t>(1234))) ==
+        "CUBLAS_STATUS_UNKNOWN");
+}
+
+}  // namespace

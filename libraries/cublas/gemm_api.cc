@@ -1,0 +1,227 @@
+// GEMM entry points (cublas[SD]gemm, cublasGemmEx and their batched and strided-batched forms):
+// arguments checked as the cuBLAS documentation says (CUBLAS_STATUS_INVALID_VALUE), then one
+// launch of Tally's GEMM kernel on the handle's stream.
+#include <cublas_v2.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+
+#include "libraries/cublas/entry.h"
+
+namespace tally::libraries::cublas {
+namespace {
+
+using kernels::ElementType;
+
+// A GEMM call as the entry points give it, before it is checked.
+struct GemmCall {
+  cublasOperation_t transa, transb;
+  int64_t m, n, k;
+  const void* alpha;
+  const void* a;
+  const void* const* a_array;
+  int64_t lda, stride_a;
+  const void* b;
+  const void* const* b_array;
+  int64_t ldb, stride_b;
+  const void* beta;
+  void* c;
+  void* const* c_array;
+  int64_t ldc, stride_c;
+  int64_t batch;
+};
+
+// The element types of A and B, of C, and of the scalars alpha and beta.
+struct GemmTypes {
+  ElementType ab, c, scalar;
+};
+
+std::optional<bool> Transposed(cublasOperation_t op) {
+  switch (op) {
+    case CUBLAS_OP_N:
+      return false;
+    case CUBLAS_OP_T:
+    case CUBLAS_OP_C:  // the conjugate transpose of a real matrix is its transpose
+      return true;
+    default:
+      return std::nullopt;
+  }
+}
+
+cublasStatus_t RunGemm(const Handle& handle, const GemmCall& call, GemmTypes types) {
+  const std::optional<bool> ta = Transposed(call.transa);
+  const std::optional<bool> tb = Transposed(call.transb);
+  // cuBLAS documentation, cublas<t>gemm: "the parameters m, n, k < 0", a bad operation, a leading
+  // dimension smaller than op's rows, or a missing alpha or beta.
+  if (!ta || !tb || call.m < 0 || call.n < 0 || call.k < 0 || call.batch < 0 ||
+      call.lda < std::max<int64_t>(1, *ta ? call.k : call.m) ||
+      call.ldb < std::max<int64_t>(1, *tb ? call.n : call.k) ||
+      call.ldc < std::max<int64_t>(1, call.m) || call.alpha == nullptr || call.beta == nullptr) {
+    return CUBLAS_STATUS_INVALID_VALUE;
+  }
+  if (call.m == 0 || call.n == 0 || call.batch == 0) return CUBLAS_STATUS_SUCCESS;
+  kernels::GemmProblem problem;
+  problem.m = call.m;
+  problem.n = call.n;
+  problem.k = call.k;
+  problem.batch = call.batch;
+  problem.ab = types.ab;
+  problem.c = types.c;
+  problem.a = {call.a, call.a_array, call.lda, call.stride_a, *ta};
+  problem.b = {call.b, call.b_array, call.ldb, call.stride_b, *tb};
+  problem.c_data = call.c;
+  problem.c_array = call.c_array;
+  problem.ldc = call.ldc;
+  problem.stride_c = call.stride_c;
+  problem.alpha = ReadScalar(handle, call.alpha, types.scalar);
+  problem.beta = ReadScalar(handle, call.beta, types.scalar);
+  return FromLaunch(kernels::LaunchGemm(problem, handle.stream));
+}
+
+std::optional<ElementType> ElementOf(cudaDataType type) {
+  switch (type) {
+    case CUDA_R_32F:
+      return ElementType::kF32;
+    case CUDA_R_64F:
+      return ElementType::kF64;
+    case CUDA_R_16F:
+      return ElementType::kF16;
+    case CUDA_R_16BF:
+      return ElementType::kBF16;
+    default:
+      return std::nullopt;
+  }
+}
+
+// The ...Ex forms: the types and the compute type Tally's kernels serve (cuBLAS documentation,
+// cublasGemmEx, its table of supported combinations), and the scalars' type they imply; nullopt
+// for the others, `why` naming what is missing.
+std::optional<GemmTypes> ExTypes(cudaDataType a, cudaDataType b, cudaDataType c,
+                                 cublasComputeType_t compute, const char*& why) {
+  const std::optional<ElementType> ab = ElementOf(a);
+  const std::optional<ElementType> c_type = ElementOf(c);
+  if (a != b || !ab || !c_type) {
+    why = "this combination of A, B and C types";
+    return std::nullopt;
+  }
+  switch (compute) {
+    case CUBLAS_COMPUTE_64F:
+    case CUBLAS_COMPUTE_64F_PEDANTIC:
+      if (*ab != ElementType::kF64 || *c_type != ElementType::kF64) break;
+      return GemmTypes{ElementType::kF64, ElementType::kF64, ElementType::kF64};
+    case CUBLAS_COMPUTE_32F:
+    case CUBLAS_COMPUTE_32F_PEDANTIC:
+    case CUBLAS_COMPUTE_32F_FAST_16F:
+    case CUBLAS_COMPUTE_32F_FAST_16BF:
+    case CUBLAS_COMPUTE_32F_FAST_TF32:
+      // f32 accumulation, computed in full f32 (which every fast mode allows).
+      if (*ab == ElementType::kF64 || *c_type == ElementType::kF64) break;
+      if (*c_type != *ab && *c_type != ElementType::kF32) break;
+      return GemmTypes{*ab, *c_type, ElementType::kF32};
+    default:
+      why = "this compute type (16-bit and integer computation)";
+      return std::nullopt;
+  }
+  why = "this combination of types and compute type";
+  return std::nullopt;
+}
+
+template <typename T>
+cublasStatus_t TypedGemm(cublasHandle_t handle, const GemmCall& call) {
+  return RunWithHandle(handle, [&](Handle& h) {
+    return RunGemm(h, call, {kElement<T>, kElement<T>, kElement<T>});
+  });
+}
+
+cublasStatus_t ExGemm(const char* api, cublasHandle_t handle, const GemmCall& call, cudaDataType a,
+                      cudaDataType b, cudaDataType c, cublasComputeType_t compute) {
+  return RunWithHandle(handle, [&](Handle& h) {
+    const char* why = "";
+    const std::optional<GemmTypes> types = ExTypes(a, b, c, compute, why);
+    if (!types) return NotSupported(api, why);
+    return RunGemm(h, call, *types);
+  });
+}
+
+}  // namespace
+}  // namespace tally::libraries::cublas
+
+using tally::libraries::cublas::ExGemm;
+using tally::libraries::cublas::GemmCall;
+using tally::libraries::cublas::TypedGemm;
+
+extern "C" {
+
+// The float and double entry points, one definition for both (X = S or D, T its type).
+#define TALLY_TYPED_GEMMS(X, T)                                                                   \
+  cublasStatus_t cublas##X##gemm_v2(cublasHandle_t handle, cublasOperation_t transa,              \
+                                    cublasOperation_t transb, int m, int n, int k,                \
+                                    const T* alpha, const T* A, int lda, const T* B, int ldb,     \
+                                    const T* beta, T* C, int ldc) {                               \
+    return TypedGemm<T>(handle, {transa, transb, m, n, k, alpha, A, nullptr, lda, 0, B, nullptr,  \
+                                 ldb, 0, beta, C, nullptr, ldc, 0, 1});                           \
+  }                                                                                               \
+  cublasStatus_t cublas##X##gemmStridedBatched(                                                   \
+      cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n,     \
+      int k, const T* alpha, const T* A, int lda, long long int strideA, const T* B, int ldb,     \
+      long long int strideB, const T* beta, T* C, int ldc, long long int strideC,                 \
+      int batchCount) {                                                                           \
+    return TypedGemm<T>(handle, {transa, transb, m, n, k, alpha, A, nullptr, lda, strideA, B,     \
+                                 nullptr, ldb, strideB, beta, C, nullptr, ldc, strideC,           \
+                                 batchCount});                                                    \
+  }                                                                                               \
+  cublasStatus_t cublas##X##gemmBatched(                                                          \
+      cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n,     \
+      int k, const T* alpha, const T* const Aarray[], int lda, const T* const Barray[], int ldb,  \
+      const T* beta, T* const Carray[], int ldc, int batchCount) {                                \
+    return TypedGemm<T>(handle,                                                                   \
+                        {transa, transb, m, n, k, alpha, nullptr,                                 \
+                         reinterpret_cast<const void* const*>(Aarray), lda, 0, nullptr,           \
+                         reinterpret_cast<const void* const*>(Barray), ldb, 0, beta, nullptr,     \
+                         reinterpret_cast<void* const*>(Carray), ldc, 0, batchCount});            \
+  }
+TALLY_TYPED_GEMMS(S, float)
+TALLY_TYPED_GEMMS(D, double)
+#undef TALLY_TYPED_GEMMS
+
+cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa,
+                            cublasOperation_t transb, int m, int n, int k, const void* alpha,
+                            const void* A, cudaDataType Atype, int lda, const void* B,
+                            cudaDataType Btype, int ldb, const void* beta, void* C,
+                            cudaDataType Ctype, int ldc, cublasComputeType_t computeType,
+                            cublasGemmAlgo_t) {
+  return ExGemm("cublasGemmEx", handle,
+                {transa, transb,  m,   n, k,    alpha, A,       nullptr, lda, 0,
+                 B,      nullptr, ldb, 0, beta, C,     nullptr, ldc,     0,   1},
+                Atype, Btype, Ctype, computeType);
+}
+
+cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOperation_t transa,
+                                          cublasOperation_t transb, int m, int n, int k,
+                                          const void* alpha, const void* A, cudaDataType Atype,
+                                          int lda, long long int strideA, const void* B,
+                                          cudaDataType Btype, int ldb, long long int strideB,
+                                          const void* beta, void* C, cudaDataType Ctype, int ldc,
+                                          long long int strideC, int batchCount,
+                                          cublasComputeType_t computeType, cublasGemmAlgo_t) {
+  return ExGemm("cublasGemmStridedBatchedEx", handle,
+                {transa, transb,  m,   n,       k,    alpha, A,       nullptr, lda,     strideA,
+                 B,      nullptr, ldb, strideB, beta, C,     nullptr, ldc,     strideC, batchCount},
+                Atype, Btype, Ctype, computeType);
+}
+
+cublasStatus_t cublasGemmBatchedEx(cublasHandle_t handle, cublasOperation_t transa,
+                                   cublasOperation_t transb, int m, int n, int k, const void* alpha,
+                                   const void* const Aarray[], cudaDataType Atype, int lda,
+                                   const void* const Barray[], cudaDataType Btype, int ldb,
+                                   const void* beta, void* const Carray[], cudaDataType Ctype,
+                                   int ldc, int batchCount, cublasComputeType_t computeType,
+                                   cublasGemmAlgo_t) {
+  return ExGemm("cublasGemmBatchedEx", handle,
+                {transa,  transb, m,   n, k,    alpha,   nullptr, Aarray, lda, 0,
+                 nullptr, Barray, ldb, 0, beta, nullptr, Carray,  ldc,    0,   batchCount},
+                Atype, Btype, Ctype, computeType);
+}
+
+}  // extern "C"
