@@ -16,6 +16,7 @@
 // - Woken is called at or after the time of the earliest WakeAt still pending.
 #pragma once
 
+#include <limits>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -56,8 +57,12 @@ struct PriorityOptions {
   Duration long_idle = std::chrono::milliseconds(100);
   // Clients below this level run their kernels in the advisor's form even when no more
   // important client is connected: a latency-critical client that connects later then finds
-  // their work preemptible instead of a queue of original kernels already on the device.
-  int32_t always_shape_below = ClientPriority::kHighLevel;
+  // their work preemptible instead of original kernels already on the device, at the cost of
+  // the transformed forms' speed while they are alone. By default no level is: a client with
+  // no more important client connected runs at full speed, untransformed, and shaping starts
+  // when a more important client connects (tally-server --shape-alone sets kHighLevel).
+  int32_t always_shape_below = kShapeNoLevelAlone;
+  static constexpr int32_t kShapeNoLevelAlone = std::numeric_limits<int32_t>::min();
 };
 
 // Every head issued as soon as it arrives, in its original form, whatever its client's

@@ -354,7 +354,7 @@ run_bench() {
   # ~50 us, as a training step's kernels have, then ~180 us, longer than the 0.1 ms turnaround
   # threshold.
   bench_case "blocks of ~50 us" --warm-kernels 48 --warmup 0.3 \
-    --policies fifo,priority-no-transform,priority \
+    --policies fifo,priority-no-transform,priority,priority+shape-alone \
     --train "--kernels 50 --blocks 65536 --work 55000 --duration-ms 5000" "${serve[@]}"
   bench_case "blocks of ~180 us" --warm-kernels 48 --warmup 0.3 --policies fifo,priority \
     --train "--kernels 20 --blocks 65536 --work 200000 --duration-ms 5000" "${serve[@]}"

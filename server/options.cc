@@ -45,6 +45,13 @@ constexpr Flag kFlags[] = {
     {"long-idle-ms", "TALLY_LONG_IDLE_MS", "MS",
      "a background kernel that cannot be made preemptible and is not known to be short waits "
      "for this much idleness above it (default 100; on the emulated GPU 2000)"},
+    {"shape-alone", "TALLY_SHAPE_ALONE", nullptr,
+     "run the kernels of clients below high in their transformed (preemptible) forms even while "
+     "no more important client is connected, so that a latency-critical client that connects "
+     "later finds them preemptible at once; costs those clients the transformed forms' speed "
+     "while they are alone (default off: a client with no more important one connected runs its "
+     "kernels in their original forms, and shaping starts when a more important client "
+     "connects, after the kernels already on the device)"},
     {"turnaround-ms", "TALLY_TURNAROUND_MS", "MS",
      "the profiler's bound on how long a background kernel may keep the device once asked to "
      "give it back (default 0.1; on the emulated GPU, which runs kernels hundreds of times "
@@ -156,14 +163,21 @@ absl::StatusOr<uint64_t> ParseSizeFlag(const Flag& flag, std::string_view value)
   return bytes;
 }
 
+// A boolean flag's value: given bare, "1"; from the environment, 0, 1, true or false.
+absl::StatusOr<bool> ParseBoolFlag(const Flag& flag, std::string_view value) {
+  if (value != "1" && value != "0" && value != "true" && value != "false") {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s must be 0, 1, true or false, not '%s'", flag.env, value));
+  }
+  return value == "1" || value == "true";
+}
+
 absl::Status Apply(const Flag& flag, std::string_view value, ServerOptions& options) {
   const std::string_view name = flag.name;
   if (name == "emulate") {
-    if (value != "1" && value != "0" && value != "true" && value != "false") {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("%s must be 0, 1, true or false, not '%s'", flag.env, value));
-    }
-    options.emulate = value == "1" || value == "true";
+    TALLY_ASSIGN_OR_RETURN(options.emulate, ParseBoolFlag(flag, value));
+  } else if (name == "shape-alone") {
+    TALLY_ASSIGN_OR_RETURN(options.shape_alone, ParseBoolFlag(flag, value));
   } else if (name == "device") {
     if (!absl::SimpleAtoi(absl::string_view(value.data(), value.size()), &options.device) ||
         options.device < 0) {

@@ -37,6 +37,8 @@ struct ServerOptions {
   std::string emulator_library;
   std::optional<ValidateMode> validate;  // replaces the policy
   std::string policy = "priority";
+  // Clients below high run shaped even with no more important client connected.
+  bool shape_alone = false;
   // Unset: the backend's default (kGpuDefaults or kEmulatorDefaults).
   std::optional<double> min_idle_ms;
   std::optional<double> long_idle_ms;

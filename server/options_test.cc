@@ -86,5 +86,17 @@ TEST_CASE("Scheduling flags: policy names, times in milliseconds, the priority c
   }
 }
 
+TEST_CASE("--shape-alone: off by default, on bare or from TALLY_SHAPE_ALONE") {
+  CHECK_FALSE((*Parse({}))->shape_alone);
+  CHECK((*Parse({"--shape-alone"}))->shape_alone);
+  setenv("TALLY_SHAPE_ALONE", "true", 1);
+  CHECK((*Parse({}))->shape_alone);
+  setenv("TALLY_SHAPE_ALONE", "sometimes", 1);
+  auto bad = Parse({});
+  unsetenv("TALLY_SHAPE_ALONE");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message().find("TALLY_SHAPE_ALONE") != absl::string_view::npos);
+}
+
 }  // namespace
 }  // namespace tally::server

@@ -198,11 +198,13 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
         std::chrono::duration<double, std::milli>(times.min_idle_ms));
     config.priority.long_idle = std::chrono::duration_cast<scheduler::Duration>(
         std::chrono::duration<double, std::milli>(times.long_idle_ms));
+    if (options.shape_alone) config.priority.always_shape_below = ClientPriority::kHighLevel;
     config.advisor = profiler.get();
     TALLY_ASSIGN_OR_RETURN(policy, scheduler::MakePolicy(options.policy, config));
     TALLY_LOG_INFO(
-        "tally-server: policy {} (min idle {} ms, long idle {} ms, turnaround {} ms{})",
+        "tally-server: policy {} (min idle {} ms, long idle {} ms, turnaround {} ms{}{})",
         options.policy, times.min_idle_ms, times.long_idle_ms, times.turnaround_ms,
+        options.shape_alone ? ", clients below high shaped even alone" : "",
         backend.emulated() ? ", the emulated GPU's scaled defaults" : "");
   }
   // The profiler only where a policy shapes kernels: elsewhere its timing would be wasted.

@@ -109,15 +109,35 @@ TEST_CASE_METHOD(Fixture, "Nothing starves once the foreground is idle") {
   CHECK(p.Wake(150) == Actions{IssueOf(2, kPtb), IssueOf(3, kPtb)});
   CHECK(p.End(160, 2, Finished(FormKind::kPreemptible)).empty());
   CHECK(p.Arrive(161, 2, Head::Kernel(Kernel(2))) == Actions{IssueOf(2, kPtb)});
-  // The foreground client leaves: the background clients are now the most important, but
-  // still best-effort: their kernels stay preemptible, unheld.
+  // The foreground client leaves: the background clients are now the most important, and
+  // their next kernels run unshaped (client 2's PTB kernel under way is not the next).
   CHECK(p.Leave(170, 1).empty());
   CHECK(p.End(180, 3, Finished(FormKind::kPreemptible)).empty());
-  CHECK(p.Arrive(181, 3, Head::Kernel(Kernel(3))) ==
-        Actions{IssueOf(3, kPtb, false, /*foreground=*/true)});
+  CHECK(p.Arrive(181, 3, Head::Kernel(Kernel(3))) == Actions{Foreground(3)});
 }
 
-TEST_CASE_METHOD(Fixture, "A best-effort client alone runs preemptible kernels one at a time") {
+TEST_CASE_METHOD(Fixture, "A best-effort client alone runs unshaped until a high one connects") {
+  p.Join(0, 2, kBestEffort);
+  CHECK(p.Arrive(0, 2, Head::Kernel(Kernel(2))) == Actions{Foreground(2)});
+  CHECK(advisor.asked == 0);
+  // A high-priority client connects: its kernel runs at once (the best-effort kernel already on
+  // the device cannot be stopped, and finishes first), and the next best-effort kernel waits
+  // for min_idle, then runs in the advisor's form.
+  p.Join(20, 1, kHigh);
+  CHECK(p.Arrive(21, 1, Head::Kernel(Kernel(1))) == Actions{Foreground(1, true)});
+  CHECK(p.Arrive(22, 2, Head::Kernel(Kernel(2))).empty());
+  CHECK(p.End(100, 1, Finished(FormKind::kOriginal)).empty());
+  CHECK(p.Wake(200) == Actions{IssueOf(2, kPtb)});
+  // The high client leaves: the best-effort client's next kernel is unshaped again.
+  CHECK(p.End(210, 2, Finished(FormKind::kPreemptible)).empty());
+  CHECK(p.Leave(220, 1).empty());
+  CHECK(p.Arrive(230, 2, Head::Kernel(Kernel(2))) == Actions{Foreground(2)});
+}
+
+TEST_CASE_METHOD(Fixture, "Shaping alone: a best-effort client alone runs preemptible kernels") {
+  PolicyHarness p{MakePriorityPolicy({std::chrono::microseconds(100),
+                                      std::chrono::milliseconds(10), ClientPriority::kHighLevel},
+                                     advisor)};
   advisor.choices[6] = {LaunchForm::Original(), /*short_turnaround=*/false};
   p.Join(0, 2, kBestEffort);
   const Action alone_ptb = IssueOf(2, kPtb, false, /*foreground=*/true);
@@ -130,7 +150,8 @@ TEST_CASE_METHOD(Fixture, "A best-effort client alone runs preemptible kernels o
   p.Join(20, 1, kHigh);
   CHECK(p.Arrive(21, 1, Head::Kernel(Kernel(1))) == Actions{PreemptOf(2), Foreground(1, true)});
   // Clients of level high and above run in their original form when they are on top.
-  PolicyHarness high(MakePriorityPolicy({}, advisor));
+  PolicyHarness high(MakePriorityPolicy({.always_shape_below = ClientPriority::kHighLevel},
+                                        advisor));
   high.Join(0, 1, kHigh);
   CHECK(high.Arrive(0, 1, Head::Kernel(Kernel(1))) == Actions{Foreground(1)});
 }
