@@ -162,6 +162,31 @@ $retry:
   CHECK(update.preemptible());
 }
 
+TEST_CASE("a loop that waits for threads of its own block waits for no other block") {
+  // Cooperative groups' barrier for a tile of several warps (nvcc 13, thread_block_tile<64>):
+  // the word is in shared memory, reached through a generic address, and every access is
+  // scoped to the block.
+  KernelAnalysis tile = Analyze(LoopKernel(R"(
+  atom.or.acq_rel.cta.b32 %r4, [%rd1], 1;
+$wait:
+  ld.acquire.cta.u32 %r1, [%rd1];
+  and.b32 %r5, %r1, 1;
+  setp.eq.s32 %p1, %r5, 0;
+  @%p1 bra $wait;
+)"));
+  CHECK(tile.sliceable());
+  CHECK(tile.preemptible());
+  // The same wait at the GPU's scope may wait for another block.
+  KernelAnalysis gpu = Analyze(LoopKernel(R"(
+$wait:
+  ld.acquire.gpu.u32 %r1, [%rd1];
+  and.b32 %r5, %r1, 1;
+  setp.eq.s32 %p1, %r5, 0;
+  @%p1 bra $wait;
+)"));
+  CHECK(Mentions(gpu.ptb_blockers, "inter-block dependency"));
+}
+
 TEST_CASE("a loop whose exit depends on a polled value is a spin-wait") {
   const std::vector<std::pair<const char*, std::string>> spins = {
       {"exit by a forward branch (break)", R"(

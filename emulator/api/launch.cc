@@ -181,7 +181,7 @@ absl::Status ResolveCluster(const Driver& driver, const Kernel& kernel,
 }
 
 absl::Status Launch(Driver& driver, const LaunchRequest& request) {
-  TALLY_ASSIGN_OR_RETURN(std::shared_ptr<Kernel> kernel, driver.kernels().Lookup(request.function));
+  TALLY_ASSIGN_OR_RETURN(std::shared_ptr<Kernel> kernel, driver.UsableKernel(request.function));
   TALLY_RETURN_IF_ERROR(CheckShape(*kernel, request.grid, request.block, request.dynamic_shared));
   // The blocks the device holds at once: a cooperative grid, and each cluster, must fit in them
   // (they are dispatched only as a whole).
@@ -337,7 +337,7 @@ absl::StatusOr<int> MaxActiveClusters(Driver& driver, CUfunction function,
                         nullptr,
                         false};
   TALLY_RETURN_IF_ERROR(ApplyAttributes(config, request));
-  TALLY_ASSIGN_OR_RETURN(std::shared_ptr<Kernel> kernel, driver.kernels().Lookup(function));
+  TALLY_ASSIGN_OR_RETURN(std::shared_ptr<Kernel> kernel, driver.UsableKernel(function));
   const exec::Function& f = *kernel->function;
   if (!request.cluster && f.required_cluster[0] == 0) {
     return CudaError(CUDA_ERROR_INVALID_CLUSTER_SIZE,
@@ -419,7 +419,7 @@ CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int* numBlocks, CUfunction 
                                                      size_t dynamicSMemSize) {
   return Run([&](Driver& driver) -> absl::Status {
     TALLY_RETURN_IF_ERROR(CheckOut(numBlocks));
-    TALLY_ASSIGN_OR_RETURN(std::shared_ptr<Kernel> kernel, driver.kernels().Lookup(func));
+    TALLY_ASSIGN_OR_RETURN(std::shared_ptr<Kernel> kernel, driver.UsableKernel(func));
     if (blockSize <= 0) return CudaError(CUDA_ERROR_INVALID_VALUE, "block size must be positive");
     *numBlocks = tally::emu::MaxActiveBlocksPerSm(*kernel, static_cast<uint32_t>(blockSize),
                                                   dynamicSMemSize);

@@ -116,7 +116,7 @@ CUresult cuModuleGetGlobal_v2(CUdeviceptr* dptr, size_t* bytes, CUmodule hmod, c
 CUresult cuFuncGetAttribute(int* pi, CUfunction_attribute attrib, CUfunction hfunc) {
   return Run([&](Driver& driver) -> absl::Status {
     TALLY_RETURN_IF_ERROR(CheckOut(pi));
-    TALLY_ASSIGN_OR_RETURN(std::shared_ptr<Kernel> kernel, driver.kernels().Lookup(hfunc));
+    TALLY_ASSIGN_OR_RETURN(std::shared_ptr<Kernel> kernel, driver.UsableKernel(hfunc));
     const tally::emu::exec::Function& f = *kernel->function;
     switch (attrib) {
       case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
@@ -172,7 +172,7 @@ CUresult cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t* paramOff
                             size_t* paramSize) {
   return Run([&](Driver& driver) -> absl::Status {
     TALLY_RETURN_IF_ERROR(CheckOut(paramOffset));
-    TALLY_ASSIGN_OR_RETURN(std::shared_ptr<Kernel> kernel, driver.kernels().Lookup(func));
+    TALLY_ASSIGN_OR_RETURN(std::shared_ptr<Kernel> kernel, driver.UsableKernel(func));
     const auto& layout = kernel->function->param_layout;
     if (paramIndex >= layout.size()) {
       return CudaError(CUDA_ERROR_INVALID_VALUE,
@@ -186,7 +186,7 @@ CUresult cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t* paramOff
 
 CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value) {
   return Run([&](Driver& driver) -> absl::Status {
-    TALLY_ASSIGN_OR_RETURN(std::shared_ptr<Kernel> kernel, driver.kernels().Lookup(hfunc));
+    TALLY_ASSIGN_OR_RETURN(std::shared_ptr<Kernel> kernel, driver.UsableKernel(hfunc));
     int static_shared = static_cast<int>(kernel->function->static_shared_bytes);
     switch (attrib) {
       case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:

@@ -145,6 +145,8 @@ void Block::PrepareLaunch(const LaunchSetup& setup) {
       set(SpecialSlot::kReservedSmemBegin, lane, reserved_begin);
       set(SpecialSlot::kReservedSmemEnd, lane, reserved_begin + kReservedSharedBytes);
       set(SpecialSlot::kReservedSmemCap, lane, kReservedSharedBytes);
+      set(SpecialSlot::kReservedSmemOffset0, lane, reserved_begin);
+      set(SpecialSlot::kReservedSmemOffset1, lane, reserved_begin + kReservedSharedBytes / 2);
       set(SpecialSlot::kEnvReg1, lane, setup.grid_workspace >> 32);
       set(SpecialSlot::kEnvReg2, lane, setup.grid_workspace & 0xffffffffu);
       set(SpecialSlot::kClusterNctaidX, lane, setup.cluster.x);

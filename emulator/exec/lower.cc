@@ -14,6 +14,7 @@
 #include <cstring>
 #include <utility>
 
+#include "common/log.h"
 #include "common/status.h"
 #include "emulator/exec/lower_context.h"
 #include "emulator/internal/cuda_status.h"
@@ -567,8 +568,16 @@ absl::StatusOr<std::vector<Function>> LowerModule(const ptx::Module& module,
     function.name = kernel->name;
     FunctionLowering lowering(module, function, globals, calls);
     if (absl::Status status = lowering.Lower(*kernel); !status.ok()) {
-      return CudaError(ToCuResult(status),
-                       "kernel " + kernel->name + ": " + std::string(status.message()));
+      const std::string why = "kernel " + kernel->name + ": " + std::string(status.message());
+      // Invalid PTX refuses the module, as NVIDIA's compiler would; a construct the emulated GPU
+      // does not implement makes only this kernel unusable (NVIDIA's device would run it).
+      if (ToCuResult(status) != CUDA_ERROR_NOT_SUPPORTED) return CudaError(ToCuResult(status), why);
+      TALLY_LOG_ERROR("emu: {}; the emulated GPU cannot run this kernel, and its launches fail",
+                      why);
+      Function unusable;
+      unusable.name = kernel->name;
+      unusable.unusable = CudaError(CUDA_ERROR_INVALID_PTX, why);
+      function = std::move(unusable);
     }
     functions.push_back(std::move(function));
   }

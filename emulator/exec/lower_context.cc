@@ -49,6 +49,8 @@ constexpr SpecialName kSpecials[] = {
     {"%reserved_smem_offset_begin", 0, SpecialSlot::kReservedSmemBegin},
     {"%reserved_smem_offset_end", 0, SpecialSlot::kReservedSmemEnd},
     {"%reserved_smem_offset_cap", 0, SpecialSlot::kReservedSmemCap},
+    {"%reserved_smem_offset_0", 0, SpecialSlot::kReservedSmemOffset0},
+    {"%reserved_smem_offset_1", 0, SpecialSlot::kReservedSmemOffset1},
     {"%envreg1", 0, SpecialSlot::kEnvReg1},
     {"%envreg2", 0, SpecialSlot::kEnvReg2},
     {"%cluster_ctaid", 'x', SpecialSlot::kClusterCtaidX},
@@ -327,7 +329,7 @@ absl::StatusOr<uint32_t> LowerContext::Source(const ptx::Operand& operand, Type 
         function_.reads_cluster_position = true;
       }
       if (special.slot >= SpecialSlot::kReservedSmemBegin &&
-          special.slot <= SpecialSlot::kReservedSmemCap) {
+          special.slot <= SpecialSlot::kReservedSmemOffset1) {
         function_.uses_reserved_shared = true;
       }
       return static_cast<uint32_t>(special.slot);
@@ -337,11 +339,10 @@ absl::StatusOr<uint32_t> LowerContext::Source(const ptx::Operand& operand, Type 
   if (!operand.name.empty() && operand.name[0] == '%' && !FindVariable(operand.name)) {
     // Special registers of the PTX ISA that the emulator cannot give a meaningful value: the
     // driver-defined environment registers other than the grid workspace's (their meaning is
-    // the driver's, undocumented), the reserved region's offsets %reserved_smem_offset_0/_1
-    // (undocumented) and %hwtaskid; %clock and %globaltimer forms outside mov (decode_alu.cc
-    // reads the clocks). Any other %name is simply undeclared.
-    constexpr std::string_view kUnsupported[] = {"%envreg", "%reserved_smem", "%hwtaskid",
-                                                 "%globaltimer", "%clock"};
+    // the driver's, undocumented) and %hwtaskid; %clock and %globaltimer forms outside mov
+    // (decode_alu.cc reads the clocks). Any other %name is simply undeclared.
+    constexpr std::string_view kUnsupported[] = {"%envreg", "%hwtaskid", "%globaltimer",
+                                                 "%clock"};
     for (std::string_view prefix : kUnsupported) {
       if (std::string_view(operand.name).starts_with(prefix)) {
         return CudaError(CUDA_ERROR_NOT_SUPPORTED,

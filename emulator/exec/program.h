@@ -5,6 +5,8 @@
 
 #include <cstdint>
 #include <string>
+
+#include "absl/status/status.h"
 #include <utility>
 #include <vector>
 
@@ -253,6 +255,11 @@ inline constexpr uint32_t kReservedSharedAlignment = 128;
 // A kernel ready to run: its code, then the code of the out-of-line .funcs it may call.
 struct Function {
   std::string name;
+  // Not OK when the emulated GPU cannot run the kernel (a construct it does not implement,
+  // CUDA_ERROR_NOT_SUPPORTED from lowering): the rest of its module loads and runs, and every
+  // use of this kernel (launch, attributes, occupancy) fails with that reason (Driver::
+  // UsableKernel).
+  absl::Status unusable;
   std::vector<Inst> code;
   // Register file layout: slots [0, SpecialSlot::kCount) hold the special registers, the rest
   // the function's registers and its constants (immediates and symbol addresses: the same value
@@ -314,13 +321,17 @@ enum class SpecialSlot : uint32_t {
   kLanemaskGe,
   kDynamicSmemSize,
   kTotalSmemSize,
-  // %aggr_smem_size and the reserved shared memory region's %reserved_smem_offset_begin, _end
-  // and _cap (PTX ISA, "Special Registers"); the region exists only in kernels that read them
-  // (Function::uses_reserved_shared).
+  // %aggr_smem_size and the reserved shared memory region's %reserved_smem_offset_begin, _end,
+  // _cap and %reserved_smem_offset_<2> (PTX ISA, "Special Registers"); the region exists only
+  // in kernels that read them (Function::uses_reserved_shared). The two offsets are the
+  // driver's to lay out: here each starts one half of the region (cooperative groups keep their
+  // multi-warp scratch, at least 288 bytes, at %reserved_smem_offset_1).
   kAggrSmemSize,
   kReservedSmemBegin,
   kReservedSmemEnd,
   kReservedSmemCap,
+  kReservedSmemOffset0,
+  kReservedSmemOffset1,
   // %envreg1:%envreg2 = high:low half of the cooperative-groups grid workspace address
   // (cooperative_groups/details/driver_abi.h); 0 outside cooperative launches.
   kEnvReg1,

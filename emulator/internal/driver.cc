@@ -91,6 +91,12 @@ std::vector<CUcontext>& Driver::ContextStack() {
   return stack;
 }
 
+absl::StatusOr<std::shared_ptr<Kernel>> Driver::UsableKernel(CUfunction handle) {
+  TALLY_ASSIGN_OR_RETURN(std::shared_ptr<Kernel> kernel, kernels_.Lookup(handle));
+  if (!kernel->function->unusable.ok()) return kernel->function->unusable;
+  return kernel;
+}
+
 absl::StatusOr<std::shared_ptr<Context>> Driver::LookupContext(CUcontext handle) {
   TALLY_ASSIGN_OR_RETURN(std::shared_ptr<Context> context, contexts_.Lookup(handle));
   if (!context->active()) return CudaError(CUDA_ERROR_INVALID_CONTEXT, "context is inactive");

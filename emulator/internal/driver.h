@@ -51,6 +51,9 @@ class Driver {
   EventTable& events() { return events_; }
   ModuleTable& modules() { return modules_; }
   KernelTable& kernels() { return kernels_; }
+  // The kernel behind `handle` where the emulated GPU can run it; CUDA_ERROR_INVALID_PTX ("a PTX
+  // JIT compilation failed"), naming the construct, for a kernel lowering refused.
+  absl::StatusOr<std::shared_ptr<Kernel>> UsableKernel(CUfunction handle);
   ArrayTable& arrays() { return arrays_; }
   TextureTable& textures() { return textures_; }
   // Sticky errors of tenants (tally_emu_ext.h), which never become their context's.

@@ -33,10 +33,18 @@
 namespace tally::ptx::passes {
 namespace {
 
+// Scope .cta: the operation synchronises only with the threads of its own block (PTX ISA,
+// "Memory Consistency Model", "Scope"); a block that waited through it for another block's
+// write would race with that write, which no correct program does. Cooperative groups' tiles of
+// several warps wait for each other so (ld.acquire.cta, atom.or.acq_rel.cta on a barrier word in
+// shared memory reached through a generic address).
+bool WithinBlockScope(const Instruction& inst) { return inst.HasModifier("cta"); }
+
 // Loads that observe memory other blocks write while the kernel runs (PTX ISA "Memory
 // Consistency Model"): the ways to poll. Plain loads may be hoisted out of a loop.
 bool IsPollingLoad(const Instruction& inst) {
   if (inst.opcode != "ld" && inst.opcode != "ldu") return false;
+  if (WithinBlockScope(inst)) return false;
   for (std::string_view space : {"shared", "local", "param", "const"}) {
     if (inst.HasModifier(space)) return false;
   }
@@ -52,7 +60,7 @@ bool IsPollingLoad(const Instruction& inst) {
 // differs from the value swapped in, and it retries only while other threads make progress. A
 // CAS whose expected and new values are the same operand only reads, and is polling.
 bool IsPollingAtomic(const Instruction& inst) {
-  if (inst.opcode != "atom" || inst.HasModifier("shared")) return false;
+  if (inst.opcode != "atom" || inst.HasModifier("shared") || WithinBlockScope(inst)) return false;
   if (!inst.HasModifier("cas") || inst.operands.size() != 4) return true;
   const Operand& expected = inst.operands[2];
   const Operand& swapped_in = inst.operands[3];

@@ -1,8 +1,8 @@
-// A program whose device code the device cannot load (here a scalar video instruction, vshl,
-// that the emulated GPU does not implement): as with CUDA's runtime, each launch of one of the
-// module's kernels fails at once with cudaErrorInvalidPtx ("a PTX JIT compilation failed"),
-// non-sticky, and everything else keeps working. run_e2e.sh also checks that the server's log
-// names the instruction.
+// A program with one kernel the device cannot run (here a scalar video instruction, vshl, that
+// the emulated GPU does not implement) beside kernels it can: only that kernel fails, at each of
+// its launches, with cudaErrorInvalidPtx ("a PTX JIT compilation failed"), non-sticky; the other
+// kernels of the same module run, and everything else keeps working. run_e2e.sh also checks
+// that the server's log names the instruction.
 #include <cuda.h>
 
 #include <vector>
@@ -20,7 +20,7 @@ __global__ void Video(unsigned* out, unsigned shift) {
   out[threadIdx.x] = shifted;
 }
 
-// Refused at the launch with the load's error, and only there: nothing poisons later calls.
+// Refused at the launch with the kernel's error, and only there: nothing poisons later calls.
 void ExpectRefused(const char* what) {
   const cudaError_t error = cudaGetLastError();
   if (error != cudaErrorInvalidPtx) {
@@ -31,21 +31,33 @@ void ExpectRefused(const char* what) {
   CHECK_CUDA(cudaDeviceSynchronize());
 }
 
+// Plain, run and checked: the module's other kernel is not held back by Video.
+void ExpectPlainRuns(int* out) {
+  CHECK_CUDA(cudaMemset(out, 0xff, 32 * sizeof(int)));
+  Plain<<<1, 32>>>(out);
+  CHECK_CUDA(cudaGetLastError());
+  std::vector<int> host(32);
+  CHECK_CUDA(cudaMemcpy(host.data(), out, host.size() * sizeof(int), cudaMemcpyDeviceToHost));
+  for (int i = 0; i < 32; ++i) EXPECT(host[i] == i);
+}
+
 int main() {
   int* out = nullptr;
   CHECK_CUDA(cudaMalloc(&out, 1024 * sizeof(int)));
-  // Both kernels live in the one module the device refuses.
-  Plain<<<1, 32>>>(out);
-  ExpectRefused("Plain, first launch");
+  // Both kernels live in one module: Plain runs, Video is refused at each launch.
+  ExpectPlainRuns(out);
   Video<<<1, 32>>>(reinterpret_cast<unsigned*>(out), 2);
   ExpectRefused("Video");
-  void* args[] = {&out};
-  EXPECT(cudaLaunchKernel(reinterpret_cast<const void*>(Plain), dim3(1), dim3(32), args, 0,
+  unsigned shift = 2;
+  void* args[] = {&out, &shift};
+  EXPECT(cudaLaunchKernel(reinterpret_cast<const void*>(Video), dim3(1), dim3(32), args, 0,
                           nullptr) == cudaErrorInvalidPtx);
-  ExpectRefused("Plain through cudaLaunchKernel");
+  ExpectRefused("Video through cudaLaunchKernel");
   cudaFuncAttributes attributes;
-  EXPECT(cudaFuncGetAttributes(&attributes, Plain) == cudaErrorInvalidPtx);
+  EXPECT(cudaFuncGetAttributes(&attributes, Video) == cudaErrorInvalidPtx);
   cudaGetLastError();
+  CHECK_CUDA(cudaFuncGetAttributes(&attributes, Plain));
+  ExpectPlainRuns(out);
 
   // Memory, copies and other modules are unaffected.
   std::vector<int> host(1024, 9);
@@ -60,7 +72,8 @@ int main() {
   for (int v : host) EXPECT(v == 10);
   CHECK_CU(cuModuleUnload(module));
 
-  // The driver API's load of such code reports the same error.
+  // Through the driver API: the module loads, its plain kernel runs, and the kernel the device
+  // cannot run is refused when it is looked up.
   const char* video_ptx = R"(
 .version 8.0
 .target sm_80
@@ -75,15 +88,35 @@ int main() {
   st.global.u32 [%rd1], %r2;
   ret;
 }
+.visible .entry store(.param .u64 out)
+{
+  .reg .b32 %r<2>;
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, 41;
+  st.global.u32 [%rd1], %r1;
+  ret;
+}
 )";
-  EXPECT(cuModuleLoadData(&module, video_ptx) == CUDA_ERROR_INVALID_PTX);
+  CHECK_CU(cuModuleLoadData(&module, video_ptx));
+  CUfunction store = nullptr;
+  CHECK_CU(cuModuleGetFunction(&store, module, "store"));
+  void* store_args[] = {&out};
+  CHECK_CU(cuLaunchKernel(store, 1, 1, 1, 1, 1, 1, 0, nullptr, store_args, nullptr));
+  int stored = 0;
+  CHECK_CUDA(cudaMemcpy(&stored, out, sizeof(int), cudaMemcpyDeviceToHost));
+  EXPECT(stored == 41);
+  CUfunction video = nullptr;
+  EXPECT(cuModuleGetFunction(&video, module, "shift") == CUDA_ERROR_INVALID_PTX);
+  CHECK_CU(cuModuleUnload(module));
 
   // Still refused, still not sticky.
-  Plain<<<1, 32>>>(out);
-  ExpectRefused("Plain, again");
+  Video<<<1, 32>>>(reinterpret_cast<unsigned*>(out), 2);
+  ExpectRefused("Video, again");
+  ExpectPlainRuns(out);
   CHECK_CUDA(cudaFree(out));
   std::printf(
-      "module_refused: launches of the refused module fail with cudaErrorInvalidPtx, "
-      "everything else works\n");
+      "module_refused: the kernel the device cannot run fails with cudaErrorInvalidPtx, its "
+      "module's other kernels and everything else work\n");
   return 0;
 }

@@ -239,8 +239,8 @@ PY
     # server's log (what the operator reads) says why, naming the construct its device refused
     start_server
     run "$5" || fail "$5 failed"
-    grep -q "cannot load a module.*$6" "$work/server.log" ||
-      fail "the server's log does not name $6 as why the module did not load"
+    grep -q "$6.*cannot run this kernel" "$work/server.log" ||
+      fail "the server's log does not name $6 as why a kernel cannot run"
     ;;
   killed)  # a client killed while holding memory: it is reclaimed, the server carries on
     start_server

@@ -358,9 +358,7 @@ std::vector<Case> Cases() {
              for (int v : in.Get<int>(0)) out.push_back(v * 7 + 1);
              e.Equal(1, out);
              e.Equal(2, std::vector<u32>{1, 1});
-           },
-       .slice_refusal = "polls memory in a loop",
-       .ptb_refusal = "polls memory in a loop"},
+           }},
   };
 }
 

@@ -196,8 +196,9 @@ extern "C" __global__ void atomic_memory_order(const int* in, unsigned* counters
 }
 
 // A producer warp publishes data with st.release and a flag; a consumer warp of the same block
-// polls the flag with ld.acquire. Polling in a loop may wait for another block in general, so
-// the transformation analysis refuses such kernels.
+// polls the flag with ld.acquire. Polling in a loop may wait for another block in general, but
+// not at the block's scope (.cta): the transformation analysis transforms this kernel, and its
+// forms must compute what it does.
 extern "C" __global__ void acquire_release_polling(const int* in, int* out, unsigned* flags) {
   __shared__ int data[32];
   unsigned lane = threadIdx.x & 31, warp = threadIdx.x / 32;
