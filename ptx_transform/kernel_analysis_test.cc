@@ -88,6 +88,8 @@ TEST_CASE("cross-block and residency-dependent features keep the original form")
       {"mbarrier", "mbarrier.init.shared.b64 [%rd1], 32;", "uses mbarrier objects"},
       {"tma", "cp.async.bulk.global.shared::cta.bulk_group [%rd1], [%r1], 16;",
        "bulk asynchronous"},
+      {"cp.async tracked by an mbarrier", "cp.async.mbarrier.arrive.noinc.shared.b64 [%rd1];",
+       "uses mbarrier objects"},
       {"indirect call", "call (%r1), %rd1, (%r2), proto;", "indirect call"},
       {"unknown external", "call.uni ext, ();", "calls external function ext"},
       {"whole-vector grid read", "mov.v4.u32 {%r1, %r2, %r3, %r4}, %ctaid;", "as a whole vector"},
@@ -100,6 +102,11 @@ TEST_CASE("cross-block and residency-dependent features keep the original form")
     CHECK(Mentions(a.slice_blockers, c.reason));
     CHECK(Mentions(a.ptb_blockers, c.reason));
   }
+  // cp.async with an mbarrier is no bulk copy.
+  KernelAnalysis arrive = Analyze(
+      ".visible .entry k()\n{\n.reg .b64 %rd<2>;\n"
+      "cp.async.mbarrier.arrive.noinc.shared.b64 [%rd1];\nret;\n}\n");
+  CHECK_FALSE(Mentions(arrive.slice_blockers, "bulk asynchronous"));
 }
 
 TEST_CASE("printf, malloc and assert are known external functions") {

@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "common/device_printf.h"
+#include "fmt/format.h"
 #include "emulator/exec/block.h"
 #include "emulator/exec/lanes.h"
 
@@ -118,6 +119,7 @@ bool Block::ExecuteBuiltin(const Inst& in, Warp& warp, uint32_t mask, uint32_t p
     std::memcpy(CallVariable(warp, lane, in.offset), value, size);
   };
   bool ok = true;
+  bool asserted = false;  // every failing lane prints its line before the block stops
   ForLanes(mask, [&](int l) {
     if (!ok) return;
     switch (static_cast<Builtin>(in.mod)) {
@@ -142,11 +144,15 @@ bool Block::ExecuteBuiltin(const Inst& in, Warp& warp, uint32_t mask, uint32_t p
           return;
         }
         const std::string where = file + ":" + std::to_string(argument(2, l, 4)) + ": " + function;
-        // As CUDA prints it to the program's stderr.
+        // As CUDA prints it to the program's stderr, one line per failing thread.
+        const uint32_t thread = warp.index * 32 + l;
+        const Dim3& block = setup_->block;
         Print(TenantOutput::Stream::kStderr,
-              where + ": " + ThreadName(warp, l) + " Assertion `" + message + "` failed.\n");
+              fmt::format("{}: block: [{},{},{}], thread: [{},{},{}] Assertion `{}` failed.\n",
+                          where, ctaid_.x, ctaid_.y, ctaid_.z, thread % block.x,
+                          thread / block.x % block.y, thread / (block.x * block.y), message));
         Fault(warp, l, pc, CUDA_ERROR_ASSERT, where + ": Assertion `" + message + "` failed");
-        ok = false;
+        asserted = true;
         return;
       }
       case Builtin::kMalloc: {
@@ -169,7 +175,7 @@ bool Block::ExecuteBuiltin(const Inst& in, Warp& warp, uint32_t mask, uint32_t p
       }
     }
   });
-  return ok;
+  return ok && !asserted;
 }
 
 }  // namespace tally::emu::exec

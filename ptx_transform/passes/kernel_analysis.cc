@@ -156,8 +156,13 @@ BodyFacts ScanBody(const passes::FunctionIndex& functions, passes::SpinWaitFinde
         ((inst.opcode == "st" || inst.opcode == "red") && inst.HasModifier("async"))) {
       AddUnique(facts.both_blockers, "uses thread-block clusters" + where);
     }
-    if (inst.opcode == "cp" && (inst.HasModifier("bulk") || inst.HasModifier("mbarrier"))) {
+    // cp.async.bulk (and cp.reduce.async.bulk) are the bulk copies; cp.async.mbarrier.arrive
+    // only makes an mbarrier track the thread's earlier cp.async copies (PTX ISA, "Data Movement
+    // and Conversion Instructions").
+    if (inst.opcode == "cp" && inst.HasModifier("bulk")) {
       AddUnique(facts.both_blockers, "uses bulk asynchronous copies (TMA)" + where);
+    } else if (inst.opcode == "cp" && inst.HasModifier("mbarrier")) {
+      AddUnique(facts.both_blockers, "uses mbarrier objects" + where);
     }
     if (auto barrier = AsBarrier(inst)) {
       if (barrier->id >= 0) facts.barrier_ids.insert(barrier->id);

@@ -24,7 +24,8 @@ __global__ void Hello(int pid, int base) {
          0.5 * threadIdx.x, "ok");
 }
 
-__global__ void Fails(int x) { assert(x == 0); }
+// Fails in every thread of every block but the first where x is not 0.
+__global__ void Fails(int x) { assert(x * blockIdx.x == 0); }
 
 namespace {
 
@@ -88,15 +89,25 @@ int main() {
     std::printf("device_output: kernel printf reached the program in order\n");
     return 0;
   }
-  // A failed assert: its message on stderr, cudaErrorAssert from the synchronising call.
+  // A failed assert in block 1 (of 2): a message for each of its threads on stderr, as CUDA
+  // prints them, and cudaErrorAssert from the synchronising call.
   Capture err(STDERR_FILENO);
-  Fails<<<1, 1>>>(1);
+  Fails<<<2, 4>>>(1);
   const cudaError_t failed = cudaDeviceSynchronize();
-  const std::vector<std::string> messages = err.Restore();
+  std::vector<std::string> messages = err.Restore();
   EXPECT(failed == cudaErrorAssert);
-  EXPECT(messages.size() == 1);
-  EXPECT(messages[0].find("Assertion `x == 0` failed.") != std::string::npos);
-  EXPECT(messages[0].find("device_output.cu") != std::string::npos);
+  EXPECT(messages.size() == 4);
+  std::sort(messages.begin(), messages.end());
+  for (int t = 0; t < 4; ++t) {
+    const std::string& message = messages[t];
+    std::ostringstream who;
+    who << "block: [1,0,0], thread: [" << t << ",0,0] Assertion `x * blockIdx.x == 0` failed.";
+    if (message.find(who.str()) == std::string::npos) {
+      std::fprintf(stderr, "assert message '%s' lacks '%s'\n", message.c_str(), who.str().c_str());
+      return 1;
+    }
+    EXPECT(message.find("device_output.cu") != std::string::npos);
+  }
   std::printf("device_output: kernel printf and assert messages reached the program in order\n");
   return 0;
 }
