@@ -251,13 +251,16 @@ class Captures {
     const auto it = by_stream_.find(StreamHandle(stream));
     if (it == by_stream_.end()) return;
     const std::shared_ptr<Sequence> sequence = it->second;
-    sequence->invalid = Invalidated();
     if (sequence->origin == it->first) {
+      sequence->invalid = Invalidated();
       Finish(*sequence);  // the capture can never end: its graph goes with it
-    } else {
-      sequence->frontier.erase(it->first);
-      by_stream_.erase(it);
+      return;
     }
+    // A joined stream whose work was joined back into the origin is no longer needed: CUDA lets
+    // it go. One whose work was not would leave that work out of the graph.
+    if (!JoinedBack(*sequence, sequence->frontier[it->first])) sequence->invalid = Invalidated();
+    sequence->frontier.erase(it->first);
+    by_stream_.erase(it);
   }
 
   absl::StatusOr<CaptureInfo> Info(cudaStream_t stream) {
@@ -334,9 +337,14 @@ class Captures {
     capture_internal::active.fetch_sub(1, std::memory_order_relaxed);
   }
 
-  // Whether every joined stream's frontier was joined back into the origin's: each of its nodes
-  // is (an ancestor of) a node of the origin's frontier.
+  // Whether every joined stream's frontier was joined back into the origin's.
   static bool Joined(const Sequence& sequence) {
+    return std::all_of(sequence.frontier.begin(), sequence.frontier.end(),
+                       [&](const auto& entry) { return JoinedBack(sequence, entry.second); });
+  }
+
+  // Whether each node of `frontier` is (an ancestor of) a node of the origin's frontier.
+  static bool JoinedBack(const Sequence& sequence, const std::vector<Node*>& frontier) {
     absl::flat_hash_set<const Node*> reached;
     std::vector<const Node*> pending;
     if (const auto origin = sequence.frontier.find(sequence.origin);
@@ -349,12 +357,8 @@ class Captures {
       if (!reached.insert(node).second) continue;
       pending.insert(pending.end(), node->dependencies.begin(), node->dependencies.end());
     }
-    for (const auto& [handle, frontier] : sequence.frontier) {
-      for (const Node* node : frontier) {
-        if (!reached.contains(node)) return false;
-      }
-    }
-    return true;
+    return std::all_of(frontier.begin(), frontier.end(),
+                       [&](const Node* node) { return reached.contains(node); });
   }
 
   // The legacy stream synchronises with every blocking stream, which a capture cannot record:

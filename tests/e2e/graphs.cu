@@ -282,6 +282,53 @@ void CapturedFork(cudaStream_t s1, cudaStream_t s2) {
   std::printf("captured fork and join: ok\n");
 }
 
+// A helper stream that joined a capture through an event and whose work was joined back may be
+// destroyed before the capture ends (NVIDIA's samples do): the capture goes on and its graph
+// holds the helper's work. One whose work was not joined back invalidates the capture.
+void DestroyJoinedStream(cudaStream_t origin) {
+  int* data = nullptr;
+  CHECK_CUDA(cudaMalloc(&data, kCount * sizeof(int)));
+  CHECK_CUDA(cudaMemset(data, 0, kCount * sizeof(int)));
+  cudaEvent_t forked, joined;
+  CHECK_CUDA(cudaEventCreateWithFlags(&forked, cudaEventDisableTiming));
+  CHECK_CUDA(cudaEventCreateWithFlags(&joined, cudaEventDisableTiming));
+  cudaStream_t helper;
+  CHECK_CUDA(cudaStreamCreate(&helper));
+  CHECK_CUDA(cudaStreamBeginCapture(origin, cudaStreamCaptureModeGlobal));
+  CHECK_CUDA(cudaEventRecord(forked, origin));
+  CHECK_CUDA(cudaStreamWaitEvent(helper, forked, 0));
+  AddTo<<<kBlocks, kThreads, 0, helper>>>(data, 5);
+  CHECK_CUDA(cudaEventRecord(joined, helper));
+  CHECK_CUDA(cudaStreamWaitEvent(origin, joined, 0));
+  CHECK_CUDA(cudaStreamDestroy(helper));
+  Scale<<<kBlocks, kThreads, 0, origin>>>(data, 3);
+  cudaGraph_t graph = nullptr;
+  CHECK_CUDA(cudaStreamEndCapture(origin, &graph));
+  EXPECT(NodeCount(graph) == 2);
+  cudaGraphExec_t exec = nullptr;
+  CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  CHECK_CUDA(cudaGraphLaunch(exec, origin));
+  std::vector<int> host(kCount);
+  CHECK_CUDA(cudaMemcpy(host.data(), data, kCount * sizeof(int), cudaMemcpyDeviceToHost));
+  for (int value : host) EXPECT(value == 15);
+  CHECK_CUDA(cudaGraphExecDestroy(exec));
+  CHECK_CUDA(cudaGraphDestroy(graph));
+
+  // Not joined back: the helper's kernel would be lost, so the capture is invalidated.
+  CHECK_CUDA(cudaStreamCreate(&helper));
+  CHECK_CUDA(cudaStreamBeginCapture(origin, cudaStreamCaptureModeGlobal));
+  CHECK_CUDA(cudaEventRecord(forked, origin));
+  CHECK_CUDA(cudaStreamWaitEvent(helper, forked, 0));
+  AddTo<<<kBlocks, kThreads, 0, helper>>>(data, 5);
+  CHECK_CUDA(cudaStreamDestroy(helper));
+  EXPECT(cudaStreamEndCapture(origin, &graph) == cudaErrorStreamCaptureInvalidated);
+  cudaGetLastError();
+  CHECK_CUDA(cudaEventDestroy(forked));
+  CHECK_CUDA(cudaEventDestroy(joined));
+  CHECK_CUDA(cudaFree(data));
+  std::printf("destroyed joined streams: ok\n");
+}
+
 // What CUDA refuses while a stream captures, and the state it leaves.
 void CaptureErrors(cudaStream_t s1, cudaStream_t s2, cudaStream_t non_blocking) {
   cudaGraph_t graph = nullptr;
@@ -616,6 +663,7 @@ int main() {
   CHECK_CUDA(cudaStreamCreateWithFlags(&non_blocking, cudaStreamNonBlocking));
   ExplicitGraph(s1);
   CapturedFork(s1, s2);
+  DestroyJoinedStream(s1);
   CaptureErrors(s1, s2, non_blocking);
   ChildGraphsEventsAndMemory(s1, s2);
   GenericNodesAndCaptureToGraph(s1);
