@@ -2,7 +2,7 @@
 // changes, new queue heads, the ends of runs and the passage of time, and answers each event
 // with actions (scheduler/types.h). Pure: no threads, clock or device of its own, so the same
 // policy runs in tally-server's dispatcher, in the simulator and in tests with a fake clock
-// (../shared/SCHEDULING.md, "One policy, three drivers").
+// (docs/scheduling.md, "One policy, three drivers").
 //
 // The driver's side of the contract:
 // - Every client has one ordered command queue; HeadArrived announces each head once. A head
@@ -63,6 +63,11 @@ struct PriorityOptions {
   // when a more important client connects (tally-server --shape-alone sets kHighLevel).
   int32_t always_shape_below = kShapeNoLevelAlone;
   static constexpr int32_t kShapeNoLevelAlone = std::numeric_limits<int32_t>::min();
+  // A client below high with no more important client connected runs unshaped, but with at most
+  // this many original kernels on the device at once (the second keeps the device busy while
+  // the server learns of the first's end): a latency-critical client that connects then waits
+  // for those alone, not for a whole queue of long kernels already on the device.
+  uint32_t unshaped_in_flight = 2;
 };
 
 // Every head issued as soon as it arrives, in its original form, whatever its client's

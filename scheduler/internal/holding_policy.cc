@@ -115,6 +115,9 @@ void HoldingPolicy::IssueForeground(ClientId id, Client& client, bool notify, De
     return;
   }
   const bool kernel = client.head->kind == Head::Kind::kKernel;
+  // A best-effort client on top: at most unshaped_in_flight of its kernels on the device.
+  const bool bounded = kernel && client.level < ClientPriority::kHighLevel;
+  if (bounded && client.originals_running >= options_.unshaped_in_flight) return;
   if (kernel && client.level < options_.always_shape_below) {
     const FormChoice choice = BackgroundForm(client.head->kernel);
     if (choice.form.kind != FormKind::kOriginal) {
@@ -125,8 +128,9 @@ void HoldingPolicy::IssueForeground(ClientId id, Client& client, bool notify, De
       return;
     }
   }
-  out.Issue(id, LaunchForm::Original(), kernel && notify, /*foreground=*/true);
-  if (kernel && notify) ++client.originals_running;
+  const bool tracked = kernel && (notify || bounded);
+  out.Issue(id, LaunchForm::Original(), tracked, /*foreground=*/true);
+  if (tracked) ++client.originals_running;
   client.head.reset();
 }
 

@@ -1,6 +1,7 @@
-// The mechanism shared by the priority policies (../../shared/SCHEDULING.md, "hold, shape,
-// preempt"): clients of the highest connected level issue at once in their original form (below
-// PriorityOptions::always_shape_below, in BackgroundForm's form, one kernel at a time);
+// The mechanism shared by the priority policies (docs/scheduling.md, "hold, shape, preempt"):
+// clients of the highest connected level issue at once in their original form (below high, at
+// most PriorityOptions::unshaped_in_flight kernels at a time; below always_shape_below, in
+// BackgroundForm's form, one kernel at a time);
 // a lower level's kernel waits until every higher level has been idle for min_idle, then runs
 // in the form BackgroundForm gives; more important work preempts running PTB kernels and stops
 // the issue of slices; copies and other work of any client go in queue order.

@@ -113,25 +113,31 @@ TEST_CASE_METHOD(Fixture, "Nothing starves once the foreground is idle") {
   // their next kernels run unshaped (client 2's PTB kernel under way is not the next).
   CHECK(p.Leave(170, 1).empty());
   CHECK(p.End(180, 3, Finished(FormKind::kPreemptible)).empty());
-  CHECK(p.Arrive(181, 3, Head::Kernel(Kernel(3))) == Actions{Foreground(3)});
+  CHECK(p.Arrive(181, 3, Head::Kernel(Kernel(3))) == Actions{Foreground(3, true)});
 }
 
 TEST_CASE_METHOD(Fixture, "A best-effort client alone runs unshaped until a high one connects") {
   p.Join(0, 2, kBestEffort);
-  CHECK(p.Arrive(0, 2, Head::Kernel(Kernel(2))) == Actions{Foreground(2)});
+  CHECK(p.Arrive(0, 2, Head::Kernel(Kernel(2))) == Actions{Foreground(2, true)});
   CHECK(advisor.asked == 0);
-  // A high-priority client connects: its kernel runs at once (the best-effort kernel already on
-  // the device cannot be stopped, and finishes first), and the next best-effort kernel waits
-  // for min_idle, then runs in the advisor's form.
+  // At most two of its kernels on the device at once: the third waits for the first's end.
+  CHECK(p.Arrive(1, 2, Head::Kernel(Kernel(2))) == Actions{Foreground(2, true)});
+  CHECK(p.Arrive(2, 2, Head::Kernel(Kernel(2))).empty());
+  CHECK(p.End(10, 2, Finished(FormKind::kOriginal)) == Actions{Foreground(2, true)});
+  // A high-priority client connects: its kernel runs at once (the best-effort kernels already on
+  // the device cannot be stopped, and finish first), and the next best-effort kernel waits
+  // for min_idle above it, then runs in the advisor's form.
   p.Join(20, 1, kHigh);
   CHECK(p.Arrive(21, 1, Head::Kernel(Kernel(1))) == Actions{Foreground(1, true)});
-  CHECK(p.Arrive(22, 2, Head::Kernel(Kernel(2))).empty());
+  CHECK(p.End(30, 2, Finished(FormKind::kOriginal)).empty());
+  CHECK(p.End(40, 2, Finished(FormKind::kOriginal)).empty());
+  CHECK(p.Arrive(42, 2, Head::Kernel(Kernel(2))).empty());
   CHECK(p.End(100, 1, Finished(FormKind::kOriginal)).empty());
   CHECK(p.Wake(200) == Actions{IssueOf(2, kPtb)});
   // The high client leaves: the best-effort client's next kernel is unshaped again.
   CHECK(p.End(210, 2, Finished(FormKind::kPreemptible)).empty());
   CHECK(p.Leave(220, 1).empty());
-  CHECK(p.Arrive(230, 2, Head::Kernel(Kernel(2))) == Actions{Foreground(2)});
+  CHECK(p.Arrive(230, 2, Head::Kernel(Kernel(2))) == Actions{Foreground(2, true)});
 }
 
 TEST_CASE_METHOD(Fixture, "Shaping alone: a best-effort client alone runs preemptible kernels") {
@@ -144,7 +150,7 @@ TEST_CASE_METHOD(Fixture, "Shaping alone: a best-effort client alone runs preemp
   CHECK(p.Arrive(0, 2, Head::Kernel(Kernel(2))) == Actions{alone_ptb});
   CHECK(p.End(10, 2, Finished(FormKind::kPreemptible)).empty());
   // A kernel the advisor cannot shape runs in its original form: nobody is there to protect.
-  CHECK(p.Arrive(11, 2, Head::Kernel(Kernel(6))) == Actions{Foreground(2)});
+  CHECK(p.Arrive(11, 2, Head::Kernel(Kernel(6))) == Actions{Foreground(2, true)});
   CHECK(p.Arrive(12, 2, Head::Kernel(Kernel(2))) == Actions{alone_ptb});
   // A high-priority client that connects later stops it at once.
   p.Join(20, 1, kHigh);
