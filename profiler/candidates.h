@@ -1,4 +1,4 @@
-// The forms the profiler tries for a launch configuration (../shared/SCHEDULING.md, "The
+// The forms the profiler tries for a launch configuration (docs/scheduling.md, "The
 // profiler", candidates).
 #pragma once
 

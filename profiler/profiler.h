@@ -1,4 +1,4 @@
-// The transparent profiler (../shared/SCHEDULING.md, "The profiler"): for each launch
+// The transparent profiler (docs/scheduling.md, "The profiler"): for each launch
 // configuration of a kernel that runs in the background, the candidate forms, their measured
 // time and turnaround (how long the device takes to give its SMs back), the choice under the
 // turnaround threshold, and a cache persisted across server runs. It is the priority policy's

@@ -1,5 +1,5 @@
 // Per-client ordered command queues and the one thread that issues their commands to the
-// device as the scheduling policy decides (../shared/SCHEDULING.md). The dispatch thread tells
+// device as the scheduling policy decides (docs/scheduling.md). The dispatch thread tells
 // the policy of clients, priorities, new queue heads, the ends of kernel runs (server/
 // kernel_runs.h, polled without blocking) and the passage of time, and carries out its
 // actions: issue a head in a form, preempt a running PTB kernel. Order within a client is never

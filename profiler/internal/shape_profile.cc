@@ -1,5 +1,5 @@
 // Per-launch-configuration profiling: estimates over recent samples, the probing order, and the
-// choice under the turnaround threshold (../../shared/SCHEDULING.md, "The profiler").
+// choice under the turnaround threshold (docs/scheduling.md, "The profiler").
 #include "profiler/internal/shape_profile.h"
 
 #include <algorithm>
