@@ -94,8 +94,9 @@ constexpr Flag kFlags[] = {
      "cudaMallocManaged), e.g. 2G (default none; it is also bounded by the client's 8 GiB "
      "host region)"},
     {"profile-cache", "TALLY_PROFILE_CACHE", "PATH",
-     "the profiler's cache (default $XDG_CACHE_HOME/tally/profiles.json, else "
-     "~/.cache/tally/profiles.json; none: no cache)"},
+     "the profiler's cache (default $XDG_CACHE_HOME/tally/profiles-<device>.json, else "
+     "~/.cache/tally/profiles-<device>.json, <device> a hash of the device's name, SMs, compute "
+     "capability, driver and transformation version; none: no cache)"},
 };
 
 void PrintUsage() {

@@ -45,8 +45,8 @@ struct ServerOptions {
   std::optional<double> turnaround_ms;
   // Clients asking for a higher level get this one (the log says so); unset: no cap.
   std::optional<int32_t> max_client_priority;
-  // The profiler's cache file; empty: $XDG_CACHE_HOME/tally/profiles.json (default
-  // ~/.cache/tally); "none": nothing is read or written.
+  // The profiler's cache file; empty: $XDG_CACHE_HOME/tally/profiles-<device>.json (default
+  // ~/.cache/tally; server.cc, ProfileCachePath); "none": nothing is read or written.
   std::string profile_cache;
   // How long a leaving client's work may still run before its resources are abandoned (left
   // allocated, with a log line) so that the server never hangs on a kernel that does not end.
