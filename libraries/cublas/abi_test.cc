@@ -1,6 +1,7 @@
-// The cuBLAS stand-in as an application's loader sees it: it answers to libcublas.so.13, exports
-// every status-returning libcublas function under that symbol version (the unimplemented ones
-// answering CUBLAS_STATUS_NOT_SUPPORTED), and fails bad handles with the documented status, never
+// The cuBLAS and cuBLASLt stand-ins as an application's loader sees them: they answer to
+// libcublas.so.13 and libcublasLt.so.13 (the first needing the second, found beside it), export
+// every status-returning function of NVIDIA's under those symbol versions (the unimplemented ones
+// answering CUBLAS_STATUS_NOT_SUPPORTED), and fail bad handles with the documented status, never
 // a crash. No server runs here: TALLY_SERVER names a socket nobody listens on.
 #include <cublas_v2.h>
 #include <dlfcn.h>
@@ -55,7 +56,27 @@ TEST_CASE("every status-returning libcublas export exists with its symbol versio
     CHECK(dlvsym(StandIn(), name, kVersion) != nullptr);
   }
   // Nothing of the stand-in's own (abseil, fmt, its namespaces) is visible.
-  CHECK(dlsym(StandIn(), "_ZN5tally9libraries6cublas10FindHandleEP13cublasContext") == nullptr);
+  CHECK(dlsym(StandIn(), "_ZN5tally9libraries10FromLaunchE9cudaError") == nullptr);
+}
+
+TEST_CASE("libcublasLt.so.13 comes with it and exports every cuBLASLt function") {
+  StandIn();
+  void* lt = dlopen("libcublasLt.so.13", RTLD_NOW | RTLD_NOLOAD);
+  REQUIRE(lt != nullptr);
+  int missing = 0;
+#define TALLY_LIBRARY_EXPORT(name) \
+  if (dlvsym(lt, #name, "libcublasLt.so.13") == nullptr) ++missing;
+#define TALLY_LIBRARY_VALUE_EXPORT(name) TALLY_LIBRARY_EXPORT(name)
+#include "libraries/cublaslt/cublaslt_exports.def"
+  CHECK(missing == 0);
+  // Its handle registry is the cuBLAS stand-in's, and nothing of cuBLAS's API is in it.
+  CHECK(dlvsym(lt, "tally_blas_handle_find", "TALLY_PRIVATE") != nullptr);
+  CHECK(dlvsym(lt, "cublasCreate_v2", "libcublasLt.so.13") == nullptr);
+  using Create = cublasStatus_t(void**);
+  auto* create = reinterpret_cast<Create*>(dlvsym(lt, "cublasLtCreate", "libcublasLt.so.13"));
+  REQUIRE(create != nullptr);
+  CHECK(create(nullptr) == CUBLAS_STATUS_INVALID_VALUE);
+  dlclose(lt);
 }
 
 TEST_CASE("an unimplemented function answers CUBLAS_STATUS_NOT_SUPPORTED") {

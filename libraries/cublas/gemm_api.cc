@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "libraries/blas/gemm_types.h"
 #include "libraries/cublas/entry.h"
 
 namespace tally::libraries::cublas {
@@ -32,23 +33,6 @@ struct GemmCall {
   int64_t batch;
 };
 
-// The element types of A and B, of C, and of the scalars alpha and beta.
-struct GemmTypes {
-  ElementType ab, c, scalar;
-};
-
-std::optional<bool> Transposed(cublasOperation_t op) {
-  switch (op) {
-    case CUBLAS_OP_N:
-      return false;
-    case CUBLAS_OP_T:
-    case CUBLAS_OP_C:  // the conjugate transpose of a real matrix is its transpose
-      return true;
-    default:
-      return std::nullopt;
-  }
-}
-
 cublasStatus_t RunGemm(const Handle& handle, const GemmCall& call, GemmTypes types) {
   const std::optional<bool> ta = Transposed(call.transa);
   const std::optional<bool> tb = Transposed(call.transb);
@@ -70,61 +54,15 @@ cublasStatus_t RunGemm(const Handle& handle, const GemmCall& call, GemmTypes typ
   problem.c = types.c;
   problem.a = {call.a, call.a_array, call.lda, call.stride_a, *ta};
   problem.b = {call.b, call.b_array, call.ldb, call.stride_b, *tb};
-  problem.c_data = call.c;
-  problem.c_array = call.c_array;
-  problem.ldc = call.ldc;
-  problem.stride_c = call.stride_c;
+  // C in place: read as C, written as D.
+  problem.c_in = {call.c, call.c_array, call.ldc, call.stride_c, false};
+  problem.d_data = call.c;
+  problem.d_array = call.c_array;
+  problem.ldd = call.ldc;
+  problem.stride_d = call.stride_c;
   problem.alpha = ReadScalar(handle, call.alpha, types.scalar);
   problem.beta = ReadScalar(handle, call.beta, types.scalar);
   return FromLaunch(kernels::LaunchGemm(problem, handle.stream));
-}
-
-std::optional<ElementType> ElementOf(cudaDataType type) {
-  switch (type) {
-    case CUDA_R_32F:
-      return ElementType::kF32;
-    case CUDA_R_64F:
-      return ElementType::kF64;
-    case CUDA_R_16F:
-      return ElementType::kF16;
-    case CUDA_R_16BF:
-      return ElementType::kBF16;
-    default:
-      return std::nullopt;
-  }
-}
-
-// The ...Ex forms: the types and the compute type Tally's kernels serve (cuBLAS documentation,
-// cublasGemmEx, its table of supported combinations), and the scalars' type they imply; nullopt
-// for the others, `why` naming what is missing.
-std::optional<GemmTypes> ExTypes(cudaDataType a, cudaDataType b, cudaDataType c,
-                                 cublasComputeType_t compute, const char*& why) {
-  const std::optional<ElementType> ab = ElementOf(a);
-  const std::optional<ElementType> c_type = ElementOf(c);
-  if (a != b || !ab || !c_type) {
-    why = "this combination of A, B and C types";
-    return std::nullopt;
-  }
-  switch (compute) {
-    case CUBLAS_COMPUTE_64F:
-    case CUBLAS_COMPUTE_64F_PEDANTIC:
-      if (*ab != ElementType::kF64 || *c_type != ElementType::kF64) break;
-      return GemmTypes{ElementType::kF64, ElementType::kF64, ElementType::kF64};
-    case CUBLAS_COMPUTE_32F:
-    case CUBLAS_COMPUTE_32F_PEDANTIC:
-    case CUBLAS_COMPUTE_32F_FAST_16F:
-    case CUBLAS_COMPUTE_32F_FAST_16BF:
-    case CUBLAS_COMPUTE_32F_FAST_TF32:
-      // f32 accumulation, computed in full f32 (which every fast mode allows).
-      if (*ab == ElementType::kF64 || *c_type == ElementType::kF64) break;
-      if (*c_type != *ab && *c_type != ElementType::kF32) break;
-      return GemmTypes{*ab, *c_type, ElementType::kF32};
-    default:
-      why = "this compute type (16-bit and integer computation)";
-      return std::nullopt;
-  }
-  why = "this combination of types and compute type";
-  return std::nullopt;
 }
 
 template <typename T>
@@ -154,32 +92,47 @@ using tally::libraries::cublas::TypedGemm;
 extern "C" {
 
 // The float and double entry points, one definition for both (X = S or D, T its type).
-#define TALLY_TYPED_GEMMS(X, T)                                                                   \
-  cublasStatus_t cublas##X##gemm_v2(cublasHandle_t handle, cublasOperation_t transa,              \
-                                    cublasOperation_t transb, int m, int n, int k,                \
-                                    const T* alpha, const T* A, int lda, const T* B, int ldb,     \
-                                    const T* beta, T* C, int ldc) {                               \
-    return TypedGemm<T>(handle, {transa, transb, m, n, k, alpha, A, nullptr, lda, 0, B, nullptr,  \
-                                 ldb, 0, beta, C, nullptr, ldc, 0, 1});                           \
-  }                                                                                               \
-  cublasStatus_t cublas##X##gemmStridedBatched(                                                   \
+#define TALLY_TYPED_GEMMS(X, T)                                                                    \
+  cublasStatus_t cublas##X##gemm_v2(cublasHandle_t handle, cublasOperation_t transa,               \
+                                    cublasOperation_t transb, int m, int n, int k, const T* alpha, \
+                                    const T* A, int lda, const T* B, int ldb, const T* beta, T* C, \
+                                    int ldc) {                                                     \
+    return TypedGemm<T>(handle, {transa, transb,  m,   n, k,    alpha, A,       nullptr, lda, 0,   \
+                                 B,      nullptr, ldb, 0, beta, C,     nullptr, ldc,     0,   1}); \
+  }                                                                                                \
+  cublasStatus_t cublas##X##gemmStridedBatched(                                                    \
       cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n,     \
-      int k, const T* alpha, const T* A, int lda, long long int strideA, const T* B, int ldb,     \
-      long long int strideB, const T* beta, T* C, int ldc, long long int strideC,                 \
-      int batchCount) {                                                                           \
-    return TypedGemm<T>(handle, {transa, transb, m, n, k, alpha, A, nullptr, lda, strideA, B,     \
-                                 nullptr, ldb, strideB, beta, C, nullptr, ldc, strideC,           \
-                                 batchCount});                                                    \
-  }                                                                                               \
-  cublasStatus_t cublas##X##gemmBatched(                                                          \
+      int k, const T* alpha, const T* A, int lda, long long int strideA, const T* B, int ldb,      \
+      long long int strideB, const T* beta, T* C, int ldc, long long int strideC,                  \
+      int batchCount) {                                                                            \
+    return TypedGemm<T>(                                                                           \
+        handle, {transa,  transb, m,       n,    k, alpha,   A,   nullptr, lda,       strideA, B,  \
+                 nullptr, ldb,    strideB, beta, C, nullptr, ldc, strideC, batchCount});           \
+  }                                                                                                \
+  cublasStatus_t cublas##X##gemmBatched(                                                           \
       cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n,     \
-      int k, const T* alpha, const T* const Aarray[], int lda, const T* const Barray[], int ldb,  \
-      const T* beta, T* const Carray[], int ldc, int batchCount) {                                \
-    return TypedGemm<T>(handle,                                                                   \
-                        {transa, transb, m, n, k, alpha, nullptr,                                 \
-                         reinterpret_cast<const void* const*>(Aarray), lda, 0, nullptr,           \
-                         reinterpret_cast<const void* const*>(Barray), ldb, 0, beta, nullptr,     \
-                         reinterpret_cast<void* const*>(Carray), ldc, 0, batchCount});            \
+      int k, const T* alpha, const T* const Aarray[], int lda, const T* const Barray[], int ldb,   \
+      const T* beta, T* const Carray[], int ldc, int batchCount) {                                 \
+    return TypedGemm<T>(handle, {transa,                                                           \
+                                 transb,                                                           \
+                                 m,                                                                \
+                                 n,                                                                \
+                                 k,                                                                \
+                                 alpha,                                                            \
+                                 nullptr,                                                          \
+                                 reinterpret_cast<const void* const*>(Aarray),                     \
+                                 lda,                                                              \
+                                 0,                                                                \
+                                 nullptr,                                                          \
+                                 reinterpret_cast<const void* const*>(Barray),                     \
+                                 ldb,                                                              \
+                                 0,                                                                \
+                                 beta,                                                             \
+                                 nullptr,                                                          \
+                                 reinterpret_cast<void* const*>(Carray),                           \
+                                 ldc,                                                              \
+                                 0,                                                                \
+                                 batchCount});                                                     \
   }
 TALLY_TYPED_GEMMS(S, float)
 TALLY_TYPED_GEMMS(D, double)

@@ -5,8 +5,8 @@
 
 #include "libraries/cublas/entry.h"
 
+using tally::libraries::Run;
 using tally::libraries::cublas::Handle;
-using tally::libraries::cublas::Run;
 using tally::libraries::cublas::RunWithHandle;
 
 extern "C" {
@@ -126,23 +126,11 @@ cublasStatus_t cublasSetAtomicsMode(cublasHandle_t handle, cublasAtomicsMode_t m
 }
 
 const char* cublasGetStatusName(cublasStatus_t status) {
-  switch (status) {
-#define TALLY_CUBLAS_STATUS(name, text) \
-  case name:                            \
-    return #name;
-#include "libraries/cublas/statuses.def"
-  }
-  return "CUBLAS_STATUS_UNKNOWN";
+  return tally::libraries::StatusName(status);
 }
 
 const char* cublasGetStatusString(cublasStatus_t status) {
-  switch (status) {
-#define TALLY_CUBLAS_STATUS(name, text) \
-  case name:                            \
-    return text;
-#include "libraries/cublas/statuses.def"
-  }
-  return "unknown status";
+  return tally::libraries::StatusDescription(status);
 }
 
 }  // extern "C"

@@ -125,33 +125,32 @@ namespace cublas = tally::libraries::cublas;
 extern "C" {
 
 // The float and double entry points, one definition for both (X = S or D, T its type).
-#define TALLY_TYPED_VECTOR_CALLS(X, T)                                                            \
-  cublasStatus_t cublas##X##axpy_v2(cublasHandle_t handle, int n, const T* alpha, const T* x,     \
-                                    int incx, T* y, int incy) {                                   \
-    return cublas::Axpy(handle, n, alpha, x, incx, y, incy);                                      \
-  }                                                                                               \
-  cublasStatus_t cublas##X##scal_v2(cublasHandle_t handle, int n, const T* alpha, T* x,           \
-                                    int incx) {                                                   \
-    return cublas::Scal(handle, n, alpha, x, incx);                                               \
-  }                                                                                               \
-  cublasStatus_t cublas##X##dot_v2(cublasHandle_t handle, int n, const T* x, int incx,            \
-                                   const T* y, int incy, T* result) {                             \
-    return cublas::Dot(handle, n, x, incx, y, incy, result);                                      \
-  }                                                                                               \
-  cublasStatus_t cublas##X##nrm2_v2(cublasHandle_t handle, int n, const T* x, int incx,           \
-                                    T* result) {                                                  \
-    return cublas::Nrm2(handle, n, x, incx, result);                                              \
-  }                                                                                               \
-  cublasStatus_t cublas##X##gemv_v2(cublasHandle_t handle, cublasOperation_t trans, int m, int n, \
-                                    const T* alpha, const T* A, int lda, const T* x, int incx,    \
-                                    const T* beta, T* y, int incy) {                              \
-    return cublas::Gemv(handle, trans, m, n, alpha, A, lda, x, incx, beta, y, incy);              \
-  }                                                                                               \
-  cublasStatus_t cublas##X##geam(cublasHandle_t handle, cublasOperation_t transa,                 \
-                                 cublasOperation_t transb, int m, int n, const T* alpha,          \
-                                 const T* A, int lda, const T* beta, const T* B, int ldb, T* C,   \
-                                 int ldc) {                                                       \
-    return cublas::Geam(handle, transa, transb, m, n, alpha, A, lda, beta, B, ldb, C, ldc);       \
+#define TALLY_TYPED_VECTOR_CALLS(X, T)                                                             \
+  cublasStatus_t cublas##X##axpy_v2(cublasHandle_t handle, int n, const T* alpha, const T* x,      \
+                                    int incx, T* y, int incy) {                                    \
+    return cublas::Axpy(handle, n, alpha, x, incx, y, incy);                                       \
+  }                                                                                                \
+  cublasStatus_t cublas##X##scal_v2(cublasHandle_t handle, int n, const T* alpha, T* x,            \
+                                    int incx) {                                                    \
+    return cublas::Scal(handle, n, alpha, x, incx);                                                \
+  }                                                                                                \
+  cublasStatus_t cublas##X##dot_v2(cublasHandle_t handle, int n, const T* x, int incx, const T* y, \
+                                   int incy, T* result) {                                          \
+    return cublas::Dot(handle, n, x, incx, y, incy, result);                                       \
+  }                                                                                                \
+  cublasStatus_t cublas##X##nrm2_v2(cublasHandle_t handle, int n, const T* x, int incx,            \
+                                    T* result) {                                                   \
+    return cublas::Nrm2(handle, n, x, incx, result);                                               \
+  }                                                                                                \
+  cublasStatus_t cublas##X##gemv_v2(cublasHandle_t handle, cublasOperation_t trans, int m, int n,  \
+                                    const T* alpha, const T* A, int lda, const T* x, int incx,     \
+                                    const T* beta, T* y, int incy) {                               \
+    return cublas::Gemv(handle, trans, m, n, alpha, A, lda, x, incx, beta, y, incy);               \
+  }                                                                                                \
+  cublasStatus_t cublas##X##geam(                                                                  \
+      cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n,     \
+      const T* alpha, const T* A, int lda, const T* beta, const T* B, int ldb, T* C, int ldc) {    \
+    return cublas::Geam(handle, transa, transb, m, n, alpha, A, lda, beta, B, ldb, C, ldc);        \
   }
 TALLY_TYPED_VECTOR_CALLS(S, float)
 TALLY_TYPED_VECTOR_CALLS(D, double)

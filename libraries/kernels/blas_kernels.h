@@ -30,22 +30,33 @@ struct MatrixOperand {
   bool transposed = false;  // op(X) = X^T (the conjugate transpose is the same for real types)
 };
 
+// What is applied to each element of the result before it is stored (cuBLASLt's epilogues):
+// the bias vector's element of the row is added, then the activation. GELU is the tanh
+// approximation, 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))).
+enum class Activation : uint8_t { kNone, kRelu, kGelu };
+
 struct GemmProblem {
   int64_t m = 0, n = 0, k = 0;
   int64_t batch = 1;
   ElementType ab = ElementType::kF32;  // A's and B's type
-  ElementType c = ElementType::kF32;
+  ElementType c = ElementType::kF32;   // C's and D's type
   MatrixOperand a, b;
-  void* c_data = nullptr;
-  void* const* c_array = nullptr;
-  int64_t ldc = 0;
-  int64_t stride_c = 0;
+  MatrixOperand c_in;      // C, read where beta is not 0 (never transposed)
+  void* d_data = nullptr;  // D, written; the same memory as C for cuBLAS
+  void* const* d_array = nullptr;
+  int64_t ldd = 0;
+  int64_t stride_d = 0;
   Scalar alpha, beta;
+  // The epilogue: a bias of m elements of D's type per batch entry (bias_stride elements
+  // apart), or none; then the activation.
+  const void* bias = nullptr;
+  int64_t bias_stride = 0;
+  Activation activation = Activation::kNone;
 };
 
-// C = alpha op(A) op(B) + beta C for every entry of the batch; C is never read where beta is 0,
-// A and B never where alpha is 0. Supported: ab == c (f32, f64, f16, bf16; f16 and bf16 with f32
-// accumulation), and f16 or bf16 A and B with an f32 C.
+// D = act(alpha op(A) op(B) + beta C + bias) for every entry of the batch; C is never read where
+// beta is 0, A and B never where alpha is 0. Supported: ab == c (f32, f64, f16, bf16; f16 and
+// bf16 with f32 accumulation), and f16 or bf16 A and B with an f32 C.
 cudaError_t LaunchGemm(const GemmProblem& problem, cudaStream_t stream);
 
 // Vectors: n elements `inc` apart; a negative increment walks from the end (BLAS).

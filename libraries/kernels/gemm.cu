@@ -29,11 +29,30 @@ template <typename TAB, typename TC, typename Acc>
 struct GemmArgs {
   int64_t m, n, k, batch;
   Operand<TAB> a, b;
-  TC* c;
-  TC* const* c_array;
-  int64_t ldc, stride_c;
+  Operand<TC> c;
+  TC* d;
+  TC* const* d_array;
+  int64_t ldd, stride_d;
   DeviceScalar<Acc> alpha, beta;
+  const TC* bias;
+  int64_t bias_stride;
+  Activation activation;
 };
+
+template <typename Acc>
+__device__ Acc Activate(Activation activation, Acc x) {
+  switch (activation) {
+    case Activation::kRelu:
+      return x > Acc(0) ? x : Acc(0);
+    case Activation::kGelu: {
+      const Acc inner = Acc(0.7978845608028654) * (x + Acc(0.044715) * x * x * x);
+      return Acc(0.5) * x * (Acc(1) + tanh(inner));
+    }
+    case Activation::kNone:
+      break;
+  }
+  return x;
+}
 
 template <typename TAB, typename TC, typename Acc>
 __global__ void __launch_bounds__(kTile* kTile) GemmTile(GemmArgs<TAB, TC, Acc> g) {
@@ -61,11 +80,13 @@ __global__ void __launch_bounds__(kTile* kTile) GemmTile(GemmArgs<TAB, TC, Acc> 
       }
     }
     if (row < g.m && col < g.n) {
-      TC* c = g.c_array != nullptr ? g.c_array[batch] : g.c + batch * g.stride_c;
-      TC& out = c[row + col * g.ldc];
       Acc value = alpha * sum;
-      if (beta != Acc(0)) value += beta * ToAcc<Acc>(out);  // BLAS: C is not read where beta is 0
-      out = FromAcc<TC>(value);
+      // BLAS: C is not read where beta is 0.
+      if (beta != Acc(0)) value += beta * ToAcc<Acc>(g.c.At(g.c.Base(batch), row, col));
+      if (g.bias != nullptr) value += ToAcc<Acc>(g.bias[batch * g.bias_stride + row]);
+      value = Activate(g.activation, value);
+      TC* d = g.d_array != nullptr ? g.d_array[batch] : g.d + batch * g.stride_d;
+      d[row + col * g.ldd] = FromAcc<TC>(value);
     }
   }
 }
@@ -84,12 +105,16 @@ cudaError_t Launch(const GemmProblem& p, cudaStream_t stream) {
                               p.batch,
                               ToOperand<TAB>(p.a),
                               ToOperand<TAB>(p.b),
-                              static_cast<TC*>(p.c_data),
-                              reinterpret_cast<TC* const*>(p.c_array),
-                              p.ldc,
-                              p.stride_c,
+                              ToOperand<TC>(p.c_in),
+                              static_cast<TC*>(p.d_data),
+                              reinterpret_cast<TC* const*>(p.d_array),
+                              p.ldd,
+                              p.stride_d,
                               ToDevice<Acc>(p.alpha),
-                              ToDevice<Acc>(p.beta)};
+                              ToDevice<Acc>(p.beta),
+                              static_cast<const TC*>(p.bias),
+                              p.bias_stride,
+                              p.activation};
   const int64_t grid_x = (p.m + kTile - 1) / kTile;
   const int64_t grid_y = (p.n + kTile - 1) / kTile;
   if (grid_x > 0x7fffffff || grid_y > 65535) return cudaErrorInvalidConfiguration;

@@ -35,9 +35,9 @@ constexpr char kUsage[] =
     "  --server PATH  the server's socket (default: TALLY_SERVER, else the server's default)\n"
     "  --help         show this help\n\n"
     "The shim loaded is TALLY_CLIENT_LIBRARY when set, else this build's libtally_client.so.\n"
-    "Tally's stand-ins for cuBLAS (libcublas.so.13) come first on the program's\n"
-    "LD_LIBRARY_PATH, so that it uses them instead of the vendor library: those in the\n"
-    "folder TALLY_LIBRARY_DIR names when set, else this build's.\n";
+    "Tally's stand-ins for cuBLAS and cuBLASLt (libcublas.so.13, libcublasLt.so.13) come\n"
+    "first on the program's LD_LIBRARY_PATH, so that it uses them instead of the vendor\n"
+    "libraries: those in the folder TALLY_LIBRARY_DIR names when set, else this build's.\n";
 
 // Sets a colon-separated list variable to `first`, then what it held. LD_PRELOAD: the shim's
 // symbols must win over any other preloaded library's; LD_LIBRARY_PATH: Tally's folders are

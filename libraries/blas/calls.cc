@@ -1,12 +1,12 @@
-// Statuses and scalars shared by the cuBLAS entry points.
-#include "libraries/cublas/entry.h"
+// Statuses and scalars shared by the BLAS stand-ins' entry points.
+#include "libraries/blas/calls.h"
 
 #include <cstdio>
 #include <mutex>
 #include <set>
 #include <string>
 
-namespace tally::libraries::cublas {
+namespace tally::libraries {
 
 cublasStatus_t FromLaunch(cudaError_t launched) {
   switch (launched) {
@@ -32,11 +32,31 @@ cublasStatus_t NotSupported(const char* api, std::string_view what) {
   return CUBLAS_STATUS_NOT_SUPPORTED;
 }
 
-kernels::Scalar ReadScalar(const Handle& handle, const void* scalar, kernels::ElementType type) {
-  if (handle.pointer_mode == CUBLAS_POINTER_MODE_DEVICE) return {0, scalar};
+const char* StatusName(cublasStatus_t status) {
+  switch (status) {
+#define TALLY_CUBLAS_STATUS(name, text) \
+  case name:                            \
+    return #name;
+#include "libraries/blas/statuses.def"
+  }
+  return "CUBLAS_STATUS_UNKNOWN";
+}
+
+const char* StatusDescription(cublasStatus_t status) {
+  switch (status) {
+#define TALLY_CUBLAS_STATUS(name, text) \
+  case name:                            \
+    return text;
+#include "libraries/blas/statuses.def"
+  }
+  return "unknown status";
+}
+
+kernels::Scalar ReadScalar(bool on_device, const void* scalar, kernels::ElementType type) {
+  if (on_device) return {0, scalar};
   return {type == kernels::ElementType::kF64 ? *static_cast<const double*>(scalar)
                                              : double{*static_cast<const float*>(scalar)},
           nullptr};
 }
 
-}  // namespace tally::libraries::cublas
+}  // namespace tally::libraries

@@ -1,5 +1,5 @@
-// The registry of live cuBLAS handles.
-#include "libraries/cublas/handle.h"
+// The registry of live BLAS handles (blas_handles.h).
+#include "libraries/cublaslt/blas_handles.h"
 
 #include <cuda_runtime_api.h>
 
@@ -7,13 +7,13 @@
 #include <mutex>
 #include <unordered_map>
 
-namespace tally::libraries::cublas {
+namespace tally::libraries {
 namespace {
 
 // The address an application holds is the key; the handle lives here until destroyed.
 struct Registry {
   std::mutex mutex;
-  std::unordered_map<const void*, std::unique_ptr<Handle>> handles;
+  std::unordered_map<const void*, std::unique_ptr<BlasHandle>> handles;
 };
 
 Registry& Live() {
@@ -22,25 +22,30 @@ Registry& Live() {
 }
 
 }  // namespace
+}  // namespace tally::libraries
 
-cublasStatus_t CreateHandle(cublasHandle_t* out) {
+using tally::libraries::BlasHandle;
+
+extern "C" {
+
+cublasStatus_t tally_blas_handle_create(void** out) {
   if (out == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
-  auto handle = std::make_unique<Handle>();
+  auto handle = std::make_unique<BlasHandle>();
   // Room for the widest result a reduction writes (a double).
   if (cudaMalloc(&handle->result, sizeof(double)) != cudaSuccess) {
     return CUBLAS_STATUS_ALLOC_FAILED;
   }
-  Registry& live = Live();
+  auto& live = tally::libraries::Live();
   std::lock_guard lock(live.mutex);
-  *out = reinterpret_cast<cublasHandle_t>(handle.get());
+  *out = handle.get();
   live.handles.emplace(handle.get(), std::move(handle));
   return CUBLAS_STATUS_SUCCESS;
 }
 
-cublasStatus_t DestroyHandle(cublasHandle_t handle) {
-  std::unique_ptr<Handle> owned;
+cublasStatus_t tally_blas_handle_destroy(const void* handle) {
+  std::unique_ptr<BlasHandle> owned;
   {
-    Registry& live = Live();
+    auto& live = tally::libraries::Live();
     std::lock_guard lock(live.mutex);
     auto it = live.handles.find(handle);
     if (it == live.handles.end()) return CUBLAS_STATUS_NOT_INITIALIZED;
@@ -51,11 +56,11 @@ cublasStatus_t DestroyHandle(cublasHandle_t handle) {
   return CUBLAS_STATUS_SUCCESS;
 }
 
-Handle* FindHandle(cublasHandle_t handle) {
-  Registry& live = Live();
+BlasHandle* tally_blas_handle_find(const void* handle) {
+  auto& live = tally::libraries::Live();
   std::lock_guard lock(live.mutex);
   auto it = live.handles.find(handle);
   return it == live.handles.end() ? nullptr : it->second.get();
 }
 
-}  // namespace tally::libraries::cublas
+}  // extern "C"

@@ -1,0 +1,44 @@
+// What the BLAS stand-ins (cuBLAS, cuBLASLt) share about a call: the status of a launch of
+// Tally's kernels, the NOT_SUPPORTED answer that names what is missing, scalars as the kernels
+// take them, and the exception barrier every entry point runs in.
+#pragma once
+
+#include <cublas_v2.h>
+
+#include <string_view>
+#include <type_traits>
+
+#include "libraries/kernels/blas_kernels.h"
+
+namespace tally::libraries {
+
+// The status of a launch of Tally's kernels.
+cublasStatus_t FromLaunch(cudaError_t launched);
+
+// NOT_SUPPORTED for a call Tally's kernels cannot serve, naming what is missing on stderr (once
+// per entry point).
+cublasStatus_t NotSupported(const char* api, std::string_view what);
+
+// cublasGetStatusName and cublasGetStatusString (also cuBLASLt's): "UNKNOWN" for other values.
+const char* StatusName(cublasStatus_t status);
+const char* StatusDescription(cublasStatus_t status);
+
+// A scalar argument as the kernels take it: read now where it is in host memory, else its
+// device address (read by the kernel).
+kernels::Scalar ReadScalar(bool on_device, const void* scalar, kernels::ElementType type);
+
+// The element type of the float and double entry points (cublasS..., cublasD...).
+template <typename T>
+constexpr kernels::ElementType kElement =
+    std::is_same_v<T, double> ? kernels::ElementType::kF64 : kernels::ElementType::kF32;
+
+template <typename Body>
+cublasStatus_t Run(Body&& body) noexcept {
+  try {
+    return body();
+  } catch (...) {
+    return CUBLAS_STATUS_INTERNAL_ERROR;  // std::bad_alloc: never across the C ABI
+  }
+}
+
+}  // namespace tally::libraries

@@ -1,0 +1,333 @@
+// cuBLASLt's entry points that the stand-in implements: handles (a cuBLAS handle of the stand-in
+// is one too), the three descriptor kinds, the heuristic (one algorithm: Tally's GEMM kernel,
+// needing no workspace) and cublasLtMatmul, which checks its descriptors as the cuBLASLt
+// documentation says and launches Tally's GEMM with the epilogue on the given stream.
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+#include <library_types.h>
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+
+#include "libraries/blas/calls.h"
+#include "libraries/blas/gemm_types.h"
+#include "libraries/cublaslt/blas_handles.h"
+#include "libraries/cublaslt/descriptors.h"
+
+namespace tally::libraries::cublaslt {
+namespace {
+
+// The epilogues Tally's kernel applies: bias, then ReLU or GELU.
+std::optional<kernels::Activation> ActivationOf(uint32_t epilogue, bool& bias) {
+  bias = false;
+  switch (epilogue) {
+    case CUBLASLT_EPILOGUE_DEFAULT:
+      return kernels::Activation::kNone;
+    case CUBLASLT_EPILOGUE_RELU:
+      return kernels::Activation::kRelu;
+    case CUBLASLT_EPILOGUE_GELU:
+      return kernels::Activation::kGelu;
+    case CUBLASLT_EPILOGUE_BIAS:
+      bias = true;
+      return kernels::Activation::kNone;
+    case CUBLASLT_EPILOGUE_RELU_BIAS:
+      bias = true;
+      return kernels::Activation::kRelu;
+    case CUBLASLT_EPILOGUE_GELU_BIAS:
+      bias = true;
+      return kernels::Activation::kGelu;
+    default:
+      return std::nullopt;  // auxiliary outputs, gradients
+  }
+}
+
+// A layout's batch as the kernels take it: entries batch_stride elements apart.
+kernels::MatrixOperand Operand(const void* data, const LayoutState& layout, bool transposed) {
+  return {data, nullptr, layout.ld, layout.batch_stride, transposed};
+}
+
+// D = act(alpha op(A) op(B) + beta C + bias): the checks of the cuBLASLt documentation
+// (cublasLtMatmul: "CUBLAS_STATUS_INVALID_VALUE if the parameters are in conflict or in an
+// impossible configuration"), then the launch.
+cublasStatus_t Matmul(const MatmulState& op, const void* alpha, const void* a,
+                      const LayoutState& la, const void* b, const LayoutState& lb, const void* beta,
+                      const void* c, const LayoutState& lc, void* d, const LayoutState& ld,
+                      cudaStream_t stream) {
+  const std::optional<bool> ta = Transposed(static_cast<cublasOperation_t>(op.transa));
+  const std::optional<bool> tb = Transposed(static_cast<cublasOperation_t>(op.transb));
+  if (!ta || !tb || alpha == nullptr || beta == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
+  for (const LayoutState* layout : {&la, &lb, &lc, &ld}) {
+    if (layout->order != CUBLASLT_ORDER_COL || layout->plane_offset != 0) {
+      return NotSupported("cublasLtMatmul", "a layout other than column-major");
+    }
+    if (layout->ld < static_cast<int64_t>(std::max<uint64_t>(1, layout->rows)) ||
+        layout->batch_count < 1) {
+      return CUBLAS_STATUS_INVALID_VALUE;
+    }
+  }
+  if (op.transc != CUBLAS_OP_N) return NotSupported("cublasLtMatmul", "a transposed C");
+  // op(A) is m x k, op(B) k x n, C and D m x n.
+  const uint64_t m = ld.rows, n = ld.cols;
+  const uint64_t k = *ta ? la.rows : la.cols;
+  if ((*ta ? la.cols : la.rows) != m || (*tb ? lb.rows : lb.cols) != n ||
+      (*tb ? lb.cols : lb.rows) != k || lc.rows != m || lc.cols != n || la.type != lb.type ||
+      lc.type != ld.type || lc.batch_count != ld.batch_count ||
+      (la.batch_count != 1 && la.batch_count != ld.batch_count) ||
+      (lb.batch_count != 1 && lb.batch_count != ld.batch_count)) {
+    return CUBLAS_STATUS_INVALID_VALUE;
+  }
+  const char* why = "";
+  const std::optional<GemmTypes> types = ExTypes(
+      static_cast<cudaDataType>(la.type), static_cast<cudaDataType>(lb.type),
+      static_cast<cudaDataType>(ld.type), static_cast<cublasComputeType_t>(op.compute_type), why);
+  if (!types) return NotSupported("cublasLtMatmul", why);
+  const std::optional<kernels::ElementType> scale =
+      ElementOf(static_cast<cudaDataType>(op.scale_type));
+  if (!scale || *scale != types->scalar) {
+    return NotSupported("cublasLtMatmul", "this scale type for the compute type");
+  }
+  bool bias = false;
+  const std::optional<kernels::Activation> activation = ActivationOf(op.epilogue, bias);
+  if (!activation) return NotSupported("cublasLtMatmul", "this epilogue");
+  if (bias && (op.bias == nullptr)) return CUBLAS_STATUS_INVALID_VALUE;
+  if (bias && op.bias_type != -1 && static_cast<uint32_t>(op.bias_type) != ld.type) {
+    return NotSupported("cublasLtMatmul", "a bias of another type than D's");
+  }
+  if (op.pointer_mode != CUBLASLT_POINTER_MODE_HOST &&
+      op.pointer_mode != CUBLASLT_POINTER_MODE_DEVICE) {
+    return NotSupported("cublasLtMatmul", "vector scalars");
+  }
+  if (m == 0 || n == 0) return CUBLAS_STATUS_SUCCESS;
+  const bool on_device = op.pointer_mode == CUBLASLT_POINTER_MODE_DEVICE;
+  kernels::GemmProblem problem;
+  problem.m = static_cast<int64_t>(m);
+  problem.n = static_cast<int64_t>(n);
+  problem.k = static_cast<int64_t>(k);
+  problem.batch = ld.batch_count;
+  problem.ab = types->ab;
+  problem.c = types->c;
+  // A batch of one entry is the same for every entry of D's (stride 0).
+  problem.a = Operand(a, la, *ta);
+  if (la.batch_count == 1) problem.a.stride = 0;
+  problem.b = Operand(b, lb, *tb);
+  if (lb.batch_count == 1) problem.b.stride = 0;
+  problem.c_in = Operand(c, lc, false);
+  problem.d_data = d;
+  problem.ldd = ld.ld;
+  problem.stride_d = ld.batch_stride;
+  problem.alpha = ReadScalar(on_device, alpha, types->scalar);
+  problem.beta = ReadScalar(on_device, beta, types->scalar);
+  problem.bias = bias ? op.bias : nullptr;
+  problem.bias_stride = op.bias_batch_stride;
+  problem.activation = *activation;
+  return FromLaunch(kernels::LaunchGemm(problem, stream));
+}
+
+bool LiveHandle(cublasLtHandle_t handle) { return tally_blas_handle_find(handle) != nullptr; }
+
+}  // namespace
+}  // namespace tally::libraries::cublaslt
+
+using tally::libraries::Run;
+namespace lt = tally::libraries::cublaslt;
+
+extern "C" {
+
+cublasStatus_t cublasLtCreate(cublasLtHandle_t* handle) {
+  return Run([&] { return tally_blas_handle_create(reinterpret_cast<void**>(handle)); });
+}
+
+cublasStatus_t cublasLtDestroy(cublasLtHandle_t handle) {
+  return Run([&] { return tally_blas_handle_destroy(handle); });
+}
+
+// cuBLASLt ships with cuBLAS and has its version.
+size_t cublasLtGetVersion(void) { return CUBLAS_VERSION; }
+
+size_t cublasLtGetCudartVersion(void) { return CUDART_VERSION; }
+
+cublasStatus_t cublasLtGetProperty(libraryPropertyType type, int* value) {
+  return Run([&] {
+    if (value == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
+    switch (type) {
+      case MAJOR_VERSION:
+        *value = CUBLAS_VER_MAJOR;
+        return CUBLAS_STATUS_SUCCESS;
+      case MINOR_VERSION:
+        *value = CUBLAS_VER_MINOR;
+        return CUBLAS_STATUS_SUCCESS;
+      case PATCH_LEVEL:
+        *value = CUBLAS_VER_PATCH;
+        return CUBLAS_STATUS_SUCCESS;
+    }
+    return CUBLAS_STATUS_INVALID_VALUE;
+  });
+}
+
+const char* cublasLtGetStatusName(cublasStatus_t status) {
+  return tally::libraries::StatusName(status);
+}
+
+const char* cublasLtGetStatusString(cublasStatus_t status) {
+  return tally::libraries::StatusDescription(status);
+}
+
+cublasStatus_t cublasLtMatrixLayoutInit_internal(cublasLtMatrixLayout_t layout, size_t size,
+                                                 cudaDataType type, uint64_t rows, uint64_t cols,
+                                                 int64_t ld) {
+  return Run([&] { return lt::InitLayout(layout, size, type, rows, cols, ld); });
+}
+
+cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t* layout, cudaDataType type,
+                                          uint64_t rows, uint64_t cols, int64_t ld) {
+  return Run([&] {
+    if (layout == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
+    auto* storage = new cublasLtMatrixLayoutOpaque_t;
+    lt::InitLayout(storage, sizeof(*storage), type, rows, cols, ld);
+    *layout = storage;
+    return CUBLAS_STATUS_SUCCESS;
+  });
+}
+
+cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t layout) {
+  return Run([&] {
+    if (lt::FindLayout(layout) == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
+    lt::Forget(layout);
+    delete layout;
+    return CUBLAS_STATUS_SUCCESS;
+  });
+}
+
+cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t layout,
+                                                cublasLtMatrixLayoutAttribute_t attribute,
+                                                const void* buffer, size_t size) {
+  return Run([&] { return lt::SetLayoutAttribute(layout, attribute, buffer, size); });
+}
+
+cublasStatus_t cublasLtMatrixLayoutGetAttribute(cublasLtMatrixLayout_t layout,
+                                                cublasLtMatrixLayoutAttribute_t attribute,
+                                                void* buffer, size_t size, size_t* written) {
+  return Run([&] { return lt::GetLayoutAttribute(layout, attribute, buffer, size, written); });
+}
+
+cublasStatus_t cublasLtMatmulDescInit_internal(cublasLtMatmulDesc_t desc, size_t size,
+                                               cublasComputeType_t compute, cudaDataType scale) {
+  return Run([&] { return lt::InitMatmul(desc, size, compute, scale); });
+}
+
+cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t* desc, cublasComputeType_t compute,
+                                        cudaDataType_t scale) {
+  return Run([&] {
+    if (desc == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
+    auto* storage = new cublasLtMatmulDescOpaque_t;
+    lt::InitMatmul(storage, sizeof(*storage), compute, scale);
+    *desc = storage;
+    return CUBLAS_STATUS_SUCCESS;
+  });
+}
+
+cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t desc) {
+  return Run([&] {
+    if (lt::FindMatmul(desc) == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
+    lt::Forget(desc);
+    delete desc;
+    return CUBLAS_STATUS_SUCCESS;
+  });
+}
+
+cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc,
+                                              cublasLtMatmulDescAttributes_t attribute,
+                                              const void* buffer, size_t size) {
+  return Run([&] { return lt::SetMatmulAttribute(desc, attribute, buffer, size); });
+}
+
+cublasStatus_t cublasLtMatmulDescGetAttribute(cublasLtMatmulDesc_t desc,
+                                              cublasLtMatmulDescAttributes_t attribute,
+                                              void* buffer, size_t size, size_t* written) {
+  return Run([&] { return lt::GetMatmulAttribute(desc, attribute, buffer, size, written); });
+}
+
+cublasStatus_t cublasLtMatmulPreferenceInit_internal(cublasLtMatmulPreference_t preference,
+                                                     size_t size) {
+  return Run([&] { return lt::InitPreference(preference, size); });
+}
+
+cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t* preference) {
+  return Run([&] {
+    if (preference == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
+    auto* storage = new cublasLtMatmulPreferenceOpaque_t;
+    lt::InitPreference(storage, sizeof(*storage));
+    *preference = storage;
+    return CUBLAS_STATUS_SUCCESS;
+  });
+}
+
+cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t preference) {
+  return Run([&] {
+    if (lt::FindPreference(preference) == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
+    lt::Forget(preference);
+    delete preference;
+    return CUBLAS_STATUS_SUCCESS;
+  });
+}
+
+cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t preference,
+                                                    cublasLtMatmulPreferenceAttributes_t attribute,
+                                                    const void* buffer, size_t size) {
+  return Run([&] { return lt::SetPreferenceAttribute(preference, attribute, buffer, size); });
+}
+
+cublasStatus_t cublasLtMatmulPreferenceGetAttribute(cublasLtMatmulPreference_t preference,
+                                                    cublasLtMatmulPreferenceAttributes_t attribute,
+                                                    void* buffer, size_t size, size_t* written) {
+  return Run(
+      [&] { return lt::GetPreferenceAttribute(preference, attribute, buffer, size, written); });
+}
+
+// One algorithm, Tally's GEMM kernel, which needs no workspace: offered for every problem the
+// descriptors allow (cublasLtMatmul checks the rest when it runs).
+cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
+                                              cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
+                                              cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t d,
+                                              cublasLtMatmulPreference_t preference, int requested,
+                                              cublasLtMatmulHeuristicResult_t results[],
+                                              int* returned) {
+  return Run([&] {
+    if (!lt::LiveHandle(handle)) return CUBLAS_STATUS_NOT_INITIALIZED;
+    if (lt::FindMatmul(desc) == nullptr || lt::FindLayout(a) == nullptr ||
+        lt::FindLayout(b) == nullptr || lt::FindLayout(c) == nullptr ||
+        lt::FindLayout(d) == nullptr || lt::FindPreference(preference) == nullptr ||
+        requested <= 0 || results == nullptr || returned == nullptr) {
+      return CUBLAS_STATUS_INVALID_VALUE;
+    }
+    std::memset(&results[0], 0, sizeof(results[0]));
+    results[0].workspaceSize = 0;
+    results[0].state = CUBLAS_STATUS_SUCCESS;
+    results[0].wavesCount = 1.0f;
+    *returned = 1;
+    return CUBLAS_STATUS_SUCCESS;
+  });
+}
+
+cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc, const void* alpha,
+                              const void* A, cublasLtMatrixLayout_t a_layout, const void* B,
+                              cublasLtMatrixLayout_t b_layout, const void* beta, const void* C,
+                              cublasLtMatrixLayout_t c_layout, void* D,
+                              cublasLtMatrixLayout_t d_layout, const cublasLtMatmulAlgo_t*, void*,
+                              size_t, cudaStream_t stream) {
+  return Run([&] {
+    if (!lt::LiveHandle(handle)) return CUBLAS_STATUS_NOT_INITIALIZED;
+    const lt::MatmulState* op = lt::FindMatmul(desc);
+    const lt::LayoutState* la = lt::FindLayout(a_layout);
+    const lt::LayoutState* lb = lt::FindLayout(b_layout);
+    const lt::LayoutState* lc = lt::FindLayout(c_layout);
+    const lt::LayoutState* ld = lt::FindLayout(d_layout);
+    if (op == nullptr || la == nullptr || lb == nullptr || lc == nullptr || ld == nullptr) {
+      return CUBLAS_STATUS_INVALID_VALUE;
+    }
+    return lt::Matmul(*op, alpha, A, *la, B, *lb, beta, C, *lc, D, *ld, stream);
+  });
+}
+
+}  // extern "C"
