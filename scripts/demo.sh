@@ -4,7 +4,9 @@
 # latency-critical request server (high priority) and a trainer with long kernels of many blocks
 # (best-effort). It shows the server's request latency alone, then beside the trainer under the
 # fifo policy (no priorities) and under Tally's priority policy, with the trainer's throughput,
-# and what `tally-ctl status` saw. Each program checks its own results.
+# and what `tally-ctl status` saw; then a summary: p99 against alone under each policy and the
+# trainer's preemptions, and whether what Tally claims held on this run (it says so either way).
+# Each program checks its own results.
 # Usage: scripts/demo.sh BUILD_DIR
 set -euo pipefail
 build_dir=$1
@@ -12,8 +14,10 @@ server=$build_dir/server/tally-server
 run=$build_dir/tools/tally-run
 ctl=$build_dir/tools/tally-ctl
 jobs=$build_dir/tests/e2e/priority_jobs
-train_args=(train --kernels 4 --blocks 2048 --work 1500)
-serve_args=(serve --kernels 30 --blocks 8 --work 300 --per-request 3 --max-gap-ms 30)
+# The trainer keeps the device busy for the whole request phase (rounds of long kernels for 6 s);
+# 40 requests of three short kernels come at random gaps of up to 30 ms.
+train_args=(train --kernels 4 --blocks 2048 --work 1500 --duration-ms 6000)
+serve_args=(serve --kernels 120 --blocks 8 --work 300 --per-request 3 --max-gap-ms 30)
 
 work=$(mktemp -d /tmp/tally-demo-XXXXXX)
 server_pid=
@@ -84,10 +88,13 @@ serve_beside_train() {
   await_line train FINISHED
   echo "-- tally-ctl status once both finished, still connected:"
   "$ctl" status --server "$socket" | sed 's/^/   /'
+  "$ctl" status --json --server "$socket" >"$work/$1.status.json"
   finish_job serve
   finish_job train
   echo "-- request latency (us) beside the trainer under $1: $(result serve)"
   echo "-- trainer under $1: $(result train)"
+  result serve >"$work/$1.serve"
+  result train >"$work/$1.train"
   stop_server
 }
 
@@ -96,6 +103,7 @@ start_server fifo
 "$run" --priority high --server "$socket" -- "$jobs" "${serve_args[@]}" >"$work/alone.out" 2>&1 ||
   { cat "$work/alone.out"; echo "demo: the request server failed" >&2; exit 1; }
 echo "-- alone: $(cat "$work/alone.out")"
+cp "$work/alone.out" "$work/alone.serve"
 stop_server
 
 echo "== the trainer alone"
@@ -110,3 +118,22 @@ serve_beside_train fifo
 echo "== both at once, priority (the trainer only in idle time, preempted when requests come)"
 serve_beside_train priority
 echo "== both jobs computed correct results on the shared (emulated) GPU in every case"
+echo "== summary"
+python3 - "$work" <<'SUMMARY'
+import json, re, sys
+work = sys.argv[1]
+def p99(name):
+    return float(re.search(r"p99_us ([0-9.]+)", open(f"{work}/{name}.serve").read()).group(1))
+def trainer(policy):
+    status = json.load(open(f"{work}/{policy}.status.json"))
+    return next(c["scheduling"] for c in status["clients"] if c["priority"] == 0)
+alone = p99("alone")
+fifo, priority = p99("fifo") / alone, p99("priority") / alone
+preemptions = trainer("priority")["preemptions"]
+print(f"request p99 against alone: fifo {fifo:.2f}x, priority {priority:.2f}x; "
+      f"the trainer was preempted {preemptions} times under priority")
+held = fifo >= 2 * priority and preemptions > 0
+print("what Tally claims held on this run: the trainer delays requests under fifo, and priority "
+      f"takes {fifo / priority:.1f}x of that delay away by preempting it" if held else
+      "what Tally claims did NOT hold on this run (a loaded machine can do this): see above")
+SUMMARY
