@@ -49,6 +49,21 @@ struct ControlRequest {
 enum class Backend : uint32_t { kEmulator = 0, kNvidiaDriver = 1 };
 
 // The answer to kStatus, followed by client_count ClientStatus records.
+// What the scheduler did for the clients that have left the server, summed over them (the
+// counters of ClientStatus of the same names).
+struct DepartedStatus {
+  uint64_t clients;
+  uint64_t kernels_original;
+  uint64_t kernels_sliced;
+  uint64_t slices;
+  uint64_t kernels_preemptible;
+  uint64_t kernels_preempted;
+  uint64_t preemptions;
+  uint64_t resumes;
+  uint64_t risky_launches;
+  uint64_t unfit_launches;
+};
+
 struct StatusReply {
   HandshakePrefix prefix;  // kControlReplyMagic; size = sizeof(StatusReply)
   int32_t server_pid;
@@ -59,6 +74,7 @@ struct StatusReply {
   uint64_t free_memory;   // cuMemGetInfo at the time of the answer
   char device_name[kControlTextSize];          // NUL-terminated
   char backend_description[kControlTextSize];  // NUL-terminated: which library and why
+  DepartedStatus departed;
 };
 
 struct ClientStatus {

@@ -429,6 +429,7 @@ void Server::AnswerStatus(ipc::ControlConnection& control) {
   ipc::CopyText(device_info_.name, reply.device_name, sizeof(reply.device_name));
   ipc::CopyText(backend_.description(), reply.backend_description,
                 sizeof(reply.backend_description));
+  reply.departed = sessions_.Departed();
   const absl::Status sent = control.SendStatus(reply, sessions_.Report());
   if (!sent.ok()) {
     TALLY_LOG_WARN("tally-server: status for pid {} not sent: {}", control.pid(), sent.ToString());

@@ -1,4 +1,4 @@
-// Sessions register once created and leave at the end of their destructor.
+// Sessions register once created and leave when their teardown ends (Session::Close).
 #include "server/session_registry.h"
 
 #include "server/session.h"
@@ -12,7 +12,23 @@ void SessionRegistry::Add(Session* session) {
 
 void SessionRegistry::Remove(Session* session) {
   std::lock_guard lock(mutex_);
-  std::erase(sessions_, session);
+  if (std::erase(sessions_, session) == 0) return;
+  const ipc::ClientStatus status = session->Status();
+  ++departed_.clients;
+  departed_.kernels_original += status.kernels_original;
+  departed_.kernels_sliced += status.kernels_sliced;
+  departed_.slices += status.slices;
+  departed_.kernels_preemptible += status.kernels_preemptible;
+  departed_.kernels_preempted += status.kernels_preempted;
+  departed_.preemptions += status.preemptions;
+  departed_.resumes += status.resumes;
+  departed_.risky_launches += status.risky_launches;
+  departed_.unfit_launches += status.unfit_launches;
+}
+
+ipc::DepartedStatus SessionRegistry::Departed() {
+  std::lock_guard lock(mutex_);
+  return departed_;
 }
 
 bool SessionRegistry::SetPriority(uint64_t client_id, ClientPriority priority) {

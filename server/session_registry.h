@@ -16,7 +16,8 @@ class Session;
 class SessionRegistry {
  public:
   void Add(Session* session);
-  // After this returns, no report reads `session` any more.
+  // After this returns, no report reads `session` any more; its scheduling counters go into
+  // Departed().
   void Remove(Session* session);
   // Sets the priority of the session of `client_id`; false when there is none.
   bool SetPriority(uint64_t client_id, ClientPriority priority);
@@ -25,10 +26,13 @@ class SessionRegistry {
   std::optional<uint64_t> SetMemoryLimit(uint64_t client_id, uint64_t limit);
   // Session::Status of every live session, in the order they connected.
   std::vector<ipc::ClientStatus> Report();
+  // The counters of the sessions removed so far, summed.
+  ipc::DepartedStatus Departed();
 
  private:
   std::mutex mutex_;
   std::vector<Session*> sessions_;
+  ipc::DepartedStatus departed_{};
 };
 
 }  // namespace tally::server

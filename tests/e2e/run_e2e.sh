@@ -269,7 +269,7 @@ PY
     json_check "$work/empty.json" "s['clients'] == [] and s['backend']['kind'] == 'emulator'"
     start_hog --priority 5
     status_json "$work/one.json"
-    json_check "$work/one.json" "set(s) == {'socket', 'server_pid', 'device', 'backend', 'clients'}"
+    json_check "$work/one.json" "set(s) == {'socket', 'server_pid', 'device', 'backend', 'departed', 'clients'}"
     json_check "$work/one.json" "s['socket'] == '$socket' and s['server_pid'] == $server_pid"
     json_check "$work/one.json" \
       "s['device']['name'] and 0 < s['device']['free_memory_bytes'] < s['device']['total_memory_bytes']"
@@ -314,24 +314,22 @@ PY
     form=$5
     start_server --validate="$form"
     for program in "${@:6}"; do run "$program" || fail "$program failed under --validate=$form"; done
-    # Each client's launches by form are logged just before it is said to be gone.
-    for _ in $(seq 100); do
-      [[ $(grep -c " gone: freed" "$work/server.log") -eq $(($# - 5)) ]] && break
-      sleep 0.05
-    done
-    sum() { grep -o "[0-9]* $1" "$work/server.log" | awk '{ total += $1 } END { print total + 0 }'; }
+    # The launches by form of every client, once all have left (tally-ctl status's departed).
+    await_status "$work/validated.json" "s['clients'] == [] and s['departed']['clients'] == $(($# - 5))"
+    count() { python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["departed"]["scheduling"][sys.argv[2]])' "$work/validated.json" "$1"; }
     case $form in
-      slice:*) transformed=$(sum sliced) ;;
-      *) transformed=$(sum preemptible) ;;
+      slice:*) transformed=$(count kernels_sliced) ;;
+      *) transformed=$(count kernels_preemptible) ;;
     esac
     [[ $transformed -gt 0 ]] || fail "no kernel ran in the $form form"
-    originals=$(sum original)
+    originals=$(count kernels_original)
+    # The operator reads why in the log.
     [[ $originals -eq 0 ]] || grep -q "keeps its original form" "$work/server.log" ||
       fail "$originals launches in the original form, and the log says not why"
     if [[ $form == preempt* ]]; then
-      [[ $(sum resumes) -gt 0 ]] || fail "no PTB kernel was preempted and resumed"
+      [[ $(count resumes) -gt 0 ]] || fail "no PTB kernel was preempted and resumed"
     fi
-    grep "kernel launches" "$work/server.log"
+    echo "launches: $transformed in the $form form, $originals original"
     ;;
   silent_peer)
     # Peers that connect and never say a word, with a handshake timeout far longer than the test:

@@ -102,6 +102,13 @@ std::string FormatStatusText(const ipc::StatusReport& report, const std::string&
                      Mebibytes(server.total_memory), Mebibytes(server.free_memory));
   out += fmt::format("backend: {} ({})\n", BackendName(server.backend),
                      server.backend_description);
+  const ipc::DepartedStatus& gone = server.departed;
+  out += fmt::format(
+      "departed: {} client(s); their kernels: {} original, {} sliced ({} slices), {} preemptible "
+      "({} preempted, {} preemptions, {} resumes), {} risky, {} unfit\n",
+      gone.clients, gone.kernels_original, gone.kernels_sliced, gone.slices,
+      gone.kernels_preemptible, gone.kernels_preempted, gone.preemptions, gone.resumes,
+      gone.risky_launches, gone.unfit_launches);
   out += fmt::format("clients: {}\n", report.clients.size());
   if (report.clients.empty()) return out;
   out += fmt::format("  {:>4} {:>8} {:>11} {:>12} {:>7}  {}\n", "ID", "PID", "PRIORITY", "MEMORY",
@@ -154,6 +161,15 @@ std::string FormatStatusJson(const ipc::StatusReport& report, const std::string&
   out += fmt::format("  \"backend\": {{\"kind\": {}, \"description\": {}}},\n",
                      JsonString(BackendName(server.backend)),
                      JsonString(server.backend_description));
+  const ipc::DepartedStatus& gone = server.departed;
+  out += fmt::format(
+      "  \"departed\": {{\"clients\": {}, \"scheduling\": {{\"kernels_original\": {}, "
+      "\"kernels_sliced\": {}, \"slices\": {}, \"kernels_preemptible\": {}, "
+      "\"kernels_preempted\": {}, \"preemptions\": {}, \"resumes\": {}, "
+      "\"risky_launches\": {}, \"unfit_launches\": {}}}}},\n",
+      gone.clients, gone.kernels_original, gone.kernels_sliced, gone.slices,
+      gone.kernels_preemptible, gone.kernels_preempted, gone.preemptions, gone.resumes,
+      gone.risky_launches, gone.unfit_launches);
   out += "  \"clients\": [";
   for (size_t i = 0; i < report.clients.size(); ++i) {
     const ipc::ClientStatus& c = report.clients[i];

@@ -18,6 +18,9 @@ ipc::StatusReport Report(bool with_client) {
                 sizeof(report.server.device_name));
   ipc::CopyText("emulator (--emulate)", report.server.backend_description,
                 sizeof(report.server.backend_description));
+  report.server.departed.clients = 3;
+  report.server.departed.kernels_preemptible = 9;
+  report.server.departed.preemptions = 4;
   if (with_client) {
     ipc::ClientStatus client{};
     client.client_id = 7;
@@ -67,6 +70,10 @@ TEST_CASE("status as JSON has every key, with and without clients") {
         "  \"device\": {\"name\": \"Tally \\\"Emulated\\\" GPU\", \"total_memory_bytes\": "
         "4294967296, \"free_memory_bytes\": 3221225472},\n"
         "  \"backend\": {\"kind\": \"emulator\", \"description\": \"emulator (--emulate)\"},\n"
+        "  \"departed\": {\"clients\": 3, \"scheduling\": {\"kernels_original\": 0, "
+        "\"kernels_sliced\": 0, \"slices\": 0, \"kernels_preemptible\": 9, "
+        "\"kernels_preempted\": 0, \"preemptions\": 4, \"resumes\": 0, \"risky_launches\": 0, "
+        "\"unfit_launches\": 0}},\n"
         "  \"clients\": []\n"
         "}\n");
   const std::string one = FormatStatusJson(Report(true), "/tmp/s.sock");
@@ -89,6 +96,9 @@ TEST_CASE("status as text lists the clients") {
   CHECK(text.find("tally-server pid 42 on /tmp/s.sock") != std::string::npos);
   CHECK(text.find("backend: emulator (emulator (--emulate))") != std::string::npos);
   CHECK(text.find("clients: 1") != std::string::npos);
+  CHECK(text.find("departed: 3 client(s); their kernels: 0 original, 0 sliced (0 slices), 9 "
+                  "preemptible (0 preempted, 4 preemptions, 0 resumes), 0 risky, 0 unfit") !=
+        std::string::npos);
   CHECK(text.find("256.0 MiB") != std::string::npos);
   CHECK(text.find("./app --name=a\\b") != std::string::npos);
   CHECK(text.find("          -1") != std::string::npos);  // the priority level
