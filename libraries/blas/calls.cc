@@ -32,6 +32,22 @@ cublasStatus_t NotSupported(const char* api, std::string_view what) {
   return CUBLAS_STATUS_NOT_SUPPORTED;
 }
 
+cublasStatus_t LibraryProperty(libraryPropertyType type, int* value) {
+  if (value == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
+  switch (type) {
+    case MAJOR_VERSION:
+      *value = CUBLAS_VER_MAJOR;
+      return CUBLAS_STATUS_SUCCESS;
+    case MINOR_VERSION:
+      *value = CUBLAS_VER_MINOR;
+      return CUBLAS_STATUS_SUCCESS;
+    case PATCH_LEVEL:
+      *value = CUBLAS_VER_PATCH;
+      return CUBLAS_STATUS_SUCCESS;
+  }
+  return CUBLAS_STATUS_INVALID_VALUE;
+}
+
 const char* StatusName(cublasStatus_t status) {
   switch (status) {
 #define TALLY_CUBLAS_STATUS(name, text) \

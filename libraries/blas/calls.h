@@ -19,6 +19,10 @@ cublasStatus_t FromLaunch(cudaError_t launched);
 // per entry point).
 cublasStatus_t NotSupported(const char* api, std::string_view what);
 
+// cublasGetProperty and cublasLtGetProperty: the version of the toolkit's cuBLAS the stand-ins
+// were built with (its API is what they answer).
+cublasStatus_t LibraryProperty(libraryPropertyType type, int* value);
+
 // cublasGetStatusName and cublasGetStatusString (also cuBLASLt's): "UNKNOWN" for other values.
 const char* StatusName(cublasStatus_t status);
 const char* StatusDescription(cublasStatus_t status);

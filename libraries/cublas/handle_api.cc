@@ -28,21 +28,7 @@ cublasStatus_t cublasGetVersion_v2(cublasHandle_t handle, int* version) {
 }
 
 cublasStatus_t cublasGetProperty(libraryPropertyType type, int* value) {
-  return Run([&] {
-    if (value == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
-    switch (type) {
-      case MAJOR_VERSION:
-        *value = CUBLAS_VER_MAJOR;
-        return CUBLAS_STATUS_SUCCESS;
-      case MINOR_VERSION:
-        *value = CUBLAS_VER_MINOR;
-        return CUBLAS_STATUS_SUCCESS;
-      case PATCH_LEVEL:
-        *value = CUBLAS_VER_PATCH;
-        return CUBLAS_STATUS_SUCCESS;
-    }
-    return CUBLAS_STATUS_INVALID_VALUE;
-  });
+  return Run([&] { return tally::libraries::LibraryProperty(type, value); });
 }
 
 size_t cublasGetCudartVersion(void) { return CUDART_VERSION; }

@@ -148,21 +148,7 @@ size_t cublasLtGetVersion(void) { return CUBLAS_VERSION; }
 size_t cublasLtGetCudartVersion(void) { return CUDART_VERSION; }
 
 cublasStatus_t cublasLtGetProperty(libraryPropertyType type, int* value) {
-  return Run([&] {
-    if (value == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
-    switch (type) {
-      case MAJOR_VERSION:
-        *value = CUBLAS_VER_MAJOR;
-        return CUBLAS_STATUS_SUCCESS;
-      case MINOR_VERSION:
-        *value = CUBLAS_VER_MINOR;
-        return CUBLAS_STATUS_SUCCESS;
-      case PATCH_LEVEL:
-        *value = CUBLAS_VER_PATCH;
-        return CUBLAS_STATUS_SUCCESS;
-    }
-    return CUBLAS_STATUS_INVALID_VALUE;
-  });
+  return Run([&] { return tally::libraries::LibraryProperty(type, value); });
 }
 
 const char* cublasLtGetStatusName(cublasStatus_t status) {

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "check.h"
+#include "blas_check.h"
 
 #define CHECK_CUBLAS(call)                                                      \
   do {                                                                          \
@@ -30,39 +30,9 @@ namespace {
 
 const float kNaN = std::numeric_limits<float>::quiet_NaN();
 
-// Deterministic values in [-1, 1] with few significant bits (sums stay exact enough).
-template <typename T>
-std::vector<T> Values(size_t n, int seed) {
-  std::vector<T> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = static_cast<T>(((i * 7 + seed * 13) % 17) / 8.0 - 1.0);
-  return v;
-}
-
-template <typename T>
-T* ToDevice(const std::vector<T>& host) {
-  T* device = nullptr;
-  CHECK_CUDA(cudaMalloc(&device, host.size() * sizeof(T) + 1));
-  CHECK_CUDA(cudaMemcpy(device, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
-  return device;
-}
-
-template <typename T>
-std::vector<T> ToHost(const T* device, size_t n) {
-  std::vector<T> host(n);
-  CHECK_CUDA(cudaMemcpy(host.data(), device, n * sizeof(T), cudaMemcpyDeviceToHost));
-  return host;
-}
-
 // Element (r, c) of op(X), X column-major with leading dimension ld.
 double At(const std::vector<double>& x, int ld, bool t, int r, int c) {
   return t ? x[c + static_cast<size_t>(r) * ld] : x[r + static_cast<size_t>(c) * ld];
-}
-
-void ExpectNear(double got, double want, double tolerance, const char* what, int index) {
-  if (!(std::fabs(got - want) <= tolerance * (1 + std::fabs(want)))) {
-    std::fprintf(stderr, "%s: element %d is %.8g, not %.8g\n", what, index, got, want);
-    std::exit(1);
-  }
 }
 
 // The reference C = alpha op(A) op(B) + beta C of one batch entry (beta 0: C not read).
@@ -79,17 +49,6 @@ std::vector<double> ReferenceGemm(bool ta, bool tb, int m, int n, int k, double 
     }
   }
   return c;
-}
-
-template <typename T>
-std::vector<double> Widen(const std::vector<T>& v) {
-  std::vector<double> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = static_cast<double>(static_cast<float>(v[i]));
-  return out;
-}
-template <>
-std::vector<double> Widen(const std::vector<double>& v) {
-  return v;
 }
 
 // Sgemm/Dgemm in every transpose combination, with leading dimensions beyond the rows.

@@ -15,7 +15,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "check.h"
+#include "blas_check.h"
 
 #define CHECK_LT(call)                                                          \
   do {                                                                          \
@@ -29,37 +29,6 @@
 
 namespace {
 
-template <typename T>
-std::vector<T> Values(size_t n, int seed) {
-  std::vector<T> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = static_cast<T>(((i * 5 + seed * 11) % 13) / 6.0 - 1.0);
-  return v;
-}
-
-template <typename T>
-T* ToDevice(const std::vector<T>& host) {
-  T* device = nullptr;
-  CHECK_CUDA(cudaMalloc(&device, host.size() * sizeof(T) + 1));
-  CHECK_CUDA(cudaMemcpy(device, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
-  return device;
-}
-
-template <typename T>
-std::vector<double> ToHostWide(const T* device, size_t n) {
-  std::vector<T> host(n);
-  CHECK_CUDA(cudaMemcpy(host.data(), device, n * sizeof(T), cudaMemcpyDeviceToHost));
-  std::vector<double> wide(n);
-  for (size_t i = 0; i < n; ++i) wide[i] = static_cast<double>(static_cast<float>(host[i]));
-  return wide;
-}
-
-template <typename T>
-std::vector<double> Widen(const std::vector<T>& v) {
-  std::vector<double> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = static_cast<double>(static_cast<float>(v[i]));
-  return out;
-}
-
 double Gelu(double x) {
   return 0.5 * x * (1 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
 }
@@ -69,13 +38,6 @@ double Epilogue(cublasLtEpilogue_t epilogue, double value, double bias) {
   if ((epilogue & ~CUBLASLT_EPILOGUE_BIAS) == CUBLASLT_EPILOGUE_RELU) value = value > 0 ? value : 0;
   if ((epilogue & ~CUBLASLT_EPILOGUE_BIAS) == CUBLASLT_EPILOGUE_GELU) value = Gelu(value);
   return value;
-}
-
-void ExpectNear(double got, double want, double tolerance, const char* what, size_t index) {
-  if (!(std::fabs(got - want) <= tolerance * (1 + std::fabs(want)))) {
-    std::fprintf(stderr, "%s: element %zu is %.8g, not %.8g\n", what, index, got, want);
-    std::exit(1);
-  }
 }
 
 // D (m x n, ldd) = epilogue(alpha op(A) op(B) + beta C + bias) for `batch` entries, with C apart
@@ -131,7 +93,7 @@ void TestMatmul(cublasLtHandle_t handle, cudaDataType type, cublasLtEpilogue_t e
   const float alpha = 1.25f, beta = -0.5f;
   CHECK_LT(cublasLtMatmul(handle, op, &alpha, da, la, db, lb, &beta, dc, lc, dd, ld, &result.algo,
                           nullptr, 0, nullptr));
-  const auto got = ToHostWide(dd, sd * batch);
+  const auto got = Widen(ToHost(dd, sd * batch));
   const auto wa = Widen(a), wb = Widen(b), wc = Widen(c), wbias = Widen(bias);
   for (int e = 0; e < batch; ++e) {
     for (int j = 0; j < n; ++j) {
@@ -188,7 +150,7 @@ void TestStackDescriptorsAndCublasHandle() {
   CHECK_LT(cublasLtMatmul(handle, &op_storage, dscalars, da, &la_storage, db, &lb_storage,
                           dscalars + 1, dd, &ld_storage, dd, &ld_storage, nullptr, nullptr, 0,
                           nullptr));
-  const auto got = ToHostWide(dd, m * n);
+  const auto got = Widen(ToHost(dd, m * n));
   for (int j = 0; j < n; ++j) {
     for (int i = 0; i < m; ++i) {
       double sum = 0;
