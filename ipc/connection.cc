@@ -189,7 +189,6 @@ ClientConnection::ClientConnection(UniqueFd socket, Segment segment,
       requests_(segment_.request_ring(), segment_.layout().request_ring_capacity),
       responses_(segment_.response_ring(), segment_.layout().response_ring_capacity),
       callbacks_(segment_.callback_ring(), segment_.layout().callback_ring_capacity),
-      bulk_area_(segment_.bulk()),
       bulk_allocator_(std::move(bulk)),
       client_id_(client_id) {}
 

@@ -150,7 +150,6 @@ class ClientConnection {
   RingConsumer& responses() { return responses_; }
   RingConsumer& callbacks() { return callbacks_; }
   BulkAllocator& bulk() { return *bulk_allocator_; }
-  const BulkArea& bulk_area() const { return bulk_area_; }
   // Page-locked memory at the address the server chose (an error when it is taken here).
   absl::StatusOr<std::span<std::byte>> host_region() const { return segment_.host_region(); }
   // Segment::MapHostRegionAlias.
@@ -172,7 +171,6 @@ class ClientConnection {
   RingProducer requests_;
   RingConsumer responses_;
   RingConsumer callbacks_;
-  BulkArea bulk_area_;
   std::unique_ptr<BulkAllocator> bulk_allocator_;
   uint64_t client_id_;
 };

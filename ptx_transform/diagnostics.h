@@ -33,9 +33,6 @@ class DiagnosticSink {
   void Error(SourceLocation location, std::string message) {
     Report(Severity::kError, location, std::move(message));
   }
-  void Warning(SourceLocation location, std::string message) {
-    Report(Severity::kWarning, location, std::move(message));
-  }
 
   bool HasErrors() const { return error_count_ > 0; }
   size_t error_count() const { return error_count_; }

@@ -3,6 +3,7 @@
 // every status-returning function of NVIDIA's under those symbol versions (the unimplemented ones
 // answering CUBLAS_STATUS_NOT_SUPPORTED), and fail bad handles with the documented status, never
 // a crash. No server runs here: TALLY_SERVER names a socket nobody listens on.
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <dlfcn.h>
 
@@ -72,8 +73,8 @@ TEST_CASE("libcublasLt.so.13 comes with it and exports every cuBLASLt function")
   // Its handle registry is the cuBLAS stand-in's, and nothing of cuBLAS's API is in it.
   CHECK(dlvsym(lt, "tally_blas_handle_find", "TALLY_PRIVATE") != nullptr);
   CHECK(dlvsym(lt, "cublasCreate_v2", "libcublasLt.so.13") == nullptr);
-  using Create = cublasStatus_t(void**);
-  auto* create = reinterpret_cast<Create*>(dlvsym(lt, "cublasLtCreate", "libcublasLt.so.13"));
+  auto* create =
+      reinterpret_cast<decltype(cublasLtCreate)*>(dlvsym(lt, "cublasLtCreate", "libcublasLt.so.13"));
   REQUIRE(create != nullptr);
   CHECK(create(nullptr) == CUBLAS_STATUS_INVALID_VALUE);
   dlclose(lt);

@@ -30,7 +30,6 @@ struct Token {
   uint32_t column = 0;
   uint32_t offset = 0;  // byte offset of text in the source
 
-  bool Is(TokenKind k, std::string_view t) const { return kind == k && text == t; }
   bool IsPunct(char c) const {
     return kind == TokenKind::kPunct && text.size() == 1 && text[0] == c;
   }
