@@ -2,12 +2,25 @@
 // copies to and from the device, and comparison with a CPU reference in double.
 #pragma once
 
+#include <cublas_v2.h>
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
 
 #include "check.h"
+
+// A cuBLAS or cuBLASLt call (both answer cublasStatus_t) that must succeed.
+#define CHECK_CUBLAS(call)                                                      \
+  do {                                                                          \
+    const cublasStatus_t status_ = (call);                                      \
+    if (status_ != CUBLAS_STATUS_SUCCESS) {                                     \
+      std::fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, \
+                   cublasGetStatusName(status_));                               \
+      std::exit(1);                                                             \
+    }                                                                           \
+  } while (0)
 
 // Values in [-1, 1] that are multiples of 1/8: exact in every type the programs use (bf16 too),
 // so that sums stay exact enough.

@@ -16,16 +16,6 @@
 
 #include "blas_check.h"
 
-#define CHECK_CUBLAS(call)                                                      \
-  do {                                                                          \
-    const cublasStatus_t status_ = (call);                                      \
-    if (status_ != CUBLAS_STATUS_SUCCESS) {                                     \
-      std::fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, \
-                   cublasGetStatusName(status_));                               \
-      std::exit(1);                                                             \
-    }                                                                           \
-  } while (0)
-
 namespace {
 
 const float kNaN = std::numeric_limits<float>::quiet_NaN();

@@ -17,16 +17,6 @@
 
 #include "blas_check.h"
 
-#define CHECK_LT(call)                                                          \
-  do {                                                                          \
-    const cublasStatus_t status_ = (call);                                      \
-    if (status_ != CUBLAS_STATUS_SUCCESS) {                                     \
-      std::fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, \
-                   cublasLtGetStatusName(status_));                             \
-      std::exit(1);                                                             \
-    }                                                                           \
-  } while (0)
-
 namespace {
 
 double Gelu(double x) {
@@ -53,45 +43,45 @@ void TestMatmul(cublasLtHandle_t handle, cudaDataType type, cublasLtEpilogue_t e
   T *da = ToDevice(a), *db = ToDevice(b), *dc = ToDevice(c), *dbias = ToDevice(bias);
   T* dd = ToDevice(std::vector<T>(sd * batch));
   cublasLtMatmulDesc_t op;
-  CHECK_LT(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  CHECK_CUBLAS(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   const int32_t transa = CUBLAS_OP_T;
-  CHECK_LT(
+  CHECK_CUBLAS(
       cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &transa, sizeof(transa)));
-  CHECK_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+  CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
                                           sizeof(epilogue)));
-  CHECK_LT(
+  CHECK_CUBLAS(
       cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &dbias, sizeof(dbias)));
   const int64_t bias_stride = m;
-  CHECK_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, &bias_stride,
+  CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, &bias_stride,
                                           sizeof(bias_stride)));
   cublasLtMatrixLayout_t la, lb, lc, ld;
-  CHECK_LT(cublasLtMatrixLayoutCreate(&la, type, k, m, lda));
-  CHECK_LT(cublasLtMatrixLayoutCreate(&lb, type, k, n, ldb));
-  CHECK_LT(cublasLtMatrixLayoutCreate(&lc, type, m, n, ldc));
-  CHECK_LT(cublasLtMatrixLayoutCreate(&ld, type, m, n, ldd));
+  CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&la, type, k, m, lda));
+  CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&lb, type, k, n, ldb));
+  CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&lc, type, m, n, ldc));
+  CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&ld, type, m, n, ldd));
   const std::pair<cublasLtMatrixLayout_t, long long> layouts[] = {
       {la, sa}, {lb, sb}, {lc, sc}, {ld, sd}};
   for (const auto& [layout, stride] : layouts) {
     const int32_t count = batch;
-    CHECK_LT(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
+    CHECK_CUBLAS(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
                                               sizeof(count)));
     const int64_t offset = stride;
-    CHECK_LT(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+    CHECK_CUBLAS(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
                                               &offset, sizeof(offset)));
   }
   cublasLtMatmulPreference_t preference;
-  CHECK_LT(cublasLtMatmulPreferenceCreate(&preference));
+  CHECK_CUBLAS(cublasLtMatmulPreferenceCreate(&preference));
   const uint64_t workspace = 1 << 20;
-  CHECK_LT(cublasLtMatmulPreferenceSetAttribute(
+  CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(
       preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof(workspace)));
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
-  CHECK_LT(
+  CHECK_CUBLAS(
       cublasLtMatmulAlgoGetHeuristic(handle, op, la, lb, lc, ld, preference, 1, &result, &found));
   EXPECT(found == 1 && result.state == CUBLAS_STATUS_SUCCESS);
   EXPECT(result.workspaceSize <= workspace);
   const float alpha = 1.25f, beta = -0.5f;
-  CHECK_LT(cublasLtMatmul(handle, op, &alpha, da, la, db, lb, &beta, dc, lc, dd, ld, &result.algo,
+  CHECK_CUBLAS(cublasLtMatmul(handle, op, &alpha, da, la, db, lb, &beta, dc, lc, dd, ld, &result.algo,
                           nullptr, 0, nullptr));
   const auto got = Widen(ToHost(dd, sd * batch));
   const auto wa = Widen(a), wb = Widen(b), wc = Widen(c), wbias = Widen(bias);
@@ -106,10 +96,10 @@ void TestMatmul(cublasLtHandle_t handle, cudaDataType type, cublasLtEpilogue_t e
       }
     }
   }
-  CHECK_LT(cublasLtMatmulPreferenceDestroy(preference));
+  CHECK_CUBLAS(cublasLtMatmulPreferenceDestroy(preference));
   for (cublasLtMatrixLayout_t layout : {la, lb, lc, ld})
-    CHECK_LT(cublasLtMatrixLayoutDestroy(layout));
-  CHECK_LT(cublasLtMatmulDescDestroy(op));
+    CHECK_CUBLAS(cublasLtMatrixLayoutDestroy(layout));
+  CHECK_CUBLAS(cublasLtMatmulDescDestroy(op));
   for (void* p : {static_cast<void*>(da), static_cast<void*>(db), static_cast<void*>(dc),
                   static_cast<void*>(dd), static_cast<void*>(dbias)}) {
     CHECK_CUDA(cudaFree(p));
@@ -129,25 +119,25 @@ void TestStackDescriptorsAndCublasHandle() {
   float* dscalars = ToDevice(scalars);
   cublasLtMatmulDescOpaque_t op_storage;
   cublasLtMatrixLayoutOpaque_t la_storage, lb_storage, ld_storage;
-  CHECK_LT(cublasLtMatmulDescInit(&op_storage, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA_R_32F));
-  CHECK_LT(cublasLtMatrixLayoutInit(&la_storage, CUDA_R_32F, m, k, m));
-  CHECK_LT(cublasLtMatrixLayoutInit(&lb_storage, CUDA_R_32F, k, n, k));
-  CHECK_LT(cublasLtMatrixLayoutInit(&ld_storage, CUDA_R_32F, m, n, m));
+  CHECK_CUBLAS(cublasLtMatmulDescInit(&op_storage, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA_R_32F));
+  CHECK_CUBLAS(cublasLtMatrixLayoutInit(&la_storage, CUDA_R_32F, m, k, m));
+  CHECK_CUBLAS(cublasLtMatrixLayoutInit(&lb_storage, CUDA_R_32F, k, n, k));
+  CHECK_CUBLAS(cublasLtMatrixLayoutInit(&ld_storage, CUDA_R_32F, m, n, m));
   const int32_t mode = CUBLASLT_POINTER_MODE_DEVICE;
-  CHECK_LT(cublasLtMatmulDescSetAttribute(&op_storage, CUBLASLT_MATMUL_DESC_POINTER_MODE, &mode,
+  CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(&op_storage, CUBLASLT_MATMUL_DESC_POINTER_MODE, &mode,
                                           sizeof(mode)));
   int32_t read = -1;
   size_t written = 0;
-  CHECK_LT(cublasLtMatmulDescGetAttribute(&op_storage, CUBLASLT_MATMUL_DESC_POINTER_MODE, &read,
+  CHECK_CUBLAS(cublasLtMatmulDescGetAttribute(&op_storage, CUBLASLT_MATMUL_DESC_POINTER_MODE, &read,
                                           sizeof(read), &written));
   EXPECT(read == mode && written == sizeof(read));
-  CHECK_LT(cublasLtMatmulDescGetAttribute(&op_storage, CUBLASLT_MATMUL_DESC_TRANSA, nullptr, 0,
+  CHECK_CUBLAS(cublasLtMatmulDescGetAttribute(&op_storage, CUBLASLT_MATMUL_DESC_TRANSA, nullptr, 0,
                                           &written));
   EXPECT(written == sizeof(int32_t));
   // beta = 0 on the device: D (also C here) is not read, so its NaN stays out.
   const std::vector<float> nan_d(m * n, std::nanf(""));
   CHECK_CUDA(cudaMemcpy(dd, nan_d.data(), m * n * sizeof(float), cudaMemcpyHostToDevice));
-  CHECK_LT(cublasLtMatmul(handle, &op_storage, dscalars, da, &la_storage, db, &lb_storage,
+  CHECK_CUBLAS(cublasLtMatmul(handle, &op_storage, dscalars, da, &la_storage, db, &lb_storage,
                           dscalars + 1, dd, &ld_storage, dd, &ld_storage, nullptr, nullptr, 0,
                           nullptr));
   const auto got = Widen(ToHost(dd, m * n));
@@ -168,12 +158,12 @@ void TestStackDescriptorsAndCublasHandle() {
 
 void TestBadInput(cublasLtHandle_t handle) {
   cublasLtMatmulDesc_t op;
-  CHECK_LT(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  CHECK_CUBLAS(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   cublasLtMatrixLayout_t la, lb, ld, wrong;
-  CHECK_LT(cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, 4, 3, 4));
-  CHECK_LT(cublasLtMatrixLayoutCreate(&lb, CUDA_R_32F, 3, 2, 3));
-  CHECK_LT(cublasLtMatrixLayoutCreate(&ld, CUDA_R_32F, 4, 2, 4));
-  CHECK_LT(cublasLtMatrixLayoutCreate(&wrong, CUDA_R_32F, 5, 2, 5));  // D of the wrong rows
+  CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, 4, 3, 4));
+  CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&lb, CUDA_R_32F, 3, 2, 3));
+  CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&ld, CUDA_R_32F, 4, 2, 4));
+  CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&wrong, CUDA_R_32F, 5, 2, 5));  // D of the wrong rows
   float* d = nullptr;
   CHECK_CUDA(cudaMalloc(&d, 64 * sizeof(float)));
   const float one = 1;
@@ -185,17 +175,17 @@ void TestBadInput(cublasLtHandle_t handle) {
                         0, nullptr) == CUBLAS_STATUS_INVALID_VALUE);
   // A leading dimension smaller than the rows.
   cublasLtMatrixLayout_t short_ld;
-  CHECK_LT(cublasLtMatrixLayoutCreate(&short_ld, CUDA_R_32F, 4, 3, 2));
+  CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&short_ld, CUDA_R_32F, 4, 3, 2));
   EXPECT(cublasLtMatmul(handle, op, &one, d, short_ld, d, lb, &one, d, ld, d, ld, nullptr, nullptr,
                         0, nullptr) == CUBLAS_STATUS_INVALID_VALUE);
   // A bias epilogue without a bias.
   const cublasLtEpilogue_t bias = CUBLASLT_EPILOGUE_BIAS;
-  CHECK_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &bias, sizeof(bias)));
+  CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &bias, sizeof(bias)));
   EXPECT(cublasLtMatmul(handle, op, &one, d, la, d, lb, &one, d, ld, d, ld, nullptr, nullptr, 0,
                         nullptr) == CUBLAS_STATUS_INVALID_VALUE);
   // An epilogue with an auxiliary output is not implemented.
   const cublasLtEpilogue_t aux = CUBLASLT_EPILOGUE_RELU_AUX;
-  CHECK_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &aux, sizeof(aux)));
+  CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &aux, sizeof(aux)));
   EXPECT(cublasLtMatmul(handle, op, &one, d, la, d, lb, &one, d, ld, d, ld, nullptr, nullptr, 0,
                         nullptr) == CUBLAS_STATUS_NOT_SUPPORTED);
   // A wrong size for an attribute, an unknown attribute.
@@ -205,9 +195,9 @@ void TestBadInput(cublasLtHandle_t handle) {
   EXPECT(cublasLtMatmulDescSetAttribute(op, static_cast<cublasLtMatmulDescAttributes_t>(999), &one,
                                         sizeof(one)) == CUBLAS_STATUS_INVALID_VALUE);
   for (cublasLtMatrixLayout_t layout : {la, lb, ld, wrong, short_ld}) {
-    CHECK_LT(cublasLtMatrixLayoutDestroy(layout));
+    CHECK_CUBLAS(cublasLtMatrixLayoutDestroy(layout));
   }
-  CHECK_LT(cublasLtMatmulDescDestroy(op));
+  CHECK_CUBLAS(cublasLtMatmulDescDestroy(op));
   EXPECT(cublasLtMatmulDescDestroy(nullptr) == CUBLAS_STATUS_INVALID_VALUE);
   CHECK_CUDA(cudaFree(d));
   std::printf("bad input: the documented statuses\n");
@@ -217,7 +207,7 @@ void TestBadInput(cublasLtHandle_t handle) {
 
 int main() {
   cublasLtHandle_t handle = nullptr;
-  CHECK_LT(cublasLtCreate(&handle));
+  CHECK_CUBLAS(cublasLtCreate(&handle));
   EXPECT(cublasLtGetVersion() >= 130000);
   const cublasLtEpilogue_t epilogues[] = {CUBLASLT_EPILOGUE_DEFAULT,   CUBLASLT_EPILOGUE_RELU,
                                           CUBLASLT_EPILOGUE_GELU,      CUBLASLT_EPILOGUE_BIAS,
@@ -230,7 +220,7 @@ int main() {
   std::printf("cublasLtMatmul: 6 epilogues in f32, f16 and bf16, batched, correct\n");
   TestStackDescriptorsAndCublasHandle();
   TestBadInput(handle);
-  CHECK_LT(cublasLtDestroy(handle));
+  CHECK_CUBLAS(cublasLtDestroy(handle));
   std::printf("CUBLASLT OK\n");
   return 0;
 }
