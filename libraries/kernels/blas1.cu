@@ -1,5 +1,6 @@
 // Level-1 BLAS: axpy and scal in grid-stride loops; dot and nrm2 as one block reducing through
-// shared memory (nrm2 scaled by the largest magnitude first, so that no square overflows).
+// shared memory (BlockReduce; nrm2 scaled by the largest magnitude first, so that no square
+// overflows).
 #include <cmath>
 
 #include "libraries/kernels/element.cuh"
@@ -24,25 +25,6 @@ __global__ void Scal(int64_t n, DeviceScalar<T> alpha, T* x, int64_t incx) {
        i += int64_t{gridDim.x} * blockDim.x) {
     x[i * incx] *= a;
   }
-}
-
-// The block's sum (or maximum) of each thread's `value`, in every thread.
-template <bool kMax>
-__device__ double BlockReduce(double value) {
-  __shared__ double partial[kThreads];
-  partial[threadIdx.x] = value;
-  __syncthreads();
-  for (int half = kThreads / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) {
-      const double other = partial[threadIdx.x + half];
-      partial[threadIdx.x] =
-          kMax ? fmax(partial[threadIdx.x], other) : partial[threadIdx.x] + other;
-    }
-    __syncthreads();
-  }
-  const double result = partial[0];
-  __syncthreads();  // `partial` may be reused by the next reduction
-  return result;
 }
 
 template <typename T>

@@ -75,4 +75,23 @@ inline unsigned int BlocksFor(int64_t n) {
   return static_cast<unsigned int>(blocks < 1 ? 1 : (blocks > 4096 ? 4096 : blocks));
 }
 
+// The block's sum (or maximum) of each thread's `value`, in every thread.
+template <bool kMax>
+__device__ inline double BlockReduce(double value) {
+  __shared__ double partial[kThreads];
+  partial[threadIdx.x] = value;
+  __syncthreads();
+  for (int half = kThreads / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) {
+      const double other = partial[threadIdx.x + half];
+      partial[threadIdx.x] =
+          kMax ? fmax(partial[threadIdx.x], other) : partial[threadIdx.x] + other;
+    }
+    __syncthreads();
+  }
+  const double result = partial[0];
+  __syncthreads();  // `partial` may be reused by the next reduction
+  return result;
+}
+
 }  // namespace tally::libraries::kernels

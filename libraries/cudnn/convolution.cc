@@ -1,0 +1,76 @@
+// Convolution problems from cuDNN's descriptors (convolution.h).
+#include "libraries/cudnn/convolution.h"
+
+#include <string>
+
+namespace tally::libraries::cudnn {
+namespace {
+
+// The data and compute types cuDNN's convolutions take together: double with double; float
+// with float; half with float or half (computed in float here, which is at least as exact);
+// bfloat16 with float.
+void CheckComputeType(cudnnDataType_t data, cudnnDataType_t compute) {
+  const bool supported = data == CUDNN_DATA_DOUBLE ? compute == CUDNN_DATA_DOUBLE
+                         : data == CUDNN_DATA_HALF ? compute == CUDNN_DATA_FLOAT ||
+                                                         compute == CUDNN_DATA_HALF
+                                                   : compute == CUDNN_DATA_FLOAT;
+  if (!supported) {
+    RefuseUnsupported("data type " + std::to_string(data) + " with compute type " +
+                          std::to_string(compute),
+                      CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE);
+  }
+}
+
+}  // namespace
+
+std::vector<int> OutputDims(const ConvolutionDescriptor& conv, const TensorDescriptor& x,
+                            const FilterDescriptor& w) {
+  const int rank = x.shape.rank;
+  Require(rank == conv.spatial + 2 && w.shape.rank == rank, CUDNN_STATUS_BAD_PARAM,
+          "the tensor, filter and convolution differ in their number of dimensions");
+  Require(x.shape.dims[1] == w.shape.dims[1] * conv.groups, CUDNN_STATUS_BAD_PARAM,
+          "the input's channels are not the filter's channels times the group count");
+  Require(w.shape.dims[0] % conv.groups == 0, CUDNN_STATUS_BAD_PARAM,
+          "the filter's output channels are not a multiple of the group count");
+  std::vector<int> dims = {static_cast<int>(x.shape.dims[0]), static_cast<int>(w.shape.dims[0])};
+  for (int d = 0; d < conv.spatial; ++d) {
+    const int64_t reach = (w.shape.dims[d + 2] - 1) * conv.dilation[d] + 1;
+    const int64_t padded = x.shape.dims[d + 2] + 2 * int64_t{conv.pad[d]};
+    Require(padded >= reach, CUDNN_STATUS_BAD_PARAM,
+            "the dilated filter is larger than the padded input");
+    dims.push_back(static_cast<int>(1 + (padded - reach) / conv.stride[d]));
+  }
+  return dims;
+}
+
+kernels::ConvolutionProblem ProblemOf(const TensorDescriptor& x, const FilterDescriptor& w,
+                                      const ConvolutionDescriptor& conv,
+                                      const TensorDescriptor& y) {
+  const std::vector<int> dims = OutputDims(conv, x, w);
+  bool fits = y.shape.rank == x.shape.rank;
+  for (int d = 0; fits && d < y.shape.rank; ++d) fits = y.shape.dims[d] == dims[d];
+  Require(fits, CUDNN_STATUS_BAD_PARAM,
+          "the output tensor's dimensions are not the convolution's output dimensions");
+  Require(x.type == w.type && x.type == y.type, CUDNN_STATUS_BAD_PARAM,
+          "the tensors and the filter differ in data type");
+  if (conv.spatial != 2) {
+    RefuseUnsupported(std::to_string(conv.spatial) + "-D convolution",
+                      CUDNN_STATUS_NOT_SUPPORTED_SHAPE);
+  }
+  CheckComputeType(x.type, conv.compute);
+  kernels::ConvolutionProblem problem;
+  problem.type = ElementTypeOf(x.type);
+  for (int d = 0; d < 2; ++d) {
+    problem.conv.pad[d] = conv.pad[d];
+    problem.conv.stride[d] = conv.stride[d];
+    problem.conv.dilation[d] = conv.dilation[d];
+  }
+  problem.conv.groups = conv.groups;
+  problem.conv.flip = conv.mode == CUDNN_CONVOLUTION;
+  problem.x = x.shape;
+  problem.w = w.shape;
+  problem.y = y.shape;
+  return problem;
+}
+
+}  // namespace tally::libraries::cudnn

@@ -1,0 +1,24 @@
+// A convolution as cuDNN's descriptors state it, checked and turned into the problem Tally's
+// kernels take.
+#pragma once
+
+#include <vector>
+
+#include "libraries/cudnn/descriptors.h"
+
+namespace tally::libraries::cudnn {
+
+// The output dimensions of convolving x with w (N, K, then each spatial one), as
+// cudnnGetConvolutionNdForwardOutputDim says: BAD_PARAM when the ranks or channels disagree or
+// the filter does not fit.
+std::vector<int> OutputDims(const ConvolutionDescriptor& conv, const TensorDescriptor& x,
+                            const FilterDescriptor& w);
+
+// The problem of a 2-D convolution of x with w into y (each of the three directions names its
+// tensors so): the types agree with each other and with the compute type, y has the output's
+// dimensions. NOT_SUPPORTED for what Tally's kernels lack (3-D convolutions, other types).
+kernels::ConvolutionProblem ProblemOf(const TensorDescriptor& x, const FilterDescriptor& w,
+                                      const ConvolutionDescriptor& conv,
+                                      const TensorDescriptor& y);
+
+}  // namespace tally::libraries::cudnn

@@ -1,0 +1,216 @@
+// cuDNN's tensor operations (add, set, scale), activations with their descriptors, and softmax.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "libraries/cudnn/descriptors.h"
+
+namespace tally::libraries::cudnn {
+namespace {
+
+// A host value of y's own data type (cudnnSetTensor's value).
+double ReadValue(const void* value, cudnnDataType_t type) {
+  RequireNotNull(value, "the value");
+  switch (type) {
+    case CUDNN_DATA_HALF:
+      return __half2float(*static_cast<const __half*>(value));
+    case CUDNN_DATA_BFLOAT16:
+      return __bfloat162float(*static_cast<const __nv_bfloat16*>(value));
+    default:
+      return ReadScalar(value, type, "the value");
+  }
+}
+
+kernels::Softmax SoftmaxOf(cudnnSoftmaxAlgorithm_t algo, cudnnSoftmaxMode_t mode) {
+  Require(algo == CUDNN_SOFTMAX_FAST || algo == CUDNN_SOFTMAX_ACCURATE || algo == CUDNN_SOFTMAX_LOG,
+          CUDNN_STATUS_BAD_PARAM, "unknown softmax algorithm");
+  Require(mode == CUDNN_SOFTMAX_MODE_INSTANCE || mode == CUDNN_SOFTMAX_MODE_CHANNEL,
+          CUDNN_STATUS_BAD_PARAM, "unknown softmax mode");
+  return {mode == CUDNN_SOFTMAX_MODE_INSTANCE, algo != CUDNN_SOFTMAX_FAST,
+          algo == CUDNN_SOFTMAX_LOG};
+}
+
+// The function of an activation descriptor outside a fused convolution: IDENTITY is for
+// cudnnConvolutionBiasActivationForward only, as cuDNN's documentation says.
+kernels::ActivationFunction StandaloneActivation(cudnnActivationDescriptor_t desc) {
+  const ActivationDescriptor& activation = FindActivation(desc);
+  Require(activation.mode != CUDNN_ACTIVATION_IDENTITY, CUDNN_STATUS_BAD_PARAM,
+          "the identity activation is for the fused convolution only");
+  return ActivationFunctionOf(activation);
+}
+
+}  // namespace
+}  // namespace tally::libraries::cudnn
+
+using namespace tally::libraries::cudnn;  // NOLINT: the C entry points below
+namespace kernels = tally::libraries::kernels;
+
+extern "C" {
+
+cudnnStatus_t cudnnAddTensor(cudnnHandle_t handle, const void* alpha,
+                             const cudnnTensorDescriptor_t a_desc, const void* a,
+                             const void* beta, const cudnnTensorDescriptor_t c_desc, void* c) {
+  return Run(__func__, [&] {
+    Handle& live = FindHandle(handle);
+    const TensorDescriptor& added = FindTensor(a_desc);
+    const TensorDescriptor& sum = FindTensor(c_desc);
+    Require(added.type == sum.type, CUDNN_STATUS_BAD_PARAM, "A and C differ in data type");
+    bool broadcastable = added.shape.rank == sum.shape.rank;
+    for (int d = 0; broadcastable && d < sum.shape.rank; ++d) {
+      broadcastable = added.shape.dims[d] == sum.shape.dims[d] || added.shape.dims[d] == 1;
+    }
+    Require(broadcastable, CUDNN_STATUS_BAD_PARAM,
+            "each of A's dimensions must be C's or 1");
+    CheckLaunch(kernels::LaunchAddTensor(ElementTypeOf(sum.type), ReadBlend(alpha, beta, sum.type),
+                                         TensorAt(added, a, "A"), TensorAt(sum, c, "C"),
+                                         live.stream));
+  });
+}
+
+cudnnStatus_t cudnnSetTensor(cudnnHandle_t handle, const cudnnTensorDescriptor_t y_desc, void* y,
+                             const void* value) {
+  return Run(__func__, [&] {
+    Handle& live = FindHandle(handle);
+    const TensorDescriptor& tensor = FindTensor(y_desc);
+    CheckLaunch(kernels::LaunchSetTensor(ElementTypeOf(tensor.type), TensorAt(tensor, y, "y"),
+                                         ReadValue(value, tensor.type), live.stream));
+  });
+}
+
+cudnnStatus_t cudnnScaleTensor(cudnnHandle_t handle, const cudnnTensorDescriptor_t y_desc, void* y,
+                               const void* alpha) {
+  return Run(__func__, [&] {
+    Handle& live = FindHandle(handle);
+    const TensorDescriptor& tensor = FindTensor(y_desc);
+    CheckLaunch(kernels::LaunchScaleTensor(ElementTypeOf(tensor.type), TensorAt(tensor, y, "y"),
+                                           ReadScalar(alpha, tensor.type, "alpha"), live.stream));
+  });
+}
+
+cudnnStatus_t cudnnCreateActivationDescriptor(cudnnActivationDescriptor_t* desc) {
+  return Run(__func__, [&] { Live<ActivationDescriptor>::Create(desc); });
+}
+
+cudnnStatus_t cudnnDestroyActivationDescriptor(cudnnActivationDescriptor_t desc) {
+  if (desc == nullptr) return CUDNN_STATUS_SUCCESS;
+  return Run(__func__, [&] { Live<ActivationDescriptor>::Destroy(desc); });
+}
+
+cudnnStatus_t cudnnSetActivationDescriptor(cudnnActivationDescriptor_t desc,
+                                           cudnnActivationMode_t mode, cudnnNanPropagation_t nan,
+                                           double coef) {
+  return Run(__func__, [&] {
+    ActivationDescriptor& activation = Live<ActivationDescriptor>::Find(desc);
+    Require(nan == CUDNN_NOT_PROPAGATE_NAN || nan == CUDNN_PROPAGATE_NAN, CUDNN_STATUS_BAD_PARAM,
+            "unknown NaN propagation");
+    ActivationDescriptor updated = activation;  // Swish's beta is kept
+    updated.mode = mode;
+    ActivationFunctionOf(updated);  // a known mode
+    updated.set = true;
+    updated.nan = nan;
+    updated.coef = coef;
+    activation = updated;
+  });
+}
+
+cudnnStatus_t cudnnGetActivationDescriptor(const cudnnActivationDescriptor_t desc,
+                                           cudnnActivationMode_t* mode,
+                                           cudnnNanPropagation_t* nan, double* coef) {
+  return Run(__func__, [&] {
+    const ActivationDescriptor& activation = FindActivation(desc);
+    PutIfWanted(mode, activation.mode);
+    PutIfWanted(nan, activation.nan);
+    PutIfWanted(coef, activation.coef);
+  });
+}
+
+cudnnStatus_t cudnnSetActivationDescriptorSwishBeta(cudnnActivationDescriptor_t desc,
+                                                    double beta) {
+  return Run(__func__, [&] { Live<ActivationDescriptor>::Find(desc).swish_beta = beta; });
+}
+
+cudnnStatus_t cudnnGetActivationDescriptorSwishBeta(cudnnActivationDescriptor_t desc,
+                                                    double* beta) {
+  return Run(__func__, [&] {
+    RequireNotNull(beta, "the beta pointer");
+    *beta = Live<ActivationDescriptor>::Find(desc).swish_beta;
+  });
+}
+
+cudnnStatus_t cudnnActivationForward(cudnnHandle_t handle, cudnnActivationDescriptor_t activation,
+                                     const void* alpha, const cudnnTensorDescriptor_t x_desc,
+                                     const void* x, const void* beta,
+                                     const cudnnTensorDescriptor_t y_desc, void* y) {
+  return Run(__func__, [&] {
+    Handle& live = FindHandle(handle);
+    const TensorDescriptor& in = FindTensor(x_desc);
+    const TensorDescriptor& out = FindTensor(y_desc);
+    RequireSameShape(in, out, "x and y");
+    CheckLaunch(kernels::LaunchActivationForward(
+        ElementTypeOf(in.type), StandaloneActivation(activation), ReadBlend(alpha, beta, in.type),
+        TensorAt(in, x, "x"), TensorAt(out, y, "y"), live.stream));
+  });
+}
+
+cudnnStatus_t cudnnActivationBackward(cudnnHandle_t handle,
+                                      cudnnActivationDescriptor_t activation, const void* alpha,
+                                      const cudnnTensorDescriptor_t y_desc, const void* y,
+                                      const cudnnTensorDescriptor_t dy_desc, const void* dy,
+                                      const cudnnTensorDescriptor_t x_desc, const void* x,
+                                      const void* beta, const cudnnTensorDescriptor_t dx_desc,
+                                      void* dx) {
+  return Run(__func__, [&] {
+    Handle& live = FindHandle(handle);
+    const TensorDescriptor& out = FindTensor(y_desc);
+    const TensorDescriptor& out_grad = FindTensor(dy_desc);
+    const TensorDescriptor& in = FindTensor(x_desc);
+    const TensorDescriptor& in_grad = FindTensor(dx_desc);
+    RequireSameShape(out, out_grad, "y and dy");
+    RequireSameShape(out, in, "y and x");
+    RequireSameShape(out, in_grad, "y and dx");
+    CheckLaunch(kernels::LaunchActivationBackward(
+        ElementTypeOf(in.type), StandaloneActivation(activation), ReadBlend(alpha, beta, in.type),
+        TensorAt(out, y, "y"), TensorAt(out_grad, dy, "dy"), TensorAt(in, x, "x"),
+        TensorAt(in_grad, dx, "dx"), live.stream));
+  });
+}
+
+cudnnStatus_t cudnnSoftmaxForward(cudnnHandle_t handle, cudnnSoftmaxAlgorithm_t algo,
+                                  cudnnSoftmaxMode_t mode, const void* alpha,
+                                  const cudnnTensorDescriptor_t x_desc, const void* x,
+                                  const void* beta, const cudnnTensorDescriptor_t y_desc,
+                                  void* y) {
+  return Run(__func__, [&] {
+    Handle& live = FindHandle(handle);
+    const TensorDescriptor& in = FindTensor(x_desc);
+    const TensorDescriptor& out = FindTensor(y_desc);
+    RequireSameShape(in, out, "x and y");
+    RequireRank4(in, "softmax");
+    CheckLaunch(kernels::LaunchSoftmaxForward(ElementTypeOf(in.type), SoftmaxOf(algo, mode),
+                                              ReadBlend(alpha, beta, in.type),
+                                              TensorAt(in, x, "x"), TensorAt(out, y, "y"),
+                                              live.stream));
+  });
+}
+
+cudnnStatus_t cudnnSoftmaxBackward(cudnnHandle_t handle, cudnnSoftmaxAlgorithm_t algo,
+                                   cudnnSoftmaxMode_t mode, const void* alpha,
+                                   const cudnnTensorDescriptor_t y_desc, const void* y,
+                                   const cudnnTensorDescriptor_t dy_desc, const void* dy,
+                                   const void* beta, const cudnnTensorDescriptor_t dx_desc,
+                                   void* dx) {
+  return Run(__func__, [&] {
+    Handle& live = FindHandle(handle);
+    const TensorDescriptor& out = FindTensor(y_desc);
+    const TensorDescriptor& out_grad = FindTensor(dy_desc);
+    const TensorDescriptor& in_grad = FindTensor(dx_desc);
+    RequireSameShape(out, out_grad, "y and dy");
+    RequireSameShape(out, in_grad, "y and dx");
+    RequireRank4(out, "softmax");
+    CheckLaunch(kernels::LaunchSoftmaxBackward(
+        ElementTypeOf(out.type), SoftmaxOf(algo, mode), ReadBlend(alpha, beta, out.type),
+        TensorAt(out, y, "y"), TensorAt(out_grad, dy, "dy"), TensorAt(in_grad, dx, "dx"),
+        live.stream));
+  });
+}
+
+}  // extern "C"
