@@ -42,12 +42,11 @@ using namespace tally::libraries::cudnn;  // NOLINT: the C entry points below
 extern "C" {
 
 cudnnStatus_t cudnnCreateConvolutionDescriptor(cudnnConvolutionDescriptor_t* desc) {
-  return Run(__func__, [&] { Live<ConvolutionDescriptor>::Create(desc); });
+  return Live<ConvolutionDescriptor>::CreateEntry(__func__, desc);
 }
 
 cudnnStatus_t cudnnDestroyConvolutionDescriptor(cudnnConvolutionDescriptor_t desc) {
-  if (desc == nullptr) return CUDNN_STATUS_SUCCESS;
-  return Run(__func__, [&] { Live<ConvolutionDescriptor>::Destroy(desc); });
+  return Live<ConvolutionDescriptor>::DestroyEntry(__func__, desc);
 }
 
 cudnnStatus_t cudnnSetConvolution2dDescriptor(cudnnConvolutionDescriptor_t desc, int pad_h,

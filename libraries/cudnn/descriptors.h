@@ -16,13 +16,11 @@ namespace tally::libraries::cudnn {
 // so setting it costs no round trip.
 struct Handle {
   static constexpr const char* kName = "the cuDNN handle";
-  static constexpr const char* kUnknown = "the cuDNN handle is not a live one";
   cudaStream_t stream = nullptr;
 };
 
 struct TensorDescriptor {
   static constexpr const char* kName = "the tensor descriptor";
-  static constexpr const char* kUnknown = "the tensor descriptor is not a live one";
   bool set = false;
   cudnnDataType_t type = CUDNN_DATA_FLOAT;
   kernels::TensorShape shape;
@@ -31,7 +29,6 @@ struct TensorDescriptor {
 // A filter: K x C x spatial dimensions, stored as its format says.
 struct FilterDescriptor {
   static constexpr const char* kName = "the filter descriptor";
-  static constexpr const char* kUnknown = "the filter descriptor is not a live one";
   bool set = false;
   cudnnDataType_t type = CUDNN_DATA_FLOAT;
   cudnnTensorFormat_t format = CUDNN_TENSOR_NCHW;
@@ -40,7 +37,6 @@ struct FilterDescriptor {
 
 struct ConvolutionDescriptor {
   static constexpr const char* kName = "the convolution descriptor";
-  static constexpr const char* kUnknown = "the convolution descriptor is not a live one";
   bool set = false;
   int spatial = 0;  // spatial dimensions
   std::array<int, kernels::kMaxRank - 2> pad{}, stride{}, dilation{};
@@ -53,7 +49,6 @@ struct ConvolutionDescriptor {
 
 struct ActivationDescriptor {
   static constexpr const char* kName = "the activation descriptor";
-  static constexpr const char* kUnknown = "the activation descriptor is not a live one";
   bool set = false;
   cudnnActivationMode_t mode = CUDNN_ACTIVATION_RELU;
   cudnnNanPropagation_t nan = CUDNN_NOT_PROPAGATE_NAN;
@@ -63,7 +58,6 @@ struct ActivationDescriptor {
 
 struct PoolingDescriptor {
   static constexpr const char* kName = "the pooling descriptor";
-  static constexpr const char* kUnknown = "the pooling descriptor is not a live one";
   bool set = false;
   cudnnPoolingMode_t mode = CUDNN_POOLING_MAX;
   cudnnNanPropagation_t nan = CUDNN_NOT_PROPAGATE_NAN;

@@ -8,7 +8,7 @@ using namespace tally::libraries::cudnn;  // NOLINT: the C entry points below
 extern "C" {
 
 cudnnStatus_t cudnnCreate(cudnnHandle_t* handle) {
-  return Run(__func__, [&] { Live<Handle>::Create(handle); });
+  return Live<Handle>::CreateEntry(__func__, handle);
 }
 
 cudnnStatus_t cudnnDestroy(cudnnHandle_t handle) {

@@ -87,12 +87,11 @@ cudnnStatus_t cudnnScaleTensor(cudnnHandle_t handle, const cudnnTensorDescriptor
 }
 
 cudnnStatus_t cudnnCreateActivationDescriptor(cudnnActivationDescriptor_t* desc) {
-  return Run(__func__, [&] { Live<ActivationDescriptor>::Create(desc); });
+  return Live<ActivationDescriptor>::CreateEntry(__func__, desc);
 }
 
 cudnnStatus_t cudnnDestroyActivationDescriptor(cudnnActivationDescriptor_t desc) {
-  if (desc == nullptr) return CUDNN_STATUS_SUCCESS;
-  return Run(__func__, [&] { Live<ActivationDescriptor>::Destroy(desc); });
+  return Live<ActivationDescriptor>::DestroyEntry(__func__, desc);
 }
 
 cudnnStatus_t cudnnSetActivationDescriptor(cudnnActivationDescriptor_t desc,

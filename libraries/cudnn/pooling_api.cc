@@ -84,12 +84,11 @@ namespace kernels = tally::libraries::kernels;
 extern "C" {
 
 cudnnStatus_t cudnnCreatePoolingDescriptor(cudnnPoolingDescriptor_t* desc) {
-  return Run(__func__, [&] { Live<PoolingDescriptor>::Create(desc); });
+  return Live<PoolingDescriptor>::CreateEntry(__func__, desc);
 }
 
 cudnnStatus_t cudnnDestroyPoolingDescriptor(cudnnPoolingDescriptor_t desc) {
-  if (desc == nullptr) return CUDNN_STATUS_SUCCESS;
-  return Run(__func__, [&] { Live<PoolingDescriptor>::Destroy(desc); });
+  return Live<PoolingDescriptor>::DestroyEntry(__func__, desc);
 }
 
 cudnnStatus_t cudnnSetPooling2dDescriptor(cudnnPoolingDescriptor_t desc, cudnnPoolingMode_t mode,

@@ -29,9 +29,19 @@ class Live {
     std::unique_ptr<Object> owned;  // freed outside the lock
     std::lock_guard lock(Registry().mutex);
     auto it = Registry().objects.find(address);
-    if (it == Registry().objects.end()) Refuse(CUDNN_STATUS_BAD_PARAM, Object::kUnknown);
+    if (it == Registry().objects.end()) RefuseUnknown();
     owned = std::move(it->second);
     Registry().objects.erase(it);
+  }
+  // The entry points cudnnCreate...Descriptor and cudnnDestroy...Descriptor (destroying null
+  // does nothing, as free()).
+  template <typename Handle>
+  static cudnnStatus_t CreateEntry(const char* api, Handle* out) noexcept {
+    return Run(api, [&] { Create(out); });
+  }
+  static cudnnStatus_t DestroyEntry(const char* api, const void* address) noexcept {
+    if (address == nullptr) return CUDNN_STATUS_SUCCESS;
+    return Run(api, [&] { Destroy(address); });
   }
   // The live object at `address`; BAD_PARAM for any other address.
   static Object& Find(const void* address) {
@@ -40,11 +50,14 @@ class Live {
     }
     std::lock_guard lock(Registry().mutex);
     auto it = Registry().objects.find(address);
-    if (it == Registry().objects.end()) Refuse(CUDNN_STATUS_BAD_PARAM, Object::kUnknown);
+    if (it == Registry().objects.end()) RefuseUnknown();
     return *it->second;
   }
 
  private:
+  [[noreturn]] static void RefuseUnknown() {
+    Refuse(CUDNN_STATUS_BAD_PARAM, std::string(Object::kName) + " is not a live one");
+  }
   struct Objects {
     std::mutex mutex;
     std::unordered_map<const void*, std::unique_ptr<Object>> objects;

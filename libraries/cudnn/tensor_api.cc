@@ -53,12 +53,11 @@ using namespace tally::libraries::cudnn;  // NOLINT: the C entry points below
 extern "C" {
 
 cudnnStatus_t cudnnCreateTensorDescriptor(cudnnTensorDescriptor_t* desc) {
-  return Run(__func__, [&] { Live<TensorDescriptor>::Create(desc); });
+  return Live<TensorDescriptor>::CreateEntry(__func__, desc);
 }
 
 cudnnStatus_t cudnnDestroyTensorDescriptor(cudnnTensorDescriptor_t desc) {
-  if (desc == nullptr) return CUDNN_STATUS_SUCCESS;  // as free(): nothing to destroy
-  return Run(__func__, [&] { Live<TensorDescriptor>::Destroy(desc); });
+  return Live<TensorDescriptor>::DestroyEntry(__func__, desc);
 }
 
 cudnnStatus_t cudnnSetTensor4dDescriptor(cudnnTensorDescriptor_t desc, cudnnTensorFormat_t format,
@@ -131,12 +130,11 @@ cudnnStatus_t cudnnGetTensorSizeInBytes(const cudnnTensorDescriptor_t desc, size
 }
 
 cudnnStatus_t cudnnCreateFilterDescriptor(cudnnFilterDescriptor_t* desc) {
-  return Run(__func__, [&] { Live<FilterDescriptor>::Create(desc); });
+  return Live<FilterDescriptor>::CreateEntry(__func__, desc);
 }
 
 cudnnStatus_t cudnnDestroyFilterDescriptor(cudnnFilterDescriptor_t desc) {
-  if (desc == nullptr) return CUDNN_STATUS_SUCCESS;
-  return Run(__func__, [&] { Live<FilterDescriptor>::Destroy(desc); });
+  return Live<FilterDescriptor>::DestroyEntry(__func__, desc);
 }
 
 cudnnStatus_t cudnnSetFilter4dDescriptor(cudnnFilterDescriptor_t desc, cudnnDataType_t type,

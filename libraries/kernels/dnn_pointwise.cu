@@ -77,6 +77,16 @@ __global__ void ChannelSum(DeviceBlend<Compute<T>> blend, TensorShape dy_shape, 
   if (threadIdx.x == 0) Store(db + c * db_stride, static_cast<Compute<T>>(sum), blend);
 }
 
+cudaError_t LaunchSetOrScale(ElementType type, Tensor y, double value, bool scale,
+                             cudaStream_t stream) {
+  return WithElementType(type, [&](auto tag) {
+    using T = decltype(tag);
+    const int64_t total = y.shape.Elements();
+    return LaunchKernel(SetOrScale<T>, BlocksFor(total), kThreads, stream, y.shape,
+                        static_cast<T*>(y.data), static_cast<Compute<T>>(value), scale, total);
+  });
+}
+
 }  // namespace
 
 cudaError_t LaunchAddTensor(ElementType type, Blend blend, Tensor a, Tensor c,
@@ -91,21 +101,11 @@ cudaError_t LaunchAddTensor(ElementType type, Blend blend, Tensor a, Tensor c,
 }
 
 cudaError_t LaunchSetTensor(ElementType type, Tensor y, double value, cudaStream_t stream) {
-  return WithElementType(type, [&](auto tag) {
-    using T = decltype(tag);
-    const int64_t total = y.shape.Elements();
-    return LaunchKernel(SetOrScale<T>, BlocksFor(total), kThreads, stream, y.shape,
-                        static_cast<T*>(y.data), static_cast<Compute<T>>(value), false, total);
-  });
+  return LaunchSetOrScale(type, y, value, false, stream);
 }
 
 cudaError_t LaunchScaleTensor(ElementType type, Tensor y, double value, cudaStream_t stream) {
-  return WithElementType(type, [&](auto tag) {
-    using T = decltype(tag);
-    const int64_t total = y.shape.Elements();
-    return LaunchKernel(SetOrScale<T>, BlocksFor(total), kThreads, stream, y.shape,
-                        static_cast<T*>(y.data), static_cast<Compute<T>>(value), true, total);
-  });
+  return LaunchSetOrScale(type, y, value, true, stream);
 }
 
 cudaError_t LaunchActivationForward(ElementType type, ActivationFunction f, Blend blend,
