@@ -60,6 +60,7 @@ kernels::ConvolutionProblem ProblemOf(const TensorDescriptor& x, const FilterDes
   CheckComputeType(x.type, conv.compute);
   kernels::ConvolutionProblem problem;
   problem.type = ElementTypeOf(x.type);
+  problem.y_type = problem.type;
   for (int d = 0; d < 2; ++d) {
     problem.conv.pad[d] = conv.pad[d];
     problem.conv.stride[d] = conv.stride[d];

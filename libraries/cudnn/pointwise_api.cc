@@ -1,24 +1,8 @@
 // cuDNN's tensor operations (add, set, scale), activations with their descriptors, and softmax.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
 #include "libraries/cudnn/descriptors.h"
 
 namespace tally::libraries::cudnn {
 namespace {
-
-// A host value of y's own data type (cudnnSetTensor's value).
-double ReadValue(const void* value, cudnnDataType_t type) {
-  RequireNotNull(value, "the value");
-  switch (type) {
-    case CUDNN_DATA_HALF:
-      return __half2float(*static_cast<const __half*>(value));
-    case CUDNN_DATA_BFLOAT16:
-      return __bfloat162float(*static_cast<const __nv_bfloat16*>(value));
-    default:
-      return ReadScalar(value, type, "the value");
-  }
-}
 
 kernels::Softmax SoftmaxOf(cudnnSoftmaxAlgorithm_t algo, cudnnSoftmaxMode_t mode) {
   Require(algo == CUDNN_SOFTMAX_FAST || algo == CUDNN_SOFTMAX_ACCURATE || algo == CUDNN_SOFTMAX_LOG,
@@ -72,7 +56,7 @@ cudnnStatus_t cudnnSetTensor(cudnnHandle_t handle, const cudnnTensorDescriptor_t
     Handle& live = FindHandle(handle);
     const TensorDescriptor& tensor = FindTensor(y_desc);
     CheckLaunch(kernels::LaunchSetTensor(ElementTypeOf(tensor.type), TensorAt(tensor, y, "y"),
-                                         ReadValue(value, tensor.type), live.stream));
+                                         ReadHostElement(value, ElementTypeOf(tensor.type)), live.stream));
   });
 }
 

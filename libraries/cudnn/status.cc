@@ -1,6 +1,9 @@
 // Statuses, the thread's last error and scalars of the cuDNN stand-in (status.h).
 #include "libraries/cudnn/status.h"
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -85,6 +88,21 @@ double ReadScalar(const void* scalar, cudnnDataType_t data, const char* what) {
   RequireNotNull(scalar, what);
   if (data == CUDNN_DATA_DOUBLE) return *static_cast<const double*>(scalar);
   return *static_cast<const float*>(scalar);
+}
+
+double ReadHostElement(const void* value, kernels::ElementType type) {
+  RequireNotNull(value, "the value");
+  switch (type) {
+    case kernels::ElementType::kF32:
+      return *static_cast<const float*>(value);
+    case kernels::ElementType::kF64:
+      return *static_cast<const double*>(value);
+    case kernels::ElementType::kF16:
+      return __half2float(*static_cast<const __half*>(value));
+    case kernels::ElementType::kBF16:
+      return __bfloat162float(*static_cast<const __nv_bfloat16*>(value));
+  }
+  Refuse(CUDNN_STATUS_BAD_PARAM, "unknown element type");
 }
 
 kernels::Blend ReadBlend(const void* alpha, const void* beta, cudnnDataType_t data) {

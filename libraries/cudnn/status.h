@@ -62,6 +62,8 @@ kernels::ElementType ElementTypeOf(cudnnDataType_t type);
 // A host scalar (alpha, beta, ...) in the type cuDNN reads it as: double for double data, float
 // for the others.
 double ReadScalar(const void* scalar, cudnnDataType_t data, const char* what);
+// One element of `type` in host memory (cudnnSetTensor's value, a by-value tensor), as double.
+double ReadHostElement(const void* value, kernels::ElementType type);
 // alpha and beta of a call on `data`.
 kernels::Blend ReadBlend(const void* alpha, const void* beta, cudnnDataType_t data);
 

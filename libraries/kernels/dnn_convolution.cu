@@ -1,6 +1,8 @@
 // 2-D convolution, direct: one thread per output element (of y, dx or dw) gathers its sum, so
 // that no two threads write one element and no atomics are needed. Forward carries cuDNN's
 // fused epilogue (z, bias, activation). A plain kernel: implicit-GEMM tiles are still to come.
+#include <type_traits>
+
 #include "libraries/kernels/dnn.cuh"
 
 namespace tally::libraries::kernels {
@@ -23,9 +25,9 @@ struct Geometry {
   }
 };
 
-template <typename T>
-__global__ void Forward(ConvolutionProblem problem, const T* x, const T* w, T* y,
-                        ForwardEpilogue epilogue, const T* z) {
+template <typename T, typename O>
+__global__ void Forward(ConvolutionProblem problem, const T* x, const T* w, O* y,
+                        ForwardEpilogue epilogue, const O* z) {
   using A = Compute<T>;
   const TensorShape& xs = problem.x;
   const TensorShape& ws = problem.w;
@@ -52,11 +54,13 @@ __global__ void Forward(ConvolutionProblem problem, const T* x, const T* w, T* y
       }
     }
     A value = blend.alpha * sum;
-    if (blend.beta != A{0}) value += blend.beta * ToAcc<A>(z[OffsetOf(epilogue.z_shape, n, k, p, q)]);
-    if (epilogue.bias != nullptr) {
-      value += ToAcc<A>(static_cast<const T*>(epilogue.bias)[k * epilogue.bias_stride]);
+    if (blend.beta != A{0}) {
+      value += blend.beta * ToAcc<A>(z[OffsetOf(epilogue.z_shape, n, k, p, q)]);
     }
-    y[OffsetOf(ys, n, k, p, q)] = FromAcc<T>(Activate(epilogue.activation, value));
+    if (epilogue.bias != nullptr) {
+      value += ToAcc<A>(static_cast<const O*>(epilogue.bias)[k * epilogue.bias_stride]);
+    }
+    y[OffsetOf(ys, n, k, p, q)] = FromAcc<O>(Activate(epilogue.activation, value));
   }
 }
 
@@ -132,6 +136,14 @@ __global__ void BackwardFilter(ConvolutionProblem problem, const T* x, const T* 
   }
 }
 
+template <typename T, typename O>
+cudaError_t LaunchForward(const ConvolutionProblem& problem, const void* x, const void* w, void* y,
+                          const ForwardEpilogue& epilogue, cudaStream_t stream) {
+  return LaunchKernel(Forward<T, O>, BlocksFor(problem.y.Elements()), kThreads, stream, problem,
+                      static_cast<const T*>(x), static_cast<const T*>(w), static_cast<O*>(y),
+                      epilogue, static_cast<const O*>(epilogue.z));
+}
+
 }  // namespace
 
 cudaError_t LaunchConvolutionForward(const ConvolutionProblem& problem, const void* x,
@@ -139,9 +151,13 @@ cudaError_t LaunchConvolutionForward(const ConvolutionProblem& problem, const vo
                                      cudaStream_t stream) {
   return WithElementType(problem.type, [&](auto tag) {
     using T = decltype(tag);
-    return LaunchKernel(Forward<T>, BlocksFor(problem.y.Elements()), kThreads, stream, problem,
-                        static_cast<const T*>(x), static_cast<const T*>(w), static_cast<T*>(y),
-                        epilogue, static_cast<const T*>(epilogue.z));
+    if (problem.y_type == problem.type) {
+      return LaunchForward<T, T>(problem, x, w, y, epilogue, stream);
+    }
+    if (problem.y_type == ElementType::kF32 && !std::is_same_v<T, double>) {
+      return LaunchForward<T, float>(problem, x, w, y, epilogue, stream);
+    }
+    return cudaErrorNotSupported;
   });
 }
 

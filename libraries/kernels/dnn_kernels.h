@@ -64,6 +64,9 @@ struct Convolution {
 
 struct ConvolutionProblem {
   ElementType type = ElementType::kF32;
+  // The forward output's type (and z's and the bias's): `type`, or f32 for f16 and bf16 inputs
+  // (cuDNN's graphs write convolutions into f32 intermediates).
+  ElementType y_type = ElementType::kF32;
   Convolution conv;
   TensorShape x, w, y;
 };
@@ -170,5 +173,39 @@ struct BatchNormGradients {
 cudaError_t LaunchBatchNormBackward(ElementType type, const BatchNorm& bn, Tensor x, Tensor dy,
                                     Tensor dx, const BatchNormGradients& gradients,
                                     cudaStream_t stream);
+
+// A pointwise operation of cuDNN's graphs: y = op(alpha1 x) or op(alpha1 x, alpha2 b), each
+// operand broadcast to y's dimensions (a dimension of 1 repeats) and of its own type, computed in
+// float (in double where the operation's precision says so).
+enum class PointwiseMode : uint8_t {
+  // Binary.
+  kAdd, kSub, kMul, kDiv, kMax, kMin,
+  // Unary.
+  kIdentity, kNeg, kAbs, kExp, kLog, kSqrt, kRsqrt, kReciprocal, kRelu, kTanh, kSigmoid,
+  kElu, kGelu, kGeluTanh, kSwish, kSoftplus,
+};
+constexpr bool IsBinary(PointwiseMode mode) { return mode <= PointwiseMode::kMin; }
+
+// An operand: a tensor, or one value given at the call (cuDNN's by-value tensors).
+struct PointwiseOperand {
+  ElementType type = ElementType::kF32;
+  TensorShape shape;
+  const void* data = nullptr;
+  bool by_value = false;
+  double value = 0;
+};
+struct PointwiseProblem {
+  PointwiseMode mode = PointwiseMode::kIdentity;
+  bool in_double = false;
+  double alpha1 = 1, alpha2 = 1;
+  // RELU: x below lower becomes lower + slope (x - lower), above upper becomes upper.
+  double relu_lower = 0, relu_upper = 1e308, relu_slope = 0;
+  double elu_alpha = 1, softplus_beta = 1, swish_beta = 1;
+  PointwiseOperand x, b;
+  ElementType y_type = ElementType::kF32;
+  TensorShape y_shape;
+  void* y = nullptr;
+};
+cudaError_t LaunchPointwise(const PointwiseProblem& problem, cudaStream_t stream);
 
 }  // namespace tally::libraries::kernels

@@ -1,6 +1,6 @@
 // Shared by the end-to-end programs that check a library's results (cublas_calls, cublaslt_calls,
-// cudnn_calls): deterministic inputs, copies to and from the device, and comparison with a CPU
-// reference in double.
+// cudnn_calls, cudnn_graphs): deterministic inputs, copies to and from the device, and comparison
+// with a CPU reference in double.
 #pragma once
 
 #include <cmath>

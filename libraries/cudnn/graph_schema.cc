@@ -1,0 +1,211 @@
+// The backend descriptors' attribute tables (graph_schema.h), after cuDNN's documentation of
+// each descriptor type.
+#include "libraries/cudnn/graph_schema.h"
+
+#include <algorithm>
+#include <iterator>
+
+namespace tally::libraries::cudnn {
+namespace {
+
+constexpr AttributeRule Required(cudnnBackendAttributeName_t name,
+                                 cudnnBackendAttributeType_t type) {
+  return {name, type, Need::kRequired, type};
+}
+constexpr AttributeRule Optional(cudnnBackendAttributeName_t name,
+                                 cudnnBackendAttributeType_t type) {
+  return {name, type, Need::kOptional, type};
+}
+constexpr AttributeRule Derived(cudnnBackendAttributeName_t name,
+                                cudnnBackendAttributeType_t type) {
+  return {name, type, Need::kDerived, type};
+}
+constexpr AttributeRule Missing(cudnnBackendAttributeName_t name) {
+  return {name, CUDNN_TYPE_HANDLE, Need::kMissing, CUDNN_TYPE_HANDLE};
+}
+// A scaling factor: FLOAT or DOUBLE.
+constexpr AttributeRule Scale(cudnnBackendAttributeName_t name) {
+  return {name, CUDNN_TYPE_FLOAT, Need::kOptional, CUDNN_TYPE_DOUBLE};
+}
+
+constexpr auto kDescriptor = CUDNN_TYPE_BACKEND_DESCRIPTOR;
+
+constexpr AttributeRule kTensor[] = {
+    Required(CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE),
+    Required(CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64),
+    Required(CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64),
+    Required(CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64),
+    Required(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64),
+    Optional(CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN),
+    Optional(CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN),
+    Optional(CUDNN_ATTR_TENSOR_VECTOR_COUNT, CUDNN_TYPE_INT64),
+    Optional(CUDNN_ATTR_TENSOR_VECTORIZED_DIMENSION, CUDNN_TYPE_INT64),
+    Optional(CUDNN_ATTR_TENSOR_REORDERING_MODE, CUDNN_TYPE_TENSOR_REORDERING_MODE),
+    Missing(CUDNN_ATTR_TENSOR_RAGGED_OFFSET_DESC),
+};
+
+constexpr AttributeRule kConvolution[] = {
+    Required(CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE),
+    Required(CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE),
+    Required(CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64),
+    Required(CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64),
+    Required(CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64),
+    Required(CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64),
+    Required(CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64),
+};
+
+constexpr AttributeRule kPointwise[] = {
+    Required(CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE),
+    Required(CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE),
+    Optional(CUDNN_ATTR_POINTWISE_NAN_PROPAGATION, CUDNN_TYPE_NAN_PROPOGATION),
+    Optional(CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP, CUDNN_TYPE_DOUBLE),
+    Optional(CUDNN_ATTR_POINTWISE_RELU_UPPER_CLIP, CUDNN_TYPE_DOUBLE),
+    Optional(CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP_SLOPE, CUDNN_TYPE_DOUBLE),
+    Optional(CUDNN_ATTR_POINTWISE_ELU_ALPHA, CUDNN_TYPE_DOUBLE),
+    Optional(CUDNN_ATTR_POINTWISE_SOFTPLUS_BETA, CUDNN_TYPE_DOUBLE),
+    Optional(CUDNN_ATTR_POINTWISE_SWISH_BETA, CUDNN_TYPE_DOUBLE),
+    Optional(CUDNN_ATTR_POINTWISE_AXIS, CUDNN_TYPE_INT64),
+};
+
+constexpr AttributeRule kConvolutionForward[] = {
+    Scale(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA),
+    Scale(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA),
+    Required(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, kDescriptor),
+    Required(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, kDescriptor),
+    Required(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, kDescriptor),
+    Required(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, kDescriptor),
+};
+
+constexpr AttributeRule kConvolutionBackwardData[] = {
+    Scale(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA),
+    Scale(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA),
+    Required(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, kDescriptor),
+    Required(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, kDescriptor),
+    Required(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, kDescriptor),
+    Required(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, kDescriptor),
+};
+
+constexpr AttributeRule kConvolutionBackwardFilter[] = {
+    Scale(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA),
+    Scale(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA),
+    Required(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC, kDescriptor),
+    Required(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW, kDescriptor),
+    Required(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, kDescriptor),
+    Required(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY, kDescriptor),
+};
+
+constexpr AttributeRule kPointwiseOperation[] = {
+    Required(CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, kDescriptor),
+    Required(CUDNN_ATTR_OPERATION_POINTWISE_XDESC, kDescriptor),
+    Optional(CUDNN_ATTR_OPERATION_POINTWISE_BDESC, kDescriptor),
+    Required(CUDNN_ATTR_OPERATION_POINTWISE_YDESC, kDescriptor),
+    Optional(CUDNN_ATTR_OPERATION_POINTWISE_TDESC, kDescriptor),
+    Scale(CUDNN_ATTR_OPERATION_POINTWISE_ALPHA1),
+    Scale(CUDNN_ATTR_OPERATION_POINTWISE_ALPHA2),
+    Optional(CUDNN_ATTR_OPERATION_POINTWISE_DXDESC, kDescriptor),
+    Optional(CUDNN_ATTR_OPERATION_POINTWISE_DYDESC, kDescriptor),
+};
+
+constexpr AttributeRule kOperationGraph[] = {
+    Required(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE),
+    Required(CUDNN_ATTR_OPERATIONGRAPH_OPS, kDescriptor),
+    Optional(CUDNN_ATTR_OPERATIONGRAPH_IS_DYNAMIC_SHAPE_ENABLED, CUDNN_TYPE_BOOLEAN),
+    Missing(CUDNN_ATTR_OPERATIONGRAPH_IS_SAME_TOPOLOGY),
+    Derived(CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT, CUDNN_TYPE_INT64),
+};
+
+constexpr AttributeRule kEngineHeuristics[] = {
+    Required(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, kDescriptor),
+    Required(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE),
+    Optional(CUDNN_ATTR_ENGINEHEUR_SM_COUNT_TARGET, CUDNN_TYPE_INT32),
+    Missing(CUDNN_ATTR_ENGINEHEUR_DEVICEPROP),
+    Derived(CUDNN_ATTR_ENGINEHEUR_RESULTS, kDescriptor),
+};
+
+constexpr AttributeRule kEngine[] = {
+    Required(CUDNN_ATTR_ENGINE_OPERATION_GRAPH, kDescriptor),
+    Required(CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64),
+    Optional(CUDNN_ATTR_ENGINE_SM_COUNT_TARGET, CUDNN_TYPE_INT32),
+    Missing(CUDNN_ATTR_ENGINE_DEVICEPROP),
+    Missing(CUDNN_ATTR_ENGINE_DISABLE_CLUSTER_COOPERATIVE),
+    Derived(CUDNN_ATTR_ENGINE_KNOB_INFO, kDescriptor),
+    Derived(CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE),
+    Derived(CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE),
+    Derived(CUDNN_ATTR_ENGINE_LAYOUT_INFO, kDescriptor),
+};
+
+constexpr AttributeRule kEngineConfig[] = {
+    Required(CUDNN_ATTR_ENGINECFG_ENGINE, kDescriptor),
+    Optional(CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, kDescriptor),
+    Derived(CUDNN_ATTR_ENGINECFG_WORKSPACE_SIZE, CUDNN_TYPE_INT64),
+    Missing(CUDNN_ATTR_ENGINECFG_INTERMEDIATE_INFO),
+    Missing(CUDNN_ATTR_ENGINECFG_SHARED_MEMORY_USED),
+};
+
+constexpr AttributeRule kKnobChoice[] = {
+    Required(CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE),
+    Required(CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64),
+};
+
+constexpr AttributeRule kExecutionPlan[] = {
+    Required(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE),
+    Required(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, kDescriptor),
+    Derived(CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64),
+    Derived(CUDNN_ATTR_EXECUTION_PLAN_COMPUTED_INTERMEDIATE_UIDS, CUDNN_TYPE_INT64),
+    Missing(CUDNN_ATTR_EXECUTION_PLAN_RUN_ONLY_INTERMEDIATE_UIDS),
+    Missing(CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION),
+    Missing(CUDNN_ATTR_EXECUTION_PLAN_KERNEL_CACHE),
+    Missing(CUDNN_ATTR_EXECUTION_PLAN_DEVICEPROP),
+};
+
+constexpr AttributeRule kVariantPack[] = {
+    Required(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64),
+    Required(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR),
+    Optional(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR),
+    Missing(CUDNN_ATTR_VARIANT_PACK_INTERMEDIATES),
+    Missing(CUDNN_ATTR_VARIANT_PACK_OVERRIDE_UNIQUE_IDS),
+    Missing(CUDNN_ATTR_VARIANT_PACK_OVERRIDE_SHAPES),
+    Missing(CUDNN_ATTR_VARIANT_PACK_OVERRIDE_STRIDES),
+};
+
+constexpr DescriptorRule kKinds[] = {
+    {CUDNN_BACKEND_TENSOR_DESCRIPTOR, "CUDNN_BACKEND_TENSOR_DESCRIPTOR", kTensor},
+    {CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, "CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR", kConvolution},
+    {CUDNN_BACKEND_POINTWISE_DESCRIPTOR, "CUDNN_BACKEND_POINTWISE_DESCRIPTOR", kPointwise},
+    {CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
+     "CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR", kConvolutionForward},
+    {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR,
+     "CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR", kConvolutionBackwardData},
+    {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR,
+     "CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR",
+     kConvolutionBackwardFilter},
+    {CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, "CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR",
+     kPointwiseOperation},
+    {CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, "CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR",
+     kOperationGraph},
+    {CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, "CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR",
+     kEngineHeuristics},
+    {CUDNN_BACKEND_ENGINE_DESCRIPTOR, "CUDNN_BACKEND_ENGINE_DESCRIPTOR", kEngine},
+    {CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, "CUDNN_BACKEND_ENGINECFG_DESCRIPTOR", kEngineConfig},
+    {CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR, "CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR", kKnobChoice},
+    {CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, "CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR",
+     kExecutionPlan},
+    {CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, "CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR",
+     kVariantPack},
+};
+
+}  // namespace
+
+const DescriptorRule* RuleFor(cudnnBackendDescriptorType_t type) {
+  auto it = std::find_if(std::begin(kKinds), std::end(kKinds),
+                         [&](const DescriptorRule& rule) { return rule.type == type; });
+  return it == std::end(kKinds) ? nullptr : &*it;
+}
+
+const AttributeRule* RuleFor(const DescriptorRule& kind, cudnnBackendAttributeName_t name) {
+  auto it = std::find_if(kind.attributes.begin(), kind.attributes.end(),
+                         [&](const AttributeRule& rule) { return rule.name == name; });
+  return it == kind.attributes.end() ? nullptr : &*it;
+}
+
+}  // namespace tally::libraries::cudnn
