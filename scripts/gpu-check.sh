@@ -423,10 +423,14 @@ run_torch() {
   note "- $probe (the shim stands in for libcudart.so.13: a PyTorch built for another CUDA"
   note "  major version loads its own runtime and does not reach Tally)"
   start_server || return 0
-  local mode
-  for mode in kernels inference training; do
-    if bounded 120 "$bin/tally-run" --server "$socket" -- python3 \
-        "$bundle_dir/bench/gpu_check_torch.py" "$mode" > "$work/torch-$mode.out" 2>&1; then
+  local mode settings
+  for mode in kernels inference training resnet resnet-classic transformer; do
+    settings=()
+    # resnet-classic: cuDNN's classic API instead of its graph API (PyTorch's switch).
+    [[ $mode == resnet-classic ]] && settings=(TORCH_CUDNN_V8_API_DISABLED=1)
+    if bounded 120 env "${settings[@]}" \
+        "$bin/tally-run" --server "$socket" -- python3 "$bundle_dir/bench/gpu_check_torch.py" \
+        "${mode%-classic}" > "$work/torch-$mode.out" 2>&1; then
       note "- $mode: pass: $(reason "$work/torch-$mode.out" 1)"
     else
       note "- $mode: **FAIL** (exit $?): $(reason "$work/torch-$mode.out" 4)"
