@@ -23,87 +23,16 @@
 #include <type_traits>
 #include <vector>
 
-#include "device_vectors.h"
-
-// A cuDNN call that must succeed.
-#define CHECK_CUDNN(call)                                                       \
-  do {                                                                          \
-    const cudnnStatus_t status_ = (call);                                       \
-    if (status_ != CUDNN_STATUS_SUCCESS) {                                      \
-      std::fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, \
-                   cudnnGetErrorString(status_));                               \
-      std::exit(1);                                                             \
-    }                                                                           \
-  } while (0)
+#include "dnn_check.h"
 
 namespace {
 
-const float kNaN = std::numeric_limits<float>::quiet_NaN();
-const cudnnTensorFormat_t kNCHW = CUDNN_TENSOR_NCHW;
-const cudnnTensorFormat_t kNHWC = CUDNN_TENSOR_NHWC;
-
-// cuDNN 9's statuses are a category (the thousands) and a detail: the documented category counts.
-bool IsBadParam(cudnnStatus_t status) { return status / 1000 == CUDNN_STATUS_BAD_PARAM / 1000; }
-bool IsNotSupported(cudnnStatus_t status) {
-  return status / 1000 == CUDNN_STATUS_NOT_SUPPORTED / 1000;
-}
-
-// What the program needs to know of each element type: cuDNN's name for it, the compute type of
-// its convolutions, the math its convolutions may use, and how near its results must come.
-template <typename T>
-struct Element;
-template <>
-struct Element<float> {
-  static constexpr cudnnDataType_t kType = CUDNN_DATA_FLOAT;
-  static constexpr cudnnDataType_t kCompute = CUDNN_DATA_FLOAT;
-  // FMA only: by default cuDNN may round f32 convolution inputs to TF32 on Ampere and later.
-  static constexpr cudnnMathType_t kMath = CUDNN_FMA_MATH;
-  static constexpr double kTolerance = 1e-5;
-  static constexpr const char* kName = "f32";
-};
-template <>
-struct Element<double> {
-  static constexpr cudnnDataType_t kType = CUDNN_DATA_DOUBLE;
-  static constexpr cudnnDataType_t kCompute = CUDNN_DATA_DOUBLE;
-  static constexpr cudnnMathType_t kMath = CUDNN_DEFAULT_MATH;
-  static constexpr double kTolerance = 1e-5;
-  static constexpr const char* kName = "f64";
-};
-// The 16-bit types compute in f32 (PSEUDO_HALF_CONFIG, PSEUDO_BFLOAT16_CONFIG); their outputs are
-// rounded to the type.
-template <>
-struct Element<__half> {
-  static constexpr cudnnDataType_t kType = CUDNN_DATA_HALF;
-  static constexpr cudnnDataType_t kCompute = CUDNN_DATA_FLOAT;
-  static constexpr cudnnMathType_t kMath = CUDNN_DEFAULT_MATH;
-  static constexpr double kTolerance = 1e-2;
-  static constexpr const char* kName = "f16";
-};
-template <>
-struct Element<__nv_bfloat16> {
-  static constexpr cudnnDataType_t kType = CUDNN_DATA_BFLOAT16;
-  static constexpr cudnnDataType_t kCompute = CUDNN_DATA_FLOAT;
-  static constexpr cudnnMathType_t kMath = CUDNN_DEFAULT_MATH;
-  static constexpr double kTolerance = 1e-2;
-  static constexpr const char* kName = "bf16";
-};
 // Batch normalization's scale, bias, means and variances are f32 for f32 and f16 data.
 const double kParamTolerance = Element<float>::kTolerance;
 
 // cuDNN's scaling factors (alpha, beta) are host doubles for double data, floats for the rest.
 template <typename T>
 using Scale = std::conditional_t<std::is_same_v<T, double>, double, float>;
-
-// Values in [-1, 1] as Values gives them, moved by 1/16: never 0 nor on any activation's kink
-// (ReLU's 0, clipped ReLU's ceiling 0.5), still exact in every type.
-template <typename T>
-std::vector<T> OffGrid(size_t n, int seed) {
-  std::vector<T> v(n);
-  for (size_t i = 0; i < n; ++i) {
-    v[i] = static_cast<T>(((i * 7 + seed * 13) % 17) / 8.0 - 1.0 + 1.0 / 16);
-  }
-  return v;
-}
 
 // n distinct multiples of 1/256, so that a max-pooling window has one maximum: i * 37 % n is a
 // permutation of 0..n-1 while n is no multiple of the prime 37.
@@ -114,69 +43,7 @@ std::vector<float> Distinct(size_t n) {
   return v;
 }
 
-// What an output holds before a call: NaN where beta = 0 (cuDNN must not read it), else values
-// for the result to blend with.
-template <typename T>
-std::vector<T> Before(size_t n, double beta, int seed) {
-  return beta == 0 ? std::vector<T>(n, static_cast<T>(kNaN)) : Values<T>(n, seed);
-}
-
-// cuDNN's blend: alpha * result + beta * before, before not read where beta = 0.
-std::vector<double> Blend(double alpha, const std::vector<double>& result, double beta,
-                          const std::vector<double>& before) {
-  std::vector<double> out(result.size());
-  for (size_t i = 0; i < out.size(); ++i) {
-    out[i] = alpha * result[i] + (beta == 0 ? 0 : beta * before[i]);
-  }
-  return out;
-}
-
-template <typename T>
-void Upload(T* device, const std::vector<T>& host) {
-  CHECK_CUDA(cudaMemcpy(device, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
-}
-
-// The device buffer holds the reference, element by element; what names the call.
-template <typename T>
-void ExpectDevice(const T* device, const std::vector<double>& want, double tolerance,
-                  const std::string& what) {
-  const auto got = Widen(ToHost(device, want.size()));
-  for (size_t i = 0; i < want.size(); ++i) ExpectNear(got[i], want[i], tolerance, what.c_str(), i);
-}
-
-void Free(std::initializer_list<const void*> buffers) {
-  for (const void* p : buffers) CHECK_CUDA(cudaFree(const_cast<void*>(p)));
-}
-
 // ---- Tensor layouts and descriptors ----
-
-// A 4-D tensor's dimensions and strides in elements, as cuDNN's descriptors hold them; filters use
-// it too, with (k, c, r, s) for (n, c, h, w).
-struct Layout {
-  int n, c, h, w;
-  int n_stride, c_stride, h_stride, w_stride;
-
-  size_t At(int in, int ic, int ih, int iw) const {
-    return static_cast<size_t>(in) * n_stride + static_cast<size_t>(ic) * c_stride +
-           static_cast<size_t>(ih) * h_stride + static_cast<size_t>(iw) * w_stride;
-  }
-  // The elements from the first to the last, gaps included.
-  size_t Extent() const { return At(n - 1, c - 1, h - 1, w - 1) + 1; }
-};
-
-// The packed layout of a tensor (or filter) in that format: NHWC filters are KRSC.
-Layout Packed(cudnnTensorFormat_t format, int n, int c, int h, int w) {
-  if (format == kNHWC) return {n, c, h, w, h * w * c, 1, w * c, c};
-  return {n, c, h, w, c * h * w, h * w, w, 1};
-}
-
-template <typename Fn>
-void ForEachElement(const Layout& l, Fn fn) {
-  for (int n = 0; n < l.n; ++n)
-    for (int c = 0; c < l.c; ++c)
-      for (int h = 0; h < l.h; ++h)
-        for (int w = 0; w < l.w; ++w) fn(n, c, h, w, l.At(n, c, h, w));
-}
 
 // The offsets of l's elements gathered by key(n, c, h, w), a number below count.
 template <typename Key>
@@ -329,19 +196,6 @@ cudnnActivationDescriptor_t MakeActivation(cudnnActivationMode_t mode, double co
 
 // ---- Convolutions ----
 
-// One convolution: x is n x c x h x w, the filter k x (c / groups) x r x s.
-struct ConvProblem {
-  int n, c, h, w, k, r, s;
-  int pad_h, pad_w, stride_h, stride_w, dilation_h, dilation_w, groups;
-  cudnnConvolutionMode_t mode;
-
-  // The output's spatial size, as cuDNN documents it.
-  int OutH() const { return 1 + (h + 2 * pad_h - ((r - 1) * dilation_h + 1)) / stride_h; }
-  int OutW() const { return 1 + (w + 2 * pad_w - ((s - 1) * dilation_w + 1)) / stride_w; }
-};
-
-const cudnnConvolutionMode_t kCross = CUDNN_CROSS_CORRELATION;
-const cudnnConvolutionMode_t kFlip = CUDNN_CONVOLUTION;
 // clang-format off
 //                            n  c  h  w  k  r  s  pad   stride  dilation  groups  mode
 const ConvProblem kPlain   = {2, 3, 6, 5, 4, 3, 3, 1, 1, 1, 1,   1, 1,     1,      kCross};
@@ -350,30 +204,6 @@ const ConvProblem kDilated = {2, 3, 7, 7, 4, 3, 3, 2, 2, 1, 1,   2, 2,     1,   
 const ConvProblem kGrouped = {2, 4, 5, 5, 4, 3, 3, 1, 1, 1, 1,   1, 1,     2,      kCross};
 const ConvProblem kFlipped = {2, 3, 5, 6, 4, 2, 3, 1, 0, 1, 1,   1, 1,     1,      kFlip};
 // clang-format on
-
-// Calls fn(x offset, w offset, y offset) for every product of the convolution: forward sums x * w
-// into y, backward data dy * w into dx, backward filter x * dy into dw. CUDNN_CONVOLUTION flips
-// the filter, CUDNN_CROSS_CORRELATION does not; padding contributes nothing.
-template <typename Fn>
-void ForEachTap(const ConvProblem& p, const Layout& x, const Layout& w, const Layout& y, Fn fn) {
-  const int group_c = p.c / p.groups, group_k = p.k / p.groups;
-  ForEachElement(y, [&](int n, int k, int oh, int ow, size_t y_offset) {
-    const int first_c = k / group_k * group_c;
-    for (int gc = 0; gc < group_c; ++gc) {
-      for (int r = 0; r < p.r; ++r) {
-        const int ih = oh * p.stride_h - p.pad_h + r * p.dilation_h;
-        if (ih < 0 || ih >= p.h) continue;
-        for (int s = 0; s < p.s; ++s) {
-          const int iw = ow * p.stride_w - p.pad_w + s * p.dilation_w;
-          if (iw < 0 || iw >= p.w) continue;
-          const int fr = p.mode == kFlip ? p.r - 1 - r : r;
-          const int fs = p.mode == kFlip ? p.s - 1 - s : s;
-          fn(x.At(n, first_c + gc, ih, iw), w.At(k, gc, fr, fs), y_offset);
-        }
-      }
-    }
-  });
-}
 
 cudnnConvolutionDescriptor_t MakeConvolution(const ConvProblem& p, cudnnDataType_t compute,
                                              cudnnMathType_t math, Api api) {

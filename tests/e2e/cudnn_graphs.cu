@@ -28,37 +28,15 @@
 #include <utility>
 #include <vector>
 
-#include "device_vectors.h"
+#include "dnn_check.h"
 
 namespace {
 
 // ---- Failures ----
 
-// The graph or check under way, named in every failure.
-std::string g_what = "setup";
-
-[[noreturn]] void Fail(const std::string& message) {
-  std::fprintf(stderr, "%s: %s\n", g_what.c_str(), message.c_str());
-  std::exit(1);
-}
-
-void CheckStatus(cudnnStatus_t status, const std::string& call) {
-  if (status != CUDNN_STATUS_SUCCESS) {
-    Fail(call + " failed: " + cudnnGetErrorString(status) + " (" + std::to_string(status) + ")");
-  }
-}
-
-// A cuDNN call that must succeed.
-#define CHECK_CUDNN(call) \
-  CheckStatus((call), std::string("line ") + std::to_string(__LINE__) + ": " + #call)
-
-// cuDNN 9's statuses are a category (the thousands) and a detail: the documented category counts.
+// cuDNN 9's statuses by category (IsBadParam and IsNotSupported in dnn_check.h).
 bool IsNotInitialized(cudnnStatus_t status) {
-  return status / 1000 == CUDNN_STATUS_NOT_INITIALIZED / 1000;
-}
-bool IsBadParam(cudnnStatus_t status) { return status / 1000 == CUDNN_STATUS_BAD_PARAM / 1000; }
-bool IsNotSupported(cudnnStatus_t status) {
-  return status / 1000 == CUDNN_STATUS_NOT_SUPPORTED / 1000;
+  return InCategory(status, CUDNN_STATUS_NOT_INITIALIZED);
 }
 // Setting an attribute of a finalized descriptor, reading one of a descriptor not finalized: the
 // documentation says NOT_INITIALIZED; cuDNN 9 also has BAD_PARAM_NOT_FINALIZED for the latter.
@@ -193,112 +171,9 @@ T GetOne(cudnnBackendDescriptor_t desc, Attribute attr, cudnnBackendAttributeTyp
   return value;
 }
 
-// ---- Layouts ----
-
-// A 4-D tensor's dimensions and strides in elements; filters use it too, (k, c, r, s) for
-// (n, c, h, w). The dimensions stay in that order whatever the layout: strides say the layout, as
-// PyTorch passes channels-last tensors.
-struct Layout {
-  std::array<int64_t, 4> dims, strides;
-
-  size_t At(int64_t n, int64_t c, int64_t h, int64_t w) const {
-    return static_cast<size_t>(n * strides[0] + c * strides[1] + h * strides[2] + w * strides[3]);
-  }
-  // The elements from the first to the last.
-  size_t Extent() const { return At(dims[0] - 1, dims[1] - 1, dims[2] - 1, dims[3] - 1) + 1; }
-};
-
-enum class Format { kNCHW, kNHWC };
-
-// The packed layout in that format: NHWC filters are KRSC.
-Layout Packed(Format format, int64_t n, int64_t c, int64_t h, int64_t w) {
-  if (format == Format::kNHWC) return {{n, c, h, w}, {h * w * c, 1, w * c, c}};
-  return {{n, c, h, w}, {c * h * w, h * w, w, 1}};
-}
-
-template <typename Fn>
-void ForEachElement(const Layout& l, Fn fn) {
-  for (int64_t n = 0; n < l.dims[0]; ++n)
-    for (int64_t c = 0; c < l.dims[1]; ++c)
-      for (int64_t h = 0; h < l.dims[2]; ++h)
-        for (int64_t w = 0; w < l.dims[3]; ++w) fn(n, c, h, w, l.At(n, c, h, w));
-}
-
-// ---- Element types and data ----
-
-const float kNaN = std::numeric_limits<float>::quiet_NaN();
-const int64_t kAlignment = 16;  // what cudnn-frontend and PyTorch give cudaMalloc'd buffers
-
-template <typename T>
-struct Element;
-template <>
-struct Element<float> {
-  static constexpr cudnnDataType_t kType = CUDNN_DATA_FLOAT;
-  static constexpr double kTolerance = 1e-5;
-  static constexpr const char* kName = "f32";
-};
-// f16 data computes in f32; results are rounded to f16.
-template <>
-struct Element<__half> {
-  static constexpr cudnnDataType_t kType = CUDNN_DATA_HALF;
-  static constexpr double kTolerance = 1e-2;
-  static constexpr const char* kName = "f16";
-};
-
-// Values in [-1, 1] as Values gives them, moved by 1/16: never 0, so that x + b (b a multiple of
-// 1/8) is never on ReLU's kink.
-template <typename T>
-std::vector<T> OffGrid(size_t n, int seed) {
-  std::vector<T> v(n);
-  for (size_t i = 0; i < n; ++i) {
-    v[i] = static_cast<T>(((i * 7 + seed * 13) % 17) / 8.0 - 1.0 + 1.0 / 16);
-  }
-  return v;
-}
-
-// What an output holds before a call: NaN where beta = 0 (cuDNN must not read it), else values
-// for the result to blend with.
-template <typename T>
-std::vector<T> Before(size_t n, double beta, int seed) {
-  return beta == 0 ? std::vector<T>(n, static_cast<T>(kNaN)) : Values<T>(n, seed);
-}
-
-// cuDNN's blend: alpha * result + beta * before, before not read where beta = 0.
-std::vector<double> Blend(double alpha, const std::vector<double>& result, double beta,
-                          const std::vector<double>& before) {
-  std::vector<double> out(result.size());
-  for (size_t i = 0; i < out.size(); ++i) {
-    out[i] = alpha * result[i] + (beta == 0 ? 0 : beta * before[i]);
-  }
-  return out;
-}
-
-// A device copy of a host vector, freed with the object.
-template <typename T>
-class DeviceArray {
- public:
-  explicit DeviceArray(const std::vector<T>& host) : size_(host.size()), data_(ToDevice(host)) {}
-  ~DeviceArray() { CHECK_CUDA(cudaFree(data_)); }
-  DeviceArray(const DeviceArray&) = delete;
-  DeviceArray& operator=(const DeviceArray&) = delete;
-
-  T* get() const { return data_; }
-
-  // The device holds the reference, element by element; what names the tensor.
-  void Expect(const std::vector<double>& want, double tolerance, const char* what) const {
-    const std::vector<double> got = Widen(ToHost(data_, size_));
-    const std::string name = g_what + ": " + what;
-    for (size_t i = 0; i < want.size(); ++i) {
-      ExpectNear(got[i], want[i], tolerance, name.c_str(), i);
-    }
-  }
-
- private:
-  size_t size_;
-  T* data_;
-};
-
 // ---- Graphs ----
+
+const int64_t kAlignment = 16;  // what cudnn-frontend and PyTorch give cudaMalloc'd buffers
 
 // Unique ids: PyTorch's for a convolution's tensors, others for a bias and virtual tensors.
 const int64_t kUidX = 'x', kUidW = 'w', kUidY = 'y', kUidB = 'b';
@@ -347,54 +222,21 @@ const ConvDirection kBackwardFilter = {
     ATTR(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA),
     kW};
 
-// One 2-D cross-correlation (PyTorch's mode): x is n x c x h x w, the filter k x c x r x s, the
-// same padding before and after.
-struct ConvProblem {
-  int64_t n, c, h, w, k, r, s;
-  int64_t pad, stride, dilation;
-
-  int64_t OutH() const { return 1 + (h + 2 * pad - ((r - 1) * dilation + 1)) / stride; }
-  int64_t OutW() const { return 1 + (w + 2 * pad - ((s - 1) * dilation + 1)) / stride; }
-  std::array<Layout, 3> Layouts(Format format) const {
-    return {Packed(format, n, c, h, w), Packed(format, k, c, r, s),
-            Packed(format, n, k, OutH(), OutW())};
-  }
-};
-
+// The convolutions checked: cross-correlations (PyTorch's mode) of one group.
 // clang-format off
-//                            n  c  h  w  k  r  s  pad stride dilation
-const ConvProblem kPlain   = {2, 3, 6, 5, 4, 3, 3, 1,  1,     1};
-const ConvProblem kStrided = {2, 3, 6, 6, 4, 3, 3, 1,  2,     1};
-const ConvProblem kDilated = {2, 3, 6, 6, 4, 3, 3, 2,  1,     2};
+//                            n  c  h  w  k  r  s  pad   stride  dilation  groups  mode
+const ConvProblem kPlain   = {2, 3, 6, 5, 4, 3, 3, 1, 1, 1, 1,   1, 1,     1,      kCross};
+const ConvProblem kStrided = {2, 3, 6, 6, 4, 3, 3, 1, 1, 2, 2,   1, 1,     1,      kCross};
+const ConvProblem kDilated = {2, 3, 6, 6, 4, 3, 3, 2, 2, 1, 1,   2, 2,     1,      kCross};
 // clang-format on
-
-// Calls fn(x offset, w offset, y offset) for every product of the convolution: forward sums x * w
-// into y, backward data dy * w into dx, backward filter x * dy into dw. Padding contributes
-// nothing.
-template <typename Fn>
-void ForEachTap(const ConvProblem& p, const std::array<Layout, 3>& l, Fn fn) {
-  ForEachElement(l[kY], [&](int64_t n, int64_t k, int64_t oh, int64_t ow, size_t y_offset) {
-    for (int64_t c = 0; c < p.c; ++c) {
-      for (int64_t r = 0; r < p.r; ++r) {
-        const int64_t ih = oh * p.stride - p.pad + r * p.dilation;
-        if (ih < 0 || ih >= p.h) continue;
-        for (int64_t s = 0; s < p.s; ++s) {
-          const int64_t iw = ow * p.stride - p.pad + s * p.dilation;
-          if (iw < 0 || iw >= p.w) continue;
-          fn(l[kX].At(n, c, ih, iw), l[kW].At(k, c, r, s), y_offset);
-        }
-      }
-    }
-  });
-}
 
 // A tensor descriptor as cudnn-frontend's TensorBuilder makes one (IS_VIRTUAL set only when true).
 Descriptor MakeTensor(int64_t uid, const Layout& layout, cudnnDataType_t type,
                       bool is_virtual = false) {
   Descriptor tensor(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
   tensor.Set(ATTR(CUDNN_ATTR_TENSOR_DATA_TYPE), CUDNN_TYPE_DATA_TYPE, type)
-      .SetArray(ATTR(CUDNN_ATTR_TENSOR_DIMENSIONS), CUDNN_TYPE_INT64, layout.dims)
-      .SetArray(ATTR(CUDNN_ATTR_TENSOR_STRIDES), CUDNN_TYPE_INT64, layout.strides)
+      .SetArray(ATTR(CUDNN_ATTR_TENSOR_DIMENSIONS), CUDNN_TYPE_INT64, layout.Dims())
+      .SetArray(ATTR(CUDNN_ATTR_TENSOR_STRIDES), CUDNN_TYPE_INT64, layout.Strides())
       .Set(ATTR(CUDNN_ATTR_TENSOR_UNIQUE_ID), CUDNN_TYPE_INT64, uid)
       .Set(ATTR(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT), CUDNN_TYPE_INT64, kAlignment);
   if (is_virtual) tensor.Set(ATTR(CUDNN_ATTR_TENSOR_IS_VIRTUAL), CUDNN_TYPE_BOOLEAN, true);
@@ -404,12 +246,11 @@ Descriptor MakeTensor(int64_t uid, const Layout& layout, cudnnDataType_t type,
 // A convolution descriptor as cudnn-frontend's ConvDescBuilder makes one.
 Descriptor MakeConvolution(const ConvProblem& p, cudnnDataType_t compute) {
   const int64_t spatial_dims = 2;
-  const std::array<int64_t, 2> pad = {p.pad, p.pad}, stride = {p.stride, p.stride};
-  const std::array<int64_t, 2> dilation = {p.dilation, p.dilation};
+  const std::array<int64_t, 2> pad = {p.pad_h, p.pad_w}, stride = {p.stride_h, p.stride_w};
+  const std::array<int64_t, 2> dilation = {p.dilation_h, p.dilation_w};
   Descriptor conv(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
   conv.Set(ATTR(CUDNN_ATTR_CONVOLUTION_COMP_TYPE), CUDNN_TYPE_DATA_TYPE, compute)
-      .Set(ATTR(CUDNN_ATTR_CONVOLUTION_CONV_MODE), CUDNN_TYPE_CONVOLUTION_MODE,
-           CUDNN_CROSS_CORRELATION)
+      .Set(ATTR(CUDNN_ATTR_CONVOLUTION_CONV_MODE), CUDNN_TYPE_CONVOLUTION_MODE, p.mode)
       .Set(ATTR(CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS), CUDNN_TYPE_INT64, spatial_dims)
       .SetArray(ATTR(CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS), CUDNN_TYPE_INT64, pad)
       .SetArray(ATTR(CUDNN_ATTR_CONVOLUTION_POST_PADDINGS), CUDNN_TYPE_INT64, pad)
@@ -688,7 +529,7 @@ void PrintPassed(const Plan& plan) {
 struct ConvCase {
   const char* name;
   ConvProblem problem;
-  Format format;
+  cudnnTensorFormat_t format;
   const ConvDirection* direction;
   float alpha, beta;
   int runs;
@@ -707,7 +548,7 @@ void RunConvolution(cudnnHandle_t handle, const Plan& plan, const ConvCase& c,
     wide[role] = Widen(host[role]);
     sums[role].assign(layouts[role].Extent(), 0);
   }
-  ForEachTap(c.problem, layouts, [&](size_t x, size_t w, size_t y) {
+  ForEachTap(c.problem, layouts[kX], layouts[kW], layouts[kY], [&](size_t x, size_t w, size_t y) {
     sums[kY][y] += wide[kX][x] * wide[kW][w];
     sums[kX][x] += wide[kY][y] * wide[kW][w];
     sums[kW][w] += wide[kX][x] * wide[kY][y];
@@ -747,7 +588,7 @@ void TestConvolution(cudnnHandle_t handle, const ConvCase& c) {
 }
 
 void TestConvolutions(cudnnHandle_t handle) {
-  const Format nchw = Format::kNCHW, nhwc = Format::kNHWC;
+  const cudnnTensorFormat_t nchw = kNCHW, nhwc = kNHWC;
   // clang-format off
   const ConvCase f32_cases[] = {
       {"NCHW 3x3 pad 1, one plan run twice", kPlain, nchw, &kForward,        1,   0,   2},
@@ -768,9 +609,9 @@ void TestConvolutions(cudnnHandle_t handle) {
 // intermediates), which is what NVIDIA's fusion engines take.
 void TestConvolutionBiasRelu(cudnnHandle_t handle) {
   g_what = "f16 NHWC convolution + bias + ReLU (virtual f32 intermediates)";
-  const ConvProblem p = {2, 8, 5, 5, 8, 3, 3, 1, 1, 1};
-  const std::array<Layout, 3> layouts = p.Layouts(Format::kNHWC);
-  const Layout bias_layout = Packed(Format::kNHWC, 1, p.k, 1, 1);
+  const ConvProblem p = {2, 8, 5, 5, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, kCross};
+  const std::array<Layout, 3> layouts = p.Layouts(kNHWC);
+  const Layout bias_layout = Packed(kNHWC, 1, p.k, 1, 1);
   OperationGraph graph;
   cudnnBackendDescriptor_t tensors[3];
   for (int role : {kX, kW, kY}) {
@@ -793,10 +634,10 @@ void TestConvolutionBiasRelu(cudnnHandle_t handle) {
   const auto bias = Values<__half>(bias_layout.Extent(), 3);
   const auto wide_x = Widen(x), wide_w = Widen(w), wide_bias = Widen(bias);
   std::vector<double> sums(layouts[kY].Extent());
-  ForEachTap(p, layouts,
+  ForEachTap(p, layouts[kX], layouts[kW], layouts[kY],
              [&](size_t xi, size_t wi, size_t yi) { sums[yi] += wide_x[xi] * wide_w[wi]; });
   std::vector<double> want(sums.size());
-  ForEachElement(layouts[kY], [&](int64_t, int64_t k, int64_t, int64_t, size_t offset) {
+  ForEachElement(layouts[kY], [&](int, int k, int, int, size_t offset) {
     want[offset] = std::max(0.0, sums[offset] + wide_bias[bias_layout.At(0, k, 0, 0)]);
   });
   const DeviceArray<__half> dev_x(x), dev_w(w), dev_b(bias);
@@ -812,13 +653,13 @@ void TestConvolutionBiasRelu(cudnnHandle_t handle) {
 
 // ---- Pointwise-only graphs ----
 
-const Layout kPointwiseLayout = Packed(Format::kNHWC, 2, 4, 5, 5);
+const Layout kPointwiseLayout = Packed(kNHWC, 2, 4, 5, 5);
 
 // y = relu(x + b) over f32 channels-last tensors, b 1 x C x 1 x 1 broadcast, through a virtual t.
 void TestBiasRelu(cudnnHandle_t handle) {
   g_what = "f32 pointwise ADD (broadcast bias) + RELU_FWD";
   const Layout& l = kPointwiseLayout;
-  const Layout bias_layout = Packed(Format::kNHWC, 1, l.dims[1], 1, 1);
+  const Layout bias_layout = Packed(kNHWC, 1, l.c, 1, 1);
   OperationGraph graph;
   const auto x = graph.AddTensor(kUidX, l, CUDNN_DATA_FLOAT);
   const auto b = graph.AddTensor(kUidB, bias_layout, CUDNN_DATA_FLOAT);
@@ -832,7 +673,7 @@ void TestBiasRelu(cudnnHandle_t handle) {
   const auto host_x = OffGrid<float>(l.Extent(), 4),
              host_b = Values<float>(bias_layout.Extent(), 5);
   std::vector<double> want(l.Extent());
-  ForEachElement(l, [&](int64_t, int64_t c, int64_t, int64_t, size_t offset) {
+  ForEachElement(l, [&](int, int c, int, int, size_t offset) {
     want[offset] = std::max(0.0, double{host_x[offset]} + host_b[bias_layout.At(0, c, 0, 0)]);
   });
   const DeviceArray<float> dev_x(host_x), dev_b(host_b),
@@ -904,9 +745,9 @@ void ExpectInts(const std::vector<int64_t>& got, const std::array<int64_t, 4>& w
 void ExpectTensorReadsBack(int64_t uid, const Layout& l, cudnnDataType_t type, bool is_virtual) {
   const Descriptor t = MakeTensor(uid, l, type, is_virtual);
   ExpectInts(GetArray<int64_t>(t.get(), ATTR(CUDNN_ATTR_TENSOR_DIMENSIONS), CUDNN_TYPE_INT64, 8),
-             l.dims, "CUDNN_ATTR_TENSOR_DIMENSIONS");
+             l.Dims(), "CUDNN_ATTR_TENSOR_DIMENSIONS");
   ExpectInts(GetArray<int64_t>(t.get(), ATTR(CUDNN_ATTR_TENSOR_STRIDES), CUDNN_TYPE_INT64, 8),
-             l.strides, "CUDNN_ATTR_TENSOR_STRIDES");
+             l.Strides(), "CUDNN_ATTR_TENSOR_STRIDES");
   EXPECT_EQ(GetOne<int64_t>(t.get(), ATTR(CUDNN_ATTR_TENSOR_UNIQUE_ID), CUDNN_TYPE_INT64), uid);
   EXPECT_EQ(
       GetOne<cudnnDataType_t>(t.get(), ATTR(CUDNN_ATTR_TENSOR_DATA_TYPE), CUDNN_TYPE_DATA_TYPE),
@@ -925,19 +766,21 @@ void ExpectConvolutionReadsBack(const ConvProblem& p) {
             CUDNN_DATA_FLOAT);
   EXPECT_EQ(GetOne<cudnnConvolutionMode_t>(conv.get(), ATTR(CUDNN_ATTR_CONVOLUTION_CONV_MODE),
                                            CUDNN_TYPE_CONVOLUTION_MODE),
-            CUDNN_CROSS_CORRELATION);
+            p.mode);
   EXPECT_EQ(
       GetOne<int64_t>(conv.get(), ATTR(CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS), CUDNN_TYPE_INT64), 2);
-  const std::pair<Attribute, int64_t> arrays[] = {
-      {ATTR(CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS), p.pad},
-      {ATTR(CUDNN_ATTR_CONVOLUTION_POST_PADDINGS), p.pad},
-      {ATTR(CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES), p.stride},
-      {ATTR(CUDNN_ATTR_CONVOLUTION_DILATIONS), p.dilation},
+  // Each (height, width).
+  const std::pair<Attribute, std::array<int64_t, 2>> arrays[] = {
+      {ATTR(CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS), {p.pad_h, p.pad_w}},
+      {ATTR(CUDNN_ATTR_CONVOLUTION_POST_PADDINGS), {p.pad_h, p.pad_w}},
+      {ATTR(CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES), {p.stride_h, p.stride_w}},
+      {ATTR(CUDNN_ATTR_CONVOLUTION_DILATIONS), {p.dilation_h, p.dilation_w}},
   };
-  for (const auto& [attr, value] : arrays) {
+  for (const auto& [attr, want] : arrays) {
     const std::vector<int64_t> got = GetArray<int64_t>(conv.get(), attr, CUDNN_TYPE_INT64, 4);
-    if (got.size() != 2 || got[0] != value || got[1] != value) {
-      Fail(std::string(attr.text) + " does not read back as " + std::to_string(value) + " twice");
+    if (got.size() != 2 || got[0] != want[0] || got[1] != want[1]) {
+      Fail(std::string(attr.text) + " does not read back as " + std::to_string(want[0]) + ", " +
+           std::to_string(want[1]));
     }
   }
 }
@@ -946,11 +789,11 @@ void ExpectConvolutionReadsBack(const ConvProblem& p) {
 // gives back the config it runs (the same engine) and its workspace size.
 void TestIntrospection(cudnnHandle_t handle) {
   g_what = "introspection";
-  ExpectTensorReadsBack(42, Packed(Format::kNHWC, 2, 3, 4, 5), CUDNN_DATA_HALF, false);
-  ExpectTensorReadsBack(43, Packed(Format::kNCHW, 1, 4, 1, 1), CUDNN_DATA_FLOAT, true);
+  ExpectTensorReadsBack(42, Packed(kNHWC, 2, 3, 4, 5), CUDNN_DATA_HALF, false);
+  ExpectTensorReadsBack(43, Packed(kNCHW, 1, 4, 1, 1), CUDNN_DATA_FLOAT, true);
   ExpectConvolutionReadsBack(kDilated);
 
-  const std::array<Layout, 3> layouts = kPlain.Layouts(Format::kNCHW);
+  const std::array<Layout, 3> layouts = kPlain.Layouts(kNCHW);
   OperationGraph graph;
   cudnnBackendDescriptor_t tensors[3];
   for (int role : {kX, kW, kY}) {
@@ -1043,7 +886,7 @@ void TestBadDescriptors() {
                                          1, &count, &uid),
                 IsWrongState);
 
-  const Descriptor finalized = MakeTensor(9, Packed(Format::kNCHW, 2, 3, 4, 4), CUDNN_DATA_FLOAT);
+  const Descriptor finalized = MakeTensor(9, Packed(kNCHW, 2, 3, 4, 4), CUDNN_DATA_FLOAT);
   uid = 10;
   EXPECT_STATUS(cudnnBackendSetAttribute(finalized.get(), CUDNN_ATTR_TENSOR_UNIQUE_ID,
                                          CUDNN_TYPE_INT64, 1, &uid),
@@ -1102,6 +945,7 @@ void TestBadExecution(cudnnHandle_t handle) {
 }  // namespace
 
 int main() {
+  g_what = "setup";
   cudnnHandle_t handle = nullptr;
   CHECK_CUDNN(cudnnCreate(&handle));
   cudaStream_t stream = nullptr;
