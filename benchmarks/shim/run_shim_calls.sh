@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs the shim_calls benchmark through tally-run against a private tally-server on the
-# emulated GPU. Usage: run_shim_calls.sh TALLY_SERVER TALLY_RUN SHIM_CALLS [round_trips launches copy_mib]
+# Runs a benchmark program (shim_calls, library_calls) through tally-run against a private
+# tally-server on the emulated GPU. Usage: run_shim_calls.sh TALLY_SERVER TALLY_RUN PROGRAM
+# [the program's arguments]
 set -euo pipefail
 server=$1 run=$2 program=$3
 shift 3
