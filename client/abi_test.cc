@@ -50,6 +50,14 @@ TEST_CASE("the shim stands in for libcudart.so.13") {
   if (as_cudart != nullptr) dlclose(as_cudart);
 }
 
+TEST_CASE("the library stand-ins' call marks are exported under TALLY_PRIVATE only") {
+  for (const char* name : {"tally_library_call_begin", "tally_library_call_end"}) {
+    INFO(name);
+    CHECK(dlvsym(Shim(), name, "TALLY_PRIVATE") != nullptr);
+    CHECK(dlvsym(Shim(), name, kVersion) == nullptr);
+  }
+}
+
 TEST_CASE("every libcudart export exists with its symbol version") {
   int missing = 0;
   // Those returning a value (not an error code) have no stub: they exist only if implemented.

@@ -18,10 +18,13 @@
 namespace tally::client {
 
 // What a launch asks beyond its shape: cooperative (all blocks resident at once), and the
-// cluster dimensions given at the launch (0 x 0 x 0: the kernel's own, if any).
+// cluster dimensions given at the launch (0 x 0 x 0: the kernel's own, if any). A graph's kernel
+// node also keeps the library call its launch began when it was captured, so that each replay
+// counts that call (library_calls.h).
 struct LaunchOptions {
   uint32_t flags = 0;  // ipc::kLaunchCooperative
   ipc::Dim3 cluster{0, 0, 0};
+  ipc::Library library_call = ipc::Library::kNone;
 };
 
 // A launch of a resolved kernel with its parameters packed, as a graph's kernel node keeps it.
@@ -55,7 +58,8 @@ absl::StatusOr<LaunchOptions> LaunchOptionsOf(const cudaLaunchAttribute* attribu
 absl::StatusOr<LaunchOptions> LaunchOptionsOf(const CUlaunchAttribute* attributes, unsigned count);
 
 // Checks a launch against the device's and the kernel's limits and posts it on `stream`, or adds
-// it to the graph `stream` is capturing (capture.h).
+// it to the graph `stream` is capturing (capture.h). The launch begins the library call the
+// calling thread is in, if it is the call's first (options.library_call where that is set).
 absl::Status PostLaunch(const Kernel& kernel, ipc::Dim3 grid, ipc::Dim3 block, size_t shared_bytes,
                         cudaStream_t stream, std::span<const std::byte> params,
                         const LaunchOptions& options);

@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "ipc/handshake.h"
+#include "ipc/library_calls.h"
 #include "ipc/unique_fd.h"
 
 namespace tally::ipc {
@@ -49,8 +50,8 @@ struct ControlRequest {
 enum class Backend : uint32_t { kEmulator = 0, kNvidiaDriver = 1 };
 
 // The answer to kStatus, followed by client_count ClientStatus records.
-// What the scheduler did for the clients that have left the server, summed over them (the
-// counters of ClientStatus of the same names).
+// What the scheduler did for the clients that have left the server, and their library calls,
+// summed over them (the counters of ClientStatus of the same names).
 struct DepartedStatus {
   uint64_t clients;
   uint64_t kernels_original;
@@ -62,6 +63,7 @@ struct DepartedStatus {
   uint64_t resumes;
   uint64_t risky_launches;
   uint64_t unfit_launches;
+  LibraryCalls library_calls;
 };
 
 struct StatusReply {
@@ -106,6 +108,9 @@ struct ClientStatus {
   uint64_t preemption_latency_ns_total;
   uint64_t preemption_latency_ns_max;
   uint64_t preemption_latencies;
+  // Its calls of cuBLAS, cuBLASLt and cuDNN served by Tally's own kernels (libraries/), counted
+  // at their first kernel launch: a call that launched nothing is not among them.
+  LibraryCalls library_calls;
   char command[kCommandSize];  // NUL-terminated
 };
 

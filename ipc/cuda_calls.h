@@ -7,12 +7,13 @@
 #include <cstdint>
 
 #include "ipc/bulk.h"
+#include "ipc/library_calls.h"
 #include "ipc/message.h"
 
 namespace tally::ipc {
 
 // The schema number exchanged in the handshake (Hello::schema_version).
-inline constexpr uint32_t kCudaCallsSchemaVersion = 17;
+inline constexpr uint32_t kCudaCallsSchemaVersion = 18;
 
 enum class CallMode { kSync, kWait, kAsync };
 
@@ -289,7 +290,11 @@ struct LaunchKernelRequest {
   // Cluster dimensions given at the launch (cudaLaunchAttributeClusterDimension); 0 x 0 x 0:
   // none (the kernel's own __cluster_dims__, if any, apply).
   Dim3 cluster;
+  // An ipc::Library: the library whose call (libraries/) this launch is the first launch of,
+  // which the server counts; kNone for any other launch. A value no Library has is refused.
+  uint32_t library_call;
 };
+static_assert(sizeof(LaunchKernelRequest) == 64, "no padding: every byte is a field");
 
 // Drops this client's handle of a module (cuModuleUnload) and of the functions found in it;
 // launches already queued keep the module loaded until they ran.

@@ -490,6 +490,11 @@ void Session::EnqueueFailure(CUresult result, std::string what) {
   });
 }
 
+void Session::CountLibraryCall(ipc::Library library) {
+  if (library == ipc::Library::kNone) return;
+  library_calls_[ipc::LibrarySlot(library)].fetch_add(1, std::memory_order_relaxed);
+}
+
 ipc::ClientStatus Session::Status() {
   ipc::ClientStatus status{};
   status.client_id = client_.client_id;
@@ -511,6 +516,10 @@ ipc::ClientStatus Session::Status() {
   status.preemption_latency_ns_total = stats.preemption_latency_ns_total;
   status.preemption_latency_ns_max = stats.preemption_latency_ns_max;
   status.preemption_latencies = stats.preemption_latencies;
+  for (const ipc::Library library : ipc::kLibraries) {
+    status.library_calls[library] =
+        library_calls_[ipc::LibrarySlot(library)].load(std::memory_order_relaxed);
+  }
   status.memory_bytes = allocations_.total_bytes();
   status.allocations = allocations_.count();
   status.memory_limit = memory_limit();

@@ -5,6 +5,7 @@
 
 #include <cuda.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -20,6 +21,7 @@
 #include "ipc/connection.h"
 #include "ipc/control.h"
 #include "ipc/cuda_calls.h"
+#include "ipc/library_calls.h"
 #include "server/allocation_table.h"
 #include "server/backend/backend.h"
 #include "server/context_faults.h"
@@ -213,6 +215,9 @@ class Session {
   void Enqueue(CUstream stream, Command command);
   // Queues a kernel launch; the scheduling policy decides when and in which form it runs.
   void EnqueueKernel(KernelLaunch launch);
+  // Counts a call of `library` served by Tally's own kernels (the launch that began it was
+  // queued); kNone counts nothing.
+  void CountLibraryCall(ipc::Library library);
   // Queues a host function (host_callbacks.h).
   void EnqueueHostFunction(HostFunction function);
   // Queues the failure of a one-way call that was refused (`what` says which and why), to be
@@ -297,6 +302,8 @@ class Session {
   ipc::BulkArea bulk_;
   std::span<std::byte> host_region_;
   std::atomic<uint64_t> memory_limit_;
+  // CountLibraryCall's counts, by ipc::LibrarySlot; read by Status on any thread.
+  std::array<std::atomic<uint64_t>, ipc::kLibraryCount> library_calls_{};
   std::shared_ptr<Dispatcher::ClientQueue> queue_;
   std::vector<QueuedCommand> batch_;  // enqueued, not yet handed over
   uint64_t enqueued_ = 0;             // commands ever enqueued (Ticket numbers them alike)

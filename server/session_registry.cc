@@ -24,6 +24,7 @@ void SessionRegistry::Remove(Session* session) {
   departed_.resumes += status.resumes;
   departed_.risky_launches += status.risky_launches;
   departed_.unfit_launches += status.unfit_launches;
+  departed_.library_calls += status.library_calls;
 }
 
 ipc::DepartedStatus SessionRegistry::Departed() {

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -17,6 +18,7 @@
 
 #include "ipc/content_hash.h"
 #include "ipc/cuda_calls.h"
+#include "ipc/library_calls.h"
 #include "scheduler/policy.h"
 #include "server/call_dispatch.h"
 #include "server/server.h"
@@ -402,7 +404,8 @@ TEST_CASE("errors of one-way calls surface at the next synchronising call, once"
                                        .flags = 0,
                                        .function = 99,
                                        .stream = 0,
-                                       .cluster = {0, 0, 0}});
+                                       .cluster = {0, 0, 0},
+                                       .library_call = 0});
   CHECK(client.Result(ipc::DeviceSynchronizeRequest{}) == CUDA_ERROR_INVALID_VALUE);
   // The first failure is named: the call and why it was refused.
   CHECK(client.last_reason().find("Memset") != std::string::npos);
@@ -531,7 +534,8 @@ TEST_CASE("a fatbin is loaded once for all clients, and its kernels launch") {
                                         .flags = 0,
                                         .function = function.function,
                                         .stream = 0,
-                                        .cluster = {0, 0, 0}};
+                                        .cluster = {0, 0, 0},
+                                        .library_call = 0};
   a.Post(launch, params);
   // Too few argument bytes, and another client's function handle: refused, reported at the
   // next synchronising call.
@@ -625,7 +629,8 @@ void LaunchPointerKernel(TestClient& client, const std::string& fatbin, const st
                                        .flags = 0,
                                        .function = function,
                                        .stream = 0,
-                                       .cluster = {0, 0, 0}},
+                                       .cluster = {0, 0, 0},
+                                       .library_call = 0},
               params);
   client.session().HandOver();
 }
@@ -670,11 +675,48 @@ TEST_CASE("a launch the driver refuses is named at the next synchronising call")
                                        .flags = 0,
                                        .function = function,
                                        .stream = 0,
-                                       .cluster = {0, 0, 0}},
+                                       .cluster = {0, 0, 0},
+                                       .library_call = 0},
               params);
   CHECK(client.Result(ipc::DeviceSynchronizeRequest{}) == CUDA_ERROR_INVALID_VALUE);
   CHECK(client.last_reason().find("kernel Scale<<<(2,1,1), (4096,1,1), 0>>>") != std::string::npos);
   CHECK(client.Result(ipc::DeviceSynchronizeRequest{}) == CUDA_SUCCESS);
+}
+
+TEST_CASE("launches beginning library calls count them per library; an unknown one is refused") {
+  TestClient client;
+  const uint64_t module = RegisterTestFatbin(client, "scale_kernel.fatbin");
+  const std::string name = "Scale";
+  REQUIRE(client.Result(ipc::GetFunctionRequest{.module = module},
+                        std::as_bytes(std::span(name))) == CUDA_SUCCESS);
+  ipc::LaunchKernelRequest launch{.grid = {1, 1, 1},
+                                  .block = {32, 1, 1},
+                                  .shared_bytes = 0,
+                                  .flags = 0,
+                                  .function = client.Last<ipc::GetFunctionResponse>().function,
+                                  .stream = 0,
+                                  .cluster = {0, 0, 0},
+                                  .library_call = 0};
+  const uint64_t data = client.Malloc(64);
+  std::byte params[24] = {};  // n = 0: the kernel touches nothing
+  std::memcpy(params, &data, 8);
+  const auto launch_beginning = [&](uint32_t library) {
+    launch.library_call = library;
+    client.Post(launch, params);
+  };
+  for (const ipc::Library library : {ipc::Library::kNone, ipc::Library::kCudnn,
+                                     ipc::Library::kCublas, ipc::Library::kCudnn}) {
+    launch_beginning(static_cast<uint32_t>(library));
+  }
+  CHECK(client.Result(ipc::DeviceSynchronizeRequest{}) == CUDA_SUCCESS);
+  launch_beginning(ipc::kLibraryCount + 1);
+  launch_beginning(UINT32_MAX);
+  CHECK(client.Result(ipc::DeviceSynchronizeRequest{}) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(client.last_reason().find("names no library") != std::string::npos);
+  const ipc::LibraryCalls calls = client.session().Status().library_calls;
+  CHECK(calls[ipc::Library::kCublas] == 1);
+  CHECK(calls[ipc::Library::kCublasLt] == 0);
+  CHECK(calls[ipc::Library::kCudnn] == 2);
 }
 
 TEST_CASE("clients sharing a fatbin with module state get modules of their own") {
@@ -698,7 +740,8 @@ TEST_CASE("clients sharing a fatbin with module state get modules of their own")
                                           .flags = 0,
                                           .function = function,
                                           .stream = 0,
-                                          .cluster = {0, 0, 0}};
+                                          .cluster = {0, 0, 0},
+                                          .library_call = 0};
     for (int launches = 0; launches < c + 1; ++launches) {
       client.Post(launch, std::as_bytes(std::span(&out, 1)));
     }
@@ -736,7 +779,8 @@ TEST_CASE("PTX images load, their functions launch, and unloading forgets the fu
                                         .flags = 0,
                                         .function = function,
                                         .stream = 0,
-                                        .cluster = {0, 0, 0}};
+                                        .cluster = {0, 0, 0},
+                                        .library_call = 0};
   client.Post(launch, std::as_bytes(std::span(&out, 1)));
   REQUIRE(client.Result(ipc::MemcpyDtoHRequest{.src = out, .stream = 0, .dst = {0, 4}}) ==
           CUDA_SUCCESS);

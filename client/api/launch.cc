@@ -23,6 +23,7 @@
 #include "client/entry.h"
 #include "client/handles.h"
 #include "client/kernels.h"
+#include "client/library_calls.h"
 #include "client/stream_attributes.h"
 #include "common/status.h"
 
@@ -167,6 +168,9 @@ absl::Status PostLaunch(const Kernel& kernel, ipc::Dim3 grid, ipc::Dim3 block, s
   if (options.cluster.x != 0 || options.cluster.y != 0 || options.cluster.z != 0) {
     TALLY_RETURN_IF_ERROR(CheckCluster(channel->device(), options.cluster, grid));
   }
+  // The library call it begins: a replayed node's own, else the calling thread's, if any.
+  LaunchOptions tagged = options;
+  if (tagged.library_call == ipc::Library::kNone) tagged.library_call = TakeLibraryCall();
   TALLY_ASSIGN_OR_RETURN(const bool captured, CaptureWork(stream, [&] {
                            KernelWork work;
                            work.launch = {.kernel = &kernel,
@@ -174,7 +178,7 @@ absl::Status PostLaunch(const Kernel& kernel, ipc::Dim3 grid, ipc::Dim3 block, s
                                           .block = block,
                                           .shared_bytes = shared_bytes,
                                           .params = {params.begin(), params.end()},
-                                          .options = options};
+                                          .options = tagged};
                            work.function = kernel.host_function != nullptr
                                                ? kernel.host_function
                                                : static_cast<const void*>(&kernel);
@@ -187,7 +191,9 @@ absl::Status PostLaunch(const Kernel& kernel, ipc::Dim3 grid, ipc::Dim3 block, s
                                                 .flags = options.flags,
                                                 .function = kernel.function,
                                                 .stream = StreamHandle(stream),
-                                                .cluster = options.cluster},
+                                                .cluster = options.cluster,
+                                                .library_call = static_cast<uint32_t>(
+                                                    tagged.library_call)},
                        params);
 }
 

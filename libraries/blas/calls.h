@@ -1,6 +1,6 @@
 // What the BLAS stand-ins (cuBLAS, cuBLASLt) share about a call: the status of a launch of
 // Tally's kernels, the NOT_SUPPORTED answer that names what is missing, scalars as the kernels
-// take them, and the exception barrier every entry point runs in.
+// take them, and the exception barrier every entry point runs in, which marks the library call.
 #pragma once
 
 #include <cublas_v2.h>
@@ -8,6 +8,8 @@
 #include <string_view>
 #include <type_traits>
 
+#include "client/library_call_scope.h"
+#include "ipc/library_calls.h"
 #include "libraries/kernels/blas_kernels.h"
 
 namespace tally::libraries {
@@ -36,8 +38,11 @@ template <typename T>
 constexpr kernels::ElementType kElement =
     std::is_same_v<T, double> ? kernels::ElementType::kF64 : kernels::ElementType::kF32;
 
-template <typename Body>
+// Every entry point's barrier, naming its library (ipc::Library::kCublas or kCublasLt), whose
+// call its first kernel launch counts (client/library_call_scope.h).
+template <ipc::Library kLibrary, typename Body>
 cublasStatus_t Run(Body&& body) noexcept {
+  const client::LibraryCallScope call(kLibrary);
   try {
     return body();
   } catch (...) {

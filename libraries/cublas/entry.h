@@ -1,5 +1,5 @@
-// How every cuBLAS entry point of the stand-in runs: noexcept (libraries/blas/calls.h), the handle
-// checked, scalars read as the handle's pointer mode says.
+// How every cuBLAS entry point of the stand-in runs: noexcept and counted as a cuBLAS call
+// (libraries/blas/calls.h), the handle checked, scalars read as the handle's pointer mode says.
 #pragma once
 
 #include <cublas_v2.h>
@@ -20,7 +20,7 @@ inline kernels::Scalar ReadScalar(const Handle& handle, const void* scalar,
 // Runs `body(Handle&)` for a live handle; NOT_INITIALIZED for any other.
 template <typename Body>
 cublasStatus_t RunWithHandle(cublasHandle_t handle, Body&& body) noexcept {
-  return Run([&]() -> cublasStatus_t {
+  return Run<ipc::Library::kCublas>([&]() -> cublasStatus_t {
     Handle* live = FindHandle(handle);
     if (live == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
     return std::forward<Body>(body)(*live);

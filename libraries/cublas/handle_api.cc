@@ -5,6 +5,7 @@
 
 #include "libraries/cublas/entry.h"
 
+using tally::ipc::Library;
 using tally::libraries::Run;
 using tally::libraries::cublas::Handle;
 using tally::libraries::cublas::RunWithHandle;
@@ -12,11 +13,11 @@ using tally::libraries::cublas::RunWithHandle;
 extern "C" {
 
 cublasStatus_t cublasCreate_v2(cublasHandle_t* handle) {
-  return Run([&] { return tally::libraries::cublas::CreateHandle(handle); });
+  return Run<Library::kCublas>([&] { return tally::libraries::cublas::CreateHandle(handle); });
 }
 
 cublasStatus_t cublasDestroy_v2(cublasHandle_t handle) {
-  return Run([&] { return tally::libraries::cublas::DestroyHandle(handle); });
+  return Run<Library::kCublas>([&] { return tally::libraries::cublas::DestroyHandle(handle); });
 }
 
 cublasStatus_t cublasGetVersion_v2(cublasHandle_t handle, int* version) {
@@ -28,7 +29,7 @@ cublasStatus_t cublasGetVersion_v2(cublasHandle_t handle, int* version) {
 }
 
 cublasStatus_t cublasGetProperty(libraryPropertyType type, int* value) {
-  return Run([&] { return tally::libraries::LibraryProperty(type, value); });
+  return Run<Library::kCublas>([&] { return tally::libraries::LibraryProperty(type, value); });
 }
 
 size_t cublasGetCudartVersion(void) { return CUDART_VERSION; }

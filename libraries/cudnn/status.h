@@ -9,6 +9,8 @@
 #include <new>
 #include <string>
 
+#include "client/library_call_scope.h"
+#include "ipc/library_calls.h"
 #include "libraries/kernels/dnn_kernels.h"
 
 namespace tally::libraries::cudnn {
@@ -43,8 +45,11 @@ const char* StatusName(cudnnStatus_t status);
 // terminated), "" when there is none.
 void CopyLastError(char* message, size_t max_size);
 
+// Every entry point's barrier; its first kernel launch counts it as a cuDNN call
+// (client/library_call_scope.h).
 template <typename Body>
 cudnnStatus_t Run(const char* api, Body&& body) noexcept {
+  const client::LibraryCallScope call(ipc::Library::kCudnn);
   try {
     body();
     return CUDNN_STATUS_SUCCESS;

@@ -1,12 +1,15 @@
 // Kernel launches: the client packed the arguments with the layout GetFunction returned; the
-// server checks the size, keeps its own copy of the buffer and queues the launch. The dispatcher
-// issues it when and in the form the scheduling policy picks (server/dispatcher.h).
+// server checks the size, keeps its own copy of the buffer and queues the launch, counting the
+// library call it begins (ipc/library_calls.h). The dispatcher issues it when and in the form
+// the scheduling policy picks (server/dispatcher.h).
 #include <cuda.h>
 
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_format.h"
 #include "common/status.h"
+#include "ipc/library_calls.h"
 #include "server/cuda_result.h"
 #include "server/handlers/handlers.h"
 
@@ -14,6 +17,11 @@ namespace tally::server {
 
 absl::Status Handle(Session& session, const ipc::Decoded<ipc::LaunchKernelRequest>& request) {
   const ipc::LaunchKernelRequest& r = request.fields;
+  const std::optional<ipc::Library> library = ipc::LibraryFromWire(r.library_call);
+  if (!library) {
+    return ClientError(CUDA_ERROR_INVALID_VALUE,
+                       absl::StrFormat("library_call %d names no library", r.library_call));
+  }
   TALLY_ASSIGN_OR_RETURN(FunctionEntry * entry, session.functions().Find(r.function));
   const Kernel* kernel = entry->kernel;
   if (request.tail.size() != kernel->signature.param_buffer_size) {
@@ -46,6 +54,7 @@ absl::Status Handle(Session& session, const ipc::Decoded<ipc::LaunchKernelReques
   launch.cooperative = (r.flags & ipc::kLaunchCooperative) != 0;
   launch.cluster = {r.cluster.x, r.cluster.y, r.cluster.z};
   session.EnqueueKernel(std::move(launch));
+  session.CountLibraryCall(*library);
   return absl::OkStatus();
 }
 

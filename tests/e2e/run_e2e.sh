@@ -118,6 +118,18 @@ await_line() {
   done
   fail "$1 never printed $2: $(cat "$work/$1.out")"
 }
+# start_held <program>: the program with --hold as the coprocess HELD (it says DONE after its
+# checks, then waits for a line to exit), its output echoed until DONE; sets held_pid.
+start_held() {
+  coproc HELD { exec "$run_bin" --server "$socket" -- "$programs/$1" --hold; }
+  held_pid=$HELD_PID
+  background_pids+=("$held_pid")
+  while read -r -t 120 line <&"${HELD[0]}"; do
+    echo "$line"
+    [[ $line == DONE ]] && return
+  done
+  fail "$1 failed (its errors are above the server log)"
+}
 # client_id <status file> <pid>: the server's id of the client with that pid.
 client_id() {
   python3 -c 'import json, sys; print([c["id"] for c in json.load(open(sys.argv[1]))["clients"] if c["pid"] == int(sys.argv[2])][0])' "$1" "$2" ||
@@ -133,16 +145,22 @@ case $scenario in
     # largest dynamic shared memory, correct; then its counters `c` (tally-ctl status) satisfy
     # the expression.
     start_server "${@:6}"
-    coproc DYNAMIC { exec "$run_bin" --server "$socket" -- "$programs/dynamic_shared" --hold; }
-    background_pids+=("$DYNAMIC_PID")
-    while read -r -t 120 line <&"${DYNAMIC[0]}"; do
-      echo "$line"
-      [[ $line == DONE ]] && break
-    done
-    [[ $line == DONE ]] || fail "dynamic_shared failed (its errors are above the server log)"
+    start_held dynamic_shared
     status_json "$work/status.json"
     json_check "$work/status.json" "(lambda c: $5)(s['clients'][0]['scheduling'])"
-    echo go >&"${DYNAMIC[1]}"
+    echo go >&"${HELD[1]}"
+    ;;
+  library_calls)  # library_calls EXPECTED: the program's library calls served by Tally's kernels
+    # (tally-ctl status's library_calls) are EXPECTED, a Python dict, while it runs and, summed
+    # over the clients that have left, once it has exited.
+    start_server
+    start_held library_calls
+    status_json "$work/held.json"
+    json_check "$work/held.json" "s['clients'][0]['library_calls'] == $5"
+    echo go >&"${HELD[1]}"
+    wait "$held_pid" || fail "library_calls exited with an error"
+    await_status "$work/left.json" "s['clients'] == [] and s['departed']['clients'] == 1"
+    json_check "$work/left.json" "s['departed']['library_calls'] == $5"
     ;;
   limited)  # limited LIMIT PROGRAMS...: each program on its own under tally-run --memory-limit
     start_server
@@ -260,6 +278,8 @@ PY
     ;;
   status)  # tally-ctl status against a live server with a client connected
     timeout 30 "$TALLY_CTL" --help | grep -q -- "--json" || fail "tally-ctl --help says no --json"
+    timeout 30 "$TALLY_CTL" --help | grep -q "library_calls {cublas, cublaslt, cudnn}" ||
+      fail "tally-ctl --help does not explain library_calls"
     timeout 30 "$TALLY_CTL" status --server "$work/nobody.sock" > "$work/out" 2>&1
     status=$?
     [[ $status -eq 1 ]] || fail "tally-ctl exited $status without a server"

@@ -1,7 +1,9 @@
 // Formatting of the server's status report.
 #include "tools/tally_ctl/status_format.h"
 
+#include <cctype>
 #include <cstdint>
+#include <vector>
 
 #include "common/client_priority.h"
 #include "fmt/format.h"
@@ -63,6 +65,45 @@ size_t Utf8Length(std::string_view text, size_t i) {
   return length;
 }
 
+// "cublas 3, cublaslt 0, cudnn 2".
+std::string LibraryCallsText(const ipc::LibraryCalls& calls) {
+  std::string out;
+  for (const ipc::Library library : ipc::kLibraries) {
+    out += fmt::format("{}{} {}", out.empty() ? "" : ", ", ipc::LibraryName(library),
+                       calls[library]);
+  }
+  return out;
+}
+
+// {"cublas": 3, "cublaslt": 0, "cudnn": 2}.
+std::string LibraryCallsJson(const ipc::LibraryCalls& calls) {
+  std::string out;
+  for (const ipc::Library library : ipc::kLibraries) {
+    out += fmt::format("{}\"{}\": {}", out.empty() ? "" : ", ", ipc::LibraryName(library),
+                       calls[library]);
+  }
+  return "{" + out + "}";
+}
+
+// Per client, the calls of each library served by Tally's kernels.
+std::string LibraryCallsTable(const std::vector<ipc::ClientStatus>& clients) {
+  std::string out = fmt::format("library calls served by Tally's kernels:\n  {:>4}", "ID");
+  for (const ipc::Library library : ipc::kLibraries) {
+    std::string heading(ipc::LibraryName(library));
+    for (char& c : heading) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    out += fmt::format(" {:>9}", heading);
+  }
+  out += "\n";
+  for (const ipc::ClientStatus& c : clients) {
+    out += fmt::format("  {:>4}", c.client_id);
+    for (const ipc::Library library : ipc::kLibraries) {
+      out += fmt::format(" {:>9}", c.library_calls[library]);
+    }
+    out += "\n";
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string JsonString(std::string_view text) {
@@ -105,10 +146,11 @@ std::string FormatStatusText(const ipc::StatusReport& report, const std::string&
   const ipc::DepartedStatus& gone = server.departed;
   out += fmt::format(
       "departed: {} client(s); their kernels: {} original, {} sliced ({} slices), {} preemptible "
-      "({} preempted, {} preemptions, {} resumes), {} risky, {} unfit\n",
+      "({} preempted, {} preemptions, {} resumes), {} risky, {} unfit; their library calls "
+      "served by Tally's kernels: {}\n",
       gone.clients, gone.kernels_original, gone.kernels_sliced, gone.slices,
       gone.kernels_preemptible, gone.kernels_preempted, gone.preemptions, gone.resumes,
-      gone.risky_launches, gone.unfit_launches);
+      gone.risky_launches, gone.unfit_launches, LibraryCallsText(gone.library_calls));
   out += fmt::format("clients: {}\n", report.clients.size());
   if (report.clients.empty()) return out;
   out += fmt::format("  {:>4} {:>8} {:>11} {:>12} {:>7}  {}\n", "ID", "PID", "PRIORITY", "MEMORY",
@@ -147,7 +189,7 @@ std::string FormatStatusText(const ipc::StatusReport& report, const std::string&
                            : fmt::format("{:.3f}/{:.3f} ms", mean_ms,
                                          c.preemption_latency_ns_max / 1e6));
   }
-  return out;
+  return out + LibraryCallsTable(report.clients);
 }
 
 std::string FormatStatusJson(const ipc::StatusReport& report, const std::string& socket) {
@@ -166,10 +208,10 @@ std::string FormatStatusJson(const ipc::StatusReport& report, const std::string&
       "  \"departed\": {{\"clients\": {}, \"scheduling\": {{\"kernels_original\": {}, "
       "\"kernels_sliced\": {}, \"slices\": {}, \"kernels_preemptible\": {}, "
       "\"kernels_preempted\": {}, \"preemptions\": {}, \"resumes\": {}, "
-      "\"risky_launches\": {}, \"unfit_launches\": {}}}}},\n",
+      "\"risky_launches\": {}, \"unfit_launches\": {}}}, \"library_calls\": {}}},\n",
       gone.clients, gone.kernels_original, gone.kernels_sliced, gone.slices,
       gone.kernels_preemptible, gone.kernels_preempted, gone.preemptions, gone.resumes,
-      gone.risky_launches, gone.unfit_launches);
+      gone.risky_launches, gone.unfit_launches, LibraryCallsJson(gone.library_calls));
   out += "  \"clients\": [";
   for (size_t i = 0; i < report.clients.size(); ++i) {
     const ipc::ClientStatus& c = report.clients[i];
@@ -183,14 +225,16 @@ std::string FormatStatusJson(const ipc::StatusReport& report, const std::string&
         "\"kernels_preempted\": {}, \"preemptions\": {}, \"resumes\": {}, "
         "\"risky_launches\": {}, \"unfit_launches\": {}, \"held_ns\": {}, "
         "\"preemption_latencies\": {}, "
-        "\"preemption_latency_ns_total\": {}, \"preemption_latency_ns_max\": {}}}}}",
+        "\"preemption_latency_ns_total\": {}, \"preemption_latency_ns_max\": {}}}, "
+        "\"library_calls\": {}}}",
         i == 0 ? "" : ",", c.client_id, c.pid, JsonString(c.command), c.priority,
         c.priority_set != 0, c.memory_bytes, c.allocations, LimitJson(c.memory_limit),
         c.pinned_bytes, LimitJson(c.pinned_limit), c.streams, c.events, c.modules,
         c.queued_commands, c.kernels_original,
         c.kernels_sliced, c.slices, c.kernels_preemptible, c.kernels_preempted, c.preemptions,
         c.resumes, c.risky_launches, c.unfit_launches, c.held_ns, c.preemption_latencies,
-        c.preemption_latency_ns_total, c.preemption_latency_ns_max);
+        c.preemption_latency_ns_total, c.preemption_latency_ns_max,
+        LibraryCallsJson(c.library_calls));
   }
   out += report.clients.empty() ? "]\n}\n" : "\n  ]\n}\n";
   return out;

@@ -1,5 +1,5 @@
 // tally-ctl's formatting: JSON string escaping (also of bytes that are not UTF-8) and both
-// outputs of a report with and without clients.
+// outputs of a report with and without clients, library calls included.
 #include "tools/tally_ctl/status_format.h"
 
 #include <catch2/catch.hpp>
@@ -21,6 +21,7 @@ ipc::StatusReport Report(bool with_client) {
   report.server.departed.clients = 3;
   report.server.departed.kernels_preemptible = 9;
   report.server.departed.preemptions = 4;
+  report.server.departed.library_calls[ipc::Library::kCublasLt] = 6;
   if (with_client) {
     ipc::ClientStatus client{};
     client.client_id = 7;
@@ -44,6 +45,8 @@ ipc::StatusReport Report(bool with_client) {
     client.events = 5;
     client.modules = 1;
     client.queued_commands = 3;
+    client.library_calls[ipc::Library::kCublas] = 11;
+    client.library_calls[ipc::Library::kCudnn] = 2;
     ipc::CopyText("./app --name=a\\b", client.command, sizeof(client.command));
     report.clients.push_back(client);
   }
@@ -73,7 +76,8 @@ TEST_CASE("status as JSON has every key, with and without clients") {
         "  \"departed\": {\"clients\": 3, \"scheduling\": {\"kernels_original\": 0, "
         "\"kernels_sliced\": 0, \"slices\": 0, \"kernels_preemptible\": 9, "
         "\"kernels_preempted\": 0, \"preemptions\": 4, \"resumes\": 0, \"risky_launches\": 0, "
-        "\"unfit_launches\": 0}},\n"
+        "\"unfit_launches\": 0}, "
+        "\"library_calls\": {\"cublas\": 0, \"cublaslt\": 6, \"cudnn\": 0}},\n"
         "  \"clients\": []\n"
         "}\n");
   const std::string one = FormatStatusJson(Report(true), "/tmp/s.sock");
@@ -88,7 +92,9 @@ TEST_CASE("status as JSON has every key, with and without clients") {
                  "\"preemptions\": 3, \"resumes\": 2, \"risky_launches\": 0, \"unfit_launches\": 0, "
                  "\"held_ns\": 0, "
                  "\"preemption_latencies\": 2, \"preemption_latency_ns_total\": 3000000, "
-                 "\"preemption_latency_ns_max\": 2000000}}\n  ]\n}\n") != std::string::npos);
+                 "\"preemption_latency_ns_max\": 2000000}, "
+                 "\"library_calls\": {\"cublas\": 11, \"cublaslt\": 0, \"cudnn\": 2}}"
+                 "\n  ]\n}\n") != std::string::npos);
 }
 
 TEST_CASE("status as text lists the clients") {
@@ -97,7 +103,8 @@ TEST_CASE("status as text lists the clients") {
   CHECK(text.find("backend: emulator (emulator (--emulate))") != std::string::npos);
   CHECK(text.find("clients: 1") != std::string::npos);
   CHECK(text.find("departed: 3 client(s); their kernels: 0 original, 0 sliced (0 slices), 9 "
-                  "preemptible (0 preempted, 4 preemptions, 0 resumes), 0 risky, 0 unfit") !=
+                  "preemptible (0 preempted, 4 preemptions, 0 resumes), 0 risky, 0 unfit; their "
+                  "library calls served by Tally's kernels: cublas 0, cublaslt 6, cudnn 0\n") !=
         std::string::npos);
   CHECK(text.find("256.0 MiB") != std::string::npos);
   CHECK(text.find("./app --name=a\\b") != std::string::npos);
@@ -107,6 +114,9 @@ TEST_CASE("status as text lists the clients") {
   CHECK(text.find("      268435456      268435457         8192           none       4       5") !=
         std::string::npos);
   CHECK(text.find("1.500/2.000 ms") != std::string::npos);
+  CHECK(text.find("library calls served by Tally's kernels:\n"
+                  "    ID    CUBLAS  CUBLASLT     CUDNN\n"
+                  "     7        11         0         2\n") != std::string::npos);
   CHECK(FormatStatusText(Report(false), "/s").find("clients: 0\n") != std::string::npos);
 }
 
