@@ -90,15 +90,15 @@ start_hog() {
   [[ $line == READY ]] || fail "hog said '$line'"
 }
 
-# start_job <name> <priority> <priority_jobs arguments...>: the job with the --handshake protocol
+# start_job <name> <priority> <program> <arguments...>: a job speaking the handshake protocol
 # (READY, then a line to go; FINISHED, then a line to exit), its stdin on a fifo kept open by fd
-# 7+n; sets <name>_pid. Its timeline goes to $work/<name>.timeline, its output to <name>.out.
+# 7+n; sets <name>_pid. Its output goes to $work/<name>.out.
 job_fds=()
 start_job() {
   local name=$1 level=$2
   mkfifo "$work/$name.in"
-  "$run_bin" --priority "$level" --server "$socket" -- "$programs/priority_jobs" "${@:3}" \
-    --timeline "$work/$name.timeline" --handshake < "$work/$name.in" > "$work/$name.out" 2>&1 &
+  "$run_bin" --priority "$level" --server "$socket" -- "$programs/$3" "${@:4}" \
+    < "$work/$name.in" > "$work/$name.out" 2>&1 &
   printf -v "${name}_pid" %s $!
   local fd
   exec {fd}> "$work/$name.in"
@@ -193,8 +193,10 @@ case $scenario in
     start_server --policy=priority
     train_level=best-effort serve_level=high
     [[ $scenario == priority_swapped ]] && train_level=high serve_level=best-effort
-    start_job train "$train_level" train --kernels 6 --blocks 2048 --work 1000
-    start_job serve "$serve_level" serve --kernels 16 --blocks 4 --work 200 --max-gap-ms 60
+    start_job train "$train_level" priority_jobs train --kernels 6 --blocks 2048 --work 1000 \
+      --timeline "$work/train.timeline" --handshake
+    start_job serve "$serve_level" priority_jobs serve --kernels 16 --blocks 4 --work 200 \
+      --max-gap-ms 60 --timeline "$work/serve.timeline" --handshake
     await_line train READY
     await_line serve READY
     status_json "$work/connected.json"
@@ -252,6 +254,28 @@ if overlapping == 0:
     sys.exit("no request kernel started while a trainer kernel ran: nothing was tested")
 print(f"{overlapping} request kernel(s) overtook a running trainer kernel")
 PY
+    ;;
+  library_priority)  # a best-effort job's cuBLAS GEMMs (Tally's kernels) beside a
+    # latency-critical job's under the priority policy: both correct, the trainer's library
+    # kernels preempted.
+    start_server --policy=priority
+    start_job train best-effort gemm_jobs train 12
+    start_job serve high gemm_jobs serve 30
+    await_line train READY
+    await_line serve READY
+    send_line train GO
+    send_line serve GO
+    await_line serve FINISHED
+    await_line train FINISHED
+    status_json "$work/done.json"
+    train_id=$(client_id "$work/done.json" "$train_pid")
+    by_id="{c['id']: c for c in s['clients']}"
+    json_check "$work/done.json" "($by_id)[$train_id]['library_calls']['cublas'] == 12"
+    json_check "$work/done.json" "($by_id)[$train_id]['scheduling']['preemptions'] > 0"
+    send_line train EXIT
+    send_line serve EXIT
+    wait "$train_pid" || fail "the trainer failed: $(cat "$work/train.out")"
+    wait "$serve_pid" || fail "the server job failed: $(cat "$work/serve.out")"
     ;;
   refused)  # refused PROGRAM CONSTRUCT: PROGRAM checks its launches fail as CUDA's would; the
     # server's log (what the operator reads) says why, naming the construct its device refused
