@@ -22,12 +22,14 @@ long Futex(std::atomic<uint32_t>& word, int op, uint32_t value, const timespec* 
 absl::Status FutexWait(std::atomic<uint32_t>& word, uint32_t expected, absl::Duration timeout) {
   const timespec relative = absl::ToTimespec(timeout);
   const timespec* limit = timeout == absl::InfiniteDuration() ? nullptr : &relative;
-  absl::StatusOr<long> result =
-      RetryEintr("futex(FUTEX_WAIT)", [&] { return Futex(word, FUTEX_WAIT, expected, limit); });
-  // EAGAIN: the word changed before we slept; ETIMEDOUT: the slice ended. Both mean "re-check".
-  if (result.ok()) return absl::OkStatus();
-  const int error_number = ErrnoOf(result.status());
-  return error_number == EAGAIN || error_number == ETIMEDOUT ? absl::OkStatus() : result.status();
+  long result;
+  do {
+    result = Futex(word, FUTEX_WAIT, expected, limit);
+  } while (result == -1 && errno == EINTR);
+  // EAGAIN: the word changed before we slept; ETIMEDOUT: the slice ended. Both mean "re-check",
+  // and are the common case of every wait: no error status (and its message) is built for them.
+  if (result == 0 || errno == EAGAIN || errno == ETIMEDOUT) return absl::OkStatus();
+  return SyscallError("futex(FUTEX_WAIT)", errno);
 }
 
 absl::Status FutexWake(std::atomic<uint32_t>& word, int count) {
