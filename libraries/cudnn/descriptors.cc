@@ -34,6 +34,10 @@ const PoolingDescriptor& FindPooling(cudnnPoolingDescriptor_t desc) {
   return FindSet<PoolingDescriptor>(desc);
 }
 
+const OpTensorDescriptor& FindOpTensor(cudnnOpTensorDescriptor_t desc) {
+  return FindSet<OpTensorDescriptor>(desc);
+}
+
 size_t ElementBytes(cudnnDataType_t type) {
   switch (type) {
     case CUDNN_DATA_DOUBLE:

@@ -56,6 +56,14 @@ struct ActivationDescriptor {
   double swish_beta = 1;
 };
 
+struct OpTensorDescriptor {
+  static constexpr const char* kName = "the op-tensor descriptor";
+  bool set = false;
+  cudnnOpTensorOp_t op = CUDNN_OP_TENSOR_ADD;
+  cudnnDataType_t compute = CUDNN_DATA_FLOAT;
+  cudnnNanPropagation_t nan = CUDNN_NOT_PROPAGATE_NAN;
+};
+
 struct PoolingDescriptor {
   static constexpr const char* kName = "the pooling descriptor";
   bool set = false;
@@ -72,6 +80,7 @@ const FilterDescriptor& FindFilter(cudnnFilterDescriptor_t desc);
 const ConvolutionDescriptor& FindConvolution(cudnnConvolutionDescriptor_t desc);
 const ActivationDescriptor& FindActivation(cudnnActivationDescriptor_t desc);
 const PoolingDescriptor& FindPooling(cudnnPoolingDescriptor_t desc);
+const OpTensorDescriptor& FindOpTensor(cudnnOpTensorDescriptor_t desc);
 
 // The bytes of one element of `type`; BAD_PARAM for an unknown type.
 size_t ElementBytes(cudnnDataType_t type);

@@ -1,4 +1,4 @@
-// cuDNN's tensor operations (add, set, scale), activations with their descriptors, and softmax.
+// cuDNN's activations with their descriptors, and softmax.
 #include "libraries/cudnn/descriptors.h"
 
 namespace tally::libraries::cudnn {
@@ -29,46 +29,6 @@ using namespace tally::libraries::cudnn;  // NOLINT: the C entry points below
 namespace kernels = tally::libraries::kernels;
 
 extern "C" {
-
-cudnnStatus_t cudnnAddTensor(cudnnHandle_t handle, const void* alpha,
-                             const cudnnTensorDescriptor_t a_desc, const void* a,
-                             const void* beta, const cudnnTensorDescriptor_t c_desc, void* c) {
-  return Run(__func__, [&] {
-    Handle& live = FindHandle(handle);
-    const TensorDescriptor& added = FindTensor(a_desc);
-    const TensorDescriptor& sum = FindTensor(c_desc);
-    Require(added.type == sum.type, CUDNN_STATUS_BAD_PARAM, "A and C differ in data type");
-    bool broadcastable = added.shape.rank == sum.shape.rank;
-    for (int d = 0; broadcastable && d < sum.shape.rank; ++d) {
-      broadcastable = added.shape.dims[d] == sum.shape.dims[d] || added.shape.dims[d] == 1;
-    }
-    Require(broadcastable, CUDNN_STATUS_BAD_PARAM,
-            "each of A's dimensions must be C's or 1");
-    CheckLaunch(kernels::LaunchAddTensor(ElementTypeOf(sum.type), ReadBlend(alpha, beta, sum.type),
-                                         TensorAt(added, a, "A"), TensorAt(sum, c, "C"),
-                                         live.stream));
-  });
-}
-
-cudnnStatus_t cudnnSetTensor(cudnnHandle_t handle, const cudnnTensorDescriptor_t y_desc, void* y,
-                             const void* value) {
-  return Run(__func__, [&] {
-    Handle& live = FindHandle(handle);
-    const TensorDescriptor& tensor = FindTensor(y_desc);
-    CheckLaunch(kernels::LaunchSetTensor(ElementTypeOf(tensor.type), TensorAt(tensor, y, "y"),
-                                         ReadHostElement(value, ElementTypeOf(tensor.type)), live.stream));
-  });
-}
-
-cudnnStatus_t cudnnScaleTensor(cudnnHandle_t handle, const cudnnTensorDescriptor_t y_desc, void* y,
-                               const void* alpha) {
-  return Run(__func__, [&] {
-    Handle& live = FindHandle(handle);
-    const TensorDescriptor& tensor = FindTensor(y_desc);
-    CheckLaunch(kernels::LaunchScaleTensor(ElementTypeOf(tensor.type), TensorAt(tensor, y, "y"),
-                                           ReadScalar(alpha, tensor.type, "alpha"), live.stream));
-  });
-}
 
 cudnnStatus_t cudnnCreateActivationDescriptor(cudnnActivationDescriptor_t* desc) {
   return Live<ActivationDescriptor>::CreateEntry(__func__, desc);

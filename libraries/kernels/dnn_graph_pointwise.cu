@@ -1,4 +1,4 @@
-// The pointwise operations of cuDNN's graphs (dnn_kernels.h, LaunchPointwise): one kernel for
+// The pointwise operations of cuDNN's graphs and cudnnOpTensor (dnn_kernels.h, LaunchPointwise): one kernel for
 // every mode and every mix of operand types, which it reads and writes by their run-time types
 // (a graph's tensors may each have their own), in a grid-stride loop over y.
 #include <cmath>
@@ -116,7 +116,10 @@ __global__ void Pointwise(PointwiseProblem p, int64_t total) {
   for (int64_t i = FirstIndex(); i < total; i += GridStep()) {
     const A x = static_cast<A>(p.alpha1) * Operand<A>(p.x, p.y_shape, i);
     const A b = binary ? static_cast<A>(p.alpha2) * Operand<A>(p.b, p.y_shape, i) : A{0};
-    StoreAs(p.y, p.y_type, OffsetOf(p.y_shape, i), Apply(p, x, b));
+    const int64_t out = OffsetOf(p.y_shape, i);
+    A value = Apply(p, x, b);
+    if (p.beta != 0) value += static_cast<A>(p.beta) * Load<A>(p.y, p.y_type, out);
+    StoreAs(p.y, p.y_type, out, value);
   }
 }
 

@@ -174,9 +174,10 @@ cudaError_t LaunchBatchNormBackward(ElementType type, const BatchNorm& bn, Tenso
                                     Tensor dx, const BatchNormGradients& gradients,
                                     cudaStream_t stream);
 
-// A pointwise operation of cuDNN's graphs: y = op(alpha1 x) or op(alpha1 x, alpha2 b), each
-// operand broadcast to y's dimensions (a dimension of 1 repeats) and of its own type, computed in
-// float (in double where the operation's precision says so).
+// A pointwise operation of cuDNN's graphs and of cudnnOpTensor: y = op(alpha1 x) or
+// op(alpha1 x, alpha2 b), plus beta y (y read only where beta is not 0), each operand broadcast
+// to y's dimensions (a dimension of 1 repeats) and of its own type, computed in float (in double
+// where the operation's precision says so).
 enum class PointwiseMode : uint8_t {
   // Binary.
   kAdd, kSub, kMul, kDiv, kMax, kMin,
@@ -197,7 +198,7 @@ struct PointwiseOperand {
 struct PointwiseProblem {
   PointwiseMode mode = PointwiseMode::kIdentity;
   bool in_double = false;
-  double alpha1 = 1, alpha2 = 1;
+  double alpha1 = 1, alpha2 = 1, beta = 0;
   // RELU: x below lower becomes lower + slope (x - lower), above upper becomes upper.
   double relu_lower = 0, relu_upper = 1e308, relu_slope = 0;
   double elu_alpha = 1, softplus_beta = 1, swish_beta = 1;

@@ -631,6 +631,75 @@ void TestTensorOps(cudnnHandle_t handle) {
   std::printf("AddTensor, SetTensor, ScaleTensor correct\n");
 }
 
+// TransformTensor from NCHW into NHWC (blended); OpTensor's ADD with a broadcast B, MUL over
+// NaN (beta = 0), MAX and SQRT, its descriptor read back, and NOT refused as unsupported.
+void TestTransformAndOpTensor(cudnnHandle_t handle) {
+  const Layout nchw = Packed(kNCHW, 2, 3, 4, 5), nhwc = Packed(kNHWC, 2, 3, 4, 5);
+  cudnnTensorDescriptor_t x_desc = MakeTensor(CUDNN_DATA_FLOAT, kNCHW, nchw);
+  cudnnTensorDescriptor_t y_desc = MakeTensor(CUDNN_DATA_FLOAT, kNHWC, nhwc);
+  const auto x = Values<float>(nchw.Extent(), 4), y = Values<float>(nhwc.Extent(), 5);
+  float *dev_x = ToDevice(x), *dev_y = ToDevice(y);
+  const float alpha = 1.5f, beta = 0.5f;
+  CHECK_CUDNN(cudnnTransformTensor(handle, &alpha, x_desc, dev_x, &beta, y_desc, dev_y));
+  std::vector<double> moved(nhwc.Extent());
+  ForEachElement(nchw, [&](int n, int c, int h, int w, size_t offset) {
+    moved[nhwc.At(n, c, h, w)] = x[offset];
+  });
+  ExpectDevice(dev_y, Blend(alpha, moved, beta, Widen(y)), Element<float>::kTolerance,
+               "TransformTensor (NCHW into NHWC)");
+
+  const Layout cl = Packed(kNCHW, 2, 4, 3, 3), bl = Packed(kNCHW, 1, 4, 1, 1);
+  cudnnTensorDescriptor_t c_desc = MakeTensor(CUDNN_DATA_FLOAT, kNCHW, cl);
+  cudnnTensorDescriptor_t b_desc = MakeTensor(CUDNN_DATA_FLOAT, kNCHW, bl);
+  std::vector<float> a = Values<float>(cl.Extent(), 6);
+  for (float& v : a) v += 1;  // in [0, 2]: SQRT takes it
+  const auto b = Values<float>(bl.Extent(), 7), c = Values<float>(cl.Extent(), 8);
+  float *dev_a = ToDevice(a), *dev_b = ToDevice(b), *dev_c = ToDevice(c);
+  cudnnOpTensorDescriptor_t op = nullptr;
+  CHECK_CUDNN(cudnnCreateOpTensorDescriptor(&op));
+  struct OpCase {
+    cudnnOpTensorOp_t op;
+    const char* name;
+    double (*apply)(double, double);
+    float alpha1, alpha2, beta;
+  };
+  const OpCase cases[] = {
+      {CUDNN_OP_TENSOR_ADD, "ADD", [](double p, double q) { return p + q; }, 1.5f, -1, 0.5f},
+      {CUDNN_OP_TENSOR_MUL, "MUL", [](double p, double q) { return p * q; }, 1, 2, 0},
+      {CUDNN_OP_TENSOR_MAX, "MAX", [](double p, double q) { return std::max(p, q); }, 1, 1, 1},
+      {CUDNN_OP_TENSOR_SQRT, "SQRT", [](double p, double) { return std::sqrt(p); }, 2, 0, 0},
+  };
+  for (const OpCase& k : cases) {
+    CHECK_CUDNN(cudnnSetOpTensorDescriptor(op, k.op, CUDNN_DATA_FLOAT, CUDNN_NOT_PROPAGATE_NAN));
+    const std::vector<float> before = k.beta == 0 ? std::vector<float>(cl.Extent(), kNaN) : c;
+    Upload(dev_c, before);
+    CHECK_CUDNN(cudnnOpTensor(handle, op, &k.alpha1, c_desc, dev_a, &k.alpha2, b_desc, dev_b,
+                              &k.beta, c_desc, dev_c));
+    std::vector<double> want(cl.Extent());
+    ForEachElement(cl, [&](int, int ic, int, int, size_t offset) {
+      want[offset] = k.apply(double{k.alpha1} * a[offset], double{k.alpha2} * b[ic]) +
+                     (k.beta == 0 ? 0 : k.beta * double{before[offset]});
+    });
+    ExpectDevice(dev_c, want, Element<float>::kTolerance, k.name);
+  }
+  cudnnOpTensorOp_t got_op;
+  cudnnDataType_t got_type;
+  cudnnNanPropagation_t got_nan;
+  CHECK_CUDNN(cudnnGetOpTensorDescriptor(op, &got_op, &got_type, &got_nan));
+  EXPECT(got_op == CUDNN_OP_TENSOR_SQRT && got_type == CUDNN_DATA_FLOAT &&
+         got_nan == CUDNN_NOT_PROPAGATE_NAN);
+  const float one = 1, zero = 0;
+  CHECK_CUDNN(cudnnSetOpTensorDescriptor(op, CUDNN_OP_TENSOR_NOT, CUDNN_DATA_FLOAT,
+                                         CUDNN_NOT_PROPAGATE_NAN));
+  const cudnnStatus_t refused =
+      cudnnOpTensor(handle, op, &one, c_desc, dev_a, &one, b_desc, dev_b, &zero, c_desc, dev_c);
+  EXPECT(refused == CUDNN_STATUS_SUCCESS || IsNotSupported(refused));
+  CHECK_CUDNN(cudnnDestroyOpTensorDescriptor(op));
+  Free({dev_x, dev_y, dev_a, dev_b, dev_c});
+  for (auto desc : {x_desc, y_desc, c_desc, b_desc}) CHECK_CUDNN(cudnnDestroyTensorDescriptor(desc));
+  std::printf("TransformTensor, OpTensor correct\n");
+}
+
 // ---- Activations ----
 
 void TestActivationDescriptor() {
@@ -1172,6 +1241,7 @@ int main() {
   TestBackwardBias(handle);
   TestConvolutionBiasActivation(handle);
   TestTensorOps(handle);
+  TestTransformAndOpTensor(handle);
   TestActivations(handle);
   TestPooling(handle);
   TestSoftmax(handle);
