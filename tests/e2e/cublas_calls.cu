@@ -143,10 +143,11 @@ void TestBatched(cublasHandle_t handle) {
 }
 
 // GemmEx and GemmStridedBatchedEx in f16 and bf16 (f32 accumulation; C in the input type and in
-// f32) and f32 with TF32 allowed.
+// f32) and f32 with TF32 allowed. The sizes span whole and partial 32 x 32 tensor-core tiles
+// and a partial slice of k.
 template <typename T>
 void TestGemmEx(cublasHandle_t handle, cudaDataType type, const char* name) {
-  const int m = 17, n = 11, k = 13, batch = 2;
+  const int m = 37, n = 45, k = 23, batch = 2;
   const auto a = Values<T>(m * k * batch, 7), b = Values<T>(k * n * batch, 8);
   const auto c16 = Values<T>(m * n * batch, 9);
   const auto c32 = Values<float>(m * n * batch, 9);
