@@ -4,11 +4,7 @@
 #include <string>
 
 namespace tally::libraries::cudnn {
-namespace {
 
-// The data and compute types cuDNN's convolutions take together: double with double; float
-// with float; half with float or half (computed in float here, which is at least as exact);
-// bfloat16 with float.
 void CheckComputeType(cudnnDataType_t data, cudnnDataType_t compute) {
   const bool supported = data == CUDNN_DATA_DOUBLE ? compute == CUDNN_DATA_DOUBLE
                          : data == CUDNN_DATA_HALF ? compute == CUDNN_DATA_FLOAT ||
@@ -20,8 +16,6 @@ void CheckComputeType(cudnnDataType_t data, cudnnDataType_t compute) {
                       CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE);
   }
 }
-
-}  // namespace
 
 std::vector<int> OutputDims(const ConvolutionDescriptor& conv, const TensorDescriptor& x,
                             const FilterDescriptor& w) {

@@ -8,6 +8,11 @@
 
 namespace tally::libraries::cudnn {
 
+// The data and compute types cuDNN's convolutions take together: double with double; float with
+// float; half with float or half (computed in float here, which is at least as exact); bfloat16
+// with float. NOT_SUPPORTED_DATA_TYPE for the others.
+void CheckComputeType(cudnnDataType_t data, cudnnDataType_t compute);
+
 // The output dimensions of convolving x with w (N, K, then each spatial one), as
 // cudnnGetConvolutionNdForwardOutputDim says: BAD_PARAM when the ranks or channels disagree or
 // the filter does not fit.

@@ -2,9 +2,9 @@
 #include "libraries/cudnn/graph_compile.h"
 
 #include <algorithm>
-#include <limits>
 #include <string>
 
+#include "libraries/cudnn/convolution.h"
 #include "libraries/cudnn/status.h"
 
 namespace tally::libraries::cudnn {
@@ -53,17 +53,6 @@ class Builder {
   }
 };
 
-// The data and compute types Tally's convolution takes (as the classic API's).
-void CheckConvolutionTypes(kernels::ElementType data, cudnnDataType_t compute) {
-  const bool supported = data == kernels::ElementType::kF64 ? compute == CUDNN_DATA_DOUBLE
-                         : data == kernels::ElementType::kF16
-                             ? compute == CUDNN_DATA_FLOAT || compute == CUDNN_DATA_HALF
-                             : compute == CUDNN_DATA_FLOAT;
-  if (!supported) {
-    RefuseUnsupported("this mix of data and compute types", CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE);
-  }
-}
-
 // The convolution of an operation whose tensors are x (input), w (filter) and y (output) in
 // forward naming.
 GraphStep ConvolutionStep(Builder& builder, GraphStep::Kind kind, const BackendDescriptor& conv,
@@ -92,7 +81,8 @@ GraphStep ConvolutionStep(Builder& builder, GraphStep::Kind kind, const BackendD
   if (spatial != 2 || in.shape.rank != 4 || filter.shape.rank != 4 || out.shape.rank != 4) {
     RefuseUnsupported("a convolution that is not 2-D", CUDNN_STATUS_NOT_SUPPORTED_SHAPE);
   }
-  CheckConvolutionTypes(in.type, conv.Value<cudnnDataType_t>(CUDNN_ATTR_CONVOLUTION_COMP_TYPE));
+  CheckComputeType(x.Value<cudnnDataType_t>(CUDNN_ATTR_TENSOR_DATA_TYPE),
+                   conv.Value<cudnnDataType_t>(CUDNN_ATTR_CONVOLUTION_COMP_TYPE));
   const std::vector<int64_t> pre = conv.Values<int64_t>(CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS);
   const std::vector<int64_t> post = conv.Values<int64_t>(CUDNN_ATTR_CONVOLUTION_POST_PADDINGS);
   const std::vector<int64_t> stride = conv.Values<int64_t>(CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES);
