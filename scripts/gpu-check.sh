@@ -28,6 +28,7 @@ declare -A excluded=(
   [hog]="a helper that waits to be killed (e2e_killed_client)"
   [survivor]="a helper that waits for the server to die (e2e_server_killed)"
   [priority_jobs]="run by the priority benchmark"
+  [gemm_jobs]="a helper the e2e_library_priority test drives with arguments"
   [meminfo]="expects the whole device free, true only on a private emulated GPU"
   [module_refused]="checks a PTX instruction the emulated GPU refuses, which NVIDIA's accepts"
   [large_module]="a 65 MiB image: too large to carry to the GPU machine"
