@@ -9,27 +9,21 @@
 #include <cstdlib>
 #include <string>
 
+#include "libraries/abi_test_support.h"
+
+namespace tally::libraries {
 namespace {
 
 constexpr char kVersion[] = "libcudnn.so.9";
 
 void* StandIn() {
-  static void* handle = [] {
-    setenv("TALLY_SERVER", "/nonexistent/tally-cudnn-abi-test.sock", 1);
-    // The shim first, as tally-run preloads it: the stand-in's libcudart.so.13 is the shim.
-    REQUIRE(dlopen(TALLY_TEST_CLIENT_LIBRARY, RTLD_NOW | RTLD_GLOBAL) != nullptr);
-    return dlopen(TALLY_TEST_CUDNN_LIBRARY, RTLD_NOW | RTLD_LOCAL);
-  }();
-  REQUIRE(handle != nullptr);
+  static void* handle = abi_test::LoadStandIn(TALLY_TEST_CLIENT_LIBRARY, TALLY_TEST_CUDNN_LIBRARY);
   return handle;
 }
 
 template <typename Fn>
 Fn* Get(const char* name) {
-  void* symbol = dlvsym(StandIn(), name, kVersion);
-  INFO(name);
-  REQUIRE(symbol != nullptr);
-  return reinterpret_cast<Fn*>(symbol);
+  return abi_test::Get<Fn>(StandIn(), name, kVersion);
 }
 
 #define STAND_IN(name) Get<decltype(name)>(#name)
@@ -99,3 +93,4 @@ TEST_CASE("bad handles and descriptors get the documented statuses and a last er
 }
 
 }  // namespace
+}  // namespace tally::libraries
