@@ -37,17 +37,18 @@ TEST_CASE("a cancelled stream stops its running grid, skips later launches, rele
   const EmuApi& emu = Emu();
   EnsureContext();
   const auto cancel = Extension<PFN_tallyEmuStreamCancel>("tallyEmuStreamCancel");
-  const CUfunction count = KernelFrom("tenant", "count_blocks");
+  const CUfunction count = KernelFrom("tenant", "count_then_wait");
   CUstream doomed = nullptr;
   CUstream reader = nullptr;
   EMU_OK(emu.cuStreamCreate(&doomed, CU_STREAM_NON_BLOCKING));
   EMU_OK(emu.cuStreamCreate(&reader, CU_STREAM_NON_BLOCKING));
   const CUdeviceptr first = Zeros<unsigned>(1);
   const CUdeviceptr second = Zeros<unsigned>(1);
+  const CUdeviceptr never = Zeros<int>(1);
   constexpr unsigned kBlocks = 20000;
-  int iterations = 20000;
   CUdeviceptr target = first;
-  void* args[] = {&target, &iterations};
+  CUdeviceptr flag = never;
+  void* args[] = {&target, &flag};
   EMU_OK(emu.cuLaunchKernel(count, kBlocks, 1, 1, 32, 1, 1, 0, doomed, args, nullptr));
   target = second;  // the parameters are copied at the launch
   EMU_OK(emu.cuLaunchKernel(count, kBlocks, 1, 1, 32, 1, 1, 0, doomed, args, nullptr));
@@ -72,7 +73,10 @@ TEST_CASE("a cancelled stream stops its running grid, skips later launches, rele
 
   // Other streams and the context carry on.
   const CUdeviceptr other = Zeros<unsigned>(1);
+  const CUdeviceptr released = Zeros<int>(1);
+  EMU_OK(emu.cuMemsetD32_v2(released, 1, 1));
   target = other;
+  flag = released;
   EMU_OK(emu.cuLaunchKernel(count, 64, 1, 1, 32, 1, 1, 0, reader, args, nullptr));
   EMU_OK(emu.cuStreamSynchronize(reader));
   CHECK(ReadCounter(other, reader) == 64);

@@ -1,12 +1,12 @@
 // Kernels for the server-facing extensions (tally_emu_ext.h): cancellation of a stream's work,
 // tenants.
 
-// Each block counts itself once it has worked for `iterations` steps (slow enough that a grid
-// of many blocks is still running when the test cancels it).
-extern "C" __global__ void count_blocks(unsigned* counter, int iterations) {
-  unsigned x = threadIdx.x;
-  for (int k = 0; k < iterations; ++k) x = x * 1664525u + 1013904223u;
-  if (threadIdx.x == 0) atomicAdd(counter, 1u + (x & 0u));
+// Each block counts itself, then waits until *flag becomes non-zero: a grid of more blocks than
+// the emulated GPU holds at once keeps its later blocks unstarted until the test cancels it.
+extern "C" __global__ void count_then_wait(unsigned* counter, volatile int* flag) {
+  if (threadIdx.x == 0) atomicAdd(counter, 1u);
+  while (*flag == 0) {
+  }
 }
 
 // Never ends unless *flag becomes non-zero.
