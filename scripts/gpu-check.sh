@@ -425,7 +425,7 @@ run_torch() {
   note "  major version loads its own runtime and does not reach Tally)"
   start_server || return 0
   local mode settings
-  for mode in kernels inference training resnet resnet-classic transformer; do
+  for mode in kernels inference training resnet resnet-classic transformer rnn; do
     settings=()
     # resnet-classic: cuDNN's classic API instead of its graph API (PyTorch's switch).
     [[ $mode == resnet-classic ]] && settings=(TORCH_CUDNN_V8_API_DISABLED=1)

@@ -15,6 +15,8 @@
   gpu_check_torch.py transformer a transformer block (linear layers, scaled dot-product
                                  attention, LayerNorm) the same way: f32 forward and backward
                                  against the CPU, then forward under bf16 autocast
+  gpu_check_torch.py rnn         two-layer bidirectional nn.LSTM and nn.GRU (cuDNN's RNN
+                                 functions) with a linear head, the same way
 Exit status 0 when the check holds; the last line says what was measured.
 """
 import sys
@@ -192,9 +194,25 @@ def transformer():
     check_model("transformer", Block, lambda: (torch.randn(4, 32, 64), torch.randn(4, 32, 64)))
 
 
+class Recurrent(torch.nn.Module):
+    def __init__(self, cell):
+        super().__init__()
+        self.rnn = cell(16, 24, num_layers=2, bidirectional=True, batch_first=True)
+        self.head = torch.nn.Linear(48, 8)
+
+    def forward(self, x):
+        return self.head(self.rnn(x)[0])
+
+
+def rnn():
+    for name, cell in (("lstm", torch.nn.LSTM), ("gru", torch.nn.GRU)):
+        check_model(name, lambda: Recurrent(cell),
+                    lambda: (torch.randn(4, 12, 16), torch.randn(4, 12, 8)))
+
+
 if __name__ == "__main__":
     modes = {"kernels": kernels, "inference": inference, "training": training, "resnet": resnet,
-             "transformer": transformer}
+             "transformer": transformer, "rnn": rnn}
     if len(sys.argv) != 2 or sys.argv[1] not in modes:
         sys.exit(__doc__)
     if not torch.cuda.is_available():

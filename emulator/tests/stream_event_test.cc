@@ -71,10 +71,10 @@ class Trace {
   std::deque<Entry> marks_;
 };
 
-// True once `condition` holds, false if it does not within a second.
+// True once `condition` holds, false if it does not within ten seconds (a loaded CI machine).
 template <typename Condition>
 bool Eventually(Condition condition) {
-  for (int i = 0; i < 1000; ++i) {
+  for (int i = 0; i < 10000; ++i) {
     if (condition()) return true;
     std::this_thread::sleep_for(1ms);
   }

@@ -4,38 +4,25 @@
 #include <string>
 
 namespace tally::libraries::cudnn {
-namespace {
-
-template <typename Object>
-Object& FindSet(const void* address) {
-  Object& object = Live<Object>::Find(address);
-  if (!object.set) {
-    Refuse(CUDNN_STATUS_BAD_PARAM_NOT_FINALIZED, std::string(Object::kName) + " was never set");
-  }
-  return object;
-}
-
-}  // namespace
-
 Handle& FindHandle(cudnnHandle_t handle) { return Live<Handle>::Find(handle); }
 const TensorDescriptor& FindTensor(cudnnTensorDescriptor_t desc) {
-  return FindSet<TensorDescriptor>(desc);
+  return Live<TensorDescriptor>::FindSet(desc);
 }
 const FilterDescriptor& FindFilter(cudnnFilterDescriptor_t desc) {
-  return FindSet<FilterDescriptor>(desc);
+  return Live<FilterDescriptor>::FindSet(desc);
 }
 const ConvolutionDescriptor& FindConvolution(cudnnConvolutionDescriptor_t desc) {
-  return FindSet<ConvolutionDescriptor>(desc);
+  return Live<ConvolutionDescriptor>::FindSet(desc);
 }
 const ActivationDescriptor& FindActivation(cudnnActivationDescriptor_t desc) {
-  return FindSet<ActivationDescriptor>(desc);
+  return Live<ActivationDescriptor>::FindSet(desc);
 }
 const PoolingDescriptor& FindPooling(cudnnPoolingDescriptor_t desc) {
-  return FindSet<PoolingDescriptor>(desc);
+  return Live<PoolingDescriptor>::FindSet(desc);
 }
 
 const OpTensorDescriptor& FindOpTensor(cudnnOpTensorDescriptor_t desc) {
-  return FindSet<OpTensorDescriptor>(desc);
+  return Live<OpTensorDescriptor>::FindSet(desc);
 }
 
 size_t ElementBytes(cudnnDataType_t type) {

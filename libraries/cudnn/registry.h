@@ -53,6 +53,14 @@ class Live {
     if (it == Registry().objects.end()) RefuseUnknown();
     return *it->second;
   }
+  // The live object at `address`, set by the application (BAD_PARAM_NOT_FINALIZED before).
+  static Object& FindSet(const void* address) {
+    Object& object = Find(address);
+    if (!object.set) {
+      Refuse(CUDNN_STATUS_BAD_PARAM_NOT_FINALIZED, std::string(Object::kName) + " was never set");
+    }
+    return object;
+  }
 
  private:
   [[noreturn]] static void RefuseUnknown() {

@@ -945,12 +945,7 @@ void TestBadExecution(cudnnHandle_t handle) {
 }  // namespace
 
 int main() {
-  g_what = "setup";
-  cudnnHandle_t handle = nullptr;
-  CHECK_CUDNN(cudnnCreate(&handle));
-  cudaStream_t stream = nullptr;
-  CHECK_CUDA(cudaStreamCreate(&stream));
-  CHECK_CUDNN(cudnnSetStream(handle, stream));
+  cudnnHandle_t handle = HandleOnOwnStream();
   std::printf("cuDNN %zu: backend API\n", cudnnGetVersion());
   TestConvolutions(handle);
   TestConvolutionBiasRelu(handle);
@@ -958,8 +953,7 @@ int main() {
   TestIntrospection(handle);
   TestBadDescriptors();
   TestBadExecution(handle);
-  CHECK_CUDNN(cudnnDestroy(handle));
-  CHECK_CUDA(cudaStreamDestroy(stream));
+  DestroyHandleAndStream(handle);
   std::printf("CUDNN GRAPHS OK\n");
   return 0;
 }

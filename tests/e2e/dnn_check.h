@@ -1,10 +1,11 @@
-// Shared by the cuDNN end-to-end programs (cudnn_calls, cudnn_graphs), beside the generic helpers
-// of device_vectors.h (inputs, copies, comparison with a CPU reference): CHECK_CUDNN and Fail
-// (naming the check under way, g_what, where the program sets one), cuDNN 9's status categories,
-// each element type's cuDNN names and tolerance, inputs off the activations' kinks, outputs that
-// start as NaN where beta = 0 and cuDNN's alpha/beta blend, device buffers checked against a
-// reference, packed 4-D layouts (NCHW, NHWC), and the CPU reference of a 4-D convolution (padding,
-// strides, dilation, groups, either mode) for all three directions.
+// Shared by the cuDNN end-to-end programs (cudnn_calls, cudnn_graphs, cudnn_rnn), beside the
+// generic helpers of device_vectors.h (inputs, copies, comparison with a CPU reference):
+// CHECK_CUDNN and Fail (naming the check under way, g_what, where the program sets one), a handle
+// on a stream of its own, cuDNN 9's status categories, each element type's cuDNN names and
+// tolerance, inputs off the activations' kinks, outputs that start as NaN where beta = 0 and
+// cuDNN's alpha/beta blend, device buffers checked against a reference, packed 4-D layouts (NCHW,
+// NHWC), and the CPU reference of a 4-D convolution (padding, strides, dilation, groups, either
+// mode) for all three directions.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -54,6 +55,23 @@ inline bool InCategory(cudnnStatus_t status, cudnnStatus_t category) {
 inline bool IsBadParam(cudnnStatus_t status) { return InCategory(status, CUDNN_STATUS_BAD_PARAM); }
 inline bool IsNotSupported(cudnnStatus_t status) {
   return InCategory(status, CUDNN_STATUS_NOT_SUPPORTED);
+}
+
+// A cuDNN handle working on a stream of its own (the programs' setup, named "setup").
+inline cudnnHandle_t HandleOnOwnStream() {
+  g_what = "setup";
+  cudnnHandle_t handle = nullptr;
+  CHECK_CUDNN(cudnnCreate(&handle));
+  cudaStream_t stream = nullptr;
+  CHECK_CUDA(cudaStreamCreate(&stream));
+  CHECK_CUDNN(cudnnSetStream(handle, stream));
+  return handle;
+}
+inline void DestroyHandleAndStream(cudnnHandle_t handle) {
+  cudaStream_t stream = nullptr;
+  CHECK_CUDNN(cudnnGetStream(handle, &stream));
+  CHECK_CUDNN(cudnnDestroy(handle));
+  CHECK_CUDA(cudaStreamDestroy(stream));
 }
 
 // ---- Element types ----
