@@ -1,6 +1,6 @@
 // Benchmark: the emulated GPU's speed on vector add, a shared-memory tiled matmul and a
 // warp-shuffle reduction (benchmarks/emu/emu_kernels.cu), as lane-instructions per second
-// (counted exactly by libtally_emu.so, see emulator/tally_emu_ext.h) and as the ratio of the
+// (counted exactly by libtally_emu.so, see cuda_abi/driver_extensions.h) and as the ratio of the
 // emulator's time to the same computation written as a plain C++ loop, timed in the same run.
 // The driver is loaded as tally-server loads it (server/backend). Every result is verified
 // against the C++ loop's, bit for bit (the inputs are small integers, so float sums are exact).
@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "emulator/tally_emu_ext.h"
+#include "cuda_abi/driver_extensions.h"
 #include "server/backend/backend.h"
 
 namespace {
@@ -35,7 +35,7 @@ constexpr const char kUsage[] =
     "results and prints medians. TALLY_EMU_SM_COUNT=1 runs the emulator on one host thread.\n"
     "--tenant T (non-zero) runs everything on a stream of tenant T with the tenant's memory, as\n"
     "tally-server runs a client's work: every access is then checked against the tenant's\n"
-    "allocations (emulator/tally_emu_ext.h).\n";
+    "allocations (cuda_abi/driver_extensions.h).\n";
 
 void Die(const std::string& message) {
   std::fprintf(stderr, "emu_speed: %s\n", message.c_str());

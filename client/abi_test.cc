@@ -16,7 +16,7 @@
 #include <cstring>
 #include <string>
 
-#include "common/driver_proc_table.h"
+#include "cuda_abi/driver_proc_table.h"
 
 namespace {
 

@@ -6,7 +6,7 @@
 #include "client/copy.h"
 #include "client/host_blocks.h"
 #include "client/kernels.h"
-#include "common/managed_pointer.h"
+#include "cuda_abi/managed_pointer.h"
 #include "common/status.h"
 
 namespace tally::client {

@@ -10,8 +10,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "common/device_output_ring.h"
-#include "common/device_printf.h"
+#include "cuda_abi/device_output_ring.h"
+#include "cuda_abi/device_printf.h"
 #include "ptx_transform/parser.h"
 #include "ptx_transform/passes/builder.h"
 #include "ptx_transform/passes/ir_walk.h"
@@ -32,7 +32,7 @@ static_assert(
     static_cast<int>(PrintfClass::kString) == 7 && static_cast<int>(PrintfClass::kPointer) == 8 &&
     static_cast<int>(PrintfClass::kStore) == 9);
 
-// __tally_vprintf(format, arguments), in vprintf's place: one record (common/device_output_ring.h)
+// __tally_vprintf(format, arguments), in vprintf's place: one record (cuda_abi/device_output_ring.h)
 // in the client's ring, for stderr when the format is the assert message's
 // (__tally_assert_format), else for stdout; returns the count of arguments taken, -1 when nothing
 // was written. Two passes over the same code: the first (%writing false) measures the record,
@@ -40,7 +40,7 @@ static_assert(
 // last, after membar.sys, so that the server never reads a record half written. A store in the
 // second pass lands only inside the reserved space, even if a string changed in between. The
 // ring's bytes are zero until written (the server zeroes what it consumed), so padding is not
-// written. The format is walked by the character classes of common/device_printf.h
+// written. The format is walked by the character classes of cuda_abi/device_printf.h
 // (__tally_printf_class), as the server walks it again to format the text.
 constexpr std::string_view kOutputFunction = R"(
 .func (.param .b32 __tally_vprintf_taken) __tally_vprintf(.param .b64 __tally_vprintf_format,

@@ -4,7 +4,7 @@
 // the arguments into a ring of the client's own, and a failed assert's message is written there
 // too before the runtime's `__assertfail` runs (which still stops the kernel with CUDA's assert
 // error). The server reads the ring at the client's synchronising calls and formats the text on
-// the host. Layout and protocol: common/device_output_ring.h; formatting: common/device_printf.h.
+// the host. Layout and protocol: cuda_abi/device_output_ring.h; formatting: cuda_abi/device_printf.h.
 //
 // The rewrite adds the module variable kDeviceOutputVariable, which the server sets when it gives
 // a client the module: until then (or when no ring could be made) printf prints nothing and

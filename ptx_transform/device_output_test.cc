@@ -13,7 +13,7 @@
 #include <sstream>
 #include <string>
 
-#include "common/device_output_ring.h"
+#include "cuda_abi/device_output_ring.h"
 #include "ptx_transform/parser.h"
 #include "ptx_transform/printer.h"
 

@@ -13,7 +13,7 @@
 #include <variant>
 #include <vector>
 
-#include "common/box.h"
+#include "ptx_transform/box.h"
 #include "ptx_transform/diagnostics.h"
 
 namespace tally::ptx {

@@ -6,7 +6,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
-#include "common/managed_pointer.h"
+#include "cuda_abi/managed_pointer.h"
 #include "common/status.h"
 #include "ptx_transform/passes/builder.h"
 

@@ -1,7 +1,7 @@
 // `__managed__` variables (`.global .attribute(.managed)`): on CUDA one address for the host and
 // the device. Under Tally the device memory is the server's, which the program cannot read, so
 // each such variable is reached through a pointer instead: a new module variable
-// (ManagedPointerName, common/managed_pointer.h), initialised to the variable's own address, that
+// (ManagedPointerName, cuda_abi/managed_pointer.h), initialised to the variable's own address, that
 // the client points at memory it shares with the device. Every instruction that names the
 // variable (`mov.u64 %rd1, v;`, `ld.global.u32 %r1, [v+4];`) then takes the pointer's value,
 // loaded just before it. The variable itself stays: it holds the initial value the client copies.

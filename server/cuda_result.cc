@@ -7,7 +7,7 @@
 #include "absl/strings/cord.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "common/cu_result_table.h"
+#include "cuda_abi/cu_result_table.h"
 
 namespace tally::server {
 namespace {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "emulator/tally_emu_ext.h"
+#include "cuda_abi/driver_extensions.h"
 #include "server/backend/backend.h"
 #include "server/device_output_ring.h"
 

@@ -7,8 +7,8 @@
 #include <optional>
 #include <string>
 
-#include "common/device_output_ring.h"
-#include "common/device_printf.h"
+#include "cuda_abi/device_output_ring.h"
+#include "cuda_abi/device_printf.h"
 #include "common/log.h"
 #include "common/status.h"
 #include "server/cuda_result.h"

@@ -1,6 +1,6 @@
 // One client's ring of device output on a driver without per-client output (NVIDIA's): its
 // kernels write printf records into it (ptx_transform/device_output.h; layout and protocol in
-// common/device_output_ring.h) and the server reads them at the client's synchronising calls
+// cuda_abi/device_output_ring.h) and the server reads them at the client's synchronising calls
 // (DeviceOutput::Collect). The ring is page-locked host memory of the server mapped for the device
 // and allocated here, not by the driver, so that it stays readable after a fault has ended the
 // context: a failed assert's message still reaches the client.
@@ -24,7 +24,7 @@
 
 namespace tally::server {
 
-// Reads records out of ring memory (any memory laid out as common/device_output_ring.h says).
+// Reads records out of ring memory (any memory laid out as cuda_abi/device_output_ring.h says).
 class DeviceOutputRingReader {
  public:
   using Print = std::function<void(uint32_t stream, std::string_view text)>;

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "common/device_output_ring.h"
+#include "cuda_abi/device_output_ring.h"
 #include "server/module_registry.h"
 
 namespace tally::server {

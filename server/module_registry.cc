@@ -12,7 +12,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "common/device_output_ring.h"
+#include "cuda_abi/device_output_ring.h"
 #include "common/log.h"
 #include "common/status.h"
 #include "ipc/content_hash.h"

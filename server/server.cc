@@ -118,7 +118,7 @@ absl::StatusOr<ipc::GetDeviceInfoResponse> QueryDeviceInfo(const Backend& backen
       api.cuDeviceGetAttribute(&info.attributes[value], CU_DEVICE_ATTRIBUTE_##name, \
                                backend.device()) == CUDA_SUCCESS;                   \
   if (!info.answered[value]) info.attributes[value] = 0;
-#include "common/device_attributes.def"
+#include "cuda_abi/device_attributes.def"
   return info;
 }
 

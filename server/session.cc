@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "absl/strings/str_format.h"
-#include "common/device_output_ring.h"
+#include "cuda_abi/device_output_ring.h"
 #include "common/log.h"
 #include "common/status.h"
 #include "server/bounded_wait.h"

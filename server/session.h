@@ -315,7 +315,7 @@ class Session {
   uint8_t Tag() const { return static_cast<uint8_t>(client_.client_id); }
   absl::StatusOr<StreamRef> MakeStream(bool blocking, int priority);
   // On the emulated GPU, makes the allocation at `base` the client's: only its kernels may
-  // touch it (tally_emu_ext.h); nothing elsewhere.
+  // touch it (cuda_abi/driver_extensions.h); nothing elsewhere.
   absl::Status ClaimMemory(CUdeviceptr base) const;
   // Appends to the batch, numbering the command and noting it as its stream's last work.
   void Batch(QueuedCommand command);

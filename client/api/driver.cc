@@ -1,5 +1,5 @@
 // Driver API initialisation, error names and entry-point lookup. cuGetProcAddress answers from
-// driver_api.def with the lookup the emulator shares (common/driver_proc_table.h).
+// driver_api.def with the lookup the emulator shares (cuda_abi/driver_proc_table.h).
 //
 // __CUDA_API_VERSION_INTERNAL makes cuda.h declare every versioned symbol under its own name
 // (cuGetProcAddress next to cuGetProcAddress_v2) instead of mapping names to the newest one.
@@ -14,8 +14,8 @@
 #include "client/entry.h"
 #include "client/handles.h"
 #include "client/status.h"
-#include "common/cu_result_table.h"
-#include "common/driver_proc_table.h"
+#include "cuda_abi/cu_result_table.h"
+#include "cuda_abi/driver_proc_table.h"
 #include "common/log.h"
 #include "common/status.h"
 

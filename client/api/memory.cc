@@ -16,7 +16,7 @@
 #include "client/graph_memory.h"
 #include "client/handles.h"
 #include "client/host_blocks.h"
-#include "common/memcpy_descriptors.h"
+#include "cuda_abi/memcpy_descriptors.h"
 #include "common/status.h"
 
 using tally::MemcpySide;

@@ -6,7 +6,7 @@
 
 #include <cstring>
 
-#include "common/memcpy_descriptors.h"
+#include "cuda_abi/memcpy_descriptors.h"
 #include "emulator/internal/entry.h"
 #include "emulator/internal/memory_layout.h"
 #include "emulator/internal/submit.h"

@@ -31,7 +31,7 @@ constexpr bool Answers(CUdevice_attribute attribute) {
   static_assert(Answers(CU_DEVICE_ATTRIBUTE_##name),               \
                 "emulator/device_attributes.def has no value for " \
                 "CU_DEVICE_ATTRIBUTE_" #name);
-#include "common/device_attributes.def"
+#include "cuda_abi/device_attributes.def"
 
 absl::StatusOr<int> DeviceAttribute(const DeviceConfig& config, CUdevice_attribute attribute) {
   switch (attribute) {

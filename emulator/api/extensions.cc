@@ -1,7 +1,7 @@
-// Exports Tally's extensions of the driver API (emulator/tally_emu_ext.h).
+// Exports Tally's extensions of the driver API (cuda_abi/driver_extensions.h).
 #include "emulator/exec/resident_unit.h"
 #include "emulator/internal/entry.h"
-#include "emulator/tally_emu_ext.h"
+#include "cuda_abi/driver_extensions.h"
 
 using tally::emu::Driver;
 using tally::emu::Run;

@@ -2,7 +2,7 @@
 // teardown that makes later calls answer CUDA_ERROR_DEINITIALIZED.
 #include <cuda.h>
 
-#include "common/cu_result_table.h"
+#include "cuda_abi/cu_result_table.h"
 #include "emulator/internal/entry.h"
 
 namespace tally::emu {

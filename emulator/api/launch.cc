@@ -2,7 +2,7 @@
 // cuOccupancyMaxActiveBlocksPerMultiprocessor. A launch is checked and its parameters copied at
 // the call (as CUDA does); in stream order, the stream's thread then hands the grid to the
 // device-wide block dispatcher (exec/sm_pool.h) and waits for it; a fault becomes the sticky
-// error of the stream's tenant (tally_emu_ext.h), or of the context when it has none.
+// error of the stream's tenant (cuda_abi/driver_extensions.h), or of the context when it has none.
 #include <cuda.h>
 #include <fmt/format.h>
 

@@ -1,5 +1,5 @@
 // Exports cuGetProcAddress (CUDA 11.3 and 12+ forms), answering from driver_api.def with the
-// lookup every driver implementation shares (common/driver_proc_table.h).
+// lookup every driver implementation shares (cuda_abi/driver_proc_table.h).
 //
 // __CUDA_API_VERSION_INTERNAL makes cuda.h declare every versioned symbol under its own name
 // (cuStreamDestroy and cuStreamDestroy_v2) instead of mapping names to the newest variant.
@@ -7,7 +7,7 @@
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
-#include "common/driver_proc_table.h"
+#include "cuda_abi/driver_proc_table.h"
 #include "emulator/internal/entry.h"
 
 namespace tally::emu {

@@ -47,7 +47,7 @@ struct LaunchSetup {
   const TextureTable* textures = nullptr;  // texture and surface objects
   std::atomic<bool> abort{false};          // a block failed or the library unloads: stop early
   uint64_t stack_size = 1024;  // per thread: cuCtxSetLimit(CU_LIMIT_STACK_SIZE) at the launch
-  // The stream's tenant (tally_emu_ext.h; 0: none, whose accesses reach all memory): global
+  // The stream's tenant (cuda_abi/driver_extensions.h; 0: none, whose accesses reach all memory): global
   // accesses may touch only allocations of this tenant or of none, and device-side malloc gives
   // the tenant's memory.
   uint64_t tenant = 0;
@@ -127,7 +127,7 @@ class Block {
   // atomic, a thread's exit, a barrier's release. A grid whose blocks all keep it unchanged
   // for many rounds is spinning on something that will never happen.
   uint64_t progress() const { return writes_ + exited_ + barrier_releases_; }
-  // Lane-instructions executed since the last call (tally_emu_ext.h defines the count).
+  // Lane-instructions executed since the last call (cuda_abi/driver_extensions.h defines the count).
   uint64_t TakeLaneInstructions() { return std::exchange(lane_instructions_, 0); }
 
   // Used by the interpreter (warp.cc).

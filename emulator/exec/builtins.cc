@@ -8,7 +8,7 @@
 #include <cstring>
 #include <mutex>
 
-#include "common/device_printf.h"
+#include "cuda_abi/device_printf.h"
 #include "fmt/format.h"
 #include "emulator/exec/block.h"
 #include "emulator/exec/lanes.h"
@@ -48,7 +48,7 @@ bool Block::ReadString(uint64_t address, const Warp& warp, int lane, uint32_t pc
   return true;
 }
 
-// printf's arguments as this lane's vprintf got them (common/device_printf.h): read through the
+// printf's arguments as this lane's vprintf got them (cuda_abi/device_printf.h): read through the
 // lane's own address translation, so a bad pointer is the lane's fault.
 class Block::LaneArguments : public PrintfArguments {
  public:

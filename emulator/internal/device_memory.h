@@ -33,7 +33,7 @@ struct Allocation {
   uint64_t owner = 0;      // id of the context that made it (freed with the context)
   unsigned flags = 0;      // cuMemHostAlloc / cuMemHostRegister flags
   uint64_t buffer_id = 0;  // unique over the process's lifetime (CU_POINTER_ATTRIBUTE_BUFFER_ID)
-  // Whose it is (tally_emu_ext.h; 0: nobody's, every kernel may touch it): a kernel launched on
+  // Whose it is (cuda_abi/driver_extensions.h; 0: nobody's, every kernel may touch it): a kernel launched on
   // a stream of another tenant may not.
   uint64_t tenant = 0;
 };

@@ -56,7 +56,7 @@ class Driver {
   absl::StatusOr<std::shared_ptr<Kernel>> UsableKernel(CUfunction handle);
   ArrayTable& arrays() { return arrays_; }
   TextureTable& textures() { return textures_; }
-  // Sticky errors of tenants (tally_emu_ext.h), which never become their context's.
+  // Sticky errors of tenants (cuda_abi/driver_extensions.h), which never become their context's.
   TenantFaults& tenant_faults() { return tenant_faults_; }
   TenantOutput& tenant_output() { return tenant_output_; }
   // The virtual SMs (started on first use).

@@ -50,7 +50,7 @@ class Module {
   const exec::ModuleSymbols& globals() const { return globals_; }
   uint64_t context_id() const { return context_id_; }
   uint32_t ptx_version() const { return ptx_version_; }
-  // Gives the module's .global/.const variables to `tenant` (tally_emu_ext.h).
+  // Gives the module's .global/.const variables to `tenant` (cuda_abi/driver_extensions.h).
   absl::Status SetTenant(uint64_t tenant) const;
 
  private:

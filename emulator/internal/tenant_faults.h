@@ -1,4 +1,4 @@
-// The sticky errors of tenants (tally_emu_ext.h): a fault in a launch on a tenant's stream makes
+// The sticky errors of tenants (cuda_abi/driver_extensions.h): a fault in a launch on a tenant's stream makes
 // the tenant unusable, not the context, so that the other tenants of a shared context go on.
 #pragma once
 

@@ -71,7 +71,7 @@ TEST_CASE("every device attribute of cuda.h is answered") {
     return value;
   };
 #define TALLY_CU_DEVICE_ATTRIBUTE(name, value) answer(#name, value);
-#include "common/device_attributes.def"
+#include "cuda_abi/device_attributes.def"
   CHECK(answered > 140);
   for (CUdevice_attribute positive :
        {CU_DEVICE_ATTRIBUTE_GPU_OVERLAP, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED,

@@ -6,7 +6,7 @@
 // emu_library.h first: it includes cuda.h declaring every versioned driver symbol.
 #include "emulator/tests/emu_library.h"
 
-#include "common/driver_proc_table.h"
+#include "cuda_abi/driver_proc_table.h"
 
 namespace tally::emu::testing {
 namespace {

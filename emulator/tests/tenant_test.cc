@@ -1,4 +1,4 @@
-// The extensions a sharing server uses (tally_emu_ext.h): cancelling a dead client's stream, and
+// The extensions a sharing server uses (cuda_abi/driver_extensions.h): cancelling a dead client's stream, and
 // tenants (fault containment, memory isolation).
 #include <dlfcn.h>
 
@@ -10,7 +10,7 @@
 // First: it defines what the CUDA headers need for the tests' versioned names.
 #include "emulator/tests/kernel_util.h"
 //
-#include "emulator/tally_emu_ext.h"
+#include "cuda_abi/driver_extensions.h"
 
 namespace tally::emu::testing {
 namespace {

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "emulator/tally_emu_ext.h"
+#include "cuda_abi/driver_extensions.h"
 
 namespace tally::server {
 
@@ -21,7 +21,7 @@ struct DriverApi {
 #include "server/backend/driver_api.def"
 };
 
-// The emulated GPU's extensions (emulator/tally_emu_ext.h), resolved when it is the backend;
+// The emulated GPU's extensions (cuda_abi/driver_extensions.h), resolved when it is the backend;
 // null with NVIDIA's driver, which has none of them.
 struct EmulatorExtensions {
   PFN_tallyEmuStreamCancel stream_cancel = nullptr;

@@ -1,4 +1,4 @@
-// Every device attribute of the installed cuda.h (the generated list common/device_attributes.def)
+// Every device attribute of the installed cuda.h (the generated list cuda_abi/device_attributes.def)
 // answered through the shim, by the runtime and the driver API alike, and cudaGetDeviceProperties
 // agreeing with the attributes; the emulated device answers as the A100 it stands for where the
 // issue found zeros (GPU overlap, memory pools, persisting L2), and Tally's own truths (no
@@ -42,7 +42,7 @@ int main() {
 #define TALLY_CU_DEVICE_ATTRIBUTE(name, value) \
   Answer(#name, value);                        \
   ++answered;
-#include "common/device_attributes.def"
+#include "cuda_abi/device_attributes.def"
   EXPECT(answered > 140);
   EXPECT(failures == 0);
 

@@ -1,4 +1,4 @@
-// Kernels for the server-facing extensions (tally_emu_ext.h): cancellation of a stream's work,
+// Kernels for the server-facing extensions (cuda_abi/driver_extensions.h): cancellation of a stream's work,
 // tenants.
 
 // Each block counts itself, then waits until *flag becomes non-zero: a grid of more blocks than

@@ -1,5 +1,5 @@
 // The table generated from cuda.h by gen_cu_errors.py.
-#include "common/cu_result_table.h"
+#include "cuda_abi/cu_result_table.h"
 
 namespace tally {
 
@@ -8,7 +8,7 @@ const char* CuResultName(CUresult code) {
 #define TALLY_CU_ERROR(name, description) \
   case name:                              \
     return #name;
-#include "common/cu_errors.def"
+#include "cuda_abi/cu_errors.def"
     default:
       return nullptr;
   }
@@ -19,7 +19,7 @@ const char* CuResultDescription(CUresult code) {
 #define TALLY_CU_ERROR(name, description) \
   case name:                              \
     return description;
-#include "common/cu_errors.def"
+#include "cuda_abi/cu_errors.def"
     default:
       return nullptr;
   }

@@ -13,7 +13,7 @@
 // - A record: a header word written last (after membar.sys) holding kRecordMagic, the stream
 //   (1 stdout, 2 stderr) and the record's size in bytes (a multiple of 8, header included); then
 //   the format string with its NUL, zero-padded to 8 bytes; then each argument the format takes
-//   (common/device_printf.h) in order: a scalar as one 8-byte word, zero-extended; a `%s` string
+//   (cuda_abi/device_printf.h) in order: a scalar as one 8-byte word, zero-extended; a `%s` string
 //   as its bytes and NUL, zero-padded to 8 bytes ("(null)" for a null pointer).
 #pragma once
 

@@ -1,4 +1,4 @@
-#include "common/device_printf.h"
+#include "cuda_abi/device_printf.h"
 
 #include <algorithm>
 #include <bit>

@@ -1,0 +1,2 @@
+// Allowed: a module includes itself.
+#include "emulator/internal/driver.h"

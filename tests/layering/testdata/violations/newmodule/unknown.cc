@@ -1,0 +1,2 @@
+// A folder the graph does not name: a violation.
+int x;
