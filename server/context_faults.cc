@@ -58,11 +58,10 @@ CUresult ContextFaults::ErrorFor(ClientId client, uint64_t generation) {
   return culprits_.contains(client) ? fault_ : CUDA_ERROR_DEVICE_UNAVAILABLE;
 }
 
-bool ContextFaults::Evicted(uint64_t generation) const {
+bool ContextFaults::Evicted(uint64_t generation, Clock::time_point now) const {
   if (!faulted()) return false;
   std::lock_guard lock(mutex_);
-  return fault_ != CUDA_SUCCESS && generation == generation_ &&
-         Clock::now() - faulted_at_ >= grace_;
+  return fault_ != CUDA_SUCCESS && generation == generation_ && now - faulted_at_ >= grace_;
 }
 
 std::optional<uint64_t> ContextFaults::Join(Clock::time_point deadline) {

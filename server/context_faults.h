@@ -50,8 +50,9 @@ class ContextFaults {
   // The sticky error of `client`, a session of `generation`: CUDA_SUCCESS while that context is
   // sound. Waits (bounded) for the attribution, so that the faulting client gets its own error.
   CUresult ErrorFor(ClientId client, uint64_t generation);
-  // Whether a session of `generation` must end now: its context faulted `grace` ago or more.
-  bool Evicted(uint64_t generation) const;
+  // Whether a session of `generation` must end at `now`: its context faulted `grace` before or
+  // earlier.
+  bool Evicted(uint64_t generation, Clock::time_point now) const;
 
   // A new session's generation; waits while the context is faulted, and gives up (nullopt) at
   // `deadline`. Every Join is followed by one Leave.

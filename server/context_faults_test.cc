@@ -85,17 +85,18 @@ TEST_CASE("New clients wait for the reset, which is due once the faulted context
 }
 
 TEST_CASE("Clients of a faulted context are disconnected after the grace period") {
-  ContextFaults faults(30ms);
-  const uint64_t generation = *faults.Join(ContextFaults::Clock::now());
-  CHECK_FALSE(faults.Evicted(generation));
+  ContextFaults faults(1h);
+  const auto now = [] { return ContextFaults::Clock::now(); };
+  const uint64_t generation = *faults.Join(now());
+  CHECK_FALSE(faults.Evicted(generation, now() + 2h));  // no fault
   faults.Observe(CUDA_ERROR_ILLEGAL_ADDRESS);
-  CHECK_FALSE(faults.Evicted(generation));
-  std::this_thread::sleep_for(40ms);
-  CHECK(faults.Evicted(generation));
+  CHECK_FALSE(faults.Evicted(generation, now()));  // within the grace period
+  CHECK(faults.Evicted(generation, now() + 1h));   // at its end
+  CHECK_FALSE(faults.Evicted(generation + 1, now() + 2h));  // only the faulted generation
   faults.Attribute({});
   faults.Leave(generation);
   faults.Recovered();
-  CHECK_FALSE(faults.Evicted(generation));
+  CHECK_FALSE(faults.Evicted(generation, now() + 2h));
 }
 
 }  // namespace

@@ -551,7 +551,7 @@ void Server::Serve(std::unique_ptr<ipc::ServerConnection> connection) {
                    &failed = *failed]() -> absl::Status {
     if (stopping_) return absl::CancelledError("the server is shutting down");
     if (failed) return absl::InternalError("a wait failed");
-    if (faults_ != nullptr && faults_->Evicted(generation)) {
+    if (faults_ != nullptr && faults_->Evicted(generation, ContextFaults::Clock::now())) {
       return absl::UnavailableError(
           "the device context faulted and the client did not end within the grace period; it "
           "is disconnected so that the context can be reset");
