@@ -326,6 +326,24 @@ PY
     timeout 30 "$TALLY_CTL" status --server "$socket" > "$work/text" || fail "plain status failed"
     grep -q "clients: 1" "$work/text" || fail "plain status: $(cat "$work/text")"
     grep -q "$hog_pid" "$work/text" || fail "plain status lacks pid $hog_pid: $(cat "$work/text")"
+    # The same status for Prometheus: valid for promtool, the client's series and, once a
+    # program's kernels ran and it left, the departed clients' counters.
+    hog_id=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["clients"][0]["id"])' \
+      "$work/one.json")
+    timeout 30 "$TALLY_CTL" metrics --server "$socket" > "$work/metrics" || fail "metrics failed"
+    command -v promtool > /dev/null || fail "promtool not found (scripts/dev.sh setup installs it)"
+    promtool check metrics < "$work/metrics" > "$work/promtool" 2>&1 ||
+      fail "promtool: $(cat "$work/promtool")"
+    grep -qx "tally_client_memory_bytes{client=\"$hog_id\"} 268435456" "$work/metrics" ||
+      fail "no memory series for client $hog_id: $(cat "$work/metrics")"
+    grep -qx "tally_client_priority_level{client=\"$hog_id\"} 5" "$work/metrics" ||
+      fail "no priority series for client $hog_id"
+    run vector_add || fail "vector_add failed"
+    await_status "$work/ran.json" "s['departed']['clients'] == 1"
+    timeout 30 "$TALLY_CTL" metrics --server "$socket" > "$work/metrics" || fail "metrics failed"
+    grep -q '^tally_kernels_total{client="departed",form="[a-z]*"} [1-9]' "$work/metrics" ||
+      fail "the departed client's kernels are not counted: $(grep kernels_total "$work/metrics")"
+    grep -qx "tally_departed_clients_total 1" "$work/metrics" || fail "departed clients not 1"
     kill -KILL "$hog_pid"
     wait "$hog_pid" 2>/dev/null
     ;;

@@ -1,7 +1,8 @@
 // tally-ctl: inspects and steers a running tally-server over its socket, with control requests
 // that never count as a client: `status` (device, backend, clients and what the scheduler did
 // for each), `priority CLIENT LEVEL` (a client's priority, while it runs), `limit CLIENT SIZE`
-// (a client's device-memory limit, while it runs) and `profiles` (what the profiler knows).
+// (a client's device-memory limit, while it runs), `profiles` (what the profiler knows) and
+// `metrics` (the status for Prometheus).
 #include <cstdio>
 #include <string>
 #include <string_view>
@@ -11,6 +12,7 @@
 #include "common/client_priority.h"
 #include "ipc/control.h"
 #include "ipc/socket_path.h"
+#include "tools/tally_ctl/metrics_format.h"
 #include "tools/tally_ctl/profiles_format.h"
 #include "tools/tally_ctl/status_format.h"
 
@@ -21,6 +23,7 @@ constexpr char kUsage[] =
     "       tally-ctl priority CLIENT LEVEL [--server PATH]\n"
     "       tally-ctl limit CLIENT SIZE|none [--server PATH]\n"
     "       tally-ctl profiles [--json] [--server PATH]\n"
+    "       tally-ctl metrics [--server PATH]\n"
     "Inspects and steers a running tally-server.\n\n"
     "  status         its device (name, total and free memory), its backend (the emulator or\n"
     "                 NVIDIA's driver) and each connected client: id, pid, priority, device\n"
@@ -42,7 +45,13 @@ constexpr char kUsage[] =
     "                 1.5GiB, bytes) or removes it; effective at its next allocation and\n"
     "                 cudaMemGetInfo (what it holds beyond a lowered limit stays)\n"
     "  profiles       the launch configurations the profiler knows: kernel, grid, block, shared\n"
-    "                 memory, chosen form, original time, normalised speed, turnaround\n\n"
+    "                 memory, chosen form, original time, normalised speed, turnaround\n"
+    "  metrics        the status in Prometheus's text format: tally_server_info,\n"
+    "                 tally_device_memory[_free]_bytes, tally_clients, tally_client_* per\n"
+    "                 connected client (label client=ID; pid, priority and command in\n"
+    "                 tally_client_info), and counters tally_kernels_total{form}, tally_*_total\n"
+    "                 and tally_library_calls_total{library} per client, the clients that have\n"
+    "                 left summed under client=\"departed\"\n\n"
     "  --json         print JSON instead of a table. status: an object with the keys socket,\n"
     "                 server_pid, device {name, total_memory_bytes, free_memory_bytes},\n"
     "                 backend {kind: \"emulator\"|\"nvidia-driver\", description}, departed\n"
@@ -103,12 +112,12 @@ int main(int argc, char** argv) {
     }
   }
   if (words.empty()) {
-    return Usage("no command given; the commands are status, priority, limit, profiles");
+    return Usage("no command given; the commands are status, priority, limit, profiles, metrics");
   }
   const std::string& command = words[0];
   const bool targets_client = command == "priority" || command == "limit";
   const size_t operands = targets_client ? 2 : 0;
-  if (command != "status" && !targets_client && command != "profiles") {
+  if (command != "status" && !targets_client && command != "profiles" && command != "metrics") {
     return Usage("unknown command '" + command + "'");
   }
   if (words.size() != operands + 1) {
@@ -116,7 +125,7 @@ int main(int argc, char** argv) {
                  : command == "limit"  ? "limit wants CLIENT and SIZE (or none)"
                                        : "unexpected argument '" + words.back() + "'");
   }
-  if (json && targets_client) return Usage(command + " has no --json");
+  if (json && (targets_client || command == "metrics")) return Usage(command + " has no --json");
   uint64_t client_id = 0;
   tally::ClientPriority level = tally::ClientPriority::Unset();
   uint64_t memory_limit = tally::ipc::kNoLimit;
@@ -172,8 +181,9 @@ int main(int argc, char** argv) {
   }
   auto report = tally::ipc::QueryStatus(server);
   if (!report.ok()) return Fail(server, report.status());
-  const std::string out = json ? tally::tools::FormatStatusJson(*report, server)
-                               : tally::tools::FormatStatusText(*report, server);
+  const std::string out = command == "metrics" ? tally::tools::FormatStatusMetrics(*report)
+                          : json ? tally::tools::FormatStatusJson(*report, server)
+                                 : tally::tools::FormatStatusText(*report, server);
   std::fputs(out.c_str(), stdout);
   return 0;
 }

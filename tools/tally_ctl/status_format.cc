@@ -106,6 +106,17 @@ std::string LibraryCallsTable(const std::vector<ipc::ClientStatus>& clients) {
 
 }  // namespace
 
+std::string WellFormedUtf8(std::string_view text) {
+  std::string out;
+  for (size_t i = 0; i < text.size();) {
+    const bool ascii = static_cast<unsigned char>(text[i]) < 0x80;
+    const size_t length = ascii ? 1 : Utf8Length(text, i);
+    out += length == 0 ? std::string_view("\xef\xbf\xbd") : text.substr(i, length);
+    i += length == 0 ? 1 : length;
+  }
+  return out;
+}
+
 std::string JsonString(std::string_view text) {
   std::string out = "\"";
   for (size_t i = 0; i < text.size();) {

@@ -14,6 +14,9 @@ std::string PriorityName(const ipc::ClientStatus& client);
 std::string FormatStatusText(const ipc::StatusReport& report, const std::string& socket);
 std::string FormatStatusJson(const ipc::StatusReport& report, const std::string& socket);
 
+// `text` with each byte that is not part of well-formed UTF-8 replaced by U+FFFD.
+std::string WellFormedUtf8(std::string_view text);
+
 // `text` as a JSON string literal (with the quotes). Bytes that are not UTF-8 become U+FFFD, so
 // the output is valid JSON whatever a command line holds.
 std::string JsonString(std::string_view text);

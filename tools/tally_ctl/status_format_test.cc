@@ -1,9 +1,13 @@
-// tally-ctl's formatting: JSON string escaping (also of bytes that are not UTF-8) and both
-// outputs of a report with and without clients, library calls included.
-#include "tools/tally_ctl/status_format.h"
-
+// tally-ctl's formatting: JSON string escaping (also of bytes that are not UTF-8), the outputs
+// of a report with and without clients, library calls included, and its Prometheus metrics.
 #include <catch2/catch.hpp>
+#include <regex>
+#include <set>
+#include <sstream>
 #include <string>
+
+#include "tools/tally_ctl/metrics_format.h"
+#include "tools/tally_ctl/status_format.h"
 
 namespace tally::tools {
 namespace {
@@ -118,6 +122,69 @@ TEST_CASE("status as text lists the clients") {
                   "    ID    CUBLAS  CUBLASLT     CUDNN\n"
                   "     7        11         0         2\n") != std::string::npos);
   CHECK(FormatStatusText(Report(false), "/s").find("clients: 0\n") != std::string::npos);
+}
+
+TEST_CASE("Prometheus label values escape quotes, backslashes, line feeds and bad UTF-8") {
+  CHECK(LabelValue("a\"b\\c\nd") == "\"a\\\"b\\\\c\\nd\"");
+  CHECK(LabelValue("caf\xc3\xa9") == "\"caf\xc3\xa9\"");
+  CHECK(LabelValue("\xff") == "\"\xef\xbf\xbd\"");
+}
+
+// Every line of `text` is a HELP or TYPE comment or a sample of the family last typed, in the
+// text exposition format; each family is typed once, counters end in _total.
+void CheckExposition(const std::string& text) {
+  const std::regex help(R"(# HELP (tally_[a-z_]+) \S.*)");
+  const std::regex type(R"(# TYPE (tally_[a-z_]+) (counter|gauge))");
+  const std::regex sample(R"re((tally_[a-z_]+)(\{[a-z_]+="([^"\\]|\\.)*"(,[a-z_]+="([^"\\]|\\.)*")*\})? [0-9.e+-]+)re");
+  std::istringstream lines(text);
+  std::string line, family;
+  std::set<std::string> typed;
+  std::smatch match;
+  while (std::getline(lines, line)) {
+    INFO(line);
+    if (std::regex_match(line, match, help)) continue;
+    if (std::regex_match(line, match, type)) {
+      family = match[1];
+      CHECK(typed.insert(family).second);
+      CHECK((match[2] == "counter") == family.ends_with("_total"));
+      continue;
+    }
+    REQUIRE(std::regex_match(line, match, sample));
+    CHECK(match[1] == family);
+  }
+}
+
+TEST_CASE("status as Prometheus metrics: every family, each client's series and the departed") {
+  const std::string with_client = FormatStatusMetrics(Report(true));
+  CheckExposition(with_client);
+  CheckExposition(FormatStatusMetrics(Report(false)));
+  for (const char* line : {
+           "tally_server_info{backend=\"emulator\",device=\"Tally \\\"Emulated\\\" GPU\"} 1\n",
+           "tally_device_memory_bytes 4294967296\n",
+           "tally_device_memory_free_bytes 3221225472\n",
+           "tally_clients 1\n",
+           "tally_departed_clients_total 3\n",
+           "tally_client_info{client=\"7\",pid=\"1234\",priority=\"-1\",command=\"./app "
+           "--name=a\\\\b\"} 1\n",
+           "tally_client_priority_level{client=\"7\"} -1\n",
+           "tally_client_memory_bytes{client=\"7\"} 268435456\n",
+           "tally_client_memory_limit_bytes{client=\"7\"} 268435457\n",
+           "tally_client_queued_commands{client=\"7\"} 3\n",
+           "tally_client_preemption_latency_seconds_total{client=\"7\"} 0.003\n",
+           "tally_client_preemption_latency_max_seconds{client=\"7\"} 0.002\n",
+           "tally_kernels_total{client=\"7\",form=\"original\"} 5\n",
+           "tally_kernels_total{client=\"7\",form=\"preemptible\"} 2\n",
+           "tally_kernels_total{client=\"departed\",form=\"preemptible\"} 9\n",
+           "tally_preemptions_total{client=\"7\"} 3\n",
+           "tally_preemptions_total{client=\"departed\"} 4\n",
+           "tally_library_calls_total{client=\"7\",library=\"cublas\"} 11\n",
+           "tally_library_calls_total{client=\"departed\",library=\"cublaslt\"} 6\n",
+       }) {
+    INFO(line);
+    CHECK(with_client.find(line) != std::string::npos);
+  }
+  // No pinned limit: no series.
+  CHECK(with_client.find("tally_client_pinned_limit_bytes{") == std::string::npos);
 }
 
 }  // namespace
