@@ -334,18 +334,44 @@ PY
     command -v promtool > /dev/null || fail "promtool not found (scripts/dev.sh setup installs it)"
     promtool check metrics < "$work/metrics" > "$work/promtool" 2>&1 ||
       fail "promtool: $(cat "$work/promtool")"
-    grep -qx "tally_client_memory_bytes{client=\"$hog_id\"} 268435456" "$work/metrics" ||
-      fail "no memory series for client $hog_id: $(cat "$work/metrics")"
-    grep -qx "tally_client_priority_level{client=\"$hog_id\"} 5" "$work/metrics" ||
+    grep -qx "tally_client_memory_bytes{server=\"$socket\",client=\"$hog_id\"} 268435456" \
+      "$work/metrics" || fail "no memory series for client $hog_id: $(cat "$work/metrics")"
+    grep -qx "tally_client_priority_level{server=\"$socket\",client=\"$hog_id\"} 5" "$work/metrics" ||
       fail "no priority series for client $hog_id"
     run vector_add || fail "vector_add failed"
     await_status "$work/ran.json" "s['departed']['clients'] == 1"
     timeout 30 "$TALLY_CTL" metrics --server "$socket" > "$work/metrics" || fail "metrics failed"
-    grep -q '^tally_kernels_total{client="departed",form="[a-z]*"} [1-9]' "$work/metrics" ||
+    grep -q '^tally_kernels_total{server="[^"]*",client="departed",form="[a-z]*"} [1-9]' \
+      "$work/metrics" ||
       fail "the departed client's kernels are not counted: $(grep kernels_total "$work/metrics")"
-    grep -qx "tally_departed_clients_total 1" "$work/metrics" || fail "departed clients not 1"
+    grep -qx "tally_departed_clients_total{server=\"$socket\"} 1" "$work/metrics" ||
+      fail "departed clients not 1"
     kill -KILL "$hog_pid"
     wait "$hog_pid" 2>/dev/null
+    ;;
+  exporter)  # tally-exporter serves two servers' metrics over HTTP, one of them not running
+    start_server
+    coproc EXPORTER { exec "$TALLY_EXPORTER" --listen 127.0.0.1:0 --server "$socket" \
+      --server "$work/nobody.sock" --timeout 1; }
+    exporter_pid=$EXPORTER_PID
+    background_pids+=("$exporter_pid")
+    read -r -t 30 line <&"${EXPORTER[0]}" || fail "tally-exporter never said where it serves"
+    url=${line#*serving }
+    url=${url%% *}
+    [[ $url == http://127.0.0.1:*/metrics ]] || fail "tally-exporter said '$line'"
+    run vector_add || fail "vector_add failed"
+    curl -sf "$url" > "$work/metrics" || fail "GET $url failed"
+    promtool check metrics < "$work/metrics" > "$work/promtool" 2>&1 ||
+      fail "promtool: $(cat "$work/promtool")"
+    grep -qx "tally_server_up{server=\"$socket\"} 1" "$work/metrics" || fail "server not up"
+    grep -qx "tally_server_up{server=\"$work/nobody.sock\"} 0" "$work/metrics" ||
+      fail "the missing server is not down"
+    grep -qx "tally_departed_clients_total{server=\"$socket\"} 1" "$work/metrics" ||
+      fail "vector_add is not counted: $(grep departed_clients "$work/metrics")"
+    code=$(curl -s -o /dev/null -w '%{http_code}' "${url%/metrics}/elsewhere")
+    [[ $code == 404 ]] || fail "GET /elsewhere answered $code"
+    kill -TERM "$exporter_pid"
+    wait "$exporter_pid" || fail "tally-exporter did not end cleanly on SIGTERM"
     ;;
   server_killed)  # a client of a server that dies gets an error promptly, never a hang
     start_server

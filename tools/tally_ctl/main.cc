@@ -46,7 +46,8 @@ constexpr char kUsage[] =
     "                 cudaMemGetInfo (what it holds beyond a lowered limit stays)\n"
     "  profiles       the launch configurations the profiler knows: kernel, grid, block, shared\n"
     "                 memory, chosen form, original time, normalised speed, turnaround\n"
-    "  metrics        the status in Prometheus's text format: tally_server_info,\n"
+    "  metrics        the status in Prometheus's text format (every series labelled\n"
+    "                 server=PATH): tally_server_up, tally_server_info,\n"
     "                 tally_device_memory[_free]_bytes, tally_clients, tally_client_* per\n"
     "                 connected client (label client=ID; pid, priority and command in\n"
     "                 tally_client_info), and counters tally_kernels_total{form}, tally_*_total\n"
@@ -181,7 +182,7 @@ int main(int argc, char** argv) {
   }
   auto report = tally::ipc::QueryStatus(server);
   if (!report.ok()) return Fail(server, report.status());
-  const std::string out = command == "metrics" ? tally::tools::FormatStatusMetrics(*report)
+  const std::string out = command == "metrics" ? tally::tools::FormatMetrics({{server, *report}})
                           : json ? tally::tools::FormatStatusJson(*report, server)
                                  : tally::tools::FormatStatusText(*report, server);
   std::fputs(out.c_str(), stdout);

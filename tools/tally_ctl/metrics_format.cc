@@ -1,4 +1,4 @@
-// A server's status as Prometheus metrics (metrics_format.h).
+// Servers' status as Prometheus metrics (metrics_format.h).
 #include "tools/tally_ctl/metrics_format.h"
 
 #include <fmt/format.h>
@@ -14,14 +14,15 @@ namespace {
 using Client = ipc::ClientStatus;
 using Departed = ipc::DepartedStatus;
 
-// One sample: its labels (already `name="value"` pairs, comma-separated) and value.
+// One sample: its labels (`name="value"` pairs, comma-separated) and value.
 struct Sample {
   std::string labels;
   std::string value;
 };
+using Samples = std::vector<Sample>;
 
 void Family(std::string& out, std::string_view name, std::string_view type, std::string_view help,
-            const std::vector<Sample>& samples) {
+            const Samples& samples) {
   out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
   for (const Sample& sample : samples) {
     if (sample.labels.empty()) {
@@ -32,10 +33,24 @@ void Family(std::string& out, std::string_view name, std::string_view type, std:
   }
 }
 
-std::string ClientLabel(const Client& client) {
-  return fmt::format("client=\"{}\"", client.client_id);
+std::string Join(const std::string& a, const std::string& b) {
+  if (a.empty()) return b;
+  if (b.empty()) return a;
+  return a + "," + b;
 }
-constexpr char kDepartedLabel[] = "client=\"departed\"";
+
+// A server that answered, with its label (server="SOCKET").
+struct Answered {
+  std::string label;
+  const ipc::StatusReport* report;
+};
+
+std::string ClientLabel(const Answered& server, const Client& client) {
+  return Join(server.label, fmt::format("client=\"{}\"", client.client_id));
+}
+std::string DepartedLabel(const Answered& server) {
+  return Join(server.label, "client=\"departed\"");
+}
 
 std::string Seconds(uint64_t nanoseconds) { return fmt::format("{:.9g}", nanoseconds / 1e9); }
 
@@ -81,122 +96,186 @@ const std::vector<CounterFamily>& Counters() {
   return *families;
 }
 
-void CounterFamilies(std::string& out, const ipc::StatusReport& report) {
+void CounterFamilies(std::string& out, const std::vector<Answered>& servers) {
   for (const CounterFamily& family : Counters()) {
-    std::vector<Sample> samples;
-    auto labels = [](const std::string& client, const char* label) {
-      return *label == '\0' ? client : client + "," + label;
-    };
-    for (const Client& client : report.clients) {
-      for (const CounterSeries& series : family.series) {
-        samples.push_back(
-            {labels(ClientLabel(client), series.label), std::to_string(client.*series.client)});
+    Samples samples;
+    for (const Answered& server : servers) {
+      for (const Client& client : server.report->clients) {
+        for (const CounterSeries& series : family.series) {
+          samples.push_back({Join(ClientLabel(server, client), series.label),
+                             std::to_string(client.*series.client)});
+        }
       }
-    }
-    for (const CounterSeries& series : family.series) {
-      samples.push_back({labels(kDepartedLabel, series.label),
-                         std::to_string(report.server.departed.*series.departed)});
+      for (const CounterSeries& series : family.series) {
+        samples.push_back({Join(DepartedLabel(server), series.label),
+                           std::to_string(server.report->server.departed.*series.departed)});
+      }
     }
     Family(out, family.name, "counter", family.help, samples);
   }
-  std::vector<Sample> calls;
-  auto add_calls = [&](const std::string& client, const ipc::LibraryCalls& counts) {
+  Samples calls;
+  auto add_calls = [&](const std::string& labels, const ipc::LibraryCalls& counts) {
     for (ipc::Library library : ipc::kLibraries) {
-      calls.push_back({fmt::format("{},library=\"{}\"", client, ipc::LibraryName(library)),
+      calls.push_back({Join(labels, fmt::format("library=\"{}\"", ipc::LibraryName(library))),
                        std::to_string(counts[library])});
     }
   };
-  for (const Client& client : report.clients) add_calls(ClientLabel(client), client.library_calls);
-  add_calls(kDepartedLabel, report.server.departed.library_calls);
+  for (const Answered& server : servers) {
+    for (const Client& client : server.report->clients) {
+      add_calls(ClientLabel(server, client), client.library_calls);
+    }
+    add_calls(DepartedLabel(server), server.report->server.departed.library_calls);
+  }
   Family(out, "tally_library_calls_total", "counter",
          "Calls of cuBLAS, cuBLASLt and cuDNN served by Tally's own kernels, counted at their "
          "first kernel launch.",
          calls);
 }
 
-// A gauge of every connected client.
-void ClientGauge(std::string& out, const ipc::StatusReport& report, std::string_view name,
-                 std::string_view help, uint64_t Client::*field) {
-  std::vector<Sample> samples;
-  for (const Client& client : report.clients) {
-    samples.push_back({ClientLabel(client), std::to_string(client.*field)});
-  }
-  Family(out, name, "gauge", help, samples);
-}
-
-// A limit of every connected client that has one.
-void ClientLimit(std::string& out, const ipc::StatusReport& report, std::string_view name,
-                 std::string_view help, uint64_t Client::*field) {
-  std::vector<Sample> samples;
-  for (const Client& client : report.clients) {
-    if (client.*field != ipc::kNoLimit) {
-      samples.push_back({ClientLabel(client), std::to_string(client.*field)});
+// A value of every connected client of every server that answered (`value` returns nothing for
+// a client without one).
+template <typename Value>
+Samples PerClient(const std::vector<Answered>& servers, Value value) {
+  Samples samples;
+  for (const Answered& server : servers) {
+    for (const Client& client : server.report->clients) {
+      if (std::optional<std::string> v = value(client)) {
+        samples.push_back({ClientLabel(server, client), *v});
+      }
     }
   }
-  Family(out, name, "gauge", help, samples);
+  return samples;
+}
+Samples Field(const std::vector<Answered>& servers, uint64_t Client::*field) {
+  return PerClient(servers, [&](const Client& c) -> std::optional<std::string> {
+    return std::to_string(c.*field);
+  });
+}
+Samples Limit(const std::vector<Answered>& servers, uint64_t Client::*field) {
+  return PerClient(servers, [&](const Client& c) -> std::optional<std::string> {
+    if (c.*field == ipc::kNoLimit) return std::nullopt;
+    return std::to_string(c.*field);
+  });
+}
+Samples Duration(const std::vector<Answered>& servers, uint64_t Client::*field) {
+  return PerClient(
+      servers, [&](const Client& c) -> std::optional<std::string> { return Seconds(c.*field); });
 }
 
-void ServerFamilies(std::string& out, const ipc::StatusReport& report) {
-  const ipc::StatusReply& server = report.server;
-  const bool emulated = server.backend == static_cast<uint32_t>(ipc::Backend::kEmulator);
-  Family(out, "tally_server_info", "gauge", "The server's device and backend.",
-         {{fmt::format("backend=\"{}\",device={}", emulated ? "emulator" : "nvidia-driver",
-                       LabelValue(server.device_name)),
-           "1"}});
-  Family(out, "tally_device_memory_bytes", "gauge", "Memory of the device.",
-         {{"", std::to_string(server.total_memory)}});
-  Family(out, "tally_device_memory_free_bytes", "gauge",
-         "Free memory of the device (cuMemGetInfo).", {{"", std::to_string(server.free_memory)}});
-  Family(out, "tally_clients", "gauge", "Clients connected.",
-         {{"", std::to_string(report.clients.size())}});
-  Family(out, "tally_departed_clients_total", "counter", "Clients that have left the server.",
-         {{"", std::to_string(server.departed.clients)}});
+// A value of every server that answered.
+template <typename Value>
+Samples PerServer(const std::vector<Answered>& servers, Value value) {
+  Samples samples;
+  for (const Answered& server : servers) samples.push_back({server.label, value(*server.report)});
+  return samples;
 }
 
-void ClientFamilies(std::string& out, const ipc::StatusReport& report) {
-  std::vector<Sample> info, priority, held, latency_total, latencies, latency_max;
-  for (const Client& client : report.clients) {
-    const std::string label = ClientLabel(client);
-    info.push_back({fmt::format("{},pid=\"{}\",priority={},command={}", label, client.pid,
-                                LabelValue(PriorityName(client)), LabelValue(client.command)),
+void ServerFamilies(std::string& out, const std::vector<ServerStatus>& all,
+                    const std::vector<Answered>& servers) {
+  Samples up;
+  for (const ServerStatus& server : all) {
+    up.push_back({"server=" + LabelValue(server.socket), server.report ? "1" : "0"});
+  }
+  Family(out, "tally_server_up", "gauge", "Whether the server answered.", up);
+  Samples info;
+  for (const Answered& server : servers) {
+    const ipc::StatusReply& reply = server.report->server;
+    const bool emulated = reply.backend == static_cast<uint32_t>(ipc::Backend::kEmulator);
+    info.push_back({Join(server.label, fmt::format("backend=\"{}\",device={}",
+                                                   emulated ? "emulator" : "nvidia-driver",
+                                                   LabelValue(reply.device_name))),
                     "1"});
-    priority.push_back({label, std::to_string(client.priority)});
-    held.push_back({label, Seconds(client.held_ns)});
-    latency_total.push_back({label, Seconds(client.preemption_latency_ns_total)});
-    latencies.push_back({label, std::to_string(client.preemption_latencies)});
-    latency_max.push_back({label, Seconds(client.preemption_latency_ns_max)});
+  }
+  Family(out, "tally_server_info", "gauge", "The server's device and backend.", info);
+  Family(out, "tally_device_memory_bytes", "gauge", "Memory of the device.",
+         PerServer(servers, [](const ipc::StatusReport& r) {
+           return std::to_string(r.server.total_memory);
+         }));
+  Family(out, "tally_device_memory_free_bytes", "gauge",
+         "Free memory of the device (cuMemGetInfo).",
+         PerServer(servers, [](const auto& r) { return std::to_string(r.server.free_memory); }));
+  Family(out, "tally_clients", "gauge", "Clients connected.",
+         PerServer(servers, [](const auto& r) { return std::to_string(r.clients.size()); }));
+  Family(
+      out, "tally_departed_clients_total", "counter", "Clients that have left the server.",
+      PerServer(servers, [](const auto& r) { return std::to_string(r.server.departed.clients); }));
+}
+
+// The per-client families that are one field of ClientStatus each.
+enum class Render : uint8_t { kCount, kLimit, kSeconds };  // limits: absent where there is none
+struct ClientFamily {
+  const char* name;
+  const char* type;
+  const char* help;
+  Render render;
+  uint64_t Client::*field;
+};
+constexpr ClientFamily kClientFamilies[] = {
+    {"tally_client_memory_bytes", "gauge", "Device memory the client holds.", Render::kCount,
+     &Client::memory_bytes},
+    {"tally_client_memory_limit_bytes", "gauge",
+     "The client's device-memory limit, where it has one.", Render::kLimit, &Client::memory_limit},
+    {"tally_client_allocations", "gauge", "Device allocations the client holds.", Render::kCount,
+     &Client::allocations},
+    {"tally_client_pinned_bytes", "gauge", "Page-locked host memory registered for the client.",
+     Render::kCount, &Client::pinned_bytes},
+    {"tally_client_pinned_limit_bytes", "gauge",
+     "The client's page-locked memory limit, where it has one.", Render::kLimit,
+     &Client::pinned_limit},
+    {"tally_client_streams", "gauge", "Streams of the client besides its default.", Render::kCount,
+     &Client::streams},
+    {"tally_client_events", "gauge", "Events of the client.", Render::kCount, &Client::events},
+    {"tally_client_modules", "gauge", "Modules the client loaded.", Render::kCount,
+     &Client::modules},
+    {"tally_client_queued_commands", "gauge",
+     "Stream work accepted from the client but not yet issued to the device.", Render::kCount,
+     &Client::queued_commands},
+    {"tally_client_held_seconds_total", "counter",
+     "Time the client's kernels were held back for more important work.", Render::kSeconds,
+     &Client::held_ns},
+    {"tally_client_preemption_latency_seconds_total", "counter",
+     "Measured preemption latencies (flag raised to kernel end, on the device), summed.",
+     Render::kSeconds, &Client::preemption_latency_ns_total},
+    {"tally_client_preemptions_measured_total", "counter",
+     "Preemptions whose latency was measured.", Render::kCount, &Client::preemption_latencies},
+    {"tally_client_preemption_latency_max_seconds", "gauge",
+     "The longest measured preemption latency.", Render::kSeconds,
+     &Client::preemption_latency_ns_max},
+};
+
+void ClientFamilies(std::string& out, const std::vector<Answered>& servers) {
+  Samples info;
+  for (const Answered& server : servers) {
+    for (const Client& client : server.report->clients) {
+      info.push_back(
+          {Join(ClientLabel(server, client),
+                fmt::format("pid=\"{}\",priority={},command={}", client.pid,
+                            LabelValue(PriorityName(client)), LabelValue(client.command))),
+           "1"});
+    }
   }
   Family(out, "tally_client_info", "gauge", "A connected client: its pid, priority and command.",
          info);
   Family(out, "tally_client_priority_level", "gauge",
          "The client's priority level; higher is more important (best-effort 0, high 1).",
-         priority);
-  ClientGauge(out, report, "tally_client_memory_bytes", "Device memory the client holds.",
-              &Client::memory_bytes);
-  ClientLimit(out, report, "tally_client_memory_limit_bytes",
-              "The client's device-memory limit, where it has one.", &Client::memory_limit);
-  ClientGauge(out, report, "tally_client_allocations", "Device allocations the client holds.",
-              &Client::allocations);
-  ClientGauge(out, report, "tally_client_pinned_bytes",
-              "Page-locked host memory registered for the client.", &Client::pinned_bytes);
-  ClientLimit(out, report, "tally_client_pinned_limit_bytes",
-              "The client's page-locked memory limit, where it has one.", &Client::pinned_limit);
-  ClientGauge(out, report, "tally_client_streams", "Streams of the client besides its default.",
-              &Client::streams);
-  ClientGauge(out, report, "tally_client_events", "Events of the client.", &Client::events);
-  ClientGauge(out, report, "tally_client_modules", "Modules the client loaded.", &Client::modules);
-  ClientGauge(out, report, "tally_client_queued_commands",
-              "Stream work accepted from the client but not yet issued to the device.",
-              &Client::queued_commands);
-  Family(out, "tally_client_held_seconds_total", "counter",
-         "Time the client's kernels were held back for more important work.", held);
-  Family(out, "tally_client_preemption_latency_seconds_total", "counter",
-         "Measured preemption latencies (flag raised to kernel end, on the device), summed.",
-         latency_total);
-  Family(out, "tally_client_preemptions_measured_total", "counter",
-         "Preemptions whose latency was measured.", latencies);
-  Family(out, "tally_client_preemption_latency_max_seconds", "gauge",
-         "The longest measured preemption latency.", latency_max);
+         PerClient(servers, [](const Client& c) -> std::optional<std::string> {
+           return std::to_string(c.priority);
+         }));
+  for (const ClientFamily& family : kClientFamilies) {
+    Samples samples;
+    switch (family.render) {
+      case Render::kCount:
+        samples = Field(servers, family.field);
+        break;
+      case Render::kLimit:
+        samples = Limit(servers, family.field);
+        break;
+      case Render::kSeconds:
+        samples = Duration(servers, family.field);
+        break;
+    }
+    Family(out, family.name, family.type, family.help, samples);
+  }
 }
 
 }  // namespace
@@ -216,11 +295,15 @@ std::string LabelValue(const std::string& text) {
   return out + "\"";
 }
 
-std::string FormatStatusMetrics(const ipc::StatusReport& report) {
+std::string FormatMetrics(const std::vector<ServerStatus>& all) {
+  std::vector<Answered> servers;
+  for (const ServerStatus& server : all) {
+    if (server.report) servers.push_back({"server=" + LabelValue(server.socket), &*server.report});
+  }
   std::string out;
-  ServerFamilies(out, report);
-  ClientFamilies(out, report);
-  CounterFamilies(out, report);
+  ServerFamilies(out, all, servers);
+  ClientFamilies(out, servers);
+  CounterFamilies(out, servers);
   return out;
 }
 

@@ -1,6 +1,7 @@
 // tally-ctl's formatting: JSON string escaping (also of bytes that are not UTF-8), the outputs
 // of a report with and without clients, library calls included, and its Prometheus metrics.
 #include <catch2/catch.hpp>
+#include <optional>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -154,35 +155,39 @@ void CheckExposition(const std::string& text) {
   }
 }
 
-TEST_CASE("status as Prometheus metrics: every family, each client's series and the departed") {
-  const std::string with_client = FormatStatusMetrics(Report(true));
+TEST_CASE("status as Prometheus metrics: each server, each client's series and the departed") {
+  const std::string with_client =
+      FormatMetrics({{"/tmp/s.sock", Report(true)}, {"/tmp/gone.sock", std::nullopt}});
   CheckExposition(with_client);
-  CheckExposition(FormatStatusMetrics(Report(false)));
+  CheckExposition(FormatMetrics({{"/tmp/s.sock", Report(false)}}));
   for (const char* line : {
-           "tally_server_info{backend=\"emulator\",device=\"Tally \\\"Emulated\\\" GPU\"} 1\n",
-           "tally_device_memory_bytes 4294967296\n",
-           "tally_device_memory_free_bytes 3221225472\n",
-           "tally_clients 1\n",
-           "tally_departed_clients_total 3\n",
-           "tally_client_info{client=\"7\",pid=\"1234\",priority=\"-1\",command=\"./app "
+           "tally_server_info{server=\"/tmp/s.sock\",backend=\"emulator\",device=\"Tally \\\"Emulated\\\" GPU\"} 1\n",
+           "tally_device_memory_bytes{server=\"/tmp/s.sock\"} 4294967296\n",
+           "tally_device_memory_free_bytes{server=\"/tmp/s.sock\"} 3221225472\n",
+           "tally_clients{server=\"/tmp/s.sock\"} 1\n",
+           "tally_departed_clients_total{server=\"/tmp/s.sock\"} 3\n",
+           "tally_client_info{server=\"/tmp/s.sock\",client=\"7\",pid=\"1234\",priority=\"-1\",command=\"./app "
            "--name=a\\\\b\"} 1\n",
-           "tally_client_priority_level{client=\"7\"} -1\n",
-           "tally_client_memory_bytes{client=\"7\"} 268435456\n",
-           "tally_client_memory_limit_bytes{client=\"7\"} 268435457\n",
-           "tally_client_queued_commands{client=\"7\"} 3\n",
-           "tally_client_preemption_latency_seconds_total{client=\"7\"} 0.003\n",
-           "tally_client_preemption_latency_max_seconds{client=\"7\"} 0.002\n",
-           "tally_kernels_total{client=\"7\",form=\"original\"} 5\n",
-           "tally_kernels_total{client=\"7\",form=\"preemptible\"} 2\n",
-           "tally_kernels_total{client=\"departed\",form=\"preemptible\"} 9\n",
-           "tally_preemptions_total{client=\"7\"} 3\n",
-           "tally_preemptions_total{client=\"departed\"} 4\n",
-           "tally_library_calls_total{client=\"7\",library=\"cublas\"} 11\n",
-           "tally_library_calls_total{client=\"departed\",library=\"cublaslt\"} 6\n",
+           "tally_client_priority_level{server=\"/tmp/s.sock\",client=\"7\"} -1\n",
+           "tally_client_memory_bytes{server=\"/tmp/s.sock\",client=\"7\"} 268435456\n",
+           "tally_client_memory_limit_bytes{server=\"/tmp/s.sock\",client=\"7\"} 268435457\n",
+           "tally_client_queued_commands{server=\"/tmp/s.sock\",client=\"7\"} 3\n",
+           "tally_client_preemption_latency_seconds_total{server=\"/tmp/s.sock\",client=\"7\"} 0.003\n",
+           "tally_client_preemption_latency_max_seconds{server=\"/tmp/s.sock\",client=\"7\"} 0.002\n",
+           "tally_kernels_total{server=\"/tmp/s.sock\",client=\"7\",form=\"original\"} 5\n",
+           "tally_kernels_total{server=\"/tmp/s.sock\",client=\"7\",form=\"preemptible\"} 2\n",
+           "tally_kernels_total{server=\"/tmp/s.sock\",client=\"departed\",form=\"preemptible\"} 9\n",
+           "tally_preemptions_total{server=\"/tmp/s.sock\",client=\"7\"} 3\n",
+           "tally_preemptions_total{server=\"/tmp/s.sock\",client=\"departed\"} 4\n",
+           "tally_library_calls_total{server=\"/tmp/s.sock\",client=\"7\",library=\"cublas\"} 11\n",
+           "tally_library_calls_total{server=\"/tmp/s.sock\",client=\"departed\",library=\"cublaslt\"} 6\n",
        }) {
     INFO(line);
     CHECK(with_client.find(line) != std::string::npos);
   }
+  CHECK(with_client.find("tally_server_up{server=\"/tmp/s.sock\"} 1\n") != std::string::npos);
+  CHECK(with_client.find("tally_server_up{server=\"/tmp/gone.sock\"} 0\n") != std::string::npos);
+  CHECK(with_client.find("server=\"/tmp/gone.sock\",") == std::string::npos);
   // No pinned limit: no series.
   CHECK(with_client.find("tally_client_pinned_limit_bytes{") == std::string::npos);
 }

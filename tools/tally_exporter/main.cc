@@ -1,0 +1,116 @@
+// tally-exporter: serves the metrics of the node's tally-servers over HTTP for Prometheus to
+// scrape (GET /metrics), asking each server for its status at every scrape, so that the servers
+// themselves open no TCP port. One process per node.
+#include <httplib.h>
+#include <signal.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ipc/control.h"
+#include "ipc/socket_path.h"
+#include "tools/tally_ctl/metrics_format.h"
+
+namespace {
+
+constexpr char kDescription[] =
+    "Serves the metrics of tally-servers over HTTP for Prometheus: GET /metrics answers, in\n"
+    "Prometheus's text format, what `tally-ctl metrics` prints for every server given, each\n"
+    "asked at the scrape (tally_server_up says which answered). Prints the address it serves\n"
+    "once it listens; ends on SIGINT or SIGTERM.";
+
+struct Options {
+  std::string listen = "127.0.0.1:9410";
+  std::vector<std::string> servers;
+  double timeout_seconds = 2;
+};
+
+// HOST:PORT, split at the last colon (port 0: any free port).
+bool SplitAddress(const std::string& address, std::string* host, int* port) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0) return false;
+  try {
+    size_t used = 0;
+    *port = std::stoi(address.substr(colon + 1), &used);
+    if (used != address.size() - colon - 1 || *port < 0 || *port > 65535) return false;
+  } catch (const std::exception&) {
+    return false;
+  }
+  *host = address.substr(0, colon);
+  return true;
+}
+
+std::string Scrape(const Options& options) {
+  std::vector<tally::tools::ServerStatus> servers;
+  for (const std::string& socket : options.servers) {
+    auto report = tally::ipc::QueryStatus(socket, absl::Seconds(options.timeout_seconds));
+    servers.push_back({socket, report.ok() ? std::optional(*std::move(report)) : std::nullopt});
+  }
+  return tally::tools::FormatMetrics(servers);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options options;
+  CLI::App app(kDescription, "tally-exporter");
+  app.add_option("--listen", options.listen, "HOST:PORT to serve on (port 0: any free one)")
+      ->capture_default_str();
+  app.add_option("--server", options.servers,
+                 "a tally-server's socket; repeat for several (default: TALLY_SERVER, else the "
+                 "server's default socket)");
+  app.add_option("--timeout", options.timeout_seconds,
+                 "seconds to wait for each server's answer at a scrape")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  CLI11_PARSE(app, argc, argv);
+  std::string host;
+  int port = 0;
+  if (!SplitAddress(options.listen, &host, &port)) {
+    std::fprintf(stderr, "tally-exporter: --listen wants HOST:PORT, not '%s'\n",
+                 options.listen.c_str());
+    return 2;
+  }
+  if (options.servers.empty()) {
+    auto path = tally::ipc::ResolveSocketPath(tally::ipc::DirectoryMode::kCheckIfPresent);
+    if (!path.ok()) {
+      std::fprintf(stderr, "tally-exporter: no server socket: %s\n",
+                   std::string(path.status().message()).c_str());
+      return 1;
+    }
+    options.servers.push_back(*path);
+  }
+
+  // Signals are taken by this thread with sigwait; the HTTP threads never see them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  httplib::Server http;
+  http.Get("/metrics", [&](const httplib::Request&, httplib::Response& response) {
+    response.set_content(Scrape(options), "text/plain; version=0.0.4; charset=utf-8");
+  });
+  http.Get("/", [](const httplib::Request&, httplib::Response& response) {
+    response.set_content("tally-exporter: the metrics are at /metrics\n", "text/plain");
+  });
+  const int bound =
+      port == 0 ? http.bind_to_any_port(host) : (http.bind_to_port(host, port) ? port : -1);
+  if (bound < 0) {
+    std::fprintf(stderr, "tally-exporter: cannot listen on %s\n", options.listen.c_str());
+    return 1;
+  }
+  std::printf("tally-exporter: serving http://%s:%d/metrics for %zu server(s)\n", host.c_str(),
+              bound, options.servers.size());
+  std::fflush(stdout);
+  std::thread serving([&] { http.listen_after_bind(); });
+  int signal = 0;
+  sigwait(&stop_signals, &signal);
+  http.stop();
+  serving.join();
+  return 0;
+}
