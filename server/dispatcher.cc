@@ -282,6 +282,15 @@ Dispatcher::ClientQueue* Dispatcher::Find(ClientId client) {
   return it == clients_.end() ? nullptr : *it;
 }
 
+std::chrono::steady_clock::time_point Dispatcher::last_round() const {
+  return std::chrono::steady_clock::time_point(std::chrono::nanoseconds(last_round_ns_.load()));
+}
+
+void Dispatcher::KeepRounding(std::chrono::nanoseconds at_most) {
+  round_at_least_ns_.store(at_most.count());
+  Wake();
+}
+
 void Dispatcher::Run(const std::function<void()>& thread_setup) {
   thread_setup();
   std::unique_lock lock(mutex_);
@@ -289,6 +298,9 @@ void Dispatcher::Run(const std::function<void()>& thread_setup) {
     pending_work_ = false;
     lock.unlock();
     const Time now = Now();
+    last_round_ns_.store(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                             std::chrono::steady_clock::now().time_since_epoch())
+                             .count());
     activity_ = false;
     // The last barrier: an exception here (the policy's std::bad_alloc) loses one round of
     // decisions, never the thread that serves every client.
@@ -315,6 +327,10 @@ void Dispatcher::Run(const std::function<void()>& thread_setup) {
     if (!runs_->empty() || !host_functions_.empty() || throttled_) {
       poll_interval_ = activity_ ? kMinPoll : std::min(poll_interval_ * 2, max_poll_);
       deadline = std::min(deadline.value_or(Time::max()), now + poll_interval_);
+    }
+    if (const int64_t bound = round_at_least_ns_.load(); bound > 0) {
+      deadline = std::min(deadline.value_or(Time::max()),
+                          now + std::chrono::duration_cast<Time>(std::chrono::nanoseconds(bound)));
     }
     // While the context is faulted, the clients leaving are waited for by polling.
     if (recovery_.faults != nullptr && recovery_.faults->faulted()) {

@@ -9,6 +9,7 @@
 
 #include <cuda.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -92,6 +93,10 @@ class Dispatcher {
                                             std::chrono::steady_clock::time_point::max());
   // Makes the dispatch thread look at the context's faults soon (any thread, no lock held).
   void Wake();
+  // The dispatch thread's heartbeat (a service watchdog's): when its latest round began, and a
+  // bound on how long it sleeps between rounds with nothing to do (none: until work arrives).
+  std::chrono::steady_clock::time_point last_round() const;
+  void KeepRounding(std::chrono::nanoseconds at_most);
   // Effective at the policy's next decision.
   void SetPriority(ClientQueue& queue, ClientPriority priority);
   ClientPriority priority(ClientQueue& queue);
@@ -181,6 +186,8 @@ class Dispatcher {
   const scheduler::Duration max_poll_;
   scheduler::Duration poll_interval_;
   bool activity_ = false;  // something was issued or ended: poll soon again
+  std::atomic<int64_t> last_round_ns_{0};     // steady clock
+  std::atomic<int64_t> round_at_least_ns_{0};  // 0: no bound
   // Host functions issued, whose client has not been asked yet.
   struct PendingHostFunction {
     ClientId client;

@@ -249,6 +249,8 @@ absl::Status Server::Start(std::unique_ptr<scheduler::Policy> policy,
                                             },
                                             std::move(recovery)));
   if (faults_ != nullptr) faults_->set_wake([this] { dispatcher_->Wake(); });
+  // Rounds often enough that a live dispatcher is seen between two watchdog notifications.
+  if (notifier_.watchdog()) dispatcher_->KeepRounding(*notifier_.watchdog() / 4);
   context_ = std::make_unique<ServerContext>(ServerContext{
       backend_, modules_, *dispatcher_, device_info_, &sessions_, faults_.get(), limits});
   return absl::OkStatus();
@@ -292,6 +294,8 @@ absl::Status Server::Run() {
   if (!signal_fd.valid()) {
     return absl::InternalError(absl::StrFormat("signalfd: %s", std::strerror(errno)));
   }
+  notifier_.Notify(absl::StrFormat("READY=1\nSTATUS=serving '%s' on %s", device_info_.name,
+                                    listener_.path()));
   while (true) {
     pollfd fds[2] = {{listener_.fd(), POLLIN, 0}, {signal_fd.get(), POLLIN, 0}};
     if (poll(fds, 2, /*timeout_ms=*/100) < 0 && errno != EINTR) {
@@ -299,6 +303,7 @@ absl::Status Server::Run() {
     }
     JoinFinishedClients();
     SaveProfilesNowAndThen();
+    FeedWatchdog();
     if (fds[1].revents & POLLIN) {
       signalfd_siginfo info{};
       [[maybe_unused]] ssize_t n = read(signal_fd.get(), &info, sizeof(info));
@@ -326,10 +331,23 @@ absl::Status Server::Run() {
       thread.done = true;
     });
   }
+  notifier_.Notify("STOPPING=1");
   stopping_ = true;
   for (PeerThread& peer : peers_) peer.thread.join();
   peers_.clear();
   return absl::OkStatus();
+}
+
+void Server::FeedWatchdog() {
+  const std::optional<std::chrono::microseconds> interval = notifier_.watchdog();
+  if (!interval) return;
+  const auto now = std::chrono::steady_clock::now();
+  // A dispatcher that has not begun a round for half the interval is hung: no more pings.
+  if (now - watchdog_fed_ < *interval / 3 || now - dispatcher_->last_round() > *interval / 2) {
+    return;
+  }
+  notifier_.Notify("WATCHDOG=1");
+  watchdog_fed_ = now;
 }
 
 void Server::SaveProfilesNowAndThen() {

@@ -16,6 +16,7 @@
 #include "server/dispatcher.h"
 #include "server/module_registry.h"
 #include "server/options.h"
+#include "server/service_notify.h"
 #include "server/session.h"
 #include "server/session_registry.h"
 
@@ -57,6 +58,8 @@ class Server {
   void JoinFinishedClients();
   // On the accepting thread, every few seconds: the profiler's cache follows its measurements.
   void SaveProfilesNowAndThen();
+  // On the accepting thread: WATCHDOG=1 to systemd while the dispatcher makes its rounds.
+  void FeedWatchdog();
 
   Backend backend_;
   ipc::GetDeviceInfoResponse device_info_;
@@ -77,6 +80,8 @@ class Server {
   std::atomic<int> clients_{0};     // admitted, session not yet ended
   std::list<PeerThread> peers_;     // the accept loop's thread only
   std::chrono::steady_clock::time_point profiles_saved_ = std::chrono::steady_clock::now();
+  const ServiceNotifier notifier_ = ServiceNotifier::FromEnvironment();
+  std::chrono::steady_clock::time_point watchdog_fed_;
 };
 
 }  // namespace tally::server
