@@ -338,6 +338,14 @@ PY
       "$work/metrics" || fail "no memory series for client $hog_id: $(cat "$work/metrics")"
     grep -qx "tally_client_priority_level{server=\"$socket\",client=\"$hog_id\"} 5" "$work/metrics" ||
       fail "no priority series for client $hog_id"
+    # Two samples of top, each with the hog's row.
+    timeout 30 "$TALLY_CTL" top --batch -n 2 --interval 0.1 --sort memory --server "$socket" \
+      > "$work/top" || fail "top failed"
+    [[ $(grep -c "client(s), 0 departed; rates over" "$work/top") -eq 2 ]] ||
+      fail "top printed not two samples: $(cat "$work/top")"
+    [[ $(grep -c "^ *$hog_id *$hog_pid " "$work/top") -eq 2 ]] || fail "top: $(cat "$work/top")"
+    timeout 30 "$TALLY_CTL" top --sort pid --server "$socket" > "$work/out" 2>&1
+    [[ $? -eq 2 ]] || fail "top accepted --sort pid"
     run vector_add || fail "vector_add failed"
     await_status "$work/ran.json" "s['departed']['clients'] == 1"
     timeout 30 "$TALLY_CTL" metrics --server "$socket" > "$work/metrics" || fail "metrics failed"

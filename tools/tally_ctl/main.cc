@@ -2,9 +2,16 @@
 // that never count as a client: `status` (device, backend, clients and what the scheduler did
 // for each), `priority CLIENT LEVEL` (a client's priority, while it runs), `limit CLIENT SIZE`
 // (a client's device-memory limit, while it runs), `profiles` (what the profiler knows) and
-// `metrics` (the status for Prometheus).
+// `metrics` (the status for Prometheus), `top` (a live view of the clients and their rates).
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <optional>
 #include <string>
+#include <thread>
 #include <string_view>
 #include <vector>
 
@@ -14,6 +21,7 @@
 #include "ipc/socket_path.h"
 #include "tools/tally_ctl/metrics_format.h"
 #include "tools/tally_ctl/profiles_format.h"
+#include "tools/tally_ctl/top_format.h"
 #include "tools/tally_ctl/status_format.h"
 
 namespace {
@@ -24,6 +32,7 @@ constexpr char kUsage[] =
     "       tally-ctl limit CLIENT SIZE|none [--server PATH]\n"
     "       tally-ctl profiles [--json] [--server PATH]\n"
     "       tally-ctl metrics [--server PATH]\n"
+    "       tally-ctl top [--batch] [-n N] [--interval SECONDS] [--sort KEY] [--server PATH]\n"
     "Inspects and steers a running tally-server.\n\n"
     "  status         its device (name, total and free memory), its backend (the emulator or\n"
     "                 NVIDIA's driver) and each connected client: id, pid, priority, device\n"
@@ -52,7 +61,13 @@ constexpr char kUsage[] =
     "                 connected client (label client=ID; pid, priority and command in\n"
     "                 tally_client_info), and counters tally_kernels_total{form}, tally_*_total\n"
     "                 and tally_library_calls_total{library} per client, the clients that have\n"
-    "                 left summed under client=\"departed\"\n\n"
+    "                 left summed under client=\"departed\"\n"
+    "  top            the clients, refreshed every --interval seconds (default 1): id, pid,\n"
+    "                 priority, device memory, kernels, preemptions and library calls per\n"
+    "                 second, and the share of the time their kernels were held; sorted by\n"
+    "                 --sort id|memory|kernels|preemptions|held (default kernels). On a terminal\n"
+    "                 it redraws until interrupted or N samples; --batch (or output that is\n"
+    "                 not a terminal) prints N samples (default 1) one after another\n\n"
     "  --json         print JSON instead of a table. status: an object with the keys socket,\n"
     "                 server_pid, device {name, total_memory_bytes, free_memory_bytes},\n"
     "                 backend {kind: \"emulator\"|\"nvidia-driver\", description}, departed\n"
@@ -88,10 +103,68 @@ int Fail(const std::string& server, const absl::Status& status) {
   return 1;
 }
 
+struct TopOptions {
+  bool batch = false;
+  std::optional<long> samples;  // default: 1 in batch mode, until interrupted otherwise
+  double interval_seconds = 1;
+  tally::tools::TopSort sort = tally::tools::TopSort::kKernels;
+};
+
+// Sets one of top's options from its value; an error message, or "" when it is good.
+std::string ParseTopOption(std::string_view option, const std::string& value, TopOptions& top) {
+  if (option == "--sort") {
+    const auto sort = tally::tools::ParseTopSort(value);
+    if (!sort) return "--sort wants id, memory, kernels, preemptions or held, not '" + value + "'";
+    top.sort = *sort;
+    return "";
+  }
+  char* end = nullptr;
+  if (option == "-n") {
+    const long samples = std::strtol(value.c_str(), &end, 10);
+    if (end == value.c_str() || *end != '\0' || samples < 1) {
+      return "-n wants a positive number of samples, not '" + value + "'";
+    }
+    top.samples = samples;
+    return "";
+  }
+  const double seconds = std::strtod(value.c_str(), &end);
+  if (end == value.c_str() || *end != '\0' || !(seconds >= 0.01 && seconds <= 3600)) {
+    return "--interval wants seconds between 0.01 and 3600, not '" + value + "'";
+  }
+  top.interval_seconds = seconds;
+  return "";
+}
+
+// Samples the server's status every interval and prints each sample's rates.
+int RunTop(const std::string& server, const TopOptions& top) {
+  const bool batch = top.batch || isatty(STDOUT_FILENO) == 0;
+  const long samples = top.samples.value_or(batch ? 1 : std::numeric_limits<long>::max());
+  auto before = tally::ipc::QueryStatus(server);
+  if (!before.ok()) return Fail(server, before.status());
+  auto taken = std::chrono::steady_clock::now();
+  for (long sample = 0; sample < samples; ++sample) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(top.interval_seconds));
+    auto now = tally::ipc::QueryStatus(server);
+    if (!now.ok()) return Fail(server, now.status());
+    const auto at = std::chrono::steady_clock::now();
+    const std::string text = tally::tools::FormatTop(
+        *before, *now, std::chrono::duration<double>(at - taken).count(), top.sort);
+    // A terminal is cleared and redrawn; a batch gets samples one after another.
+    std::fputs(batch ? (sample > 0 ? "\n" : "") : "\x1b[H\x1b[2J", stdout);
+    std::fputs(text.c_str(), stdout);
+    std::fflush(stdout);
+    before = std::move(now);
+    taken = at;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   bool json = false;
+  TopOptions top;
+  bool top_option = false;  // one of top's options was given
   std::string server;
   std::vector<std::string> words;  // the command and its operands
   for (int i = 1; i < argc; ++i) {
@@ -102,6 +175,13 @@ int main(int argc, char** argv) {
     }
     if (arg == "--json") {
       json = true;
+    } else if (arg == "--batch") {
+      top.batch = top_option = true;
+    } else if ((arg == "-n" || arg == "--interval" || arg == "--sort") && i + 1 < argc) {
+      top_option = true;
+      if (const std::string error = ParseTopOption(arg, argv[++i], top); !error.empty()) {
+        return Usage(error);
+      }
     } else if (arg == "--server" && i + 1 < argc) {
       server = argv[++i];
     } else if (arg.starts_with("--server=")) {
@@ -113,12 +193,14 @@ int main(int argc, char** argv) {
     }
   }
   if (words.empty()) {
-    return Usage("no command given; the commands are status, priority, limit, profiles, metrics");
+    return Usage(
+        "no command given; the commands are status, priority, limit, profiles, metrics, top");
   }
   const std::string& command = words[0];
   const bool targets_client = command == "priority" || command == "limit";
   const size_t operands = targets_client ? 2 : 0;
-  if (command != "status" && !targets_client && command != "profiles" && command != "metrics") {
+  if (command != "status" && !targets_client && command != "profiles" && command != "metrics" &&
+      command != "top") {
     return Usage("unknown command '" + command + "'");
   }
   if (words.size() != operands + 1) {
@@ -126,7 +208,10 @@ int main(int argc, char** argv) {
                  : command == "limit"  ? "limit wants CLIENT and SIZE (or none)"
                                        : "unexpected argument '" + words.back() + "'");
   }
-  if (json && (targets_client || command == "metrics")) return Usage(command + " has no --json");
+  if (json && (targets_client || command == "metrics" || command == "top")) {
+    return Usage(command + " has no --json");
+  }
+  if (top_option && command != "top") return Usage("--batch, -n, --interval and --sort are top's");
   uint64_t client_id = 0;
   tally::ClientPriority level = tally::ClientPriority::Unset();
   uint64_t memory_limit = tally::ipc::kNoLimit;
@@ -180,6 +265,7 @@ int main(int argc, char** argv) {
     std::fputs(out.c_str(), stdout);
     return 0;
   }
+  if (command == "top") return RunTop(server, top);
   auto report = tally::ipc::QueryStatus(server);
   if (!report.ok()) return Fail(server, report.status());
   const std::string out = command == "metrics" ? tally::tools::FormatMetrics({{server, *report}})
