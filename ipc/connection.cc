@@ -96,6 +96,7 @@ absl::StatusOr<ControlConnection> AcceptControl(UniqueFd socket, const Handshake
     case ControlKind::kSetPriority:
     case ControlKind::kProfiles:
     case ControlKind::kSetMemoryLimit:
+    case ControlKind::kDrain:
       return ControlConnection(std::move(socket), request, peer.pid);
   }
   return absl::InvalidArgumentError(

@@ -130,6 +130,8 @@ absl::Status ControlConnection::SendPriority(PriorityReply reply) { return Send(
 
 absl::Status ControlConnection::SendLimit(LimitReply reply) { return Send(Encode(reply)); }
 
+absl::Status ControlConnection::SendDrain(DrainReply reply) { return Send(Encode(reply)); }
+
 absl::Status ControlConnection::SendProfiles(std::span<const ProfileStatus> profiles) {
   ProfilesReply reply{};
   reply.count = static_cast<uint32_t>(std::min<size_t>(profiles.size(), kMaxReportedProfiles));
@@ -172,6 +174,13 @@ absl::StatusOr<LimitReply> SetClientMemoryLimit(const std::string& path, uint64_
   request.client_id = client_id;
   request.memory_limit = memory_limit;
   return ChangeClient<LimitReply>(path, request, timeout, expected_server_uid);
+}
+
+absl::StatusOr<DrainReply> DrainServer(const std::string& path, absl::Duration timeout,
+                                       uid_t expected_server_uid) {
+  ControlRequest request{};
+  request.kind = static_cast<uint32_t>(ControlKind::kDrain);
+  return ChangeClient<DrainReply>(path, request, timeout, expected_server_uid);
 }
 
 absl::StatusOr<std::vector<ProfileStatus>> QueryProfiles(const std::string& path,

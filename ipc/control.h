@@ -32,6 +32,7 @@ enum class ControlKind : uint32_t {
   kSetPriority = 2,  // PriorityReply, no records
   kProfiles = 3,     // ProfilesReply + ProfileStatus records
   kSetMemoryLimit = 4,  // LimitReply, no records
+  kDrain = 5,           // DrainReply, no records
 };
 
 // A limit that is not set (memory limits in ControlRequest and ClientStatus).
@@ -132,6 +133,15 @@ struct LimitReply {
   char message[kControlTextSize];  // NUL-terminated: what happened
 };
 
+// The answer to kDrain: the server takes no new clients from now on and exits once the last
+// connected one has left.
+struct DrainReply {
+  HandshakePrefix prefix;  // kControlReplyMagic; size = sizeof(DrainReply)
+  uint32_t clients;        // connected when the request arrived
+  uint32_t reserved;
+  char message[kControlTextSize];  // NUL-terminated: what happens now
+};
+
 // The answer to kProfiles, followed by `count` ProfileStatus records.
 struct ProfilesReply {
   HandshakePrefix prefix;  // kControlReplyMagic; size = sizeof(ProfilesReply)
@@ -167,6 +177,7 @@ static_assert(std::is_trivially_copyable_v<ClientStatus> &&
 static_assert(std::is_trivially_copyable_v<PriorityReply> &&
               std::is_standard_layout_v<PriorityReply>);
 static_assert(std::is_trivially_copyable_v<LimitReply> && std::is_standard_layout_v<LimitReply>);
+static_assert(std::is_trivially_copyable_v<DrainReply> && std::is_standard_layout_v<DrainReply>);
 static_assert(std::is_trivially_copyable_v<ProfilesReply> &&
               std::is_standard_layout_v<ProfilesReply>);
 static_assert(std::is_trivially_copyable_v<ProfileStatus> &&
@@ -185,6 +196,7 @@ class ControlConnection {
   absl::Status SendStatus(StatusReply reply, std::span<const ClientStatus> clients);
   absl::Status SendPriority(PriorityReply reply);
   absl::Status SendLimit(LimitReply reply);
+  absl::Status SendDrain(DrainReply reply);
   absl::Status SendProfiles(std::span<const ProfileStatus> profiles);
 
  private:
@@ -219,6 +231,10 @@ absl::StatusOr<LimitReply> SetClientMemoryLimit(const std::string& path, uint64_
                                                 uint64_t memory_limit,
                                                 absl::Duration timeout = absl::Seconds(5),
                                                 uid_t expected_server_uid = geteuid());
+// Drains the server (tally-ctl drain): it takes no new clients and exits when the last leaves.
+absl::StatusOr<DrainReply> DrainServer(const std::string& path,
+                                       absl::Duration timeout = absl::Seconds(5),
+                                       uid_t expected_server_uid = geteuid());
 // What the server's profiler knows (tally-ctl profiles).
 absl::StatusOr<std::vector<ProfileStatus>> QueryProfiles(
     const std::string& path, absl::Duration timeout = absl::Seconds(5),

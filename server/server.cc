@@ -6,6 +6,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -304,6 +305,10 @@ absl::Status Server::Run() {
     JoinFinishedClients();
     SaveProfilesNowAndThen();
     FeedWatchdog();
+    if (draining_ && clients_.load() == 0) {
+      TALLY_LOG_INFO("tally-server: drained: the last client has left, shutting down");
+      break;
+    }
     if (fds[1].revents & POLLIN) {
       signalfd_siginfo info{};
       [[maybe_unused]] ssize_t n = read(signal_fd.get(), &info, sizeof(info));
@@ -380,6 +385,7 @@ void Server::Converse(ipc::PendingPeer peer) {
   // that handshakes running side by side cannot admit one too many.
   bool admitted = false;
   const ipc::Admission admit = [&](const ipc::ClientInfo&) -> std::string {
+    if (draining_) return "it is draining (tally-ctl drain) and takes no new clients";
     int current = clients_.load();
     while (current < max_clients_) {
       if (clients_.compare_exchange_weak(current, current + 1)) {
@@ -430,6 +436,23 @@ void Server::AnswerControl(ipc::ControlConnection& control) {
       return AnswerProfiles(control);
     case ipc::ControlKind::kSetMemoryLimit:
       return AnswerMemoryLimit(control);
+    case ipc::ControlKind::kDrain:
+      return AnswerDrain(control);
+  }
+}
+
+void Server::AnswerDrain(ipc::ControlConnection& control) {
+  draining_ = true;
+  ipc::DrainReply reply{};
+  reply.clients = static_cast<uint32_t>(std::max(clients_.load(), 0));
+  const std::string message = fmt::format(
+      "draining: no new clients; the server exits when the last of its {} client(s) has left",
+      reply.clients);
+  TALLY_LOG_INFO("tally-ctl (pid {}): {}", control.pid(), message);
+  ipc::CopyText(message, reply.message, sizeof(reply.message));
+  const absl::Status sent = control.SendDrain(reply);
+  if (!sent.ok()) {
+    TALLY_LOG_WARN("tally-server: answer for pid {} not sent: {}", control.pid(), sent.ToString());
   }
 }
 

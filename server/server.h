@@ -55,6 +55,7 @@ class Server {
   void AnswerPriority(ipc::ControlConnection& control);
   void AnswerMemoryLimit(ipc::ControlConnection& control);
   void AnswerProfiles(ipc::ControlConnection& control);
+  void AnswerDrain(ipc::ControlConnection& control);
   void JoinFinishedClients();
   // On the accepting thread, every few seconds: the profiler's cache follows its measurements.
   void SaveProfilesNowAndThen();
@@ -75,6 +76,7 @@ class Server {
   std::unique_ptr<ServerContext> context_;  // set by Start
   ipc::Listener listener_;
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> draining_{false};  // tally-ctl drain: no new clients; exit after the last
   std::atomic<int> handshakes_{0};  // peers whose handshake is under way
   std::atomic<int> abandoned_{0};   // sessions whose work outlived the teardown timeout
   std::atomic<int> clients_{0};     // admitted, session not yet ended

@@ -476,6 +476,28 @@ s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); time.sleep(600)' "$so
     server_pid=
     [[ $status -eq 0 ]] || fail "the server exited $status"
     ;;
+  drain)
+    # tally-ctl drain: a new client is refused saying why, the connected one goes on (and
+    # tally-ctl is still answered), and the server exits 0 once it has left.
+    start_server
+    start_hog
+    timeout 30 "$TALLY_CTL" drain --server "$socket" > "$work/drain.out" || fail "drain failed"
+    grep -q "draining: no new clients; the server exits when the last of its 1 client(s)" \
+      "$work/drain.out" || fail "drain said: $(cat "$work/drain.out")"
+    run vector_add > "$work/refused.out" 2>&1 && fail "a new client was served while draining"
+    grep -q "it is draining (tally-ctl drain) and takes no new clients" "$work/refused.out" ||
+      fail "the refusal says not why: $(cat "$work/refused.out")"
+    status_json "$work/draining.json"
+    json_check "$work/draining.json" "len(s['clients']) == 1"
+    kill -0 "$server_pid" || fail "the server ended with a client connected"
+    kill -KILL "$hog_pid"
+    wait "$hog_pid" 2>/dev/null
+    timeout 60 tail --pid="$server_pid" -f /dev/null || fail "the drained server did not exit"
+    wait "$server_pid"
+    status=$?
+    server_pid=
+    [[ $status -eq 0 ]] || fail "the drained server exited $status"
+    ;;
   too_many_clients)
     # With --max-clients=1 a second client is refused with a message that says why, and is
     # served once the first has gone.

@@ -2,7 +2,8 @@
 // that never count as a client: `status` (device, backend, clients and what the scheduler did
 // for each), `priority CLIENT LEVEL` (a client's priority, while it runs), `limit CLIENT SIZE`
 // (a client's device-memory limit, while it runs), `profiles` (what the profiler knows) and
-// `metrics` (the status for Prometheus), `top` (a live view of the clients and their rates).
+// `metrics` (the status for Prometheus), `top` (a live view of the clients and their rates) and
+// `drain` (no new clients; the server exits once the last has left).
 #include <unistd.h>
 
 #include <chrono>
@@ -33,6 +34,7 @@ constexpr char kUsage[] =
     "       tally-ctl profiles [--json] [--server PATH]\n"
     "       tally-ctl metrics [--server PATH]\n"
     "       tally-ctl top [--batch] [-n N] [--interval SECONDS] [--sort KEY] [--server PATH]\n"
+    "       tally-ctl drain [--server PATH]\n"
     "Inspects and steers a running tally-server.\n\n"
     "  status         its device (name, total and free memory), its backend (the emulator or\n"
     "                 NVIDIA's driver) and each connected client: id, pid, priority, device\n"
@@ -67,7 +69,9 @@ constexpr char kUsage[] =
     "                 second, and the share of the time their kernels were held; sorted by\n"
     "                 --sort id|memory|kernels|preemptions|held (default kernels). On a terminal\n"
     "                 it redraws until interrupted or N samples; --batch (or output that is\n"
-    "                 not a terminal) prints N samples (default 1) one after another\n\n"
+    "                 not a terminal) prints N samples (default 1) one after another\n"
+    "  drain          the server takes no new clients (they are refused, saying why) and\n"
+    "                 exits once the clients connected now have left (for upgrades)\n\n"
     "  --json         print JSON instead of a table. status: an object with the keys socket,\n"
     "                 server_pid, device {name, total_memory_bytes, free_memory_bytes},\n"
     "                 backend {kind: \"emulator\"|\"nvidia-driver\", description}, departed\n"
@@ -194,13 +198,14 @@ int main(int argc, char** argv) {
   }
   if (words.empty()) {
     return Usage(
-        "no command given; the commands are status, priority, limit, profiles, metrics, top");
+        "no command given; the commands are status, priority, limit, profiles, metrics, top, "
+        "drain");
   }
   const std::string& command = words[0];
   const bool targets_client = command == "priority" || command == "limit";
   const size_t operands = targets_client ? 2 : 0;
   if (command != "status" && !targets_client && command != "profiles" && command != "metrics" &&
-      command != "top") {
+      command != "top" && command != "drain") {
     return Usage("unknown command '" + command + "'");
   }
   if (words.size() != operands + 1) {
@@ -208,7 +213,7 @@ int main(int argc, char** argv) {
                  : command == "limit"  ? "limit wants CLIENT and SIZE (or none)"
                                        : "unexpected argument '" + words.back() + "'");
   }
-  if (json && (targets_client || command == "metrics" || command == "top")) {
+  if (json && (targets_client || command == "metrics" || command == "top" || command == "drain")) {
     return Usage(command + " has no --json");
   }
   if (top_option && command != "top") return Usage("--batch, -n, --interval and --sort are top's");
@@ -266,6 +271,12 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (command == "top") return RunTop(server, top);
+  if (command == "drain") {
+    auto reply = tally::ipc::DrainServer(server);
+    if (!reply.ok()) return Fail(server, reply.status());
+    std::printf("%s\n", reply->message);
+    return 0;
+  }
   auto report = tally::ipc::QueryStatus(server);
   if (!report.ok()) return Fail(server, report.status());
   const std::string out = command == "metrics" ? tally::tools::FormatMetrics({{server, *report}})
