@@ -53,7 +53,7 @@ struct RnnDataDescriptor {
   int max_steps = 0, batch = 0, width = 0;
   std::vector<int> lengths;
   bool has_fill = false;  // paddingFill: one element of `type`, as given
-  std::array<unsigned char, 8> fill{};
+  alignas(8) std::array<unsigned char, 8> fill{};  // aligned: read as the element type
 };
 
 const RnnDescriptor& FindRnn(cudnnRNNDescriptor_t desc);
