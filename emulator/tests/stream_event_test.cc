@@ -4,9 +4,13 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <fstream>
+#include <iterator>
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 #include "emulator/tests/emu_library.h"
 
@@ -50,6 +54,12 @@ class Trace {
     std::lock_guard lock(entry->trace->mu_);
     entry->trace->order_.push_back(entry->value);
   }
+  // Appends `value` from the test itself, e.g. just before it opens a gate: whatever the gate
+  // held back must come after it in the order.
+  void Record(int value) {
+    std::lock_guard lock(mu_);
+    order_.push_back(value);
+  }
   std::vector<int> order() {
     std::lock_guard lock(mu_);
     return order_;
@@ -79,6 +89,14 @@ bool Eventually(Condition condition) {
     std::this_thread::sleep_for(1ms);
   }
   return false;
+}
+
+// The scheduler state of thread `tid` of this process (proc(5): 'R' running, 'S' asleep, ...).
+char ThreadState(pid_t tid) {
+  std::ifstream stat("/proc/self/task/" + std::to_string(tid) + "/stat");
+  const std::string text{std::istreambuf_iterator<char>(stat), {}};
+  const size_t name_end = text.rfind(')');  // the thread's name may hold spaces and parentheses
+  return name_end == std::string::npos || name_end + 2 >= text.size() ? '?' : text[name_end + 2];
 }
 
 TEST_CASE("work in one stream runs in issue order, interleaved copies included") {
@@ -116,23 +134,21 @@ TEST_CASE("legacy NULL stream waits for blocking streams and vice versa") {
     Trace trace;
     EMU_OK(emu.cuLaunchHostFunc(blocking, Gate::Wait, &gate));
     EMU_OK(emu.cuLaunchHostFunc(nullptr, Trace::Append, trace.Mark(1)));
-    std::this_thread::sleep_for(30ms);
-    CHECK_FALSE(trace.Has(1));
     CHECK(emu.cuStreamQuery(blocking) == CUDA_ERROR_NOT_READY);
+    trace.Record(0);
     gate.Open();
     EMU_OK(emu.cuStreamSynchronize(nullptr));
-    CHECK(trace.Has(1));
+    CHECK(trace.order() == std::vector{0, 1});  // 1 ran only after the gate opened
   }
   SECTION("blocking-stream work waits for earlier NULL-stream work") {
     Gate gate;
     Trace trace;
     EMU_OK(emu.cuLaunchHostFunc(CU_STREAM_LEGACY, Gate::Wait, &gate));
     EMU_OK(emu.cuLaunchHostFunc(blocking, Trace::Append, trace.Mark(2)));
-    std::this_thread::sleep_for(30ms);
-    CHECK_FALSE(trace.Has(2));
+    trace.Record(0);
     gate.Open();
     EMU_OK(emu.cuStreamSynchronize(blocking));
-    CHECK(trace.Has(2));
+    CHECK(trace.order() == std::vector{0, 2});
   }
   SECTION("cuStreamSynchronize(NULL) also waits for blocking streams") {
     Gate gate;
@@ -196,15 +212,14 @@ TEST_CASE("events order streams and time work") {
   EMU_OK(emu.cuEventRecord(untimed, producer));
   EMU_OK(emu.cuStreamWaitEvent(consumer, done, 0));
   EMU_OK(emu.cuLaunchHostFunc(consumer, Trace::Append, trace.Mark(1)));
-  std::this_thread::sleep_for(30ms);
   CHECK(emu.cuEventQuery(done) == CUDA_ERROR_NOT_READY);
   CHECK(emu.cuEventElapsedTime_v2(&ms, start, done) == CUDA_ERROR_NOT_READY);
-  CHECK_FALSE(trace.Has(1));
+  trace.Record(0);
   gate.Open();
   EMU_OK(emu.cuEventSynchronize(done));
   CHECK(emu.cuEventQuery(done) == CUDA_SUCCESS);
   EMU_OK(emu.cuStreamSynchronize(consumer));
-  CHECK(trace.Has(1));
+  CHECK(trace.order() == std::vector{0, 1});  // the consumer waited for the event
   EMU_OK(emu.cuEventElapsedTime_v2(&ms, start, done));
   CHECK(ms >= 19.5f);
   CHECK(emu.cuEventElapsedTime_v2(&ms, start, untimed) == CUDA_ERROR_INVALID_HANDLE);
@@ -295,7 +310,9 @@ TEST_CASE("a full stream blocks the enqueuer until its work drains, other stream
   gate.AwaitEntered();
   constexpr int kTotal = 5000;  // more than the stream holds (kMaxQueuedWork, 4096)
   std::atomic<int> enqueued{0};
+  std::atomic<pid_t> flood_thread{0};
   std::thread flood([&] {
+    flood_thread = gettid();
     for (int i = 0; i < kTotal; ++i) {
       if (emu.cuLaunchHostFunc(full, [](void*) {}, nullptr) != CUDA_SUCCESS) return;
       ++enqueued;
@@ -311,8 +328,12 @@ TEST_CASE("a full stream blocks the enqueuer until its work drains, other stream
     }
   } finish{gate, flood};
   // The enqueuer stops at the bound: 4096 queued behind the gate, the 4097th call blocked.
-  for (int i = 0; i < 60000 && enqueued.load() < 4096; ++i) std::this_thread::sleep_for(1ms);
-  std::this_thread::sleep_for(50ms);
+  // The enqueuer stops at the bound: 4096 queued behind the gate, the 4097th call asleep in the
+  // driver. Without the bound it would run on to kTotal without ever sleeping: wait for either.
+  CHECK(Eventually([&] {
+    const int queued = enqueued.load();
+    return queued >= kTotal || (queued >= 4096 && ThreadState(flood_thread) == 'S');
+  }));
   CHECK(enqueued.load() == 4096);
   // Other streams are not held up by the full one.
   Trace trace;

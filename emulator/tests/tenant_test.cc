@@ -33,6 +33,15 @@ unsigned ReadCounter(CUdeviceptr counter, CUstream reader) {
   return value;
 }
 
+// Until some block of count_then_wait has counted itself (within a minute): its grid runs.
+bool AwaitCounted(CUdeviceptr counter, CUstream reader) {
+  for (int i = 0; i < 60000; ++i) {
+    if (ReadCounter(counter, reader) > 0) return true;
+    std::this_thread::sleep_for(1ms);
+  }
+  return false;
+}
+
 TEST_CASE("a cancelled stream stops its running grid, skips later launches, releases waiters") {
   const EmuApi& emu = Emu();
   EnsureContext();
@@ -55,10 +64,7 @@ TEST_CASE("a cancelled stream stops its running grid, skips later launches, rele
   CUevent after = nullptr;
   EMU_OK(emu.cuEventCreate(&after, CU_EVENT_DISABLE_TIMING));
   EMU_OK(emu.cuEventRecord(after, doomed));
-  for (int i = 0; i < 60000 && ReadCounter(first, reader) == 0; ++i) {
-    std::this_thread::sleep_for(1ms);
-  }
-  REQUIRE(ReadCounter(first, reader) > 0);  // the first grid runs
+  REQUIRE(AwaitCounted(first, reader));  // the first grid runs
 
   EMU_OK(cancel(doomed));
   EMU_OK(emu.cuStreamSynchronize(doomed));  // no error: cancelling is not a fault
@@ -91,17 +97,22 @@ TEST_CASE("cancelling ends a kernel that would never end") {
   const EmuApi& emu = Emu();
   EnsureContext();
   const auto cancel = Extension<PFN_tallyEmuStreamCancel>("tallyEmuStreamCancel");
-  const CUfunction spin = KernelFrom("tenant", "spin_until");
+  const CUfunction count = KernelFrom("tenant", "count_then_wait");
   CUstream stream = nullptr;
+  CUstream reader = nullptr;
   EMU_OK(emu.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
-  CUdeviceptr flag = Zeros<int>(1);
-  void* args[] = {&flag};
-  EMU_OK(emu.cuLaunchKernel(spin, 256, 1, 1, 64, 1, 1, 0, stream, args, nullptr));
-  std::this_thread::sleep_for(20ms);
+  EMU_OK(emu.cuStreamCreate(&reader, CU_STREAM_NON_BLOCKING));
+  CUdeviceptr counter = Zeros<unsigned>(1);
+  CUdeviceptr never = Zeros<int>(1);
+  void* args[] = {&counter, &never};
+  EMU_OK(emu.cuLaunchKernel(count, 256, 1, 1, 64, 1, 1, 0, stream, args, nullptr));
+  // Cancelled while its blocks run (they have counted themselves), not while it is queued.
+  REQUIRE(AwaitCounted(counter, reader));
   CHECK(emu.cuStreamQuery(stream) == CUDA_ERROR_NOT_READY);
   EMU_OK(cancel(stream));
   EMU_OK(emu.cuStreamSynchronize(stream));
   EMU_OK(emu.cuStreamDestroy_v2(stream));
+  EMU_OK(emu.cuStreamDestroy_v2(reader));
 }
 
 struct Tenants {

@@ -181,8 +181,8 @@ case $scenario in
       wait "${pids[$i]}" || { cat "$work/$program.out"; fail "$program failed next to the others"; }
       i=$((i + 1))
     done
-    count=$(grep -c "client [0-9]* connected" "$work/server.log")
-    [[ $count -eq $(($# - 4)) ]] || fail "the server saw $count clients, expected $(($# - 4))"
+    # The server served each of them: all have left, as clients it counted.
+    await_status "$work/served.json" "s['clients'] == [] and s['departed']['clients'] == $(($# - 4))"
     ;;
   priority|priority_swapped)
     # A best-effort trainer (long kernels of many blocks) and a latency-critical server (short

@@ -9,12 +9,6 @@ extern "C" __global__ void count_then_wait(unsigned* counter, volatile int* flag
   }
 }
 
-// Never ends unless *flag becomes non-zero.
-extern "C" __global__ void spin_until(volatile int* flag) {
-  while (*flag == 0) {
-  }
-}
-
 // Copies *from to *to (one load, one store).
 extern "C" __global__ void copy_word(const unsigned* from, unsigned* to) { *to = *from; }
 
