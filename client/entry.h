@@ -23,7 +23,7 @@ cudaError_t LastError(bool reset);
 void LogFailure(const char* api, const absl::Status& status);
 
 template <typename Body>
-cudaError_t Run(const char* api, Body&& body) noexcept {
+cudaError_t RuntimeCall(const char* api, Body&& body) noexcept {
   try {
     const absl::Status status = body();
     if (status.ok()) return cudaSuccess;
@@ -40,7 +40,7 @@ cudaError_t Run(const char* api, Body&& body) noexcept {
 bool DriverInitialized();
 
 template <typename Body>
-CUresult RunDriverAnyState(const char* api, Body&& body) noexcept {
+CUresult DriverCallAnyState(const char* api, Body&& body) noexcept {
   try {
     const absl::Status status = body();
     if (status.ok()) return CUDA_SUCCESS;
@@ -53,9 +53,9 @@ CUresult RunDriverAnyState(const char* api, Body&& body) noexcept {
 
 // For driver entry points that need cuInit: CUDA_ERROR_NOT_INITIALIZED before it.
 template <typename Body>
-CUresult RunDriver(const char* api, Body&& body) noexcept {
+CUresult DriverCall(const char* api, Body&& body) noexcept {
   if (!DriverInitialized()) return CUDA_ERROR_NOT_INITIALIZED;
-  return RunDriverAnyState(api, std::forward<Body>(body));
+  return DriverCallAnyState(api, std::forward<Body>(body));
 }
 
 }  // namespace tally::client

@@ -106,7 +106,7 @@ Dispatcher::Dispatcher(const Backend& backend, std::unique_ptr<scheduler::Policy
       runs_(std::move(runs)),
       max_poll_(std::max(max_poll, kMinPoll)),
       poll_interval_(kMinPoll),
-      thread_([this, setup = std::move(thread_setup)] { Run(setup); }) {}
+      thread_([this, setup = std::move(thread_setup)] { DispatchLoop(setup); }) {}
 
 Dispatcher::~Dispatcher() {
   Stop();
@@ -291,7 +291,7 @@ void Dispatcher::KeepRounding(std::chrono::nanoseconds at_most) {
   Wake();
 }
 
-void Dispatcher::Run(const std::function<void()>& thread_setup) {
+void Dispatcher::DispatchLoop(const std::function<void()>& thread_setup) {
   thread_setup();
   std::unique_lock lock(mutex_);
   while (!stopping_) {

@@ -138,7 +138,7 @@ class Dispatcher {
 
   // mutex_ held.
   void RecordFailure(ClientQueue& queue, CUresult result, std::string what);
-  void Run(const std::function<void()>& thread_setup);
+  void DispatchLoop(const std::function<void()>& thread_setup);
 
   // Dispatch thread only, without mutex_.
   // The device window: after every kFenceEvery commands issued on one of a client's streams an

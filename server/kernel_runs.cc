@@ -46,7 +46,7 @@ struct KernelRuns::Transformed {
 };
 
 // One run on the device.
-struct KernelRuns::Run {
+struct KernelRuns::DeviceRun {
   RunOwner owner;
   FormKind form = FormKind::kOriginal;  // as reported to the policy
   bool transformed = false;  // a run of transformed_[owner.client]
@@ -104,7 +104,7 @@ KernelRuns::~KernelRuns() {
     return true;
   };
   bool all_ended = true;
-  for (Run& run : runs_) all_ended = all_ended && ended(run.done);
+  for (DeviceRun& run : runs_) all_ended = all_ended && ended(run.done);
   if (!all_ended) {
     TALLY_LOG_ERROR("tally-server: kernels still run at shutdown; their state is left allocated");
     return;
@@ -254,7 +254,7 @@ absl::StatusOr<KernelRuns::PtbSlot> KernelRuns::TakeSlot() {
   return slot;
 }
 
-CUresult KernelRuns::Track(Run run, const KernelLaunch& launch) {
+CUresult KernelRuns::Track(DeviceRun run, const KernelLaunch& launch) {
   absl::StatusOr<CUevent> done = AcquireEvent();
   const CUresult result =
       done.ok() ? api_.cuEventRecord(*done, launch.stream) : CUDA_ERROR_OUT_OF_MEMORY;
@@ -288,7 +288,7 @@ CUresult KernelRuns::IssueOriginal(const RunOwner& owner, const KernelLaunch& la
     ReleaseEvent(start);
     return launched;
   }
-  Run run;
+  DeviceRun run;
   run.owner = owner;
   run.notify = notify;
   run.blocks_total = launch.grid.x * uint64_t{launch.grid.y} * launch.grid.z;
@@ -323,7 +323,7 @@ CUresult KernelRuns::StartTransformed(const RunOwner& owner, const KernelLaunch&
     ++owner.stats->original;
     const CUresult launched = LaunchOriginal(api_, launch);
     if (launched != CUDA_SUCCESS) return launched;
-    Run run;
+    DeviceRun run;
     run.owner = owner;
     run.form = form.kind;
     run.blocks_total = info.shape.grid.Count();
@@ -381,7 +381,7 @@ CUresult KernelRuns::IssueSlice(Transformed& kernel) {
     transformed_.erase(kernel.owner.client);
     return CUDA_ERROR_INVALID_VALUE;
   }
-  Run run;
+  DeviceRun run;
   run.owner = kernel.owner;
   run.form = FormKind::kSliced;
   run.transformed = true;
@@ -438,7 +438,7 @@ CUresult KernelRuns::IssuePtbRun(Transformed& kernel) {
     return fail(result);
   }
   kernel.raised = false;
-  Run run;
+  DeviceRun run;
   run.reset = *reset;
   run.owner = owner;
   run.form = FormKind::kPreemptible;
@@ -493,7 +493,7 @@ void KernelRuns::Preempt(ClientId client) {
   }
   // The moment the flag is written, for the measured preemption latency.
   auto run = std::find_if(runs_.rbegin(), runs_.rend(),
-                          [&](const Run& r) { return r.transformed && r.owner.client == client; });
+                          [&](const DeviceRun& r) { return r.transformed && r.owner.client == client; });
   if (run == runs_.rend() || run->raised != nullptr) return;
   absl::StatusOr<CUevent> event = AcquireEvent();
   if (!event.ok()) return;
@@ -506,7 +506,7 @@ void KernelRuns::Preempt(ClientId client) {
 
 void KernelRuns::Forget(ClientId client) {
   Preempt(client);
-  for (Run& run : runs_) {
+  for (DeviceRun& run : runs_) {
     if (run.owner.client == client) run.forgotten = true;
   }
   auto it = transformed_.find(client);
@@ -520,13 +520,13 @@ void KernelRuns::Forget(ClientId client) {
 
 bool KernelRuns::HasRuns(ClientId client) const {
   return std::any_of(runs_.begin(), runs_.end(),
-                     [&](const Run& run) { return run.owner.client == client; });
+                     [&](const DeviceRun& run) { return run.owner.client == client; });
 }
 
 void KernelRuns::Poll(std::vector<EndedRun>& ended) {
   size_t kept = 0;
   for (size_t i = 0; i < runs_.size(); ++i) {
-    Run& run = runs_[i];
+    DeviceRun& run = runs_[i];
     const CUresult state = api_.cuEventQuery(run.done);
     if (state == CUDA_ERROR_NOT_READY) {
       if (kept != i) runs_[kept] = std::move(run);
@@ -549,7 +549,7 @@ void KernelRuns::NoteUnfollowed(ClientId client, CUresult result) {
 }
 
 void KernelRuns::AddClientsOnDevice(absl::flat_hash_set<ClientId>& clients) const {
-  for (const Run& run : runs_) clients.insert(run.owner.client);
+  for (const DeviceRun& run : runs_) clients.insert(run.owner.client);
 }
 
 void KernelRuns::TakeFaultedClients(absl::flat_hash_set<ClientId>& clients) {
@@ -557,7 +557,7 @@ void KernelRuns::TakeFaultedClients(absl::flat_hash_set<ClientId>& clients) {
   faulted_clients_.clear();
 }
 
-std::optional<EndedRun> KernelRuns::Finish(Run& run, CUresult state) {
+std::optional<EndedRun> KernelRuns::Finish(DeviceRun& run, CUresult state) {
   std::optional<EndedRun> result;
   if (run.transformed) {
     auto it = transformed_.find(run.owner.client);
@@ -593,7 +593,7 @@ std::optional<EndedRun> KernelRuns::Finish(Run& run, CUresult state) {
   return result;
 }
 
-EndedRun KernelRuns::EndTransformed(Run& run, Transformed& kernel) {
+EndedRun KernelRuns::EndTransformed(DeviceRun& run, Transformed& kernel) {
   kernel.in_flight = false;
   EndedRun ended{run.owner.client, {kernel.form.kind, false, 0, kernel.total}, CUDA_SUCCESS, {}};
   if (kernel.form.kind == FormKind::kSliced) {
@@ -634,7 +634,7 @@ EndedRun KernelRuns::EndTransformed(Run& run, Transformed& kernel) {
   return ended;
 }
 
-void KernelRuns::Measure(const Run& run, Transformed* kernel) {
+void KernelRuns::Measure(const DeviceRun& run, Transformed* kernel) {
   if (profiler_ == nullptr || run.start == nullptr) return;
   float ms = 0;
   const CUevent end = run.kernel_end != nullptr ? run.kernel_end : run.done;

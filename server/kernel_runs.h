@@ -95,7 +95,7 @@ class KernelRuns {
 
  private:
   struct Transformed;
-  struct Run;
+  struct DeviceRun;
   struct PtbSlot {
     CUdeviceptr state = 0;  // ptx::PtbState, device memory
     ptx::PtbState* readback = nullptr;  // page-locked: the state after the last run
@@ -108,16 +108,16 @@ class KernelRuns {
   CUresult IssueSlice(Transformed& kernel);
   CUresult IssuePtbRun(Transformed& kernel);
   // Records the events that end a run on the launch's stream and tracks it.
-  CUresult Track(Run run, const KernelLaunch& launch);
+  CUresult Track(DeviceRun run, const KernelLaunch& launch);
   // A run of `client` went to the device, but the call after its launch answered `result`: if
   // that is the shared context's fault, the run (which may be its cause: a kernel can fault
   // before the call after its launch) counts as one that ended with it.
   void NoteUnfollowed(ClientId client, CUresult result);
   // The report of a run that ended (`state`: its event's), if its client hears of it.
-  std::optional<EndedRun> Finish(Run& run, CUresult state);
-  EndedRun EndTransformed(Run& run, Transformed& kernel);
+  std::optional<EndedRun> Finish(DeviceRun& run, CUresult state);
+  EndedRun EndTransformed(DeviceRun& run, Transformed& kernel);
   // Gives the profiler what the run measured (`kernel`: null for an original-form kernel).
-  void Measure(const Run& run, Transformed* kernel);
+  void Measure(const DeviceRun& run, Transformed* kernel);
   // A PTB state for a kernel of `client`: on the emulated GPU only that client's kernels may
   // touch it while it has it (slots are reused).
   absl::StatusOr<PtbSlot> AcquireSlot(ClientId client);
@@ -140,7 +140,7 @@ class KernelRuns {
   const bool track_all_;  // Backend::FaultsAreShared
   absl::flat_hash_set<ClientId> faulted_clients_;  // TakeFaultedClients
   CUresult first_fault_ = CUDA_SUCCESS;
-  std::vector<Run> runs_;  // on the device, in issue order
+  std::vector<DeviceRun> runs_;  // on the device, in issue order
   absl::flat_hash_map<ClientId, std::unique_ptr<Transformed>> transformed_;
   std::vector<CUevent> free_events_;  // all with timing
   std::vector<PtbSlot> free_slots_;

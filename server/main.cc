@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
     TALLY_LOG_ERROR("tally-server: {}", server.status().ToString());
     return 1;
   }
-  const absl::Status status = (*server)->Run();
+  const absl::Status status = (*server)->Serve();
   if (!status.ok()) {
     TALLY_LOG_ERROR("tally-server: {}", status.ToString());
     return 1;

@@ -286,7 +286,7 @@ constexpr int kMaxHandshakes = 64;
 
 }  // namespace
 
-absl::Status Server::Run() {
+absl::Status Server::Serve() {
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);

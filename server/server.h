@@ -28,12 +28,12 @@ absl::StatusOr<ipc::GetDeviceInfoResponse> QueryDeviceInfo(const Backend& backen
 class Server {
  public:
   // Loads the backend and listens. SIGINT and SIGTERM must already be blocked in every thread
-  // (main does it first thing), so that Run receives them through a signalfd.
+  // (main does it first thing), so that Serve receives them through a signalfd.
   static absl::StatusOr<std::unique_ptr<Server>> Create(const ServerOptions& options);
   ~Server();
 
   // Serves until SIGINT/SIGTERM, then ends every session (freeing what clients owned).
-  absl::Status Run();
+  absl::Status Serve();
 
  private:
   // A peer's thread: its handshake, then its session or the answer to its control request.

@@ -17,8 +17,8 @@ using tally::client::CaptureInfo;
 using tally::client::CheckDefaultEdges;
 using tally::client::CheckOut;
 using tally::client::CudaError;
-using tally::client::Run;
-using tally::client::RunDriver;
+using tally::client::RuntimeCall;
+using tally::client::DriverCall;
 using tally::client::ToHandle;
 
 namespace {
@@ -93,64 +93,65 @@ absl::Status ExchangeMode(int* mode) {
 extern "C" {
 
 cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode) {
-  return Run(__func__, [&] { return Begin(stream, mode); });
+  return RuntimeCall(__func__, [&] { return Begin(stream, mode); });
 }
 
 cudaError_t cudaStreamBeginCaptureToGraph(cudaStream_t stream, cudaGraph_t graph,
                                           const cudaGraphNode_t* dependencies,
                                           const cudaGraphEdgeData* edges, size_t count,
                                           cudaStreamCaptureMode mode) {
-  return Run(__func__,
-             [&] { return BeginToGraph(stream, graph, dependencies, edges, count, mode); });
+  return RuntimeCall(__func__,
+                     [&] { return BeginToGraph(stream, graph, dependencies, edges, count, mode); });
 }
 
 cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph) {
-  return Run(__func__, [&] { return End(stream, graph); });
+  return RuntimeCall(__func__, [&] { return End(stream, graph); });
 }
 
 cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* status) {
-  return Run(__func__, [&] { return IsCapturing(stream, status); });
+  return RuntimeCall(__func__, [&] { return IsCapturing(stream, status); });
 }
 
 cudaError_t cudaStreamGetCaptureInfo(cudaStream_t stream, cudaStreamCaptureStatus* status,
                                      unsigned long long* id, cudaGraph_t* graph,
                                      const cudaGraphNode_t** dependencies,
                                      const cudaGraphEdgeData** edges, size_t* count) {
-  return Run(__func__,
-             [&] { return GetInfo(stream, status, id, graph, dependencies, edges, count); });
+  return RuntimeCall(
+      __func__, [&] { return GetInfo(stream, status, id, graph, dependencies, edges, count); });
 }
 
 cudaError_t cudaStreamUpdateCaptureDependencies(cudaStream_t stream, cudaGraphNode_t* nodes,
                                                 const cudaGraphEdgeData* edges, size_t count,
                                                 unsigned int flags) {
-  return Run(__func__, [&] { return UpdateDependencies(stream, nodes, edges, count, flags); });
+  return RuntimeCall(__func__,
+                     [&] { return UpdateDependencies(stream, nodes, edges, count, flags); });
 }
 
 cudaError_t cudaThreadExchangeStreamCaptureMode(cudaStreamCaptureMode* mode) {
-  return Run(__func__, [&] { return ExchangeMode(reinterpret_cast<int*>(mode)); });
+  return RuntimeCall(__func__, [&] { return ExchangeMode(reinterpret_cast<int*>(mode)); });
 }
 
 // Driver API (CUDA Driver API, "Stream Management").
 
 CUresult cuStreamBeginCapture_v2(CUstream stream, CUstreamCaptureMode mode) {
-  return RunDriver(__func__, [&] { return Begin(stream, mode); });
+  return DriverCall(__func__, [&] { return Begin(stream, mode); });
 }
 
 CUresult cuStreamBeginCaptureToGraph(CUstream stream, CUgraph graph,
                                      const CUgraphNode* dependencies, const CUgraphEdgeData* edges,
                                      size_t count, CUstreamCaptureMode mode) {
-  return RunDriver(__func__, [&] {
+  return DriverCall(__func__, [&] {
     return BeginToGraph(stream, graph, dependencies,
                         reinterpret_cast<const cudaGraphEdgeData*>(edges), count, mode);
   });
 }
 
 CUresult cuStreamEndCapture(CUstream stream, CUgraph* graph) {
-  return RunDriver(__func__, [&] { return End(stream, reinterpret_cast<cudaGraph_t*>(graph)); });
+  return DriverCall(__func__, [&] { return End(stream, reinterpret_cast<cudaGraph_t*>(graph)); });
 }
 
 CUresult cuStreamIsCapturing(CUstream stream, CUstreamCaptureStatus* status) {
-  return RunDriver(__func__, [&] {
+  return DriverCall(__func__, [&] {
     return IsCapturing(stream, reinterpret_cast<cudaStreamCaptureStatus*>(status));
   });
 }
@@ -158,21 +159,21 @@ CUresult cuStreamIsCapturing(CUstream stream, CUstreamCaptureStatus* status) {
 CUresult cuStreamGetCaptureInfo_v3(CUstream stream, CUstreamCaptureStatus* status, cuuint64_t* id,
                                    CUgraph* graph, const CUgraphNode** dependencies,
                                    const CUgraphEdgeData** edges, size_t* count) {
-  return RunDriver(__func__,
-                   [&] { return GetInfo(stream, status, id, graph, dependencies, edges, count); });
+  return DriverCall(__func__,
+                    [&] { return GetInfo(stream, status, id, graph, dependencies, edges, count); });
 }
 
 CUresult cuStreamUpdateCaptureDependencies_v2(CUstream stream, CUgraphNode* nodes,
                                               const CUgraphEdgeData* edges, size_t count,
                                               unsigned int flags) {
-  return RunDriver(__func__, [&] {
+  return DriverCall(__func__, [&] {
     return UpdateDependencies(stream, reinterpret_cast<cudaGraphNode_t*>(nodes),
                               reinterpret_cast<const cudaGraphEdgeData*>(edges), count, flags);
   });
 }
 
 CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode* mode) {
-  return RunDriver(__func__, [&] { return ExchangeMode(reinterpret_cast<int*>(mode)); });
+  return DriverCall(__func__, [&] { return ExchangeMode(reinterpret_cast<int*>(mode)); });
 }
 
 }  // extern "C"

@@ -22,7 +22,7 @@
 using tally::client::CheckDevice;
 using tally::client::CheckOut;
 using tally::client::DriverError;
-using tally::client::RunDriver;
+using tally::client::DriverCall;
 namespace ipc = tally::ipc;
 
 namespace {
@@ -163,7 +163,7 @@ CUcontext CurrentContext() { return Current(); }
 extern "C" {
 
 CUresult cuDevicePrimaryCtxRetain(CUcontext* context, CUdevice device) {
-  return RunDriver(__func__, [&]() -> absl::Status {
+  return DriverCall(__func__, [&]() -> absl::Status {
     TALLY_RETURN_IF_ERROR(CheckOut(context));
     TALLY_RETURN_IF_ERROR(CheckDevice(device));
     Contexts::Get().RetainPrimary();
@@ -173,7 +173,7 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext* context, CUdevice device) {
 }
 
 CUresult cuDevicePrimaryCtxRelease_v2(CUdevice device) {
-  return RunDriver(__func__, [&]() -> absl::Status {
+  return DriverCall(__func__, [&]() -> absl::Status {
     TALLY_RETURN_IF_ERROR(CheckDevice(device));
     return Contexts::Get().ReleasePrimary();
   });
@@ -182,7 +182,7 @@ CUresult cuDevicePrimaryCtxRelease_v2(CUdevice device) {
 CUresult cuDevicePrimaryCtxRelease(CUdevice device) { return cuDevicePrimaryCtxRelease_v2(device); }
 
 CUresult cuDevicePrimaryCtxGetState(CUdevice device, unsigned int* flags, int* active) {
-  return RunDriver(__func__, [&]() -> absl::Status {
+  return DriverCall(__func__, [&]() -> absl::Status {
     TALLY_RETURN_IF_ERROR(CheckOut(flags));
     TALLY_RETURN_IF_ERROR(CheckOut(active));
     TALLY_RETURN_IF_ERROR(CheckDevice(device));
@@ -194,7 +194,7 @@ CUresult cuDevicePrimaryCtxGetState(CUdevice device, unsigned int* flags, int* a
 
 // The scheduling flags choose how the host waits; the shim always spins, then sleeps.
 CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice device, unsigned int flags) {
-  return RunDriver(__func__, [&]() -> absl::Status {
+  return DriverCall(__func__, [&]() -> absl::Status {
     TALLY_RETURN_IF_ERROR(CheckDevice(device));
     return Contexts::Get().SetPrimaryFlags(flags);
   });
@@ -205,7 +205,7 @@ CUresult cuDevicePrimaryCtxSetFlags(CUdevice device, unsigned int flags) {
 }
 
 CUresult cuCtxCreate_v2(CUcontext* context, unsigned int flags, CUdevice device) {
-  return RunDriver(__func__, [&] { return CreateContext(context, flags, device); });
+  return DriverCall(__func__, [&] { return CreateContext(context, flags, device); });
 }
 
 CUresult cuCtxCreate(CUcontext* context, unsigned int flags, CUdevice device) {
@@ -216,7 +216,7 @@ CUresult cuCtxCreate(CUcontext* context, unsigned int flags, CUdevice device) {
 // one client: such a context is refused rather than created without them.
 CUresult cuCtxCreate_v4(CUcontext* context, CUctxCreateParams* params, unsigned int flags,
                         CUdevice device) {
-  return RunDriver(__func__, [&]() -> absl::Status {
+  return DriverCall(__func__, [&]() -> absl::Status {
     if (params != nullptr && (params->numExecAffinityParams != 0 || params->cigParams != nullptr)) {
       return DriverError(CUDA_ERROR_NOT_SUPPORTED, "execution-affinity and CIG contexts");
     }
@@ -225,13 +225,13 @@ CUresult cuCtxCreate_v4(CUcontext* context, CUctxCreateParams* params, unsigned 
 }
 
 CUresult cuCtxDestroy_v2(CUcontext context) {
-  return RunDriver(__func__, [&] { return DestroyContext(context); });
+  return DriverCall(__func__, [&] { return DestroyContext(context); });
 }
 
 CUresult cuCtxDestroy(CUcontext context) { return cuCtxDestroy_v2(context); }
 
 CUresult cuCtxGetCurrent(CUcontext* context) {
-  return RunDriver(__func__, [&]() -> absl::Status {
+  return DriverCall(__func__, [&]() -> absl::Status {
     TALLY_RETURN_IF_ERROR(CheckOut(context));
     *context = Current();
     return absl::OkStatus();
@@ -240,7 +240,7 @@ CUresult cuCtxGetCurrent(CUcontext* context) {
 
 // A null context pops the top of the stack (CUDA Driver API, cuCtxSetCurrent).
 CUresult cuCtxSetCurrent(CUcontext context) {
-  return RunDriver(__func__, [&]() -> absl::Status {
+  return DriverCall(__func__, [&]() -> absl::Status {
     if (context == nullptr) {
       if (!stack.empty()) stack.pop_back();
       return absl::OkStatus();
@@ -256,31 +256,31 @@ CUresult cuCtxSetCurrent(CUcontext context) {
 }
 
 CUresult cuCtxPushCurrent_v2(CUcontext context) {
-  return RunDriver(__func__, [&] { return PushContext(context); });
+  return DriverCall(__func__, [&] { return PushContext(context); });
 }
 
 CUresult cuCtxPushCurrent(CUcontext context) { return cuCtxPushCurrent_v2(context); }
 
 CUresult cuCtxPopCurrent_v2(CUcontext* context) {
-  return RunDriver(__func__, [&] { return PopContext(context); });
+  return DriverCall(__func__, [&] { return PopContext(context); });
 }
 
 CUresult cuCtxPopCurrent(CUcontext* context) { return cuCtxPopCurrent_v2(context); }
 
 CUresult cuCtxSynchronize_v2(CUcontext context) {
-  return RunDriver(__func__, [&] { return Synchronize(context); });
+  return DriverCall(__func__, [&] { return Synchronize(context); });
 }
 
 CUresult cuCtxSynchronize() { return cuCtxSynchronize_v2(nullptr); }
 
 CUresult cuCtxGetDevice_v2(CUdevice* device, CUcontext context) {
-  return RunDriver(__func__, [&] { return GetDevice(device, context); });
+  return DriverCall(__func__, [&] { return GetDevice(device, context); });
 }
 
 CUresult cuCtxGetDevice(CUdevice* device) { return cuCtxGetDevice_v2(device, nullptr); }
 
 CUresult cuCtxGetFlags(unsigned int* flags) {
-  return RunDriver(__func__, [&]() -> absl::Status {
+  return DriverCall(__func__, [&]() -> absl::Status {
     TALLY_RETURN_IF_ERROR(CheckOut(flags));
     TALLY_ASSIGN_OR_RETURN(*flags, Contexts::Get().Flags(Current()));
     return absl::OkStatus();

@@ -31,8 +31,8 @@ using tally::client::DeviceRanges;
 using tally::client::DriverError;
 using tally::client::HostBlocks;
 using tally::client::KernelRegistry;
-using tally::client::Run;
-using tally::client::RunDriver;
+using tally::client::RuntimeCall;
+using tally::client::DriverCall;
 using tally::client::Streams;
 namespace ipc = tally::ipc;
 
@@ -88,7 +88,7 @@ absl::Status GetLimit(size_t* value, int limit) {
 extern "C" {
 
 cudaError_t cudaGetDeviceCount(int* count) {
-  return Run(__func__, [&]() -> absl::Status {
+  return RuntimeCall(__func__, [&]() -> absl::Status {
     TALLY_RETURN_IF_ERROR(CheckOut(count));
     // Without a server there is no device: cudaErrorNoDevice, as CUDA answers on a machine
     // without a GPU.
@@ -100,7 +100,7 @@ cudaError_t cudaGetDeviceCount(int* count) {
 }
 
 cudaError_t cudaGetDevice(int* device) {
-  return Run(__func__, [&]() -> absl::Status {
+  return RuntimeCall(__func__, [&]() -> absl::Status {
     TALLY_RETURN_IF_ERROR(CheckOut(device));
     *device = 0;
     return absl::OkStatus();
@@ -108,14 +108,14 @@ cudaError_t cudaGetDevice(int* device) {
 }
 
 cudaError_t cudaSetDevice(int device) {
-  return Run(__func__, [&]() -> absl::Status {
+  return RuntimeCall(__func__, [&]() -> absl::Status {
     TALLY_RETURN_IF_ERROR(CheckDevice(device));
     return Channel::Get().status();
   });
 }
 
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
-  return Run(__func__, [&]() -> absl::Status {
+  return RuntimeCall(__func__, [&]() -> absl::Status {
     TALLY_RETURN_IF_ERROR(CheckOut(prop));
     TALLY_RETURN_IF_ERROR(CheckDevice(device));
     TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
@@ -139,8 +139,9 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
 }
 
 cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) {
-  return Run(__func__,
-             [&]() -> absl::Status { return GetAttribute(value, static_cast<int>(attr), device); });
+  return RuntimeCall(__func__, [&]() -> absl::Status {
+    return GetAttribute(value, static_cast<int>(attr), device);
+  });
 }
 
 // Flags (cudaDeviceScheduleSpin, ...) choose how the host waits; the shim always spins then
@@ -149,14 +150,14 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) 
 std::atomic<unsigned int> device_flags{cudaDeviceMapHost};
 
 cudaError_t cudaSetDeviceFlags(unsigned int flags) {
-  return Run(__func__, [&]() -> absl::Status {
+  return RuntimeCall(__func__, [&]() -> absl::Status {
     device_flags = flags | cudaDeviceMapHost;
     return absl::OkStatus();
   });
 }
 
 cudaError_t cudaGetDeviceFlags(unsigned int* flags) {
-  return Run(__func__, [&]() -> absl::Status {
+  return RuntimeCall(__func__, [&]() -> absl::Status {
     TALLY_RETURN_IF_ERROR(CheckOut(flags));
     *flags = device_flags;
     return absl::OkStatus();
@@ -165,7 +166,7 @@ cudaError_t cudaGetDeviceFlags(unsigned int* flags) {
 
 // The runtime this shim implements (the toolkit it was built against).
 cudaError_t cudaRuntimeGetVersion(int* version) {
-  return Run(__func__, [&]() -> absl::Status {
+  return RuntimeCall(__func__, [&]() -> absl::Status {
     TALLY_RETURN_IF_ERROR(CheckOut(version));
     *version = CUDART_VERSION;
     return absl::OkStatus();
@@ -174,7 +175,7 @@ cudaError_t cudaRuntimeGetVersion(int* version) {
 
 // The server's driver (for the emulator, the CUDA version it implements).
 cudaError_t cudaDriverGetVersion(int* version) {
-  return Run(__func__, [&]() -> absl::Status {
+  return RuntimeCall(__func__, [&]() -> absl::Status {
     TALLY_RETURN_IF_ERROR(CheckOut(version));
     TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
     *version = channel->device().driver_version;
@@ -183,7 +184,7 @@ cudaError_t cudaDriverGetVersion(int* version) {
 }
 
 cudaError_t cudaDeviceSynchronize() {
-  return Run(__func__, [&]() -> absl::Status {
+  return RuntimeCall(__func__, [&]() -> absl::Status {
     TALLY_RETURN_IF_ERROR(tally::client::CheckUnsafeCall());
     TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
     return channel->Call(ipc::DeviceSynchronizeRequest{}).status();
@@ -197,7 +198,7 @@ cudaError_t cudaDeviceSynchronize() {
 // memory with their initial values. As in CUDA, no other thread may
 // be using the device meanwhile.
 cudaError_t cudaDeviceReset() {
-  return Run(__func__, [&]() -> absl::Status {
+  return RuntimeCall(__func__, [&]() -> absl::Status {
     TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
     TALLY_RETURN_IF_ERROR(channel->Call(ipc::DeviceResetRequest{}).status());
     HostBlocks::Get().Reset();
@@ -208,26 +209,26 @@ cudaError_t cudaDeviceReset() {
 }
 
 cudaError_t cudaDeviceSetLimit(cudaLimit limit, size_t value) {
-  return Run(__func__, [&] { return SetLimit(limit, value); });
+  return RuntimeCall(__func__, [&] { return SetLimit(limit, value); });
 }
 
 cudaError_t cudaDeviceGetLimit(size_t* value, cudaLimit limit) {
-  return Run(__func__, [&] { return GetLimit(value, limit); });
+  return RuntimeCall(__func__, [&] { return GetLimit(value, limit); });
 }
 
 // The current context's limits: every context of the client shares the server's.
 CUresult cuCtxSetLimit(CUlimit limit, size_t value) {
-  return RunDriver(__func__, [&] { return SetLimit(limit, value); });
+  return DriverCall(__func__, [&] { return SetLimit(limit, value); });
 }
 
 CUresult cuCtxGetLimit(size_t* value, CUlimit limit) {
-  return RunDriver(__func__, [&] { return GetLimit(value, limit); });
+  return DriverCall(__func__, [&] { return GetLimit(value, limit); });
 }
 
 // Driver API (CUDA Driver API, "Device Management"): CUdevice 0 is the server's device.
 
 CUresult cuDeviceGet(CUdevice* device, int ordinal) {
-  return RunDriver(__func__, [&]() -> absl::Status {
+  return DriverCall(__func__, [&]() -> absl::Status {
     TALLY_RETURN_IF_ERROR(CheckOut(device));
     TALLY_RETURN_IF_ERROR(CheckDevice(ordinal));
     *device = 0;
@@ -236,7 +237,7 @@ CUresult cuDeviceGet(CUdevice* device, int ordinal) {
 }
 
 CUresult cuDeviceGetCount(int* count) {
-  return RunDriver(__func__, [&]() -> absl::Status {
+  return DriverCall(__func__, [&]() -> absl::Status {
     TALLY_RETURN_IF_ERROR(CheckOut(count));
     *count = 1;
     return absl::OkStatus();
@@ -244,7 +245,7 @@ CUresult cuDeviceGetCount(int* count) {
 }
 
 CUresult cuDeviceGetName(char* name, int length, CUdevice device) {
-  return RunDriver(__func__, [&]() -> absl::Status {
+  return DriverCall(__func__, [&]() -> absl::Status {
     TALLY_RETURN_IF_ERROR(CheckOut(name));
     if (length <= 0) return DriverError(CUDA_ERROR_INVALID_VALUE, "name length must be positive");
     TALLY_ASSIGN_OR_RETURN(const ipc::GetDeviceInfoResponse* info, DeviceInfo(device));
@@ -257,11 +258,11 @@ CUresult cuDeviceGetName(char* name, int length, CUdevice device) {
 }
 
 CUresult cuDeviceGetAttribute(int* value, CUdevice_attribute attribute, CUdevice device) {
-  return RunDriver(__func__, [&] { return GetAttribute(value, attribute, device); });
+  return DriverCall(__func__, [&] { return GetAttribute(value, attribute, device); });
 }
 
 CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice device) {
-  return RunDriver(__func__, [&]() -> absl::Status {
+  return DriverCall(__func__, [&]() -> absl::Status {
     TALLY_RETURN_IF_ERROR(CheckOut(bytes));
     TALLY_ASSIGN_OR_RETURN(const ipc::GetDeviceInfoResponse* info, DeviceInfo(device));
     *bytes = info->total_memory;
@@ -270,15 +271,15 @@ CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice device) {
 }
 
 CUresult cuDeviceGetUuid(CUuuid* uuid, CUdevice device) {
-  return RunDriver(__func__, [&] { return GetUuid(uuid, device); });
+  return DriverCall(__func__, [&] { return GetUuid(uuid, device); });
 }
 
 CUresult cuDeviceGetUuid_v2(CUuuid* uuid, CUdevice device) {
-  return RunDriver(__func__, [&] { return GetUuid(uuid, device); });
+  return DriverCall(__func__, [&] { return GetUuid(uuid, device); });
 }
 
 CUresult cuDeviceComputeCapability(int* major, int* minor, CUdevice device) {
-  return RunDriver(__func__, [&]() -> absl::Status {
+  return DriverCall(__func__, [&]() -> absl::Status {
     TALLY_RETURN_IF_ERROR(
         GetAttribute(major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device));
     return GetAttribute(minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);

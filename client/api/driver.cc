@@ -23,9 +23,9 @@ using tally::client::Channel;
 using tally::client::CheckOut;
 using tally::client::CudaError;
 using tally::client::DriverError;
-using tally::client::Run;
-using tally::client::RunDriver;
-using tally::client::RunDriverAnyState;
+using tally::client::RuntimeCall;
+using tally::client::DriverCall;
+using tally::client::DriverCallAnyState;
 
 namespace tally::client {
 namespace {
@@ -65,7 +65,7 @@ extern "C" {
 cudaError_t cudaGetDriverEntryPointByVersion(const char* symbol, void** function,
                                              unsigned int cudaVersion, unsigned long long flags,
                                              cudaDriverEntryPointQueryResult* status) {
-  return Run(__func__, [&] {
+  return RuntimeCall(__func__, [&] {
     return tally::client::EntryPoint(symbol, function, cudaVersion, flags, status);
   });
 }
@@ -73,14 +73,14 @@ cudaError_t cudaGetDriverEntryPointByVersion(const char* symbol, void** function
 // The runtime's own version picks the driver functions (the documented behaviour).
 cudaError_t cudaGetDriverEntryPoint(const char* symbol, void** function, unsigned long long flags,
                                     cudaDriverEntryPointQueryResult* status) {
-  return Run(__func__, [&] {
+  return RuntimeCall(__func__, [&] {
     return tally::client::EntryPoint(symbol, function, CUDART_VERSION, flags, status);
   });
 }
 
 // Connects to the server: without one, the program learns it here (the error names the socket).
 CUresult cuInit(unsigned int flags) {
-  return RunDriverAnyState(__func__, [&]() -> absl::Status {
+  return DriverCallAnyState(__func__, [&]() -> absl::Status {
     if (flags != 0) return DriverError(CUDA_ERROR_INVALID_VALUE, "cuInit flags must be 0");
     return Channel::Get().status();
   });
@@ -88,7 +88,7 @@ CUresult cuInit(unsigned int flags) {
 
 // The server's driver (for the emulator, the CUDA version it implements).
 CUresult cuDriverGetVersion(int* version) {
-  return RunDriverAnyState(__func__, [&]() -> absl::Status {
+  return DriverCallAnyState(__func__, [&]() -> absl::Status {
     TALLY_RETURN_IF_ERROR(CheckOut(version));
     TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
     *version = channel->device().driver_version;
@@ -97,7 +97,7 @@ CUresult cuDriverGetVersion(int* version) {
 }
 
 CUresult cuGetErrorName(CUresult error, const char** name) {
-  return RunDriverAnyState(__func__, [&]() -> absl::Status {
+  return DriverCallAnyState(__func__, [&]() -> absl::Status {
     TALLY_RETURN_IF_ERROR(CheckOut(name));
     *name = tally::CuResultName(error);
     if (*name == nullptr) return DriverError(CUDA_ERROR_INVALID_VALUE, "unknown CUresult");
@@ -106,7 +106,7 @@ CUresult cuGetErrorName(CUresult error, const char** name) {
 }
 
 CUresult cuGetErrorString(CUresult error, const char** description) {
-  return RunDriverAnyState(__func__, [&]() -> absl::Status {
+  return DriverCallAnyState(__func__, [&]() -> absl::Status {
     TALLY_RETURN_IF_ERROR(CheckOut(description));
     *description = tally::CuResultDescription(error);
     if (*description == nullptr) return DriverError(CUDA_ERROR_INVALID_VALUE, "unknown CUresult");
@@ -117,7 +117,7 @@ CUresult cuGetErrorString(CUresult error, const char** description) {
 // Works before cuInit (the CUDA runtime obtains cuInit itself through it).
 CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags,
                              CUdriverProcAddressQueryResult* symbolStatus) {
-  return RunDriverAnyState(__func__, [&]() -> absl::Status {
+  return DriverCallAnyState(__func__, [&]() -> absl::Status {
     const CUresult result = tally::LookUpDriverProc(tally::client::kProcTable, symbol, pfn,
                                                     cudaVersion, flags, symbolStatus);
     if (result == CUDA_SUCCESS) return absl::OkStatus();
@@ -133,7 +133,7 @@ CUresult cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion, cuuin
 
 // NVIDIA's private interfaces (used by its own libraries, e.g. a statically linked cudart).
 CUresult cuGetExportTable(const void** table, const CUuuid*) {
-  return RunDriverAnyState(__func__, [&]() -> absl::Status {
+  return DriverCallAnyState(__func__, [&]() -> absl::Status {
     if (table != nullptr) *table = nullptr;
     return DriverError(CUDA_ERROR_NOT_SUPPORTED, "cuGetExportTable: no private export tables");
   });

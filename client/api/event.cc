@@ -19,8 +19,8 @@ using tally::client::CreateEventWithFlags;
 using tally::client::DestroyEvent;
 using tally::client::EventHandle;
 using tally::client::RecordEventOn;
-using tally::client::Run;
-using tally::client::RunDriver;
+using tally::client::RuntimeCall;
+using tally::client::DriverCall;
 using tally::client::StreamHandle;
 using tally::client::ToEvent;
 namespace ipc = tally::ipc;
@@ -81,61 +81,61 @@ absl::Status ElapsedTime(float* milliseconds, cudaEvent_t start, cudaEvent_t end
 extern "C" {
 
 cudaError_t cudaEventCreate(cudaEvent_t* event) {
-  return Run(__func__, [&] { return CreateEvent(event, cudaEventDefault); });
+  return RuntimeCall(__func__, [&] { return CreateEvent(event, cudaEventDefault); });
 }
 
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags) {
-  return Run(__func__, [&] { return CreateEvent(event, flags); });
+  return RuntimeCall(__func__, [&] { return CreateEvent(event, flags); });
 }
 
 cudaError_t cudaEventDestroy(cudaEvent_t event) {
-  return Run(__func__, [&] { return DestroyEvent(event); });
+  return RuntimeCall(__func__, [&] { return DestroyEvent(event); });
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
-  return Run(__func__, [&] { return EventCall<ipc::EventSynchronizeRequest>(event); });
+  return RuntimeCall(__func__, [&] { return EventCall<ipc::EventSynchronizeRequest>(event); });
 }
 
 cudaError_t cudaEventQuery(cudaEvent_t event) {
-  return Run(__func__, [&] { return EventCall<ipc::EventQueryRequest>(event); });
+  return RuntimeCall(__func__, [&] { return EventCall<ipc::EventQueryRequest>(event); });
 }
 
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
-  return Run(__func__, [&] { return RecordEventOn(event, stream); });
+  return RuntimeCall(__func__, [&] { return RecordEventOn(event, stream); });
 }
 
 cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream, unsigned int flags) {
-  return Run(__func__, [&] { return RecordEventOn(event, stream, flags); });
+  return RuntimeCall(__func__, [&] { return RecordEventOn(event, stream, flags); });
 }
 
 cudaError_t cudaEventElapsedTime(float* milliseconds, cudaEvent_t start, cudaEvent_t end) {
-  return Run(__func__, [&] { return ElapsedTime(milliseconds, start, end); });
+  return RuntimeCall(__func__, [&] { return ElapsedTime(milliseconds, start, end); });
 }
 
 // Driver API (CUDA Driver API, "Event Management").
 
 CUresult cuEventCreate(CUevent* event, unsigned int flags) {
-  return RunDriver(__func__, [&] { return CreateEvent(event, flags); });
+  return DriverCall(__func__, [&] { return CreateEvent(event, flags); });
 }
 
 CUresult cuEventRecord(CUevent event, CUstream stream) {
-  return RunDriver(__func__, [&] { return RecordEventOn(event, stream); });
+  return DriverCall(__func__, [&] { return RecordEventOn(event, stream); });
 }
 
 CUresult cuEventRecordWithFlags(CUevent event, CUstream stream, unsigned int flags) {
-  return RunDriver(__func__, [&] { return RecordEventOn(event, stream, flags); });
+  return DriverCall(__func__, [&] { return RecordEventOn(event, stream, flags); });
 }
 
 CUresult cuEventSynchronize(CUevent event) {
-  return RunDriver(__func__, [&] { return EventCall<ipc::EventSynchronizeRequest>(event); });
+  return DriverCall(__func__, [&] { return EventCall<ipc::EventSynchronizeRequest>(event); });
 }
 
 CUresult cuEventQuery(CUevent event) {
-  return RunDriver(__func__, [&] { return EventCall<ipc::EventQueryRequest>(event); });
+  return DriverCall(__func__, [&] { return EventCall<ipc::EventQueryRequest>(event); });
 }
 
 CUresult cuEventElapsedTime_v2(float* milliseconds, CUevent start, CUevent end) {
-  return RunDriver(__func__, [&] { return ElapsedTime(milliseconds, start, end); });
+  return DriverCall(__func__, [&] { return ElapsedTime(milliseconds, start, end); });
 }
 
 CUresult cuEventElapsedTime(float* milliseconds, CUevent start, CUevent end) {
@@ -143,7 +143,7 @@ CUresult cuEventElapsedTime(float* milliseconds, CUevent start, CUevent end) {
 }
 
 CUresult cuEventDestroy_v2(CUevent event) {
-  return RunDriver(__func__, [&] { return DestroyEvent(event); });
+  return DriverCall(__func__, [&] { return DestroyEvent(event); });
 }
 
 CUresult cuEventDestroy(CUevent event) { return cuEventDestroy_v2(event); }

@@ -27,8 +27,8 @@ using tally::client::DriverError;
 using tally::client::DriverFunction;
 using tally::client::Kernel;
 using tally::client::KernelRegistry;
-using tally::client::Run;
-using tally::client::RunDriver;
+using tally::client::RuntimeCall;
+using tally::client::DriverCall;
 namespace ipc = tally::ipc;
 
 namespace {
@@ -200,7 +200,7 @@ absl::Status AvailableDynamicShared(size_t* available, const Kernel& kernel, int
 extern "C" {
 
 cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attributes, const void* function) {
-  return Run(__func__, [&]() -> absl::Status {
+  return RuntimeCall(__func__, [&]() -> absl::Status {
     TALLY_RETURN_IF_ERROR(CheckOut(attributes));
     TALLY_ASSIGN_OR_RETURN(Kernel * kernel, KernelRegistry::Get().Resolve(function));
     TALLY_ASSIGN_OR_RETURN(const ipc::FuncGetAttributesResponse answer, FetchAttributes(*kernel));
@@ -229,21 +229,21 @@ cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attributes, const void* fu
 }
 
 cudaError_t cudaFuncSetAttribute(const void* function, cudaFuncAttribute attribute, int value) {
-  return Run(__func__, [&]() -> absl::Status {
+  return RuntimeCall(__func__, [&]() -> absl::Status {
     TALLY_ASSIGN_OR_RETURN(Kernel * kernel, KernelRegistry::Get().Resolve(function));
     return SetAttribute(*kernel, attribute, value);
   });
 }
 
 cudaError_t cudaFuncSetCacheConfig(const void* function, cudaFuncCache config) {
-  return Run(__func__, [&]() -> absl::Status {
+  return RuntimeCall(__func__, [&]() -> absl::Status {
     TALLY_RETURN_IF_ERROR(KernelRegistry::Get().Resolve(function).status());
     return CheckCacheConfig(config);
   });
 }
 
 cudaError_t cudaFuncGetName(const char** name, const void* function) {
-  return Run(__func__, [&]() -> absl::Status {
+  return RuntimeCall(__func__, [&]() -> absl::Status {
     TALLY_ASSIGN_OR_RETURN(Kernel * kernel, KernelRegistry::Get().Resolve(function));
     return GetName(name, *kernel);
   });
@@ -251,7 +251,7 @@ cudaError_t cudaFuncGetName(const char** name, const void* function) {
 
 cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, const void* function,
                                                           int block_size, size_t dynamic_shared) {
-  return Run(__func__, [&]() -> absl::Status {
+  return RuntimeCall(__func__, [&]() -> absl::Status {
     TALLY_ASSIGN_OR_RETURN(Kernel * kernel, KernelRegistry::Get().Resolve(function));
     return Occupancy(blocks, *kernel, block_size, dynamic_shared, cudaOccupancyDefault);
   });
@@ -259,7 +259,7 @@ cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, const voi
 
 cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
     int* blocks, const void* function, int block_size, size_t dynamic_shared, unsigned int flags) {
-  return Run(__func__, [&]() -> absl::Status {
+  return RuntimeCall(__func__, [&]() -> absl::Status {
     TALLY_ASSIGN_OR_RETURN(Kernel * kernel, KernelRegistry::Get().Resolve(function));
     return Occupancy(blocks, *kernel, block_size, dynamic_shared, flags);
   });
@@ -267,7 +267,7 @@ cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
 
 cudaError_t cudaOccupancyMaxActiveClusters(int* clusters, const void* function,
                                            const cudaLaunchConfig_t* config) {
-  return Run(__func__, [&]() -> absl::Status {
+  return RuntimeCall(__func__, [&]() -> absl::Status {
     if (config == nullptr) return CudaError(cudaErrorInvalidValue, "null launch configuration");
     TALLY_ASSIGN_OR_RETURN(Kernel * kernel, KernelRegistry::Get().Resolve(function));
     const dim3 block = config->blockDim;
@@ -278,14 +278,14 @@ cudaError_t cudaOccupancyMaxActiveClusters(int* clusters, const void* function,
 
 cudaError_t cudaOccupancyAvailableDynamicSMemPerBlock(size_t* available, const void* function,
                                                       int blocks, int block_size) {
-  return Run(__func__, [&]() -> absl::Status {
+  return RuntimeCall(__func__, [&]() -> absl::Status {
     TALLY_ASSIGN_OR_RETURN(Kernel * kernel, KernelRegistry::Get().Resolve(function));
     return AvailableDynamicShared(available, *kernel, blocks, block_size);
   });
 }
 
 CUresult cuFuncGetAttribute(int* value, CUfunction_attribute attribute, CUfunction function) {
-  return RunDriver(__func__, [&]() -> absl::Status {
+  return DriverCall(__func__, [&]() -> absl::Status {
     TALLY_RETURN_IF_ERROR(CheckOut(value));
     TALLY_ASSIGN_OR_RETURN(const Kernel* kernel, DriverFunction(function));
     if (attribute < 0 || static_cast<size_t>(attribute) >= ipc::kFuncAttributeSlots) {
@@ -298,21 +298,21 @@ CUresult cuFuncGetAttribute(int* value, CUfunction_attribute attribute, CUfuncti
 }
 
 CUresult cuFuncSetAttribute(CUfunction function, CUfunction_attribute attribute, int value) {
-  return RunDriver(__func__, [&]() -> absl::Status {
+  return DriverCall(__func__, [&]() -> absl::Status {
     TALLY_ASSIGN_OR_RETURN(const Kernel* kernel, DriverFunction(function));
     return SetAttribute(*kernel, attribute, value);
   });
 }
 
 CUresult cuFuncSetCacheConfig(CUfunction function, CUfunc_cache config) {
-  return RunDriver(__func__, [&]() -> absl::Status {
+  return DriverCall(__func__, [&]() -> absl::Status {
     TALLY_RETURN_IF_ERROR(DriverFunction(function).status());
     return CheckCacheConfig(config);
   });
 }
 
 CUresult cuFuncGetName(const char** name, CUfunction function) {
-  return RunDriver(__func__, [&]() -> absl::Status {
+  return DriverCall(__func__, [&]() -> absl::Status {
     TALLY_ASSIGN_OR_RETURN(const Kernel* kernel, DriverFunction(function));
     return GetName(name, *kernel);
   });
@@ -320,7 +320,7 @@ CUresult cuFuncGetName(const char** name, CUfunction function) {
 
 CUresult cuOccupancyMaxActiveClusters(int* clusters, CUfunction function,
                                       const CUlaunchConfig* config) {
-  return RunDriver(__func__, [&]() -> absl::Status {
+  return DriverCall(__func__, [&]() -> absl::Status {
     if (config == nullptr) return DriverError(CUDA_ERROR_INVALID_VALUE, "null launch config");
     TALLY_ASSIGN_OR_RETURN(const Kernel* kernel, DriverFunction(function));
     return MaxActiveClusters(clusters, *kernel,
@@ -338,7 +338,7 @@ CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, CUfunction fun
 CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int* blocks, CUfunction function,
                                                               int block_size, size_t dynamic_shared,
                                                               unsigned int flags) {
-  return RunDriver(__func__, [&]() -> absl::Status {
+  return DriverCall(__func__, [&]() -> absl::Status {
     TALLY_ASSIGN_OR_RETURN(const Kernel* kernel, DriverFunction(function));
     return Occupancy(blocks, *kernel, block_size, dynamic_shared, flags);
   });
@@ -357,7 +357,7 @@ CUresult cuOccupancyMaxPotentialBlockSizeWithFlags(int* min_grid_size, int* bloc
                                                    CUoccupancyB2DSize shared_of_block_size,
                                                    size_t dynamic_shared, int block_size_limit,
                                                    unsigned int flags) {
-  return RunDriver(__func__, [&]() -> absl::Status {
+  return DriverCall(__func__, [&]() -> absl::Status {
     TALLY_ASSIGN_OR_RETURN(const Kernel* kernel, DriverFunction(function));
     return MaxPotentialBlockSize(min_grid_size, block_size, *kernel, shared_of_block_size,
                                  dynamic_shared, block_size_limit, flags);
@@ -366,7 +366,7 @@ CUresult cuOccupancyMaxPotentialBlockSizeWithFlags(int* min_grid_size, int* bloc
 
 CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t* available, CUfunction function, int blocks,
                                                  int block_size) {
-  return RunDriver(__func__, [&]() -> absl::Status {
+  return DriverCall(__func__, [&]() -> absl::Status {
     TALLY_ASSIGN_OR_RETURN(const Kernel* kernel, DriverFunction(function));
     return AvailableDynamicShared(available, *kernel, blocks, block_size);
   });

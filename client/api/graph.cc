@@ -551,48 +551,48 @@ using namespace tally::client;  // NOLINT: this file is the graph API's C surfac
 extern "C" {
 
 cudaError_t cudaGraphCreate(cudaGraph_t* graph, unsigned int flags) {
-  return Run(__func__, [&] { return CreateGraph(graph, flags); });
+  return RuntimeCall(__func__, [&] { return CreateGraph(graph, flags); });
 }
 
 cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
-  return Run(__func__, [&] { return DestroyGraph(graph); });
+  return RuntimeCall(__func__, [&] { return DestroyGraph(graph); });
 }
 
 cudaError_t cudaGraphClone(cudaGraph_t* clone, cudaGraph_t original) {
-  return Run(__func__, [&] { return CloneGraph(clone, original); });
+  return RuntimeCall(__func__, [&] { return CloneGraph(clone, original); });
 }
 
 cudaError_t cudaGraphNodeFindInClone(cudaGraphNode_t* node, cudaGraphNode_t original,
                                      cudaGraph_t clone) {
-  return Run(__func__, [&] { return FindInClone(node, original, clone); });
+  return RuntimeCall(__func__, [&] { return FindInClone(node, original, clone); });
 }
 
 cudaError_t cudaGraphAddKernelNode(cudaGraphNode_t* node, cudaGraph_t graph,
                                    const cudaGraphNode_t* dependencies, size_t count,
                                    const cudaKernelNodeParams* params) {
-  return Run(__func__, [&]() -> absl::Status {
+  return RuntimeCall(__func__, [&]() -> absl::Status {
     TALLY_ASSIGN_OR_RETURN(KernelWork work, KernelWorkOf(params));
     return AddNode(node, graph, dependencies, count, std::move(work));
   });
 }
 
 cudaError_t cudaGraphKernelNodeGetParams(cudaGraphNode_t node, cudaKernelNodeParams* params) {
-  return Run(__func__, [&] { return GetKernelParams(node, params); });
+  return RuntimeCall(__func__, [&] { return GetKernelParams(node, params); });
 }
 
 cudaError_t cudaGraphKernelNodeSetParams(cudaGraphNode_t node, const cudaKernelNodeParams* params) {
-  return Run(__func__, [&] { return SetNodeWork(node, KernelWorkOf(params)); });
+  return RuntimeCall(__func__, [&] { return SetNodeWork(node, KernelWorkOf(params)); });
 }
 
 cudaError_t cudaGraphExecKernelNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node,
                                              const cudaKernelNodeParams* params) {
-  return Run(__func__, [&] { return SetExecWork(exec, node, KernelWorkOf(params)); });
+  return RuntimeCall(__func__, [&] { return SetExecWork(exec, node, KernelWorkOf(params)); });
 }
 
 cudaError_t cudaGraphAddMemcpyNode(cudaGraphNode_t* node, cudaGraph_t graph,
                                    const cudaGraphNode_t* dependencies, size_t count,
                                    const cudaMemcpy3DParms* parms) {
-  return Run(__func__, [&]() -> absl::Status {
+  return RuntimeCall(__func__, [&]() -> absl::Status {
     TALLY_ASSIGN_OR_RETURN(CopyWork work, CopyWorkOf(parms));
     return AddNode(node, graph, dependencies, count, work);
   });
@@ -601,13 +601,13 @@ cudaError_t cudaGraphAddMemcpyNode(cudaGraphNode_t* node, cudaGraph_t graph,
 cudaError_t cudaGraphAddMemcpyNode1D(cudaGraphNode_t* node, cudaGraph_t graph,
                                      const cudaGraphNode_t* dependencies, size_t count, void* dst,
                                      const void* src, size_t bytes, cudaMemcpyKind kind) {
-  return Run(__func__, [&] {
+  return RuntimeCall(__func__, [&] {
     return AddNode(node, graph, dependencies, count, CopyWork1D(dst, src, bytes, kind));
   });
 }
 
 cudaError_t cudaGraphMemcpyNodeGetParams(cudaGraphNode_t node, cudaMemcpy3DParms* parms) {
-  return Run(__func__, [&]() -> absl::Status {
+  return RuntimeCall(__func__, [&]() -> absl::Status {
     TALLY_RETURN_IF_ERROR(CheckOut(parms));
     TALLY_ASSIGN_OR_RETURN(const CopyWork* work, NodeWorkOf<CopyWork>(node));
     *parms = work->parms;
@@ -616,38 +616,39 @@ cudaError_t cudaGraphMemcpyNodeGetParams(cudaGraphNode_t node, cudaMemcpy3DParms
 }
 
 cudaError_t cudaGraphMemcpyNodeSetParams(cudaGraphNode_t node, const cudaMemcpy3DParms* parms) {
-  return Run(__func__, [&] { return SetNodeWork(node, CopyWorkOf(parms)); });
+  return RuntimeCall(__func__, [&] { return SetNodeWork(node, CopyWorkOf(parms)); });
 }
 
 cudaError_t cudaGraphMemcpyNodeSetParams1D(cudaGraphNode_t node, void* dst, const void* src,
                                            size_t bytes, cudaMemcpyKind kind) {
-  return Run(__func__,
-             [&] { return SetNodeWork<CopyWork>(node, CopyWork1D(dst, src, bytes, kind)); });
+  return RuntimeCall(
+      __func__, [&] { return SetNodeWork<CopyWork>(node, CopyWork1D(dst, src, bytes, kind)); });
 }
 
 cudaError_t cudaGraphExecMemcpyNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node,
                                              const cudaMemcpy3DParms* parms) {
-  return Run(__func__, [&] { return SetExecWork(exec, node, CopyWorkOf(parms)); });
+  return RuntimeCall(__func__, [&] { return SetExecWork(exec, node, CopyWorkOf(parms)); });
 }
 
 cudaError_t cudaGraphExecMemcpyNodeSetParams1D(cudaGraphExec_t exec, cudaGraphNode_t node,
                                                void* dst, const void* src, size_t bytes,
                                                cudaMemcpyKind kind) {
-  return Run(__func__,
-             [&] { return SetExecWork<CopyWork>(exec, node, CopyWork1D(dst, src, bytes, kind)); });
+  return RuntimeCall(__func__, [&] {
+    return SetExecWork<CopyWork>(exec, node, CopyWork1D(dst, src, bytes, kind));
+  });
 }
 
 cudaError_t cudaGraphAddMemsetNode(cudaGraphNode_t* node, cudaGraph_t graph,
                                    const cudaGraphNode_t* dependencies, size_t count,
                                    const cudaMemsetParams* params) {
-  return Run(__func__, [&]() -> absl::Status {
+  return RuntimeCall(__func__, [&]() -> absl::Status {
     TALLY_ASSIGN_OR_RETURN(MemsetWork work, MemsetWorkOf(params));
     return AddNode(node, graph, dependencies, count, work);
   });
 }
 
 cudaError_t cudaGraphMemsetNodeGetParams(cudaGraphNode_t node, cudaMemsetParams* params) {
-  return Run(__func__, [&]() -> absl::Status {
+  return RuntimeCall(__func__, [&]() -> absl::Status {
     TALLY_RETURN_IF_ERROR(CheckOut(params));
     TALLY_ASSIGN_OR_RETURN(const MemsetWork* work, NodeWorkOf<MemsetWork>(node));
     *params = work->params;
@@ -656,25 +657,25 @@ cudaError_t cudaGraphMemsetNodeGetParams(cudaGraphNode_t node, cudaMemsetParams*
 }
 
 cudaError_t cudaGraphMemsetNodeSetParams(cudaGraphNode_t node, const cudaMemsetParams* params) {
-  return Run(__func__, [&] { return SetNodeWork(node, MemsetWorkOf(params)); });
+  return RuntimeCall(__func__, [&] { return SetNodeWork(node, MemsetWorkOf(params)); });
 }
 
 cudaError_t cudaGraphExecMemsetNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node,
                                              const cudaMemsetParams* params) {
-  return Run(__func__, [&] { return SetExecWork(exec, node, MemsetWorkOf(params)); });
+  return RuntimeCall(__func__, [&] { return SetExecWork(exec, node, MemsetWorkOf(params)); });
 }
 
 cudaError_t cudaGraphAddHostNode(cudaGraphNode_t* node, cudaGraph_t graph,
                                  const cudaGraphNode_t* dependencies, size_t count,
                                  const cudaHostNodeParams* params) {
-  return Run(__func__, [&]() -> absl::Status {
+  return RuntimeCall(__func__, [&]() -> absl::Status {
     TALLY_ASSIGN_OR_RETURN(HostWork work, HostWorkOf(params));
     return AddNode(node, graph, dependencies, count, work);
   });
 }
 
 cudaError_t cudaGraphHostNodeGetParams(cudaGraphNode_t node, cudaHostNodeParams* params) {
-  return Run(__func__, [&]() -> absl::Status {
+  return RuntimeCall(__func__, [&]() -> absl::Status {
     TALLY_RETURN_IF_ERROR(CheckOut(params));
     TALLY_ASSIGN_OR_RETURN(const HostWork* work, NodeWorkOf<HostWork>(node));
     *params = {.fn = work->function, .userData = work->data};
@@ -683,22 +684,23 @@ cudaError_t cudaGraphHostNodeGetParams(cudaGraphNode_t node, cudaHostNodeParams*
 }
 
 cudaError_t cudaGraphHostNodeSetParams(cudaGraphNode_t node, const cudaHostNodeParams* params) {
-  return Run(__func__, [&] { return SetNodeWork(node, HostWorkOf(params)); });
+  return RuntimeCall(__func__, [&] { return SetNodeWork(node, HostWorkOf(params)); });
 }
 
 cudaError_t cudaGraphExecHostNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node,
                                            const cudaHostNodeParams* params) {
-  return Run(__func__, [&] { return SetExecWork(exec, node, HostWorkOf(params)); });
+  return RuntimeCall(__func__, [&] { return SetExecWork(exec, node, HostWorkOf(params)); });
 }
 
 cudaError_t cudaGraphAddChildGraphNode(cudaGraphNode_t* node, cudaGraph_t graph,
                                        const cudaGraphNode_t* dependencies, size_t count,
                                        cudaGraph_t child) {
-  return Run(__func__, [&] { return AddChildGraph(node, graph, dependencies, count, child); });
+  return RuntimeCall(__func__,
+                     [&] { return AddChildGraph(node, graph, dependencies, count, child); });
 }
 
 cudaError_t cudaGraphChildGraphNodeGetGraph(cudaGraphNode_t node, cudaGraph_t* graph) {
-  return Run(__func__, [&]() -> absl::Status {
+  return RuntimeCall(__func__, [&]() -> absl::Status {
     TALLY_RETURN_IF_ERROR(CheckOut(graph));
     TALLY_ASSIGN_OR_RETURN(const ChildGraphWork* work, NodeWorkOf<ChildGraphWork>(node));
     *graph = ToHandle(work->graph.get());
@@ -708,19 +710,20 @@ cudaError_t cudaGraphChildGraphNodeGetGraph(cudaGraphNode_t node, cudaGraph_t* g
 
 cudaError_t cudaGraphAddEmptyNode(cudaGraphNode_t* node, cudaGraph_t graph,
                                   const cudaGraphNode_t* dependencies, size_t count) {
-  return Run(__func__, [&] { return AddNode(node, graph, dependencies, count, EmptyWork{}); });
+  return RuntimeCall(__func__,
+                     [&] { return AddNode(node, graph, dependencies, count, EmptyWork{}); });
 }
 
 cudaError_t cudaGraphAddEventRecordNode(cudaGraphNode_t* node, cudaGraph_t graph,
                                         const cudaGraphNode_t* dependencies, size_t count,
                                         cudaEvent_t event) {
-  return Run(__func__, [&] {
+  return RuntimeCall(__func__, [&] {
     return AddEventNode<EventRecordWork>(node, graph, dependencies, count, event);
   });
 }
 
 cudaError_t cudaGraphEventRecordNodeGetEvent(cudaGraphNode_t node, cudaEvent_t* event) {
-  return Run(__func__, [&]() -> absl::Status {
+  return RuntimeCall(__func__, [&]() -> absl::Status {
     TALLY_RETURN_IF_ERROR(CheckOut(event));
     TALLY_ASSIGN_OR_RETURN(const EventRecordWork* work, NodeWorkOf<EventRecordWork>(node));
     *event = work->event;
@@ -729,7 +732,7 @@ cudaError_t cudaGraphEventRecordNodeGetEvent(cudaGraphNode_t node, cudaEvent_t* 
 }
 
 cudaError_t cudaGraphEventRecordNodeSetEvent(cudaGraphNode_t node, cudaEvent_t event) {
-  return Run(__func__, [&]() -> absl::Status {
+  return RuntimeCall(__func__, [&]() -> absl::Status {
     TALLY_RETURN_IF_ERROR(CheckEvent(event));
     return SetNodeWork<EventRecordWork>(node, EventRecordWork{.event = event});
   });
@@ -737,7 +740,7 @@ cudaError_t cudaGraphEventRecordNodeSetEvent(cudaGraphNode_t node, cudaEvent_t e
 
 cudaError_t cudaGraphExecEventRecordNodeSetEvent(cudaGraphExec_t exec, cudaGraphNode_t node,
                                                  cudaEvent_t event) {
-  return Run(__func__, [&]() -> absl::Status {
+  return RuntimeCall(__func__, [&]() -> absl::Status {
     TALLY_RETURN_IF_ERROR(CheckEvent(event));
     return SetExecWork<EventRecordWork>(exec, node, EventRecordWork{.event = event});
   });
@@ -746,12 +749,13 @@ cudaError_t cudaGraphExecEventRecordNodeSetEvent(cudaGraphExec_t exec, cudaGraph
 cudaError_t cudaGraphAddEventWaitNode(cudaGraphNode_t* node, cudaGraph_t graph,
                                       const cudaGraphNode_t* dependencies, size_t count,
                                       cudaEvent_t event) {
-  return Run(__func__,
-             [&] { return AddEventNode<EventWaitWork>(node, graph, dependencies, count, event); });
+  return RuntimeCall(__func__, [&] {
+    return AddEventNode<EventWaitWork>(node, graph, dependencies, count, event);
+  });
 }
 
 cudaError_t cudaGraphEventWaitNodeGetEvent(cudaGraphNode_t node, cudaEvent_t* event) {
-  return Run(__func__, [&]() -> absl::Status {
+  return RuntimeCall(__func__, [&]() -> absl::Status {
     TALLY_RETURN_IF_ERROR(CheckOut(event));
     TALLY_ASSIGN_OR_RETURN(const EventWaitWork* work, NodeWorkOf<EventWaitWork>(node));
     *event = work->event;
@@ -760,7 +764,7 @@ cudaError_t cudaGraphEventWaitNodeGetEvent(cudaGraphNode_t node, cudaEvent_t* ev
 }
 
 cudaError_t cudaGraphEventWaitNodeSetEvent(cudaGraphNode_t node, cudaEvent_t event) {
-  return Run(__func__, [&]() -> absl::Status {
+  return RuntimeCall(__func__, [&]() -> absl::Status {
     TALLY_RETURN_IF_ERROR(CheckEvent(event));
     return SetNodeWork<EventWaitWork>(node, EventWaitWork{.event = event});
   });
@@ -768,7 +772,7 @@ cudaError_t cudaGraphEventWaitNodeSetEvent(cudaGraphNode_t node, cudaEvent_t eve
 
 cudaError_t cudaGraphExecEventWaitNodeSetEvent(cudaGraphExec_t exec, cudaGraphNode_t node,
                                                cudaEvent_t event) {
-  return Run(__func__, [&]() -> absl::Status {
+  return RuntimeCall(__func__, [&]() -> absl::Status {
     TALLY_RETURN_IF_ERROR(CheckEvent(event));
     return SetExecWork<EventWaitWork>(exec, node, EventWaitWork{.event = event});
   });
@@ -777,11 +781,12 @@ cudaError_t cudaGraphExecEventWaitNodeSetEvent(cudaGraphExec_t exec, cudaGraphNo
 cudaError_t cudaGraphAddMemAllocNode(cudaGraphNode_t* node, cudaGraph_t graph,
                                      const cudaGraphNode_t* dependencies, size_t count,
                                      cudaMemAllocNodeParams* params) {
-  return Run(__func__, [&] { return AddMemAlloc(node, graph, dependencies, count, params); });
+  return RuntimeCall(__func__,
+                     [&] { return AddMemAlloc(node, graph, dependencies, count, params); });
 }
 
 cudaError_t cudaGraphMemAllocNodeGetParams(cudaGraphNode_t node, cudaMemAllocNodeParams* params) {
-  return Run(__func__, [&]() -> absl::Status {
+  return RuntimeCall(__func__, [&]() -> absl::Status {
     TALLY_RETURN_IF_ERROR(CheckOut(params));
     TALLY_ASSIGN_OR_RETURN(const MemAllocWork* work, NodeWorkOf<MemAllocWork>(node));
     *params = work->params;
@@ -792,11 +797,12 @@ cudaError_t cudaGraphMemAllocNodeGetParams(cudaGraphNode_t node, cudaMemAllocNod
 cudaError_t cudaGraphAddMemFreeNode(cudaGraphNode_t* node, cudaGraph_t graph,
                                     const cudaGraphNode_t* dependencies, size_t count,
                                     void* pointer) {
-  return Run(__func__, [&] { return AddMemFree(node, graph, dependencies, count, pointer); });
+  return RuntimeCall(__func__,
+                     [&] { return AddMemFree(node, graph, dependencies, count, pointer); });
 }
 
 cudaError_t cudaGraphMemFreeNodeGetParams(cudaGraphNode_t node, void* pointer) {
-  return Run(__func__, [&]() -> absl::Status {
+  return RuntimeCall(__func__, [&]() -> absl::Status {
     TALLY_RETURN_IF_ERROR(CheckOut(pointer));
     TALLY_ASSIGN_OR_RETURN(const MemFreeWork* work, NodeWorkOf<MemFreeWork>(node));
     *static_cast<void**>(pointer) = work->pointer;
@@ -806,18 +812,18 @@ cudaError_t cudaGraphMemFreeNodeGetParams(cudaGraphNode_t node, void* pointer) {
 
 // Tally keeps no cached graph memory beyond what live graphs hold: nothing to trim.
 cudaError_t cudaDeviceGraphMemTrim(int device) {
-  return Run(__func__, [&] { return CheckDevice(device); });
+  return RuntimeCall(__func__, [&] { return CheckDevice(device); });
 }
 
 cudaError_t cudaGraphAddNode(cudaGraphNode_t* node, cudaGraph_t graph,
                              const cudaGraphNode_t* dependencies, const cudaGraphEdgeData* edges,
                              size_t count, cudaGraphNodeParams* params) {
-  return Run(__func__,
-             [&] { return AddGenericNode(node, graph, dependencies, edges, count, params); });
+  return RuntimeCall(
+      __func__, [&] { return AddGenericNode(node, graph, dependencies, edges, count, params); });
 }
 
 cudaError_t cudaGraphNodeSetParams(cudaGraphNode_t node, cudaGraphNodeParams* params) {
-  return Run(__func__, [&]() -> absl::Status {
+  return RuntimeCall(__func__, [&]() -> absl::Status {
     TALLY_ASSIGN_OR_RETURN(Node * found, FindNode(node));
     return SetGenericParams(found, params);
   });
@@ -825,7 +831,7 @@ cudaError_t cudaGraphNodeSetParams(cudaGraphNode_t node, cudaGraphNodeParams* pa
 
 cudaError_t cudaGraphExecNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node,
                                        cudaGraphNodeParams* params) {
-  return Run(__func__, [&]() -> absl::Status {
+  return RuntimeCall(__func__, [&]() -> absl::Status {
     TALLY_ASSIGN_OR_RETURN(GraphExec * found, FindExec(exec));
     TALLY_ASSIGN_OR_RETURN(Node * instance, found->Instance(node));
     return SetGenericParams(instance, params);
@@ -833,19 +839,19 @@ cudaError_t cudaGraphExecNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t nod
 }
 
 cudaError_t cudaGraphDebugDotPrint(cudaGraph_t graph, const char* path, unsigned int) {
-  return Run(__func__, [&] { return DotPrint(graph, path); });
+  return RuntimeCall(__func__, [&] { return DotPrint(graph, path); });
 }
 
 cudaError_t cudaGraphNodeGetType(cudaGraphNode_t node, cudaGraphNodeType* type) {
-  return Run(__func__, [&] { return GetType(node, type); });
+  return RuntimeCall(__func__, [&] { return GetType(node, type); });
 }
 
 cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t* nodes, size_t* count) {
-  return Run(__func__, [&] { return GetNodes(graph, nodes, count); });
+  return RuntimeCall(__func__, [&] { return GetNodes(graph, nodes, count); });
 }
 
 cudaError_t cudaGraphGetRootNodes(cudaGraph_t graph, cudaGraphNode_t* nodes, size_t* count) {
-  return Run(__func__, [&]() -> absl::Status {
+  return RuntimeCall(__func__, [&]() -> absl::Status {
     TALLY_ASSIGN_OR_RETURN(const Graph* found, FindGraph(graph));
     std::vector<Node*> roots;
     for (const auto& node : found->nodes) {
@@ -857,12 +863,12 @@ cudaError_t cudaGraphGetRootNodes(cudaGraph_t graph, cudaGraphNode_t* nodes, siz
 
 cudaError_t cudaGraphGetEdges(cudaGraph_t graph, cudaGraphNode_t* from, cudaGraphNode_t* to,
                               cudaGraphEdgeData* edges, size_t* count) {
-  return Run(__func__, [&] { return GetEdges(graph, from, to, edges, count); });
+  return RuntimeCall(__func__, [&] { return GetEdges(graph, from, to, edges, count); });
 }
 
 cudaError_t cudaGraphNodeGetDependencies(cudaGraphNode_t node, cudaGraphNode_t* dependencies,
                                          cudaGraphEdgeData* edges, size_t* count) {
-  return Run(__func__, [&]() -> absl::Status {
+  return RuntimeCall(__func__, [&]() -> absl::Status {
     TALLY_ASSIGN_OR_RETURN(const Node* found, FindNode(node));
     return FillList<cudaGraphNode_t, Node>(found->dependencies, dependencies, edges, count);
   });
@@ -870,7 +876,7 @@ cudaError_t cudaGraphNodeGetDependencies(cudaGraphNode_t node, cudaGraphNode_t* 
 
 cudaError_t cudaGraphNodeGetDependentNodes(cudaGraphNode_t node, cudaGraphNode_t* dependents,
                                            cudaGraphEdgeData* edges, size_t* count) {
-  return Run(__func__, [&]() -> absl::Status {
+  return RuntimeCall(__func__, [&]() -> absl::Status {
     TALLY_ASSIGN_OR_RETURN(const Node* found, FindNode(node));
     return FillList<cudaGraphNode_t, Node>(found->dependents, dependents, edges, count);
   });
@@ -879,98 +885,98 @@ cudaError_t cudaGraphNodeGetDependentNodes(cudaGraphNode_t node, cudaGraphNode_t
 cudaError_t cudaGraphAddDependencies(cudaGraph_t graph, const cudaGraphNode_t* from,
                                      const cudaGraphNode_t* to, const cudaGraphEdgeData* edges,
                                      size_t count) {
-  return Run(__func__, [&] { return ChangeEdges(graph, from, to, edges, count, true); });
+  return RuntimeCall(__func__, [&] { return ChangeEdges(graph, from, to, edges, count, true); });
 }
 
 cudaError_t cudaGraphRemoveDependencies(cudaGraph_t graph, const cudaGraphNode_t* from,
                                         const cudaGraphNode_t* to, const cudaGraphEdgeData* edges,
                                         size_t count) {
-  return Run(__func__, [&] { return ChangeEdges(graph, from, to, edges, count, false); });
+  return RuntimeCall(__func__, [&] { return ChangeEdges(graph, from, to, edges, count, false); });
 }
 
 cudaError_t cudaGraphDestroyNode(cudaGraphNode_t node) {
-  return Run(__func__, [&] { return DestroyNode(node); });
+  return RuntimeCall(__func__, [&] { return DestroyNode(node); });
 }
 
 cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph,
                                  unsigned long long flags) {
-  return Run(__func__, [&] { return Instantiate(exec, graph, flags); });
+  return RuntimeCall(__func__, [&] { return Instantiate(exec, graph, flags); });
 }
 
 cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t* exec, cudaGraph_t graph,
                                           unsigned long long flags) {
-  return Run(__func__, [&] { return Instantiate(exec, graph, flags); });
+  return RuntimeCall(__func__, [&] { return Instantiate(exec, graph, flags); });
 }
 
 cudaError_t cudaGraphInstantiateWithParams(cudaGraphExec_t* exec, cudaGraph_t graph,
                                            cudaGraphInstantiateParams* params) {
-  return Run(__func__, [&] { return InstantiateWithParams(exec, graph, params); });
+  return RuntimeCall(__func__, [&] { return InstantiateWithParams(exec, graph, params); });
 }
 
 cudaError_t cudaGraphExecGetFlags(cudaGraphExec_t exec, unsigned long long* flags) {
-  return Run(__func__, [&] { return GetExecFlags(exec, flags); });
+  return RuntimeCall(__func__, [&] { return GetExecFlags(exec, flags); });
 }
 
 cudaError_t cudaGraphExecUpdate(cudaGraphExec_t exec, cudaGraph_t graph,
                                 cudaGraphExecUpdateResultInfo* info) {
-  return Run(__func__, [&] { return ExecUpdate(exec, graph, info); });
+  return RuntimeCall(__func__, [&] { return ExecUpdate(exec, graph, info); });
 }
 
 cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
-  return Run(__func__, [&] { return Launch(exec, stream); });
+  return RuntimeCall(__func__, [&] { return Launch(exec, stream); });
 }
 
 cudaError_t cudaGraphUpload(cudaGraphExec_t exec, cudaStream_t stream) {
-  return Run(__func__, [&] { return Upload(exec, stream); });
+  return RuntimeCall(__func__, [&] { return Upload(exec, stream); });
 }
 
 cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
-  return Run(__func__, [&] { return DestroyExec(exec); });
+  return RuntimeCall(__func__, [&] { return DestroyExec(exec); });
 }
 
 // Driver API.
 
 CUresult cuGraphCreate(CUgraph* graph, unsigned int flags) {
-  return RunDriver(__func__, [&] { return CreateGraph(graph, flags); });
+  return DriverCall(__func__, [&] { return CreateGraph(graph, flags); });
 }
 
 CUresult cuGraphDestroy(CUgraph graph) {
-  return RunDriver(__func__, [&] { return DestroyGraph(graph); });
+  return DriverCall(__func__, [&] { return DestroyGraph(graph); });
 }
 
 CUresult cuGraphClone(CUgraph* clone, CUgraph original) {
-  return RunDriver(__func__, [&] { return CloneGraph(clone, original); });
+  return DriverCall(__func__, [&] { return CloneGraph(clone, original); });
 }
 
 CUresult cuGraphNodeFindInClone(CUgraphNode* node, CUgraphNode original, CUgraph clone) {
-  return RunDriver(__func__, [&] { return FindInClone(node, original, clone); });
+  return DriverCall(__func__, [&] { return FindInClone(node, original, clone); });
 }
 
 CUresult cuGraphAddKernelNode_v2(CUgraphNode* node, CUgraph graph, const CUgraphNode* dependencies,
                                  size_t count, const CUDA_KERNEL_NODE_PARAMS* params) {
-  return RunDriver(__func__, [&]() -> absl::Status {
+  return DriverCall(__func__, [&]() -> absl::Status {
     TALLY_ASSIGN_OR_RETURN(KernelWork work, KernelWorkOf(params));
     return AddNode(node, graph, dependencies, count, std::move(work));
   });
 }
 
 CUresult cuGraphKernelNodeGetParams_v2(CUgraphNode node, CUDA_KERNEL_NODE_PARAMS* params) {
-  return RunDriver(__func__, [&] { return GetDriverKernelParams(node, params); });
+  return DriverCall(__func__, [&] { return GetDriverKernelParams(node, params); });
 }
 
 CUresult cuGraphKernelNodeSetParams_v2(CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS* params) {
-  return RunDriver(__func__, [&] { return SetNodeWork(node, KernelWorkOf(params)); });
+  return DriverCall(__func__, [&] { return SetNodeWork(node, KernelWorkOf(params)); });
 }
 
 CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec exec, CUgraphNode node,
                                            const CUDA_KERNEL_NODE_PARAMS* params) {
-  return RunDriver(__func__, [&] { return SetExecWork(exec, node, KernelWorkOf(params)); });
+  return DriverCall(__func__, [&] { return SetExecWork(exec, node, KernelWorkOf(params)); });
 }
 
 // The context is the client's one server context whatever it is (api/context.cc).
 CUresult cuGraphAddMemsetNode(CUgraphNode* node, CUgraph graph, const CUgraphNode* dependencies,
                               size_t count, const CUDA_MEMSET_NODE_PARAMS* params, CUcontext) {
-  return RunDriver(__func__, [&]() -> absl::Status {
+  return DriverCall(__func__, [&]() -> absl::Status {
     TALLY_ASSIGN_OR_RETURN(MemsetWork work,
                            MemsetWorkOf(reinterpret_cast<const cudaMemsetParams*>(params)));
     return AddNode(node, graph, dependencies, count, work);
@@ -979,7 +985,7 @@ CUresult cuGraphAddMemsetNode(CUgraphNode* node, CUgraph graph, const CUgraphNod
 
 CUresult cuGraphAddHostNode(CUgraphNode* node, CUgraph graph, const CUgraphNode* dependencies,
                             size_t count, const CUDA_HOST_NODE_PARAMS* params) {
-  return RunDriver(__func__, [&]() -> absl::Status {
+  return DriverCall(__func__, [&]() -> absl::Status {
     TALLY_ASSIGN_OR_RETURN(HostWork work,
                            HostWorkOf(reinterpret_cast<const cudaHostNodeParams*>(params)));
     return AddNode(node, graph, dependencies, count, work);
@@ -988,33 +994,33 @@ CUresult cuGraphAddHostNode(CUgraphNode* node, CUgraph graph, const CUgraphNode*
 
 CUresult cuGraphAddEmptyNode(CUgraphNode* node, CUgraph graph, const CUgraphNode* dependencies,
                              size_t count) {
-  return RunDriver(__func__,
-                   [&] { return AddNode(node, graph, dependencies, count, EmptyWork{}); });
+  return DriverCall(__func__,
+                    [&] { return AddNode(node, graph, dependencies, count, EmptyWork{}); });
 }
 
 CUresult cuGraphAddChildGraphNode(CUgraphNode* node, CUgraph graph, const CUgraphNode* dependencies,
                                   size_t count, CUgraph child) {
-  return RunDriver(__func__,
-                   [&] { return AddChildGraph(node, graph, dependencies, count, child); });
+  return DriverCall(__func__,
+                    [&] { return AddChildGraph(node, graph, dependencies, count, child); });
 }
 
 CUresult cuGraphAddEventRecordNode(CUgraphNode* node, CUgraph graph,
                                    const CUgraphNode* dependencies, size_t count, CUevent event) {
-  return RunDriver(__func__, [&] {
+  return DriverCall(__func__, [&] {
     return AddEventNode<EventRecordWork>(node, graph, dependencies, count, event);
   });
 }
 
 CUresult cuGraphAddEventWaitNode(CUgraphNode* node, CUgraph graph, const CUgraphNode* dependencies,
                                  size_t count, CUevent event) {
-  return RunDriver(__func__, [&] {
+  return DriverCall(__func__, [&] {
     return AddEventNode<EventWaitWork>(node, graph, dependencies, count, event);
   });
 }
 
 CUresult cuGraphAddDependencies_v2(CUgraph graph, const CUgraphNode* from, const CUgraphNode* to,
                                    const CUgraphEdgeData* edges, size_t count) {
-  return RunDriver(__func__, [&] {
+  return DriverCall(__func__, [&] {
     return ChangeEdges(graph, from, to, reinterpret_cast<const cudaGraphEdgeData*>(edges), count,
                        true);
   });
@@ -1022,33 +1028,33 @@ CUresult cuGraphAddDependencies_v2(CUgraph graph, const CUgraphNode* from, const
 
 CUresult cuGraphRemoveDependencies_v2(CUgraph graph, const CUgraphNode* from, const CUgraphNode* to,
                                       const CUgraphEdgeData* edges, size_t count) {
-  return RunDriver(__func__, [&] {
+  return DriverCall(__func__, [&] {
     return ChangeEdges(graph, from, to, reinterpret_cast<const cudaGraphEdgeData*>(edges), count,
                        false);
   });
 }
 
 CUresult cuGraphGetNodes(CUgraph graph, CUgraphNode* nodes, size_t* count) {
-  return RunDriver(__func__, [&] { return GetNodes(graph, nodes, count); });
+  return DriverCall(__func__, [&] { return GetNodes(graph, nodes, count); });
 }
 
 CUresult cuGraphNodeGetType(CUgraphNode node, CUgraphNodeType* type) {
   static_assert(sizeof(CUgraphNodeType) == sizeof(cudaGraphNodeType));
-  return RunDriver(__func__,
-                   [&] { return GetType(node, reinterpret_cast<cudaGraphNodeType*>(type)); });
+  return DriverCall(__func__,
+                    [&] { return GetType(node, reinterpret_cast<cudaGraphNodeType*>(type)); });
 }
 
 CUresult cuGraphDestroyNode(CUgraphNode node) {
-  return RunDriver(__func__, [&] { return DestroyNode(node); });
+  return DriverCall(__func__, [&] { return DestroyNode(node); });
 }
 
 CUresult cuGraphInstantiateWithFlags(CUgraphExec* exec, CUgraph graph, unsigned long long flags) {
-  return RunDriver(__func__, [&] { return Instantiate(exec, graph, flags); });
+  return DriverCall(__func__, [&] { return Instantiate(exec, graph, flags); });
 }
 
 CUresult cuGraphInstantiateWithParams(CUgraphExec* exec, CUgraph graph,
                                       CUDA_GRAPH_INSTANTIATE_PARAMS* params) {
-  return RunDriver(__func__, [&] {
+  return DriverCall(__func__, [&] {
     return InstantiateWithParams(exec, graph,
                                  reinterpret_cast<cudaGraphInstantiateParams*>(params));
   });
@@ -1056,26 +1062,26 @@ CUresult cuGraphInstantiateWithParams(CUgraphExec* exec, CUgraph graph,
 
 CUresult cuGraphExecGetFlags(CUgraphExec exec, cuuint64_t* flags) {
   static_assert(sizeof(cuuint64_t) == sizeof(unsigned long long));
-  return RunDriver(
+  return DriverCall(
       __func__, [&] { return GetExecFlags(exec, reinterpret_cast<unsigned long long*>(flags)); });
 }
 
 CUresult cuGraphExecUpdate_v2(CUgraphExec exec, CUgraph graph, CUgraphExecUpdateResultInfo* info) {
-  return RunDriver(__func__, [&] {
+  return DriverCall(__func__, [&] {
     return ExecUpdate(exec, graph, reinterpret_cast<cudaGraphExecUpdateResultInfo*>(info));
   });
 }
 
 CUresult cuGraphLaunch(CUgraphExec exec, CUstream stream) {
-  return RunDriver(__func__, [&] { return Launch(exec, stream); });
+  return DriverCall(__func__, [&] { return Launch(exec, stream); });
 }
 
 CUresult cuGraphUpload(CUgraphExec exec, CUstream stream) {
-  return RunDriver(__func__, [&] { return Upload(exec, stream); });
+  return DriverCall(__func__, [&] { return Upload(exec, stream); });
 }
 
 CUresult cuGraphExecDestroy(CUgraphExec exec) {
-  return RunDriver(__func__, [&] { return DestroyExec(exec); });
+  return DriverCall(__func__, [&] { return DestroyExec(exec); });
 }
 
 }  // extern "C"

@@ -29,8 +29,8 @@ using tally::client::HostBlock;
 using tally::client::HostBlockKind;
 using tally::client::HostBlocks;
 using tally::client::PrimaryContext;
-using tally::client::Run;
-using tally::client::RunDriver;
+using tally::client::RuntimeCall;
+using tally::client::DriverCall;
 using tally::client::UnmappedReason;
 
 namespace {
@@ -310,58 +310,59 @@ absl::Status PointerAttributes(unsigned count, const CUpointer_attribute* attrib
 extern "C" {
 
 cudaError_t cudaMallocHost(void** pointer, size_t size) {
-  return Run(__func__, [&] { return AllocatePinned(pointer, size, cudaHostAllocDefault); });
+  return RuntimeCall(__func__, [&] { return AllocatePinned(pointer, size, cudaHostAllocDefault); });
 }
 
 cudaError_t cudaHostAlloc(void** pointer, size_t size, unsigned int flags) {
-  return Run(__func__, [&] { return AllocatePinned(pointer, size, flags); });
+  return RuntimeCall(__func__, [&] { return AllocatePinned(pointer, size, flags); });
 }
 
 cudaError_t cudaFreeHost(void* pointer) {
-  return Run(__func__, [&] { return FreePinned(pointer); });
+  return RuntimeCall(__func__, [&] { return FreePinned(pointer); });
 }
 
 cudaError_t cudaMallocManaged(void** pointer, size_t size, unsigned int flags) {
-  return Run(__func__, [&] { return AllocateManaged(pointer, size, flags); });
+  return RuntimeCall(__func__, [&] { return AllocateManaged(pointer, size, flags); });
 }
 
 cudaError_t cudaMemPrefetchAsync(const void* pointer, size_t count, cudaMemLocation,
                                  unsigned int flags, cudaStream_t) {
-  return Run(__func__, [&]() -> absl::Status {
+  return RuntimeCall(__func__, [&]() -> absl::Status {
     if (flags != 0) return CudaError(cudaErrorInvalidValue, "flags must be 0");
     return CheckManagedRange(pointer, count);
   });
 }
 
 cudaError_t cudaMemAdvise(const void* pointer, size_t count, cudaMemoryAdvise, cudaMemLocation) {
-  return Run(__func__, [&] { return CheckManagedRange(pointer, count); });
+  return RuntimeCall(__func__, [&] { return CheckManagedRange(pointer, count); });
 }
 
 // length 0 means the whole allocation (CUDA Runtime API, cudaStreamAttachMemAsync).
 cudaError_t cudaStreamAttachMemAsync(cudaStream_t, void* pointer, size_t length, unsigned int) {
-  return Run(__func__, [&] { return CheckManagedRange(pointer, length == 0 ? 1 : length); });
+  return RuntimeCall(__func__,
+                     [&] { return CheckManagedRange(pointer, length == 0 ? 1 : length); });
 }
 
 cudaError_t cudaHostGetDevicePointer(void** device, void* host, unsigned int flags) {
-  return Run(__func__, [&] { return DevicePointerOf(device, host, flags); });
+  return RuntimeCall(__func__, [&] { return DevicePointerOf(device, host, flags); });
 }
 
 cudaError_t cudaHostGetFlags(unsigned int* flags, void* host) {
-  return Run(__func__, [&] { return FlagsOf(flags, host); });
+  return RuntimeCall(__func__, [&] { return FlagsOf(flags, host); });
 }
 
 // Mapped for the device at its host-region alias (host_blocks.h, DevicePointerOf); copies with
 // the application's pointer are staged like pageable ones, copies with the alias are not.
 cudaError_t cudaHostRegister(void* pointer, size_t size, unsigned int flags) {
-  return Run(__func__, [&] { return HostBlocks::Get().Register(pointer, size, flags); });
+  return RuntimeCall(__func__, [&] { return HostBlocks::Get().Register(pointer, size, flags); });
 }
 
 cudaError_t cudaHostUnregister(void* pointer) {
-  return Run(__func__, [&] { return HostBlocks::Get().Unregister(pointer); });
+  return RuntimeCall(__func__, [&] { return HostBlocks::Get().Unregister(pointer); });
 }
 
 cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* attributes, const void* pointer) {
-  return Run(__func__, [&]() -> absl::Status {
+  return RuntimeCall(__func__, [&]() -> absl::Status {
     TALLY_RETURN_IF_ERROR(CheckOut(attributes));
     *attributes = AttributesOf(pointer);
     return absl::OkStatus();
@@ -372,33 +373,33 @@ cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* attributes, const vo
 // CU_MEMHOSTREGISTER_* and CU_MEM_ATTACH_* flags have the runtime flags' values.
 
 CUresult cuMemHostAlloc(void** pointer, size_t size, unsigned int flags) {
-  return RunDriver(__func__, [&] { return AllocatePinned(pointer, size, flags); });
+  return DriverCall(__func__, [&] { return AllocatePinned(pointer, size, flags); });
 }
 
 CUresult cuMemAllocHost_v2(void** pointer, size_t size) {
-  return RunDriver(__func__, [&] { return AllocatePinned(pointer, size, 0); });
+  return DriverCall(__func__, [&] { return AllocatePinned(pointer, size, 0); });
 }
 
 CUresult cuMemFreeHost(void* pointer) {
-  return RunDriver(__func__, [&] { return FreePinned(pointer); });
+  return DriverCall(__func__, [&] { return FreePinned(pointer); });
 }
 
 CUresult cuMemAllocManaged(CUdeviceptr* address, size_t size, unsigned int flags) {
-  return RunDriver(__func__,
-                   [&] { return AllocateManaged(reinterpret_cast<void**>(address), size, flags); });
+  return DriverCall(
+      __func__, [&] { return AllocateManaged(reinterpret_cast<void**>(address), size, flags); });
 }
 
 CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr* device, void* host, unsigned int flags) {
-  return RunDriver(__func__,
-                   [&] { return DevicePointerOf(reinterpret_cast<void**>(device), host, flags); });
+  return DriverCall(__func__,
+                    [&] { return DevicePointerOf(reinterpret_cast<void**>(device), host, flags); });
 }
 
 CUresult cuMemHostGetFlags(unsigned int* flags, void* host) {
-  return RunDriver(__func__, [&] { return FlagsOf(flags, host); });
+  return DriverCall(__func__, [&] { return FlagsOf(flags, host); });
 }
 
 CUresult cuMemHostRegister_v2(void* pointer, size_t size, unsigned int flags) {
-  return RunDriver(__func__, [&] { return HostBlocks::Get().Register(pointer, size, flags); });
+  return DriverCall(__func__, [&] { return HostBlocks::Get().Register(pointer, size, flags); });
 }
 
 CUresult cuMemHostRegister(void* pointer, size_t size, unsigned int flags) {
@@ -406,16 +407,16 @@ CUresult cuMemHostRegister(void* pointer, size_t size, unsigned int flags) {
 }
 
 CUresult cuMemHostUnregister(void* pointer) {
-  return RunDriver(__func__, [&] { return HostBlocks::Get().Unregister(pointer); });
+  return DriverCall(__func__, [&] { return HostBlocks::Get().Unregister(pointer); });
 }
 
 CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attribute, CUdeviceptr pointer) {
-  return RunDriver(__func__, [&] { return PointerAttribute(data, attribute, pointer); });
+  return DriverCall(__func__, [&] { return PointerAttribute(data, attribute, pointer); });
 }
 
 CUresult cuPointerGetAttributes(unsigned int count, CUpointer_attribute* attributes, void** data,
                                 CUdeviceptr pointer) {
-  return RunDriver(__func__, [&] { return PointerAttributes(count, attributes, data, pointer); });
+  return DriverCall(__func__, [&] { return PointerAttributes(count, attributes, data, pointer); });
 }
 
 }  // extern "C"

@@ -40,8 +40,8 @@ using tally::client::LaunchOptions;
 using tally::client::LaunchOptionsOf;
 using tally::client::PackArguments;
 using tally::client::PostLaunch;
-using tally::client::Run;
-using tally::client::RunDriver;
+using tally::client::RuntimeCall;
+using tally::client::DriverCall;
 using tally::client::StreamHandle;
 namespace ipc = tally::ipc;
 
@@ -413,7 +413,7 @@ extern "C" {
 
 cudaError_t cudaLaunchKernel(const void* function, dim3 grid, dim3 block, void** args,
                              size_t shared_bytes, cudaStream_t stream) {
-  return Run(__func__, [&]() -> absl::Status {
+  return RuntimeCall(__func__, [&]() -> absl::Status {
     TALLY_ASSIGN_OR_RETURN(Kernel * kernel, KernelRegistry::Get().Resolve(function));
     return Launch(*kernel, grid, block, args, shared_bytes, stream);
   });
@@ -431,7 +431,7 @@ unsigned __cudaPushCallConfiguration(dim3 grid, dim3 block, size_t shared_bytes,
 
 cudaError_t __cudaPopCallConfiguration(dim3* grid, dim3* block, size_t* shared_bytes,
                                        void* stream) noexcept {
-  return Run(__func__, [&]() -> absl::Status {
+  return RuntimeCall(__func__, [&]() -> absl::Status {
     if (configurations.empty()) {
       return CudaError(cudaErrorMissingConfiguration, "kernel stub called without <<<>>>");
     }
@@ -448,7 +448,7 @@ cudaError_t __cudaPopCallConfiguration(dim3* grid, dim3* block, size_t* shared_b
 // The cudaKernel_t handed out is the shim's Kernel record; it stays valid for the process. It is
 // resolved by the launch, which reports a module the device cannot load (kernels.cc).
 cudaError_t __cudaGetKernel(cudaKernel_t* kernel, const void* function) noexcept {
-  return Run(__func__, [&]() -> absl::Status {
+  return RuntimeCall(__func__, [&]() -> absl::Status {
     TALLY_RETURN_IF_ERROR(CheckOut(kernel));
     TALLY_ASSIGN_OR_RETURN(Kernel * record, KernelRegistry::Get().Find(function));
     *kernel = reinterpret_cast<cudaKernel_t>(record);
@@ -458,7 +458,7 @@ cudaError_t __cudaGetKernel(cudaKernel_t* kernel, const void* function) noexcept
 
 cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 grid, dim3 block, void** args,
                                size_t shared_bytes, cudaStream_t stream) noexcept {
-  return Run(__func__, [&]() -> absl::Status {
+  return RuntimeCall(__func__, [&]() -> absl::Status {
     // __cudaGetKernel failed earlier (its handle stayed null): nothing to launch.
     if (kernel == nullptr) return CudaError(cudaErrorInvalidDeviceFunction, "no kernel");
     return Launch(*reinterpret_cast<Kernel*>(kernel), grid, block, args, shared_bytes, stream);
@@ -467,7 +467,7 @@ cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 grid, dim3 block, void*
 
 cudaError_t cudaLaunchCooperativeKernel(const void* function, dim3 grid, dim3 block, void** args,
                                         size_t shared_bytes, cudaStream_t stream) {
-  return Run(__func__, [&]() -> absl::Status {
+  return RuntimeCall(__func__, [&]() -> absl::Status {
     TALLY_ASSIGN_OR_RETURN(Kernel * kernel, KernelRegistry::Get().Resolve(function));
     return LaunchCooperative(*kernel, grid, block, args, shared_bytes, stream);
   });
@@ -475,7 +475,7 @@ cudaError_t cudaLaunchCooperativeKernel(const void* function, dim3 grid, dim3 bl
 
 cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* function,
                                 void** args) {
-  return Run(__func__, [&]() -> absl::Status {
+  return RuntimeCall(__func__, [&]() -> absl::Status {
     if (config == nullptr) return CudaError(cudaErrorInvalidValue, "null launch configuration");
     TALLY_ASSIGN_OR_RETURN(const LaunchOptions options,
                            LaunchOptionsOf(config->attrs, config->numAttrs));
@@ -493,7 +493,7 @@ CUresult cuLaunchKernel(CUfunction function, unsigned int grid_x, unsigned int g
                         unsigned int grid_z, unsigned int block_x, unsigned int block_y,
                         unsigned int block_z, unsigned int shared_bytes, CUstream stream,
                         void** kernel_params, void** extra) {
-  return RunDriver(__func__, [&]() -> absl::Status {
+  return DriverCall(__func__, [&]() -> absl::Status {
     TALLY_ASSIGN_OR_RETURN(const Kernel* kernel, DriverFunction(function));
     return PostDriver(*kernel, {grid_x, grid_y, grid_z}, {block_x, block_y, block_z}, shared_bytes,
                       stream, kernel_params, extra);
@@ -504,7 +504,7 @@ CUresult cuLaunchCooperativeKernel(CUfunction function, unsigned int grid_x, uns
                                    unsigned int grid_z, unsigned int block_x, unsigned int block_y,
                                    unsigned int block_z, unsigned int shared_bytes, CUstream stream,
                                    void** kernel_params) {
-  return RunDriver(__func__, [&]() -> absl::Status {
+  return DriverCall(__func__, [&]() -> absl::Status {
     TALLY_ASSIGN_OR_RETURN(const Kernel* kernel, DriverFunction(function));
     const ipc::Dim3 grid{grid_x, grid_y, grid_z};
     const ipc::Dim3 block{block_x, block_y, block_z};
@@ -516,7 +516,7 @@ CUresult cuLaunchCooperativeKernel(CUfunction function, unsigned int grid_x, uns
 
 CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction function, void** kernel_params,
                           void** extra) {
-  return RunDriver(__func__, [&]() -> absl::Status {
+  return DriverCall(__func__, [&]() -> absl::Status {
     if (config == nullptr) return DriverError(CUDA_ERROR_INVALID_VALUE, "null launch config");
     TALLY_ASSIGN_OR_RETURN(const LaunchOptions options,
                            LaunchOptionsOf(config->attrs, config->numAttrs));

@@ -33,8 +33,8 @@ using tally::client::MemAllocWork;
 using tally::client::MemFreeWork;
 using tally::client::NodeWork;
 using tally::client::RangeKind;
-using tally::client::Run;
-using tally::client::RunDriver;
+using tally::client::RuntimeCall;
+using tally::client::DriverCall;
 using tally::client::StreamHandle;
 using tally::client::ToCudaError;
 namespace ipc = tally::ipc;
@@ -216,103 +216,103 @@ absl::Status DriverAllocate(CUdeviceptr* address, size_t size, uint64_t pool, CU
 extern "C" {
 
 cudaError_t cudaMallocAsync(void** pointer, size_t size, cudaStream_t stream) {
-  return Run(__func__, [&] { return AllocateAsync(pointer, size, 0, stream); });
+  return RuntimeCall(__func__, [&] { return AllocateAsync(pointer, size, 0, stream); });
 }
 
 cudaError_t cudaMallocFromPoolAsync(void** pointer, size_t size, cudaMemPool_t pool,
                                     cudaStream_t stream) {
-  return Run(__func__, [&] {
+  return RuntimeCall(__func__, [&] {
     if (pool == nullptr) return CudaError(cudaErrorInvalidValue, "null memory pool");
     return AsRuntime(AllocateAsync(pointer, size, PoolHandle(pool), stream));
   });
 }
 
 cudaError_t cudaFreeAsync(void* pointer, cudaStream_t stream) {
-  return Run(__func__, [&] { return FreeAsync(pointer, stream); });
+  return RuntimeCall(__func__, [&] { return FreeAsync(pointer, stream); });
 }
 
 cudaError_t cudaMemPoolCreate(cudaMemPool_t* pool, const cudaMemPoolProps* props) {
-  return Run(__func__, [&] { return CreatePool(pool, props); });
+  return RuntimeCall(__func__, [&] { return CreatePool(pool, props); });
 }
 
 cudaError_t cudaMemPoolDestroy(cudaMemPool_t pool) {
-  return Run(__func__, [&] { return AsRuntime(DestroyPool(pool)); });
+  return RuntimeCall(__func__, [&] { return AsRuntime(DestroyPool(pool)); });
 }
 
 cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* pool, int device) {
-  return Run(__func__, [&] { return GetPool(pool, device, ipc::PoolKind::kDefault); });
+  return RuntimeCall(__func__, [&] { return GetPool(pool, device, ipc::PoolKind::kDefault); });
 }
 
 cudaError_t cudaDeviceGetMemPool(cudaMemPool_t* pool, int device) {
-  return Run(__func__, [&] { return GetPool(pool, device, ipc::PoolKind::kCurrent); });
+  return RuntimeCall(__func__, [&] { return GetPool(pool, device, ipc::PoolKind::kCurrent); });
 }
 
 cudaError_t cudaDeviceSetMemPool(int device, cudaMemPool_t pool) {
-  return Run(__func__, [&] { return AsRuntime(SetCurrentPool(device, pool)); });
+  return RuntimeCall(__func__, [&] { return AsRuntime(SetCurrentPool(device, pool)); });
 }
 
 cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attribute, void* value) {
-  return Run(__func__, [&] { return AsRuntime(SetAttribute(pool, attribute, value)); });
+  return RuntimeCall(__func__, [&] { return AsRuntime(SetAttribute(pool, attribute, value)); });
 }
 
 cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attribute, void* value) {
-  return Run(__func__, [&] { return AsRuntime(GetAttribute(pool, attribute, value)); });
+  return RuntimeCall(__func__, [&] { return AsRuntime(GetAttribute(pool, attribute, value)); });
 }
 
 cudaError_t cudaMemPoolTrimTo(cudaMemPool_t pool, size_t keep) {
-  return Run(__func__, [&] { return AsRuntime(Trim(pool, keep)); });
+  return RuntimeCall(__func__, [&] { return AsRuntime(Trim(pool, keep)); });
 }
 
 // Driver API: CUmemoryPool is cudaMemPool_t, CUmemPoolProps cudaMemPoolProps (same layout and
 // values), CUmemPool_attribute cudaMemPoolAttr.
 
 CUresult cuMemAllocAsync(CUdeviceptr* address, size_t size, CUstream stream) {
-  return RunDriver(__func__, [&] { return DriverAllocate(address, size, 0, stream); });
+  return DriverCall(__func__, [&] { return DriverAllocate(address, size, 0, stream); });
 }
 
 CUresult cuMemAllocFromPoolAsync(CUdeviceptr* address, size_t size, CUmemoryPool pool,
                                  CUstream stream) {
-  return RunDriver(__func__, [&] {
+  return DriverCall(__func__, [&] {
     if (pool == nullptr) return CudaError(cudaErrorInvalidValue, "null memory pool");
     return DriverAllocate(address, size, PoolHandle(pool), stream);
   });
 }
 
 CUresult cuMemFreeAsync(CUdeviceptr address, CUstream stream) {
-  return RunDriver(__func__, [&] { return FreeAsync(Pointer(address), stream); });
+  return DriverCall(__func__, [&] { return FreeAsync(Pointer(address), stream); });
 }
 
 CUresult cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* props) {
-  return RunDriver(
+  return DriverCall(
       __func__, [&] { return CreatePool(pool, reinterpret_cast<const cudaMemPoolProps*>(props)); });
 }
 
 CUresult cuMemPoolDestroy(CUmemoryPool pool) {
-  return RunDriver(__func__, [&] { return DestroyPool(pool); });
+  return DriverCall(__func__, [&] { return DestroyPool(pool); });
 }
 
 CUresult cuDeviceGetDefaultMemPool(CUmemoryPool* pool, CUdevice device) {
-  return RunDriver(__func__, [&] { return GetPool(pool, device, ipc::PoolKind::kDefault); });
+  return DriverCall(__func__, [&] { return GetPool(pool, device, ipc::PoolKind::kDefault); });
 }
 
 CUresult cuDeviceGetMemPool(CUmemoryPool* pool, CUdevice device) {
-  return RunDriver(__func__, [&] { return GetPool(pool, device, ipc::PoolKind::kCurrent); });
+  return DriverCall(__func__, [&] { return GetPool(pool, device, ipc::PoolKind::kCurrent); });
 }
 
 CUresult cuDeviceSetMemPool(CUdevice device, CUmemoryPool pool) {
-  return RunDriver(__func__, [&] { return SetCurrentPool(device, pool); });
+  return DriverCall(__func__, [&] { return SetCurrentPool(device, pool); });
 }
 
 CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attribute, void* value) {
-  return RunDriver(__func__, [&] { return SetAttribute(pool, attribute, value); });
+  return DriverCall(__func__, [&] { return SetAttribute(pool, attribute, value); });
 }
 
 CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attribute, void* value) {
-  return RunDriver(__func__, [&] { return GetAttribute(pool, attribute, value); });
+  return DriverCall(__func__, [&] { return GetAttribute(pool, attribute, value); });
 }
 
 CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t keep) {
-  return RunDriver(__func__, [&] { return Trim(pool, keep); });
+  return DriverCall(__func__, [&] { return Trim(pool, keep); });
 }
 
 }  // extern "C"

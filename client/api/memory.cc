@@ -44,8 +44,8 @@ using tally::client::Memset;
 using tally::client::MemsetBox;
 using tally::client::MemsetElements;
 using tally::client::RangeKind;
-using tally::client::Run;
-using tally::client::RunDriver;
+using tally::client::RuntimeCall;
+using tally::client::DriverCall;
 namespace ipc = tally::ipc;
 
 namespace tally::client {
@@ -222,25 +222,25 @@ absl::Status AddressRange(CUdeviceptr* base, size_t* size, CUdeviceptr pointer) 
 extern "C" {
 
 cudaError_t cudaMalloc(void** pointer, size_t size) {
-  return Run(__func__, [&]() -> absl::Status {
+  return RuntimeCall(__func__, [&]() -> absl::Status {
     TALLY_RETURN_IF_ERROR(CheckUnsafeCall());
     return AllocateDevice(pointer, size);
   });
 }
 
 cudaError_t cudaFree(void* pointer) {
-  return Run(__func__, [&]() -> absl::Status {
+  return RuntimeCall(__func__, [&]() -> absl::Status {
     TALLY_RETURN_IF_ERROR(CheckUnsafeCall());
     return FreeDevice(pointer);
   });
 }
 
 cudaError_t cudaMallocPitch(void** pointer, size_t* pitch, size_t width, size_t height) {
-  return Run(__func__, [&] { return AllocatePitched(pointer, pitch, width, height); });
+  return RuntimeCall(__func__, [&] { return AllocatePitched(pointer, pitch, width, height); });
 }
 
 cudaError_t cudaMalloc3D(cudaPitchedPtr* pitched, cudaExtent extent) {
-  return Run(__func__, [&]() -> absl::Status {
+  return RuntimeCall(__func__, [&]() -> absl::Status {
     TALLY_RETURN_IF_ERROR(CheckOut(pitched));
     void* pointer = nullptr;
     size_t pitch = 0;
@@ -253,7 +253,7 @@ cudaError_t cudaMalloc3D(cudaPitchedPtr* pitched, cudaExtent extent) {
 
 cudaError_t cudaMemcpy2D(void* dst, size_t dst_pitch, const void* src, size_t src_pitch,
                          size_t width, size_t height, cudaMemcpyKind kind) {
-  return Run(__func__, [&] {
+  return RuntimeCall(__func__, [&] {
     return CopyBox({dst, dst_pitch, height}, {src, src_pitch, height}, {width, height, 1}, kind,
                    nullptr, CopyMode::kSync);
   });
@@ -262,61 +262,63 @@ cudaError_t cudaMemcpy2D(void* dst, size_t dst_pitch, const void* src, size_t sr
 cudaError_t cudaMemcpy2DAsync(void* dst, size_t dst_pitch, const void* src, size_t src_pitch,
                               size_t width, size_t height, cudaMemcpyKind kind,
                               cudaStream_t stream) {
-  return Run(__func__, [&] {
+  return RuntimeCall(__func__, [&] {
     return CopyBox({dst, dst_pitch, height}, {src, src_pitch, height}, {width, height, 1}, kind,
                    stream, CopyMode::kAsync);
   });
 }
 
 cudaError_t cudaMemcpy3D(const cudaMemcpy3DParms* parms) {
-  return Run(__func__, [&] { return Copy3D(parms, nullptr, CopyMode::kSync); });
+  return RuntimeCall(__func__, [&] { return Copy3D(parms, nullptr, CopyMode::kSync); });
 }
 
 cudaError_t cudaMemcpy3DAsync(const cudaMemcpy3DParms* parms, cudaStream_t stream) {
-  return Run(__func__, [&] { return Copy3D(parms, stream, CopyMode::kAsync); });
+  return RuntimeCall(__func__, [&] { return Copy3D(parms, stream, CopyMode::kAsync); });
 }
 
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
-  return Run(__func__, [&] { return Copy(dst, src, count, kind, nullptr, CopyMode::kSync); });
+  return RuntimeCall(__func__,
+                     [&] { return Copy(dst, src, count, kind, nullptr, CopyMode::kSync); });
 }
 
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpyKind kind,
                             cudaStream_t stream) {
-  return Run(__func__, [&] { return Copy(dst, src, count, kind, stream, CopyMode::kAsync); });
+  return RuntimeCall(__func__,
+                     [&] { return Copy(dst, src, count, kind, stream, CopyMode::kAsync); });
 }
 
 cudaError_t cudaMemset(void* dst, int value, size_t count) {
-  return Run(__func__, [&] { return Memset(dst, value, count, nullptr); });
+  return RuntimeCall(__func__, [&] { return Memset(dst, value, count, nullptr); });
 }
 
 cudaError_t cudaMemsetAsync(void* dst, int value, size_t count, cudaStream_t stream) {
-  return Run(__func__, [&] { return Memset(dst, value, count, stream); });
+  return RuntimeCall(__func__, [&] { return Memset(dst, value, count, stream); });
 }
 
 cudaError_t cudaMemset2D(void* dst, size_t pitch, int value, size_t width, size_t height) {
-  return Run(__func__, [&] {
+  return RuntimeCall(__func__, [&] {
     return MemsetBytes({dst, pitch, height}, value, {width, height, 1}, nullptr);
   });
 }
 
 cudaError_t cudaMemset2DAsync(void* dst, size_t pitch, int value, size_t width, size_t height,
                               cudaStream_t stream) {
-  return Run(__func__, [&] {
+  return RuntimeCall(__func__, [&] {
     return MemsetBytes({dst, pitch, height}, value, {width, height, 1}, stream);
   });
 }
 
 cudaError_t cudaMemset3D(cudaPitchedPtr pointer, int value, cudaExtent extent) {
-  return Run(__func__, [&] { return Memset3D(pointer, value, extent, nullptr); });
+  return RuntimeCall(__func__, [&] { return Memset3D(pointer, value, extent, nullptr); });
 }
 
 cudaError_t cudaMemset3DAsync(cudaPitchedPtr pointer, int value, cudaExtent extent,
                               cudaStream_t stream) {
-  return Run(__func__, [&] { return Memset3D(pointer, value, extent, stream); });
+  return RuntimeCall(__func__, [&] { return Memset3D(pointer, value, extent, stream); });
 }
 
 cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
-  return Run(__func__, [&] { return GetInfo(free_bytes, total_bytes); });
+  return RuntimeCall(__func__, [&] { return GetInfo(free_bytes, total_bytes); });
 }
 
 // Driver API (CUDA Driver API, "Memory Management"). Copies named HtoD/DtoH/DtoD behave as the
@@ -324,155 +326,158 @@ cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
 // cudaMemcpyDefault does (unified addressing).
 
 CUresult cuMemGetInfo_v2(size_t* free_bytes, size_t* total_bytes) {
-  return RunDriver(__func__, [&] { return GetInfo(free_bytes, total_bytes); });
+  return DriverCall(__func__, [&] { return GetInfo(free_bytes, total_bytes); });
 }
 
 CUresult cuMemAlloc_v2(CUdeviceptr* address, size_t size) {
-  return RunDriver(__func__, [&]() -> absl::Status {
+  return DriverCall(__func__, [&]() -> absl::Status {
     if (size == 0) return DriverError(CUDA_ERROR_INVALID_VALUE, "zero-byte cuMemAlloc");
     return AllocateDevice(reinterpret_cast<void**>(address), size);
   });
 }
 
 CUresult cuMemFree_v2(CUdeviceptr address) {
-  return RunDriver(__func__, [&] { return FreeDevice(Pointer(address)); });
+  return DriverCall(__func__, [&] { return FreeDevice(Pointer(address)); });
 }
 
 CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t count) {
-  return RunDriver(__func__, [&] {
+  return DriverCall(__func__, [&] {
     return Copy(Pointer(dst), Pointer(src), count, cudaMemcpyDefault, nullptr, CopyMode::kSync);
   });
 }
 
 CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t count, CUstream stream) {
-  return RunDriver(__func__, [&] {
+  return DriverCall(__func__, [&] {
     return Copy(Pointer(dst), Pointer(src), count, cudaMemcpyDefault, stream, CopyMode::kAsync);
   });
 }
 
 CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, size_t count) {
-  return RunDriver(__func__, [&] {
+  return DriverCall(__func__, [&] {
     return Copy(Pointer(dst), src, count, cudaMemcpyHostToDevice, nullptr, CopyMode::kSync);
   });
 }
 
 CUresult cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, size_t count) {
-  return RunDriver(__func__, [&] {
+  return DriverCall(__func__, [&] {
     return Copy(dst, Pointer(src), count, cudaMemcpyDeviceToHost, nullptr, CopyMode::kSync);
   });
 }
 
 CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t count) {
-  return RunDriver(__func__, [&] {
+  return DriverCall(__func__, [&] {
     return Copy(Pointer(dst), Pointer(src), count, cudaMemcpyDeviceToDevice, nullptr,
                 CopyMode::kSync);
   });
 }
 
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void* src, size_t count, CUstream stream) {
-  return RunDriver(__func__, [&] {
+  return DriverCall(__func__, [&] {
     return Copy(Pointer(dst), src, count, cudaMemcpyHostToDevice, stream, CopyMode::kAsync);
   });
 }
 
 CUresult cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, size_t count, CUstream stream) {
-  return RunDriver(__func__, [&] {
+  return DriverCall(__func__, [&] {
     return Copy(dst, Pointer(src), count, cudaMemcpyDeviceToHost, stream, CopyMode::kAsync);
   });
 }
 
 CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t count, CUstream stream) {
-  return RunDriver(__func__, [&] {
+  return DriverCall(__func__, [&] {
     return Copy(Pointer(dst), Pointer(src), count, cudaMemcpyDeviceToDevice, stream,
                 CopyMode::kAsync);
   });
 }
 
 CUresult cuMemsetD8_v2(CUdeviceptr dst, unsigned char value, size_t count) {
-  return RunDriver(__func__,
-                   [&] { return MemsetElements(Pointer(dst), value, 1, count, nullptr); });
+  return DriverCall(__func__,
+                    [&] { return MemsetElements(Pointer(dst), value, 1, count, nullptr); });
 }
 
 CUresult cuMemsetD16_v2(CUdeviceptr dst, unsigned short value, size_t count) {
-  return RunDriver(__func__,
-                   [&] { return MemsetElements(Pointer(dst), value, 2, count, nullptr); });
+  return DriverCall(__func__,
+                    [&] { return MemsetElements(Pointer(dst), value, 2, count, nullptr); });
 }
 
 CUresult cuMemsetD32_v2(CUdeviceptr dst, unsigned int value, size_t count) {
-  return RunDriver(__func__,
-                   [&] { return MemsetElements(Pointer(dst), value, 4, count, nullptr); });
+  return DriverCall(__func__,
+                    [&] { return MemsetElements(Pointer(dst), value, 4, count, nullptr); });
 }
 
 CUresult cuMemsetD2D8_v2(CUdeviceptr dst, size_t pitch, unsigned char value, size_t width,
                          size_t height) {
-  return RunDriver(__func__,
-                   [&] { return MemsetRows(dst, pitch, value, 1, width, height, nullptr); });
+  return DriverCall(__func__,
+                    [&] { return MemsetRows(dst, pitch, value, 1, width, height, nullptr); });
 }
 
 CUresult cuMemsetD2D16_v2(CUdeviceptr dst, size_t pitch, unsigned short value, size_t width,
                           size_t height) {
-  return RunDriver(__func__,
-                   [&] { return MemsetRows(dst, pitch, value, 2, width, height, nullptr); });
+  return DriverCall(__func__,
+                    [&] { return MemsetRows(dst, pitch, value, 2, width, height, nullptr); });
 }
 
 CUresult cuMemsetD2D32_v2(CUdeviceptr dst, size_t pitch, unsigned int value, size_t width,
                           size_t height) {
-  return RunDriver(__func__,
-                   [&] { return MemsetRows(dst, pitch, value, 4, width, height, nullptr); });
+  return DriverCall(__func__,
+                    [&] { return MemsetRows(dst, pitch, value, 4, width, height, nullptr); });
 }
 
 CUresult cuMemsetD2D8Async(CUdeviceptr dst, size_t pitch, unsigned char value, size_t width,
                            size_t height, CUstream stream) {
-  return RunDriver(__func__,
-                   [&] { return MemsetRows(dst, pitch, value, 1, width, height, stream); });
+  return DriverCall(__func__,
+                    [&] { return MemsetRows(dst, pitch, value, 1, width, height, stream); });
 }
 
 CUresult cuMemsetD2D16Async(CUdeviceptr dst, size_t pitch, unsigned short value, size_t width,
                             size_t height, CUstream stream) {
-  return RunDriver(__func__,
-                   [&] { return MemsetRows(dst, pitch, value, 2, width, height, stream); });
+  return DriverCall(__func__,
+                    [&] { return MemsetRows(dst, pitch, value, 2, width, height, stream); });
 }
 
 CUresult cuMemsetD2D32Async(CUdeviceptr dst, size_t pitch, unsigned int value, size_t width,
                             size_t height, CUstream stream) {
-  return RunDriver(__func__,
-                   [&] { return MemsetRows(dst, pitch, value, 4, width, height, stream); });
+  return DriverCall(__func__,
+                    [&] { return MemsetRows(dst, pitch, value, 4, width, height, stream); });
 }
 
 CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D* copy) {
-  return RunDriver(__func__, [&] { return DriverCopy2D(copy, nullptr, CopyMode::kSync, true); });
+  return DriverCall(__func__, [&] { return DriverCopy2D(copy, nullptr, CopyMode::kSync, true); });
 }
 
 CUresult cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D* copy) {
-  return RunDriver(__func__, [&] { return DriverCopy2D(copy, nullptr, CopyMode::kSync, false); });
+  return DriverCall(__func__, [&] { return DriverCopy2D(copy, nullptr, CopyMode::kSync, false); });
 }
 
 CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D* copy, CUstream stream) {
-  return RunDriver(__func__, [&] { return DriverCopy2D(copy, stream, CopyMode::kAsync, true); });
+  return DriverCall(__func__, [&] { return DriverCopy2D(copy, stream, CopyMode::kAsync, true); });
 }
 
 CUresult cuMemcpy3D_v2(const CUDA_MEMCPY3D* copy) {
-  return RunDriver(__func__, [&] { return DriverCopy3D(copy, nullptr, CopyMode::kSync, true); });
+  return DriverCall(__func__, [&] { return DriverCopy3D(copy, nullptr, CopyMode::kSync, true); });
 }
 
 CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D* copy, CUstream stream) {
-  return RunDriver(__func__, [&] { return DriverCopy3D(copy, stream, CopyMode::kAsync, true); });
+  return DriverCall(__func__, [&] { return DriverCopy3D(copy, stream, CopyMode::kAsync, true); });
 }
 
 CUresult cuMemGetAddressRange_v2(CUdeviceptr* base, size_t* size, CUdeviceptr pointer) {
-  return RunDriver(__func__, [&] { return AddressRange(base, size, pointer); });
+  return DriverCall(__func__, [&] { return AddressRange(base, size, pointer); });
 }
 
 CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t count, CUstream stream) {
-  return RunDriver(__func__, [&] { return MemsetElements(Pointer(dst), value, 1, count, stream); });
+  return DriverCall(__func__,
+                    [&] { return MemsetElements(Pointer(dst), value, 1, count, stream); });
 }
 
 CUresult cuMemsetD16Async(CUdeviceptr dst, unsigned short value, size_t count, CUstream stream) {
-  return RunDriver(__func__, [&] { return MemsetElements(Pointer(dst), value, 2, count, stream); });
+  return DriverCall(__func__,
+                    [&] { return MemsetElements(Pointer(dst), value, 2, count, stream); });
 }
 
 CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned int value, size_t count, CUstream stream) {
-  return RunDriver(__func__, [&] { return MemsetElements(Pointer(dst), value, 4, count, stream); });
+  return DriverCall(__func__,
+                    [&] { return MemsetElements(Pointer(dst), value, 4, count, stream); });
 }
 
 // A channel format (CUDA Runtime API, cudaCreateChannelDesc): a plain value, nothing to ask the

@@ -23,7 +23,7 @@
 using tally::client::CheckOut;
 using tally::client::DriverError;
 using tally::client::Kernel;
-using tally::client::RunDriver;
+using tally::client::DriverCall;
 namespace ipc = tally::ipc;
 
 namespace {
@@ -148,12 +148,12 @@ absl::Status UnloadModule(CUmodule handle) {
 extern "C" {
 
 CUresult cuModuleLoadData(CUmodule* module, const void* image) {
-  return RunDriver(__func__, [&] { return LoadModule(module, image); });
+  return DriverCall(__func__, [&] { return LoadModule(module, image); });
 }
 
 CUresult cuModuleLoadDataEx(CUmodule* module, const void* image, unsigned int count,
                             CUjit_option* options, void** values) {
-  return RunDriver(__func__, [&] {
+  return DriverCall(__func__, [&] {
     const absl::Status status = LoadModule(module, image);
     if (!status.ok()) WriteErrorLog(status, count, options, values);
     return status;
@@ -161,16 +161,16 @@ CUresult cuModuleLoadDataEx(CUmodule* module, const void* image, unsigned int co
 }
 
 CUresult cuModuleUnload(CUmodule module) {
-  return RunDriver(__func__, [&] { return UnloadModule(module); });
+  return DriverCall(__func__, [&] { return UnloadModule(module); });
 }
 
 CUresult cuModuleGetFunction(CUfunction* function, CUmodule module, const char* name) {
-  return RunDriver(__func__, [&] { return GetFunction(function, module, name); });
+  return DriverCall(__func__, [&] { return GetFunction(function, module, name); });
 }
 
 CUresult cuModuleGetGlobal_v2(CUdeviceptr* address, size_t* size, CUmodule module,
                               const char* name) {
-  return RunDriver(__func__, [&] { return GetGlobal(address, size, module, name); });
+  return DriverCall(__func__, [&] { return GetGlobal(address, size, module, name); });
 }
 
 }  // extern "C"

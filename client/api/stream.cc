@@ -23,8 +23,8 @@ using tally::client::CudaError;
 using tally::client::DriverError;
 using tally::client::EnqueueHostFunction;
 using tally::client::ForgetStream;
-using tally::client::Run;
-using tally::client::RunDriver;
+using tally::client::RuntimeCall;
+using tally::client::DriverCall;
 using tally::client::StreamHandle;
 using tally::client::StreamInfo;
 using tally::client::Streams;
@@ -146,69 +146,70 @@ extern "C" {
 
 cudaError_t cudaStreamSetAttribute(cudaStream_t stream, cudaLaunchAttributeID id,
                                    const cudaLaunchAttributeValue* value) {
-  return Run(__func__, [&] { return SetAttribute(stream, id, value); });
+  return RuntimeCall(__func__, [&] { return SetAttribute(stream, id, value); });
 }
 
 cudaError_t cudaStreamGetAttribute(cudaStream_t stream, cudaLaunchAttributeID id,
                                    cudaLaunchAttributeValue* value) {
-  return Run(__func__, [&] { return GetAttribute(stream, id, value); });
+  return RuntimeCall(__func__, [&] { return GetAttribute(stream, id, value); });
 }
 
 cudaError_t cudaStreamCopyAttributes(cudaStream_t dst, cudaStream_t src) {
-  return Run(__func__, [&] { return CopyAttributes(dst, src); });
+  return RuntimeCall(__func__, [&] { return CopyAttributes(dst, src); });
 }
 
 // Tally never keeps persisting L2 lines (stream_attributes.h): there are none to reset.
 cudaError_t cudaCtxResetPersistingL2Cache() {
-  return Run(__func__, [] { return absl::OkStatus(); });
+  return RuntimeCall(__func__, [] { return absl::OkStatus(); });
 }
 
 cudaError_t cudaStreamCreate(cudaStream_t* stream) {
-  return Run(__func__, [&] { return CreateStream(stream, cudaStreamDefault, 0); });
+  return RuntimeCall(__func__, [&] { return CreateStream(stream, cudaStreamDefault, 0); });
 }
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int flags) {
-  return Run(__func__, [&] { return CreateStream(stream, flags, 0); });
+  return RuntimeCall(__func__, [&] { return CreateStream(stream, flags, 0); });
 }
 
 cudaError_t cudaStreamCreateWithPriority(cudaStream_t* stream, unsigned int flags, int priority) {
-  return Run(__func__, [&] { return CreateStream(stream, flags, priority); });
+  return RuntimeCall(__func__, [&] { return CreateStream(stream, flags, priority); });
 }
 
 cudaError_t cudaDeviceGetStreamPriorityRange(int* least, int* greatest) {
-  return Run(__func__, [&] { return GetPriorityRange(least, greatest); });
+  return RuntimeCall(__func__, [&] { return GetPriorityRange(least, greatest); });
 }
 
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
-  return Run(__func__, [&] { return DestroyStream(stream); });
+  return RuntimeCall(__func__, [&] { return DestroyStream(stream); });
 }
 
 cudaError_t cudaStreamGetFlags(cudaStream_t stream, unsigned int* flags) {
-  return Run(__func__, [&] { return QueryStream(stream, flags, &StreamInfo::flags); });
+  return RuntimeCall(__func__, [&] { return QueryStream(stream, flags, &StreamInfo::flags); });
 }
 
 cudaError_t cudaStreamGetPriority(cudaStream_t stream, int* priority) {
-  return Run(__func__, [&] { return QueryStream(stream, priority, &StreamInfo::priority); });
+  return RuntimeCall(__func__,
+                     [&] { return QueryStream(stream, priority, &StreamInfo::priority); });
 }
 
 cudaError_t cudaStreamGetId(cudaStream_t stream, unsigned long long* id) {
-  return Run(__func__, [&] { return QueryStream(stream, id, &StreamInfo::id); });
+  return RuntimeCall(__func__, [&] { return QueryStream(stream, id, &StreamInfo::id); });
 }
 
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
-  return Run(__func__, [&] { return StreamCall<ipc::StreamSynchronizeRequest>(stream); });
+  return RuntimeCall(__func__, [&] { return StreamCall<ipc::StreamSynchronizeRequest>(stream); });
 }
 
 cudaError_t cudaStreamQuery(cudaStream_t stream) {
-  return Run(__func__, [&] { return StreamCall<ipc::StreamQueryRequest>(stream); });
+  return RuntimeCall(__func__, [&] { return StreamCall<ipc::StreamQueryRequest>(stream); });
 }
 
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
-  return Run(__func__, [&] { return WaitEventOn(stream, event, flags); });
+  return RuntimeCall(__func__, [&] { return WaitEventOn(stream, event, flags); });
 }
 
 cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t function, void* data) {
-  return Run(__func__, [&]() -> absl::Status {
+  return RuntimeCall(__func__, [&]() -> absl::Status {
     if (function == nullptr) return CudaError(cudaErrorInvalidValue, "null host function");
     return EnqueueHostFunction(stream, ipc::HostCallbackKind::kHostFunc,
                                reinterpret_cast<void*>(function), data);
@@ -219,7 +220,7 @@ cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t function, void*
 // cudaStreamAddCallback: flags must be 0).
 cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t callback, void* data,
                                   unsigned int flags) {
-  return Run(__func__, [&]() -> absl::Status {
+  return RuntimeCall(__func__, [&]() -> absl::Status {
     if (callback == nullptr || flags != 0) {
       return CudaError(cudaErrorInvalidValue, "null callback or nonzero flags");
     }
@@ -231,51 +232,51 @@ cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t call
 // Driver API (CUDA Driver API, "Stream Management").
 
 CUresult cuStreamCreate(CUstream* stream, unsigned int flags) {
-  return RunDriver(__func__, [&] { return CreateStream(stream, flags, 0); });
+  return DriverCall(__func__, [&] { return CreateStream(stream, flags, 0); });
 }
 
 CUresult cuStreamCreateWithPriority(CUstream* stream, unsigned int flags, int priority) {
-  return RunDriver(__func__, [&] { return CreateStream(stream, flags, priority); });
+  return DriverCall(__func__, [&] { return CreateStream(stream, flags, priority); });
 }
 
 CUresult cuStreamDestroy_v2(CUstream stream) {
-  return RunDriver(__func__, [&] { return DestroyStream(stream); });
+  return DriverCall(__func__, [&] { return DestroyStream(stream); });
 }
 
 CUresult cuStreamDestroy(CUstream stream) { return cuStreamDestroy_v2(stream); }
 
 CUresult cuStreamSynchronize(CUstream stream) {
-  return RunDriver(__func__, [&] { return StreamCall<ipc::StreamSynchronizeRequest>(stream); });
+  return DriverCall(__func__, [&] { return StreamCall<ipc::StreamSynchronizeRequest>(stream); });
 }
 
 CUresult cuStreamQuery(CUstream stream) {
-  return RunDriver(__func__, [&] { return StreamCall<ipc::StreamQueryRequest>(stream); });
+  return DriverCall(__func__, [&] { return StreamCall<ipc::StreamQueryRequest>(stream); });
 }
 
 CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int flags) {
-  return RunDriver(__func__, [&] { return WaitEventOn(stream, event, flags); });
+  return DriverCall(__func__, [&] { return WaitEventOn(stream, event, flags); });
 }
 
 CUresult cuStreamGetFlags(CUstream stream, unsigned int* flags) {
-  return RunDriver(__func__, [&] { return QueryStream(stream, flags, &StreamInfo::flags); });
+  return DriverCall(__func__, [&] { return QueryStream(stream, flags, &StreamInfo::flags); });
 }
 
 CUresult cuStreamGetPriority(CUstream stream, int* priority) {
-  return RunDriver(__func__, [&] { return QueryStream(stream, priority, &StreamInfo::priority); });
+  return DriverCall(__func__, [&] { return QueryStream(stream, priority, &StreamInfo::priority); });
 }
 
 CUresult cuStreamGetId(CUstream stream, unsigned long long* id) {
-  return RunDriver(__func__, [&] { return QueryStream(stream, id, &StreamInfo::id); });
+  return DriverCall(__func__, [&] { return QueryStream(stream, id, &StreamInfo::id); });
 }
 
 // The context current on the creating thread; for the special handles, the calling thread's.
 CUresult cuStreamGetCtx(CUstream stream, CUcontext* context) {
-  return RunDriver(__func__, [&] { return QueryStream(stream, context, &StreamInfo::context); });
+  return DriverCall(__func__, [&] { return QueryStream(stream, context, &StreamInfo::context); });
 }
 
 // Tally makes no green contexts: *green is always NULL.
 CUresult cuStreamGetCtx_v2(CUstream stream, CUcontext* context, CUgreenCtx* green) {
-  return RunDriver(__func__, [&]() -> absl::Status {
+  return DriverCall(__func__, [&]() -> absl::Status {
     TALLY_RETURN_IF_ERROR(CheckOut(green));
     TALLY_RETURN_IF_ERROR(QueryStream(stream, context, &StreamInfo::context));
     *green = nullptr;
@@ -285,7 +286,7 @@ CUresult cuStreamGetCtx_v2(CUstream stream, CUcontext* context, CUgreenCtx* gree
 
 // As cudaLaunchHostFunc (CUDA Driver API, cuLaunchHostFunc).
 CUresult cuLaunchHostFunc(CUstream stream, CUhostFn function, void* data) {
-  return RunDriver(__func__, [&]() -> absl::Status {
+  return DriverCall(__func__, [&]() -> absl::Status {
     if (function == nullptr) return DriverError(CUDA_ERROR_INVALID_VALUE, "null host function");
     return EnqueueHostFunction(stream, ipc::HostCallbackKind::kHostFunc,
                                reinterpret_cast<void*>(function), data);
@@ -296,7 +297,7 @@ CUresult cuLaunchHostFunc(CUstream stream, CUhostFn function, void* data) {
 // a cudaError_t, the same value for every code the two enums share (client/status.h).
 CUresult cuStreamAddCallback(CUstream stream, CUstreamCallback callback, void* data,
                              unsigned int flags) {
-  return RunDriver(__func__, [&]() -> absl::Status {
+  return DriverCall(__func__, [&]() -> absl::Status {
     if (callback == nullptr || flags != 0) {
       return DriverError(CUDA_ERROR_INVALID_VALUE, "null callback or nonzero flags");
     }
@@ -308,29 +309,29 @@ CUresult cuStreamAddCallback(CUstream stream, CUstreamCallback callback, void* d
 // The driver's stream attributes are the runtime's (CUstreamAttrValue and cudaStreamAttrValue,
 // CUlaunchAttributeValue and cudaLaunchAttributeValue, share their layout and ids).
 CUresult cuStreamSetAttribute(CUstream stream, CUstreamAttrID id, const CUstreamAttrValue* value) {
-  return RunDriver(__func__, [&] {
+  return DriverCall(__func__, [&] {
     return SetAttribute(stream, static_cast<cudaLaunchAttributeID>(id),
                         reinterpret_cast<const cudaLaunchAttributeValue*>(value));
   });
 }
 
 CUresult cuStreamGetAttribute(CUstream stream, CUstreamAttrID id, CUstreamAttrValue* value) {
-  return RunDriver(__func__, [&] {
+  return DriverCall(__func__, [&] {
     return GetAttribute(stream, static_cast<cudaLaunchAttributeID>(id),
                         reinterpret_cast<cudaLaunchAttributeValue*>(value));
   });
 }
 
 CUresult cuStreamCopyAttributes(CUstream dst, CUstream src) {
-  return RunDriver(__func__, [&] { return CopyAttributes(dst, src); });
+  return DriverCall(__func__, [&] { return CopyAttributes(dst, src); });
 }
 
 CUresult cuCtxResetPersistingL2Cache() {
-  return RunDriver(__func__, [] { return absl::OkStatus(); });
+  return DriverCall(__func__, [] { return absl::OkStatus(); });
 }
 
 CUresult cuCtxGetStreamPriorityRange(int* least, int* greatest) {
-  return RunDriver(__func__, [&] { return GetPriorityRange(least, greatest); });
+  return DriverCall(__func__, [&] { return GetPriorityRange(least, greatest); });
 }
 
 }  // extern "C"

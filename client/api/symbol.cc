@@ -14,7 +14,7 @@ using tally::client::Copy;
 using tally::client::CopyMode;
 using tally::client::CudaError;
 using tally::client::KernelRegistry;
-using tally::client::Run;
+using tally::client::RuntimeCall;
 using tally::client::Variable;
 
 namespace {
@@ -54,32 +54,34 @@ extern "C" {
 
 cudaError_t cudaMemcpyToSymbol(const void* symbol, const void* src, size_t count, size_t offset,
                                cudaMemcpyKind kind) {
-  return Run(__func__,
-             [&] { return ToSymbol(symbol, src, count, offset, kind, nullptr, CopyMode::kSync); });
+  return RuntimeCall(__func__, [&] {
+    return ToSymbol(symbol, src, count, offset, kind, nullptr, CopyMode::kSync);
+  });
 }
 
 cudaError_t cudaMemcpyToSymbolAsync(const void* symbol, const void* src, size_t count,
                                     size_t offset, cudaMemcpyKind kind, cudaStream_t stream) {
-  return Run(__func__,
-             [&] { return ToSymbol(symbol, src, count, offset, kind, stream, CopyMode::kAsync); });
+  return RuntimeCall(__func__, [&] {
+    return ToSymbol(symbol, src, count, offset, kind, stream, CopyMode::kAsync);
+  });
 }
 
 cudaError_t cudaMemcpyFromSymbol(void* dst, const void* symbol, size_t count, size_t offset,
                                  cudaMemcpyKind kind) {
-  return Run(__func__, [&] {
+  return RuntimeCall(__func__, [&] {
     return FromSymbol(dst, symbol, count, offset, kind, nullptr, CopyMode::kSync);
   });
 }
 
 cudaError_t cudaMemcpyFromSymbolAsync(void* dst, const void* symbol, size_t count, size_t offset,
                                       cudaMemcpyKind kind, cudaStream_t stream) {
-  return Run(__func__, [&] {
+  return RuntimeCall(__func__, [&] {
     return FromSymbol(dst, symbol, count, offset, kind, stream, CopyMode::kAsync);
   });
 }
 
 cudaError_t cudaGetSymbolAddress(void** address, const void* symbol) {
-  return Run(__func__, [&]() -> absl::Status {
+  return RuntimeCall(__func__, [&]() -> absl::Status {
     TALLY_RETURN_IF_ERROR(CheckOut(address));
     TALLY_ASSIGN_OR_RETURN(*address, SymbolRange(symbol, 0, 0));
     return absl::OkStatus();
@@ -87,7 +89,7 @@ cudaError_t cudaGetSymbolAddress(void** address, const void* symbol) {
 }
 
 cudaError_t cudaGetSymbolSize(size_t* size, const void* symbol) {
-  return Run(__func__, [&]() -> absl::Status {
+  return RuntimeCall(__func__, [&]() -> absl::Status {
     TALLY_RETURN_IF_ERROR(CheckOut(size));
     TALLY_ASSIGN_OR_RETURN(Variable * variable, KernelRegistry::Get().ResolveVariable(symbol));
     *size = variable->size;

@@ -41,7 +41,7 @@ constexpr kernels::ElementType kElement =
 // Every entry point's barrier, naming its library (ipc::Library::kCublas or kCublasLt), whose
 // call its first kernel launch counts (client/library_call_scope.h).
 template <ipc::Library kLibrary, typename Body>
-cublasStatus_t Run(Body&& body) noexcept {
+cublasStatus_t BlasCall(Body&& body) noexcept {
   const client::LibraryCallScope call(kLibrary);
   try {
     return body();

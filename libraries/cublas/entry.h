@@ -19,8 +19,8 @@ inline kernels::Scalar ReadScalar(const Handle& handle, const void* scalar,
 
 // Runs `body(Handle&)` for a live handle; NOT_INITIALIZED for any other.
 template <typename Body>
-cublasStatus_t RunWithHandle(cublasHandle_t handle, Body&& body) noexcept {
-  return Run<ipc::Library::kCublas>([&]() -> cublasStatus_t {
+cublasStatus_t BlasCallWithHandle(cublasHandle_t handle, Body&& body) noexcept {
+  return BlasCall<ipc::Library::kCublas>([&]() -> cublasStatus_t {
     Handle* live = FindHandle(handle);
     if (live == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
     return std::forward<Body>(body)(*live);

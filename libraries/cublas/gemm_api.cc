@@ -67,14 +67,14 @@ cublasStatus_t RunGemm(const Handle& handle, const GemmCall& call, GemmTypes typ
 
 template <typename T>
 cublasStatus_t TypedGemm(cublasHandle_t handle, const GemmCall& call) {
-  return RunWithHandle(handle, [&](Handle& h) {
+  return BlasCallWithHandle(handle, [&](Handle& h) {
     return RunGemm(h, call, {kElement<T>, kElement<T>, kElement<T>});
   });
 }
 
 cublasStatus_t ExGemm(const char* api, cublasHandle_t handle, const GemmCall& call, cudaDataType a,
                       cudaDataType b, cudaDataType c, cublasComputeType_t compute) {
-  return RunWithHandle(handle, [&](Handle& h) {
+  return BlasCallWithHandle(handle, [&](Handle& h) {
     const char* why = "";
     const std::optional<GemmTypes> types = ExTypes(a, b, c, compute, why);
     if (!types) return NotSupported(api, why);

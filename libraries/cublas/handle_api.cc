@@ -6,22 +6,23 @@
 #include "libraries/cublas/entry.h"
 
 using tally::ipc::Library;
-using tally::libraries::Run;
+using tally::libraries::BlasCall;
 using tally::libraries::cublas::Handle;
-using tally::libraries::cublas::RunWithHandle;
+using tally::libraries::cublas::BlasCallWithHandle;
 
 extern "C" {
 
 cublasStatus_t cublasCreate_v2(cublasHandle_t* handle) {
-  return Run<Library::kCublas>([&] { return tally::libraries::cublas::CreateHandle(handle); });
+  return BlasCall<Library::kCublas>([&] { return tally::libraries::cublas::CreateHandle(handle); });
 }
 
 cublasStatus_t cublasDestroy_v2(cublasHandle_t handle) {
-  return Run<Library::kCublas>([&] { return tally::libraries::cublas::DestroyHandle(handle); });
+  return BlasCall<Library::kCublas>(
+      [&] { return tally::libraries::cublas::DestroyHandle(handle); });
 }
 
 cublasStatus_t cublasGetVersion_v2(cublasHandle_t handle, int* version) {
-  return RunWithHandle(handle, [&](Handle&) {
+  return BlasCallWithHandle(handle, [&](Handle&) {
     if (version == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
     *version = CUBLAS_VERSION;  // the API the stand-in answers: the toolkit's it was built with
     return CUBLAS_STATUS_SUCCESS;
@@ -29,20 +30,20 @@ cublasStatus_t cublasGetVersion_v2(cublasHandle_t handle, int* version) {
 }
 
 cublasStatus_t cublasGetProperty(libraryPropertyType type, int* value) {
-  return Run<Library::kCublas>([&] { return tally::libraries::LibraryProperty(type, value); });
+  return BlasCall<Library::kCublas>([&] { return tally::libraries::LibraryProperty(type, value); });
 }
 
 size_t cublasGetCudartVersion(void) { return CUDART_VERSION; }
 
 cublasStatus_t cublasSetStream_v2(cublasHandle_t handle, cudaStream_t stream) {
-  return RunWithHandle(handle, [&](Handle& h) {
+  return BlasCallWithHandle(handle, [&](Handle& h) {
     h.stream = stream;
     return CUBLAS_STATUS_SUCCESS;
   });
 }
 
 cublasStatus_t cublasGetStream_v2(cublasHandle_t handle, cudaStream_t* stream) {
-  return RunWithHandle(handle, [&](Handle& h) {
+  return BlasCallWithHandle(handle, [&](Handle& h) {
     if (stream == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
     *stream = h.stream;
     return CUBLAS_STATUS_SUCCESS;
@@ -51,7 +52,7 @@ cublasStatus_t cublasGetStream_v2(cublasHandle_t handle, cudaStream_t* stream) {
 
 // Tally's kernels need no workspace: the setting is kept, as cuBLAS keeps it, and unused.
 cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t handle, void* workspace, size_t bytes) {
-  return RunWithHandle(handle, [&](Handle& h) {
+  return BlasCallWithHandle(handle, [&](Handle& h) {
     if (workspace == nullptr && bytes != 0) return CUBLAS_STATUS_INVALID_VALUE;
     h.workspace = workspace;
     h.workspace_bytes = bytes;
@@ -60,7 +61,7 @@ cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t handle, void* workspace, siz
 }
 
 cublasStatus_t cublasGetPointerMode_v2(cublasHandle_t handle, cublasPointerMode_t* mode) {
-  return RunWithHandle(handle, [&](Handle& h) {
+  return BlasCallWithHandle(handle, [&](Handle& h) {
     if (mode == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
     *mode = h.pointer_mode;
     return CUBLAS_STATUS_SUCCESS;
@@ -68,7 +69,7 @@ cublasStatus_t cublasGetPointerMode_v2(cublasHandle_t handle, cublasPointerMode_
 }
 
 cublasStatus_t cublasSetPointerMode_v2(cublasHandle_t handle, cublasPointerMode_t mode) {
-  return RunWithHandle(handle, [&](Handle& h) {
+  return BlasCallWithHandle(handle, [&](Handle& h) {
     if (mode != CUBLAS_POINTER_MODE_HOST && mode != CUBLAS_POINTER_MODE_DEVICE) {
       return CUBLAS_STATUS_INVALID_VALUE;
     }
@@ -80,7 +81,7 @@ cublasStatus_t cublasSetPointerMode_v2(cublasHandle_t handle, cublasPointerMode_
 // The math mode allows reduced precision (TF32, ...); Tally's kernels compute in full f32, which
 // every mode allows.
 cublasStatus_t cublasGetMathMode(cublasHandle_t handle, cublasMath_t* mode) {
-  return RunWithHandle(handle, [&](Handle& h) {
+  return BlasCallWithHandle(handle, [&](Handle& h) {
     if (mode == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
     *mode = h.math_mode;
     return CUBLAS_STATUS_SUCCESS;
@@ -88,14 +89,14 @@ cublasStatus_t cublasGetMathMode(cublasHandle_t handle, cublasMath_t* mode) {
 }
 
 cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode) {
-  return RunWithHandle(handle, [&](Handle& h) {
+  return BlasCallWithHandle(handle, [&](Handle& h) {
     h.math_mode = mode;
     return CUBLAS_STATUS_SUCCESS;
   });
 }
 
 cublasStatus_t cublasGetAtomicsMode(cublasHandle_t handle, cublasAtomicsMode_t* mode) {
-  return RunWithHandle(handle, [&](Handle& h) {
+  return BlasCallWithHandle(handle, [&](Handle& h) {
     if (mode == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
     *mode = h.atomics_mode;
     return CUBLAS_STATUS_SUCCESS;
@@ -103,7 +104,7 @@ cublasStatus_t cublasGetAtomicsMode(cublasHandle_t handle, cublasAtomicsMode_t* 
 }
 
 cublasStatus_t cublasSetAtomicsMode(cublasHandle_t handle, cublasAtomicsMode_t mode) {
-  return RunWithHandle(handle, [&](Handle& h) {
+  return BlasCallWithHandle(handle, [&](Handle& h) {
     if (mode != CUBLAS_ATOMICS_NOT_ALLOWED && mode != CUBLAS_ATOMICS_ALLOWED) {
       return CUBLAS_STATUS_INVALID_VALUE;
     }

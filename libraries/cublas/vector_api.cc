@@ -19,7 +19,7 @@ using kernels::Vector;
 template <typename T>
 cublasStatus_t Axpy(cublasHandle_t handle, int n, const T* alpha, const T* x, int incx, T* y,
                     int incy) {
-  return RunWithHandle(handle, [&](Handle& h) {
+  return BlasCallWithHandle(handle, [&](Handle& h) {
     if (alpha == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
     if (n <= 0) return CUBLAS_STATUS_SUCCESS;
     return FromLaunch(kernels::LaunchAxpy(kElement<T>, n, ReadScalar(h, alpha, kElement<T>),
@@ -30,7 +30,7 @@ cublasStatus_t Axpy(cublasHandle_t handle, int n, const T* alpha, const T* x, in
 
 template <typename T>
 cublasStatus_t Scal(cublasHandle_t handle, int n, const T* alpha, T* x, int incx) {
-  return RunWithHandle(handle, [&](Handle& h) {
+  return BlasCallWithHandle(handle, [&](Handle& h) {
     if (alpha == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
     if (n <= 0 || incx <= 0) return CUBLAS_STATUS_SUCCESS;  // BLAS: x is left alone
     return FromLaunch(kernels::LaunchScal(kElement<T>, n, ReadScalar(h, alpha, kElement<T>),
@@ -55,7 +55,7 @@ cublasStatus_t Reduce(const Handle& h, T* result, Launch&& launch) {
 template <typename T>
 cublasStatus_t Dot(cublasHandle_t handle, int n, const T* x, int incx, const T* y, int incy,
                    T* result) {
-  return RunWithHandle(handle, [&](Handle& h) {
+  return BlasCallWithHandle(handle, [&](Handle& h) {
     if (result == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
     return Reduce(h, result, [&](void* out) {
       return kernels::LaunchDot(kElement<T>, std::max(n, 0), Vector{const_cast<T*>(x), incx},
@@ -66,7 +66,7 @@ cublasStatus_t Dot(cublasHandle_t handle, int n, const T* x, int incx, const T* 
 
 template <typename T>
 cublasStatus_t Nrm2(cublasHandle_t handle, int n, const T* x, int incx, T* result) {
-  return RunWithHandle(handle, [&](Handle& h) {
+  return BlasCallWithHandle(handle, [&](Handle& h) {
     if (result == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
     // BLAS: 0 for n < 1 or incx < 1.
     const int count = n > 0 && incx > 0 ? n : 0;
@@ -84,7 +84,7 @@ bool ValidOperation(cublasOperation_t op) {
 template <typename T>
 cublasStatus_t Gemv(cublasHandle_t handle, cublasOperation_t trans, int m, int n, const T* alpha,
                     const T* a, int lda, const T* x, int incx, const T* beta, T* y, int incy) {
-  return RunWithHandle(handle, [&](Handle& h) {
+  return BlasCallWithHandle(handle, [&](Handle& h) {
     if (!ValidOperation(trans) || m < 0 || n < 0 || lda < std::max(1, m) || incx == 0 ||
         incy == 0 || alpha == nullptr || beta == nullptr) {
       return CUBLAS_STATUS_INVALID_VALUE;
@@ -101,7 +101,7 @@ template <typename T>
 cublasStatus_t Geam(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
                     int m, int n, const T* alpha, const T* a, int lda, const T* beta, const T* b,
                     int ldb, T* c, int ldc) {
-  return RunWithHandle(handle, [&](Handle& h) {
+  return BlasCallWithHandle(handle, [&](Handle& h) {
     const bool ta = transa != CUBLAS_OP_N;
     const bool tb = transb != CUBLAS_OP_N;
     // cuBLAS documentation, cublas<t>geam: op's rows bound each leading dimension.

@@ -129,19 +129,20 @@ bool LiveHandle(cublasLtHandle_t handle) { return tally_blas_handle_find(handle)
 }  // namespace
 }  // namespace tally::libraries::cublaslt
 
-using tally::libraries::Run;
-// The library every entry point below belongs to (libraries/blas/calls.h, Run).
+using tally::libraries::BlasCall;
+// The library every entry point below belongs to (libraries/blas/calls.h, BlasCall).
 constexpr tally::ipc::Library kCublasLt = tally::ipc::Library::kCublasLt;
 namespace lt = tally::libraries::cublaslt;
 
 extern "C" {
 
 cublasStatus_t cublasLtCreate(cublasLtHandle_t* handle) {
-  return Run<kCublasLt>([&] { return tally_blas_handle_create(reinterpret_cast<void**>(handle)); });
+  return BlasCall<kCublasLt>(
+      [&] { return tally_blas_handle_create(reinterpret_cast<void**>(handle)); });
 }
 
 cublasStatus_t cublasLtDestroy(cublasLtHandle_t handle) {
-  return Run<kCublasLt>([&] { return tally_blas_handle_destroy(handle); });
+  return BlasCall<kCublasLt>([&] { return tally_blas_handle_destroy(handle); });
 }
 
 // cuBLASLt ships with cuBLAS and has its version.
@@ -150,7 +151,7 @@ size_t cublasLtGetVersion(void) { return CUBLAS_VERSION; }
 size_t cublasLtGetCudartVersion(void) { return CUDART_VERSION; }
 
 cublasStatus_t cublasLtGetProperty(libraryPropertyType type, int* value) {
-  return Run<kCublasLt>([&] { return tally::libraries::LibraryProperty(type, value); });
+  return BlasCall<kCublasLt>([&] { return tally::libraries::LibraryProperty(type, value); });
 }
 
 const char* cublasLtGetStatusName(cublasStatus_t status) {
@@ -164,12 +165,12 @@ const char* cublasLtGetStatusString(cublasStatus_t status) {
 cublasStatus_t cublasLtMatrixLayoutInit_internal(cublasLtMatrixLayout_t layout, size_t size,
                                                  cudaDataType type, uint64_t rows, uint64_t cols,
                                                  int64_t ld) {
-  return Run<kCublasLt>([&] { return lt::InitLayout(layout, size, type, rows, cols, ld); });
+  return BlasCall<kCublasLt>([&] { return lt::InitLayout(layout, size, type, rows, cols, ld); });
 }
 
 cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t* layout, cudaDataType type,
                                           uint64_t rows, uint64_t cols, int64_t ld) {
-  return Run<kCublasLt>([&] {
+  return BlasCall<kCublasLt>([&] {
     if (layout == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
     auto* storage = new cublasLtMatrixLayoutOpaque_t;
     lt::InitLayout(storage, sizeof(*storage), type, rows, cols, ld);
@@ -179,7 +180,7 @@ cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t* layout, cudaDa
 }
 
 cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t layout) {
-  return Run<kCublasLt>([&] {
+  return BlasCall<kCublasLt>([&] {
     if (lt::FindLayout(layout) == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
     lt::Forget(layout);
     delete layout;
@@ -190,24 +191,25 @@ cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t layout) {
 cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t layout,
                                                 cublasLtMatrixLayoutAttribute_t attribute,
                                                 const void* buffer, size_t size) {
-  return Run<kCublasLt>([&] { return lt::SetLayoutAttribute(layout, attribute, buffer, size); });
+  return BlasCall<kCublasLt>(
+      [&] { return lt::SetLayoutAttribute(layout, attribute, buffer, size); });
 }
 
 cublasStatus_t cublasLtMatrixLayoutGetAttribute(cublasLtMatrixLayout_t layout,
                                                 cublasLtMatrixLayoutAttribute_t attribute,
                                                 void* buffer, size_t size, size_t* written) {
-  return Run<kCublasLt>(
+  return BlasCall<kCublasLt>(
       [&] { return lt::GetLayoutAttribute(layout, attribute, buffer, size, written); });
 }
 
 cublasStatus_t cublasLtMatmulDescInit_internal(cublasLtMatmulDesc_t desc, size_t size,
                                                cublasComputeType_t compute, cudaDataType scale) {
-  return Run<kCublasLt>([&] { return lt::InitMatmul(desc, size, compute, scale); });
+  return BlasCall<kCublasLt>([&] { return lt::InitMatmul(desc, size, compute, scale); });
 }
 
 cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t* desc, cublasComputeType_t compute,
                                         cudaDataType_t scale) {
-  return Run<kCublasLt>([&] {
+  return BlasCall<kCublasLt>([&] {
     if (desc == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
     auto* storage = new cublasLtMatmulDescOpaque_t;
     lt::InitMatmul(storage, sizeof(*storage), compute, scale);
@@ -217,7 +219,7 @@ cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t* desc, cublasComput
 }
 
 cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t desc) {
-  return Run<kCublasLt>([&] {
+  return BlasCall<kCublasLt>([&] {
     if (lt::FindMatmul(desc) == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
     lt::Forget(desc);
     delete desc;
@@ -228,23 +230,23 @@ cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t desc) {
 cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc,
                                               cublasLtMatmulDescAttributes_t attribute,
                                               const void* buffer, size_t size) {
-  return Run<kCublasLt>([&] { return lt::SetMatmulAttribute(desc, attribute, buffer, size); });
+  return BlasCall<kCublasLt>([&] { return lt::SetMatmulAttribute(desc, attribute, buffer, size); });
 }
 
 cublasStatus_t cublasLtMatmulDescGetAttribute(cublasLtMatmulDesc_t desc,
                                               cublasLtMatmulDescAttributes_t attribute,
                                               void* buffer, size_t size, size_t* written) {
-  return Run<kCublasLt>(
+  return BlasCall<kCublasLt>(
       [&] { return lt::GetMatmulAttribute(desc, attribute, buffer, size, written); });
 }
 
 cublasStatus_t cublasLtMatmulPreferenceInit_internal(cublasLtMatmulPreference_t preference,
                                                      size_t size) {
-  return Run<kCublasLt>([&] { return lt::InitPreference(preference, size); });
+  return BlasCall<kCublasLt>([&] { return lt::InitPreference(preference, size); });
 }
 
 cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t* preference) {
-  return Run<kCublasLt>([&] {
+  return BlasCall<kCublasLt>([&] {
     if (preference == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
     auto* storage = new cublasLtMatmulPreferenceOpaque_t;
     lt::InitPreference(storage, sizeof(*storage));
@@ -254,7 +256,7 @@ cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t* prefer
 }
 
 cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t preference) {
-  return Run<kCublasLt>([&] {
+  return BlasCall<kCublasLt>([&] {
     if (lt::FindPreference(preference) == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
     lt::Forget(preference);
     delete preference;
@@ -265,14 +267,14 @@ cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t prefer
 cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t preference,
                                                     cublasLtMatmulPreferenceAttributes_t attribute,
                                                     const void* buffer, size_t size) {
-  return Run<kCublasLt>(
+  return BlasCall<kCublasLt>(
       [&] { return lt::SetPreferenceAttribute(preference, attribute, buffer, size); });
 }
 
 cublasStatus_t cublasLtMatmulPreferenceGetAttribute(cublasLtMatmulPreference_t preference,
                                                     cublasLtMatmulPreferenceAttributes_t attribute,
                                                     void* buffer, size_t size, size_t* written) {
-  return Run<kCublasLt>(
+  return BlasCall<kCublasLt>(
       [&] { return lt::GetPreferenceAttribute(preference, attribute, buffer, size, written); });
 }
 
@@ -284,7 +286,7 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtM
                                               cublasLtMatmulPreference_t preference, int requested,
                                               cublasLtMatmulHeuristicResult_t results[],
                                               int* returned) {
-  return Run<kCublasLt>([&] {
+  return BlasCall<kCublasLt>([&] {
     if (!lt::LiveHandle(handle)) return CUBLAS_STATUS_NOT_INITIALIZED;
     if (lt::FindMatmul(desc) == nullptr || lt::FindLayout(a) == nullptr ||
         lt::FindLayout(b) == nullptr || lt::FindLayout(c) == nullptr ||
@@ -307,7 +309,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
                               cublasLtMatrixLayout_t c_layout, void* D,
                               cublasLtMatrixLayout_t d_layout, const cublasLtMatmulAlgo_t*, void*,
                               size_t, cudaStream_t stream) {
-  return Run<kCublasLt>([&] {
+  return BlasCall<kCublasLt>([&] {
     if (!lt::LiveHandle(handle)) return CUBLAS_STATUS_NOT_INITIALIZED;
     const lt::MatmulState* op = lt::FindMatmul(desc);
     const lt::LayoutState* la = lt::FindLayout(a_layout);

@@ -131,12 +131,13 @@ extern "C" {
 cudnnStatus_t cudnnDeriveBNTensorDescriptor(cudnnTensorDescriptor_t derived,
                                             const cudnnTensorDescriptor_t x_desc,
                                             cudnnBatchNormMode_t mode) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     const TensorDescriptor& x = FindTensor(x_desc);
     const bool spatial = IsSpatial(mode);
     TensorDescriptor& params = Live<TensorDescriptor>::Find(derived);
     int dims[kernels::kMaxRank] = {1, static_cast<int>(x.shape.dims[1])};
-    for (int d = 2; d < x.shape.rank; ++d) dims[d] = spatial ? 1 : static_cast<int>(x.shape.dims[d]);
+    for (int d = 2; d < x.shape.rank; ++d)
+      dims[d] = spatial ? 1 : static_cast<int>(x.shape.dims[d]);
     params = {true, ParamType(x.type), PackedShape(x.shape.rank, dims, CUDNN_TENSOR_NCHW)};
   });
 }
@@ -147,7 +148,7 @@ cudnnStatus_t cudnnBatchNormalizationForwardTraining(
     void* y, const cudnnTensorDescriptor_t params, const void* scale, const void* bias,
     double factor, void* running_mean, void* running_variance, double epsilon, void* save_mean,
     void* save_inv_variance) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     Training(handle, mode, alpha, beta, x_desc, x, y_desc, y, params, scale, bias, factor,
              running_mean, running_variance, epsilon, save_mean, save_inv_variance);
   });
@@ -162,7 +163,7 @@ cudnnStatus_t cudnnBatchNormalizationForwardTrainingEx(
     void* running_variance, double epsilon, void* save_mean, void* save_inv_variance,
     cudnnActivationDescriptor_t /*activation*/, void* /*workspace*/, size_t /*workspace_bytes*/,
     void* /*reserve*/, size_t /*reserve_bytes*/) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     RequireBatchNormOnly(ops);
     Training(handle, mode, alpha, beta, x_desc, x, y_desc, y, params, scale, bias, factor,
              running_mean, running_variance, epsilon, save_mean, save_inv_variance);
@@ -174,7 +175,7 @@ cudnnStatus_t cudnnBatchNormalizationForwardInference(
     const cudnnTensorDescriptor_t x_desc, const void* x, const cudnnTensorDescriptor_t y_desc,
     void* y, const cudnnTensorDescriptor_t params_desc, const void* scale, const void* bias,
     const void* mean, const void* variance, double epsilon) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     Handle& live = FindHandle(handle);
     const TensorDescriptor& in = FindTensor(x_desc);
     const TensorDescriptor& out = FindTensor(y_desc);
@@ -199,7 +200,7 @@ cudnnStatus_t cudnnBatchNormalizationBackward(
     const void* dy, const cudnnTensorDescriptor_t dx_desc, void* dx,
     const cudnnTensorDescriptor_t params, const void* scale, void* d_scale, void* d_bias,
     double epsilon, const void* saved_mean, const void* saved_inv_variance) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     Backward(handle, mode, alpha_data, beta_data, alpha_params, beta_params, x_desc, x, dy_desc,
              dy, dx_desc, dx, params, scale, d_scale, d_bias, epsilon, saved_mean,
              saved_inv_variance);
@@ -218,7 +219,7 @@ cudnnStatus_t cudnnBatchNormalizationBackwardEx(
     const void* saved_mean, const void* saved_inv_variance,
     cudnnActivationDescriptor_t /*activation*/, void* /*workspace*/, size_t /*workspace_bytes*/,
     void* /*reserve*/, size_t /*reserve_bytes*/) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     RequireBatchNormOnly(ops);
     Backward(handle, mode, alpha_data, beta_data, alpha_params, beta_params, x_desc, x, dy_desc,
              dy, dx_desc, dx, params, scale, d_scale, d_bias, epsilon, saved_mean,
@@ -231,7 +232,7 @@ cudnnStatus_t cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(
     const cudnnTensorDescriptor_t /*x*/, const cudnnTensorDescriptor_t /*z*/,
     const cudnnTensorDescriptor_t /*y*/, const cudnnTensorDescriptor_t /*params*/,
     const cudnnActivationDescriptor_t /*activation*/, size_t* size) {
-  return Run(__func__, [&] { NoSpace(handle, ops, size); });
+  return CudnnCall(__func__, [&] { NoSpace(handle, ops, size); });
 }
 
 cudnnStatus_t cudnnGetBatchNormalizationBackwardExWorkspaceSize(
@@ -240,14 +241,14 @@ cudnnStatus_t cudnnGetBatchNormalizationBackwardExWorkspaceSize(
     const cudnnTensorDescriptor_t /*dy*/, const cudnnTensorDescriptor_t /*dz*/,
     const cudnnTensorDescriptor_t /*dx*/, const cudnnTensorDescriptor_t /*params*/,
     const cudnnActivationDescriptor_t /*activation*/, size_t* size) {
-  return Run(__func__, [&] { NoSpace(handle, ops, size); });
+  return CudnnCall(__func__, [&] { NoSpace(handle, ops, size); });
 }
 
 cudnnStatus_t cudnnGetBatchNormalizationTrainingExReserveSpaceSize(
     cudnnHandle_t handle, cudnnBatchNormMode_t /*mode*/, cudnnBatchNormOps_t ops,
     const cudnnActivationDescriptor_t /*activation*/, const cudnnTensorDescriptor_t /*x*/,
     size_t* size) {
-  return Run(__func__, [&] { NoSpace(handle, ops, size); });
+  return CudnnCall(__func__, [&] { NoSpace(handle, ops, size); });
 }
 
 }  // extern "C"

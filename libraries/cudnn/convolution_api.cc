@@ -66,7 +66,7 @@ namespace kernels = tally::libraries::kernels;
 extern "C" {
 
 cudnnStatus_t cudnnGetConvolutionForwardAlgorithmMaxCount(cudnnHandle_t handle, int* count) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     FindHandle(handle);
     RequireNotNull(count, "the count pointer");
     *count = 1;
@@ -89,7 +89,7 @@ cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(cudnnHandle_t handle,
                                                      const cudnnTensorDescriptor_t y,
                                                      int requested, int* returned,
                                                      cudnnConvolutionFwdAlgoPerf_t* results) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     Problem(handle, x, w, conv, y);
     OfferAlgorithm(CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, conv, requested, returned, results);
   });
@@ -111,7 +111,7 @@ cudnnStatus_t cudnnFindConvolutionForwardAlgorithmEx(
     const cudnnFilterDescriptor_t w_desc, const void* w, const cudnnConvolutionDescriptor_t conv,
     const cudnnTensorDescriptor_t y_desc, void* y, int requested, int* returned,
     cudnnConvolutionFwdAlgoPerf_t* results, void* /*workspace*/, size_t /*workspace_bytes*/) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     Problem(handle, x_desc, w_desc, conv, y_desc);
     RequireData(x, w, y);
     OfferAlgorithm(CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, conv, requested, returned, results);
@@ -125,7 +125,7 @@ cudnnStatus_t cudnnGetConvolutionForwardWorkspaceSize(cudnnHandle_t handle,
                                                       const cudnnTensorDescriptor_t y,
                                                       cudnnConvolutionFwdAlgo_t algo,
                                                       size_t* size) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     Problem(handle, x, w, conv, y);
     CheckAlgorithm(algo, CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
     NoWorkspace(size);
@@ -139,7 +139,7 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t handle, const void* alpha,
                                       cudnnConvolutionFwdAlgo_t algo, void* /*workspace*/,
                                       size_t /*workspace_bytes*/, const void* beta,
                                       const cudnnTensorDescriptor_t y_desc, void* y) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     const kernels::ConvolutionProblem problem = Problem(handle, x_desc, w_desc, conv, y_desc);
     CheckAlgorithm(algo, CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
     RequireData(x, w, y);
@@ -160,7 +160,7 @@ cudnnStatus_t cudnnConvolutionBiasActivationForward(
     const cudnnTensorDescriptor_t z_desc, const void* z, const cudnnTensorDescriptor_t bias_desc,
     const void* bias, const cudnnActivationDescriptor_t activation,
     const cudnnTensorDescriptor_t y_desc, void* y) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     const kernels::ConvolutionProblem problem = Problem(handle, x_desc, w_desc, conv, y_desc);
     CheckAlgorithm(algo, CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
     RequireData(x, w, y);
@@ -190,7 +190,7 @@ cudnnStatus_t cudnnGetConvolutionBackwardDataAlgorithm_v7(
     cudnnHandle_t handle, const cudnnFilterDescriptor_t w, const cudnnTensorDescriptor_t dy,
     const cudnnConvolutionDescriptor_t conv, const cudnnTensorDescriptor_t dx, int requested,
     int* returned, cudnnConvolutionBwdDataAlgoPerf_t* results) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     Problem(handle, dx, w, conv, dy);
     OfferAlgorithm(CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, conv, requested, returned, results);
   });
@@ -210,7 +210,7 @@ cudnnStatus_t cudnnFindConvolutionBackwardDataAlgorithmEx(
     const cudnnConvolutionDescriptor_t conv, const cudnnTensorDescriptor_t dx_desc, void* dx,
     int requested, int* returned, cudnnConvolutionBwdDataAlgoPerf_t* results,
     void* /*workspace*/, size_t /*workspace_bytes*/) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     Problem(handle, dx_desc, w_desc, conv, dy_desc);
     RequireData(dy, w, dx);
     OfferAlgorithm(CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, conv, requested, returned, results);
@@ -221,7 +221,7 @@ cudnnStatus_t cudnnGetConvolutionBackwardDataWorkspaceSize(
     cudnnHandle_t handle, const cudnnFilterDescriptor_t w, const cudnnTensorDescriptor_t dy,
     const cudnnConvolutionDescriptor_t conv, const cudnnTensorDescriptor_t dx,
     cudnnConvolutionBwdDataAlgo_t algo, size_t* size) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     Problem(handle, dx, w, conv, dy);
     CheckAlgorithm(algo, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
     NoWorkspace(size);
@@ -236,7 +236,7 @@ cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t handle, const void* alp
                                            void* /*workspace*/, size_t /*workspace_bytes*/,
                                            const void* beta,
                                            const cudnnTensorDescriptor_t dx_desc, void* dx) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     const kernels::ConvolutionProblem problem = Problem(handle, dx_desc, w_desc, conv, dy_desc);
     CheckAlgorithm(algo, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
     RequireData(dy, w, dx);
@@ -250,7 +250,7 @@ cudnnStatus_t cudnnGetConvolutionBackwardFilterAlgorithm_v7(
     cudnnHandle_t handle, const cudnnTensorDescriptor_t x, const cudnnTensorDescriptor_t dy,
     const cudnnConvolutionDescriptor_t conv, const cudnnFilterDescriptor_t dw, int requested,
     int* returned, cudnnConvolutionBwdFilterAlgoPerf_t* results) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     Problem(handle, x, dw, conv, dy);
     OfferAlgorithm(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1, conv, requested, returned, results);
   });
@@ -270,7 +270,7 @@ cudnnStatus_t cudnnFindConvolutionBackwardFilterAlgorithmEx(
     const cudnnConvolutionDescriptor_t conv, const cudnnFilterDescriptor_t dw_desc, void* dw,
     int requested, int* returned, cudnnConvolutionBwdFilterAlgoPerf_t* results,
     void* /*workspace*/, size_t /*workspace_bytes*/) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     Problem(handle, x_desc, dw_desc, conv, dy_desc);
     RequireData(x, dy, dw);
     OfferAlgorithm(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1, conv, requested, returned, results);
@@ -281,7 +281,7 @@ cudnnStatus_t cudnnGetConvolutionBackwardFilterWorkspaceSize(
     cudnnHandle_t handle, const cudnnTensorDescriptor_t x, const cudnnTensorDescriptor_t dy,
     const cudnnConvolutionDescriptor_t conv, const cudnnFilterDescriptor_t dw,
     cudnnConvolutionBwdFilterAlgo_t algo, size_t* size) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     Problem(handle, x, dw, conv, dy);
     CheckAlgorithm(algo, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
     NoWorkspace(size);
@@ -297,7 +297,7 @@ cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t handle, const void* a
                                              void* /*workspace*/, size_t /*workspace_bytes*/,
                                              const void* beta,
                                              const cudnnFilterDescriptor_t dw_desc, void* dw) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     const kernels::ConvolutionProblem problem = Problem(handle, x_desc, dw_desc, conv, dy_desc);
     CheckAlgorithm(algo, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
     RequireData(x, dy, dw);
@@ -311,7 +311,7 @@ cudnnStatus_t cudnnConvolutionBackwardBias(cudnnHandle_t handle, const void* alp
                                            const cudnnTensorDescriptor_t dy_desc, const void* dy,
                                            const void* beta,
                                            const cudnnTensorDescriptor_t db_desc, void* db) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     Handle& live = FindHandle(handle);
     const TensorDescriptor& grad = FindTensor(dy_desc);
     const TensorDescriptor& bias = FindTensor(db_desc);

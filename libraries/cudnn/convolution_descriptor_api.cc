@@ -53,7 +53,7 @@ cudnnStatus_t cudnnSetConvolution2dDescriptor(cudnnConvolutionDescriptor_t desc,
                                               int pad_w, int u, int v, int dilation_h,
                                               int dilation_w, cudnnConvolutionMode_t mode,
                                               cudnnDataType_t compute) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     const int pad[] = {pad_h, pad_w}, stride[] = {u, v}, dilation[] = {dilation_h, dilation_w};
     SetConvolution(desc, 2, pad, stride, dilation, mode, compute);
   });
@@ -63,7 +63,7 @@ cudnnStatus_t cudnnGetConvolution2dDescriptor(const cudnnConvolutionDescriptor_t
                                               int* pad_w, int* u, int* v, int* dilation_h,
                                               int* dilation_w, cudnnConvolutionMode_t* mode,
                                               cudnnDataType_t* compute) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     const ConvolutionDescriptor& conv = FindConvolution(desc);
     Require(conv.spatial == 2, CUDNN_STATUS_BAD_PARAM, "the convolution is not 2-D");
     PutIfWanted(pad_h, conv.pad[0]);
@@ -81,8 +81,8 @@ cudnnStatus_t cudnnSetConvolutionNdDescriptor(cudnnConvolutionDescriptor_t desc,
                                               const int pad[], const int stride[],
                                               const int dilation[], cudnnConvolutionMode_t mode,
                                               cudnnDataType_t compute) {
-  return Run(__func__,
-             [&] { SetConvolution(desc, spatial, pad, stride, dilation, mode, compute); });
+  return CudnnCall(__func__,
+                   [&] { SetConvolution(desc, spatial, pad, stride, dilation, mode, compute); });
 }
 
 cudnnStatus_t cudnnGetConvolutionNdDescriptor(const cudnnConvolutionDescriptor_t desc,
@@ -90,7 +90,7 @@ cudnnStatus_t cudnnGetConvolutionNdDescriptor(const cudnnConvolutionDescriptor_t
                                               int stride[], int dilation[],
                                               cudnnConvolutionMode_t* mode,
                                               cudnnDataType_t* compute) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     const ConvolutionDescriptor& conv = FindConvolution(desc);
     Require(requested >= 0, CUDNN_STATUS_BAD_PARAM, "the requested length is negative");
     PutIfWanted(spatial, conv.spatial);
@@ -105,14 +105,14 @@ cudnnStatus_t cudnnGetConvolutionNdDescriptor(const cudnnConvolutionDescriptor_t
 }
 
 cudnnStatus_t cudnnSetConvolutionGroupCount(cudnnConvolutionDescriptor_t desc, int groups) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     Require(groups > 0, CUDNN_STATUS_BAD_PARAM, "the group count is not positive");
     Live<ConvolutionDescriptor>::Find(desc).groups = groups;
   });
 }
 
 cudnnStatus_t cudnnGetConvolutionGroupCount(cudnnConvolutionDescriptor_t desc, int* groups) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     RequireNotNull(groups, "the group count pointer");
     *groups = Live<ConvolutionDescriptor>::Find(desc).groups;
   });
@@ -121,7 +121,7 @@ cudnnStatus_t cudnnGetConvolutionGroupCount(cudnnConvolutionDescriptor_t desc, i
 // The math type says which arithmetic cuDNN may use (tensor cores, TF32); Tally's kernels compute
 // in f32 (or f64) whatever it says, which every math type allows.
 cudnnStatus_t cudnnSetConvolutionMathType(cudnnConvolutionDescriptor_t desc, cudnnMathType_t math) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     Require(math >= CUDNN_DEFAULT_MATH && math <= CUDNN_FMA_MATH, CUDNN_STATUS_BAD_PARAM,
             "unknown math type");
     Live<ConvolutionDescriptor>::Find(desc).math = math;
@@ -130,7 +130,7 @@ cudnnStatus_t cudnnSetConvolutionMathType(cudnnConvolutionDescriptor_t desc, cud
 
 cudnnStatus_t cudnnGetConvolutionMathType(cudnnConvolutionDescriptor_t desc,
                                           cudnnMathType_t* math) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     RequireNotNull(math, "the math type pointer");
     *math = Live<ConvolutionDescriptor>::Find(desc).math;
   });
@@ -138,7 +138,7 @@ cudnnStatus_t cudnnGetConvolutionMathType(cudnnConvolutionDescriptor_t desc,
 
 cudnnStatus_t cudnnSetConvolutionReorderType(cudnnConvolutionDescriptor_t desc,
                                              cudnnReorderType_t reorder) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     Require(reorder == CUDNN_DEFAULT_REORDER || reorder == CUDNN_NO_REORDER,
             CUDNN_STATUS_BAD_PARAM, "unknown reorder type");
     Live<ConvolutionDescriptor>::Find(desc).reorder = reorder;
@@ -147,7 +147,7 @@ cudnnStatus_t cudnnSetConvolutionReorderType(cudnnConvolutionDescriptor_t desc,
 
 cudnnStatus_t cudnnGetConvolutionReorderType(cudnnConvolutionDescriptor_t desc,
                                              cudnnReorderType_t* reorder) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     RequireNotNull(reorder, "the reorder type pointer");
     *reorder = Live<ConvolutionDescriptor>::Find(desc).reorder;
   });
@@ -157,7 +157,7 @@ cudnnStatus_t cudnnGetConvolution2dForwardOutputDim(const cudnnConvolutionDescri
                                                     const cudnnTensorDescriptor_t x,
                                                     const cudnnFilterDescriptor_t w, int* n,
                                                     int* c, int* h, int* width) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     const std::vector<int> dims = OutputDims(FindConvolution(desc), FindTensor(x), FindFilter(w));
     Require(dims.size() == 4, CUDNN_STATUS_BAD_PARAM, "the convolution is not 2-D");
     int* out[] = {n, c, h, width};
@@ -172,7 +172,7 @@ cudnnStatus_t cudnnGetConvolutionNdForwardOutputDim(const cudnnConvolutionDescri
                                                     const cudnnTensorDescriptor_t x,
                                                     const cudnnFilterDescriptor_t w, int rank,
                                                     int dims[]) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     const std::vector<int> out = OutputDims(FindConvolution(desc), FindTensor(x), FindFilter(w));
     Require(rank == static_cast<int>(out.size()), CUDNN_STATUS_BAD_PARAM,
             "the number of dimensions is not the tensor's");

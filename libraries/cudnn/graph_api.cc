@@ -8,7 +8,7 @@ extern "C" {
 
 cudnnStatus_t cudnnBackendCreateDescriptor(cudnnBackendDescriptorType_t type,
                                            cudnnBackendDescriptor_t* desc) {
-  return Run(__func__, [&] { CreateBackendDescriptor(type, desc); });
+  return CudnnCall(__func__, [&] { CreateBackendDescriptor(type, desc); });
 }
 
 cudnnStatus_t cudnnBackendDestroyDescriptor(cudnnBackendDescriptor_t desc) {
@@ -19,7 +19,7 @@ cudnnStatus_t cudnnBackendSetAttribute(cudnnBackendDescriptor_t desc,
                                        cudnnBackendAttributeName_t name,
                                        cudnnBackendAttributeType_t type, int64_t count,
                                        const void* elements) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     SetAttribute(Live<BackendDescriptor>::Find(desc), name, type, count, elements);
   });
 }
@@ -28,18 +28,18 @@ cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const desc,
                                        cudnnBackendAttributeName_t name,
                                        cudnnBackendAttributeType_t type, int64_t requested,
                                        int64_t* count, void* elements) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     GetAttribute(Live<BackendDescriptor>::Find(desc), name, type, requested, count, elements);
   });
 }
 
 cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t desc) {
-  return Run(__func__, [&] { Finalize(Live<BackendDescriptor>::Find(desc)); });
+  return CudnnCall(__func__, [&] { Finalize(Live<BackendDescriptor>::Find(desc)); });
 }
 
 cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle, cudnnBackendDescriptor_t plan,
                                   cudnnBackendDescriptor_t pack) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     const Handle& live = FindHandle(handle);
     Execute(live.stream, Live<BackendDescriptor>::Find(plan), Live<BackendDescriptor>::Find(pack));
   });

@@ -12,15 +12,15 @@ cudnnStatus_t cudnnCreate(cudnnHandle_t* handle) {
 }
 
 cudnnStatus_t cudnnDestroy(cudnnHandle_t handle) {
-  return Run(__func__, [&] { Live<Handle>::Destroy(handle); });
+  return CudnnCall(__func__, [&] { Live<Handle>::Destroy(handle); });
 }
 
 cudnnStatus_t cudnnSetStream(cudnnHandle_t handle, cudaStream_t stream) {
-  return Run(__func__, [&] { FindHandle(handle).stream = stream; });
+  return CudnnCall(__func__, [&] { FindHandle(handle).stream = stream; });
 }
 
 cudnnStatus_t cudnnGetStream(cudnnHandle_t handle, cudaStream_t* stream) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     const Handle& live = FindHandle(handle);
     RequireNotNull(stream, "the stream pointer");
     *stream = live.stream;
@@ -33,7 +33,7 @@ size_t cudnnGetMaxDeviceVersion() { return CUDNN_MAX_DEVICE_VERSION; }
 size_t cudnnGetCudartVersion() { return CUDART_VERSION; }
 
 cudnnStatus_t cudnnGetProperty(libraryPropertyType type, int* value) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     RequireNotNull(value, "the value pointer");
     switch (type) {
       case MAJOR_VERSION:

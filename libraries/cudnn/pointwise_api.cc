@@ -41,7 +41,7 @@ cudnnStatus_t cudnnDestroyActivationDescriptor(cudnnActivationDescriptor_t desc)
 cudnnStatus_t cudnnSetActivationDescriptor(cudnnActivationDescriptor_t desc,
                                            cudnnActivationMode_t mode, cudnnNanPropagation_t nan,
                                            double coef) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     ActivationDescriptor& activation = Live<ActivationDescriptor>::Find(desc);
     Require(nan == CUDNN_NOT_PROPAGATE_NAN || nan == CUDNN_PROPAGATE_NAN, CUDNN_STATUS_BAD_PARAM,
             "unknown NaN propagation");
@@ -58,7 +58,7 @@ cudnnStatus_t cudnnSetActivationDescriptor(cudnnActivationDescriptor_t desc,
 cudnnStatus_t cudnnGetActivationDescriptor(const cudnnActivationDescriptor_t desc,
                                            cudnnActivationMode_t* mode,
                                            cudnnNanPropagation_t* nan, double* coef) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     const ActivationDescriptor& activation = FindActivation(desc);
     PutIfWanted(mode, activation.mode);
     PutIfWanted(nan, activation.nan);
@@ -68,12 +68,12 @@ cudnnStatus_t cudnnGetActivationDescriptor(const cudnnActivationDescriptor_t des
 
 cudnnStatus_t cudnnSetActivationDescriptorSwishBeta(cudnnActivationDescriptor_t desc,
                                                     double beta) {
-  return Run(__func__, [&] { Live<ActivationDescriptor>::Find(desc).swish_beta = beta; });
+  return CudnnCall(__func__, [&] { Live<ActivationDescriptor>::Find(desc).swish_beta = beta; });
 }
 
 cudnnStatus_t cudnnGetActivationDescriptorSwishBeta(cudnnActivationDescriptor_t desc,
                                                     double* beta) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     RequireNotNull(beta, "the beta pointer");
     *beta = Live<ActivationDescriptor>::Find(desc).swish_beta;
   });
@@ -83,7 +83,7 @@ cudnnStatus_t cudnnActivationForward(cudnnHandle_t handle, cudnnActivationDescri
                                      const void* alpha, const cudnnTensorDescriptor_t x_desc,
                                      const void* x, const void* beta,
                                      const cudnnTensorDescriptor_t y_desc, void* y) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     Handle& live = FindHandle(handle);
     const TensorDescriptor& in = FindTensor(x_desc);
     const TensorDescriptor& out = FindTensor(y_desc);
@@ -101,7 +101,7 @@ cudnnStatus_t cudnnActivationBackward(cudnnHandle_t handle,
                                       const cudnnTensorDescriptor_t x_desc, const void* x,
                                       const void* beta, const cudnnTensorDescriptor_t dx_desc,
                                       void* dx) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     Handle& live = FindHandle(handle);
     const TensorDescriptor& out = FindTensor(y_desc);
     const TensorDescriptor& out_grad = FindTensor(dy_desc);
@@ -122,7 +122,7 @@ cudnnStatus_t cudnnSoftmaxForward(cudnnHandle_t handle, cudnnSoftmaxAlgorithm_t 
                                   const cudnnTensorDescriptor_t x_desc, const void* x,
                                   const void* beta, const cudnnTensorDescriptor_t y_desc,
                                   void* y) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     Handle& live = FindHandle(handle);
     const TensorDescriptor& in = FindTensor(x_desc);
     const TensorDescriptor& out = FindTensor(y_desc);
@@ -141,7 +141,7 @@ cudnnStatus_t cudnnSoftmaxBackward(cudnnHandle_t handle, cudnnSoftmaxAlgorithm_t
                                    const cudnnTensorDescriptor_t dy_desc, const void* dy,
                                    const void* beta, const cudnnTensorDescriptor_t dx_desc,
                                    void* dx) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     Handle& live = FindHandle(handle);
     const TensorDescriptor& out = FindTensor(y_desc);
     const TensorDescriptor& out_grad = FindTensor(dy_desc);

@@ -94,7 +94,7 @@ cudnnStatus_t cudnnDestroyPoolingDescriptor(cudnnPoolingDescriptor_t desc) {
 cudnnStatus_t cudnnSetPooling2dDescriptor(cudnnPoolingDescriptor_t desc, cudnnPoolingMode_t mode,
                                           cudnnNanPropagation_t nan, int window_h, int window_w,
                                           int pad_h, int pad_w, int stride_h, int stride_w) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     const int window[] = {window_h, window_w}, pad[] = {pad_h, pad_w},
               stride[] = {stride_h, stride_w};
     SetPooling(desc, mode, nan, 2, window, pad, stride);
@@ -105,7 +105,7 @@ cudnnStatus_t cudnnGetPooling2dDescriptor(const cudnnPoolingDescriptor_t desc,
                                           cudnnPoolingMode_t* mode, cudnnNanPropagation_t* nan,
                                           int* window_h, int* window_w, int* pad_h, int* pad_w,
                                           int* stride_h, int* stride_w) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     const PoolingDescriptor& pooling = FindPooling(desc);
     Require(pooling.spatial == 2, CUDNN_STATUS_BAD_PARAM, "the pooling is not 2-D");
     PutIfWanted(mode, pooling.mode);
@@ -124,13 +124,13 @@ cudnnStatus_t cudnnSetPoolingNdDescriptor(cudnnPoolingDescriptor_t desc,
                                           const cudnnNanPropagation_t nan, int spatial,
                                           const int window[], const int pad[],
                                           const int stride[]) {
-  return Run(__func__, [&] { SetPooling(desc, mode, nan, spatial, window, pad, stride); });
+  return CudnnCall(__func__, [&] { SetPooling(desc, mode, nan, spatial, window, pad, stride); });
 }
 
 cudnnStatus_t cudnnGetPoolingNdDescriptor(const cudnnPoolingDescriptor_t desc, int requested,
                                           cudnnPoolingMode_t* mode, cudnnNanPropagation_t* nan,
                                           int* spatial, int window[], int pad[], int stride[]) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     const PoolingDescriptor& pooling = FindPooling(desc);
     Require(requested >= 0, CUDNN_STATUS_BAD_PARAM, "the requested length is negative");
     PutIfWanted(mode, pooling.mode);
@@ -147,7 +147,7 @@ cudnnStatus_t cudnnGetPoolingNdDescriptor(const cudnnPoolingDescriptor_t desc, i
 cudnnStatus_t cudnnGetPooling2dForwardOutputDim(const cudnnPoolingDescriptor_t desc,
                                                 const cudnnTensorDescriptor_t x, int* n, int* c,
                                                 int* h, int* w) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     const std::vector<int> dims = OutputDims(FindPooling(desc), FindTensor(x));
     Require(dims.size() == 4, CUDNN_STATUS_BAD_PARAM, "the pooling is not 2-D");
     int* out[] = {n, c, h, w};
@@ -161,7 +161,7 @@ cudnnStatus_t cudnnGetPooling2dForwardOutputDim(const cudnnPoolingDescriptor_t d
 cudnnStatus_t cudnnGetPoolingNdForwardOutputDim(const cudnnPoolingDescriptor_t desc,
                                                 const cudnnTensorDescriptor_t x, int rank,
                                                 int dims[]) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     const std::vector<int> out = OutputDims(FindPooling(desc), FindTensor(x));
     Require(rank == static_cast<int>(out.size()), CUDNN_STATUS_BAD_PARAM,
             "the number of dimensions is not the tensor's");
@@ -174,7 +174,7 @@ cudnnStatus_t cudnnPoolingForward(cudnnHandle_t handle, const cudnnPoolingDescri
                                   const void* alpha, const cudnnTensorDescriptor_t x_desc,
                                   const void* x, const void* beta,
                                   const cudnnTensorDescriptor_t y_desc, void* y) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     Handle& live = FindHandle(handle);
     const TensorDescriptor& in = FindTensor(x_desc);
     const TensorDescriptor& out = FindTensor(y_desc);
@@ -193,7 +193,7 @@ cudnnStatus_t cudnnPoolingBackward(cudnnHandle_t handle, const cudnnPoolingDescr
                                    const void* dy, const cudnnTensorDescriptor_t x_desc,
                                    const void* x, const void* beta,
                                    const cudnnTensorDescriptor_t dx_desc, void* dx) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     Handle& live = FindHandle(handle);
     const TensorDescriptor& in = FindTensor(x_desc);
     const TensorDescriptor& out_grad = FindTensor(dy_desc);

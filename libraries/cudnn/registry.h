@@ -37,11 +37,11 @@ class Live {
   // does nothing, as free()).
   template <typename Handle>
   static cudnnStatus_t CreateEntry(const char* api, Handle* out) noexcept {
-    return Run(api, [&] { Create(out); });
+    return CudnnCall(api, [&] { Create(out); });
   }
   static cudnnStatus_t DestroyEntry(const char* api, const void* address) noexcept {
     if (address == nullptr) return CUDNN_STATUS_SUCCESS;
-    return Run(api, [&] { Destroy(address); });
+    return CudnnCall(api, [&] { Destroy(address); });
   }
   // The live object at `address`; BAD_PARAM for any other address.
   static Object& Find(const void* address) {

@@ -186,7 +186,7 @@ cudnnStatus_t cudnnRNNForward(cudnnHandle_t handle, cudnnRNNDescriptor_t desc,
                               cudnnTensorDescriptor_t c_desc, const void* cx, void* cy,
                               size_t weight_bytes, const void* weights, size_t workspace_bytes,
                               void* workspace, size_t reserve_bytes, void* reserve) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     Forward(handle, desc, mode, x_desc, x, y_desc, y, h_desc, hx, hy, c_desc, cx, cy,
             {weight_bytes, weights, workspace_bytes, workspace, reserve_bytes, reserve});
   });
@@ -199,7 +199,7 @@ cudnnStatus_t cudnnRNNBackwardData_v8(
     const void* dhy, void* dhx, cudnnTensorDescriptor_t c_desc, const void* cx, const void* dcy,
     void* dcx, size_t weight_bytes, const void* weights, size_t workspace_bytes, void* workspace,
     size_t reserve_bytes, void* reserve) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     BackwardData(handle, desc, y_desc, dy, x_desc, dx, h_desc, hx, dhy, dhx, c_desc, cx, dcy, dcx,
                  {weight_bytes, weights, workspace_bytes, workspace, reserve_bytes, reserve});
   });
@@ -213,7 +213,7 @@ cudnnStatus_t cudnnRNNBackwardWeights_v8(cudnnHandle_t handle, cudnnRNNDescripto
                                          size_t weight_bytes, void* d_weights,
                                          size_t workspace_bytes, void* workspace,
                                          size_t reserve_bytes, void* reserve) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     BackwardWeights(handle, desc, mode, x_desc, x, h_desc, hx, y_desc,
                     {weight_bytes, d_weights, workspace_bytes, workspace, reserve_bytes, reserve});
   });

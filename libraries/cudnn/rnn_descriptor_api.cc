@@ -223,7 +223,7 @@ cudnnStatus_t cudnnSetRNNDescriptor_v8(cudnnRNNDescriptor_t desc, cudnnRNNAlgo_t
                                        cudnnMathType_t math, int32_t input_size, int32_t hidden,
                                        int32_t projection, int32_t layers,
                                        cudnnDropoutDescriptor_t dropout, uint32_t flags) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     SetRnn(desc, {false, algo, cell, bias, direction, input, type, math_precision, math, input_size,
                   hidden, projection, layers, dropout, flags});
   });
@@ -236,7 +236,7 @@ cudnnStatus_t cudnnGetRNNDescriptor_v8(cudnnRNNDescriptor_t desc, cudnnRNNAlgo_t
                                        cudnnMathType_t* math, int32_t* input_size, int32_t* hidden,
                                        int32_t* projection, int32_t* layers,
                                        cudnnDropoutDescriptor_t* dropout, uint32_t* flags) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     const RnnDescriptor& rnn = FindRnn(desc);
     PutIfWanted(algo, rnn.algo);
     PutIfWanted(cell, rnn.cell);
@@ -257,17 +257,17 @@ cudnnStatus_t cudnnGetRNNDescriptor_v8(cudnnRNNDescriptor_t desc, cudnnRNNAlgo_t
 
 cudnnStatus_t cudnnRNNSetClip_v9(cudnnRNNDescriptor_t desc, cudnnRNNClipMode_t mode, double low,
                                  double high) {
-  return Run(__func__, [&] { SetClip(desc, mode, low, high); });
+  return CudnnCall(__func__, [&] { SetClip(desc, mode, low, high); });
 }
 
 cudnnStatus_t cudnnRNNSetClip_v8(cudnnRNNDescriptor_t desc, cudnnRNNClipMode_t mode,
                                  cudnnNanPropagation_t /*nan*/, double low, double high) {
-  return Run(__func__, [&] { SetClip(desc, mode, low, high); });
+  return CudnnCall(__func__, [&] { SetClip(desc, mode, low, high); });
 }
 
 cudnnStatus_t cudnnRNNGetClip_v9(cudnnRNNDescriptor_t desc, cudnnRNNClipMode_t* mode, double* low,
                                  double* high) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     PutIfWanted(mode, FindRnn(desc).clip);
     PutIfWanted(low, 0.0);
     PutIfWanted(high, 0.0);
@@ -276,7 +276,7 @@ cudnnStatus_t cudnnRNNGetClip_v9(cudnnRNNDescriptor_t desc, cudnnRNNClipMode_t* 
 
 cudnnStatus_t cudnnRNNGetClip_v8(cudnnRNNDescriptor_t desc, cudnnRNNClipMode_t* mode,
                                  cudnnNanPropagation_t* nan, double* low, double* high) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     PutIfWanted(mode, FindRnn(desc).clip);
     PutIfWanted(nan, CUDNN_NOT_PROPAGATE_NAN);
     PutIfWanted(low, 0.0);
@@ -286,7 +286,7 @@ cudnnStatus_t cudnnRNNGetClip_v8(cudnnRNNDescriptor_t desc, cudnnRNNClipMode_t* 
 
 // The persistent dynamic algorithm's plan for a batch size: Tally's kernels need none.
 cudnnStatus_t cudnnBuildRNNDynamic(cudnnHandle_t handle, cudnnRNNDescriptor_t desc, int batch) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     FindHandle(handle);
     FindRnn(desc);
     Require(batch > 0, CUDNN_STATUS_BAD_PARAM, "the batch size is not positive");
@@ -295,7 +295,7 @@ cudnnStatus_t cudnnBuildRNNDynamic(cudnnHandle_t handle, cudnnRNNDescriptor_t de
 
 cudnnStatus_t cudnnGetRNNWeightSpaceSize(cudnnHandle_t handle, cudnnRNNDescriptor_t desc,
                                          size_t* size) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     FindHandle(handle);
     const RnnDescriptor& rnn = FindRnn(desc);
     RequireNotNull(size, "the size pointer");
@@ -306,7 +306,8 @@ cudnnStatus_t cudnnGetRNNWeightSpaceSize(cudnnHandle_t handle, cudnnRNNDescripto
 cudnnStatus_t cudnnGetRNNTempSpaceSizes(cudnnHandle_t handle, cudnnRNNDescriptor_t desc,
                                         cudnnForwardMode_t mode, cudnnRNNDataDescriptor_t x_desc,
                                         size_t* workspace, size_t* reserve) {
-  return Run(__func__, [&] { TempSpaceSizes(handle, desc, mode, x_desc, workspace, reserve); });
+  return CudnnCall(__func__,
+                   [&] { TempSpaceSizes(handle, desc, mode, x_desc, workspace, reserve); });
 }
 
 cudnnStatus_t cudnnGetRNNWeightParams(cudnnHandle_t handle, cudnnRNNDescriptor_t desc,
@@ -314,7 +315,7 @@ cudnnStatus_t cudnnGetRNNWeightParams(cudnnHandle_t handle, cudnnRNNDescriptor_t
                                       int32_t id, cudnnTensorDescriptor_t matrix_desc,
                                       void** matrix, cudnnTensorDescriptor_t bias_desc,
                                       void** bias) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     WeightParams(handle, desc, pseudo_layer, space_bytes, space, id, matrix_desc, matrix, bias_desc,
                  bias);
   });
@@ -331,14 +332,14 @@ cudnnStatus_t cudnnDestroyRNNDataDescriptor(cudnnRNNDataDescriptor_t desc) {
 cudnnStatus_t cudnnSetRNNDataDescriptor(cudnnRNNDataDescriptor_t desc, cudnnDataType_t type,
                                         cudnnRNNDataLayout_t layout, int max_steps, int batch,
                                         int width, const int lengths[], void* fill) {
-  return Run(__func__,
-             [&] { SetData(desc, type, layout, max_steps, batch, width, lengths, fill); });
+  return CudnnCall(__func__,
+                   [&] { SetData(desc, type, layout, max_steps, batch, width, lengths, fill); });
 }
 
 cudnnStatus_t cudnnGetRNNDataDescriptor(cudnnRNNDataDescriptor_t desc, cudnnDataType_t* type,
                                         cudnnRNNDataLayout_t* layout, int* max_steps, int* batch,
                                         int* width, int requested, int lengths[], void* fill) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     GetData(desc, type, layout, max_steps, batch, width, requested, lengths, fill);
   });
 }
@@ -353,7 +354,7 @@ cudnnStatus_t cudnnDestroyDropoutDescriptor(cudnnDropoutDescriptor_t desc) {
 
 // Tally's kernels keep no random generator states: they need no bytes.
 cudnnStatus_t cudnnDropoutGetStatesSize(cudnnHandle_t handle, size_t* size) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     FindHandle(handle);
     RequireNotNull(size, "the size pointer");
     *size = 0;
@@ -363,19 +364,21 @@ cudnnStatus_t cudnnDropoutGetStatesSize(cudnnHandle_t handle, size_t* size) {
 cudnnStatus_t cudnnSetDropoutDescriptor(cudnnDropoutDescriptor_t desc, cudnnHandle_t handle,
                                         float probability, void* states, size_t states_bytes,
                                         unsigned long long seed) {
-  return Run(__func__, [&] { SetDropout(desc, handle, probability, states, states_bytes, seed); });
+  return CudnnCall(__func__,
+                   [&] { SetDropout(desc, handle, probability, states, states_bytes, seed); });
 }
 
 cudnnStatus_t cudnnRestoreDropoutDescriptor(cudnnDropoutDescriptor_t desc, cudnnHandle_t handle,
                                             float probability, void* states, size_t states_bytes,
                                             unsigned long long seed) {
-  return Run(__func__, [&] { SetDropout(desc, handle, probability, states, states_bytes, seed); });
+  return CudnnCall(__func__,
+                   [&] { SetDropout(desc, handle, probability, states, states_bytes, seed); });
 }
 
 cudnnStatus_t cudnnGetDropoutDescriptor(cudnnDropoutDescriptor_t desc, cudnnHandle_t handle,
                                         float* probability, void** states,
                                         unsigned long long* seed) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     const DropoutDescriptor& dropout = FindDropout(desc);
     FindHandle(handle);
     PutIfWanted(probability, dropout.probability);

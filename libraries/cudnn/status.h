@@ -1,7 +1,7 @@
-// How every cuDNN entry point of the stand-in runs: inside Run, the exception barrier of the C
-// ABI. A check that fails throws a Refusal (the documented status and why), which Run turns into
-// the status and keeps as the thread's last error message (cudnnGetLastErrorString); a call
-// Tally's kernels cannot serve is also said once per entry point on stderr.
+// How every cuDNN entry point of the stand-in runs: inside CudnnCall, the exception barrier of
+// the C ABI. A check that fails throws a Refusal (the documented status and why), which CudnnCall
+// turns into the status and keeps as the thread's last error message (cudnnGetLastErrorString); a
+// call Tally's kernels cannot serve is also said once per entry point on stderr.
 #pragma once
 
 #include <cudnn.h>
@@ -48,7 +48,7 @@ void CopyLastError(char* message, size_t max_size);
 // Every entry point's barrier; its first kernel launch counts it as a cuDNN call
 // (client/library_call_scope.h).
 template <typename Body>
-cudnnStatus_t Run(const char* api, Body&& body) noexcept {
+cudnnStatus_t CudnnCall(const char* api, Body&& body) noexcept {
   const client::LibraryCallScope call(ipc::Library::kCudnn);
   try {
     body();

@@ -62,7 +62,7 @@ cudnnStatus_t cudnnDestroyTensorDescriptor(cudnnTensorDescriptor_t desc) {
 
 cudnnStatus_t cudnnSetTensor4dDescriptor(cudnnTensorDescriptor_t desc, cudnnTensorFormat_t format,
                                          cudnnDataType_t type, int n, int c, int h, int w) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     const int dims[] = {n, c, h, w};
     SetTensorPacked(desc, format, type, 4, dims);
   });
@@ -71,7 +71,7 @@ cudnnStatus_t cudnnSetTensor4dDescriptor(cudnnTensorDescriptor_t desc, cudnnTens
 cudnnStatus_t cudnnSetTensor4dDescriptorEx(cudnnTensorDescriptor_t desc, cudnnDataType_t type,
                                            int n, int c, int h, int w, int n_stride,
                                            int c_stride, int h_stride, int w_stride) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     const int dims[] = {n, c, h, w};
     const int strides[] = {n_stride, c_stride, h_stride, w_stride};
     SetTensor(desc, type, 4, dims, strides);
@@ -82,7 +82,7 @@ cudnnStatus_t cudnnGetTensor4dDescriptor(const cudnnTensorDescriptor_t desc,
                                          cudnnDataType_t* type, int* n, int* c, int* h, int* w,
                                          int* n_stride, int* c_stride, int* h_stride,
                                          int* w_stride) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     const TensorDescriptor& tensor = FindTensor(desc);
     Require(tensor.shape.rank == 4, CUDNN_STATUS_BAD_PARAM, "the tensor is not 4-D");
     int* dims[] = {n, c, h, w};
@@ -97,19 +97,19 @@ cudnnStatus_t cudnnGetTensor4dDescriptor(const cudnnTensorDescriptor_t desc,
 
 cudnnStatus_t cudnnSetTensorNdDescriptor(cudnnTensorDescriptor_t desc, cudnnDataType_t type,
                                          int rank, const int dims[], const int strides[]) {
-  return Run(__func__, [&] { SetTensor(desc, type, rank, dims, strides); });
+  return CudnnCall(__func__, [&] { SetTensor(desc, type, rank, dims, strides); });
 }
 
 cudnnStatus_t cudnnSetTensorNdDescriptorEx(cudnnTensorDescriptor_t desc,
                                            cudnnTensorFormat_t format, cudnnDataType_t type,
                                            int rank, const int dims[]) {
-  return Run(__func__, [&] { SetTensorPacked(desc, format, type, rank, dims); });
+  return CudnnCall(__func__, [&] { SetTensorPacked(desc, format, type, rank, dims); });
 }
 
 cudnnStatus_t cudnnGetTensorNdDescriptor(const cudnnTensorDescriptor_t desc, int requested,
                                          cudnnDataType_t* type, int* rank, int dims[],
                                          int strides[]) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     const TensorDescriptor& tensor = FindTensor(desc);
     Require(requested >= 0, CUDNN_STATUS_BAD_PARAM, "the requested number of dimensions is negative");
     PutIfWanted(type, tensor.type);
@@ -122,7 +122,7 @@ cudnnStatus_t cudnnGetTensorNdDescriptor(const cudnnTensorDescriptor_t desc, int
 }
 
 cudnnStatus_t cudnnGetTensorSizeInBytes(const cudnnTensorDescriptor_t desc, size_t* size) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     const TensorDescriptor& tensor = FindTensor(desc);
     RequireNotNull(size, "the size pointer");
     *size = SpanBytes(tensor.shape, tensor.type);
@@ -139,7 +139,7 @@ cudnnStatus_t cudnnDestroyFilterDescriptor(cudnnFilterDescriptor_t desc) {
 
 cudnnStatus_t cudnnSetFilter4dDescriptor(cudnnFilterDescriptor_t desc, cudnnDataType_t type,
                                          cudnnTensorFormat_t format, int k, int c, int h, int w) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     const int dims[] = {k, c, h, w};
     SetFilter(desc, type, format, 4, dims);
   });
@@ -148,7 +148,7 @@ cudnnStatus_t cudnnSetFilter4dDescriptor(cudnnFilterDescriptor_t desc, cudnnData
 cudnnStatus_t cudnnGetFilter4dDescriptor(const cudnnFilterDescriptor_t desc, cudnnDataType_t* type,
                                          cudnnTensorFormat_t* format, int* k, int* c, int* h,
                                          int* w) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     const FilterDescriptor& filter = FindFilter(desc);
     Require(filter.shape.rank == 4, CUDNN_STATUS_BAD_PARAM, "the filter is not 4-D");
     int* dims[] = {k, c, h, w};
@@ -160,13 +160,13 @@ cudnnStatus_t cudnnGetFilter4dDescriptor(const cudnnFilterDescriptor_t desc, cud
 
 cudnnStatus_t cudnnSetFilterNdDescriptor(cudnnFilterDescriptor_t desc, cudnnDataType_t type,
                                          cudnnTensorFormat_t format, int rank, const int dims[]) {
-  return Run(__func__, [&] { SetFilter(desc, type, format, rank, dims); });
+  return CudnnCall(__func__, [&] { SetFilter(desc, type, format, rank, dims); });
 }
 
 cudnnStatus_t cudnnGetFilterNdDescriptor(const cudnnFilterDescriptor_t desc, int requested,
                                          cudnnDataType_t* type, cudnnTensorFormat_t* format,
                                          int* rank, int dims[]) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     const FilterDescriptor& filter = FindFilter(desc);
     Require(requested >= 0, CUDNN_STATUS_BAD_PARAM, "the requested number of dimensions is negative");
     PutIfWanted(type, filter.type);
@@ -179,7 +179,7 @@ cudnnStatus_t cudnnGetFilterNdDescriptor(const cudnnFilterDescriptor_t desc, int
 }
 
 cudnnStatus_t cudnnGetFilterSizeInBytes(const cudnnFilterDescriptor_t desc, size_t* size) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     const FilterDescriptor& filter = FindFilter(desc);
     RequireNotNull(size, "the size pointer");
     *size = SpanBytes(filter.shape, filter.type);

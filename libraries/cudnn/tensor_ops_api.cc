@@ -52,7 +52,7 @@ extern "C" {
 cudnnStatus_t cudnnAddTensor(cudnnHandle_t handle, const void* alpha,
                              const cudnnTensorDescriptor_t a_desc, const void* a,
                              const void* beta, const cudnnTensorDescriptor_t c_desc, void* c) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     Handle& live = FindHandle(handle);
     const TensorDescriptor& added = FindTensor(a_desc);
     const TensorDescriptor& sum = FindTensor(c_desc);
@@ -67,7 +67,7 @@ cudnnStatus_t cudnnAddTensor(cudnnHandle_t handle, const void* alpha,
 
 cudnnStatus_t cudnnSetTensor(cudnnHandle_t handle, const cudnnTensorDescriptor_t y_desc, void* y,
                              const void* value) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     Handle& live = FindHandle(handle);
     const TensorDescriptor& tensor = FindTensor(y_desc);
     CheckLaunch(kernels::LaunchSetTensor(ElementTypeOf(tensor.type), TensorAt(tensor, y, "y"),
@@ -77,7 +77,7 @@ cudnnStatus_t cudnnSetTensor(cudnnHandle_t handle, const cudnnTensorDescriptor_t
 
 cudnnStatus_t cudnnScaleTensor(cudnnHandle_t handle, const cudnnTensorDescriptor_t y_desc, void* y,
                                const void* alpha) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     Handle& live = FindHandle(handle);
     const TensorDescriptor& tensor = FindTensor(y_desc);
     CheckLaunch(kernels::LaunchScaleTensor(ElementTypeOf(tensor.type), TensorAt(tensor, y, "y"),
@@ -89,7 +89,7 @@ cudnnStatus_t cudnnTransformTensor(cudnnHandle_t handle, const void* alpha,
                                    const cudnnTensorDescriptor_t x_desc, const void* x,
                                    const void* beta, const cudnnTensorDescriptor_t y_desc,
                                    void* y) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     Handle& live = FindHandle(handle);
     const TensorDescriptor& in = FindTensor(x_desc);
     const TensorDescriptor& out = FindTensor(y_desc);
@@ -110,7 +110,7 @@ cudnnStatus_t cudnnDestroyOpTensorDescriptor(cudnnOpTensorDescriptor_t desc) {
 
 cudnnStatus_t cudnnSetOpTensorDescriptor(cudnnOpTensorDescriptor_t desc, cudnnOpTensorOp_t op,
                                          cudnnDataType_t compute, cudnnNanPropagation_t nan) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     OpTensorDescriptor& op_tensor = Live<OpTensorDescriptor>::Find(desc);
     Require(op >= CUDNN_OP_TENSOR_ADD && op <= CUDNN_OP_TENSOR_NOT, CUDNN_STATUS_BAD_PARAM,
             "unknown op-tensor operation");
@@ -125,7 +125,7 @@ cudnnStatus_t cudnnSetOpTensorDescriptor(cudnnOpTensorDescriptor_t desc, cudnnOp
 cudnnStatus_t cudnnGetOpTensorDescriptor(const cudnnOpTensorDescriptor_t desc,
                                          cudnnOpTensorOp_t* op, cudnnDataType_t* compute,
                                          cudnnNanPropagation_t* nan) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     const OpTensorDescriptor& op_tensor = FindOpTensor(desc);
     PutIfWanted(op, op_tensor.op);
     PutIfWanted(compute, op_tensor.compute);
@@ -139,7 +139,7 @@ cudnnStatus_t cudnnOpTensor(cudnnHandle_t handle, const cudnnOpTensorDescriptor_
                             const void* a, const void* alpha2,
                             const cudnnTensorDescriptor_t b_desc, const void* b,
                             const void* beta, const cudnnTensorDescriptor_t c_desc, void* c) {
-  return Run(__func__, [&] {
+  return CudnnCall(__func__, [&] {
     Handle& live = FindHandle(handle);
     const OpTensorDescriptor& op_tensor = FindOpTensor(desc);
     const TensorDescriptor& first = FindTensor(a_desc);

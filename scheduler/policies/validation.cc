@@ -57,14 +57,14 @@ class ValidationPolicy final : public Policy {
   bool UsesTransformedForms() const override { return form_.kind != FormKind::kOriginal; }
 
  private:
-  struct Run {
+  struct TransformedRun {
     int preemptions = 0;
     std::optional<Time> preempt_at;  // of the run in flight
   };
 
   void IssueRun(Time now, ClientId client, Decisions& out) {
     out.Issue(client, form_);
-    Run& run = runs_[client];
+    TransformedRun& run = runs_[client];
     if (!preempt_ || form_.kind != FormKind::kPreemptible ||
         run.preemptions >= kMaxValidationPreemptions) {
       return;
@@ -84,7 +84,7 @@ class ValidationPolicy final : public Policy {
   const LaunchForm form_;
   const bool preempt_;
   std::mt19937_64 rng_{20260522};
-  std::map<ClientId, Run> runs_;    // clients with a transformed kernel under way
+  std::map<ClientId, TransformedRun> runs_;    // clients with a transformed kernel under way
 };
 
 }  // namespace

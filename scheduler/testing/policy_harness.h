@@ -45,22 +45,22 @@ class PolicyHarness {
   explicit PolicyHarness(std::unique_ptr<Policy> policy) : policy_(std::move(policy)) {}
 
   std::vector<Action> Join(int64_t us, uint64_t client, ClientPriority priority) {
-    return Run([&] { policy_->ClientJoined(Us(us), Client(client), priority, out_); });
+    return Deliver([&] { policy_->ClientJoined(Us(us), Client(client), priority, out_); });
   }
   std::vector<Action> Leave(int64_t us, uint64_t client) {
-    return Run([&] { policy_->ClientLeft(Us(us), Client(client), out_); });
+    return Deliver([&] { policy_->ClientLeft(Us(us), Client(client), out_); });
   }
   std::vector<Action> Change(int64_t us, uint64_t client, ClientPriority priority) {
-    return Run([&] { policy_->PriorityChanged(Us(us), Client(client), priority, out_); });
+    return Deliver([&] { policy_->PriorityChanged(Us(us), Client(client), priority, out_); });
   }
   std::vector<Action> Arrive(int64_t us, uint64_t client, const Head& head) {
-    return Run([&] { policy_->HeadArrived(Us(us), Client(client), head, out_); });
+    return Deliver([&] { policy_->HeadArrived(Us(us), Client(client), head, out_); });
   }
   std::vector<Action> End(int64_t us, uint64_t client, const RunEnd& end) {
-    return Run([&] { policy_->RunEnded(Us(us), Client(client), end, out_); });
+    return Deliver([&] { policy_->RunEnded(Us(us), Client(client), end, out_); });
   }
   std::vector<Action> Wake(int64_t us) {
-    return Run([&] { policy_->Woken(Us(us), out_); });
+    return Deliver([&] { policy_->Woken(Us(us), out_); });
   }
   // The wake-up the last event asked for.
   std::optional<Time> wake() const { return wake_; }
@@ -68,7 +68,7 @@ class PolicyHarness {
 
  private:
   template <typename F>
-  std::vector<Action> Run(F&& event) {
+  std::vector<Action> Deliver(F&& event) {
     out_.Clear();
     event();
     wake_ = out_.wake();
