@@ -54,8 +54,8 @@ absl::Status CheckAccessPolicyWindow(const cudaAccessPolicyWindow& window) {
   return absl::OkStatus();
 }
 
-absl::Status SetStreamAttribute(StreamAttributes& attributes, int priority, cudaLaunchAttributeID id,
-                                const cudaLaunchAttributeValue& value) {
+absl::Status SetStreamAttribute(StreamAttributes& attributes, StreamPriority priority,
+                                cudaLaunchAttributeID id, const cudaLaunchAttributeValue& value) {
   switch (id) {
     case cudaLaunchAttributeAccessPolicyWindow:
       TALLY_RETURN_IF_ERROR(CheckAccessPolicyWindow(value.accessPolicyWindow));
@@ -73,7 +73,7 @@ absl::Status SetStreamAttribute(StreamAttributes& attributes, int priority, cuda
       attributes.mem_sync_domain = value.memSyncDomain;
       return absl::OkStatus();
     case cudaLaunchAttributePriority:
-      if (value.priority == priority) return absl::OkStatus();
+      if (value.priority == priority.value()) return absl::OkStatus();
       return CudaError(cudaErrorNotSupported,
                        "a stream's priority is fixed at its creation under Tally");
     default:
@@ -81,7 +81,7 @@ absl::Status SetStreamAttribute(StreamAttributes& attributes, int priority, cuda
   }
 }
 
-absl::Status GetStreamAttribute(const StreamAttributes& attributes, int priority,
+absl::Status GetStreamAttribute(const StreamAttributes& attributes, StreamPriority priority,
                                 cudaLaunchAttributeID id, cudaLaunchAttributeValue& value) {
   switch (id) {
     case cudaLaunchAttributeAccessPolicyWindow:
@@ -97,7 +97,7 @@ absl::Status GetStreamAttribute(const StreamAttributes& attributes, int priority
       value.memSyncDomain = attributes.mem_sync_domain;
       return absl::OkStatus();
     case cudaLaunchAttributePriority:
-      value.priority = priority;
+      value.priority = priority.value();
       return absl::OkStatus();
     default:
       return UnknownAttribute(id);

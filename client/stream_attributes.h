@@ -10,6 +10,7 @@
 #include <cuda_runtime_api.h>
 
 #include "absl/status/status.h"
+#include "common/stream_priority.h"
 
 namespace tally::client {
 
@@ -29,10 +30,10 @@ absl::Status CheckAccessPolicyWindow(const cudaAccessPolicyWindow& window);
 
 // Sets one attribute after checking its value. The priority is the stream's own (fixed at
 // creation, when the server made the stream): setting another is cudaErrorNotSupported.
-absl::Status SetStreamAttribute(StreamAttributes& attributes, int priority, cudaLaunchAttributeID id,
-                                const cudaLaunchAttributeValue& value);
+absl::Status SetStreamAttribute(StreamAttributes& attributes, StreamPriority priority,
+                                cudaLaunchAttributeID id, const cudaLaunchAttributeValue& value);
 // Reads one attribute; cudaErrorInvalidValue for an id that is no stream attribute.
-absl::Status GetStreamAttribute(const StreamAttributes& attributes, int priority,
+absl::Status GetStreamAttribute(const StreamAttributes& attributes, StreamPriority priority,
                                 cudaLaunchAttributeID id, cudaLaunchAttributeValue& value);
 
 }  // namespace tally::client

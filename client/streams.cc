@@ -70,12 +70,12 @@ Streams& Streams::Get() {
   return *streams;
 }
 
-absl::StatusOr<cudaStream_t> Streams::Create(unsigned int flags, int priority) {
+absl::StatusOr<cudaStream_t> Streams::Create(unsigned int flags, StreamPriority requested) {
   TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
-  priority = std::clamp(priority, channel->device().stream_priority_greatest,
-                        channel->device().stream_priority_least);
-  TALLY_ASSIGN_OR_RETURN(
-      auto answer, channel->Call(ipc::StreamCreateRequest{.flags = flags, .priority = priority}));
+  const StreamPriority priority = requested.ClampedTo(channel->device().stream_priority_least,
+                                                      channel->device().stream_priority_greatest);
+  TALLY_ASSIGN_OR_RETURN(auto answer, channel->Call(ipc::StreamCreateRequest{
+                                          .flags = flags, .stream_priority = priority}));
   const cudaStream_t stream = ToStream(answer.fields.stream);
   StreamInfo info;
   info.flags = flags;
@@ -124,7 +124,7 @@ absl::StatusOr<cudaStream_t> Streams::PerThread() {
   if (own.stream == nullptr || own.generation != generation) {
     // Not a non-blocking stream: it synchronises with the legacy default stream (CUDA Runtime
     // API, "Per-thread default stream").
-    TALLY_ASSIGN_OR_RETURN(own.stream, Create(cudaStreamDefault, 0));
+    TALLY_ASSIGN_OR_RETURN(own.stream, Create(cudaStreamDefault, StreamPriority()));
     own.generation = generation;
   }
   return own.stream;

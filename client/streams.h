@@ -29,7 +29,7 @@ namespace tally::client {
 
 struct StreamInfo {
   unsigned int flags = 0;       // CU_STREAM_DEFAULT or CU_STREAM_NON_BLOCKING (= cudaStream* flags)
-  int priority = 0;             // clamped to the device's range, as CUDA stores it
+  StreamPriority priority;      // clamped to the device's range, as CUDA stores it
   CUcontext context = nullptr;  // current on the creating thread
   unsigned long long id = 0;    // unique for the life of the process (cuStreamGetId)
   StreamAttributes attributes;  // cudaStreamSetAttribute's, kept here (stream_attributes.h)
@@ -41,7 +41,7 @@ class Streams {
 
   // Creates a stream on the server (priority clamped to the device's range, as CUDA clamps it)
   // and records it, with the calling thread's current context.
-  absl::StatusOr<cudaStream_t> Create(unsigned int flags, int priority);
+  absl::StatusOr<cudaStream_t> Create(unsigned int flags, StreamPriority priority);
   // Forgets a stream, then destroys it on the server (forgotten first, so that its handle cannot
   // be reused meanwhile by another thread's new stream and then be forgotten instead). The
   // special handles (NULL, cudaStreamLegacy, cudaStreamPerThread) are CUDA_ERROR_INVALID_HANDLE.

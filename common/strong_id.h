@@ -2,6 +2,8 @@
 // another id (or a count) is expected.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <compare>
 #include <cstdint>
 #include <string>
@@ -27,4 +29,17 @@ class StrongId {
 // The server's name for a connected client (ipc HelloReply::client_id, tally-ctl, logs).
 using ClientId = StrongId<struct ClientIdTag>;
 
+// A kernel's identity across processes and restarts: its module's content hash combined with its
+// name (the profiler's key, tally-ctl profiles).
+using KernelId = StrongId<struct KernelIdTag>;
+
 }  // namespace tally
+
+// Logs and tally-ctl print an id as its number.
+template <typename Tag>
+struct fmt::formatter<tally::StrongId<Tag>> : fmt::formatter<uint64_t> {
+  template <typename Context>
+  auto format(tally::StrongId<Tag> id, Context& context) const {
+    return fmt::formatter<uint64_t>::format(id.value(), context);
+  }
+};

@@ -18,7 +18,7 @@
 namespace tally::ipc {
 namespace {
 
-absl::Status SendReply(int socket, HelloStatus status, uint32_t schema_version, uint64_t client_id,
+absl::Status SendReply(int socket, HelloStatus status, uint32_t schema_version, ClientId client_id,
                        const SegmentLayout& layout, int segment_fd, std::string_view reason = {}) {
   HelloReply reply{};
   reply.prefix = {kReplyMagic, kProtocolVersion, sizeof(HelloReply), 0};
@@ -114,7 +114,7 @@ absl::StatusOr<ServerConnection> Listener::Accept() {
 absl::StatusOr<PendingPeer> Listener::AcceptPeer() {
   TALLY_ASSIGN_OR_RETURN(UniqueFd socket, AcceptUnix(fd_.get()));
   TALLY_ASSIGN_OR_RETURN(const PeerCredentials peer, GetPeerCredentials(socket.get()));
-  return PendingPeer{std::move(socket), peer.pid, peer.uid, next_client_id_++};
+  return PendingPeer{std::move(socket), peer.pid, peer.uid, ClientId(next_client_id_++)};
 }
 
 absl::StatusOr<std::variant<ServerConnection, ControlConnection>> Listener::AcceptAny() {
@@ -125,7 +125,7 @@ absl::StatusOr<std::variant<ServerConnection, ControlConnection>> Listener::Acce
 absl::StatusOr<std::variant<ServerConnection, ControlConnection>> Listener::Handshake(
     PendingPeer peer, const Admission& admit) const {
   UniqueFd& socket = peer.socket;
-  const uint64_t client_id = peer.client_id;
+  const ClientId client_id = peer.client_id;
   const uint32_t schema = options_.schema_version;
   // Replies to refused clients are best effort: they explain, but the refusal stands anyway.
   if (peer.uid != options_.allowed_uid) {
@@ -163,9 +163,10 @@ absl::StatusOr<std::variant<ServerConnection, ControlConnection>> Listener::Hand
         absl::StrFormat("client pid %d uses message schema %d but this server uses schema %d",
                         peer.pid, hello.schema_version, schema));
   }
-  const ClientPriority priority = hello.priority_set != 0 ? ClientPriority::Level(hello.priority)
-                                                          : ClientPriority::Unset();
-  ClientInfo client{client_id, peer.pid, peer.uid, priority,
+  ClientInfo client{client_id,
+                    peer.pid,
+                    peer.uid,
+                    hello.client_priority.ToPriority(),
                     std::string(hello.command, strnlen(hello.command, kCommandSize)),
                     hello.memory_limit};
   if (admit) {
@@ -184,7 +185,7 @@ absl::StatusOr<std::variant<ServerConnection, ControlConnection>> Listener::Hand
 }
 
 ClientConnection::ClientConnection(UniqueFd socket, Segment segment,
-                                   std::unique_ptr<BulkAllocator> bulk, uint64_t client_id)
+                                   std::unique_ptr<BulkAllocator> bulk, ClientId client_id)
     : socket_(std::move(socket)),
       segment_(std::move(segment)),
       requests_(segment_.request_ring(), segment_.layout().request_ring_capacity),
@@ -262,8 +263,7 @@ absl::StatusOr<ClientConnection> ClientConnection::Connect(const ConnectOptions&
   hello.prefix = {kHelloMagic, kProtocolVersion, sizeof(Hello), 0};
   hello.schema_version = options.schema_version;
   hello.pid = getpid();
-  hello.priority = options.priority.level();
-  hello.priority_set = options.priority.is_set() ? 1 : 0;
+  hello.client_priority = WireClientPriority::From(options.priority);
   hello.memory_limit = options.memory_limit;
   std::memcpy(hello.command, options.command.data(),
               std::min(options.command.size(), kCommandSize - 1));

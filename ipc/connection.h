@@ -30,7 +30,7 @@ WaitOptions WaitOptionsFor(int socket_fd, absl::Duration timeout);
 
 // Who is on the other end, as the server knows it.
 struct ClientInfo {
-  uint64_t client_id = 0;
+  ClientId client_id;
   pid_t pid = 0;  // from SO_PEERCRED, not from the hello
   uid_t uid = 0;
   ClientPriority priority = ClientPriority::Unset();
@@ -83,7 +83,7 @@ struct PendingPeer {
   UniqueFd socket;
   pid_t pid = 0;  // SO_PEERCRED
   uid_t uid = 0;
-  uint64_t client_id = 0;  // the name the peer gets if it turns out to be a client
+  ClientId client_id;  // the name the peer gets if it turns out to be a client
 };
 
 // Decides whether a client whose hello was valid may connect: an empty string admits it, any
@@ -145,7 +145,7 @@ class ClientConnection {
  public:
   static absl::StatusOr<ClientConnection> Connect(const ConnectOptions& options);
 
-  uint64_t client_id() const { return client_id_; }
+  ClientId client_id() const { return client_id_; }
   RingProducer& requests() { return requests_; }
   RingConsumer& responses() { return responses_; }
   RingConsumer& callbacks() { return callbacks_; }
@@ -164,7 +164,7 @@ class ClientConnection {
 
  private:
   ClientConnection(UniqueFd socket, Segment segment, std::unique_ptr<BulkAllocator> bulk,
-                   uint64_t client_id);
+                   ClientId client_id);
 
   UniqueFd socket_;
   Segment segment_;
@@ -172,7 +172,7 @@ class ClientConnection {
   RingConsumer responses_;
   RingConsumer callbacks_;
   std::unique_ptr<BulkAllocator> bulk_allocator_;
-  uint64_t client_id_;
+  ClientId client_id_;
 };
 
 }  // namespace tally::ipc

@@ -99,8 +99,9 @@ TEST_CASE("a client process and a server process exchange messages and bulk data
   ChildProcess server = ChildProcess::Fork([&]() -> absl::Status {
     TALLY_ASSIGN_OR_RETURN(ServerConnection connection, listener->Accept());
     const ClientInfo& client = connection.client();
-    if (client.pid != getppid() || client.uid != geteuid() || client.priority != ClientPriority::Level(5) || !client.priority.is_set() ||
-        client.command != "connection_test" || client.client_id == 0) {
+    if (client.pid != getppid() || client.uid != geteuid() ||
+        client.priority != ClientPriority::Level(5) || !client.priority.is_set() ||
+        client.command != "connection_test" || client.client_id == ClientId()) {
       return absl::InternalError("wrong client identity: " + client.command);
     }
     return Serve(connection, kPings + 1);

@@ -156,17 +156,17 @@ absl::StatusOr<StatusReport> QueryStatus(const std::string& path, absl::Duration
   return report;
 }
 
-absl::StatusOr<PriorityReply> SetClientPriority(const std::string& path, uint64_t client_id,
+absl::StatusOr<PriorityReply> SetClientPriority(const std::string& path, ClientId client_id,
                                                 int32_t priority, absl::Duration timeout,
                                                 uid_t expected_server_uid) {
   ControlRequest request{};
   request.kind = static_cast<uint32_t>(ControlKind::kSetPriority);
   request.client_id = client_id;
-  request.priority = priority;
+  request.client_priority_level = priority;
   return ChangeClient<PriorityReply>(path, request, timeout, expected_server_uid);
 }
 
-absl::StatusOr<LimitReply> SetClientMemoryLimit(const std::string& path, uint64_t client_id,
+absl::StatusOr<LimitReply> SetClientMemoryLimit(const std::string& path, ClientId client_id,
                                                 uint64_t memory_limit, absl::Duration timeout,
                                                 uid_t expected_server_uid) {
   ControlRequest request{};

@@ -42,8 +42,8 @@ struct ControlRequest {
   HandshakePrefix prefix;  // kControlMagic
   uint32_t kind;           // ControlKind
   uint32_t reserved;
-  uint64_t client_id;  // kSetPriority, kSetMemoryLimit: whose
-  int32_t priority;    // kSetPriority: the new level
+  ClientId client_id;             // kSetPriority, kSetMemoryLimit: whose
+  int32_t client_priority_level;  // kSetPriority: the new level
   uint32_t reserved2;
   uint64_t memory_limit;  // kSetMemoryLimit: device bytes, kNoLimit for none
 };
@@ -81,10 +81,9 @@ struct StatusReply {
 };
 
 struct ClientStatus {
-  uint64_t client_id;
+  ClientId client_id;
   int32_t pid;
-  int32_t priority;       // the level the scheduler uses
-  uint32_t priority_set;  // 0: the client gave none (scheduled as best-effort)
+  WireClientPriority client_priority;  // its level is what the scheduler uses
   uint32_t reserved;
   uint64_t memory_bytes;     // device memory the client has allocated and not freed
   uint64_t allocations;      // how many allocations that is
@@ -119,7 +118,7 @@ struct ClientStatus {
 struct PriorityReply {
   HandshakePrefix prefix;  // kControlReplyMagic; size = sizeof(PriorityReply)
   uint32_t found;          // 0: no client with that id
-  int32_t priority;        // the client's level now
+  int32_t client_priority_level;   // the client's level now
   char message[kControlTextSize];  // NUL-terminated: what happened
 };
 
@@ -151,7 +150,7 @@ struct ProfilesReply {
 
 // One launch configuration the profiler knows (profiler/profiler.h, ProfileRecord).
 struct ProfileStatus {
-  uint64_t kernel;  // identity: module content and kernel name
+  KernelId kernel;  // identity: module content and kernel name
   uint32_t grid[3];
   uint32_t block[3];
   uint32_t shared_bytes;
@@ -221,13 +220,13 @@ absl::StatusOr<StatusReport> QueryStatus(const std::string& path,
                                          absl::Duration timeout = absl::Seconds(5),
                                          uid_t expected_server_uid = geteuid());
 // Sets a client's priority level (tally-ctl priority); the reply says whether it exists.
-absl::StatusOr<PriorityReply> SetClientPriority(const std::string& path, uint64_t client_id,
+absl::StatusOr<PriorityReply> SetClientPriority(const std::string& path, ClientId client_id,
                                                 int32_t priority,
                                                 absl::Duration timeout = absl::Seconds(5),
                                                 uid_t expected_server_uid = geteuid());
 // Sets a client's device-memory limit (tally-ctl limit; kNoLimit removes it); the reply says
 // whether the client exists.
-absl::StatusOr<LimitReply> SetClientMemoryLimit(const std::string& path, uint64_t client_id,
+absl::StatusOr<LimitReply> SetClientMemoryLimit(const std::string& path, ClientId client_id,
                                                 uint64_t memory_limit,
                                                 absl::Duration timeout = absl::Seconds(5),
                                                 uid_t expected_server_uid = geteuid());

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "common/stream_priority.h"
 #include "ipc/bulk.h"
 #include "ipc/library_calls.h"
 #include "ipc/message.h"
@@ -59,8 +60,8 @@ struct GetDeviceInfoResponse {
   uint8_t uuid[16];
   uint64_t total_memory;
   int32_t driver_version;
-  int32_t stream_priority_least;  // cuCtxGetStreamPriorityRange
-  int32_t stream_priority_greatest;
+  StreamPriority stream_priority_least;  // cuCtxGetStreamPriorityRange
+  StreamPriority stream_priority_greatest;
   // Every device attribute of the server's cuda.h, as the device answers it (server.cc);
   // answered[a] is 0 where the driver refused attribute a (a driver older than that cuda.h).
   int32_t attributes[kDeviceAttributeSlots];
@@ -144,7 +145,7 @@ struct MemsetRequest {
 struct StreamCreateRequest {
   TALLY_INTERNAL_REQUEST(StreamCreate);
   uint32_t flags;  // cudaStreamNonBlocking
-  int32_t priority;
+  StreamPriority stream_priority;  // clamped to the device's range
 };
 struct StreamCreateResponse {
   TALLY_INTERNAL_RESPONSE(StreamCreate);

@@ -7,6 +7,8 @@
 #include <span>
 #include <type_traits>
 
+#include "common/client_priority.h"
+#include "common/strong_id.h"
 #include "ipc/segment.h"
 
 namespace tally::ipc {
@@ -24,12 +26,25 @@ struct HandshakePrefix {
   uint32_t reserved;
 };
 
+// A ClientPriority as the wire carries it (Hello, ClientStatus).
+struct WireClientPriority {
+  int32_t level;
+  uint32_t is_set;  // 0: the client gave none (scheduled as best-effort)
+
+  static constexpr WireClientPriority From(ClientPriority priority) {
+    return {priority.level(), priority.is_set() ? 1u : 0u};
+  }
+  constexpr ClientPriority ToPriority() const {
+    return is_set != 0 ? ClientPriority::Level(level) : ClientPriority::Unset();
+  }
+};
+
 struct Hello {
   HandshakePrefix prefix;
   uint32_t schema_version;  // of the message table above the IPC layer (the CUDA calls)
   int32_t pid;              // as the client sees itself; the server trusts SO_PEERCRED's
-  int32_t priority;         // TALLY_PRIORITY's level; higher is more important
-  uint32_t priority_set;    // 0: the client gave no priority (older clients send 0 here too)
+  // TALLY_PRIORITY's (older clients send is_set 0: no priority given).
+  WireClientPriority client_priority;
   char command[kCommandSize];  // NUL-padded, not necessarily NUL-terminated
   // Device memory the client asks to be limited to (tally-run --memory-limit); 0: no wish. It
   // can only lower the server's limit for the client, never raise it.
@@ -49,7 +64,7 @@ struct HelloReply {
   HandshakePrefix prefix;
   uint32_t status;          // HelloStatus
   uint32_t schema_version;  // the server's
-  uint64_t client_id;       // the server's name for this client (tally-ctl, logs)
+  ClientId client_id;       // the server's name for this client (tally-ctl, logs)
   SegmentLayout layout;     // when accepted; the segment's memfd comes with the reply
   char reason[kReasonSize];  // when refused: why, NUL-terminated (the client prints it)
 };

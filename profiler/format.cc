@@ -35,7 +35,7 @@ using Row = std::array<std::string, kColumns.size()>;
 
 Row RowOf(const ProfileRecord& record) {
   return {record.kernel_name.empty() ? "?" : record.kernel_name,
-          fmt::format("{:016x}", record.shape.kernel),
+          fmt::format("{:016x}", record.shape.kernel.value()),
           Dim3Text(record.shape.grid),
           Dim3Text(record.shape.block),
           std::to_string(record.shape.shared_bytes),

@@ -329,7 +329,7 @@ TEST_CASE("Snapshot lists every shape by name, and may run beside the dispatcher
   REQUIRE(records.size() == 52);
   CHECK(records[0].kernel_name == "a_kernel");
   CHECK(records[1].kernel_name == "b_kernel");
-  CHECK(records[2].shape.kernel == 100);
+  CHECK(records[2].shape.kernel == KernelId(100));
 }
 
 }  // namespace

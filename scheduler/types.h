@@ -43,7 +43,7 @@ struct LaunchForm {
 // What identifies a launch configuration for the profiler: the kernel (its module's content
 // hash combined with its name) and the launch's shape.
 struct KernelShape {
-  uint64_t kernel = 0;
+  KernelId kernel;
   Dim3 grid;
   Dim3 block;
   uint32_t shared_bytes = 0;  // dynamic shared memory

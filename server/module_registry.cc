@@ -157,8 +157,8 @@ LoadOutcome LoadModule(const DriverApi& api, CUmodule* module, const void* image
 
 // The kernel across servers and runs (Kernel::identity): its module's content hash continued
 // with its name.
-uint64_t KernelIdentity(const ParsedImage& parsed, const std::string& name) {
-  return ipc::ContentHash(std::as_bytes(std::span(name)), parsed.content_hash);
+KernelId KernelIdentity(const ParsedImage& parsed, const std::string& name) {
+  return KernelId(ipc::ContentHash(std::as_bytes(std::span(name)), parsed.content_hash));
 }
 
 // A machine-code module's kernel `name`: its layout from the driver (cuFuncGetParamInfo, whose

@@ -27,6 +27,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/container/node_hash_map.h"
 #include "absl/status/statusor.h"
+#include "common/strong_id.h"
 #include "ptx_transform/kernel_signature.h"
 #include "ptx_transform/transform.h"
 #include "server/backend/backend.h"
@@ -57,7 +58,7 @@ void AllowDynamicShared(const DriverApi& api, CUdevice device, const KernelVaria
 struct Kernel {
   // The kernel across servers and runs (the profiler's key): its module's content hash
   // continued with its name.
-  uint64_t identity = 0;
+  KernelId identity;
   CUfunction function = nullptr;
   ptx::KernelSignature signature;
   // Built only when the scheduling policy uses transformed forms, and only for the kernels the

@@ -108,9 +108,12 @@ absl::StatusOr<ipc::GetDeviceInfoResponse> QueryDeviceInfo(const Backend& backen
   TALLY_RETURN_IF_ERROR(
       CheckCu(api.cuDriverGetVersion(&info.driver_version), "cuDriverGetVersion"));
   // Needs the context current, as Create makes it.
-  TALLY_RETURN_IF_ERROR(CheckCu(
-      api.cuCtxGetStreamPriorityRange(&info.stream_priority_least, &info.stream_priority_greatest),
-      "cuCtxGetStreamPriorityRange"));
+  int least = 0;
+  int greatest = 0;
+  TALLY_RETURN_IF_ERROR(
+      CheckCu(api.cuCtxGetStreamPriorityRange(&least, &greatest), "cuCtxGetStreamPriorityRange"));
+  info.stream_priority_least = StreamPriority(least);
+  info.stream_priority_greatest = StreamPriority(greatest);
   // Every attribute of cuda.h (the list is generated from it), so that clients answer each one
   // as the device does; one the driver refuses (an older driver) stays unanswered.
 #define TALLY_CU_DEVICE_ATTRIBUTE(name, value)                                      \
@@ -479,14 +482,14 @@ void Server::AnswerStatus(ipc::ControlConnection& control) {
 
 void Server::AnswerPriority(ipc::ControlConnection& control) {
   const ipc::ControlRequest& request = control.request();
-  const ClientPriority priority = ClientPriority::Level(request.priority);
+  const ClientPriority priority = ClientPriority::Level(request.client_priority_level);
   ipc::PriorityReply reply{};
-  reply.priority = request.priority;
+  reply.client_priority_level = request.client_priority_level;
   reply.found = sessions_.SetPriority(request.client_id, priority) ? 1 : 0;
   const std::string message =
-      reply.found != 0
-          ? absl::StrFormat("client %d now has priority %s", request.client_id, priority.ToString())
-          : absl::StrFormat("no client %d is connected", request.client_id);
+      reply.found != 0 ? absl::StrFormat("client %d now has priority %s", request.client_id.value(),
+                                         priority.ToString())
+                       : absl::StrFormat("no client %d is connected", request.client_id.value());
   if (reply.found != 0) TALLY_LOG_INFO("tally-ctl (pid {}): {}", control.pid(), message);
   ipc::CopyText(message, reply.message, sizeof(reply.message));
   const absl::Status sent = control.SendPriority(reply);
@@ -604,17 +607,17 @@ void Server::Serve(std::unique_ptr<ipc::ServerConnection> connection) {
   std::unique_ptr<Session> session;
   // The exception barrier of the session: whatever it throws (std::bad_alloc included) ends this
   // client's session, never the server.
-  absl::Status status = CatchExceptions(absl::StrFormat("client %d", client.client_id), [&] {
-    TALLY_RETURN_IF_ERROR(backend_.MakeCurrent());
-    TALLY_ASSIGN_OR_RETURN(session,
-                           Session::Create(*context_, client, connection->bulk(),
-                                           connection->host_region().value_or(
-                                               std::span<std::byte>{}),
-                                           generation));
-    session->host_callbacks().Attach(&connection->callbacks(), wait);
-    session->set_client_alive([&wait] { return wait.liveness().ok(); });
-    return ServeRequests(*session, *connection, wait, *responses, *failed);
-  });
+  absl::Status status =
+      CatchExceptions(absl::StrFormat("client %d", client.client_id.value()), [&] {
+        TALLY_RETURN_IF_ERROR(backend_.MakeCurrent());
+        TALLY_ASSIGN_OR_RETURN(
+            session, Session::Create(*context_, client, connection->bulk(),
+                                     connection->host_region().value_or(std::span<std::byte>{}),
+                                     generation));
+        session->host_callbacks().Attach(&connection->callbacks(), wait);
+        session->set_client_alive([&wait] { return wait.liveness().ok(); });
+        return ServeRequests(*session, *connection, wait, *responses, *failed);
+      });
   if (absl::IsUnavailable(status) || stopping_) {
     TALLY_LOG_DEBUG("client {} ended: {}", client.client_id, status.ToString());
   } else {
@@ -623,8 +626,8 @@ void Server::Serve(std::unique_ptr<ipc::ServerConnection> connection) {
   if (session == nullptr) return;
   const auto deadline = std::chrono::steady_clock::now() + teardown_timeout_;
   bool closed = false;
-  const absl::Status teardown = CatchExceptions(
-      absl::StrFormat("client %d teardown", client.client_id), [&] {
+  const absl::Status teardown =
+      CatchExceptions(absl::StrFormat("client %d teardown", client.client_id.value()), [&] {
         closed = session->Close(deadline);
         return absl::OkStatus();
       });

@@ -35,7 +35,7 @@ Session::Session(ServerContext& server, const ipc::ClientInfo& client, ipc::Bulk
       memory_limit_(client.memory_limit != 0
                         ? std::min(client.memory_limit, server.limits.memory_limit)
                         : server.limits.memory_limit),
-      queue_(server.dispatcher.AddClient(ClientId(client.client_id), client.priority,
+      queue_(server.dispatcher.AddClient(client.client_id, client.priority,
                                          server.limits.max_queued_commands)),
       waiters_(std::make_unique<WaiterPool>([&backend = server.backend] {
         const absl::Status current = backend.MakeCurrent();
@@ -50,7 +50,8 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(ServerContext& server,
                                                          uint64_t context_generation) {
   std::unique_ptr<Session> session(
       new Session(server, client, bulk, host_region, context_generation));
-  TALLY_ASSIGN_OR_RETURN(session->default_stream_, session->MakeStream(/*blocking=*/true, 0));
+  TALLY_ASSIGN_OR_RETURN(session->default_stream_,
+                         session->MakeStream(/*blocking=*/true, StreamPriority()));
   if (server.sessions != nullptr) server.sessions->Add(session.get());
   return session;
 }
@@ -229,30 +230,30 @@ void Session::HandOver() {
   dispatcher.Enqueue(*queue_, batch_);
 }
 
-absl::StatusOr<StreamRef> Session::MakeStream(bool blocking, int priority) {
+absl::StatusOr<StreamRef> Session::MakeStream(bool blocking, StreamPriority priority) {
   auto entry = std::make_shared<StreamEntry>(api(), blocking);
   const ipc::GetDeviceInfoResponse& device = server_.device_info;
-  const int backend_priority =
+  const StreamPriority backend_priority =
       BackendStreamPriority(priority, server_.dispatcher.priority(*queue_),
                             device.stream_priority_least, device.stream_priority_greatest);
   // Every backend stream is non-blocking: the backend's legacy NULL stream would serialise this
   // client with all others in the shared context. The client's own legacy ordering is added by
   // StreamForWork.
-  TALLY_RETURN_IF_ERROR(CheckCu(
-      api().cuStreamCreateWithPriority(&entry->stream, CU_STREAM_NON_BLOCKING, backend_priority),
-      "cuStreamCreateWithPriority"));
+  TALLY_RETURN_IF_ERROR(
+      CheckCu(api().cuStreamCreateWithPriority(&entry->stream, CU_STREAM_NON_BLOCKING,
+                                               backend_priority.value()),
+              "cuStreamCreateWithPriority"));
   // On the emulated GPU the stream's kernels touch only the client's memory, and their faults
   // are the client's alone.
   if (const auto set_tenant = server_.backend.extensions().stream_set_tenant) {
-    TALLY_RETURN_IF_ERROR(
-        CheckCu(set_tenant(entry->stream, client_.client_id), "tallyEmuStreamSetTenant"));
+    TALLY_RETURN_IF_ERROR(CheckCu(set_tenant(entry->stream, tenant()), "tallyEmuStreamSetTenant"));
   }
   TALLY_RETURN_IF_ERROR(
       CheckCu(api().cuEventCreate(&entry->marker, CU_EVENT_DISABLE_TIMING), "cuEventCreate"));
   return entry;
 }
 
-absl::StatusOr<uint64_t> Session::CreateStream(bool blocking, int priority) {
+absl::StatusOr<uint64_t> Session::CreateStream(bool blocking, StreamPriority priority) {
   TALLY_RETURN_IF_ERROR(CheckCount(streams_.size(), server_.limits.max_streams, "stream",
                                    "--max-streams"));
   TALLY_ASSIGN_OR_RETURN(StreamRef entry, MakeStream(blocking, priority));
@@ -362,14 +363,14 @@ absl::StatusOr<CUdeviceptr> Session::Allocate(uint64_t size) {
 absl::Status Session::ClaimMemory(CUdeviceptr base) const {
   const auto set_tenant = server_.backend.extensions().mem_set_tenant;
   if (set_tenant == nullptr) return absl::OkStatus();
-  return CheckCu(set_tenant(base, client_.client_id), "tallyEmuMemSetTenant");
+  return CheckCu(set_tenant(base, tenant()), "tallyEmuMemSetTenant");
 }
 
 absl::Status Session::ClaimModule(const SharedModule& module) {
   if (module.parsed().redirects_device_output) BindDeviceOutput(module);
   const auto set_tenant = server_.backend.extensions().module_set_tenant;
   if (set_tenant == nullptr || module.parsed().state_variables.empty()) return absl::OkStatus();
-  return CheckCu(set_tenant(module.module(), client_.client_id), "tallyEmuModuleSetTenant");
+  return CheckCu(set_tenant(module.module(), tenant()), "tallyEmuModuleSetTenant");
 }
 
 void Session::BindDeviceOutput(const SharedModule& module) {
@@ -389,7 +390,7 @@ CUresult Session::StickyError() {
   if (sticky_error_ != CUDA_SUCCESS) return sticky_error_;
   if (ContextFaults* faults = server_.faults; faults != nullptr) {
     if (!faults->faulted()) return CUDA_SUCCESS;
-    sticky_error_ = faults->ErrorFor(ClientId(client_.client_id), context_generation_);
+    sticky_error_ = faults->ErrorFor(client_.client_id, context_generation_);
     if (sticky_error_ != CUDA_SUCCESS) {
       LogStickyError("the device context it shares with every client faulted");
     }
@@ -397,7 +398,7 @@ CUresult Session::StickyError() {
   }
   const auto get_error = server_.backend.extensions().tenant_get_error;
   if (get_error == nullptr) return CUDA_SUCCESS;
-  sticky_error_ = get_error(client_.client_id);
+  sticky_error_ = get_error(tenant());
   if (sticky_error_ != CUDA_SUCCESS) {
     LogStickyError("a kernel of it faulted; other clients are not affected");
   }
@@ -500,8 +501,7 @@ ipc::ClientStatus Session::Status() {
   status.client_id = client_.client_id;
   status.pid = client_.pid;
   const ClientPriority priority = server_.dispatcher.priority(*queue_);
-  status.priority = priority.level();
-  status.priority_set = priority.is_set() ? 1 : 0;
+  status.client_priority = ipc::WireClientPriority::From(priority);
   const SchedulingStats& stats = server_.dispatcher.stats(*queue_);
   status.kernels_original = stats.original;
   status.kernels_sliced = stats.sliced;

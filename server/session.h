@@ -152,7 +152,7 @@ class Session {
   ServerContext& server() { return server_; }
   const DriverApi& api() const { return server_.backend.api(); }
 
-  absl::StatusOr<uint64_t> CreateStream(bool blocking, int priority);
+  absl::StatusOr<uint64_t> CreateStream(bool blocking, StreamPriority priority);
   // CUDA_ERROR_OUT_OF_MEMORY, naming the limit and its flag, when the client already holds
   // `limit` objects of a kind (`held`); logged.
   absl::Status CheckCount(size_t held, size_t limit, std::string_view what,
@@ -257,7 +257,7 @@ class Session {
   CUresult StickyError();
   // How answers built off the session thread learn of a fault of the shared context.
   ContextFaultView fault_view() const {
-    return {server_.faults, ClientId(client_.client_id), context_generation_};
+    return {server_.faults, client_.client_id, context_generation_};
   }
   // Makes the client's module's variables (a module with module state is the client's alone)
   // memory that only the client's kernels may touch (emulated GPU), and points its device
@@ -266,7 +266,7 @@ class Session {
 
   // What the client's kernels printed on the device, on its way to the client (device_output.h).
   DeviceOutputSource device_output() const {
-    return {device_output_, server_.backend.extensions().tenant_take_output, client_.client_id};
+    return {device_output_, server_.backend.extensions().tenant_take_output, tenant()};
   }
 
   // Where calls that may block wait (call_dispatch.h, kWait), off the session thread.
@@ -312,8 +312,10 @@ class Session {
   StreamEntry* work_stream_ = nullptr;
   size_t overflow_ = 0;  // commands handed over beyond the bound while a host function waited
   std::function<bool()> client_alive_;
-  uint8_t Tag() const { return static_cast<uint8_t>(client_.client_id); }
-  absl::StatusOr<StreamRef> MakeStream(bool blocking, int priority);
+  uint8_t Tag() const { return static_cast<uint8_t>(client_.client_id.value()); }
+  // The emulated GPU's tenant of this client's streams, memory and modules: its id.
+  unsigned long long tenant() const { return client_.client_id.value(); }
+  absl::StatusOr<StreamRef> MakeStream(bool blocking, StreamPriority priority);
   // On the emulated GPU, makes the allocation at `base` the client's: only its kernels may
   // touch it (cuda_abi/driver_extensions.h); nothing elsewhere.
   absl::Status ClaimMemory(CUdeviceptr base) const;

@@ -32,7 +32,7 @@ ipc::DepartedStatus SessionRegistry::Departed() {
   return departed_;
 }
 
-bool SessionRegistry::SetPriority(uint64_t client_id, ClientPriority priority) {
+bool SessionRegistry::SetPriority(ClientId client_id, ClientPriority priority) {
   std::lock_guard lock(mutex_);
   for (Session* session : sessions_) {
     if (session->client().client_id == client_id) {
@@ -43,7 +43,7 @@ bool SessionRegistry::SetPriority(uint64_t client_id, ClientPriority priority) {
   return false;
 }
 
-std::optional<uint64_t> SessionRegistry::SetMemoryLimit(uint64_t client_id, uint64_t limit) {
+std::optional<uint64_t> SessionRegistry::SetMemoryLimit(ClientId client_id, uint64_t limit) {
   std::lock_guard lock(mutex_);
   for (Session* session : sessions_) {
     if (session->client().client_id == client_id) {

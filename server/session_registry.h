@@ -20,10 +20,10 @@ class SessionRegistry {
   // Departed().
   void Remove(Session* session);
   // Sets the priority of the session of `client_id`; false when there is none.
-  bool SetPriority(uint64_t client_id, ClientPriority priority);
+  bool SetPriority(ClientId client_id, ClientPriority priority);
   // Sets the device-memory limit of the session of `client_id` and returns what it holds; none
   // when there is no such session.
-  std::optional<uint64_t> SetMemoryLimit(uint64_t client_id, uint64_t limit);
+  std::optional<uint64_t> SetMemoryLimit(ClientId client_id, uint64_t limit);
   // Session::Status of every live session, in the order they connected.
   std::vector<ipc::ClientStatus> Report();
   // The counters of the sessions removed so far, summed.

@@ -61,7 +61,7 @@ class TestClient {
                       ServerContext& context = TheDevice().context)
       : bulk_(1 << 16) {
     ipc::ClientInfo info;
-    info.client_id = id;
+    info.client_id = ClientId(id);
     session_ = *Session::Create(context, info, ipc::BulkArea(bulk_), host_region);
   }
 
@@ -294,7 +294,7 @@ TEST_CASE("a client's own memory-limit wish only lowers the server's limit") {
   limited.limits.memory_limit = 4 << 20;
   std::vector<std::byte> bulk(4096);
   ipc::ClientInfo info;
-  info.client_id = 3;
+  info.client_id = ClientId(3);
   info.memory_limit = 1 << 20;
   CHECK((*Session::Create(limited, info, ipc::BulkArea(bulk)))->memory_limit() == 1 << 20);
   info.memory_limit = 64 << 20;

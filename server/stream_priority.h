@@ -7,11 +7,12 @@
 #pragma once
 
 #include "common/client_priority.h"
+#include "common/stream_priority.h"
 
 namespace tally::server {
 
-// `requested` is the client's stream priority within [greatest, least] (lower numbers are more
-// important, as cuCtxGetStreamPriorityRange reports them).
-int BackendStreamPriority(int requested, ClientPriority client, int least, int greatest);
+// `requested` is the client's stream priority; [greatest, least] the device's range.
+StreamPriority BackendStreamPriority(StreamPriority requested, ClientPriority client,
+                                     StreamPriority least, StreamPriority greatest);
 
 }  // namespace tally::server

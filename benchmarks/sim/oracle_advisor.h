@@ -6,7 +6,7 @@
 // the policy takes the advisor). Unlike the profiler, it never spends launches on measuring.
 #pragma once
 
-#include <unordered_map>
+#include <map>
 
 #include "benchmarks/sim/device.h"
 #include "benchmarks/sim/trace.h"
@@ -28,7 +28,7 @@ class OracleAdvisor final : public scheduler::FormAdvisor {
 
   // Tells the oracle about a kernel (KernelShape::kernel == id); unknown kernels get PTB at full
   // occupancy, the profiler's choice before it has measured anything.
-  void Add(uint64_t id, const TraceKernel& kernel) { kernels_[id] = kernel; }
+  void Add(KernelId id, const TraceKernel& kernel) { kernels_[id] = kernel; }
 
   scheduler::FormChoice Choose(const scheduler::KernelInfo& kernel) override;
 
@@ -38,7 +38,7 @@ class OracleAdvisor final : public scheduler::FormAdvisor {
  private:
   const DeviceSpec device_;
   const Duration threshold_;
-  std::unordered_map<uint64_t, TraceKernel> kernels_;
+  std::map<KernelId, TraceKernel> kernels_;
 };
 
 }  // namespace tally::sim

@@ -23,7 +23,7 @@ using scheduler::LaunchForm;
 using scheduler::RunEnd;
 
 scheduler::KernelInfo KernelInfoOf(const DeviceSpec& device, const TraceKernel& kernel,
-                                   uint64_t id) {
+                                   KernelId id) {
   scheduler::KernelInfo info;
   info.shape.kernel = id;
   info.shape.grid = kernel.grid;

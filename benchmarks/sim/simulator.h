@@ -54,11 +54,11 @@ struct SimOutcome {
 
 // The id the simulator gives kernel `kernel` of job `job` (KernelShape::kernel), so that a
 // FormAdvisor can be told about the kernels before the run.
-inline uint64_t SimKernelId(size_t job, size_t kernel) {
-  return (uint64_t{job} + 1) << 32 | kernel;
+inline KernelId SimKernelId(size_t job, size_t kernel) {
+  return KernelId((uint64_t{job} + 1) << 32 | kernel);
 }
 scheduler::KernelInfo KernelInfoOf(const DeviceSpec& device, const TraceKernel& kernel,
-                                   uint64_t id);
+                                   KernelId id);
 
 // Runs the jobs under `policy` (fresh: it must not have seen clients before). Fails on a trace
 // that cannot run on the device.

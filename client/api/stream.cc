@@ -82,7 +82,7 @@ absl::Status CreateStream(cudaStream_t* stream, unsigned int flags, int priority
   if ((flags & ~unsigned{CU_STREAM_NON_BLOCKING}) != 0) {
     return CudaError(cudaErrorInvalidValue, "unknown stream flags");
   }
-  TALLY_ASSIGN_OR_RETURN(*stream, Streams::Get().Create(flags, priority));
+  TALLY_ASSIGN_OR_RETURN(*stream, Streams::Get().Create(flags, tally::StreamPriority(priority)));
   return absl::OkStatus();
 }
 
@@ -100,11 +100,19 @@ absl::Status QueryStream(cudaStream_t stream, Out* out, Field StreamInfo::*field
   return absl::OkStatus();
 }
 
+// The number CUDA answers for a stream's priority.
+absl::Status QueryPriority(cudaStream_t stream, int* priority) {
+  TALLY_RETURN_IF_ERROR(CheckOut(priority));
+  TALLY_ASSIGN_OR_RETURN(const StreamInfo info, Streams::Get().Find(stream));
+  *priority = info.priority.value();
+  return absl::OkStatus();
+}
+
 // Either output may be null (CUDA Runtime API, cudaDeviceGetStreamPriorityRange).
 absl::Status GetPriorityRange(int* least, int* greatest) {
   TALLY_ASSIGN_OR_RETURN(Channel * channel, Channel::Get());
-  if (least != nullptr) *least = channel->device().stream_priority_least;
-  if (greatest != nullptr) *greatest = channel->device().stream_priority_greatest;
+  if (least != nullptr) *least = channel->device().stream_priority_least.value();
+  if (greatest != nullptr) *greatest = channel->device().stream_priority_greatest.value();
   return absl::OkStatus();
 }
 
@@ -188,8 +196,7 @@ cudaError_t cudaStreamGetFlags(cudaStream_t stream, unsigned int* flags) {
 }
 
 cudaError_t cudaStreamGetPriority(cudaStream_t stream, int* priority) {
-  return RuntimeCall(__func__,
-                     [&] { return QueryStream(stream, priority, &StreamInfo::priority); });
+  return RuntimeCall(__func__, [&] { return QueryPriority(stream, priority); });
 }
 
 cudaError_t cudaStreamGetId(cudaStream_t stream, unsigned long long* id) {
@@ -262,7 +269,7 @@ CUresult cuStreamGetFlags(CUstream stream, unsigned int* flags) {
 }
 
 CUresult cuStreamGetPriority(CUstream stream, int* priority) {
-  return DriverCall(__func__, [&] { return QueryStream(stream, priority, &StreamInfo::priority); });
+  return DriverCall(__func__, [&] { return QueryPriority(stream, priority); });
 }
 
 CUresult cuStreamGetId(CUstream stream, unsigned long long* id) {

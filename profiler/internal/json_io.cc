@@ -37,7 +37,7 @@ json FormJson(const LaunchForm& form) {
 
 json Dim3Json(const Dim3& dim) { return json::array({dim.x, dim.y, dim.z}); }
 
-std::string KernelHex(uint64_t kernel) { return fmt::format("0x{:016x}", kernel); }
+std::string KernelHex(KernelId kernel) { return fmt::format("0x{:016x}", kernel.value()); }
 
 std::string ArrayOnePerLine(std::span<const json> items) {
   if (items.empty()) return "[]\n";
@@ -125,7 +125,7 @@ absl::StatusOr<Dim3> ParseDim3(const json& value, std::string_view where) {
   return Dim3{parts[0], parts[1], parts[2]};
 }
 
-absl::StatusOr<uint64_t> ParseKernelHex(const json& value, std::string_view where) {
+absl::StatusOr<KernelId> ParseKernelHex(const json& value, std::string_view where) {
   TALLY_ASSIGN_OR_RETURN(const std::string text, ParseString(value, where));
   uint64_t kernel = 0;
   const char* end = text.data() + text.size();
@@ -133,7 +133,7 @@ absl::StatusOr<uint64_t> ParseKernelHex(const json& value, std::string_view wher
       std::from_chars(text.data() + 2, end, kernel, 16).ptr != end) {
     return Invalid(where, "not 0x and 16 hexadecimal digits");
   }
-  return kernel;
+  return KernelId(kernel);
 }
 
 }  // namespace tally::profiler::internal

@@ -19,7 +19,7 @@ nlohmann::json FormJson(const scheduler::LaunchForm& form);
 nlohmann::json Dim3Json(const scheduler::Dim3& dim);
 // "0x" and 16 hexadecimal digits: JSON numbers are doubles to many readers, which would round
 // a 64-bit hash.
-std::string KernelHex(uint64_t kernel);
+std::string KernelHex(KernelId kernel);
 
 // `items` as a JSON array with one compact item per line (and a final newline): readable and
 // line-diffable, unlike a pretty-printed dump, which spreads [x, y, z] over five lines. Bytes
@@ -31,7 +31,7 @@ std::string ArrayOnePerLine(std::span<const nlohmann::json> items);
 absl::StatusOr<scheduler::LaunchForm> ParseForm(const nlohmann::json& value,
                                                 std::string_view where);
 absl::StatusOr<scheduler::Dim3> ParseDim3(const nlohmann::json& value, std::string_view where);
-absl::StatusOr<uint64_t> ParseKernelHex(const nlohmann::json& value, std::string_view where);
+absl::StatusOr<KernelId> ParseKernelHex(const nlohmann::json& value, std::string_view where);
 // The member `key` of the object `value`.
 absl::StatusOr<const nlohmann::json*> Member(const nlohmann::json& value, std::string_view where,
                                              const char* key);

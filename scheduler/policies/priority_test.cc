@@ -144,7 +144,7 @@ TEST_CASE_METHOD(Fixture, "Shaping alone: a best-effort client alone runs preemp
   PolicyHarness p{MakePriorityPolicy({std::chrono::microseconds(100),
                                       std::chrono::milliseconds(10), ClientPriority::kHighLevel},
                                      advisor)};
-  advisor.choices[6] = {LaunchForm::Original(), /*short_turnaround=*/false};
+  advisor.choices[KernelId(6)] = {LaunchForm::Original(), /*short_turnaround=*/false};
   p.Join(0, 2, kBestEffort);
   const Action alone_ptb = IssueOf(2, kPtb, false, /*foreground=*/true);
   CHECK(p.Arrive(0, 2, Head::Kernel(Kernel(2))) == Actions{alone_ptb});
@@ -163,7 +163,7 @@ TEST_CASE_METHOD(Fixture, "Shaping alone: a best-effort client alone runs preemp
 }
 
 TEST_CASE_METHOD(Fixture, "Slices are issued one at a time, and not while the foreground runs") {
-  advisor.choices[9] = {LaunchForm::Sliced(4), true};
+  advisor.choices[KernelId(9)] = {LaunchForm::Sliced(4), true};
   p.Join(0, 1, kHigh);
   p.Join(0, 2, kBestEffort);
   const LaunchForm sliced = LaunchForm::Sliced(4);
@@ -186,8 +186,8 @@ TEST_CASE_METHOD(Fixture, "Only kernels are held: other work of background clien
 }
 
 TEST_CASE_METHOD(Fixture, "An unshaped background kernel runs only if short, or after long_idle") {
-  advisor.choices[4] = {LaunchForm::Original(), /*short_turnaround=*/true};
-  advisor.choices[5] = {LaunchForm::Original(), /*short_turnaround=*/false};
+  advisor.choices[KernelId(4)] = {LaunchForm::Original(), /*short_turnaround=*/true};
+  advisor.choices[KernelId(5)] = {LaunchForm::Original(), /*short_turnaround=*/false};
   p.Join(0, 1, kHigh);
   p.Join(0, 2, kBestEffort);
   p.Join(0, 3, kBestEffort);

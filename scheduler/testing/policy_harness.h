@@ -17,7 +17,7 @@ inline ClientId Client(uint64_t id) { return ClientId(id); }
 // A kernel of `blocks` blocks with both transformed forms unless told otherwise.
 inline KernelInfo Kernel(uint64_t id, uint32_t blocks = 64, bool transformable = true) {
   KernelInfo info;
-  info.shape.kernel = id;
+  info.shape.kernel = KernelId(id);
   info.shape.grid = {blocks, 1, 1};
   info.shape.block = {128, 1, 1};
   info.sliceable = transformable;
@@ -35,7 +35,7 @@ class FakeAdvisor final : public FormAdvisor {
     auto it = choices.find(kernel.shape.kernel);
     return it != choices.end() ? it->second : fallback;
   }
-  std::map<uint64_t, FormChoice> choices;
+  std::map<KernelId, FormChoice> choices;
   FormChoice fallback{LaunchForm::Preemptible(), true};
   int asked = 0;
 };

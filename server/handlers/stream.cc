@@ -15,7 +15,7 @@ absl::StatusOr<Reply<ipc::StreamCreateResponse>> Handle(
   constexpr uint32_t kNonBlocking = 0x1;
   const bool blocking = (request.fields.flags & kNonBlocking) == 0;
   TALLY_ASSIGN_OR_RETURN(const uint64_t stream,
-                         session.CreateStream(blocking, request.fields.priority));
+                         session.CreateStream(blocking, request.fields.stream_priority));
   return Reply<ipc::StreamCreateResponse>{{.stream = stream}, {}};
 }
 

@@ -217,7 +217,7 @@ int main(int argc, char** argv) {
     return Usage(command + " has no --json");
   }
   if (top_option && command != "top") return Usage("--batch, -n, --interval and --sort are top's");
-  uint64_t client_id = 0;
+  tally::ClientId client_id;
   tally::ClientPriority level = tally::ClientPriority::Unset();
   uint64_t memory_limit = tally::ipc::kNoLimit;
   if (targets_client) {
@@ -226,7 +226,7 @@ int main(int argc, char** argv) {
         id.size() > 19) {
       return Usage("CLIENT is a client id as status shows it, not '" + id + "'");
     }
-    client_id = std::stoull(id);
+    client_id = tally::ClientId(std::stoull(id));
   }
   if (command == "limit" && words[2] != "none") {
     auto bytes = tally::ParseByteSize(words[2]);

@@ -259,7 +259,7 @@ void ClientFamilies(std::string& out, const std::vector<Answered>& servers) {
   Family(out, "tally_client_priority_level", "gauge",
          "The client's priority level; higher is more important (best-effort 0, high 1).",
          PerClient(servers, [](const Client& c) -> std::optional<std::string> {
-           return std::to_string(c.priority);
+           return std::to_string(c.client_priority.level);
          }));
   for (const ClientFamily& family : kClientFamilies) {
     Samples samples;

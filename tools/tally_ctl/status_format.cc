@@ -141,10 +141,11 @@ std::string JsonString(std::string_view text) {
 }
 
 std::string PriorityName(const ipc::ClientStatus& client) {
-  if (client.priority_set == 0) return "unset";
-  if (client.priority == ClientPriority::kHighLevel) return "high";
-  if (client.priority == ClientPriority::kBestEffortLevel) return "best-effort";
-  return std::to_string(client.priority);
+  const ipc::WireClientPriority priority = client.client_priority;
+  if (priority.is_set == 0) return "unset";
+  if (priority.level == ClientPriority::kHighLevel) return "high";
+  if (priority.level == ClientPriority::kBestEffortLevel) return "best-effort";
+  return std::to_string(priority.level);
 }
 
 std::string FormatStatusText(const ipc::StatusReport& report, const std::string& socket) {
@@ -238,14 +239,13 @@ std::string FormatStatusJson(const ipc::StatusReport& report, const std::string&
         "\"preemption_latencies\": {}, "
         "\"preemption_latency_ns_total\": {}, \"preemption_latency_ns_max\": {}}}, "
         "\"library_calls\": {}}}",
-        i == 0 ? "" : ",", c.client_id, c.pid, JsonString(c.command), c.priority,
-        c.priority_set != 0, c.memory_bytes, c.allocations, LimitJson(c.memory_limit),
+        i == 0 ? "" : ",", c.client_id, c.pid, JsonString(c.command), c.client_priority.level,
+        c.client_priority.is_set != 0, c.memory_bytes, c.allocations, LimitJson(c.memory_limit),
         c.pinned_bytes, LimitJson(c.pinned_limit), c.streams, c.events, c.modules,
-        c.queued_commands, c.kernels_original,
-        c.kernels_sliced, c.slices, c.kernels_preemptible, c.kernels_preempted, c.preemptions,
-        c.resumes, c.risky_launches, c.unfit_launches, c.held_ns, c.preemption_latencies,
-        c.preemption_latency_ns_total, c.preemption_latency_ns_max,
-        LibraryCallsJson(c.library_calls));
+        c.queued_commands, c.kernels_original, c.kernels_sliced, c.slices, c.kernels_preemptible,
+        c.kernels_preempted, c.preemptions, c.resumes, c.risky_launches, c.unfit_launches,
+        c.held_ns, c.preemption_latencies, c.preemption_latency_ns_total,
+        c.preemption_latency_ns_max, LibraryCallsJson(c.library_calls));
   }
   out += report.clients.empty() ? "]\n}\n" : "\n  ]\n}\n";
   return out;

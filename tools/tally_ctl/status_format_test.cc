@@ -29,10 +29,9 @@ ipc::StatusReport Report(bool with_client) {
   report.server.departed.library_calls[ipc::Library::kCublasLt] = 6;
   if (with_client) {
     ipc::ClientStatus client{};
-    client.client_id = 7;
+    client.client_id = ClientId(7);
     client.pid = 1234;
-    client.priority = -1;
-    client.priority_set = 1;
+    client.client_priority = {.level = -1, .is_set = 1};
     client.kernels_original = 5;
     client.kernels_preemptible = 2;
     client.kernels_preempted = 1;

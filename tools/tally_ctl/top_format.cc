@@ -41,7 +41,7 @@ void Sort(std::vector<Row>& rows, TopSort sort) {
   const auto key = [sort](const Row& row) -> double {
     switch (sort) {
       case TopSort::kId:
-        return -static_cast<double>(row.client->client_id);
+        return -static_cast<double>(row.client->client_id.value());
       case TopSort::kMemory:
         return static_cast<double>(row.client->memory_bytes);
       case TopSort::kKernels:

@@ -10,9 +10,9 @@ namespace {
 
 ipc::ClientStatus Client(uint64_t id, uint64_t kernels, uint64_t memory_mib) {
   ipc::ClientStatus client{};
-  client.client_id = id;
+  client.client_id = ClientId(id);
   client.pid = static_cast<int32_t>(1000 + id);
-  client.priority_set = 1;
+  client.client_priority.is_set = 1;
   client.kernels_original = kernels;
   client.memory_bytes = memory_mib << 20;
   ipc::CopyText("./job" + std::to_string(id), client.command, sizeof(client.command));
