@@ -123,6 +123,23 @@ bool CompareFloat(CmpOp op, F a, F b) {
   }
 }
 
+// A float value rounded to an integral value by an integer rounding mode (.rni/.rzi/.rmi/.rpi,
+// cvt between float types); unchanged by any other mode.
+inline double RoundIntegral(double value, Rounding rounding) {
+  switch (rounding) {
+    case Rounding::kRni:
+      return std::nearbyint(value);
+    case Rounding::kRzi:
+      return std::trunc(value);
+    case Rounding::kRmi:
+      return std::floor(value);
+    case Rounding::kRpi:
+      return std::ceil(value);
+    default:
+      return value;
+  }
+}
+
 // Float -> integer with an integer rounding mode, saturating to the destination's range with
 // NaN giving 0 (PTX ISA, "cvt": float-to-integer conversions saturate).
 inline uint64_t FloatToInt(double value, Rounding rounding, Type to) {

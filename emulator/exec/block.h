@@ -101,6 +101,10 @@ struct Warp {
 
 enum class WarpStatus { kYielded, kWaiting, kDone, kFault };
 
+// What an instruction leaves the interpreter to do: advance the lanes still active to the next
+// instruction, run on at the pcs it set (a branch: it rescheduled the warp), or stop on a fault.
+enum class Flow { kNext, kJumped, kFault };
+
 // Instructions a warp runs in a round before the next warp of its block gets a turn.
 inline constexpr uint32_t kTimeSlice = 4096;
 
@@ -130,7 +134,8 @@ class Block {
   // Lane-instructions executed since the last call (cuda_abi/driver_extensions.h defines the count).
   uint64_t TakeLaneInstructions() { return std::exchange(lane_instructions_, 0); }
 
-  // Used by the interpreter (warp.cc).
+  // Used by the interpreter (warp.cc), which hands each instruction to its family (one file
+  // each, opcodes.def).
   WarpStatus RunWarp(Warp& warp, uint32_t budget);
   // Host address for an access of `size` bytes, or nullptr after recording a fault.
   uint8_t* Translate(Space space, uint64_t address, uint32_t size, const Warp& warp, int lane,
@@ -153,6 +158,22 @@ class Block {
   bool ExecuteReturn(const Inst& in, Warp& warp, uint32_t mask, uint32_t pc);
   // cp.async and mbarrier for the lanes in `mask` (async_ops.cc); false after a fault.
   bool ExecuteAsync(const Inst& in, Warp& warp, uint32_t mask, uint32_t pc);
+  // mov and its vector forms, %clock and %globaltimer reads (move_ops.cc).
+  void ExecuteMove(const Inst& in, Warp& warp, uint32_t mask);
+  // cvt between integer and f32/f64 types, cvta, isspacep (convert_ops.cc).
+  void ExecuteConvert(const Inst& in, Warp& warp, uint32_t mask);
+  // setp and selp on integers and f32/f64 (compare_ops.cc).
+  void ExecuteCompare(const Inst& in, Warp& warp, uint32_t mask);
+  // add/sub/mul/mad/fma/div/rem/min/max/abs/neg/sad on integers and f32/f64, and the carry
+  // forms (arith_ops.cc).
+  void ExecuteArithmetic(const Inst& in, Warp& warp, uint32_t mask);
+  // Logic, shifts and bit fields (bit_ops.cc).
+  void ExecuteBits(const Inst& in, Warp& warp, uint32_t mask);
+  // rcp/sqrt/rsqrt/sin/cos/ex2/lg2/tanh and copysign on f32/f64 (float_ops.cc).
+  void ExecuteFloatFunction(const Inst& in, Warp& warp, uint32_t mask);
+  // bra, brx, call, ret, exit, trap, bar.sync/arrive/red and fences for the lanes in `mask`
+  // (control_ops.cc).
+  Flow ExecuteControl(const Inst& in, Warp& warp, uint32_t mask, uint32_t pc);
   // f16/bf16 arithmetic, conversions and comparisons, and set (half_ops.cc).
   void ExecuteHalf(const Inst& in, Warp& warp, uint32_t mask);
   // mul24/mad24, dp4a/dp2a and the SIMD video instructions (narrow_int_ops.cc).

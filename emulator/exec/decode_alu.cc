@@ -1,5 +1,5 @@
-// Decoding of data movement, arithmetic, comparison and conversion instructions, and the
-// opcode dispatch (Decoder::Decode) with the entry point DecodeInstruction.
+// Decoding of data movement, arithmetic, logic, comparison and conversion instructions (the
+// opcode table in decode.cc names the member that decodes each opcode).
 #include "emulator/exec/decoder.h"
 
 namespace tally::emu::exec {
@@ -225,208 +225,62 @@ absl::Status Decoder::HalfForm() {
   }
 }
 
-// ld/st[.space][.cache][.vN].type (PTX ISA, "ld", "st").
+absl::Status Decoder::Typed(Op op, size_t sources, std::array<Type, 4> types) {
+  inst_.op = op;
+  TALLY_RETURN_IF_ERROR(NeedType());
+  return Operands(sources, types);
+}
 
-absl::StatusOr<Inst> Decoder::Decode() {
-  const std::string& op = in_.opcode;
-  absl::Status status;
-  if (op == "mov") {
-    status = Mov();
-  } else if (op == "addc" || op == "subc") {
-    status = Arithmetic(op == "addc" ? Op::kAdd : Op::kSub, 2);
-  } else if (op == "add" || op == "sub" || op == "min" || op == "max" || op == "div" ||
-             op == "rem" || op == "and" || op == "or" || op == "xor" || op == "shl" ||
-             op == "shr") {
-    static const std::pair<std::string_view, Op> kBinary[] = {
-        {"add", Op::kAdd}, {"sub", Op::kSub}, {"min", Op::kMin}, {"max", Op::kMax},
-        {"div", Op::kDiv}, {"rem", Op::kRem}, {"and", Op::kAnd}, {"or", Op::kOr},
-        {"xor", Op::kXor}, {"shl", Op::kShl}, {"shr", Op::kShr}};
-    for (const auto& [name, value] : kBinary)
-      if (op == name) status = Arithmetic(value, 2);
-  } else if (op == "abs" || op == "neg" || op == "not" || op == "cnot" || op == "popc" ||
-             op == "clz" || op == "brev" || op == "rcp" || op == "sqrt" || op == "rsqrt" ||
-             op == "sin" || op == "cos" || op == "ex2" || op == "lg2" || op == "tanh") {
-    static const std::pair<std::string_view, Op> kUnary[] = {
-        {"abs", Op::kAbs},   {"neg", Op::kNeg},     {"not", Op::kNot},   {"cnot", Op::kCnot},
-        {"popc", Op::kPopc}, {"clz", Op::kClz},     {"brev", Op::kBrev}, {"rcp", Op::kRcp},
-        {"sqrt", Op::kSqrt}, {"rsqrt", Op::kRsqrt}, {"sin", Op::kSin},   {"cos", Op::kCos},
-        {"ex2", Op::kEx2},   {"lg2", Op::kLg2},     {"tanh", Op::kTanh}};
-    for (const auto& [name, value] : kUnary)
-      if (op == name) status = Arithmetic(value, 1);
-  } else if (op == "mul" || op == "mad" || op == "madc") {
-    status = MulMad(op == "mul" ? Op::kMul : Op::kMad);
-  } else if (op == "fma") {
-    status = Arithmetic(Op::kFma, 3);
-  } else if (op == "bfe") {
-    status = Arithmetic(Op::kBfe, 3);
-  } else if (op == "bfi") {
-    status = Arithmetic(Op::kBfi, 4);
-  } else if (op == "prmt") {
-    status = Arithmetic(Op::kPrmt, 3);
-  } else if (op == "shf") {
-    if (mods_.Take("r")) {
-      inst_.mod |= 1;
-    } else if (!mods_.Take("l")) {
-      return Fail("shf needs .l or .r");
-    }
-    if (mods_.Take("clamp")) {
-      inst_.mod |= 2;
-    } else if (!mods_.Take("wrap")) {
-      return Fail("shf needs .wrap or .clamp");
-    }
-    inst_.op = Op::kShf;
-    status = NeedType();
-    if (status.ok()) status = Operands(3, {Type::kNone, Type::kNone, Type::kU32});
-  } else if (op == "lop3") {
-    inst_.op = Op::kLop3;
-    status = NeedType();
-    if (status.ok()) status = Operands(4, {Type::kNone, Type::kNone, Type::kNone, Type::kU32});
-  } else if (IsNarrowIntOpcode(op)) {
-    status = NarrowInt();
-  } else if (op == "sad") {
-    status = Arithmetic(Op::kSad, 3);
-  } else if (op == "copysign") {
-    status = Arithmetic(Op::kCopysign, 2);
-  } else if (op == "bfind") {
-    if (mods_.Take("shiftamt")) inst_.mod = 1;
-    status = Arithmetic(Op::kBfind, 1);
-  } else if (op == "isspacep") {
-    inst_.op = Op::kIsspacep;
-    // .shared::cluster: any CTA's shared memory; .shared(::cta): the executing CTA's.
-    if (mods_.Take("shared::cluster")) inst_.mod = 1;
-    inst_.space = inst_.mod == 1 ? Space::kShared : mods_.TakeSpace();
-    inst_.type = Type::kU64;
-    status = inst_.space == Space::kGeneric ? Fail("isspacep needs a state space") : Operands(1);
-  } else if (op == "redux") {
-    status = Redux();
-  } else if (op == "prefetch" || op == "prefetchu") {
-    inst_.op = Op::kNop;  // a cache hint: nothing to do (and nothing to check) here
-    return inst_;
-  } else if (op == "selp") {
-    inst_.op = Op::kSelp;
-    status = NeedType();
-    if (status.ok()) status = Operands(3, {Type::kNone, Type::kNone, Type::kPred});
-  } else if (op == "setp" || op == "set") {
-    status = Compare(op == "setp" ? Op::kSetp : Op::kSet);
-  } else if (op == "cvt") {
-    status = Cvt();
-  } else if (op == "cvta") {
-    inst_.op = Op::kCvta;
-    if (!mods_.Take("to")) inst_.flags |= kFlagToGeneric;
-    inst_.space = mods_.TakeSpace();
-    if (inst_.space == Space::kGeneric || inst_.space == Space::kParam) {
-      status = Fail("cvta needs .global, .shared, .local or .const");
-    } else {
-      status = NeedType();
-      if (status.ok()) status = Operands(1);
-    }
-  } else if (op == "ld" || op == "st") {
-    status = Memory(op == "ld" ? Op::kLd : Op::kSt);
-  } else if (op == "atom" || op == "red") {
-    status = Atom(op == "atom");
-  } else if (op == "membar" || op == "fence") {
-    inst_.op = Op::kFence;
-    for (std::string_view level : {"gl", "proxy", "alias", "async"}) mods_.Take(level);
-  } else if (op == "cp") {
-    status = CpAsync();
-  } else if (op == "mbarrier") {
-    status = Mbarrier();
-  } else if (op == "tex" || op == "suld" || op == "sust") {
-    status = Texture(op == "tex" ? Op::kTex : op == "suld" ? Op::kSuld : Op::kSust);
-  } else if (op == "shfl") {
-    status = Shfl();
-  } else if (op == "vote") {
-    status = Vote();
-  } else if (op == "activemask") {
-    inst_.op = Op::kActiveMask;
-    status = NeedType();
-    if (status.ok()) status = Operands(0);
-  } else if (op == "bar" || op == "barrier") {
-    status = Barrier();
-  } else if (op == "bra") {
-    inst_.op = Op::kBra;
-    status = Arity(1);
-    if (status.ok() && Operand(0).kind != ptx::Operand::Kind::kName) {
-      status = Fail("bra needs a label");
-    }
-    if (status.ok()) context_.BranchTo(Operand(0).name);
-  } else if (op == "brx") {
-    // brx.idx{.uni} index, tlist (PTX ISA, "brx.idx"): tlist names a .branchtargets list.
-    inst_.op = Op::kBrx;
-    if (!mods_.Take("idx")) return Fail("brx needs .idx");
-    status = Arity(2);
-    if (status.ok() && Operand(1).kind != ptx::Operand::Kind::kName) {
-      status = Fail("the target list must be a .branchtargets label");
-    }
-    if (status.ok()) {
-      auto index = context_.Source(Operand(0), Type::kU32);
-      status = index.status();
-      if (status.ok()) inst_.src[0] = *index;
-      context_.IndexedBranchTo(Operand(1).name);
-    }
-  } else if (op == "mapa" || op == "getctarank") {
-    status = Mapa(op == "getctarank");
-  } else if (op == "match") {
-    status = Match();
-  } else if (op == "wmma" || op == "mma" || op == "ldmatrix" || op == "stmatrix" ||
-             op == "movmatrix") {
-    status = Matrix();
-  } else if (op == "ret" && context_.ReturnsFrom()) {
-    inst_.op = Op::kRet;
-    inst_.target = *context_.ReturnsFrom();
-  } else if (op == "ret" && context_.in_call()) {
-    inst_.op = Op::kBra;  // to the end of the inlined callee
-    context_.ReturnFromCall();
-  } else if (op == "ret" || op == "exit") {
-    inst_.op = Op::kExit;
-  } else if (op == "trap" || op == "brkpt") {
-    inst_.op = Op::kTrap;
-  } else if (op == "nanosleep" || op == "pmevent") {
-    inst_.op = Op::kNop;
-    mods_.TakeType();  // nanosleep.u32 t: a hint; spinning warps yield after a time slice anyway
-  } else {
-    return Fail("not implemented by the emulator");
+// bfind[.shiftamt].type d, a (PTX ISA, "bfind").
+absl::Status Decoder::Bfind() {
+  if (mods_.Take("shiftamt")) inst_.mod = 1;
+  return Arithmetic(Op::kBfind, 1);
+}
+
+// shf.{l,r}.{wrap,clamp}.b32 d, a, b, c (PTX ISA, "shf").
+absl::Status Decoder::Shf() {
+  if (mods_.Take("r")) {
+    inst_.mod |= 1;
+  } else if (!mods_.Take("l")) {
+    return Fail("shf needs .l or .r");
   }
-  TALLY_RETURN_IF_ERROR(status);
-  if (IsHalf(inst_.type) || IsHalf(inst_.type2)) TALLY_RETURN_IF_ERROR(HalfForm());
-  TALLY_RETURN_IF_ERROR(mods_.Finish());
-  if (inst_.op == Op::kPrmt && inst_.type != Type::kB32) return Fail("prmt needs .b32");
-  if (!in_.guard.empty()) {
-    ptx::Operand guard = ptx::Operand::Name(in_.guard);
-    TALLY_ASSIGN_OR_RETURN(inst_.guard, context_.Source(guard, Type::kPred));
-    if (in_.guard_negated) inst_.flags |= kFlagNegateGuard;
+  if (mods_.Take("clamp")) {
+    inst_.mod |= 2;
+  } else if (!mods_.Take("wrap")) {
+    return Fail("shf needs .wrap or .clamp");
   }
-  return inst_;
+  return Typed(Op::kShf, 3, {Type::kNone, Type::kNone, Type::kU32});
+}
+
+// lop3.b32 d, a, b, c, immLut (PTX ISA, "lop3").
+absl::Status Decoder::Lop3() {
+  return Typed(Op::kLop3, 4, {Type::kNone, Type::kNone, Type::kNone, Type::kU32});
+}
+
+// selp.type d, a, b, c (PTX ISA, "selp"): c is a predicate.
+absl::Status Decoder::Selp() {
+  return Typed(Op::kSelp, 3, {Type::kNone, Type::kNone, Type::kPred});
+}
+
+// isspacep.space p, a (PTX ISA, "isspacep").
+absl::Status Decoder::Isspacep() {
+  inst_.op = Op::kIsspacep;
+  // .shared::cluster: any CTA's shared memory; .shared(::cta): the executing CTA's.
+  if (mods_.Take("shared::cluster")) inst_.mod = 1;
+  inst_.space = inst_.mod == 1 ? Space::kShared : mods_.TakeSpace();
+  inst_.type = Type::kU64;
+  return inst_.space == Space::kGeneric ? Fail("isspacep needs a state space") : Operands(1);
+}
+
+// cvta[.to].space.size d, a (PTX ISA, "cvta").
+absl::Status Decoder::Cvta() {
+  if (!mods_.Take("to")) inst_.flags |= kFlagToGeneric;
+  inst_.space = mods_.TakeSpace();
+  if (inst_.space == Space::kGeneric || inst_.space == Space::kParam) {
+    return Fail("cvta needs .global, .shared, .local or .const");
+  }
+  return Typed(Op::kCvta, 1);
 }
 
 }  // namespace internal
-
-absl::Status DecodeInstruction(const ptx::Instruction& instruction, LowerContext& context,
-                               std::vector<Inst>& out) {
-  // `mov.v4.u32 {a, b, c, d}, %tid;` (PTX ISA, "Special Registers": %tid, %ntid, %ctaid, ... are
-  // .v4 .u32 vectors) reads the components one by one: one mov per named destination.
-  const auto& operands = instruction.operands;
-  if (instruction.opcode == "mov" && operands.size() == 2 &&
-      operands[0].kind == ptx::Operand::Kind::kVector &&
-      operands[1].kind == ptx::Operand::Kind::kName && operands[1].component == 0 &&
-      IsVectorSpecialRegister(operands[1].name) && operands[0].elements.size() <= 4 &&
-      (instruction.HasModifier("v2") || instruction.HasModifier("v4"))) {
-    constexpr char kComponents[] = {'x', 'y', 'z', 'w'};
-    for (size_t i = 0; i < operands[0].elements.size(); ++i) {
-      if (operands[0].elements[i].kind == ptx::Operand::Kind::kSink) continue;
-      ptx::Instruction component = instruction;
-      std::erase_if(component.modifiers,
-                    [](const std::string& m) { return m == "v2" || m == "v4"; });
-      component.operands = {operands[0].elements[i],
-                            ptx::Operand::Name(operands[1].name, kComponents[i])};
-      TALLY_RETURN_IF_ERROR(DecodeInstruction(component, context, out));
-    }
-    return absl::OkStatus();
-  }
-  internal::Decoder decoder(instruction, context);
-  TALLY_ASSIGN_OR_RETURN(Inst inst, decoder.Decode());
-  out.push_back(inst);
-  return absl::OkStatus();
-}
-
 }  // namespace tally::emu::exec

@@ -23,11 +23,6 @@ std::optional<std::pair<VideoOp, uint8_t>> VideoOpcode(std::string_view opcode) 
 
 }  // namespace
 
-bool IsNarrowIntOpcode(std::string_view opcode) {
-  return opcode == "mul24" || opcode == "mad24" || opcode == "dp4a" || opcode == "dp2a" ||
-         VideoOpcode(opcode).has_value();
-}
-
 absl::Status Decoder::NarrowInt() {
   const std::string& opcode = in_.opcode;
   // Every operand is a plain 32-bit register or value: byte/halfword selectors and masks on

@@ -121,9 +121,6 @@ class Mods {
   std::vector<bool> used_;
 };
 
-// mul24, mad24, dp4a, dp2a and the SIMD video opcodes (Decoder::NarrowInt).
-bool IsNarrowIntOpcode(std::string_view opcode);
-
 class MatrixDecoder;  // decode_matrix.cc
 
 class Decoder {
@@ -137,6 +134,14 @@ class Decoder {
 
  private:
   friend class MatrixDecoder;
+  // A PTX opcode and the member that decodes it (decode.cc's table); no decoder: a hint that
+  // becomes a nop with nothing checked.
+  struct Opcode {
+    std::string_view name;
+    absl::Status (*decode)(Decoder& decoder);
+  };
+  static const Opcode* FindOpcode(std::string_view name);
+
   absl::Status Fail(std::string_view why) const { return Unsupported(in_, why); }
   const ptx::Operand& Operand(size_t i) const { return in_.operands[i]; }
   absl::Status Arity(size_t n) const {
@@ -202,11 +207,20 @@ class Decoder {
     return absl::OkStatus();
   }
 
+  // The operation `op` of the instruction's type with `sources` operands typed as in Operands.
+  absl::Status Typed(Op op, size_t sources, std::array<Type, 4> types = {});
+  absl::Status Plain(Op op);  // an operation without operands or modifiers
   absl::Status Arithmetic(Op op, size_t sources);
   absl::Status MulMad(Op op);
   absl::Status Mov();
   absl::Status Compare(Op op);
   absl::Status Cvt();
+  absl::Status Cvta();
+  absl::Status Isspacep();
+  absl::Status Bfind();
+  absl::Status Shf();
+  absl::Status Lop3();
+  absl::Status Selp();
   absl::Status HalfForm();
   absl::Status Memory(Op op);
   absl::Status Atom(bool has_result);
@@ -223,6 +237,11 @@ class Decoder {
   absl::Status Match();
   absl::Status NarrowInt();
   absl::Status Matrix();  // wmma, mma, ldmatrix, stmatrix, movmatrix (decode_matrix.cc)
+  absl::Status Bra();     // decode_control.cc
+  absl::Status Brx();
+  absl::Status Ret();
+  absl::Status Fence();
+  absl::Status Nop();  // nanosleep, pmevent
 
   const ptx::Instruction& in_;
   Mods mods_;

@@ -111,21 +111,6 @@ bool CompareValues(CmpOp op, uint64_t a, uint64_t b, Type type, bool ftz) {
   return CompareInt(op, a & WidthMask(width), b & WidthMask(width));
 }
 
-double RoundIntegral(double value, Rounding rounding) {
-  switch (rounding) {
-    case Rounding::kRni:
-      return std::nearbyint(value);
-    case Rounding::kRzi:
-      return std::trunc(value);
-    case Rounding::kRmi:
-      return std::floor(value);
-    case Rounding::kRpi:
-      return std::ceil(value);
-    default:
-      return value;
-  }
-}
-
 // cvt to f16/bf16 from a float value (already exact in a double) or an integer.
 uint32_t ToHalf(uint64_t bits, Type from, Type to, Rounding rounding, uint8_t mode, bool ftz,
                 bool sat) {

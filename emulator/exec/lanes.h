@@ -1,5 +1,5 @@
-// Lane iteration and type dispatch shared by the interpreter's instruction groups (warp.cc,
-// memory_ops.cc, collective_ops.cc).
+// Lane iteration, operand access and type dispatch shared by the interpreter's instruction
+// families (the *_ops.cc files that warp.cc dispatches to).
 #pragma once
 
 #include <bit>
@@ -20,6 +20,21 @@ inline void ForLanes(uint32_t mask, Fn fn) {
     for (; mask != 0; mask &= mask - 1) fn(std::countr_zero(mask));
   }
 }
+
+// The registers of an instruction's first destination and first three sources, nullptr where
+// the instruction has none; `regs` is the warp's register file.
+struct Operands {
+  Operands(const Inst& in, uint64_t* regs)
+      : d(Slot(regs, in.dst[0])),
+        a(Slot(regs, in.src[0])),
+        b(Slot(regs, in.src[1])),
+        c(Slot(regs, in.src[2])) {}
+  static uint64_t* Slot(uint64_t* regs, uint32_t slot) {
+    return slot != kNoSlot ? regs + static_cast<uint64_t>(slot) * 32 : nullptr;
+  }
+  uint64_t* d;
+  const uint64_t *a, *b, *c;
+};
 
 template <typename Fn>
 inline void DispatchInt(Type type, Fn fn) {
@@ -80,6 +95,51 @@ class RoundingScope {
  private:
   int saved_ = -1;
 };
+
+// .ftz and .sat of one f32/f64 instruction, copied out of the Inst so that lane loops keep them
+// in registers: .ftz flushes subnormal f32 operands and results, .sat clamps results to [0, 1].
+struct FloatModes {
+  explicit FloatModes(const Inst& in) : ftz(in.flags & kFlagFtz), sat(in.flags & kFlagSat) {}
+  template <typename F>
+  F In(uint64_t bits) const {
+    F value = FromBits<F>(bits);
+    if constexpr (sizeof(F) == 4) {
+      if (ftz) value = Ftz(value);
+    }
+    return value;
+  }
+  template <typename F>
+  uint64_t Out(F value) const {
+    if constexpr (sizeof(F) == 4) {
+      if (ftz) value = Ftz(value);
+    }
+    if (sat) value = SaturateUnit(value);
+    return Bits(value);
+  }
+  bool ftz, sat;
+};
+
+// d = op(a), op(a, b) or op(a, b, c) (`sources`) on every lane in the instruction's float type,
+// rounded per its .rn/.rz/.rm/.rp (callers are compiled with -frounding-math), with .ftz and .sat.
+template <int sources, typename Fn>
+inline void FloatLanes(const Inst& in, uint32_t mask, const Operands& r, Fn op) {
+  RoundingScope rounding(in.mod2);
+  const FloatModes modes(in);
+  uint64_t* d = r.d;
+  const uint64_t *a = r.a, *b = r.b, *c = r.c;
+  DispatchFloat(in.type, [&](auto t) {
+    using F = decltype(t);
+    ForLanes(mask, [&](int l) {
+      if constexpr (sources == 1) {
+        d[l] = modes.Out(op(modes.In<F>(a[l])));
+      } else if constexpr (sources == 2) {
+        d[l] = modes.Out(op(modes.In<F>(a[l]), modes.In<F>(b[l])));
+      } else {
+        d[l] = modes.Out(op(modes.In<F>(a[l]), modes.In<F>(b[l]), modes.In<F>(c[l])));
+      }
+    });
+  });
+}
 
 inline uint64_t ReverseBits(uint64_t value, int width) {
   uint64_t result = 0;

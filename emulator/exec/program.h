@@ -13,7 +13,7 @@
 namespace tally::emu::exec {
 
 enum class Op : uint8_t {
-#define TALLY_OP(name) name,
+#define TALLY_OP(name, family) name,
 #include "emulator/exec/opcodes.def"
 };
 
