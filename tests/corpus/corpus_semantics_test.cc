@@ -4,10 +4,11 @@
 // forms, on a 1-D and a 3-D grid, and every form must leave identical bytes in every buffer
 // and module global. Corpus kernels have no known argument semantics, so arguments come from
 // the kernel's signature (kernel_harness.h); kernels whose results depend on block order are
-// detected and compared within a stated tolerance. Kernels the analysis refuses to transform
-// must say why, and run in their original form (twice: the runs must agree, or are reported).
-// A summary lists what was compared and why the rest was skipped; floors on the compared
-// counts make regressions fail.
+// detected and compared within a stated tolerance. On the 1-D grid each form also runs at the
+// largest dynamic shared memory it can take beside its own static shared memory, against the
+// original at that size. Kernels the analysis refuses to transform must say why, and run in
+// their original form (twice: the runs must agree, or are reported). A summary lists what was
+// compared and why the rest was skipped; floors on the compared counts make regressions fail.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstring>
@@ -42,6 +43,12 @@ constexpr Dim3 kGrids[] = {{7, 1, 1}, {2, 3, 2}};
 struct Summary {
   int modules = 0, modules_loaded = 0, kernels = 0;
   int compared_exact = 0, compared_order_dependent = 0, preempted_mid_grid = 0;
+  // At the largest dynamic shared memory each form can take: forms compared with the original
+  // at that size, and forms that cannot take the original's largest (the server launches the
+  // original for such launches).
+  // Order-dependent kernels' forms must run there, but are not compared: their original's
+  // blocks race.
+  int compared_at_largest = 0, ran_at_largest = 0, unfit_at_largest = 0;
   std::vector<std::string> order_dependent;  // kernel (grid) compared within tolerance
   // Not transformable, run in the original form only: kernels by the analysis' reasons.
   std::map<std::string, std::vector<std::string>> original_only;
@@ -63,6 +70,11 @@ struct Summary {
       std::printf("    differs beyond tolerance (reported): %s\n", k.c_str());
     }
     std::printf("  PTB runs actually preempted mid-grid: %d\n", preempted_mid_grid);
+    std::printf(
+        "  at the largest dynamic shared memory each form can take: %d forms compared, %d of\n"
+        "  order-dependent kernels run; %d forms with less room than their original's largest\n"
+        "  (the server runs the original for such launches)\n",
+        compared_at_largest, ran_at_largest, unfit_at_largest);
     std::printf("  not transformable, run in their original form only (twice): %d kernels\n",
                 original_only_count);
     for (const auto& [reason, names] : original_only) {
@@ -234,6 +246,58 @@ class KernelRun {
     }
   }
 
+  // Each form at the largest dynamic shared memory it can take beside its own static shared
+  // memory (the device's opt-in limit, as the server allows a form at load), against the
+  // original at the same size (order-dependent kernels: it must run). A form with more static
+  // shared memory than its original cannot take the original's largest: counted, since the server
+  // then launches the original.
+  void CompareAtLargestDynamicShared() {
+    int optin = 0;
+    EMU_OK(Emu().cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                                      0));
+    const int original_static = StaticShared(name_);
+    const uint32_t total = *LinearBlockCount(shape_.grid);
+    for (const auto& [form, variant] :
+         {std::pair{"sliced", forms_.sliced}, {"PTB", forms_.preemptible}}) {
+      if (variant.empty()) continue;
+      const int form_static = StaticShared(variant);
+      if (form_static > original_static) ++summary_.unfit_at_largest;
+      shape_.dynamic_shared = static_cast<uint32_t>(optin - form_static);
+      const std::string at = " at " + std::to_string(shape_.dynamic_shared) +
+                             " bytes of dynamic "
+                             "shared memory (the most the " +
+                             form + " form can take)";
+      std::optional<Bytes> original = Run(
+          "original" + at,
+          [&] {
+            AllowDynamicShared(name_);
+            return LaunchOriginal();
+          },
+          nullptr);
+      std::optional<Bytes> transformed = Run(
+          form + at,
+          [&] {
+            AllowDynamicShared(variant);
+            if (variant == forms_.sliced) {
+              return semantics::RunSliced(module_, name_, args_->pointers(), shape_,
+                                          *PlanSlices(shape_.grid, 2));
+            }
+            return semantics::RunPreemptible(module_, name_, args_->pointers(), shape_,
+                                             std::min(3u, total), &rng_);
+          },
+          nullptr);
+      if (!original || !transformed) return;  // the error is recorded
+      if (order_dependent_) {
+        ++summary_.ran_at_largest;
+        continue;
+      }
+      ++summary_.compared_at_largest;
+      if (Masked(*transformed) == Masked(*original)) continue;
+      summary_.failures.push_back(Where(form + at) + ": " +
+                                  FirstDifference(*transformed, *original));
+    }
+  }
+
   // A kernel without transformed forms: the original runs once more and must leave the same
   // bytes (words that vary by design left out); a difference is reported, not a failure, since
   // concurrently running blocks may legitimately order their atomics differently.
@@ -355,6 +419,21 @@ class KernelRun {
     return snapshot;
   }
 
+  int StaticShared(const std::string& function) const {
+    int bytes = 0;
+    EMU_OK(Emu().cuFuncGetAttribute(&bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+                                    module_.Function(function)));
+    return bytes;
+  }
+
+  // The opt-in a launch beyond 48 KiB of shared memory needs (CUDA C++ Programming Guide,
+  // "Shared Memory"); set before every launch, since a restarted context reloads the module.
+  void AllowDynamicShared(const std::string& function) const {
+    EMU_OK(Emu().cuFuncSetAttribute(module_.Function(function),
+                                    CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                    static_cast<int>(shape_.dynamic_shared)));
+  }
+
   // Cooperatively when the kernel reads %envreg1/2, the grid workspace of cooperative groups'
   // grid-wide synchronisation (without it, grid.sync() traps as on a GPU).
   CUresult LaunchOriginal() {
@@ -463,6 +542,8 @@ TEST_CASE("every corpus kernel computes the same in its original and transformed
           continue;
         }
         run.CompareForms();
+        // Once per kernel, on the 1-D grid: the emulator is slow.
+        if (grid.y == 1 && grid.z == 1) run.CompareAtLargestDynamicShared();
         compared |= run.compared();
         if (run.order_dependent()) {
           order_dependent = true;
@@ -487,6 +568,7 @@ TEST_CASE("every corpus kernel computes the same in its original and transformed
   // Raise as the emulator learns more of PTX: fewer compared kernels is a regression.
   CHECK(summary.compared_exact + summary.compared_order_dependent >= TALLY_CORPUS_COMPARED_FLOOR);
   CHECK(summary.original_only_count >= TALLY_CORPUS_ORIGINAL_ONLY_FLOOR);
+  CHECK(summary.compared_at_largest >= TALLY_CORPUS_LARGEST_SHARED_FLOOR);
 }
 
 }  // namespace
