@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "ipc/handshake.h"
+#include "ipc/latency_histograms.h"
 #include "ipc/library_calls.h"
 #include "ipc/unique_fd.h"
 
@@ -78,6 +79,7 @@ struct StatusReply {
   char device_name[kControlTextSize];          // NUL-terminated
   char backend_description[kControlTextSize];  // NUL-terminated: which library and why
   DepartedStatus departed;
+  ClassLatencies latencies[kPriorityClassCount];  // since the server started, by PriorityClass
 };
 
 struct ClientStatus {

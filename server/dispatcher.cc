@@ -71,6 +71,8 @@ struct Dispatcher::ClientQueue {
   uint64_t wake_at = UINT64_MAX;
   DeferredError deferred_error;
   // Dispatch thread only.
+  // The class whose latency histograms its kernels' latencies go to (as the policy last heard).
+  ipc::PriorityClass latency_class = ipc::PriorityClass::kBestEffort;
   bool head_announced = false;
   Time announced_at{0};
   // The head kernel while it runs in a transformed form; the queue's front is then an empty
@@ -271,6 +273,14 @@ size_t Dispatcher::queued(ClientQueue& queue) {
 
 const SchedulingStats& Dispatcher::stats(ClientQueue& queue) { return queue.stats; }
 
+RunOwner Dispatcher::OwnerOf(ClientQueue& queue) {
+  return {queue.client, &queue.stats, &latencies_[static_cast<size_t>(queue.latency_class)]};
+}
+
+const ClassLatencyHistograms& Dispatcher::latencies(ipc::PriorityClass c) const {
+  return latencies_[static_cast<size_t>(c)];
+}
+
 Time Dispatcher::Now() const {
   return std::chrono::duration_cast<Time>(
       std::chrono::steady_clock::now().time_since_epoch());
@@ -357,10 +367,12 @@ void Dispatcher::HandleControl(Time now) {
     switch (event.kind) {
       case Control::Kind::kJoin:
         clients_.push_back(&queue);
+        queue.latency_class = ClassOf(event.priority);
         policy_->ClientJoined(now, queue.client, event.priority, decisions_);
         break;
       case Control::Kind::kPriority:
         if (Find(queue.client) == nullptr) continue;
+        queue.latency_class = ClassOf(event.priority);
         policy_->PriorityChanged(now, queue.client, event.priority, decisions_);
         break;
       case Control::Kind::kLeave: {
@@ -433,7 +445,7 @@ void Dispatcher::AnnounceHeads(Time now) {
       if (front == nullptr) break;
       queue.head_announced = true;
       queue.announced_at = now;
-      const RunOwner owner{queue.client, &queue.stats};
+      const RunOwner owner = OwnerOf(queue);
       const scheduler::Head head =
           front->kernel ? scheduler::Head::Kernel(runs_->DescribeHead(owner, *front->kernel))
                         : scheduler::Head::Other();
@@ -472,10 +484,13 @@ void Dispatcher::Apply(Time now) {
       Consume(*queue, result, {});
       continue;
     }
-    const RunOwner owner{queue->client, &queue->stats};
+    const RunOwner owner = OwnerOf(*queue);
     const bool first = queue->started == nullptr;
     if (first) {
-      queue->stats.held_ns += static_cast<uint64_t>((now - queue->announced_at).count());
+      const scheduler::Duration held = now - queue->announced_at;
+      queue->stats.held_ns += static_cast<uint64_t>(held.count());
+      owner.latencies->queue_delay.Add(held);
+      owner.latencies->request_to_issue.Add(now - front->kernel->received);
       if (action.risky) ++queue->stats.risky;
     }
     if (first && action.form.kind == scheduler::FormKind::kOriginal) {

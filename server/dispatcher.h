@@ -9,6 +9,7 @@
 
 #include <cuda.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -128,6 +129,8 @@ class Dispatcher {
   size_t queued(ClientQueue& queue);
   // The client's counters (any thread).
   const SchedulingStats& stats(ClientQueue& queue);
+  // Any thread.
+  const ClassLatencyHistograms& latencies(ipc::PriorityClass c) const;
   bool UsesTransformedForms() const { return uses_transformed_forms_; }
 
  private:
@@ -151,6 +154,8 @@ class Dispatcher {
   void ReleaseFences(ClientQueue& queue);
   void DestroyFreeFences();
   scheduler::Time Now() const;
+  // The owner of the queue's runs, with its class's latency histograms (dispatch thread).
+  RunOwner OwnerOf(ClientQueue& queue);
   void HandleControl(scheduler::Time now);
   void PollRuns(scheduler::Time now);
   void AnnounceHeads(scheduler::Time now);
@@ -179,6 +184,7 @@ class Dispatcher {
   const bool uses_transformed_forms_;
   std::unique_ptr<KernelRuns> runs_;
   scheduler::Decisions decisions_;
+  std::array<ClassLatencyHistograms, ipc::kPriorityClassCount> latencies_;
   std::optional<scheduler::Time> wake_;  // the policy's earliest pending WakeAt
   std::vector<ClientQueue*> clients_;     // joined, not yet left (dispatch thread's view)
   std::vector<std::shared_ptr<ClientQueue>> leaving_;  // left; their runs are still on the device

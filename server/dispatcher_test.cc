@@ -320,7 +320,8 @@ TEST_CASE("Where faults are shared, a run launched but not followed names its cl
     Ints a(4), b(4);
     const KernelLaunch launch = TwoBufferLaunch("RecordBlocks", {4, 1, 1}, a, b, stream.get());
     SchedulingStats stats;
-    const RunOwner owner{ClientId(7), &stats};
+    ClassLatencyHistograms latencies;
+    const RunOwner owner{ClientId(7), &stats, &latencies};
     FaultingEventRecord::real_calls = c.real_calls;
     const CUresult issued = c.form.kind == FormKind::kOriginal
                                 ? (*runs)->IssueOriginal(owner, launch, /*notify=*/true)

@@ -5,12 +5,14 @@
 
 #include <cuda.h>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "ptx_transform/launch_forms.h"
+#include "scheduler/types.h"
 #include "server/backend/backend.h"
 #include "server/host_callbacks.h"
 #include "server/module_registry.h"
@@ -36,6 +38,9 @@ struct KernelLaunch {
   // for the client's other streams).
   const uint32_t* gate_word = nullptr;
   uint32_t gate_generation = 0;
+  // When the server took the launch from the client: the steady clock, as Dispatcher::Now.
+  scheduler::Time received = std::chrono::duration_cast<scheduler::Time>(
+      std::chrono::steady_clock::now().time_since_epoch());
   bool BehindHostFunction() const { return StreamGate::Closed(gate_word, gate_generation); }
   bool Clustered() const { return cluster.x != 0; }
   // What only the original form can run: all blocks resident at once, or clusters set here.

@@ -607,7 +607,11 @@ EndedRun KernelRuns::EndTransformed(DeviceRun& run, Transformed& kernel) {
     if (run.raised != nullptr &&
         api_.cuEventElapsedTime(&ms, run.raised, run.kernel_end) == CUDA_SUCCESS) {
       // A kernel that ended before the flag landed gives a negative time: it needed no stop.
-      if (ms > 0) run.owner.stats->AddPreemptionLatency(static_cast<uint64_t>(ms * 1e6));
+      if (ms > 0) {
+        const auto latency = static_cast<uint64_t>(ms * 1e6);
+        run.owner.stats->AddPreemptionLatency(latency);
+        run.owner.latencies->preemption.Add(scheduler::Duration(latency));
+      }
     }
     if (!ended.end.finished) {
       kernel.preempted = true;

@@ -29,6 +29,7 @@
 #include "scheduler/types.h"
 #include "server/backend/backend.h"
 #include "server/kernel_forms.h"
+#include "server/latency_histograms.h"
 #include "server/scheduling_stats.h"
 
 namespace tally::server {
@@ -37,6 +38,7 @@ namespace tally::server {
 struct RunOwner {
   ClientId client;
   SchedulingStats* stats = nullptr;  // outlives the client's runs (Dispatcher keeps it)
+  ClassLatencyHistograms* latencies = nullptr;  // the client's class's; the Dispatcher's
 };
 
 // A run that ended, as Poll reports it.

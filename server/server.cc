@@ -474,6 +474,11 @@ void Server::AnswerStatus(ipc::ControlConnection& control) {
   ipc::CopyText(backend_.description(), reply.backend_description,
                 sizeof(reply.backend_description));
   reply.departed = sessions_.Departed();
+  for (const ipc::PriorityClass c : ipc::kPriorityClasses) {
+    if (dispatcher_ != nullptr) {
+      reply.latencies[static_cast<size_t>(c)] = dispatcher_->latencies(c).Snapshot();
+    }
+  }
   const absl::Status sent = control.SendStatus(reply, sessions_.Report());
   if (!sent.ok()) {
     TALLY_LOG_WARN("tally-server: status for pid {} not sent: {}", control.pid(), sent.ToString());

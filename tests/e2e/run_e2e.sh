@@ -226,6 +226,22 @@ case $scenario in
     json_check "$work/done.json" "($by_id)[$train_id]['resumes'] > 0"
     json_check "$work/done.json" "($by_id)[$train_id]['kernels_original'] == 0"
     json_check "$work/done.json" "($by_id)[$serve_id]['kernels_original'] == 16"
+    # The latency histograms per class: the trainer's measured preemptions in best-effort's,
+    # the server's 16 launches in high's.
+    timeout 30 "$TALLY_CTL" metrics --server "$socket" > "$work/latency.prom" ||
+      fail "metrics failed"
+    python3 - "$work/done.json" "$work/latency.prom" "$train_id" <<'PY' || fail "latency histograms"
+import json, re, sys
+status, metrics, train = json.load(open(sys.argv[1])), open(sys.argv[2]).read(), int(sys.argv[3])
+def count(name, cls):
+    m = re.search(rf'^tally_{name}_seconds_count{{server="[^"]*",class="{cls}"}} (\d+)$', metrics, re.M)
+    return int(m.group(1)) if m else None
+measured = [c for c in status['clients'] if c['id'] == train][0]['scheduling']['preemption_latencies']
+if measured == 0 or count('preemption_latency', 'best-effort') != measured:
+    sys.exit(f"{measured} preemptions measured, histogram: {count('preemption_latency', 'best-effort')}")
+if (count('launch_request_to_issue', 'high') or 0) < 16:
+    sys.exit(f"high launches in the histogram: {count('launch_request_to_issue', 'high')}")
+PY
     # The profiler measured the trainer's kernel shape (its candidates, on real launches).
     timeout 30 "$TALLY_CTL" profiles --json --server "$socket" > "$work/profiles.json" ||
       fail "tally-ctl profiles failed"
@@ -354,6 +370,13 @@ PY
       fail "the departed client's kernels are not counted: $(grep kernels_total "$work/metrics")"
     grep -qx "tally_departed_clients_total{server=\"$socket\"} 1" "$work/metrics" ||
       fail "departed clients not 1"
+    # Its kernels' waits went into the best-effort class's latency histograms.
+    for histogram in kernel_queue_delay launch_request_to_issue; do
+      grep -q "^tally_${histogram}_seconds_count{server=\"$socket\",class=\"best-effort\"} [1-9]" \
+        "$work/metrics" || fail "no $histogram samples: $(grep "${histogram}.*count" "$work/metrics")"
+    done
+    promtool check metrics < "$work/metrics" > "$work/promtool" 2>&1 ||
+      fail "promtool: $(cat "$work/promtool")"
     kill -KILL "$hog_pid"
     wait "$hog_pid" 2>/dev/null
     ;;

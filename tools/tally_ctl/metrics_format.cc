@@ -278,6 +278,50 @@ void ClientFamilies(std::string& out, const std::vector<Answered>& servers) {
   }
 }
 
+// The server's latency histograms per priority class (ipc/latency_histograms.h), as Prometheus
+// histograms: cumulative buckets whose `le` is in seconds, then _sum and _count.
+struct LatencyFamily {
+  const char* name;
+  const char* help;
+  ipc::LatencyHistogram ipc::ClassLatencies::*histogram;
+};
+constexpr LatencyFamily kLatencyFamilies[] = {
+    {"tally_preemption_latency_seconds",
+     "Time from raising a preemption flag to the end of the preempted kernel, measured on the "
+     "device, by the class of the kernel's client.",
+     &ipc::ClassLatencies::preemption},
+    {"tally_kernel_queue_delay_seconds",
+     "Time kernels waited at the head of their client's queue before their issue.",
+     &ipc::ClassLatencies::queue_delay},
+    {"tally_launch_request_to_issue_seconds",
+     "Time from the server's receipt of a kernel launch to its issue to the device.",
+     &ipc::ClassLatencies::request_to_issue},
+};
+
+void LatencyFamilies(std::string& out, const std::vector<Answered>& servers) {
+  for (const LatencyFamily& family : kLatencyFamilies) {
+    out +=
+        fmt::format("# HELP {} {}\n# TYPE {} histogram\n", family.name, family.help, family.name);
+    for (const Answered& server : servers) {
+      for (const ipc::PriorityClass c : ipc::kPriorityClasses) {
+        const ipc::LatencyHistogram& histogram =
+            server.report->server.latencies[static_cast<size_t>(c)].*family.histogram;
+        const std::string labels =
+            Join(server.label, fmt::format("class=\"{}\"", ipc::PriorityClassName(c)));
+        uint64_t cumulative = 0;
+        for (size_t b = 0; b < ipc::kLatencyBuckets; ++b) {
+          cumulative += histogram.counts[b];
+          const std::string le =
+              b < std::size(ipc::kLatencyBoundsNs) ? Seconds(ipc::kLatencyBoundsNs[b]) : "+Inf";
+          out += fmt::format("{}_bucket{{{},le=\"{}\"}} {}\n", family.name, labels, le, cumulative);
+        }
+        out += fmt::format("{}_sum{{{}}} {}\n", family.name, labels, Seconds(histogram.sum_ns));
+        out += fmt::format("{}_count{{{}}} {}\n", family.name, labels, cumulative);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 std::string LabelValue(const std::string& text) {
@@ -304,6 +348,7 @@ std::string FormatMetrics(const std::vector<ServerStatus>& all) {
   ServerFamilies(out, all, servers);
   ClientFamilies(out, servers);
   CounterFamilies(out, servers);
+  LatencyFamilies(out, servers);
   return out;
 }
 

@@ -130,14 +130,16 @@ TEST_CASE("Prometheus label values escape quotes, backslashes, line feeds and ba
   CHECK(LabelValue("\xff") == "\"\xef\xbf\xbd\"");
 }
 
-// Every line of `text` is a HELP or TYPE comment or a sample of the family last typed, in the
-// text exposition format; each family is typed once, counters end in _total.
+// Every line of `text` is a HELP or TYPE comment or a sample of the family last typed (a
+// histogram's: its _bucket, _sum and _count), in the text exposition format; each family is
+// typed once, counters end in _total.
 void CheckExposition(const std::string& text) {
   const std::regex help(R"(# HELP (tally_[a-z_]+) \S.*)");
-  const std::regex type(R"(# TYPE (tally_[a-z_]+) (counter|gauge))");
+  const std::regex type(R"(# TYPE (tally_[a-z_]+) (counter|gauge|histogram))");
   const std::regex sample(R"re((tally_[a-z_]+)(\{[a-z_]+="([^"\\]|\\.)*"(,[a-z_]+="([^"\\]|\\.)*")*\})? [0-9.e+-]+)re");
   std::istringstream lines(text);
   std::string line, family;
+  bool histogram = false;
   std::set<std::string> typed;
   std::smatch match;
   while (std::getline(lines, line)) {
@@ -145,12 +147,49 @@ void CheckExposition(const std::string& text) {
     if (std::regex_match(line, match, help)) continue;
     if (std::regex_match(line, match, type)) {
       family = match[1];
+      histogram = match[2] == "histogram";
       CHECK(typed.insert(family).second);
       CHECK((match[2] == "counter") == family.ends_with("_total"));
       continue;
     }
     REQUIRE(std::regex_match(line, match, sample));
-    CHECK(match[1] == family);
+    if (histogram) {
+      CHECK((match[1] == family + "_bucket" || match[1] == family + "_sum" ||
+             match[1] == family + "_count"));
+    } else {
+      CHECK(match[1] == family);
+    }
+  }
+}
+
+TEST_CASE("latency histograms per priority class: cumulative buckets in seconds, sum, count") {
+  ipc::StatusReport report = Report(false);
+  ipc::LatencyHistogram& delay =
+      report.server.latencies[static_cast<size_t>(ipc::PriorityClass::kHigh)].queue_delay;
+  delay.counts[0] = 2;                         // at most 10 us
+  delay.counts[5] = 1;                         // at most 1 ms
+  delay.counts[ipc::kLatencyBuckets - 1] = 1;  // beyond 1 s
+  delay.sum_ns = 1'002'500'000;
+  const std::string text = FormatMetrics({{"/tmp/s.sock", report}});
+  CheckExposition(text);
+  const std::string series = "tally_kernel_queue_delay_seconds";
+  const std::string labels = "{server=\"/tmp/s.sock\",class=\"high\"";
+  for (const std::string& line : {
+           series + "_bucket" + labels + ",le=\"1e-05\"} 2\n",
+           series + "_bucket" + labels + ",le=\"0.0005\"} 2\n",
+           series + "_bucket" + labels + ",le=\"0.001\"} 3\n",
+           series + "_bucket" + labels + ",le=\"1\"} 3\n",
+           series + "_bucket" + labels + ",le=\"+Inf\"} 4\n",
+           series + "_sum" + labels + "} 1.0025\n",
+           series + "_count" + labels + "} 4\n",
+           // The other class and the other histograms are there, empty.
+           series + "_count{server=\"/tmp/s.sock\",class=\"best-effort\"} 0\n",
+           std::string("tally_preemption_latency_seconds_count") + labels + "} 0\n",
+           std::string("tally_launch_request_to_issue_seconds_bucket") + labels +
+               ",le=\"+Inf\"} 0\n",
+       }) {
+    INFO(line);
+    CHECK(text.find(line) != std::string::npos);
   }
 }
 
