@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Time to first kernel end for modules of several sizes (startup.cu), on the emulated GPU:
+# directly on the emulator's driver library (the floor: what loading costs without Tally), and
+# through tally-run against a private tally-server: the first process after the server started
+# (cold), a second process of the same program (warm) and the first after a server restart.
+# Prints one Markdown row per size, medians of ROUNDS rounds (milliseconds).
+# Usage: run_startup.sh TALLY_SERVER TALLY_RUN STARTUP LIBTALLY_EMU ROUNDS SIZES...
+set -euo pipefail
+server=$1 run=$2 program=$3 emulator=$4 rounds=$5
+shift 5
+work=$(mktemp -d /tmp/tally-startup-XXXXXX)
+socket=$work/server.sock
+server_pid=
+stop_server() {
+  [[ -z $server_pid ]] && return
+  kill -TERM "$server_pid" 2>/dev/null || true
+  wait "$server_pid" 2>/dev/null || true
+  server_pid=
+}
+trap 'stop_server; rm -rf "$work"' EXIT
+start_server() {
+  "$server" --emulate --socket "$socket" --profile-cache none 2>>"$work/server.log" &
+  server_pid=$!
+  for _ in $(seq 200); do [[ -S $socket ]] && return; sleep 0.05; done
+  cat "$work/server.log" >&2
+  exit 1
+}
+# The emulator's library as libcuda.so.1, for the program run without Tally.
+mkdir "$work/driver"
+ln -s "$(realpath "$emulator")" "$work/driver/libcuda.so.1"
+
+# The first-kernel-end time of one run (its line: "... first_kernel_end_ms T").
+first_end() { "$@" | awk '{print $NF}'; }
+direct() { LD_LIBRARY_PATH="$work/driver" first_end "$program" "$1"; }
+tally() { first_end timeout 600 "$run" --server "$socket" -- "$program" "$1"; }
+median() { printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
+
+echo "| kernels | direct (floor) | Tally cold | Tally warm | Tally after restart | cold / floor |"
+echo "|---:|---:|---:|---:|---:|---:|"
+for size in "$@"; do
+  floor=() cold=() warm=() restarted=()
+  for _ in $(seq "$rounds"); do
+    floor+=("$(direct "$size")")
+    start_server
+    cold+=("$(tally "$size")")
+    warm+=("$(tally "$size")")
+    stop_server
+    start_server
+    restarted+=("$(tally "$size")")
+    stop_server
+  done
+  f=$(median "${floor[@]}") c=$(median "${cold[@]}")
+  printf '| %s | %s | %s | %s | %s | %s |\n' "$size" "$f" "$c" "$(median "${warm[@]}")" \
+    "$(median "${restarted[@]}")" "$(awk -v c="$c" -v f="$f" 'BEGIN {printf "%.1f", c / f}')"
+done
