@@ -2,8 +2,11 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include "common/log.h"
+#include "common/status.h"
 #include "server/options.h"
 #include "server/server.h"
 
@@ -14,6 +17,7 @@ int main(int argc, char** argv) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);  // reload (Server::Reload)
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   // A client that dies mid-write must not kill the server.
   signal(SIGPIPE, SIG_IGN);
@@ -24,7 +28,19 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (!*options) return 0;  // --help
-  auto server = tally::server::Server::Create(**options);
+  // On SIGHUP: the same command line and environment, the --config file read again.
+  const std::vector<std::string> args(argv, argv + argc);
+  auto reread = [args]() -> absl::StatusOr<tally::server::ServerOptions> {
+    std::vector<char*> pointers;
+    for (const std::string& arg : args) pointers.push_back(const_cast<char*>(arg.c_str()));
+    TALLY_ASSIGN_OR_RETURN(
+        std::optional<tally::server::ServerOptions> read,
+        tally::server::ParseOptions(static_cast<int>(pointers.size()), pointers.data(),
+                                    TALLY_DEFAULT_EMULATOR_LIBRARY));
+    if (!read) return absl::InternalError("--help on a reload");
+    return *std::move(read);
+  };
+  auto server = tally::server::Server::Create(**options, std::move(reread));
   if (!server.ok()) {
     TALLY_LOG_ERROR("tally-server: {}", server.status().ToString());
     return 1;

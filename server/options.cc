@@ -2,15 +2,18 @@
 // never disagree.
 #include "server/options.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <algorithm>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "common/byte_size.h"
 #include "common/status.h"
+#include "server/config_file.h"
 
 namespace tally::server {
 namespace {
@@ -93,6 +96,14 @@ constexpr Flag kFlags[] = {
      "page-locked host memory each client may register (cudaMallocHost, cudaHostAlloc, "
      "cudaMallocManaged), e.g. 2G (default none; it is also bounded by the client's 8 GiB "
      "host region)"},
+    {"config", "TALLY_CONFIG", "FILE",
+     "a file of TALLY_*=VALUE lines (the names in brackets here, as systemd's EnvironmentFile= "
+     "reads them; # starts a comment): its settings override the environment's, and flags override "
+     "both. "
+     "On SIGHUP the server reads it again and applies what can change while it runs: "
+     "--max-clients, --max-client-priority, --teardown-timeout-ms and the limits per client "
+     "(--max-* and --client-*-limit: for clients that connect afterwards), logging each change; "
+     "flags given on the command line keep their values"},
     {"profile-cache", "TALLY_PROFILE_CACHE", "PATH",
      "the profiler's cache (default $XDG_CACHE_HOME/tally/profiles-<device>.json, else "
      "~/.cache/tally/profiles-<device>.json, <device> a hash of the device's name, SMs, compute "
@@ -239,6 +250,9 @@ absl::Status Apply(const Flag& flag, std::string_view value, ServerOptions& opti
     TALLY_ASSIGN_OR_RETURN(options.limits.memory_limit, ParseSizeFlag(flag, value));
   } else if (name == "client-pinned-limit") {
     TALLY_ASSIGN_OR_RETURN(options.limits.pinned_limit, ParseSizeFlag(flag, value));
+  } else if (name == "config") {
+    if (value.empty()) return absl::InvalidArgumentError("--config wants a file");
+    options.config_path = value;
   } else if (name == "profile-cache") {
     if (value.empty()) {
       return absl::InvalidArgumentError("--profile-cache wants a path, or none");
@@ -246,6 +260,52 @@ absl::Status Apply(const Flag& flag, std::string_view value, ServerOptions& opti
     options.profile_cache = value;
   }
   return absl::OkStatus();
+}
+
+// The flags of the command line in their order, each with its value; nullopt after --help
+// (the usage has been printed).
+using FlagValues = std::vector<std::pair<const Flag*, std::string>>;
+absl::StatusOr<std::optional<FlagValues>> ReadFlags(int argc, char** argv) {
+  FlagValues flags;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      PrintUsage();
+      return std::nullopt;
+    }
+    if (!arg.starts_with("--")) {
+      return absl::InvalidArgumentError(absl::StrFormat("unexpected argument '%s'", arg));
+    }
+    arg.remove_prefix(2);
+    const size_t equals = arg.find('=');
+    const std::string_view name = arg.substr(0, equals);
+    const Flag* flag = nullptr;
+    for (const Flag& candidate : kFlags) {
+      if (name == candidate.name) flag = &candidate;
+    }
+    if (flag == nullptr) {
+      return absl::InvalidArgumentError(absl::StrFormat("unknown flag --%s (see --help)", name));
+    }
+    std::string_view value = "1";
+    if (equals != std::string_view::npos) {
+      value = arg.substr(equals + 1);
+    } else if (flag->value_name != nullptr) {
+      if (i + 1 >= argc) {
+        return absl::InvalidArgumentError(absl::StrFormat("--%s needs a value", name));
+      }
+      value = argv[++i];
+    }
+    flags.emplace_back(flag, std::string(value));
+  }
+  return flags;
+}
+
+// The flag whose environment variable is `name`; null for none.
+const Flag* FlagOfVariable(std::string_view name) {
+  for (const Flag& flag : kFlags) {
+    if (name == flag.env) return &flag;
+  }
+  return nullptr;
 }
 
 }  // namespace
@@ -309,36 +369,31 @@ absl::StatusOr<std::optional<ServerOptions>> ParseOptions(
       TALLY_RETURN_IF_ERROR(Apply(flag, value, options));
     }
   }
-  for (int i = 1; i < argc; ++i) {
-    std::string_view arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      PrintUsage();
-      return std::nullopt;
-    }
-    if (!arg.starts_with("--")) {
-      return absl::InvalidArgumentError(absl::StrFormat("unexpected argument '%s'", arg));
-    }
-    arg.remove_prefix(2);
-    const size_t equals = arg.find('=');
-    const std::string_view name = arg.substr(0, equals);
-    const Flag* flag = nullptr;
-    for (const Flag& candidate : kFlags) {
-      if (name == candidate.name) flag = &candidate;
-    }
-    if (flag == nullptr) {
-      return absl::InvalidArgumentError(absl::StrFormat("unknown flag --%s (see --help)", name));
-    }
-    std::string_view value = "1";
-    if (equals != std::string_view::npos) {
-      value = arg.substr(equals + 1);
-    } else if (flag->value_name != nullptr) {
-      if (i + 1 >= argc) {
-        return absl::InvalidArgumentError(absl::StrFormat("--%s needs a value", name));
-      }
-      value = argv[++i];
-    }
-    TALLY_RETURN_IF_ERROR(Apply(*flag, value, options));
+  TALLY_ASSIGN_OR_RETURN(const std::optional<FlagValues> flags, ReadFlags(argc, argv));
+  if (!flags) return std::nullopt;  // --help
+  // The configuration file, named by --config or TALLY_CONFIG, between the two.
+  for (const auto& [flag, value] : *flags) {
+    if (flag->name == std::string_view("config"))
+      TALLY_RETURN_IF_ERROR(Apply(*flag, value, options));
   }
+  if (!options.config_path.empty()) {
+    TALLY_ASSIGN_OR_RETURN(const std::vector<ConfigEntry> entries,
+                           ReadConfigFile(options.config_path));
+    for (const ConfigEntry& entry : entries) {
+      const Flag* flag = FlagOfVariable(entry.name);
+      if (flag == nullptr || flag->name == std::string_view("config")) {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("%s:%d: %s is not a setting of tally-server (see --help)",
+                            options.config_path, entry.line, entry.name));
+      }
+      const absl::Status applied = Apply(*flag, entry.value, options);
+      if (!applied.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("%s:%d: %s", options.config_path, entry.line, applied.message()));
+      }
+    }
+  }
+  for (const auto& [flag, value] : *flags) TALLY_RETURN_IF_ERROR(Apply(*flag, value, options));
   return options;
 }
 

@@ -57,6 +57,8 @@ struct ServerOptions {
   int max_clients = 64;
   // What each client may hold (session.h).
   SessionLimits limits;
+  // --config: the file of TALLY_* settings read at the start and again on SIGHUP; empty: none.
+  std::string config_path;
 
   // The times in effect on a backend that is (or is not) emulated.
   SchedulingTimes Times(bool emulated) const;
@@ -70,7 +72,8 @@ absl::StatusOr<ValidateMode> ParseValidateForm(std::string_view value);
 std::string DescribeValidateMode(const ValidateMode& mode);
 
 // The options, or nullopt when --help was given (the usage has been printed). Flags override
-// the environment, which overrides the defaults; `default_emulator_library` is the build's.
+// the configuration file (--config), which overrides the environment, which overrides the
+// defaults; `default_emulator_library` is the build's.
 absl::StatusOr<std::optional<ServerOptions>> ParseOptions(
     int argc, char** argv, const std::string& default_emulator_library);
 

@@ -14,6 +14,7 @@
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "common/byte_size.h"
 #include "common/exception_barrier.h"
 #include "common/log.h"
@@ -24,6 +25,7 @@
 #include "scheduler/policy.h"
 #include "server/call_dispatch.h"
 #include "server/cuda_result.h"
+#include "server/reload.h"
 
 namespace tally::server {
 namespace {
@@ -166,7 +168,8 @@ absl::StatusOr<profiler::DeviceIdentity> IdentifyDevice(const Backend& backend,
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
+absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& options,
+                                                       Reread reread) {
   TALLY_ASSIGN_OR_RETURN(
       Backend backend, Backend::Load({options.emulate, options.device, options.emulator_library,
                                        std::getenv(kNoEmulatorTenantsEnv) == nullptr}));
@@ -215,21 +218,19 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   if (!policy->UsesTransformedForms() || options.validate) profiler.reset();
   std::unique_ptr<Server> server(new Server(std::move(backend), info, std::move(listener),
                                             std::move(profiler), policy->UsesTransformedForms(),
-                                            options));
+                                            options, std::move(reread)));
   TALLY_RETURN_IF_ERROR(server->Start(std::move(policy), options.limits));
   return server;
 }
 
 Server::Server(Backend backend, ipc::GetDeviceInfoResponse device_info, ipc::Listener listener,
                std::unique_ptr<profiler::Profiler> profiler, bool build_forms,
-               const ServerOptions& options)
+               const ServerOptions& options, Reread reread)
     : backend_(std::move(backend)),
       device_info_(device_info),
       profiler_(std::move(profiler)),
-      max_client_priority_(options.max_client_priority),
-      teardown_timeout_(std::chrono::duration_cast<std::chrono::milliseconds>(
-          std::chrono::duration<double, std::milli>(options.teardown_timeout_ms))),
-      max_clients_(options.max_clients),
+      reread_(std::move(reread)),
+      settings_(options),
       modules_(backend_, build_forms),
       listener_(std::move(listener)) {}
 
@@ -294,6 +295,7 @@ absl::Status Server::Serve() {
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);
   ipc::UniqueFd signal_fd(signalfd(-1, &signals, SFD_CLOEXEC));
   if (!signal_fd.valid()) {
     return absl::InternalError(absl::StrFormat("signalfd: %s", std::strerror(errno)));
@@ -315,6 +317,10 @@ absl::Status Server::Serve() {
     if (fds[1].revents & POLLIN) {
       signalfd_siginfo info{};
       [[maybe_unused]] ssize_t n = read(signal_fd.get(), &info, sizeof(info));
+      if (info.ssi_signo == SIGHUP) {
+        Reload();
+        continue;
+      }
       TALLY_LOG_INFO("tally-server: {} received, shutting down", strsignal(info.ssi_signo));
       break;
     }
@@ -389,15 +395,16 @@ void Server::Converse(ipc::PendingPeer peer) {
   bool admitted = false;
   const ipc::Admission admit = [&](const ipc::ClientInfo&) -> std::string {
     if (draining_) return "it is draining (tally-ctl drain) and takes no new clients";
+    const int max_clients = Settings().max_clients;
     int current = clients_.load();
-    while (current < max_clients_) {
+    while (current < max_clients) {
       if (clients_.compare_exchange_weak(current, current + 1)) {
         admitted = true;
         return {};
       }
     }
     return absl::StrFormat("it serves %d clients, its maximum (tally-server --max-clients)",
-                           max_clients_);
+                           max_clients);
   };
   const absl::Status handshake = CatchExceptions(who, [&] {
     accepted = listener_.Handshake(std::move(peer), admit);
@@ -457,6 +464,35 @@ void Server::AnswerDrain(ipc::ControlConnection& control) {
   if (!sent.ok()) {
     TALLY_LOG_WARN("tally-server: answer for pid {} not sent: {}", control.pid(), sent.ToString());
   }
+}
+
+ServerOptions Server::Settings() const {
+  std::lock_guard lock(settings_mutex_);
+  return settings_;
+}
+
+void Server::Reload() {
+  if (!reread_ || Settings().config_path.empty()) {
+    TALLY_LOG_WARN("tally-server: SIGHUP: nothing to reload (no --config file)");
+    return;
+  }
+  absl::StatusOr<ServerOptions> read = reread_();
+  if (!read.ok()) {
+    TALLY_LOG_WARN("tally-server: SIGHUP: settings kept: {}", std::string(read.status().message()));
+    return;
+  }
+  std::lock_guard lock(settings_mutex_);
+  const OptionChanges changes = CompareOptions(settings_, *read);
+  for (const std::string& change : changes.need_restart) {
+    TALLY_LOG_WARN("tally-server: SIGHUP: {} takes effect only at a restart", change);
+  }
+  settings_.max_client_priority = read->max_client_priority;
+  settings_.teardown_timeout_ms = read->teardown_timeout_ms;
+  settings_.max_clients = read->max_clients;
+  settings_.limits = read->limits;
+  TALLY_LOG_INFO("tally-server: SIGHUP: reloaded {}: {}", settings_.config_path,
+                 changes.applied.empty() ? std::string("nothing to change")
+                                         : absl::StrJoin(changes.applied, ", "));
 }
 
 void Server::AnswerStatus(ipc::ControlConnection& control) {
@@ -570,8 +606,10 @@ void Server::Serve(std::unique_ptr<ipc::ServerConnection> connection) {
   ipc::ClientInfo client = connection->client();
   TALLY_LOG_INFO("client {} connected: pid {}, priority {}, '{}'", client.client_id, client.pid,
                  client.priority.ToString(), client.command);
-  if (max_client_priority_ && client.priority.level() > *max_client_priority_) {
-    client.priority = ClientPriority::Level(*max_client_priority_);
+  const ServerOptions settings = Settings();
+  const std::optional<int32_t> max_priority = settings.max_client_priority;
+  if (max_priority && client.priority.level() > *max_priority) {
+    client.priority = ClientPriority::Level(*max_priority);
     TALLY_LOG_WARN("client {}: priority capped to {} (--max-client-priority)", client.client_id,
                    client.priority.ToString());
   }
@@ -618,7 +656,7 @@ void Server::Serve(std::unique_ptr<ipc::ServerConnection> connection) {
         TALLY_ASSIGN_OR_RETURN(
             session, Session::Create(*context_, client, connection->bulk(),
                                      connection->host_region().value_or(std::span<std::byte>{}),
-                                     generation));
+                                     generation, settings.limits));
         session->host_callbacks().Attach(&connection->callbacks(), wait);
         session->set_client_alive([&wait] { return wait.liveness().ok(); });
         return ServeRequests(*session, *connection, wait, *responses, *failed);
@@ -629,7 +667,10 @@ void Server::Serve(std::unique_ptr<ipc::ServerConnection> connection) {
     TALLY_LOG_WARN("client {} ended: {}", client.client_id, status.ToString());
   }
   if (session == nullptr) return;
-  const auto deadline = std::chrono::steady_clock::now() + teardown_timeout_;
+  const auto deadline =
+      std::chrono::steady_clock::now() +
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          std::chrono::duration<double, std::milli>(Settings().teardown_timeout_ms));
   bool closed = false;
   const absl::Status teardown =
       CatchExceptions(absl::StrFormat("client %d teardown", client.client_id.value()), [&] {

@@ -4,8 +4,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <list>
 #include <memory>
+#include <mutex>
 #include <thread>
 
 #include "absl/status/statusor.h"
@@ -27,12 +29,17 @@ absl::StatusOr<ipc::GetDeviceInfoResponse> QueryDeviceInfo(const Backend& backen
 
 class Server {
  public:
-  // Loads the backend and listens. SIGINT and SIGTERM must already be blocked in every thread
-  // (main does it first thing), so that Serve receives them through a signalfd.
-  static absl::StatusOr<std::unique_ptr<Server>> Create(const ServerOptions& options);
+  // The options read again (the command line and the --config file), on SIGHUP.
+  using Reread = std::function<absl::StatusOr<ServerOptions>()>;
+
+  // Loads the backend and listens. SIGINT, SIGTERM and SIGHUP must already be blocked in every
+  // thread (main does it first thing), so that Serve receives them through a signalfd.
+  static absl::StatusOr<std::unique_ptr<Server>> Create(const ServerOptions& options,
+                                                        Reread reread = {});
   ~Server();
 
-  // Serves until SIGINT/SIGTERM, then ends every session (freeing what clients owned).
+  // Serves until SIGINT/SIGTERM, then ends every session (freeing what clients owned). On SIGHUP
+  // it rereads its options and applies what can change while it runs (Reload).
   absl::Status Serve();
 
  private:
@@ -44,7 +51,7 @@ class Server {
 
   Server(Backend backend, ipc::GetDeviceInfoResponse device_info, ipc::Listener listener,
          std::unique_ptr<profiler::Profiler> profiler, bool build_forms,
-         const ServerOptions& options);
+         const ServerOptions& options, Reread reread);
   // The dispatcher and what sessions share, once the backend is where it stays.
   absl::Status Start(std::unique_ptr<scheduler::Policy> policy, const SessionLimits& limits);
   // Runs on the peer's own thread, so that a peer that is slow to speak holds no one else up.
@@ -61,13 +68,19 @@ class Server {
   void SaveProfilesNowAndThen();
   // On the accepting thread: WATCHDOG=1 to systemd while the dispatcher makes its rounds.
   void FeedWatchdog();
+  // On the accepting thread, on SIGHUP: the options read again; the settings that can change
+  // while the server runs take their new values (the limits for clients that connect later),
+  // and the log says what changed and what waits for a restart.
+  void Reload();
+  // The settings in effect (any thread).
+  ServerOptions Settings() const;
 
   Backend backend_;
   ipc::GetDeviceInfoResponse device_info_;
   std::unique_ptr<profiler::Profiler> profiler_;  // with a policy that shapes kernels
-  std::optional<int32_t> max_client_priority_;
-  const std::chrono::milliseconds teardown_timeout_;
-  const int max_clients_;
+  const Reread reread_;
+  mutable std::mutex settings_mutex_;
+  ServerOptions settings_;  // under settings_mutex_; Reload changes the reloadable ones
   ModuleRegistry modules_;
   SessionRegistry sessions_;
   // Where a fault poisons the context every client shares (Backend::FaultsAreShared).

@@ -26,17 +26,18 @@ StreamEntry::~StreamEntry() {
 }
 
 Session::Session(ServerContext& server, const ipc::ClientInfo& client, ipc::BulkArea bulk,
-                 std::span<std::byte> host_region, uint64_t context_generation)
+                 std::span<std::byte> host_region, uint64_t context_generation,
+                 const SessionLimits& limits)
     : server_(server),
       client_(client),
+      client_limits_(limits),
       context_generation_(context_generation),
       bulk_(bulk),
       host_region_(host_region),
-      memory_limit_(client.memory_limit != 0
-                        ? std::min(client.memory_limit, server.limits.memory_limit)
-                        : server.limits.memory_limit),
+      memory_limit_(client.memory_limit != 0 ? std::min(client.memory_limit, limits.memory_limit)
+                                             : limits.memory_limit),
       queue_(server.dispatcher.AddClient(client.client_id, client.priority,
-                                         server.limits.max_queued_commands)),
+                                         limits.max_queued_commands)),
       waiters_(std::make_unique<WaiterPool>([&backend = server.backend] {
         const absl::Status current = backend.MakeCurrent();
         if (!current.ok()) TALLY_LOG_ERROR("waiter thread: {}", current.ToString());
@@ -47,9 +48,10 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(ServerContext& server,
                                                          const ipc::ClientInfo& client,
                                                          ipc::BulkArea bulk,
                                                          std::span<std::byte> host_region,
-                                                         uint64_t context_generation) {
-  std::unique_ptr<Session> session(
-      new Session(server, client, bulk, host_region, context_generation));
+                                                         uint64_t context_generation,
+                                                         std::optional<SessionLimits> limits) {
+  std::unique_ptr<Session> session(new Session(server, client, bulk, host_region,
+                                               context_generation, limits.value_or(server.limits)));
   TALLY_ASSIGN_OR_RETURN(session->default_stream_,
                          session->MakeStream(/*blocking=*/true, StreamPriority()));
   if (server.sessions != nullptr) server.sessions->Add(session.get());
@@ -210,7 +212,7 @@ void Session::Batch(QueuedCommand command) {
 void Session::HandOver() {
   if (batch_.empty()) return;
   Dispatcher& dispatcher = server_.dispatcher;
-  const size_t bound = server_.limits.max_queued_commands;
+  const size_t bound = client_limits_.max_queued_commands;
   while (!dispatcher.HasRoom(*queue_)) {
     // The stream of a host function waits for the client's answer, which the client posts
     // behind the requests we would stop reading: waiting here could wait for ourselves.
@@ -254,8 +256,8 @@ absl::StatusOr<StreamRef> Session::MakeStream(bool blocking, StreamPriority prio
 }
 
 absl::StatusOr<uint64_t> Session::CreateStream(bool blocking, StreamPriority priority) {
-  TALLY_RETURN_IF_ERROR(CheckCount(streams_.size(), server_.limits.max_streams, "stream",
-                                   "--max-streams"));
+  TALLY_RETURN_IF_ERROR(
+      CheckCount(streams_.size(), client_limits_.max_streams, "stream", "--max-streams"));
   TALLY_ASSIGN_OR_RETURN(StreamRef entry, MakeStream(blocking, priority));
   return streams_.Insert(std::move(entry));
 }
@@ -434,7 +436,7 @@ absl::Status Session::AddHostBlock(uint64_t address, uint64_t size) {
                                        address, size, region, host_region_.size()));
   }
   const uint64_t pinned = host_blocks_.total_bytes();
-  const uint64_t pinned_limit = server_.limits.pinned_limit;
+  const uint64_t pinned_limit = client_limits_.pinned_limit;
   if (size > pinned_limit || pinned > pinned_limit - size) {
     TALLY_LOG_WARN(
         "client {} (pid {}, '{}'): {} bytes of page-locked memory refused: it holds {} of its {}",
@@ -524,7 +526,7 @@ ipc::ClientStatus Session::Status() {
   status.allocations = allocations_.count();
   status.memory_limit = memory_limit();
   status.pinned_bytes = host_blocks_.total_bytes();
-  status.pinned_limit = server_.limits.pinned_limit;
+  status.pinned_limit = client_limits_.pinned_limit;
   status.streams = streams_.count();
   status.events = events_.count();
   status.modules = modules_.count();

@@ -64,6 +64,7 @@ struct ServerContext {
   // A fault of the context every client shares (null where the backend keeps faults to the
   // client, context_faults.h).
   ContextFaults* faults = nullptr;
+  // The limits sessions get unless their creator says otherwise (Session::Create).
   SessionLimits limits = {};
 };
 
@@ -131,12 +132,12 @@ class Session {
   // Creates the client's default stream. The calling thread must have the context current.
   // `host_region` is the client's page-locked memory, mapped at the same address in both
   // processes (empty when the segment has none). `context_generation`: what
-  // ContextFaults::Join gave the session (with server.faults).
-  static absl::StatusOr<std::unique_ptr<Session>> Create(ServerContext& server,
-                                                         const ipc::ClientInfo& client,
-                                                         ipc::BulkArea bulk,
-                                                         std::span<std::byte> host_region = {},
-                                                         uint64_t context_generation = 0);
+  // ContextFaults::Join gave the session (with server.faults). `limits`: what the client may
+  // hold (default: server.limits).
+  static absl::StatusOr<std::unique_ptr<Session>> Create(
+      ServerContext& server, const ipc::ClientInfo& client, ipc::BulkArea bulk,
+      std::span<std::byte> host_region = {}, uint64_t context_generation = 0,
+      std::optional<SessionLimits> limits = std::nullopt);
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
   // Close without a deadline, unless Close already ran.
@@ -150,6 +151,9 @@ class Session {
 
   const ipc::ClientInfo& client() const { return client_; }
   ServerContext& server() { return server_; }
+  // What this client may hold: the server's limits when it connected (a reload changes them for
+  // clients that connect later).
+  const SessionLimits& client_limits() const { return client_limits_; }
   const DriverApi& api() const { return server_.backend.api(); }
 
   absl::StatusOr<uint64_t> CreateStream(bool blocking, StreamPriority priority);
@@ -291,13 +295,15 @@ class Session {
 
  private:
   Session(ServerContext& server, const ipc::ClientInfo& client, ipc::BulkArea bulk,
-          std::span<std::byte> host_region, uint64_t context_generation);
+          std::span<std::byte> host_region, uint64_t context_generation,
+          const SessionLimits& limits);
   // Logs the client's new sticky error.
   void BindDeviceOutput(const SharedModule& module);
   void LogStickyError(std::string_view cause) const;
 
   ServerContext& server_;
   ipc::ClientInfo client_;
+  const SessionLimits client_limits_;
   const uint64_t context_generation_;
   ipc::BulkArea bulk_;
   std::span<std::byte> host_region_;

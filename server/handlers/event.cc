@@ -10,9 +10,8 @@ namespace tally::server {
 
 absl::StatusOr<Reply<ipc::EventCreateResponse>> Handle(
     Session& session, const ipc::Decoded<ipc::EventCreateRequest>& request) {
-  TALLY_RETURN_IF_ERROR(session.CheckCount(session.events().size(),
-                                           session.server().limits.max_events, "event",
-                                           "--max-events"));
+  TALLY_RETURN_IF_ERROR(session.CheckCount(
+      session.events().size(), session.client_limits().max_events, "event", "--max-events"));
   // cudaEventDefault/BlockingSync/DisableTiming/Interprocess equal the CU_EVENT_* flags.
   CUevent event = nullptr;
   TALLY_RETURN_IF_ERROR(

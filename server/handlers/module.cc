@@ -24,7 +24,7 @@ absl::StatusOr<std::optional<std::vector<std::byte>>> AddPiece(
     Session& session, const ipc::RegisterFatbinRequest& request) {
   ModuleUpload& upload = session.module_upload();
   if (request.offset == 0) upload = {request.content_hash, request.image_size, {}};
-  const uint64_t limit = std::min(session.server().limits.max_module_bytes, ipc::kMaxModuleImage);
+  const uint64_t limit = std::min(session.client_limits().max_module_bytes, ipc::kMaxModuleImage);
   if (request.image_size == 0 || request.image_size > limit) {
     upload = {};
     return ClientError(CUDA_ERROR_INVALID_VALUE,
@@ -33,9 +33,9 @@ absl::StatusOr<std::optional<std::vector<std::byte>>> AddPiece(
                                        request.image_size, limit));
   }
   if (request.offset == 0) {
-    if (absl::Status room = session.CheckCount(session.modules().size(),
-                                               session.server().limits.max_modules, "module",
-                                               "--max-modules");
+    if (absl::Status room =
+            session.CheckCount(session.modules().size(), session.client_limits().max_modules,
+                               "module", "--max-modules");
         !room.ok()) {
       upload = {};
       return room;

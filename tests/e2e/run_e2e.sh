@@ -36,6 +36,15 @@ start_server() {
   fail "the server did not create $socket"
 }
 
+# await_log TEXT: until the server's log has a line containing TEXT (ten seconds at most).
+await_log() {
+  for _ in $(seq 200); do
+    grep -qF -- "$1" "$work/server.log" && return
+    sleep 0.05
+  done
+  fail "the server's log never said: $1"
+}
+
 # run <program> [args]: through tally-run, bounded in time.
 run() { timeout 120 "$run_bin" --server "$socket" -- "$programs/$1" "${@:2}"; }
 
@@ -299,6 +308,31 @@ PY
     run "$5" || fail "$5 failed"
     grep -q "$6.*cannot run this kernel" "$work/server.log" ||
       fail "the server's log does not name $6 as why a kernel cannot run"
+    ;;
+  reload)  # SIGHUP reads --config again: new limits for the clients that connect afterwards,
+    # the log says what changed and what waits for a restart; a bad file keeps the settings
+    printf 'TALLY_CLIENT_MEMORY_LIMIT=1G\n' > "$work/tally.env"
+    start_server --config "$work/tally.env"
+    start_hog
+    limits="[c['memory_limit_bytes'] for c in s['clients']]"
+    await_status "$work/before.json" "$limits == [1073741824]"
+    printf '# halved\nTALLY_CLIENT_MEMORY_LIMIT=512M\nTALLY_POLICY=fifo\n' > "$work/tally.env"
+    kill -HUP "$server_pid"
+    await_log "SIGHUP: reloaded $work/tally.env: --client-memory-limit 1073741824 -> 536870912"
+    await_log "SIGHUP: --policy priority -> fifo takes effect only at a restart"
+    status_json "$work/kept.json"  # the connected client keeps what it was admitted with
+    json_check "$work/kept.json" "$limits == [1073741824]"
+    kill -KILL "$hog_pid"
+    wait "$hog_pid" 2>/dev/null
+    await_status "$work/left.json" "s['clients'] == []"
+    start_hog
+    await_status "$work/after.json" "$limits == [536870912]"
+    printf 'TALLY_CLIENT_MEMORY_LIMIT=lots\n' > "$work/tally.env"
+    kill -HUP "$server_pid"
+    await_log "SIGHUP: settings kept: $work/tally.env:1: --client-memory-limit"
+    kill -KILL "$hog_pid"
+    wait "$hog_pid" 2>/dev/null
+    run vector_add || fail "vector_add failed after a refused reload"
     ;;
   killed)  # a client killed while holding memory: it is reclaimed, the server carries on
     start_server

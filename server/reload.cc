@@ -1,0 +1,81 @@
+// The settings a reload compares (reload.h), one row each: its flag, whether the running server
+// can take a new value, and its value as text.
+#include "server/reload.h"
+
+#include <fmt/format.h>
+
+#include <string_view>
+
+#include "absl/strings/str_format.h"
+
+namespace tally::server {
+namespace {
+
+template <typename T>
+std::string Text(const std::optional<T>& value) {
+  return value ? fmt::format("{}", *value) : std::string("unset");
+}
+std::string Text(uint64_t count) { return absl::StrFormat("%d", count); }
+std::string Limit(uint64_t bytes) {
+  return bytes == ipc::kNoLimit ? std::string("none") : absl::StrFormat("%d", bytes);
+}
+
+struct Setting {
+  std::string_view flag;
+  bool reloadable;
+  std::string (*value)(const ServerOptions&);
+};
+
+constexpr Setting kSettings[] = {
+    {"emulate", false,
+     [](const ServerOptions& o) { return std::string(o.emulate ? "on" : "off"); }},
+    {"device", false, [](const ServerOptions& o) { return absl::StrFormat("%d", o.device); }},
+    {"socket", false, [](const ServerOptions& o) { return o.socket_path; }},
+    {"emulator-library", false, [](const ServerOptions& o) { return o.emulator_library; }},
+    {"validate", false,
+     [](const ServerOptions& o) {
+       return o.validate ? DescribeValidateMode(*o.validate) : std::string("off");
+     }},
+    {"policy", false, [](const ServerOptions& o) { return o.policy; }},
+    {"shape-alone", false,
+     [](const ServerOptions& o) { return std::string(o.shape_alone ? "on" : "off"); }},
+    {"min-idle-ms", false, [](const ServerOptions& o) { return Text(o.min_idle_ms); }},
+    {"long-idle-ms", false, [](const ServerOptions& o) { return Text(o.long_idle_ms); }},
+    {"turnaround-ms", false, [](const ServerOptions& o) { return Text(o.turnaround_ms); }},
+    {"max-client-priority", true,
+     [](const ServerOptions& o) { return Text(o.max_client_priority); }},
+    {"teardown-timeout-ms", true,
+     [](const ServerOptions& o) { return fmt::format("{}", o.teardown_timeout_ms); }},
+    {"handshake-timeout-ms", false,
+     [](const ServerOptions& o) { return fmt::format("{}", o.handshake_timeout_ms); }},
+    {"max-clients", true,
+     [](const ServerOptions& o) { return absl::StrFormat("%d", o.max_clients); }},
+    {"max-queued-commands", true,
+     [](const ServerOptions& o) { return Text(o.limits.max_queued_commands); }},
+    {"max-streams", true, [](const ServerOptions& o) { return Text(o.limits.max_streams); }},
+    {"max-events", true, [](const ServerOptions& o) { return Text(o.limits.max_events); }},
+    {"max-modules", true, [](const ServerOptions& o) { return Text(o.limits.max_modules); }},
+    {"max-module-size", true,
+     [](const ServerOptions& o) { return Text(o.limits.max_module_bytes); }},
+    {"client-memory-limit", true,
+     [](const ServerOptions& o) { return Limit(o.limits.memory_limit); }},
+    {"client-pinned-limit", true,
+     [](const ServerOptions& o) { return Limit(o.limits.pinned_limit); }},
+    {"profile-cache", false, [](const ServerOptions& o) { return o.profile_cache; }},
+};
+
+}  // namespace
+
+OptionChanges CompareOptions(const ServerOptions& running, const ServerOptions& read) {
+  OptionChanges changes;
+  for (const Setting& setting : kSettings) {
+    const std::string before = setting.value(running);
+    const std::string after = setting.value(read);
+    if (before == after) continue;
+    (setting.reloadable ? changes.applied : changes.need_restart)
+        .push_back(absl::StrFormat("--%s %s -> %s", setting.flag, before, after));
+  }
+  return changes;
+}
+
+}  // namespace tally::server
