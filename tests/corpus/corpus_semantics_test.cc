@@ -9,6 +9,9 @@
 // original at that size. Kernels the analysis refuses to transform must say why, and run in
 // their original form (twice: the runs must agree, or are reported). A summary lists what was
 // compared and why the rest was skipped; floors on the compared counts make regressions fail.
+// Built twice: on the corpus (corpus_semantics_test) and on the PTX that the end-to-end
+// programs embed (e2e_kernels_semantics_test, tests/e2e/CMakeLists.txt); the manifest and the
+// floors are compile-time definitions.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstring>
