@@ -185,7 +185,7 @@ class FuzzClient {
  private:
   static ipc::ClientInfo Info() {
     ipc::ClientInfo info;
-    info.client_id = 1;
+    info.client_id = ClientId(1);
     return info;
   }
 
