@@ -11,16 +11,9 @@
 #include <cstdlib>
 #include <string>
 
-namespace {
+#include "driver_setup.h"  // tests/e2e: CHECK_CU, UsePrimaryContext
 
-#define CHECK_CU(call)                                                      \
-  do {                                                                      \
-    const CUresult result = (call);                                         \
-    if (result != CUDA_SUCCESS) {                                           \
-      std::fprintf(stderr, "startup: %s failed with %d\n", #call, result); \
-      std::exit(1);                                                         \
-    }                                                                       \
-  } while (0)
+namespace {
 
 // Kernel i stores i at its argument.
 std::string ModuleWith(unsigned kernels) {
@@ -51,12 +44,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string ptx = ModuleWith(static_cast<unsigned>(kernels));
-  CHECK_CU(cuInit(0));
-  CUdevice device;
-  CHECK_CU(cuDeviceGet(&device, 0));
-  CUcontext context;
-  CHECK_CU(cuDevicePrimaryCtxRetain(&context, device));
-  CHECK_CU(cuCtxSetCurrent(context));
+  UsePrimaryContext();
   CUdeviceptr out;
   CHECK_CU(cuMemAlloc(&out, sizeof(unsigned)));
   CHECK_CU(cuMemsetD32(out, 0xffffffffu, 1));
