@@ -66,6 +66,7 @@ struct DepartedStatus {
   uint64_t risky_launches;
   uint64_t unfit_launches;
   LibraryCalls library_calls;
+  LibraryCalls vendor_library_calls;
 };
 
 struct StatusReply {
@@ -113,6 +114,9 @@ struct ClientStatus {
   // Its calls of cuBLAS, cuBLASLt and cuDNN served by Tally's own kernels (libraries/), counted
   // at their first kernel launch: a call that launched nothing is not among them.
   LibraryCalls library_calls;
+  // Its calls run in the vendor library inside the server (ipc/vendor_calls.h), counted when
+  // the server queued them.
+  LibraryCalls vendor_library_calls;
   char command[kCommandSize];  // NUL-terminated
 };
 

@@ -10,11 +10,12 @@
 #include "ipc/bulk.h"
 #include "ipc/library_calls.h"
 #include "ipc/message.h"
+#include "ipc/vendor_calls.h"
 
 namespace tally::ipc {
 
 // The schema number exchanged in the handshake (Hello::schema_version).
-inline constexpr uint32_t kCudaCallsSchemaVersion = 18;
+inline constexpr uint32_t kCudaCallsSchemaVersion = 19;
 
 enum class CallMode { kSync, kWait, kAsync };
 
@@ -296,6 +297,23 @@ struct LaunchKernelRequest {
   uint32_t library_call;
 };
 static_assert(sizeof(LaunchKernelRequest) == 64, "no padding: every byte is a field");
+
+// The libraries whose calls run in the vendor library inside the server for this client (the
+// server's --library-kernels rule, decided when the client connected).
+struct LibraryModesRequest {
+  TALLY_INTERNAL_REQUEST(LibraryModes);
+  uint32_t reserved;
+};
+struct LibraryModesResponse {
+  TALLY_INTERNAL_RESPONSE(LibraryModes);
+  LibrarySet vendor;
+};
+
+// A cuBLAS GEMM run by the vendor library on the client's stream, one unit of its queue.
+struct VendorGemmRequest {
+  TALLY_INTERNAL_REQUEST(VendorGemm);
+  VendorGemm call;
+};
 
 // Drops this client's handle of a module (cuModuleUnload) and of the functions found in it;
 // launches already queued keep the module loaded until they ran.

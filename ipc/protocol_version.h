@@ -7,6 +7,6 @@
 
 namespace tally::ipc {
 
-inline constexpr uint32_t kProtocolVersion = 7;
+inline constexpr uint32_t kProtocolVersion = 8;
 
 }  // namespace tally::ipc

@@ -16,13 +16,19 @@ std::vector<const void*> ArgumentPointers(const KernelLaunch& launch) {
 }
 
 std::string DescribeLaunch(const KernelLaunch& launch) {
+  if (launch.vendor) return launch.vendor->name;
   return absl::StrFormat("kernel %s<<<(%d,%d,%d), (%d,%d,%d), %d>>>",
                          launch.kernel->signature.name, launch.grid.x, launch.grid.y,
                          launch.grid.z, launch.block.x, launch.block.y, launch.block.z,
                          launch.shared_bytes);
 }
 
+const std::string& LaunchName(const KernelLaunch& launch) {
+  return launch.vendor ? launch.vendor->name : launch.kernel->signature.name;
+}
+
 CUresult LaunchOriginal(const DriverApi& api, const KernelLaunch& launch) {
+  if (launch.vendor) return launch.vendor->issue(launch.stream);
   // cuLaunchKernel copies the arguments, so pointers into the launch's buffer suffice.
   std::vector<const void*> args = ArgumentPointers(launch);
   void** params = const_cast<void**>(args.data());

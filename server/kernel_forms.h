@@ -7,10 +7,12 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "common/strong_id.h"
 #include "ptx_transform/launch_forms.h"
 #include "scheduler/types.h"
 #include "server/backend/backend.h"
@@ -19,9 +21,20 @@
 
 namespace tally::server {
 
+// A library call that runs in a vendor library inside the server (server/libraries/): machine
+// code, several kernels, issued as one unit on the launch's stream and never transformed, like
+// a kernel that cannot be (docs/scheduling.md).
+struct VendorCall {
+  std::function<CUresult(CUstream)> issue;
+  std::string name;   // "cuBLAS GEMM 64x64x64 ...", for messages
+  KernelId identity;  // the call and its sizes, as the policy sees its shape
+};
+
+// A kernel of a client's module, or a vendor library call.
 struct KernelLaunch {
   std::shared_ptr<SharedModule> module;  // keeps `kernel` loaded
-  const Kernel* kernel = nullptr;
+  const Kernel* kernel = nullptr;        // null for a vendor call
+  std::shared_ptr<const VendorCall> vendor;
   std::vector<std::byte> params;  // laid out by kernel->signature
   ptx::Dim3 grid;
   ptx::Dim3 block;
@@ -43,17 +56,22 @@ struct KernelLaunch {
       std::chrono::steady_clock::now().time_since_epoch());
   bool BehindHostFunction() const { return StreamGate::Closed(gate_word, gate_generation); }
   bool Clustered() const { return cluster.x != 0; }
-  // What only the original form can run: all blocks resident at once, or clusters set here.
-  bool OriginalOnly() const { return cooperative || Clustered(); }
+  // What only the original form can run: all blocks resident at once, clusters set here, or a
+  // vendor call.
+  bool OriginalOnly() const { return cooperative || Clustered() || vendor != nullptr; }
 };
 
-// "kernel K<<<(grid), (block), shared bytes>>>", for messages about a failed launch.
+// "kernel K<<<(grid), (block), shared bytes>>>" (a vendor call: its name), for messages about
+// a failed launch.
 std::string DescribeLaunch(const KernelLaunch& launch);
 
 // The original arguments as one pointer per parameter, into the launch's buffer.
 std::vector<const void*> ArgumentPointers(const KernelLaunch& launch);
 
-// The whole launch in its original form on its stream.
+// The kernel's name, or the vendor call's.
+const std::string& LaunchName(const KernelLaunch& launch);
+
+// The whole launch in its original form on its stream (a vendor call: the call).
 CUresult LaunchOriginal(const DriverApi& api, const KernelLaunch& launch);
 
 // Launches `function` (a variant of the launch's kernel, same block shape and shared memory)

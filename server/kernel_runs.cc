@@ -161,7 +161,7 @@ std::string KernelRuns::Unfit(const KernelVariant& variant, const KernelLaunch& 
 
 scheduler::KernelInfo KernelRuns::Describe(const KernelLaunch& launch) {
   scheduler::KernelInfo info;
-  info.shape.kernel = launch.kernel->identity;
+  info.shape.kernel = launch.vendor ? launch.vendor->identity : launch.kernel->identity;
   info.shape.grid = {launch.grid.x, launch.grid.y, launch.grid.z};
   info.shape.block = {launch.block.x, launch.block.y, launch.block.z};
   info.shape.shared_bytes = launch.shared_bytes;
@@ -273,7 +273,7 @@ CUresult KernelRuns::Track(DeviceRun run, const KernelLaunch& launch) {
 
 CUresult KernelRuns::IssueOriginal(const RunOwner& owner, const KernelLaunch& launch,
                                    bool notify) {
-  ++owner.stats->original;
+  if (!launch.vendor) ++owner.stats->original;  // a vendor call counts as a library call
   std::optional<scheduler::KernelInfo> measured;
   CUevent start = nullptr;
   if (profiler_ != nullptr && !launch.OriginalOnly()) {
@@ -294,7 +294,7 @@ CUresult KernelRuns::IssueOriginal(const RunOwner& owner, const KernelLaunch& la
   run.blocks_total = launch.grid.x * uint64_t{launch.grid.y} * launch.grid.z;
   run.start = start;
   run.measured = std::move(measured);
-  if (run.measured) run.name = launch.kernel->signature.name;
+  if (run.measured) run.name = LaunchName(launch);
   return Track(std::move(run), launch);
 }
 

@@ -104,6 +104,16 @@ constexpr Flag kFlags[] = {
      "--max-clients, --max-client-priority, --teardown-timeout-ms and the limits per client "
      "(--max-* and --client-*-limit: for clients that connect afterwards), logging each change; "
      "flags given on the command line keep their values"},
+    {"library-kernels", "TALLY_LIBRARY_KERNELS", "RULE",
+     "whose cuBLAS GEMMs run in NVIDIA's cuBLAS inside the server (faster, not preemptible) "
+     "rather than in Tally's own kernels (transformed and preempted like any kernel): own "
+     "(nobody's), vendor (everybody's) or by-priority (clients that connect at level high or "
+     "above; default). Applies where the vendor library is loaded (--vendor-libraries); calls "
+     "captured into graphs and the other libraries' calls always run in Tally's kernels"},
+    {"vendor-libraries", "TALLY_VENDOR_LIBRARIES", "DIR",
+     "the folder of the vendor libraries the server loads (libcublas.so.13); default on "
+     "NVIDIA's driver: the dynamic loader's search path, on the emulated GPU: none; none: not "
+     "loaded. The log says which was loaded, or why none was"},
     {"profile-cache", "TALLY_PROFILE_CACHE", "PATH",
      "the profiler's cache (default $XDG_CACHE_HOME/tally/profiles-<device>.json, else "
      "~/.cache/tally/profiles-<device>.json, <device> a hash of the device's name, SMs, compute "
@@ -130,6 +140,14 @@ void PrintUsage() {
   std::printf("\nClients set their priority with TALLY_PRIORITY (tally-run --priority): high, "
               "best-effort or\nan integer; higher is more important.\n");
   std::printf("\nLogging: TALLY_LOG_LEVEL=error|warn|info|debug.\n");
+}
+
+absl::StatusOr<LibraryKernelRule> ParseLibraryKernelRule(std::string_view value) {
+  if (value == "own") return LibraryKernelRule::kOwn;
+  if (value == "vendor") return LibraryKernelRule::kVendor;
+  if (value == "by-priority") return LibraryKernelRule::kByPriority;
+  return absl::InvalidArgumentError(
+      absl::StrFormat("--library-kernels wants own, vendor or by-priority, not '%s'", value));
 }
 
 // A count after "name:" in --validate's value, at least 1.
@@ -253,6 +271,12 @@ absl::Status Apply(const Flag& flag, std::string_view value, ServerOptions& opti
   } else if (name == "config") {
     if (value.empty()) return absl::InvalidArgumentError("--config wants a file");
     options.config_path = value;
+  } else if (name == "library-kernels") {
+    TALLY_ASSIGN_OR_RETURN(options.library_kernels, ParseLibraryKernelRule(value));
+  } else if (name == "vendor-libraries") {
+    if (value.empty())
+      return absl::InvalidArgumentError("--vendor-libraries wants a folder, or none");
+    options.vendor_libraries = value;
   } else if (name == "profile-cache") {
     if (value.empty()) {
       return absl::InvalidArgumentError("--profile-cache wants a path, or none");

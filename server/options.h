@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "scheduler/policy.h"
+#include "server/libraries/vendor_libraries.h"
 #include "server/session.h"
 
 namespace tally::server {
@@ -57,6 +58,10 @@ struct ServerOptions {
   int max_clients = 64;
   // What each client may hold (session.h).
   SessionLimits limits;
+  LibraryKernelRule library_kernels = LibraryKernelRule::kByPriority;
+  // Where the vendor libraries are (libcublas.so.13); empty: the dynamic loader's search path,
+  // on NVIDIA's driver only; "none": not loaded.
+  std::string vendor_libraries;
   // --config: the file of TALLY_* settings read at the start and again on SIGHUP; empty: none.
   std::string config_path;
 

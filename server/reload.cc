@@ -61,6 +61,9 @@ constexpr Setting kSettings[] = {
      [](const ServerOptions& o) { return Limit(o.limits.memory_limit); }},
     {"client-pinned-limit", true,
      [](const ServerOptions& o) { return Limit(o.limits.pinned_limit); }},
+    {"library-kernels", false,
+     [](const ServerOptions& o) { return std::string(LibraryKernelRuleName(o.library_kernels)); }},
+    {"vendor-libraries", false, [](const ServerOptions& o) { return o.vendor_libraries; }},
     {"profile-cache", false, [](const ServerOptions& o) { return o.profile_cache; }},
 };
 

@@ -256,8 +256,10 @@ absl::Status Server::Start(std::unique_ptr<scheduler::Policy> policy,
   if (faults_ != nullptr) faults_->set_wake([this] { dispatcher_->Wake(); });
   // Rounds often enough that a live dispatcher is seen between two watchdog notifications.
   if (notifier_.watchdog()) dispatcher_->KeepRounding(*notifier_.watchdog() / 4);
+  vendor_ = LoadVendorLibraries(settings_.vendor_libraries, settings_.library_kernels,
+                                backend_.emulated());
   context_ = std::make_unique<ServerContext>(ServerContext{
-      backend_, modules_, *dispatcher_, device_info_, &sessions_, faults_.get(), limits});
+      backend_, modules_, *dispatcher_, device_info_, &sessions_, faults_.get(), limits, &vendor_});
   return absl::OkStatus();
 }
 
@@ -272,6 +274,7 @@ Server::~Server() {
     dispatcher_->Stop();
     context_.release();
     dispatcher_.release();
+    vendor_.blas.release();
     backend_.KeepContextAtExit();
   }
   dispatcher_.reset();  // before the profiler it reports to

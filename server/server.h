@@ -85,6 +85,8 @@ class Server {
   SessionRegistry sessions_;
   // Where a fault poisons the context every client shares (Backend::FaultsAreShared).
   std::unique_ptr<ContextFaults> faults_;
+  // Set by Start; its library runs calls on the dispatch thread, so it outlives the dispatcher.
+  VendorLibraries vendor_;
   std::unique_ptr<Dispatcher> dispatcher_;  // set by Start
   std::unique_ptr<ServerContext> context_;  // set by Start
   ipc::Listener listener_;

@@ -31,6 +31,7 @@ Session::Session(ServerContext& server, const ipc::ClientInfo& client, ipc::Bulk
     : server_(server),
       client_(client),
       client_limits_(limits),
+      vendor_libraries_(server.vendor != nullptr ? server.vendor->For(client.priority) : 0),
       context_generation_(context_generation),
       bulk_(bulk),
       host_region_(host_region),
@@ -498,6 +499,16 @@ void Session::CountLibraryCall(ipc::Library library) {
   library_calls_[ipc::LibrarySlot(library)].fetch_add(1, std::memory_order_relaxed);
 }
 
+VendorBlas* Session::vendor_blas() const {
+  if (!ipc::Contains(vendor_libraries_, ipc::Library::kCublas)) return nullptr;
+  return server_.vendor->blas.get();
+}
+
+void Session::CountVendorCall(ipc::Library library) {
+  if (library == ipc::Library::kNone) return;
+  vendor_calls_[ipc::LibrarySlot(library)].fetch_add(1, std::memory_order_relaxed);
+}
+
 ipc::ClientStatus Session::Status() {
   ipc::ClientStatus status{};
   status.client_id = client_.client_id;
@@ -521,6 +532,8 @@ ipc::ClientStatus Session::Status() {
   for (const ipc::Library library : ipc::kLibraries) {
     status.library_calls[library] =
         library_calls_[ipc::LibrarySlot(library)].load(std::memory_order_relaxed);
+    status.vendor_library_calls[library] =
+        vendor_calls_[ipc::LibrarySlot(library)].load(std::memory_order_relaxed);
   }
   status.memory_bytes = allocations_.total_bytes();
   status.allocations = allocations_.count();

@@ -28,9 +28,10 @@
 #include "server/device_output.h"
 #include "server/dispatcher.h"
 #include "server/handle_table.h"
-#include "server/mem_pools.h"
 #include "server/host_callbacks.h"
 #include "server/kernel_forms.h"
+#include "server/libraries/vendor_libraries.h"
+#include "server/mem_pools.h"
 #include "server/module_registry.h"
 #include "server/waiter_pool.h"
 
@@ -66,6 +67,8 @@ struct ServerContext {
   ContextFaults* faults = nullptr;
   // The limits sessions get unless their creator says otherwise (Session::Create).
   SessionLimits limits = {};
+  // The vendor libraries and whose calls they run (null: none).
+  const VendorLibraries* vendor = nullptr;
 };
 
 // A client stream. Blocking streams (all but cudaStreamNonBlocking ones) and the client's
@@ -222,6 +225,13 @@ class Session {
   // Counts a call of `library` served by Tally's own kernels (the launch that began it was
   // queued); kNone counts nothing.
   void CountLibraryCall(ipc::Library library);
+  // The libraries whose calls run in the vendor library for this client (LibraryModes),
+  // decided at its connection.
+  ipc::LibrarySet vendor_libraries() const { return vendor_libraries_; }
+  // The vendor cuBLAS when this client's GEMMs run in it, else null.
+  VendorBlas* vendor_blas() const;
+  // Counts a call of `library` queued to run in the vendor library.
+  void CountVendorCall(ipc::Library library);
   // Queues a host function (host_callbacks.h).
   void EnqueueHostFunction(HostFunction function);
   // Queues the failure of a one-way call that was refused (`what` says which and why), to be
@@ -304,12 +314,14 @@ class Session {
   ServerContext& server_;
   ipc::ClientInfo client_;
   const SessionLimits client_limits_;
+  const ipc::LibrarySet vendor_libraries_;
   const uint64_t context_generation_;
   ipc::BulkArea bulk_;
   std::span<std::byte> host_region_;
   std::atomic<uint64_t> memory_limit_;
   // CountLibraryCall's counts, by ipc::LibrarySlot; read by Status on any thread.
   std::array<std::atomic<uint64_t>, ipc::kLibraryCount> library_calls_{};
+  std::array<std::atomic<uint64_t>, ipc::kLibraryCount> vendor_calls_{};  // CountVendorCall's
   std::shared_ptr<Dispatcher::ClientQueue> queue_;
   std::vector<QueuedCommand> batch_;  // enqueued, not yet handed over
   uint64_t enqueued_ = 0;             // commands ever enqueued (Ticket numbers them alike)

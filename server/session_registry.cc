@@ -25,6 +25,7 @@ void SessionRegistry::Remove(Session* session) {
   departed_.risky_launches += status.risky_launches;
   departed_.unfit_launches += status.unfit_launches;
   departed_.library_calls += status.library_calls;
+  departed_.vendor_library_calls += status.vendor_library_calls;
 }
 
 ipc::DepartedStatus SessionRegistry::Departed() {

@@ -820,5 +820,92 @@ TEST_CASE("host function answers for gates nobody waits for, and unknown kinds, 
   CHECK(client.Result(ipc::DeviceSynchronizeRequest{}) == CUDA_SUCCESS);
 }
 
+// Sessions of a server that runs everybody's cuBLAS GEMMs in the tests' stand-in for NVIDIA's
+// cuBLAS (tests/vendor_libraries/), sharing the one emulated device.
+struct VendorDevice {
+  VendorDevice()
+      : vendor(LoadVendorLibraries(TALLY_TEST_FAKE_VENDOR_DIR, LibraryKernelRule::kVendor,
+                                   /*emulated=*/true)),
+        context(TheDevice().context) {
+    context.vendor = &vendor;
+  }
+  VendorLibraries vendor;
+  ServerContext context;
+};
+
+VendorDevice& TheVendorDevice() {
+  static VendorDevice* device = new VendorDevice;
+  return *device;
+}
+
+// C = alpha * A * B in f32, column major, all n x n, host scalars.
+ipc::VendorGemm SquareGemm(int64_t n, uint64_t a, uint64_t b, uint64_t c, float alpha) {
+  ipc::VendorGemm call{};
+  call.op_a = call.op_b = 0;  // CUBLAS_OP_N
+  call.m = call.n = call.k = n;
+  call.lda = call.ldb = call.ldc = n;
+  call.batch = 1;
+  call.type_a = call.type_b = call.type_c = 0;  // CUDA_R_32F
+  call.compute = 68;                            // CUBLAS_COMPUTE_32F
+  call.a = a;
+  call.b = b;
+  call.c = c;
+  const float beta = 0;
+  std::memcpy(call.alpha, &alpha, sizeof(alpha));
+  std::memcpy(call.beta, &beta, sizeof(beta));
+  return call;
+}
+
+TEST_CASE("a vendor GEMM runs on the client's stream with its memory, and nowhere else") {
+  REQUIRE(TheVendorDevice().vendor.blas != nullptr);
+  TestClient client(70, {}, TheVendorDevice().context);
+  REQUIRE(client.Result(ipc::LibraryModesRequest{}) == CUDA_SUCCESS);
+  CHECK(client.Last<ipc::LibraryModesResponse>().vendor == ipc::LibraryBit(ipc::Library::kCublas));
+  constexpr int64_t kN = 4;
+  constexpr uint64_t kBytes = kN * kN * sizeof(float);
+  const uint64_t a = client.Malloc(kBytes), b = client.Malloc(kBytes), c = client.Malloc(kBytes);
+  float values[2 * kN * kN];
+  for (int i = 0; i < kN * kN; ++i) {
+    values[i] = static_cast<float>(i);                      // A
+    values[kN * kN + i] = i % (kN + 1) == 0 ? 1.0f : 0.0f;  // B: the identity
+  }
+  std::memcpy(client.bulk().data(), values, sizeof(values));
+  REQUIRE(client.Result(ipc::MemcpyHtoDRequest{.dst = a, .stream = 0, .src = {0, kBytes}}) ==
+          CUDA_SUCCESS);
+  REQUIRE(client.Result(ipc::MemcpyHtoDRequest{.dst = b, .stream = 0, .src = {kBytes, kBytes}}) ==
+          CUDA_SUCCESS);
+  client.Post(ipc::VendorGemmRequest{.call = SquareGemm(kN, a, b, c, 3.0f)});
+  REQUIRE(client.Result(ipc::MemcpyDtoHRequest{.src = c, .stream = 0, .dst = {0, kBytes}}) ==
+          CUDA_SUCCESS);
+  float product[kN * kN];
+  std::memcpy(product, client.bulk().data(), sizeof(product));
+  for (int i = 0; i < kN * kN; ++i) CHECK(product[i] == 3.0f * static_cast<float>(i));
+  CHECK(client.session().Status().vendor_library_calls[ipc::Library::kCublas] == 1);
+
+  // C reaching past its allocation, and another client's memory, are refused before the call
+  // reaches the library: the error comes at the next synchronising call.
+  client.Post(ipc::VendorGemmRequest{.call = SquareGemm(kN, a, b, c + 4, 1.0f)});
+  CHECK(client.Result(ipc::DeviceSynchronizeRequest{}) == CUDA_ERROR_INVALID_VALUE);
+  TestClient other(71, {}, TheVendorDevice().context);
+  const uint64_t theirs = other.Malloc(kBytes);
+  client.Post(ipc::VendorGemmRequest{.call = SquareGemm(kN, a, theirs, c, 1.0f)});
+  CHECK(client.Result(ipc::DeviceSynchronizeRequest{}) == CUDA_ERROR_INVALID_VALUE);
+  ipc::VendorGemm small_ld = SquareGemm(kN, a, b, c, 1.0f);
+  small_ld.lda = kN - 1;
+  client.Post(ipc::VendorGemmRequest{.call = small_ld});
+  CHECK(client.Result(ipc::DeviceSynchronizeRequest{}) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(client.Result(ipc::DeviceSynchronizeRequest{}) == CUDA_SUCCESS);  // reported once
+}
+
+TEST_CASE("without a vendor library, a client's vendor calls are refused") {
+  TestClient client(72);
+  REQUIRE(client.Result(ipc::LibraryModesRequest{}) == CUDA_SUCCESS);
+  CHECK(client.Last<ipc::LibraryModesResponse>().vendor == 0);
+  const uint64_t m = client.Malloc(64);
+  client.Post(ipc::VendorGemmRequest{.call = SquareGemm(2, m, m, m, 1.0f)});
+  CHECK(client.Result(ipc::DeviceSynchronizeRequest{}) == CUDA_ERROR_NOT_SUPPORTED);
+  CHECK(client.session().Status().vendor_library_calls[ipc::Library::kCublas] == 0);
+}
+
 }  // namespace
 }  // namespace tally::server

@@ -1,12 +1,15 @@
 // GEMM entry points (cublas[SD]gemm, cublasGemmEx and their batched and strided-batched forms):
 // arguments checked as the cuBLAS documentation says (CUBLAS_STATUS_INVALID_VALUE), then one
-// launch of Tally's GEMM kernel on the handle's stream.
+// launch of Tally's GEMM kernel on the handle's stream, or, where the server runs this client's
+// cuBLAS calls in NVIDIA's cuBLAS (client/vendor_calls.h), one call posted to it.
 #include <cublas_v2.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 
+#include "client/vendor_calls.h"
 #include "libraries/blas/gemm_types.h"
 #include "libraries/cublas/entry.h"
 
@@ -33,7 +36,76 @@ struct GemmCall {
   int64_t batch;
 };
 
-cublasStatus_t RunGemm(const Handle& handle, const GemmCall& call, GemmTypes types) {
+// The call's types as cuBLAS names them, for the vendor library.
+struct VendorTypes {
+  cudaDataType a, b, c;
+  cublasComputeType_t compute;
+};
+
+size_t ElementBytes(kernels::ElementType type) {
+  switch (type) {
+    case kernels::ElementType::kF16:
+    case kernels::ElementType::kBF16:
+      return 2;
+    case kernels::ElementType::kF32:
+      return 4;
+    case kernels::ElementType::kF64:
+      return 8;
+  }
+  return 0;
+}
+
+// A scalar as the vendor call carries it: its device address, or its bytes.
+void PutScalar(const Handle& handle, const void* scalar, kernels::ElementType type,
+               std::byte (&out)[16]) {
+  if (handle.pointer_mode == CUBLAS_POINTER_MODE_DEVICE) {
+    const uint64_t address = reinterpret_cast<uintptr_t>(scalar);
+    std::memcpy(out, &address, sizeof(address));
+  } else {
+    std::memcpy(out, scalar, ElementBytes(type));
+  }
+}
+
+// The checked call, posted to the vendor library on the handle's stream; nullopt where it must
+// run in Tally's kernels (operands given as arrays of pointers, or a capture under way).
+std::optional<cublasStatus_t> PostToVendor(const Handle& handle, const GemmCall& call,
+                                           const GemmTypes& types, const VendorTypes& vendor) {
+  if (!ipc::Contains(tally_vendor_libraries(), ipc::Library::kCublas) || call.a_array != nullptr) {
+    return std::nullopt;
+  }
+  ipc::VendorGemm gemm{};
+  gemm.op_a = call.transa;
+  gemm.op_b = call.transb;
+  gemm.m = call.m;
+  gemm.n = call.n;
+  gemm.k = call.k;
+  gemm.lda = call.lda;
+  gemm.ldb = call.ldb;
+  gemm.ldc = call.ldc;
+  gemm.stride_a = call.stride_a;
+  gemm.stride_b = call.stride_b;
+  gemm.stride_c = call.stride_c;
+  gemm.batch = call.batch;
+  gemm.type_a = vendor.a;
+  gemm.type_b = vendor.b;
+  gemm.type_c = vendor.c;
+  gemm.compute = vendor.compute;
+  gemm.math_mode = handle.math_mode;
+  gemm.scalars_on_device = handle.pointer_mode == CUBLAS_POINTER_MODE_DEVICE ? 1 : 0;
+  gemm.a = reinterpret_cast<uintptr_t>(call.a);
+  gemm.b = reinterpret_cast<uintptr_t>(call.b);
+  gemm.c = reinterpret_cast<uintptr_t>(call.c);
+  gemm.workspace = reinterpret_cast<uintptr_t>(handle.workspace);
+  gemm.workspace_bytes = handle.workspace_bytes;
+  PutScalar(handle, call.alpha, types.scalar, gemm.alpha);
+  PutScalar(handle, call.beta, types.scalar, gemm.beta);
+  const cudaError_t posted = tally_vendor_gemm(&gemm, handle.stream);
+  if (posted == cudaErrorNotSupported) return std::nullopt;
+  return FromLaunch(posted);
+}
+
+cublasStatus_t RunGemm(const Handle& handle, const GemmCall& call, GemmTypes types,
+                       const VendorTypes& vendor) {
   const std::optional<bool> ta = Transposed(call.transa);
   const std::optional<bool> tb = Transposed(call.transb);
   // cuBLAS documentation, cublas<t>gemm: "the parameters m, n, k < 0", a bad operation, a leading
@@ -45,6 +117,9 @@ cublasStatus_t RunGemm(const Handle& handle, const GemmCall& call, GemmTypes typ
     return CUBLAS_STATUS_INVALID_VALUE;
   }
   if (call.m == 0 || call.n == 0 || call.batch == 0) return CUBLAS_STATUS_SUCCESS;
+  if (std::optional<cublasStatus_t> posted = PostToVendor(handle, call, types, vendor)) {
+    return *posted;
+  }
   kernels::GemmProblem problem;
   problem.m = call.m;
   problem.n = call.n;
@@ -67,8 +142,11 @@ cublasStatus_t RunGemm(const Handle& handle, const GemmCall& call, GemmTypes typ
 
 template <typename T>
 cublasStatus_t TypedGemm(cublasHandle_t handle, const GemmCall& call) {
+  constexpr bool kDouble = std::is_same_v<T, double>;
+  constexpr cudaDataType kType = kDouble ? CUDA_R_64F : CUDA_R_32F;
   return BlasCallWithHandle(handle, [&](Handle& h) {
-    return RunGemm(h, call, {kElement<T>, kElement<T>, kElement<T>});
+    return RunGemm(h, call, {kElement<T>, kElement<T>, kElement<T>},
+                   {kType, kType, kType, kDouble ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F});
   });
 }
 
@@ -78,7 +156,7 @@ cublasStatus_t ExGemm(const char* api, cublasHandle_t handle, const GemmCall& ca
     const char* why = "";
     const std::optional<GemmTypes> types = ExTypes(a, b, c, compute, why);
     if (!types) return NotSupported(api, why);
-    return RunGemm(h, call, *types);
+    return RunGemm(h, call, *types, {a, b, c, compute});
   });
 }
 

@@ -129,8 +129,9 @@ await_line() {
 }
 # start_held <program>: the program with --hold as the coprocess HELD (it says DONE after its
 # checks, then waits for a line to exit), its output echoed until DONE; sets held_pid.
+held_flags=()  # tally-run flags for start_held's program
 start_held() {
-  coproc HELD { exec "$run_bin" --server "$socket" -- "$programs/$1" --hold; }
+  coproc HELD { exec "$run_bin" "${held_flags[@]}" --server "$socket" -- "$programs/$1" --hold; }
   held_pid=$HELD_PID
   background_pids+=("$held_pid")
   while read -r -t 120 line <&"${HELD[0]}"; do
@@ -170,6 +171,23 @@ case $scenario in
     wait "$held_pid" || fail "library_calls exited with an error"
     await_status "$work/left.json" "s['clients'] == [] and s['departed']['clients'] == 1"
     json_check "$work/left.json" "s['departed']['library_calls'] == $5"
+    ;;
+  vendor_calls)  # vendor_calls RULE PRIORITY OWN VENDOR: library_calls at PRIORITY, under a
+    # server given the tests' stand-in for NVIDIA's cuBLAS (TALLY_FAKE_VENDOR_DIR) and
+    # --library-kernels RULE: its library calls served by Tally's kernels are OWN and those run
+    # in the vendor library VENDOR (Python dicts), while it runs and once it has left; its
+    # results are checked by the program.
+    start_server --vendor-libraries "$TALLY_FAKE_VENDOR_DIR" --library-kernels "$5"
+    [[ $5 == own ]] || await_log "run in $TALLY_FAKE_VENDOR_DIR/libcublas.so.13"
+    held_flags=(--priority "$6")
+    start_held library_calls
+    status_json "$work/held.json"
+    json_check "$work/held.json" "s['clients'][0]['library_calls'] == $7"
+    json_check "$work/held.json" "s['clients'][0]['vendor_library_calls'] == $8"
+    echo go >&"${HELD[1]}"
+    wait "$held_pid" || fail "library_calls exited with an error"
+    await_status "$work/left.json" "s['clients'] == [] and s['departed']['clients'] == 1"
+    json_check "$work/left.json" "s['departed']['vendor_library_calls'] == $8"
     ;;
   limited)  # limited LIMIT PROGRAMS...: each program on its own under tally-run --memory-limit
     start_server

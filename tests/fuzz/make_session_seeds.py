@@ -12,7 +12,7 @@ HERE = Path(__file__).resolve().parent
 CALLS = [m.group(1) for m in re.finditer(r"^TALLY_CUDA_CALL\((\w+),",
                                          (HERE.parent.parent / "ipc/cuda_calls.def").read_text(),
                                          re.MULTILINE)]
-FIELD_BYTES = 128  # kFieldBytes
+FIELD_BYTES = 256  # kFieldBytes
 BULK_WRITE, IMAGE = len(CALLS), len(CALLS) + 1
 
 
@@ -72,6 +72,13 @@ SEEDS = {
         request("DeviceSynchronize"),
         image(ADD_ONE_PTX),  # the same module again: its handle is the latest answer
         request("ModuleUnload", [latest()], answered=[0]),
+    ],
+    "vendor_calls": [
+        # The modes, then a 4x4x4 f32 GEMM (ops N, N; leading dimensions 4; batch 1; compute
+        # 32F): the fuzzed server runs no vendor library, so it is refused.
+        request("LibraryModes"),
+        request("VendorGemm", [u32_pair(0, 0), 4, 4, 4, 4, 4, 4, 0, 0, 0, 1, 0, u32_pair(0, 68)]),
+        request("DeviceSynchronize"),
     ],
     "host_blocks": [
         # The host region is the first answered value: 16 pages, page-aligned.

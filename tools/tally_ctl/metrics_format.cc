@@ -114,21 +114,28 @@ void CounterFamilies(std::string& out, const std::vector<Answered>& servers) {
     Family(out, family.name, "counter", family.help, samples);
   }
   Samples calls;
-  auto add_calls = [&](const std::string& labels, const ipc::LibraryCalls& counts) {
+  // ran_in="tally": served by Tally's kernels; "vendor": run in the vendor library.
+  auto add_calls = [&](const std::string& labels, const ipc::LibraryCalls& own,
+                       const ipc::LibraryCalls& vendor) {
     for (ipc::Library library : ipc::kLibraries) {
-      calls.push_back({Join(labels, fmt::format("library=\"{}\"", ipc::LibraryName(library))),
-                       std::to_string(counts[library])});
+      for (const auto& [ran_in, counts] : {std::pair{"tally", &own}, {"vendor", &vendor}}) {
+        calls.push_back({Join(labels, fmt::format("library=\"{}\",ran_in=\"{}\"",
+                                                  ipc::LibraryName(library), ran_in)),
+                         std::to_string((*counts)[library])});
+      }
     }
   };
   for (const Answered& server : servers) {
     for (const Client& client : server.report->clients) {
-      add_calls(ClientLabel(server, client), client.library_calls);
+      add_calls(ClientLabel(server, client), client.library_calls, client.vendor_library_calls);
     }
-    add_calls(DepartedLabel(server), server.report->server.departed.library_calls);
+    const ipc::DepartedStatus& departed = server.report->server.departed;
+    add_calls(DepartedLabel(server), departed.library_calls, departed.vendor_library_calls);
   }
   Family(out, "tally_library_calls_total", "counter",
-         "Calls of cuBLAS, cuBLASLt and cuDNN served by Tally's own kernels, counted at their "
-         "first kernel launch.",
+         "Calls of cuBLAS, cuBLASLt and cuDNN: ran_in=\"tally\" served by Tally's own kernels "
+         "(counted at their first kernel launch), ran_in=\"vendor\" run in the vendor library "
+         "inside the server (counted when queued).",
          calls);
 }
 

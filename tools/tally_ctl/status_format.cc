@@ -85,19 +85,22 @@ std::string LibraryCallsJson(const ipc::LibraryCalls& calls) {
   return "{" + out + "}";
 }
 
-// Per client, the calls of each library served by Tally's kernels.
+// Per client, the calls of each library served by Tally's kernels and run in the vendor
+// library inside the server.
 std::string LibraryCallsTable(const std::vector<ipc::ClientStatus>& clients) {
-  std::string out = fmt::format("library calls served by Tally's kernels:\n  {:>4}", "ID");
+  std::string out = fmt::format(
+      "library calls, served by Tally's kernels / run in the vendor library:\n  {:>4}", "ID");
   for (const ipc::Library library : ipc::kLibraries) {
     std::string heading(ipc::LibraryName(library));
     for (char& c : heading) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    out += fmt::format(" {:>9}", heading);
+    out += fmt::format(" {:>15}", heading);
   }
   out += "\n";
   for (const ipc::ClientStatus& c : clients) {
     out += fmt::format("  {:>4}", c.client_id);
     for (const ipc::Library library : ipc::kLibraries) {
-      out += fmt::format(" {:>9}", c.library_calls[library]);
+      out += fmt::format(" {:>15}", fmt::format("{}/{}", c.library_calls[library],
+                                                c.vendor_library_calls[library]));
     }
     out += "\n";
   }
@@ -159,10 +162,11 @@ std::string FormatStatusText(const ipc::StatusReport& report, const std::string&
   out += fmt::format(
       "departed: {} client(s); their kernels: {} original, {} sliced ({} slices), {} preemptible "
       "({} preempted, {} preemptions, {} resumes), {} risky, {} unfit; their library calls "
-      "served by Tally's kernels: {}\n",
+      "served by Tally's kernels: {}; run in the vendor library: {}\n",
       gone.clients, gone.kernels_original, gone.kernels_sliced, gone.slices,
       gone.kernels_preemptible, gone.kernels_preempted, gone.preemptions, gone.resumes,
-      gone.risky_launches, gone.unfit_launches, LibraryCallsText(gone.library_calls));
+      gone.risky_launches, gone.unfit_launches, LibraryCallsText(gone.library_calls),
+      LibraryCallsText(gone.vendor_library_calls));
   out += fmt::format("clients: {}\n", report.clients.size());
   if (report.clients.empty()) return out;
   out += fmt::format("  {:>4} {:>8} {:>11} {:>12} {:>7}  {}\n", "ID", "PID", "PRIORITY", "MEMORY",
@@ -220,10 +224,12 @@ std::string FormatStatusJson(const ipc::StatusReport& report, const std::string&
       "  \"departed\": {{\"clients\": {}, \"scheduling\": {{\"kernels_original\": {}, "
       "\"kernels_sliced\": {}, \"slices\": {}, \"kernels_preemptible\": {}, "
       "\"kernels_preempted\": {}, \"preemptions\": {}, \"resumes\": {}, "
-      "\"risky_launches\": {}, \"unfit_launches\": {}}}, \"library_calls\": {}}},\n",
+      "\"risky_launches\": {}, \"unfit_launches\": {}}}, \"library_calls\": {}, "
+      "\"vendor_library_calls\": {}}},\n",
       gone.clients, gone.kernels_original, gone.kernels_sliced, gone.slices,
       gone.kernels_preemptible, gone.kernels_preempted, gone.preemptions, gone.resumes,
-      gone.risky_launches, gone.unfit_launches, LibraryCallsJson(gone.library_calls));
+      gone.risky_launches, gone.unfit_launches, LibraryCallsJson(gone.library_calls),
+      LibraryCallsJson(gone.vendor_library_calls));
   out += "  \"clients\": [";
   for (size_t i = 0; i < report.clients.size(); ++i) {
     const ipc::ClientStatus& c = report.clients[i];
@@ -238,14 +244,15 @@ std::string FormatStatusJson(const ipc::StatusReport& report, const std::string&
         "\"risky_launches\": {}, \"unfit_launches\": {}, \"held_ns\": {}, "
         "\"preemption_latencies\": {}, "
         "\"preemption_latency_ns_total\": {}, \"preemption_latency_ns_max\": {}}}, "
-        "\"library_calls\": {}}}",
+        "\"library_calls\": {}, \"vendor_library_calls\": {}}}",
         i == 0 ? "" : ",", c.client_id, c.pid, JsonString(c.command), c.client_priority.level,
         c.client_priority.is_set != 0, c.memory_bytes, c.allocations, LimitJson(c.memory_limit),
         c.pinned_bytes, LimitJson(c.pinned_limit), c.streams, c.events, c.modules,
         c.queued_commands, c.kernels_original, c.kernels_sliced, c.slices, c.kernels_preemptible,
         c.kernels_preempted, c.preemptions, c.resumes, c.risky_launches, c.unfit_launches,
         c.held_ns, c.preemption_latencies, c.preemption_latency_ns_total,
-        c.preemption_latency_ns_max, LibraryCallsJson(c.library_calls));
+        c.preemption_latency_ns_max, LibraryCallsJson(c.library_calls),
+        LibraryCallsJson(c.vendor_library_calls));
   }
   out += report.clients.empty() ? "]\n}\n" : "\n  ]\n}\n";
   return out;

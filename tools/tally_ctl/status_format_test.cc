@@ -27,6 +27,7 @@ ipc::StatusReport Report(bool with_client) {
   report.server.departed.kernels_preemptible = 9;
   report.server.departed.preemptions = 4;
   report.server.departed.library_calls[ipc::Library::kCublasLt] = 6;
+  report.server.departed.vendor_library_calls[ipc::Library::kCublas] = 8;
   if (with_client) {
     ipc::ClientStatus client{};
     client.client_id = ClientId(7);
@@ -51,6 +52,7 @@ ipc::StatusReport Report(bool with_client) {
     client.queued_commands = 3;
     client.library_calls[ipc::Library::kCublas] = 11;
     client.library_calls[ipc::Library::kCudnn] = 2;
+    client.vendor_library_calls[ipc::Library::kCublas] = 4;
     ipc::CopyText("./app --name=a\\b", client.command, sizeof(client.command));
     report.clients.push_back(client);
   }
@@ -81,24 +83,27 @@ TEST_CASE("status as JSON has every key, with and without clients") {
         "\"kernels_sliced\": 0, \"slices\": 0, \"kernels_preemptible\": 9, "
         "\"kernels_preempted\": 0, \"preemptions\": 4, \"resumes\": 0, \"risky_launches\": 0, "
         "\"unfit_launches\": 0}, "
-        "\"library_calls\": {\"cublas\": 0, \"cublaslt\": 6, \"cudnn\": 0}},\n"
+        "\"library_calls\": {\"cublas\": 0, \"cublaslt\": 6, \"cudnn\": 0}, "
+        "\"vendor_library_calls\": {\"cublas\": 8, \"cublaslt\": 0, \"cudnn\": 0}},\n"
         "  \"clients\": []\n"
         "}\n");
   const std::string one = FormatStatusJson(Report(true), "/tmp/s.sock");
-  CHECK(one.find("\"clients\": [\n    {\"id\": 7, \"pid\": 1234, \"command\": "
-                 "\"./app --name=a\\\\b\", \"priority\": -1, \"priority_set\": true, "
-                 "\"memory_bytes\": 268435456, \"allocations\": 2, "
-                 "\"memory_limit_bytes\": 268435457, \"pinned_bytes\": 8192, "
-                 "\"pinned_limit_bytes\": null, \"streams\": 4, \"events\": 5, "
-                 "\"modules\": 1, \"queued_commands\": 3, "
-                 "\"scheduling\": {\"kernels_original\": 5, \"kernels_sliced\": 0, "
-                 "\"slices\": 0, \"kernels_preemptible\": 2, \"kernels_preempted\": 1, "
-                 "\"preemptions\": 3, \"resumes\": 2, \"risky_launches\": 0, \"unfit_launches\": 0, "
-                 "\"held_ns\": 0, "
-                 "\"preemption_latencies\": 2, \"preemption_latency_ns_total\": 3000000, "
-                 "\"preemption_latency_ns_max\": 2000000}, "
-                 "\"library_calls\": {\"cublas\": 11, \"cublaslt\": 0, \"cudnn\": 2}}"
-                 "\n  ]\n}\n") != std::string::npos);
+  CHECK(
+      one.find("\"clients\": [\n    {\"id\": 7, \"pid\": 1234, \"command\": "
+               "\"./app --name=a\\\\b\", \"priority\": -1, \"priority_set\": true, "
+               "\"memory_bytes\": 268435456, \"allocations\": 2, "
+               "\"memory_limit_bytes\": 268435457, \"pinned_bytes\": 8192, "
+               "\"pinned_limit_bytes\": null, \"streams\": 4, \"events\": 5, "
+               "\"modules\": 1, \"queued_commands\": 3, "
+               "\"scheduling\": {\"kernels_original\": 5, \"kernels_sliced\": 0, "
+               "\"slices\": 0, \"kernels_preemptible\": 2, \"kernels_preempted\": 1, "
+               "\"preemptions\": 3, \"resumes\": 2, \"risky_launches\": 0, \"unfit_launches\": 0, "
+               "\"held_ns\": 0, "
+               "\"preemption_latencies\": 2, \"preemption_latency_ns_total\": 3000000, "
+               "\"preemption_latency_ns_max\": 2000000}, "
+               "\"library_calls\": {\"cublas\": 11, \"cublaslt\": 0, \"cudnn\": 2}, "
+               "\"vendor_library_calls\": {\"cublas\": 4, \"cublaslt\": 0, \"cudnn\": 0}}"
+               "\n  ]\n}\n") != std::string::npos);
 }
 
 TEST_CASE("status as text lists the clients") {
@@ -106,10 +111,11 @@ TEST_CASE("status as text lists the clients") {
   CHECK(text.find("tally-server pid 42 on /tmp/s.sock") != std::string::npos);
   CHECK(text.find("backend: emulator (emulator (--emulate))") != std::string::npos);
   CHECK(text.find("clients: 1") != std::string::npos);
-  CHECK(text.find("departed: 3 client(s); their kernels: 0 original, 0 sliced (0 slices), 9 "
-                  "preemptible (0 preempted, 4 preemptions, 0 resumes), 0 risky, 0 unfit; their "
-                  "library calls served by Tally's kernels: cublas 0, cublaslt 6, cudnn 0\n") !=
-        std::string::npos);
+  CHECK(text.find(
+            "departed: 3 client(s); their kernels: 0 original, 0 sliced (0 slices), 9 "
+            "preemptible (0 preempted, 4 preemptions, 0 resumes), 0 risky, 0 unfit; their "
+            "library calls served by Tally's kernels: cublas 0, cublaslt 6, cudnn 0; run in the "
+            "vendor library: cublas 8, cublaslt 0, cudnn 0\n") != std::string::npos);
   CHECK(text.find("256.0 MiB") != std::string::npos);
   CHECK(text.find("./app --name=a\\b") != std::string::npos);
   CHECK(text.find("          -1") != std::string::npos);  // the priority level
@@ -118,9 +124,9 @@ TEST_CASE("status as text lists the clients") {
   CHECK(text.find("      268435456      268435457         8192           none       4       5") !=
         std::string::npos);
   CHECK(text.find("1.500/2.000 ms") != std::string::npos);
-  CHECK(text.find("library calls served by Tally's kernels:\n"
-                  "    ID    CUBLAS  CUBLASLT     CUDNN\n"
-                  "     7        11         0         2\n") != std::string::npos);
+  CHECK(text.find("library calls, served by Tally's kernels / run in the vendor library:\n"
+                  "    ID          CUBLAS        CUBLASLT           CUDNN\n"
+                  "     7            11/4             0/0             2/0\n") != std::string::npos);
   CHECK(FormatStatusText(Report(false), "/s").find("clients: 0\n") != std::string::npos);
 }
 
@@ -199,26 +205,37 @@ TEST_CASE("status as Prometheus metrics: each server, each client's series and t
   CheckExposition(with_client);
   CheckExposition(FormatMetrics({{"/tmp/s.sock", Report(false)}}));
   for (const char* line : {
-           "tally_server_info{server=\"/tmp/s.sock\",backend=\"emulator\",device=\"Tally \\\"Emulated\\\" GPU\"} 1\n",
+           "tally_server_info{server=\"/tmp/s.sock\",backend=\"emulator\",device=\"Tally "
+           "\\\"Emulated\\\" GPU\"} 1\n",
            "tally_device_memory_bytes{server=\"/tmp/s.sock\"} 4294967296\n",
            "tally_device_memory_free_bytes{server=\"/tmp/s.sock\"} 3221225472\n",
            "tally_clients{server=\"/tmp/s.sock\"} 1\n",
            "tally_departed_clients_total{server=\"/tmp/s.sock\"} 3\n",
-           "tally_client_info{server=\"/tmp/s.sock\",client=\"7\",pid=\"1234\",priority=\"-1\",command=\"./app "
+           "tally_client_info{server=\"/tmp/"
+           "s.sock\",client=\"7\",pid=\"1234\",priority=\"-1\",command=\"./app "
            "--name=a\\\\b\"} 1\n",
            "tally_client_priority_level{server=\"/tmp/s.sock\",client=\"7\"} -1\n",
            "tally_client_memory_bytes{server=\"/tmp/s.sock\",client=\"7\"} 268435456\n",
            "tally_client_memory_limit_bytes{server=\"/tmp/s.sock\",client=\"7\"} 268435457\n",
            "tally_client_queued_commands{server=\"/tmp/s.sock\",client=\"7\"} 3\n",
-           "tally_client_preemption_latency_seconds_total{server=\"/tmp/s.sock\",client=\"7\"} 0.003\n",
-           "tally_client_preemption_latency_max_seconds{server=\"/tmp/s.sock\",client=\"7\"} 0.002\n",
+           "tally_client_preemption_latency_seconds_total{server=\"/tmp/s.sock\",client=\"7\"} "
+           "0.003\n",
+           "tally_client_preemption_latency_max_seconds{server=\"/tmp/s.sock\",client=\"7\"} "
+           "0.002\n",
            "tally_kernels_total{server=\"/tmp/s.sock\",client=\"7\",form=\"original\"} 5\n",
            "tally_kernels_total{server=\"/tmp/s.sock\",client=\"7\",form=\"preemptible\"} 2\n",
-           "tally_kernels_total{server=\"/tmp/s.sock\",client=\"departed\",form=\"preemptible\"} 9\n",
+           "tally_kernels_total{server=\"/tmp/s.sock\",client=\"departed\",form=\"preemptible\"} "
+           "9\n",
            "tally_preemptions_total{server=\"/tmp/s.sock\",client=\"7\"} 3\n",
            "tally_preemptions_total{server=\"/tmp/s.sock\",client=\"departed\"} 4\n",
-           "tally_library_calls_total{server=\"/tmp/s.sock\",client=\"7\",library=\"cublas\"} 11\n",
-           "tally_library_calls_total{server=\"/tmp/s.sock\",client=\"departed\",library=\"cublaslt\"} 6\n",
+           "tally_library_calls_total{server=\"/tmp/"
+           "s.sock\",client=\"7\",library=\"cublas\",ran_in=\"tally\"} 11\n",
+           "tally_library_calls_total{server=\"/tmp/"
+           "s.sock\",client=\"7\",library=\"cublas\",ran_in=\"vendor\"} 4\n",
+           "tally_library_calls_total{server=\"/tmp/"
+           "s.sock\",client=\"departed\",library=\"cublaslt\",ran_in=\"tally\"} 6\n",
+           "tally_library_calls_total{server=\"/tmp/"
+           "s.sock\",client=\"departed\",library=\"cublas\",ran_in=\"vendor\"} 8\n",
        }) {
     INFO(line);
     CHECK(with_client.find(line) != std::string::npos);
