@@ -440,6 +440,43 @@ run_torch() {
     cp "$work/torch-$mode.out" "$out/torch-$mode.out"
   done
   stop_server
+  run_torch_vendor
+}
+
+# The same jobs as high-priority clients of a server that runs their cuBLAS GEMMs in NVIDIA's
+# cuBLAS (--library-kernels by-priority, the wheel's libcublas.so.13): results checked the same
+# way, and the calls that ran there counted.
+run_torch_vendor() {
+  local cublas_dir
+  cublas_dir=$(bounded 60 python3 -c \
+    'import os, nvidia.cublas as c; print(os.path.join(list(c.__path__)[0], "lib"))' 2>/dev/null)
+  note ""
+  if [[ ! -e $cublas_dir/libcublas.so.13 ]]; then
+    note "Vendor cuBLAS: skipped (no libcublas.so.13 in the PyTorch installation's nvidia.cublas)."
+    return 0
+  fi
+  note "Vendor cuBLAS ($cublas_dir), the jobs at --priority high:"
+  local plain_flags=("${server_flags[@]}")
+  server_flags+=(--vendor-libraries "$cublas_dir")
+  start_server vendor-server.log || { server_flags=("${plain_flags[@]}"); return 0; }
+  local mode
+  for mode in inference training transformer; do
+    if bounded 120 "$bin/tally-run" --priority high --server "$socket" -- \
+        python3 "$bundle_dir/bench/gpu_check_torch.py" "$mode" > "$work/vendor-$mode.out" 2>&1; then
+      note "- $mode: pass: $(reason "$work/vendor-$mode.out" 1)"
+    else
+      note "- $mode: **FAIL** (exit $?): $(reason "$work/vendor-$mode.out" 4)"
+      failures=$((failures + 1))
+    fi
+    cp "$work/vendor-$mode.out" "$out/vendor-$mode.out"
+  done
+  if bounded 30 "$bin/tally-ctl" status --json --server "$socket" > "$work/vendor-status.json"; then
+    note "- calls, served by Tally's kernels / run in NVIDIA's cuBLAS: $(python3 -c \
+      'import json, sys; d = json.load(open(sys.argv[1]))["departed"]; print(d["library_calls"], "/", d["vendor_library_calls"])' \
+      "$work/vendor-status.json")"
+  fi
+  stop_server
+  server_flags=("${plain_flags[@]}")
 }
 
 case ${1:-} in
