@@ -51,8 +51,9 @@ TEST_CASE("the shim stands in for libcudart.so.13") {
 }
 
 TEST_CASE("the library stand-ins' call marks are exported under TALLY_PRIVATE only") {
-  for (const char* name : {"tally_library_call_begin", "tally_library_call_end",
-                           "tally_vendor_libraries", "tally_vendor_gemm"}) {
+  for (const char* name :
+       {"tally_library_call_begin", "tally_library_call_end", "tally_vendor_libraries",
+        "tally_vendor_gemm", "tally_vendor_lt_matmul"}) {
     INFO(name);
     CHECK(dlvsym(Shim(), name, "TALLY_PRIVATE") != nullptr);
     CHECK(dlvsym(Shim(), name, kVersion) == nullptr);

@@ -23,6 +23,22 @@ uint32_t AskVendorLibraries() {
   return answer.ok() ? answer->fields.vendor : 0;
 }
 
+// Posts `call` (a copy with the server's handle of `stream`) as a Request.
+template <typename Request, typename Call>
+cudaError_t PostVendorCall(const Call* call, cudaStream_t stream) noexcept {
+  if (call == nullptr) return cudaErrorInvalidValue;
+  if (capture_internal::active.load(std::memory_order_relaxed) != 0) return cudaErrorNotSupported;
+  try {
+    absl::StatusOr<Channel*> channel = Channel::Get();
+    if (!channel.ok()) return ToCudaError(channel.status());
+    Request request{.call = *call};
+    request.call.stream = StreamHandle(stream);
+    return ToCudaError((*channel)->Post(request));
+  } catch (...) {
+    return cudaErrorMemoryAllocation;  // std::bad_alloc: never across the C ABI
+  }
+}
+
 }  // namespace
 }  // namespace tally::client
 
@@ -43,18 +59,12 @@ uint32_t tally_vendor_libraries() noexcept {
 }
 
 cudaError_t tally_vendor_gemm(const tally::ipc::VendorGemm* call, cudaStream_t stream) noexcept {
-  using namespace tally::client;
-  if (call == nullptr) return cudaErrorInvalidValue;
-  if (capture_internal::active.load(std::memory_order_relaxed) != 0) return cudaErrorNotSupported;
-  try {
-    absl::StatusOr<Channel*> channel = Channel::Get();
-    if (!channel.ok()) return ToCudaError(channel.status());
-    tally::ipc::VendorGemmRequest request{.call = *call};
-    request.call.stream = StreamHandle(stream);
-    return ToCudaError((*channel)->Post(request));
-  } catch (...) {
-    return cudaErrorMemoryAllocation;  // std::bad_alloc: never across the C ABI
-  }
+  return tally::client::PostVendorCall<tally::ipc::VendorGemmRequest>(call, stream);
+}
+
+cudaError_t tally_vendor_lt_matmul(const tally::ipc::VendorLtMatmul* call,
+                                   cudaStream_t stream) noexcept {
+  return tally::client::PostVendorCall<tally::ipc::VendorLtMatmulRequest>(call, stream);
 }
 
 }  // extern "C"

@@ -20,4 +20,7 @@ uint32_t tally_vendor_libraries() noexcept;
 // can hold as kernel nodes); otherwise what posting it returned. Failures of the call itself
 // come at the next synchronising call, as a kernel's do.
 cudaError_t tally_vendor_gemm(const tally::ipc::VendorGemm* call, cudaStream_t stream) noexcept;
+// The same for a cuBLASLt matmul.
+cudaError_t tally_vendor_lt_matmul(const tally::ipc::VendorLtMatmul* call,
+                                   cudaStream_t stream) noexcept;
 }

@@ -15,7 +15,7 @@
 namespace tally::ipc {
 
 // The schema number exchanged in the handshake (Hello::schema_version).
-inline constexpr uint32_t kCudaCallsSchemaVersion = 19;
+inline constexpr uint32_t kCudaCallsSchemaVersion = 20;
 
 enum class CallMode { kSync, kWait, kAsync };
 
@@ -313,6 +313,12 @@ struct LibraryModesResponse {
 struct VendorGemmRequest {
   TALLY_INTERNAL_REQUEST(VendorGemm);
   VendorGemm call;
+};
+
+// A cuBLASLt matmul run by the vendor library on the client's stream, likewise.
+struct VendorLtMatmulRequest {
+  TALLY_INTERNAL_REQUEST(VendorLtMatmul);
+  VendorLtMatmul call;
 };
 
 // Drops this client's handle of a module (cuModuleUnload) and of the functions found in it;

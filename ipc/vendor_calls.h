@@ -46,4 +46,30 @@ struct VendorGemm {
 static_assert(std::is_trivially_copyable_v<VendorGemm> && std::is_standard_layout_v<VendorGemm>);
 static_assert(sizeof(VendorGemm) == 192, "no padding: every byte is a field");
 
+// One cublasLtMatmul, D = epilogue(alpha * op(A) * op(B) + beta * C (+ bias)), column major,
+// its descriptors flattened (cuBLASLt's enum values; the server checks every one). A and B have
+// a batch of 1 (the same matrix for every entry of D's) or D's.
+struct VendorLtMatmul {
+  uint32_t op_a, op_b;
+  int64_t m, n, k;
+  uint32_t type_a, type_b, type_c, type_d;
+  uint32_t compute;     // cublasComputeType_t
+  uint32_t scale_type;  // cudaDataType of alpha and beta
+  uint32_t epilogue;    // cublasLtEpilogue_t: default, ReLU, GELU, each with or without bias
+  uint32_t bias_type;   // cudaDataType of the bias
+  int64_t lda, ldb, ldc, ldd;
+  int64_t batch_a, batch_b, batch;  // batch counts: A's, B's, and C's and D's
+  int64_t stride_a, stride_b, stride_c, stride_d, stride_bias;  // elements between entries
+  uint64_t a, b, c, d, bias;
+  uint32_t scalars_on_device;  // 1: alpha and beta hold device addresses
+  uint32_t reserved;
+  uint64_t workspace, workspace_bytes;
+  uint64_t stream;
+  std::byte alpha[16];
+  std::byte beta[16];
+};
+static_assert(std::is_trivially_copyable_v<VendorLtMatmul> &&
+              std::is_standard_layout_v<VendorLtMatmul>);
+static_assert(sizeof(VendorLtMatmul) == 264, "no padding: every byte is a field");
+
 }  // namespace tally::ipc

@@ -105,13 +105,15 @@ constexpr Flag kFlags[] = {
      "(--max-* and --client-*-limit: for clients that connect afterwards), logging each change; "
      "flags given on the command line keep their values"},
     {"library-kernels", "TALLY_LIBRARY_KERNELS", "RULE",
-     "whose cuBLAS GEMMs run in NVIDIA's cuBLAS inside the server (faster, not preemptible) "
-     "rather than in Tally's own kernels (transformed and preempted like any kernel): own "
-     "(nobody's), vendor (everybody's) or by-priority (clients that connect at level high or "
-     "above; default). Applies where the vendor library is loaded (--vendor-libraries); calls "
-     "captured into graphs and the other libraries' calls always run in Tally's kernels"},
+     "whose cuBLAS GEMMs and cuBLASLt matmuls run in NVIDIA's cuBLAS inside the server "
+     "(faster, not preemptible) rather than in Tally's own kernels (transformed and preempted "
+     "like any kernel): own (nobody's), vendor (everybody's) or by-priority (clients that "
+     "connect at level high or above; default). Applies where the vendor library is loaded "
+     "(--vendor-libraries); calls captured into graphs and cuDNN's calls always run in Tally's "
+     "kernels"},
     {"vendor-libraries", "TALLY_VENDOR_LIBRARIES", "DIR",
-     "the folder of the vendor libraries the server loads (libcublas.so.13); default on "
+     "the folder of the vendor libraries the server loads (libcublas.so.13, libcublasLt.so.13); "
+     "default on "
      "NVIDIA's driver: the dynamic loader's search path, on the emulated GPU: none; none: not "
      "loaded. The log says which was loaded, or why none was"},
     {"profile-cache", "TALLY_PROFILE_CACHE", "PATH",

@@ -86,6 +86,24 @@ TEST_CASE("Scheduling flags: policy names, times in milliseconds, the priority c
   }
 }
 
+TEST_CASE("Library kernels: by-priority by default, a named rule, a vendor folder") {
+  CHECK((*Parse({}))->library_kernels == LibraryKernelRule::kByPriority);
+  CHECK((*Parse({}))->vendor_libraries.empty());
+  auto parsed = Parse({"--library-kernels=own", "--vendor-libraries", "/opt/cublas/lib"});
+  REQUIRE(parsed.ok());
+  CHECK((*parsed)->library_kernels == LibraryKernelRule::kOwn);
+  CHECK((*parsed)->vendor_libraries == "/opt/cublas/lib");
+  CHECK((*Parse({"--library-kernels=vendor"}))->library_kernels == LibraryKernelRule::kVendor);
+  for (const auto& bad :
+       std::vector<std::vector<std::string>>{{"--library-kernels=fast"}, {"--vendor-libraries="}}) {
+    INFO(bad[0]);
+    auto result = Parse(bad);
+    REQUIRE_FALSE(result.ok());
+    const std::string flag = bad[0].substr(0, bad[0].find('='));
+    CHECK(result.status().message().find(flag) != absl::string_view::npos);
+  }
+}
+
 TEST_CASE("--shape-alone: off by default, on bare or from TALLY_SHAPE_ALONE") {
   CHECK_FALSE((*Parse({}))->shape_alone);
   CHECK((*Parse({"--shape-alone"}))->shape_alone);

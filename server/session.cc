@@ -499,8 +499,8 @@ void Session::CountLibraryCall(ipc::Library library) {
   library_calls_[ipc::LibrarySlot(library)].fetch_add(1, std::memory_order_relaxed);
 }
 
-VendorBlas* Session::vendor_blas() const {
-  if (!ipc::Contains(vendor_libraries_, ipc::Library::kCublas)) return nullptr;
+VendorBlas* Session::vendor_blas(ipc::Library library) const {
+  if (!ipc::Contains(vendor_libraries_, library)) return nullptr;
   return server_.vendor->blas.get();
 }
 

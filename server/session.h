@@ -228,8 +228,8 @@ class Session {
   // The libraries whose calls run in the vendor library for this client (LibraryModes),
   // decided at its connection.
   ipc::LibrarySet vendor_libraries() const { return vendor_libraries_; }
-  // The vendor cuBLAS when this client's GEMMs run in it, else null.
-  VendorBlas* vendor_blas() const;
+  // The vendor cuBLAS (and cuBLASLt) when this client's calls of `library` run in it, else null.
+  VendorBlas* vendor_blas(ipc::Library library) const;
   // Counts a call of `library` queued to run in the vendor library.
   void CountVendorCall(ipc::Library library);
   // Queues a host function (host_callbacks.h).

@@ -860,7 +860,8 @@ TEST_CASE("a vendor GEMM runs on the client's stream with its memory, and nowher
   REQUIRE(TheVendorDevice().vendor.blas != nullptr);
   TestClient client(70, {}, TheVendorDevice().context);
   REQUIRE(client.Result(ipc::LibraryModesRequest{}) == CUDA_SUCCESS);
-  CHECK(client.Last<ipc::LibraryModesResponse>().vendor == ipc::LibraryBit(ipc::Library::kCublas));
+  CHECK(client.Last<ipc::LibraryModesResponse>().vendor ==
+        (ipc::LibraryBit(ipc::Library::kCublas) | ipc::LibraryBit(ipc::Library::kCublasLt)));
   constexpr int64_t kN = 4;
   constexpr uint64_t kBytes = kN * kN * sizeof(float);
   const uint64_t a = client.Malloc(kBytes), b = client.Malloc(kBytes), c = client.Malloc(kBytes);
@@ -895,6 +896,51 @@ TEST_CASE("a vendor GEMM runs on the client's stream with its memory, and nowher
   client.Post(ipc::VendorGemmRequest{.call = small_ld});
   CHECK(client.Result(ipc::DeviceSynchronizeRequest{}) == CUDA_ERROR_INVALID_VALUE);
   CHECK(client.Result(ipc::DeviceSynchronizeRequest{}) == CUDA_SUCCESS);  // reported once
+}
+
+TEST_CASE("a vendor cuBLASLt matmul applies its bias and ReLU, and its bias must be the client's") {
+  TestClient client(73, {}, TheVendorDevice().context);
+  constexpr int64_t kN = 2;
+  constexpr uint64_t kBytes = kN * kN * sizeof(float);
+  const uint64_t a = client.Malloc(kBytes), b = client.Malloc(kBytes), d = client.Malloc(kBytes);
+  const uint64_t bias = client.Malloc(kN * sizeof(float));
+  // A = [1 3; 2 4] (column major), B the identity, bias (10, -10): D = relu(A + bias).
+  const float values[] = {1, 2, 3, 4, 1, 0, 0, 1, 10, -10};
+  std::memcpy(client.bulk().data(), values, sizeof(values));
+  REQUIRE(client.Result(ipc::MemcpyHtoDRequest{.dst = a, .stream = 0, .src = {0, kBytes}}) ==
+          CUDA_SUCCESS);
+  REQUIRE(client.Result(ipc::MemcpyHtoDRequest{.dst = b, .stream = 0, .src = {kBytes, kBytes}}) ==
+          CUDA_SUCCESS);
+  REQUIRE(client.Result(ipc::MemcpyHtoDRequest{
+              .dst = bias, .stream = 0, .src = {2 * kBytes, kN * sizeof(float)}}) == CUDA_SUCCESS);
+  ipc::VendorLtMatmul call{};
+  call.m = call.n = call.k = kN;
+  call.type_a = call.type_b = call.type_c = call.type_d = call.bias_type = 0;  // CUDA_R_32F
+  call.scale_type = 0;
+  call.compute = 68;  // CUBLAS_COMPUTE_32F
+  call.epilogue = 6;  // CUBLASLT_EPILOGUE_RELU_BIAS
+  call.lda = call.ldb = call.ldc = call.ldd = kN;
+  call.batch_a = call.batch_b = call.batch = 1;
+  call.a = a;
+  call.b = b;
+  call.c = call.d = d;
+  call.bias = bias;
+  const float one = 1, zero = 0;
+  std::memcpy(call.alpha, &one, sizeof(one));
+  std::memcpy(call.beta, &zero, sizeof(zero));
+  client.Post(ipc::VendorLtMatmulRequest{.call = call});
+  REQUIRE(client.Result(ipc::MemcpyDtoHRequest{.src = d, .stream = 0, .dst = {0, kBytes}}) ==
+          CUDA_SUCCESS);
+  float product[kN * kN];
+  std::memcpy(product, client.bulk().data(), sizeof(product));
+  CHECK(product[0] == 11.0f);  // 1 + 10
+  CHECK(product[1] == 0.0f);   // relu(2 - 10)
+  CHECK(product[2] == 13.0f);  // 3 + 10
+  CHECK(product[3] == 0.0f);   // relu(4 - 10)
+  CHECK(client.session().Status().vendor_library_calls[ipc::Library::kCublasLt] == 1);
+  call.bias = bias + sizeof(float);  // its second element is the allocation's last
+  client.Post(ipc::VendorLtMatmulRequest{.call = call});
+  CHECK(client.Result(ipc::DeviceSynchronizeRequest{}) == CUDA_ERROR_INVALID_VALUE);
 }
 
 TEST_CASE("without a vendor library, a client's vendor calls are refused") {

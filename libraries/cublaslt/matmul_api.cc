@@ -10,6 +10,7 @@
 #include <cstring>
 #include <optional>
 
+#include "client/vendor_calls.h"
 #include "libraries/blas/calls.h"
 #include "libraries/blas/gemm_types.h"
 #include "libraries/cublaslt/blas_handles.h"
@@ -47,13 +48,92 @@ kernels::MatrixOperand Operand(const void* data, const LayoutState& layout, bool
   return {data, nullptr, layout.ld, layout.batch_stride, transposed};
 }
 
+// cublasLtMatmul's arguments, its descriptors found.
+struct MatmulArgs {
+  const MatmulState& op;
+  const void* alpha;
+  const void* a;
+  const LayoutState& la;
+  const void* b;
+  const LayoutState& lb;
+  const void* beta;
+  const void* c;
+  const LayoutState& lc;
+  void* d;
+  const LayoutState& ld;
+  void* workspace;
+  size_t workspace_bytes;
+  cudaStream_t stream;
+};
+
+// A scalar as the vendor call carries it: its device address, or its bytes.
+void PutScalar(bool on_device, const void* scalar, cudaDataType type, std::byte (&out)[16]) {
+  if (on_device) {
+    const uint64_t address = reinterpret_cast<uintptr_t>(scalar);
+    std::memcpy(out, &address, sizeof(address));
+  } else {
+    std::memcpy(out, scalar, type == CUDA_R_64F ? 8 : type == CUDA_R_32F ? 4 : 2);
+  }
+}
+
+// The checked call (m x n x k), posted to the vendor library inside the server where it runs
+// this client's cuBLASLt calls; nullopt where it runs in Tally's kernels (not so for this
+// client, or a capture under way).
+std::optional<cublasStatus_t> PostToVendor(const MatmulArgs& x, uint64_t m, uint64_t n,
+                                           uint64_t k) {
+  if (!ipc::Contains(tally_vendor_libraries(), ipc::Library::kCublasLt)) return std::nullopt;
+  const MatmulState& op = x.op;
+  ipc::VendorLtMatmul call{};
+  call.op_a = op.transa;
+  call.op_b = op.transb;
+  call.m = static_cast<int64_t>(m);
+  call.n = static_cast<int64_t>(n);
+  call.k = static_cast<int64_t>(k);
+  call.type_a = x.la.type;
+  call.type_b = x.lb.type;
+  call.type_c = x.lc.type;
+  call.type_d = x.ld.type;
+  call.compute = op.compute_type;
+  call.scale_type = op.scale_type;
+  call.epilogue = op.epilogue;
+  call.bias_type = op.bias_type == -1 ? x.ld.type : static_cast<uint32_t>(op.bias_type);
+  call.lda = x.la.ld;
+  call.ldb = x.lb.ld;
+  call.ldc = x.lc.ld;
+  call.ldd = x.ld.ld;
+  call.batch_a = x.la.batch_count;
+  call.batch_b = x.lb.batch_count;
+  call.batch = x.ld.batch_count;
+  call.stride_a = x.la.batch_stride;
+  call.stride_b = x.lb.batch_stride;
+  call.stride_c = x.lc.batch_stride;
+  call.stride_d = x.ld.batch_stride;
+  call.stride_bias = op.bias_batch_stride;
+  call.a = reinterpret_cast<uintptr_t>(x.a);
+  call.b = reinterpret_cast<uintptr_t>(x.b);
+  call.c = reinterpret_cast<uintptr_t>(x.c);
+  call.d = reinterpret_cast<uintptr_t>(x.d);
+  bool bias = false;
+  ActivationOf(op.epilogue, bias);
+  call.bias = bias ? reinterpret_cast<uintptr_t>(op.bias) : 0;
+  call.scalars_on_device = op.pointer_mode == CUBLASLT_POINTER_MODE_DEVICE ? 1 : 0;
+  call.workspace = reinterpret_cast<uintptr_t>(x.workspace);
+  call.workspace_bytes = x.workspace_bytes;
+  const auto scale = static_cast<cudaDataType>(op.scale_type);
+  PutScalar(call.scalars_on_device == 1, x.alpha, scale, call.alpha);
+  PutScalar(call.scalars_on_device == 1, x.beta, scale, call.beta);
+  const cudaError_t posted = tally_vendor_lt_matmul(&call, x.stream);
+  if (posted == cudaErrorNotSupported) return std::nullopt;
+  return FromLaunch(posted);
+}
+
 // D = act(alpha op(A) op(B) + beta C + bias): the checks of the cuBLASLt documentation
 // (cublasLtMatmul: "CUBLAS_STATUS_INVALID_VALUE if the parameters are in conflict or in an
 // impossible configuration"), then the launch.
-cublasStatus_t Matmul(const MatmulState& op, const void* alpha, const void* a,
-                      const LayoutState& la, const void* b, const LayoutState& lb, const void* beta,
-                      const void* c, const LayoutState& lc, void* d, const LayoutState& ld,
-                      cudaStream_t stream) {
+cublasStatus_t Matmul(const MatmulArgs& x) {
+  const MatmulState& op = x.op;
+  const LayoutState &la = x.la, &lb = x.lb, &lc = x.lc, &ld = x.ld;
+  const void *alpha = x.alpha, *beta = x.beta;
   const std::optional<bool> ta = Transposed(static_cast<cublasOperation_t>(op.transa));
   const std::optional<bool> tb = Transposed(static_cast<cublasOperation_t>(op.transb));
   if (!ta || !tb || alpha == nullptr || beta == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
@@ -99,6 +179,7 @@ cublasStatus_t Matmul(const MatmulState& op, const void* alpha, const void* a,
     return NotSupported("cublasLtMatmul", "vector scalars");
   }
   if (m == 0 || n == 0) return CUBLAS_STATUS_SUCCESS;
+  if (std::optional<cublasStatus_t> posted = PostToVendor(x, m, n, k)) return *posted;
   const bool on_device = op.pointer_mode == CUBLASLT_POINTER_MODE_DEVICE;
   kernels::GemmProblem problem;
   problem.m = static_cast<int64_t>(m);
@@ -108,12 +189,12 @@ cublasStatus_t Matmul(const MatmulState& op, const void* alpha, const void* a,
   problem.ab = types->ab;
   problem.c = types->c;
   // A batch of one entry is the same for every entry of D's (stride 0).
-  problem.a = Operand(a, la, *ta);
+  problem.a = Operand(x.a, la, *ta);
   if (la.batch_count == 1) problem.a.stride = 0;
-  problem.b = Operand(b, lb, *tb);
+  problem.b = Operand(x.b, lb, *tb);
   if (lb.batch_count == 1) problem.b.stride = 0;
-  problem.c_in = Operand(c, lc, false);
-  problem.d_data = d;
+  problem.c_in = Operand(x.c, lc, false);
+  problem.d_data = x.d;
   problem.ldd = ld.ld;
   problem.stride_d = ld.batch_stride;
   problem.alpha = ReadScalar(on_device, alpha, types->scalar);
@@ -121,7 +202,7 @@ cublasStatus_t Matmul(const MatmulState& op, const void* alpha, const void* a,
   problem.bias = bias ? op.bias : nullptr;
   problem.bias_stride = op.bias_batch_stride;
   problem.activation = *activation;
-  return FromLaunch(kernels::LaunchGemm(problem, stream));
+  return FromLaunch(kernels::LaunchGemm(problem, x.stream));
 }
 
 bool LiveHandle(cublasLtHandle_t handle) { return tally_blas_handle_find(handle) != nullptr; }
@@ -307,8 +388,8 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
                               const void* A, cublasLtMatrixLayout_t a_layout, const void* B,
                               cublasLtMatrixLayout_t b_layout, const void* beta, const void* C,
                               cublasLtMatrixLayout_t c_layout, void* D,
-                              cublasLtMatrixLayout_t d_layout, const cublasLtMatmulAlgo_t*, void*,
-                              size_t, cudaStream_t stream) {
+                              cublasLtMatrixLayout_t d_layout, const cublasLtMatmulAlgo_t*,
+                              void* workspace, size_t workspace_bytes, cudaStream_t stream) {
   return BlasCall<kCublasLt>([&] {
     if (!lt::LiveHandle(handle)) return CUBLAS_STATUS_NOT_INITIALIZED;
     const lt::MatmulState* op = lt::FindMatmul(desc);
@@ -319,7 +400,8 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
     if (op == nullptr || la == nullptr || lb == nullptr || lc == nullptr || ld == nullptr) {
       return CUBLAS_STATUS_INVALID_VALUE;
     }
-    return lt::Matmul(*op, alpha, A, *la, B, *lb, beta, C, *lc, D, *ld, stream);
+    return lt::Matmul(
+        {*op, alpha, A, *la, B, *lb, beta, C, *lc, D, *ld, workspace, workspace_bytes, stream});
   });
 }
 

@@ -24,10 +24,16 @@ struct DeviceRange {
 // smaller than its operand's rows, or a size past the 32-bit entry point's.
 absl::StatusOr<std::vector<DeviceRange>> GemmRanges(const ipc::VendorGemm& call);
 
+// The same for a cuBLASLt matmul: also its epilogue (bias, ReLU, GELU only), scale type, D, the
+// bias (m elements per batch entry), and A's and B's batch counts (1 or D's).
+absl::StatusOr<std::vector<DeviceRange>> LtMatmulRanges(const ipc::VendorLtMatmul& call);
+
 // Whether the GEMM computes nothing (m, n or batch 0): the server then queues nothing.
 bool EmptyGemm(const ipc::VendorGemm& call);
+bool EmptyGemm(const ipc::VendorLtMatmul& call);
 
 // "cuBLAS GEMM m x n x k (batch b, A N, B T, types 0/0/0, compute 68)", for messages.
 std::string DescribeGemm(const ipc::VendorGemm& call);
+std::string DescribeGemm(const ipc::VendorLtMatmul& call);
 
 }  // namespace tally::server

@@ -3,6 +3,7 @@
 // and the arguments refused before anything reaches the vendor library.
 #include "server/libraries/gemm_check.h"
 
+#include <cublasLt.h>
 #include <cublas_api.h>
 
 #include <catch2/catch.hpp>
@@ -137,6 +138,71 @@ TEST_CASE("a GEMM with no output computes nothing") {
   ipc::VendorGemm call = Gemm(3, 3, 3);
   call.batch = 0;
   CHECK(EmptyGemm(call));
+}
+
+ipc::VendorLtMatmul LtMatmul(int64_t m, int64_t n, int64_t k) {
+  ipc::VendorLtMatmul call{};
+  call.m = m;
+  call.n = n;
+  call.k = k;
+  call.lda = m;
+  call.ldb = k;
+  call.ldc = call.ldd = m;
+  call.batch_a = call.batch_b = call.batch = 1;
+  call.type_a = call.type_b = call.type_c = call.type_d = call.bias_type = CUDA_R_16BF;
+  call.compute = CUBLAS_COMPUTE_32F;
+  call.scale_type = CUDA_R_32F;
+  call.epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  call.a = 0x10000;
+  call.b = 0x20000;
+  call.c = 0x30000;
+  call.d = 0x40000;
+  call.bias = 0x50000;
+  return call;
+}
+
+TEST_CASE("a cuBLASLt matmul reads C, writes D, and reads a bias of m elements per entry") {
+  ipc::VendorLtMatmul call = LtMatmul(3, 2, 4);
+  call.epilogue = CUBLASLT_EPILOGUE_GELU_BIAS;
+  call.batch = 2;
+  call.batch_b = 2;
+  call.stride_b = 8;
+  call.stride_c = call.stride_d = 6;
+  call.stride_bias = 3;
+  auto ranges = GemmRanges(Gemm(1, 1, 1));  // the plain GEMM has no D and no bias
+  REQUIRE(ranges.ok());
+  CHECK(BytesOf(*ranges, "D") == -1);
+  auto lt = LtMatmulRanges(call);
+  REQUIRE(lt.ok());
+  CHECK(BytesOf(*lt, "A") == (3 * 3 + 3) * 2);  // one entry for all (batch 1)
+  CHECK(BytesOf(*lt, "B") == (4 + 4 + 8) * 2);
+  CHECK(BytesOf(*lt, "C") == (3 + 3 + 6) * 2);
+  CHECK(BytesOf(*lt, "D") == (3 + 3 + 6) * 2);
+  CHECK(BytesOf(*lt, "bias") == (3 + 3) * 2);
+  call.epilogue = CUBLASLT_EPILOGUE_RELU;  // no bias read
+  lt = LtMatmulRanges(call);
+  REQUIRE(lt.ok());
+  CHECK(BytesOf(*lt, "bias") == -1);
+}
+
+TEST_CASE("cuBLASLt matmuls outside what is forwarded are refused") {
+  auto refused = [](ipc::VendorLtMatmul call) {
+    return ResultOf(LtMatmulRanges(call).status()) == CUDA_ERROR_INVALID_VALUE;
+  };
+  CHECK(LtMatmulRanges(LtMatmul(2, 2, 2)).ok());
+  ipc::VendorLtMatmul call = LtMatmul(2, 2, 2);
+  call.epilogue = CUBLASLT_EPILOGUE_DRELU;  // a gradient epilogue: not forwarded
+  CHECK(refused(call));
+  call = LtMatmul(2, 2, 2);
+  call.batch = 3;
+  call.batch_a = 2;  // neither 1 nor D's
+  CHECK(refused(call));
+  call = LtMatmul(2, 2, 2);
+  call.scale_type = CUDA_R_64F;  // not the compute type's scalar
+  CHECK(refused(call));
+  call = LtMatmul(2, 2, 2);
+  call.ldd = 1;
+  CHECK(refused(call));
 }
 
 }  // namespace

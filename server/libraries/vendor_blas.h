@@ -17,8 +17,8 @@ namespace tally::server {
 
 class VendorBlas {
  public:
-  // libcublas.so.13 from `folder` (empty: the dynamic loader's search path), with every entry
-  // point the server calls; NotFound saying why not.
+  // libcublas.so.13 and libcublasLt.so.13 from `folder` (empty: the dynamic loader's search
+  // path), with every entry point the server calls; NotFound saying why not.
   static absl::StatusOr<std::unique_ptr<VendorBlas>> Load(const std::string& folder);
   VendorBlas(const VendorBlas&) = delete;
   VendorBlas& operator=(const VendorBlas&) = delete;
@@ -31,15 +31,20 @@ class VendorBlas {
   // Runs `call` on `stream` (a checked call: server/libraries/gemm_check.h). The dispatch
   // thread only, the device's context current on it; its handle is made at the first call.
   CUresult Gemm(CUstream stream, const ipc::VendorGemm& call);
+  // The same for a cuBLASLt matmul: descriptors made for the call, the library's first
+  // heuristic choice within the client's workspace.
+  CUresult LtMatmul(CUstream stream, const ipc::VendorLtMatmul& call);
 
  private:
   struct Entries;
-  VendorBlas(void* library, std::string path, std::unique_ptr<Entries> entries);
+  VendorBlas(void* blas, void* lt, std::string path, std::unique_ptr<Entries> entries);
 
-  void* const library_;
+  void* const blas_;
+  void* const lt_;
   const std::string path_;
   const std::unique_ptr<Entries> entries_;
-  void* handle_ = nullptr;  // cublasHandle_t
+  void* handle_ = nullptr;     // cublasHandle_t
+  void* lt_handle_ = nullptr;  // cublasLtHandle_t
 };
 
 }  // namespace tally::server

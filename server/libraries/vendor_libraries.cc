@@ -31,7 +31,8 @@ ipc::LibrarySet VendorLibraries::For(ClientPriority priority) const {
   const bool vendor = rule == LibraryKernelRule::kVendor ||
                       (rule == LibraryKernelRule::kByPriority && priority.is_set() &&
                        priority.level() >= ClientPriority::kHighLevel);
-  return vendor ? ipc::LibraryBit(ipc::Library::kCublas) : 0;
+  return vendor ? ipc::LibraryBit(ipc::Library::kCublas) | ipc::LibraryBit(ipc::Library::kCublasLt)
+                : 0;
 }
 
 VendorLibraries LoadVendorLibraries(const std::string& folder, LibraryKernelRule rule,
@@ -47,12 +48,14 @@ VendorLibraries LoadVendorLibraries(const std::string& folder, LibraryKernelRule
   }
   absl::StatusOr<std::unique_ptr<VendorBlas>> blas = VendorBlas::Load(folder);
   if (!blas.ok()) {
-    TALLY_LOG_WARN("cuBLAS calls run in Tally's kernels: the vendor library did not load: {}",
-                   std::string(blas.status().message()));
+    TALLY_LOG_WARN(
+        "cuBLAS and cuBLASLt calls run in Tally's kernels: the vendor library did not "
+        "load: {}",
+        std::string(blas.status().message()));
     return libraries;
   }
   libraries.blas = *std::move(blas);
-  TALLY_LOG_INFO("cuBLAS GEMMs of {} clients run in {} (--library-kernels {})",
+  TALLY_LOG_INFO("cuBLAS GEMMs and cuBLASLt matmuls of {} clients run in {} (--library-kernels {})",
                  rule == LibraryKernelRule::kVendor ? "all" : "high-priority",
                  libraries.blas->path(), LibraryKernelRuleName(rule));
   return libraries;

@@ -25,7 +25,7 @@ std::string_view LibraryKernelRuleName(LibraryKernelRule rule);
 absl::StatusOr<LibraryKernelRule> ParseLibraryKernelRule(std::string_view value);
 
 struct VendorLibraries {
-  std::unique_ptr<VendorBlas> blas;  // null: not loaded
+  std::unique_ptr<VendorBlas> blas;  // cuBLAS and cuBLASLt; null: not loaded
   LibraryKernelRule rule = LibraryKernelRule::kByPriority;
 
   // The libraries whose calls run in the vendor library for a client that connects with

@@ -12,7 +12,7 @@ HERE = Path(__file__).resolve().parent
 CALLS = [m.group(1) for m in re.finditer(r"^TALLY_CUDA_CALL\((\w+),",
                                          (HERE.parent.parent / "ipc/cuda_calls.def").read_text(),
                                          re.MULTILINE)]
-FIELD_BYTES = 256  # kFieldBytes
+FIELD_BYTES = 288  # kFieldBytes
 BULK_WRITE, IMAGE = len(CALLS), len(CALLS) + 1
 
 

@@ -47,7 +47,7 @@ constexpr size_t kCallCount = std::size(kCalls);
 constexpr size_t kBulkWrite = kCallCount, kImage = kCallCount + 1, kStepKinds = kCallCount + 2;
 
 // Fixed, so that seeds need not know each request's size; every request fits.
-constexpr size_t kFieldBytes = 256;
+constexpr size_t kFieldBytes = 288;
 static_assert(std::ranges::all_of(kCalls, [](const CallKind& c) { return c.size <= kFieldBytes; }));
 constexpr size_t kBulkBytes = 1 << 16;
 constexpr size_t kMaxSteps = 256;
