@@ -37,6 +37,41 @@ std::vector<int> OutputDims(const ConvolutionDescriptor& conv, const TensorDescr
   return dims;
 }
 
+kernels::TensorShape WithDepth(const kernels::TensorShape& shape) {
+  if (shape.rank != 4) return shape;
+  kernels::TensorShape lifted = shape;
+  lifted.rank = 5;
+  for (int d = 4; d > 2; --d) {
+    lifted.dims[d] = shape.dims[d - 1];
+    lifted.strides[d] = shape.strides[d - 1];
+  }
+  lifted.dims[2] = 1;
+  lifted.strides[2] = 0;  // never stepped along
+  return lifted;
+}
+
+void CheckSpatial(int64_t spatial) {
+  if (spatial != 2 && spatial != kernels::kConvolutionSpatial) {
+    RefuseUnsupported(std::to_string(spatial) + "-D convolution", CUDNN_STATUS_NOT_SUPPORTED_SHAPE);
+  }
+}
+
+void ToThreeSpatial(kernels::ConvolutionProblem& problem, int spatial) {
+  if (spatial == kernels::kConvolutionSpatial) return;
+  kernels::Convolution& conv = problem.conv;
+  for (int d = 2; d > 0; --d) {
+    conv.pad[d] = conv.pad[d - 1];
+    conv.stride[d] = conv.stride[d - 1];
+    conv.dilation[d] = conv.dilation[d - 1];
+  }
+  conv.pad[0] = 0;
+  conv.stride[0] = 1;
+  conv.dilation[0] = 1;
+  problem.x = WithDepth(problem.x);
+  problem.w = WithDepth(problem.w);
+  problem.y = WithDepth(problem.y);
+}
+
 kernels::ConvolutionProblem ProblemOf(const TensorDescriptor& x, const FilterDescriptor& w,
                                       const ConvolutionDescriptor& conv,
                                       const TensorDescriptor& y) {
@@ -47,15 +82,12 @@ kernels::ConvolutionProblem ProblemOf(const TensorDescriptor& x, const FilterDes
           "the output tensor's dimensions are not the convolution's output dimensions");
   Require(x.type == w.type && x.type == y.type, CUDNN_STATUS_BAD_PARAM,
           "the tensors and the filter differ in data type");
-  if (conv.spatial != 2) {
-    RefuseUnsupported(std::to_string(conv.spatial) + "-D convolution",
-                      CUDNN_STATUS_NOT_SUPPORTED_SHAPE);
-  }
+  CheckSpatial(conv.spatial);
   CheckComputeType(x.type, conv.compute);
   kernels::ConvolutionProblem problem;
   problem.type = ElementTypeOf(x.type);
   problem.y_type = problem.type;
-  for (int d = 0; d < 2; ++d) {
+  for (int d = 0; d < conv.spatial; ++d) {
     problem.conv.pad[d] = conv.pad[d];
     problem.conv.stride[d] = conv.stride[d];
     problem.conv.dilation[d] = conv.dilation[d];
@@ -65,6 +97,7 @@ kernels::ConvolutionProblem ProblemOf(const TensorDescriptor& x, const FilterDes
   problem.x = x.shape;
   problem.w = w.shape;
   problem.y = y.shape;
+  ToThreeSpatial(problem, conv.spatial);
   return problem;
 }
 

@@ -167,9 +167,10 @@ cudnnStatus_t cudnnConvolutionBiasActivationForward(
     const TensorDescriptor& z_tensor = FindTensor(z_desc);
     RequireSameShape(z_tensor, FindTensor(y_desc), "z and y");
     const TensorDescriptor& bias_tensor = FindTensor(bias_desc);
-    Require(bias_tensor.shape.rank == 4 && bias_tensor.shape.Elements() == problem.y.dims[1] &&
+    Require(bias_tensor.shape.rank == z_tensor.shape.rank &&
+                bias_tensor.shape.Elements() == problem.y.dims[1] &&
                 bias_tensor.shape.dims[1] == problem.y.dims[1],
-            CUDNN_STATUS_BAD_PARAM, "the bias is not 1 x K x 1 x 1");
+            CUDNN_STATUS_BAD_PARAM, "the bias is not 1 x K x 1 ... of y's rank");
     Require(bias_tensor.type == FindTensor(y_desc).type, CUDNN_STATUS_BAD_PARAM,
             "the bias's data type is not y's");
     RequireNotNull(bias, "the bias");
@@ -177,7 +178,7 @@ cudnnStatus_t cudnnConvolutionBiasActivationForward(
     epilogue.blend = {Scalar(alpha1, problem, "alpha1"), Scalar(alpha2, problem, "alpha2")};
     if (epilogue.blend.beta != 0) RequireNotNull(z, "z");
     epilogue.z = z;
-    epilogue.z_shape = z_tensor.shape;
+    epilogue.z_shape = WithDepth(z_tensor.shape);
     epilogue.bias = bias;
     epilogue.bias_stride = bias_tensor.shape.strides[1];
     epilogue.activation = ActivationFunctionOf(FindActivation(activation));

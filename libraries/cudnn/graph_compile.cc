@@ -78,9 +78,11 @@ GraphStep ConvolutionStep(Builder& builder, GraphStep::Kind kind, const BackendD
     RefuseUnsupported("a convolution of by-value tensors");
   }
   const int64_t spatial = conv.Value<int64_t>(CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS);
-  if (spatial != 2 || in.shape.rank != 4 || filter.shape.rank != 4 || out.shape.rank != 4) {
-    RefuseUnsupported("a convolution that is not 2-D", CUDNN_STATUS_NOT_SUPPORTED_SHAPE);
-  }
+  Require(in.shape.rank == spatial + 2 && filter.shape.rank == spatial + 2 &&
+              out.shape.rank == spatial + 2,
+          CUDNN_STATUS_BAD_PARAM,
+          "the tensors' dimensions are not the convolution's spatial ones and N and C");
+  CheckSpatial(spatial);
   CheckComputeType(x.Value<cudnnDataType_t>(CUDNN_ATTR_TENSOR_DATA_TYPE),
                    conv.Value<cudnnDataType_t>(CUDNN_ATTR_CONVOLUTION_COMP_TYPE));
   const std::vector<int64_t> pre = conv.Values<int64_t>(CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS);
@@ -102,7 +104,7 @@ GraphStep ConvolutionStep(Builder& builder, GraphStep::Kind kind, const BackendD
   Require(out.shape.dims[0] == in.shape.dims[0] && out.shape.dims[1] == filter.shape.dims[0] &&
               filter.shape.dims[0] % problem.conv.groups == 0,
           CUDNN_STATUS_BAD_PARAM, "the convolution's batch or channel counts disagree");
-  for (int d = 0; d < 2; ++d) {
+  for (int d = 0; d < spatial; ++d) {
     Require(pre[d] >= 0 && post[d] >= 0 && stride[d] > 0 && dilation[d] > 0,
             CUDNN_STATUS_BAD_PARAM, "a padding, stride or dilation is out of range");
     problem.conv.pad[d] = pre[d];
@@ -113,6 +115,7 @@ GraphStep ConvolutionStep(Builder& builder, GraphStep::Kind kind, const BackendD
     Require(padded >= reach && out.shape.dims[d + 2] == 1 + (padded - reach) / stride[d],
             CUDNN_STATUS_BAD_PARAM, "the output's size is not the convolution's");
   }
+  ToThreeSpatial(problem, static_cast<int>(spatial));
   step.blend = {alpha, beta};
   return step;
 }

@@ -51,13 +51,15 @@ struct ActivationFunction {
   double coef = 0;
 };
 
-// A 2-D convolution of 4-D tensors: x is N x C x H x W, w is K x C/groups x R x S (its shape's
-// strides say its layout), y is N x K x P x Q. `flip`: CUDNN_CONVOLUTION (the filter turned
-// over), else cross-correlation.
+// A convolution of 5-D tensors, three spatial dimensions (a 2-D convolution has a depth of 1):
+// x is N x C x D x H x W, w is K x C/groups x T x R x S (its shape's strides say its layout), y
+// is N x K x Z x P x Q. `flip`: CUDNN_CONVOLUTION (the filter turned over), else
+// cross-correlation.
+constexpr int kConvolutionSpatial = 3;
 struct Convolution {
-  int64_t pad[2] = {};
-  int64_t stride[2] = {1, 1};
-  int64_t dilation[2] = {1, 1};
+  int64_t pad[kConvolutionSpatial] = {};
+  int64_t stride[kConvolutionSpatial] = {1, 1, 1};
+  int64_t dilation[kConvolutionSpatial] = {1, 1, 1};
   int64_t groups = 1;
   bool flip = false;
 };
@@ -68,11 +70,11 @@ struct ConvolutionProblem {
   // (cuDNN's graphs write convolutions into f32 intermediates).
   ElementType y_type = ElementType::kF32;
   Convolution conv;
-  TensorShape x, w, y;
+  TensorShape x, w, y;  // 5-D
 };
 
-// y = act(alpha conv(x, w) + beta z + bias), z read only where beta is not 0 (it may be y
-// itself), bias (K elements, `bias_stride` apart; null for none) added per output channel.
+// y = act(alpha conv(x, w) + beta z + bias), z (5-D, as y) read only where beta is not 0 (it may
+// be y itself), bias (K elements, `bias_stride` apart; null for none) added per output channel.
 struct ForwardEpilogue {
   Blend blend;
   const void* z = nullptr;

@@ -4,7 +4,8 @@
 // pooling descriptors set and read back; convolution forward, backward data and backward filter in
 // f32 (NCHW and NHWC), f64, f16 and bf16 (padding, strides, a non-square filter, dilation, groups,
 // convolution and cross-correlation), each with the algorithm the heuristic, Find or FindEx ranks
-// first and the workspace that algorithm asks for; the bias gradient and the fused convolution,
+// first and the workspace that algorithm asks for; the same for 3-D convolutions of 5-D tensors
+// (NCDHW and NDHWC, f32, f16 and bf16); the bias gradient and the fused convolution,
 // bias and ReLU; tensor add, set and scale; activations, pooling and softmax forward and backward;
 // batch normalization training, inference and backward. An output computed with beta = 0 starts as
 // NaN (cuDNN must not read it); others blend. Then the documented statuses for bad input. Prints
@@ -453,6 +454,38 @@ struct ConvRun {
   double beta;
 };
 
+// Forward, backward data and backward filter of the convolution `d` describes, each against the
+// CPU reference: taps(fn) calls fn(x, w, y offsets) for every product; extents are x's, w's and
+// y's elements; alpha is 1.5.
+template <typename T, typename Taps>
+void CheckDirections(cudnnHandle_t handle, const ConvDescriptors& d, Search search, double beta,
+                     const std::array<size_t, 3>& extents, Taps taps, const std::string& name) {
+  const size_t x_extent = extents[0], w_extent = extents[1], y_extent = extents[2];
+  const auto x = Values<T>(x_extent, 1), w = Values<T>(w_extent, 2), dy = Values<T>(y_extent, 3);
+  const auto wide_x = Widen(x), wide_w = Widen(w), wide_dy = Widen(dy);
+  std::vector<double> y_sums(y_extent), dx_sums(x_extent), dw_sums(w_extent);
+  taps([&](size_t x_offset, size_t w_offset, size_t y_offset) {
+    y_sums[y_offset] += wide_x[x_offset] * wide_w[w_offset];
+    dx_sums[x_offset] += wide_dy[y_offset] * wide_w[w_offset];
+    dw_sums[w_offset] += wide_x[x_offset] * wide_dy[y_offset];
+  });
+  const DeviceArray<T> dev_x(x), dev_w(w), dev_dy(dy);
+  const DeviceArray<T> dev_y{std::vector<T>(y_extent)}, dev_dx{std::vector<T>(x_extent)};
+  const DeviceArray<T> dev_dw{std::vector<T>(w_extent)};
+  const Scale<T> alpha = 1.5, blend = beta;
+  CheckDirection<Forward>(handle, d, search, dev_x.get(), dev_w.get(), dev_y.get(),
+                          Before<T>(y_extent, blend, 4), alpha, blend, y_sums, name);
+  CheckDirection<BackwardData>(handle, d, search, dev_w.get(), dev_dy.get(), dev_dx.get(),
+                               Before<T>(x_extent, blend, 5), alpha, blend, dx_sums, name);
+  CheckDirection<BackwardFilter>(handle, d, search, dev_x.get(), dev_dy.get(), dev_dw.get(),
+                                 Before<T>(w_extent, blend, 6), alpha, blend, dw_sums, name);
+  CHECK_CUDNN(cudnnDestroyTensorDescriptor(d.x));
+  CHECK_CUDNN(cudnnDestroyTensorDescriptor(d.y));
+  CHECK_CUDNN(cudnnDestroyFilterDescriptor(d.w));
+  CHECK_CUDNN(cudnnDestroyConvolutionDescriptor(d.conv));
+  std::printf("%s: forward, backward data and backward filter correct\n", name.c_str());
+}
+
 template <typename T>
 void TestConvolution(cudnnHandle_t handle, const ConvRun& run) {
   const ConvProblem& p = run.problem;
@@ -473,33 +506,84 @@ void TestConvolution(cudnnHandle_t handle, const ConvRun& run) {
   }
   EXPECT(out[0] == yl.n && out[1] == yl.c && out[2] == yl.h && out[3] == yl.w);
   d.y = MakeTensor(Element<T>::kType, run.format, yl, run.api);
+  CheckDirections<T>(
+      handle, d, run.search, run.beta, {xl.Extent(), wl.Extent(), yl.Extent()},
+      [&](auto fn) { ForEachTap(p, xl, wl, yl, fn); }, name);
+}
 
-  const auto x = Values<T>(xl.Extent(), 1), w = Values<T>(wl.Extent(), 2);
-  const auto dy = Values<T>(yl.Extent(), 3);
-  const auto wide_x = Widen(x), wide_w = Widen(w), wide_dy = Widen(dy);
-  std::vector<double> y_sums(yl.Extent()), dx_sums(xl.Extent()), dw_sums(wl.Extent());
-  ForEachTap(p, xl, wl, yl, [&](size_t x_offset, size_t w_offset, size_t y_offset) {
-    y_sums[y_offset] += wide_x[x_offset] * wide_w[w_offset];
-    dx_sums[x_offset] += wide_dy[y_offset] * wide_w[w_offset];
-    dw_sums[w_offset] += wide_x[x_offset] * wide_dy[y_offset];
-  });
-  T *dev_x = ToDevice(x), *dev_w = ToDevice(w), *dev_dy = ToDevice(dy);
-  T* dev_y = ToDevice(std::vector<T>(yl.Extent()));
-  T* dev_dx = ToDevice(std::vector<T>(xl.Extent()));
-  T* dev_dw = ToDevice(std::vector<T>(wl.Extent()));
-  const Scale<T> alpha = 1.5, beta = run.beta;
-  CheckDirection<Forward>(handle, d, run.search, dev_x, dev_w, dev_y,
-                          Before<T>(yl.Extent(), beta, 4), alpha, beta, y_sums, name);
-  CheckDirection<BackwardData>(handle, d, run.search, dev_w, dev_dy, dev_dx,
-                               Before<T>(xl.Extent(), beta, 5), alpha, beta, dx_sums, name);
-  CheckDirection<BackwardFilter>(handle, d, run.search, dev_x, dev_dy, dev_dw,
-                                 Before<T>(wl.Extent(), beta, 6), alpha, beta, dw_sums, name);
-  Free({dev_x, dev_w, dev_dy, dev_y, dev_dx, dev_dw});
-  CHECK_CUDNN(cudnnDestroyTensorDescriptor(d.x));
-  CHECK_CUDNN(cudnnDestroyTensorDescriptor(d.y));
-  CHECK_CUDNN(cudnnDestroyFilterDescriptor(d.w));
-  CHECK_CUDNN(cudnnDestroyConvolutionDescriptor(d.conv));
-  std::printf("%s: forward, backward data and backward filter correct\n", name.c_str());
+// ---- 3-D convolutions ----
+
+// A 5-D tensor descriptor: NCDHW through cudnnSetTensorNdDescriptor with the layout's strides,
+// NDHWC through cudnnSetTensorNdDescriptorEx with the format (PyTorch uses both).
+cudnnTensorDescriptor_t MakeTensor5(cudnnDataType_t type, cudnnTensorFormat_t format,
+                                    const Layout5& l) {
+  cudnnTensorDescriptor_t desc = nullptr;
+  CHECK_CUDNN(cudnnCreateTensorDescriptor(&desc));
+  if (format == kNHWC) {
+    CHECK_CUDNN(cudnnSetTensorNdDescriptorEx(desc, format, type, 5, l.dims.data()));
+  } else {
+    CHECK_CUDNN(cudnnSetTensorNdDescriptor(desc, type, 5, l.dims.data(), l.strides.data()));
+  }
+  return desc;
+}
+
+cudnnFilterDescriptor_t MakeFilter5(cudnnDataType_t type, cudnnTensorFormat_t format,
+                                    const Layout5& l) {
+  cudnnFilterDescriptor_t desc = nullptr;
+  CHECK_CUDNN(cudnnCreateFilterDescriptor(&desc));
+  CHECK_CUDNN(cudnnSetFilterNdDescriptor(desc, type, format, 5, l.dims.data()));
+  return desc;
+}
+
+cudnnConvolutionDescriptor_t MakeConvolution3d(const Conv3dProblem& p, cudnnDataType_t compute,
+                                               cudnnMathType_t math) {
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  CHECK_CUDNN(cudnnCreateConvolutionDescriptor(&conv));
+  CHECK_CUDNN(cudnnSetConvolutionNdDescriptor(conv, 3, p.pad.data(), p.stride.data(),
+                                              p.dilation.data(), p.mode, compute));
+  CHECK_CUDNN(cudnnSetConvolutionGroupCount(conv, p.groups));
+  CHECK_CUDNN(cudnnSetConvolutionMathType(conv, math));
+  return conv;
+}
+
+// A 3-D convolution to run in every direction: its problem, layout (NCHW: NCDHW, NHWC: NDHWC), how
+// it finds its algorithm, and beta (alpha is 1.5).
+struct Conv3dRun {
+  const char* name;
+  Conv3dProblem problem;
+  cudnnTensorFormat_t format;
+  Search search;
+  double beta;
+};
+
+template <typename T>
+void TestConvolution3d(cudnnHandle_t handle, const Conv3dRun& run) {
+  const Conv3dProblem& p = run.problem;
+  const std::string name = std::string(Element<T>::kName) + " 3-D " + run.name;
+  const std::array<Layout5, 3> layouts = p.Layouts(run.format);
+  const Layout5 &xl = layouts[0], &wl = layouts[1], &yl = layouts[2];
+  ConvDescriptors d;
+  d.x = MakeTensor5(Element<T>::kType, run.format, xl);
+  d.w = MakeFilter5(Element<T>::kType, run.format, wl);
+  d.conv = MakeConvolution3d(p, Element<T>::kCompute, Element<T>::kMath);
+  Index5 out;
+  CHECK_CUDNN(cudnnGetConvolutionNdForwardOutputDim(d.conv, d.x, d.w, 5, out.data()));
+  EXPECT(out == yl.dims);
+  d.y = MakeTensor5(Element<T>::kType, run.format, yl);
+  CheckDirections<T>(
+      handle, d, run.search, run.beta, {xl.Extent(), wl.Extent(), yl.Extent()},
+      [&](auto fn) { ForEachTap(p, xl, wl, yl, fn); }, name);
+}
+
+// Padding, strides and dilation differing per dimension, groups, both modes, both layouts; f16
+// and bf16 too.
+void TestConvolutions3d(cudnnHandle_t handle) {
+  TestConvolution3d<float>(handle, {"NCDHW", kDeep, kNCHW, Search::kHeuristic, 0});
+  TestConvolution3d<float>(handle, {"NDHWC 2 groups, convolution mode (FindEx)", kDeepFlip, kNHWC,
+                                    Search::kFindEx, 0.5});
+  TestConvolution3d<__half>(
+      handle, {"NCDHW 2 groups, convolution mode (Find)", kDeepFlip, kNCHW, Search::kFind, 0});
+  TestConvolution3d<__nv_bfloat16>(handle, {"NDHWC", kDeep, kNHWC, Search::kHeuristic, -0.5});
 }
 
 // Every shape class in f32 NCHW; one each in NHWC and the other types.
@@ -1217,8 +1301,35 @@ void TestBadInput(cudnnHandle_t handle) {
   EXPECT(IsBadParam(cudnnConvolutionBackwardData(handle, &one, d.w, dev, y_extra_row, dev, d.conv,
                                                  CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, nullptr, 0,
                                                  &zero, d.x, dev)));
+
+  // A 3-D convolution of those 4-D tensors; a 2-D one of 5-D tensors; a 3-D one whose dy is a
+  // plane deeper than its output, or whose filter is 4-D.
+  cudnnConvolutionDescriptor_t deep =
+      MakeConvolution3d(kDeep, CUDNN_DATA_FLOAT, Element<float>::kMath);
+  int out[5];
+  EXPECT(IsBadParam(cudnnGetConvolutionNdForwardOutputDim(deep, d.x, d.w, 5, out)));
+  EXPECT(IsBadParam(cudnnConvolutionForward(handle, &one, d.x, dev, d.w, dev, deep, algo, nullptr,
+                                            0, &zero, d.y, dev)));
+  const std::array<Layout5, 3> deep_layouts = kDeep.Layouts(kNCHW);
+  cudnnTensorDescriptor_t x5 = MakeTensor5(CUDNN_DATA_FLOAT, kNCHW, deep_layouts[0]);
+  cudnnFilterDescriptor_t w5 = MakeFilter5(CUDNN_DATA_FLOAT, kNCHW, deep_layouts[1]);
+  cudnnTensorDescriptor_t y5 = MakeTensor5(CUDNN_DATA_FLOAT, kNCHW, deep_layouts[2]);
+  EXPECT(IsBadParam(cudnnConvolutionForward(handle, &one, x5, dev, w5, dev, d.conv, algo, nullptr,
+                                            0, &zero, y5, dev)));
+  Index5 deeper = deep_layouts[2].dims;
+  ++deeper[2];
+  cudnnTensorDescriptor_t y5_deeper = MakeTensor5(CUDNN_DATA_FLOAT, kNCHW, Packed5(kNCHW, deeper));
+  EXPECT(IsBadParam(cudnnConvolutionBackwardData(handle, &one, w5, dev, y5_deeper, dev, deep,
+                                                 CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, nullptr, 0,
+                                                 &zero, x5, dev)));
+  EXPECT(IsBadParam(cudnnConvolutionBackwardFilter(handle, &one, x5, dev, y5, dev, deep,
+                                                   CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1, nullptr, 0,
+                                                   &zero, d.w, dev)));
+  CHECK_CUDNN(cudnnDestroyFilterDescriptor(w5));
+  CHECK_CUDNN(cudnnDestroyConvolutionDescriptor(deep));
+
   CHECK_CUDA(cudaFree(dev));
-  for (auto desc : {bad, d.x, d.y, x_extra_channel, y_extra_row})
+  for (auto desc : {bad, d.x, d.y, x_extra_channel, y_extra_row, x5, y5, y5_deeper})
     CHECK_CUDNN(cudnnDestroyTensorDescriptor(desc));
   CHECK_CUDNN(cudnnDestroyFilterDescriptor(d.w));
   CHECK_CUDNN(cudnnDestroyConvolutionDescriptor(d.conv));
@@ -1238,6 +1349,7 @@ int main() {
   TestConvolutionDescriptors();
   TestActivationDescriptor();
   TestConvolutions(handle);
+  TestConvolutions3d(handle);
   TestBackwardBias(handle);
   TestConvolutionBiasActivation(handle);
   TestTensorOps(handle);

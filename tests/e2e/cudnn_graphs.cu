@@ -8,11 +8,13 @@
 // reference in double. Graphs: convolution forward in f32 (NCHW; channels-last strides with stride
 // 2 and alpha/beta blending; dilation 2), f16 with f32 compute, and one plan executed twice on
 // other buffers; backward data and backward filter (each convolution's graph destroyed before its
-// plan runs, as PyTorch caches only plans); the fused convolution, bias and ReLU through
-// virtual tensors; pointwise-only graphs (bias and ReLU, MUL, SUB, TANH, SIGMOID). An output
-// computed with beta = 0 starts as NaN (cuDNN must not read it). Then attributes read back from
-// finalized descriptors, and the documented statuses for bad input, checked by category. Prints
-// "CUDNN GRAPHS OK" when all passed.
+// plan runs, as PyTorch caches only plans); 3-D convolutions of 5-D tensors in every direction
+// (NCDHW and NDHWC, groups, convolution mode; f32, bf16 and f16); the fused convolution, bias and
+// ReLU through virtual tensors; pointwise-only graphs (bias and ReLU, MUL, SUB, TANH, SIGMOID). An
+// output computed with beta = 0 starts as NaN (cuDNN must not read it). Then attributes read back
+// from finalized descriptors, and the documented statuses for bad input (convolutions of tensors
+// of the wrong rank or size among them), checked by category. Prints "CUDNN GRAPHS OK" when all
+// passed.
 #include <cuda_fp16.h>
 #include <cudnn.h>
 
@@ -230,8 +232,10 @@ const ConvProblem kStrided = {2, 3, 6, 6, 4, 3, 3, 1, 1, 2, 2,   1, 1,     1,   
 const ConvProblem kDilated = {2, 3, 6, 6, 4, 3, 3, 2, 2, 1, 1,   2, 2,     1,      kCross};
 // clang-format on
 
-// A tensor descriptor as cudnn-frontend's TensorBuilder makes one (IS_VIRTUAL set only when true).
-Descriptor MakeTensor(int64_t uid, const Layout& layout, cudnnDataType_t type,
+// A tensor descriptor as cudnn-frontend's TensorBuilder makes one (IS_VIRTUAL set only when true),
+// of a 4-D Layout or a 5-D Layout5.
+template <typename AnyLayout>
+Descriptor MakeTensor(int64_t uid, const AnyLayout& layout, cudnnDataType_t type,
                       bool is_virtual = false) {
   Descriptor tensor(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
   tensor.Set(ATTR(CUDNN_ATTR_TENSOR_DATA_TYPE), CUDNN_TYPE_DATA_TYPE, type)
@@ -243,11 +247,25 @@ Descriptor MakeTensor(int64_t uid, const Layout& layout, cudnnDataType_t type,
   return std::move(tensor.Finalize());
 }
 
-// A convolution descriptor as cudnn-frontend's ConvDescBuilder makes one.
-Descriptor MakeConvolution(const ConvProblem& p, cudnnDataType_t compute) {
-  const int64_t spatial_dims = 2;
-  const std::array<int64_t, 2> pad = {p.pad_h, p.pad_w}, stride = {p.stride_h, p.stride_w};
-  const std::array<int64_t, 2> dilation = {p.dilation_h, p.dilation_w};
+// A convolution's padding, stride and dilation, one per spatial dimension.
+struct Geometry {
+  std::vector<int64_t> pad, stride, dilation;
+};
+Geometry GeometryOf(const ConvProblem& p) {
+  return {{p.pad_h, p.pad_w}, {p.stride_h, p.stride_w}, {p.dilation_h, p.dilation_w}};
+}
+Geometry GeometryOf(const Conv3dProblem& p) {
+  return {{p.pad.begin(), p.pad.end()},
+          {p.stride.begin(), p.stride.end()},
+          {p.dilation.begin(), p.dilation.end()}};
+}
+
+// A convolution descriptor as cudnn-frontend's ConvDescBuilder makes one, of a ConvProblem or a
+// Conv3dProblem.
+template <typename Problem>
+Descriptor MakeConvolution(const Problem& p, cudnnDataType_t compute) {
+  const auto [pad, stride, dilation] = GeometryOf(p);
+  const int64_t spatial_dims = static_cast<int64_t>(pad.size());
   Descriptor conv(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
   conv.Set(ATTR(CUDNN_ATTR_CONVOLUTION_COMP_TYPE), CUDNN_TYPE_DATA_TYPE, compute)
       .Set(ATTR(CUDNN_ATTR_CONVOLUTION_CONV_MODE), CUDNN_TYPE_CONVOLUTION_MODE, p.mode)
@@ -280,15 +298,17 @@ Descriptor MakePointwise(cudnnPointwiseMode_t mode) {
 // graph, declared last, is destroyed first).
 class OperationGraph {
  public:
-  cudnnBackendDescriptor_t AddTensor(int64_t uid, const Layout& layout, cudnnDataType_t type,
+  template <typename AnyLayout>
+  cudnnBackendDescriptor_t AddTensor(int64_t uid, const AnyLayout& layout, cudnnDataType_t type,
                                      bool is_virtual = false) {
     return Keep(MakeTensor(uid, layout, type, is_virtual));
   }
 
   // A convolution in `direction` of tensors x, w, y (dx, dw, dy), alpha and beta as floats (the
   // frontend's type for float compute).
+  template <typename Problem>
   void AddConvolution(const ConvDirection& direction, const cudnnBackendDescriptor_t tensors[3],
-                      const ConvProblem& p, float alpha, float beta) {
+                      const Problem& p, float alpha, float beta) {
     const cudnnBackendDescriptor_t conv = Keep(MakeConvolution(p, CUDNN_DATA_FLOAT));
     Descriptor op(direction.type);
     for (int role : {kX, kW, kY}) {
@@ -524,22 +544,30 @@ void PrintPassed(const Plan& plan) {
 
 // ---- Convolutions ----
 
-// A single-convolution graph: its problem, layout, direction, alpha and beta, and how many times
-// its plan runs (each time on new buffers, as a cached plan runs).
-struct ConvCase {
+// A single-convolution graph: its problem (a ConvProblem or a Conv3dProblem), layout (NCHW or
+// NHWC; for 3-D, NCDHW or NDHWC), direction, alpha and beta, and how many times its plan runs
+// (each time on new buffers, as a cached plan runs).
+template <typename Problem>
+struct ConvCaseOf {
   const char* name;
-  ConvProblem problem;
+  Problem problem;
   cudnnTensorFormat_t format;
   const ConvDirection* direction;
   float alpha, beta;
   int runs;
 };
+using ConvCase = ConvCaseOf<ConvProblem>;
+using Conv3dCase = ConvCaseOf<Conv3dProblem>;
+
+// The layouts of x, w and y of a problem.
+template <typename Problem>
+using LayoutsOf = decltype(std::declval<Problem>().Layouts(kNCHW));
 
 // One execution of the plan on new buffers made from `seed`: the output starts as Before (NaN
 // where beta = 0) and must come out as alpha * sums + beta * before.
-template <typename T>
-void RunConvolution(cudnnHandle_t handle, const Plan& plan, const ConvCase& c,
-                    const std::array<Layout, 3>& layouts, int seed) {
+template <typename T, typename Problem>
+void RunConvolution(cudnnHandle_t handle, const Plan& plan, const ConvCaseOf<Problem>& c,
+                    const LayoutsOf<Problem>& layouts, int seed) {
   const Role out = c.direction->output;
   std::array<std::vector<T>, 3> host;
   std::array<std::vector<double>, 3> wide, sums;
@@ -565,9 +593,9 @@ void RunConvolution(cudnnHandle_t handle, const Plan& plan, const ConvCase& c,
 
 // The plan for the case's graph. The graph and every descriptor in it are destroyed on return,
 // before the plan runs: PyTorch keeps only the plan in its cache.
-template <typename T>
-Plan PlanConvolution(cudnnHandle_t handle, const ConvCase& c,
-                     const std::array<Layout, 3>& layouts) {
+template <typename T, typename Problem>
+Plan PlanConvolution(cudnnHandle_t handle, const ConvCaseOf<Problem>& c,
+                     const LayoutsOf<Problem>& layouts) {
   OperationGraph graph;
   cudnnBackendDescriptor_t tensors[3];
   for (int role : {kX, kW, kY}) {
@@ -578,10 +606,10 @@ Plan PlanConvolution(cudnnHandle_t handle, const ConvCase& c,
   return BuildPlan(handle, graph, Element<T>::kType);
 }
 
-template <typename T>
-void TestConvolution(cudnnHandle_t handle, const ConvCase& c) {
+template <typename T, typename Problem>
+void TestConvolution(cudnnHandle_t handle, const ConvCaseOf<Problem>& c) {
   g_what = std::string(Element<T>::kName) + " " + c.name + ", " + c.direction->name;
-  const std::array<Layout, 3> layouts = c.problem.Layouts(c.format);
+  const LayoutsOf<Problem> layouts = c.problem.Layouts(c.format);
   const Plan plan = PlanConvolution<T>(handle, c, layouts);
   for (int run = 0; run < c.runs; ++run) RunConvolution<T>(handle, plan, c, layouts, 10 * run);
   PrintPassed(plan);
@@ -600,8 +628,27 @@ void TestConvolutions(cudnnHandle_t handle) {
   };
   // clang-format on
   for (const ConvCase& c : f32_cases) TestConvolution<float>(handle, c);
-  TestConvolution<__half>(handle,
-                          {"NCHW 3x3 pad 1, f32 compute", kPlain, nchw, &kForward, 1, 0, 1});
+  TestConvolution<__half>(
+      handle, ConvCase{"NCHW 3x3 pad 1, f32 compute", kPlain, nchw, &kForward, 1, 0, 1});
+}
+
+// 3-D convolutions (5-D tensors), as PyTorch's nn.Conv3d runs them by default.
+void TestConvolutions3d(cudnnHandle_t handle) {
+  const cudnnTensorFormat_t ncdhw = kNCHW, ndhwc = kNHWC;
+  // clang-format off
+  const Conv3dCase f32_cases[] = {
+      {"3-D NCDHW, one plan run twice",            kDeep, ncdhw, &kForward,            1,   0,   2},
+      {"3-D NDHWC 2 groups, convolution, blended", kDeepFlip, ndhwc, &kForward,        1.5, 0.5, 1},
+      {"3-D NCDHW",                                kDeep, ncdhw, &kBackwardData,       1,   0,   1},
+      {"3-D NDHWC 2 groups, convolution",          kDeepFlip, ndhwc, &kBackwardData,   1,   0,   1},
+      {"3-D NCDHW, blended",                       kDeep, ncdhw, &kBackwardFilter,     1.5, 0.5, 1},
+      {"3-D NDHWC 2 groups, convolution",          kDeepFlip, ndhwc, &kBackwardFilter, 1,   0,   1},
+  };
+  // clang-format on
+  for (const Conv3dCase& c : f32_cases) TestConvolution<float>(handle, c);
+  TestConvolution<__nv_bfloat16>(handle, Conv3dCase{"3-D NDHWC", kDeep, ndhwc, &kForward, 1, 0, 1});
+  TestConvolution<__half>(
+      handle, Conv3dCase{"3-D NCDHW 2 groups", kDeepFlip, ncdhw, &kBackwardData, 1, 0, 1});
 }
 
 // y = relu(conv(x, w) + b), b 1 x K x 1 x 1, through two virtual f32 tensors: the pattern of the
@@ -909,6 +956,50 @@ void TestBadDescriptors() {
   std::printf("bad input: incomplete, finalized and null descriptors, wrong attribute types\n");
 }
 
+// Finalizing Tally's engine (global index 0) for the graph: where it compiles the graph.
+cudnnStatus_t TryEngine(const OperationGraph& graph) {
+  Descriptor engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+  const cudnnBackendDescriptor_t graph_desc = graph.get();
+  const int64_t index = 0;
+  cudnnStatus_t status = cudnnBackendSetAttribute(engine.get(), CUDNN_ATTR_ENGINE_OPERATION_GRAPH,
+                                                  CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph_desc);
+  if (status == CUDNN_STATUS_SUCCESS) {
+    status = cudnnBackendSetAttribute(engine.get(), CUDNN_ATTR_ENGINE_GLOBAL_INDEX,
+                                      CUDNN_TYPE_INT64, 1, &index);
+  }
+  return status == CUDNN_STATUS_SUCCESS ? cudnnBackendFinalize(engine.get()) : status;
+}
+
+// The engine for the graph of one forward convolution of `p` over tensors in `layouts`.
+template <typename Problem, typename Layouts>
+cudnnStatus_t TryConvolutionEngine(cudnnHandle_t handle, const Problem& p, const Layouts& layouts) {
+  OperationGraph graph;
+  cudnnBackendDescriptor_t tensors[3];
+  for (int role : {kX, kW, kY}) {
+    tensors[role] = graph.AddTensor(kConvUids[role], layouts[role], CUDNN_DATA_FLOAT);
+  }
+  graph.AddConvolution(kForward, tensors, p, 1, 0);
+  graph.Finalize(handle);
+  return TryEngine(graph);
+}
+
+// Convolutions whose tensors do not fit: a 3-D one of 4-D tensors, a 2-D one of 5-D tensors, a
+// 3-D one whose y is a plane deeper than its output.
+void TestBadConvolutions(cudnnHandle_t handle) {
+  g_what = "bad input: convolutions";
+  if (TryConvolutionEngine(handle, kDeep, kDeep.Layouts(kNCHW)) != CUDNN_STATUS_SUCCESS) {
+    Fail("the fitting 3-D convolution of the bad-input checks does not compile");
+  }
+  EXPECT_STATUS(TryConvolutionEngine(handle, kDeep, kPlain.Layouts(kNCHW)), IsBadParam);
+  EXPECT_STATUS(TryConvolutionEngine(handle, kPlain, kDeep.Layouts(kNCHW)), IsBadParam);
+  std::array<Layout5, 3> deeper = kDeep.Layouts(kNCHW);
+  Index5 dims = deeper[kY].dims;
+  ++dims[2];
+  deeper[kY] = Packed5(kNCHW, dims);
+  EXPECT_STATUS(TryConvolutionEngine(handle, kDeep, deeper), IsBadParam);
+  std::printf("bad input: convolutions of tensors of the wrong rank or size\n");
+}
+
 // Executions refused before anything runs: a variant pack without one of the graph's tensors, one
 // not finalized, no plan at all.
 void TestBadExecution(cudnnHandle_t handle) {
@@ -948,10 +1039,12 @@ int main() {
   cudnnHandle_t handle = HandleOnOwnStream();
   std::printf("cuDNN %zu: backend API\n", cudnnGetVersion());
   TestConvolutions(handle);
+  TestConvolutions3d(handle);
   TestConvolutionBiasRelu(handle);
   TestPointwiseGraphs(handle);
   TestIntrospection(handle);
   TestBadDescriptors();
+  TestBadConvolutions(handle);
   TestBadExecution(handle);
   DestroyHandleAndStream(handle);
   std::printf("CUDNN GRAPHS OK\n");

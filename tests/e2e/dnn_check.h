@@ -3,9 +3,9 @@
 // CHECK_CUDNN and Fail (naming the check under way, g_what, where the program sets one), a handle
 // on a stream of its own, cuDNN 9's status categories, each element type's cuDNN names and
 // tolerance, inputs off the activations' kinks, outputs that start as NaN where beta = 0 and
-// cuDNN's alpha/beta blend, device buffers checked against a reference, packed 4-D layouts (NCHW,
-// NHWC), and the CPU reference of a 4-D convolution (padding, strides, dilation, groups, either
-// mode) for all three directions.
+// cuDNN's alpha/beta blend, device buffers checked against a reference, packed 4-D and 5-D layouts
+// (NCHW, NHWC; NCDHW, NDHWC), and the CPU reference of a 2-D and a 3-D convolution (padding,
+// strides, dilation, groups, either mode) for all three directions.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -233,6 +233,61 @@ void ForEachElement(const Layout& l, Fn fn) {
         for (int w = 0; w < l.w; ++w) fn(n, c, h, w, l.At(n, c, h, w));
 }
 
+// A 5-D tensor's dimensions and strides in elements (n, c, d, h, w; a filter's k, c, t, r, s), in
+// that order whatever the layout.
+using Index5 = std::array<int, 5>;
+struct Layout5 {
+  Index5 dims, strides;
+
+  size_t At(const Index5& index) const {
+    size_t offset = 0;
+    for (int d = 0; d < 5; ++d) offset += static_cast<size_t>(index[d]) * strides[d];
+    return offset;
+  }
+  size_t Extent() const {
+    Index5 last;
+    for (int d = 0; d < 5; ++d) last[d] = dims[d] - 1;
+    return At(last) + 1;
+  }
+  std::array<int64_t, 5> Dims() const { return {dims[0], dims[1], dims[2], dims[3], dims[4]}; }
+  std::array<int64_t, 5> Strides() const {
+    return {strides[0], strides[1], strides[2], strides[3], strides[4]};
+  }
+};
+
+// The packed layout in that format: NCDHW, or NDHWC (filters KTRSC).
+inline Layout5 Packed5(cudnnTensorFormat_t format, const Index5& dims) {
+  Layout5 l{dims, {}};
+  // The dimensions from the fastest.
+  const Index5 order = format == kNHWC ? Index5{1, 4, 3, 2, 0} : Index5{4, 3, 2, 1, 0};
+  int stride = 1;
+  for (int d : order) {
+    l.strides[d] = stride;
+    stride *= dims[d];
+  }
+  return l;
+}
+
+// A 4-D layout as 5-D with a depth of 1.
+inline Layout5 WithDepth(const Layout& l) {
+  return {{l.n, l.c, 1, l.h, l.w}, {l.n_stride, l.c_stride, 0, l.h_stride, l.w_stride}};
+}
+
+// fn(index) for every index of the layout's dimensions.
+template <typename Fn>
+void ForEachIndex(const Layout5& l, Fn fn) {
+  const int count = l.dims[0] * l.dims[1] * l.dims[2] * l.dims[3] * l.dims[4];
+  for (int i = 0; i < count; ++i) {
+    Index5 index;
+    int rest = i;
+    for (int d = 4; d >= 0; --d) {
+      index[d] = rest % l.dims[d];
+      rest /= l.dims[d];
+    }
+    fn(index);
+  }
+}
+
 // ---- Convolutions ----
 
 constexpr cudnnConvolutionMode_t kCross = CUDNN_CROSS_CORRELATION;
@@ -255,26 +310,74 @@ struct ConvProblem {
   }
 };
 
+// One 3-D convolution: x is n x c x in (depth, height, width), the filter k x (c / groups) x
+// filter, the same padding before and after.
+struct Conv3dProblem {
+  int n, c, k;
+  std::array<int, 3> in, filter, pad, stride, dilation;
+  int groups;
+  cudnnConvolutionMode_t mode;
+
+  // The output's size along spatial dimension d, as cuDNN documents it.
+  int Out(int d) const {
+    return 1 + (in[d] + 2 * pad[d] - ((filter[d] - 1) * dilation[d] + 1)) / stride[d];
+  }
+  // The packed layouts of x, the filter and y in that format, in that order.
+  std::array<Layout5, 3> Layouts(cudnnTensorFormat_t format) const {
+    return {Packed5(format, {n, c, in[0], in[1], in[2]}),
+            Packed5(format, {k, c / groups, filter[0], filter[1], filter[2]}),
+            Packed5(format, {n, k, Out(0), Out(1), Out(2)})};
+  }
+};
+
+// The 3-D convolutions the programs check, small for the emulated GPU: padding, strides and
+// dilation differing per dimension; two groups and convolution mode.
+// clang-format off
+//                                       n  c  k  in         filter     pad        stride     dilation   groups mode
+inline const Conv3dProblem kDeep     = {2, 2, 3, {3, 4, 5}, {2, 3, 2}, {1, 1, 0}, {1, 2, 1}, {1, 1, 2}, 1,     kCross};
+inline const Conv3dProblem kDeepFlip = {1, 4, 4, {4, 3, 4}, {3, 2, 2}, {1, 0, 1}, {2, 1, 1}, {1, 2, 1}, 2,     kFlip};
+// clang-format on
+
 // Calls fn(x offset, w offset, y offset) for every product of the convolution: forward sums x * w
 // into y, backward data dy * w into dx, backward filter x * dy into dw. CUDNN_CONVOLUTION flips
 // the filter, CUDNN_CROSS_CORRELATION does not; padding contributes nothing.
 template <typename Fn>
-void ForEachTap(const ConvProblem& p, const Layout& x, const Layout& w, const Layout& y, Fn fn) {
+void ForEachTap(const Conv3dProblem& p, const Layout5& x, const Layout5& w, const Layout5& y,
+                Fn fn) {
   const int group_c = p.c / p.groups, group_k = p.k / p.groups;
-  ForEachElement(y, [&](int n, int k, int oh, int ow, size_t y_offset) {
-    const int first_c = k / group_k * group_c;
+  const int taps = p.filter[0] * p.filter[1] * p.filter[2];
+  ForEachIndex(y, [&](const Index5& out) {
+    const int k = out[1];
     for (int gc = 0; gc < group_c; ++gc) {
-      for (int r = 0; r < p.r; ++r) {
-        const int ih = oh * p.stride_h - p.pad_h + r * p.dilation_h;
-        if (ih < 0 || ih >= p.h) continue;
-        for (int s = 0; s < p.s; ++s) {
-          const int iw = ow * p.stride_w - p.pad_w + s * p.dilation_w;
-          if (iw < 0 || iw >= p.w) continue;
-          const int fr = p.mode == kFlip ? p.r - 1 - r : r;
-          const int fs = p.mode == kFlip ? p.s - 1 - s : s;
-          fn(x.At(n, first_c + gc, ih, iw), w.At(k, gc, fr, fs), y_offset);
+      for (int tap = 0; tap < taps; ++tap) {
+        Index5 in = {out[0], k / group_k * group_c + gc}, at = {k, gc};
+        bool inside = true;
+        int rest = tap;
+        for (int d = 2; d >= 0; --d) {
+          const int t = rest % p.filter[d];
+          rest /= p.filter[d];
+          in[d + 2] = out[d + 2] * p.stride[d] - p.pad[d] + t * p.dilation[d];
+          at[d + 2] = p.mode == kFlip ? p.filter[d] - 1 - t : t;
+          inside = inside && in[d + 2] >= 0 && in[d + 2] < p.in[d];
         }
+        if (inside) fn(x.At(in), w.At(at), y.At(out));
       }
     }
   });
+}
+
+// The 2-D convolution's products: the 3-D convolution of depth 1.
+template <typename Fn>
+void ForEachTap(const ConvProblem& p, const Layout& x, const Layout& w, const Layout& y, Fn fn) {
+  const Conv3dProblem deep = {p.n,
+                              p.c,
+                              p.k,
+                              {1, p.h, p.w},
+                              {1, p.r, p.s},
+                              {0, p.pad_h, p.pad_w},
+                              {1, p.stride_h, p.stride_w},
+                              {1, p.dilation_h, p.dilation_w},
+                              p.groups,
+                              p.mode};
+  ForEachTap(deep, WithDepth(x), WithDepth(w), WithDepth(y), fn);
 }
