@@ -1,5 +1,5 @@
-// cuDNN's RNN, RNN data and dropout descriptors, and the sizes and weight addresses they give:
-// create, set, get, destroy, cudnnGetRNNWeightSpaceSize, cudnnGetRNNTempSpaceSizes,
+// cuDNN's RNN and RNN data descriptors, and the sizes and weight addresses they give: create,
+// set, get, destroy, cudnnGetRNNWeightSpaceSize, cudnnGetRNNTempSpaceSizes,
 // cudnnGetRNNWeightParams.
 #include <algorithm>
 #include <cstring>
@@ -192,15 +192,6 @@ void TempSpaceSizes(cudnnHandle_t handle, cudnnRNNDescriptor_t desc, cudnnForwar
   PutIfWanted(reserve, training ? spaces.forward_kept + spaces.gradients_kept : size_t{0});
 }
 
-void SetDropout(cudnnDropoutDescriptor_t desc, cudnnHandle_t handle, float probability,
-                void* states, size_t states_bytes, unsigned long long seed) {
-  DropoutDescriptor& dropout = Live<DropoutDescriptor>::Find(desc);
-  FindHandle(handle);
-  Require(probability >= 0 && probability < 1, CUDNN_STATUS_BAD_PARAM,
-          "the dropout probability is not in [0, 1)");
-  dropout = {true, probability, states, states_bytes, seed};
-}
-
 }  // namespace
 }  // namespace tally::libraries::cudnn
 
@@ -341,49 +332,6 @@ cudnnStatus_t cudnnGetRNNDataDescriptor(cudnnRNNDataDescriptor_t desc, cudnnData
                                         int* width, int requested, int lengths[], void* fill) {
   return CudnnCall(__func__, [&] {
     GetData(desc, type, layout, max_steps, batch, width, requested, lengths, fill);
-  });
-}
-
-cudnnStatus_t cudnnCreateDropoutDescriptor(cudnnDropoutDescriptor_t* desc) {
-  return Live<DropoutDescriptor>::CreateEntry(__func__, desc);
-}
-
-cudnnStatus_t cudnnDestroyDropoutDescriptor(cudnnDropoutDescriptor_t desc) {
-  return Live<DropoutDescriptor>::DestroyEntry(__func__, desc);
-}
-
-// Tally's kernels keep no random generator states: they need no bytes.
-cudnnStatus_t cudnnDropoutGetStatesSize(cudnnHandle_t handle, size_t* size) {
-  return CudnnCall(__func__, [&] {
-    FindHandle(handle);
-    RequireNotNull(size, "the size pointer");
-    *size = 0;
-  });
-}
-
-cudnnStatus_t cudnnSetDropoutDescriptor(cudnnDropoutDescriptor_t desc, cudnnHandle_t handle,
-                                        float probability, void* states, size_t states_bytes,
-                                        unsigned long long seed) {
-  return CudnnCall(__func__,
-                   [&] { SetDropout(desc, handle, probability, states, states_bytes, seed); });
-}
-
-cudnnStatus_t cudnnRestoreDropoutDescriptor(cudnnDropoutDescriptor_t desc, cudnnHandle_t handle,
-                                            float probability, void* states, size_t states_bytes,
-                                            unsigned long long seed) {
-  return CudnnCall(__func__,
-                   [&] { SetDropout(desc, handle, probability, states, states_bytes, seed); });
-}
-
-cudnnStatus_t cudnnGetDropoutDescriptor(cudnnDropoutDescriptor_t desc, cudnnHandle_t handle,
-                                        float* probability, void** states,
-                                        unsigned long long* seed) {
-  return CudnnCall(__func__, [&] {
-    const DropoutDescriptor& dropout = FindDropout(desc);
-    FindHandle(handle);
-    PutIfWanted(probability, dropout.probability);
-    PutIfWanted(states, dropout.states);
-    PutIfWanted(seed, dropout.seed);
   });
 }
 
