@@ -46,7 +46,6 @@ void SetRnn(cudnnRNNDescriptor_t desc, RnnDescriptor settings) {
           "the projection size is not in [1, hidden size]");
   Require(settings.projection == settings.hidden || settings.cell == CUDNN_LSTM,
           CUDNN_STATUS_BAD_PARAM, "only LSTM cells have a recurrent projection");
-  if (settings.projection != settings.hidden) RefuseUnsupported("LSTM recurrent projection");
   if (settings.input == CUDNN_SKIP_INPUT) RefuseUnsupported("CUDNN_SKIP_INPUT");
   if (settings.dropout != nullptr) Live<DropoutDescriptor>::Find(settings.dropout);
   settings.set = true;
@@ -140,13 +139,19 @@ ParameterPlace PlaceOf(const kernels::RnnProblem& problem, int32_t p, int32_t id
   Require((id >= 0 && id < 2 * gates) || projection, CUDNN_STATUS_BAD_PARAM,
           "the linear layer ID is out of range for the cell");
   ParameterPlace place;
-  if (projection) return place;  // no projection (the projection size is the hidden size)
   const int64_t layer = p / problem.directions, H = problem.hidden;
   const int64_t base = problem.PseudoLayerOffset(p);
+  if (projection) {  // projection x hidden, no bias; none where the projection size is H
+    if (!problem.Projected()) return place;
+    place.rows = problem.projection;
+    place.columns = H;
+    place.matrix_offset = base + problem.ProjectionOffset(layer);
+    return place;
+  }
   const bool input = id < gates;
   const int64_t gate = input ? id : id - gates;
   place.rows = H;
-  place.columns = input ? problem.InputWidth(layer) : H;
+  place.columns = input ? problem.InputWidth(layer) : problem.projection;
   place.matrix_offset = base + (input ? 0 : problem.RecurrentMatricesOffset(layer)) +
                         gate * place.rows * place.columns;
   if (input ? problem.input_bias : problem.recurrent_bias) {
@@ -189,7 +194,7 @@ void TempSpaceSizes(cudnnHandle_t handle, cudnnRNNDescriptor_t desc, cudnnForwar
   const kernels::RnnSpaces spaces = kernels::SpacesOf(problem, ComputeBytes(rnn));
   const bool training = mode == CUDNN_FWD_MODE_TRAINING;
   PutIfWanted(workspace, spaces.workspace + (training ? 0 : spaces.forward_kept));
-  PutIfWanted(reserve, training ? spaces.forward_kept + spaces.gradients_kept : size_t{0});
+  PutIfWanted(reserve, training ? spaces.Reserve() : size_t{0});
 }
 
 }  // namespace
