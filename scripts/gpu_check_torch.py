@@ -15,8 +15,8 @@
   gpu_check_torch.py transformer a transformer block (linear layers, scaled dot-product
                                  attention, LayerNorm) the same way: f32 forward and backward
                                  against the CPU, then forward under bf16 autocast
-  gpu_check_torch.py rnn         two-layer bidirectional nn.LSTM and nn.GRU (cuDNN's RNN
-                                 functions) with a linear head, the same way
+  gpu_check_torch.py rnn         two-layer bidirectional nn.LSTM (also with proj_size) and nn.GRU
+                                 (cuDNN's RNN functions) with a linear head, the same way
 Exit status 0 when the check holds; the last line says what was measured.
 """
 import sys
@@ -195,18 +195,20 @@ def transformer():
 
 
 class Recurrent(torch.nn.Module):
-    def __init__(self, cell):
+    def __init__(self, cell, **options):
         super().__init__()
-        self.rnn = cell(16, 24, num_layers=2, bidirectional=True, batch_first=True)
-        self.head = torch.nn.Linear(48, 8)
+        self.rnn = cell(16, 24, num_layers=2, bidirectional=True, batch_first=True, **options)
+        self.head = torch.nn.Linear(2 * options.get("proj_size", 24), 8)
 
     def forward(self, x):
         return self.head(self.rnn(x)[0])
 
 
 def rnn():
-    for name, cell in (("lstm", torch.nn.LSTM), ("gru", torch.nn.GRU)):
-        check_model(name, lambda: Recurrent(cell),
+    for name, cell, options in (("lstm", torch.nn.LSTM, {}),
+                                ("lstm-proj", torch.nn.LSTM, {"proj_size": 12}),
+                                ("gru", torch.nn.GRU, {})):
+        check_model(name, lambda: Recurrent(cell, **options),
                     lambda: (torch.randn(4, 12, 16), torch.randn(4, 12, 8)))
 
 

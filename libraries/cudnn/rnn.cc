@@ -38,6 +38,7 @@ kernels::RnnProblem ProblemOf(const RnnDescriptor& rnn) {
   problem.cell = CellOf(rnn.cell);
   problem.input_size = rnn.input_size;
   problem.hidden = rnn.hidden;
+  problem.projection = rnn.projection;
   problem.layers = rnn.layers;
   problem.directions = rnn.direction == CUDNN_BIDIRECTIONAL ? 2 : 1;
   problem.input_bias = rnn.bias == CUDNN_RNN_DOUBLE_BIAS || rnn.bias == CUDNN_RNN_SINGLE_INP_BIAS;

@@ -14,8 +14,8 @@
 
 namespace tally::libraries::cudnn {
 
-// The probability and the states of the dropout between layers: states are the application's
-// memory, kept as given (Tally's kernels keep no random generator state in them).
+// A dropout's probability and states: the states are the application's device memory, which holds
+// the random stream's seed and position (kernels/dropout_bits.h).
 struct DropoutDescriptor {
   static constexpr const char* kName = "the dropout descriptor";
   bool set = false;

@@ -1,6 +1,8 @@
 // cuDNN's RNN computations: cudnnRNNForward, cudnnRNNBackwardData_v8,
 // cudnnRNNBackwardWeights_v8, on Tally's kernels (rnn_kernels.h). The sequence lengths come from
-// the data descriptors (devSeqLengths, their device copy, may be null: frameworks pass none).
+// the data descriptors (devSeqLengths, their device copy, may be null: frameworks pass none). A
+// training pass with dropout between layers draws its masks into the reserve space, where the
+// backward calls find them.
 #include <initializer_list>
 #include <string>
 #include <vector>
@@ -17,14 +19,15 @@ kernels::RnnProblem CheckSequences(const RnnDescriptor& rnn, const RnnDataDescri
   Require(y.type == x.type && y.layout == x.layout && y.max_steps == x.max_steps &&
               y.batch == x.batch && y.lengths == x.lengths,
           CUDNN_STATUS_BAD_PARAM, "the output sequences are not the input's");
-  Require(y.width == problem.directions * problem.hidden, CUDNN_STATUS_BAD_PARAM,
-          "the output's vector size is not the directions times the hidden size");
+  Require(y.width == problem.directions * problem.projection, CUDNN_STATUS_BAD_PARAM,
+          "the output's vector size is not the directions times the projection size (the hidden "
+          "size without a projection)");
   return problem;
 }
 
-// A state tensor (h or c) where one of `tensors` is given: pseudo-layers x batch x hidden,
-// packed, any further dimensions 1.
-void CheckState(const RnnDescriptor& rnn, const kernels::RnnProblem& problem,
+// A state tensor where one of `tensors` is given: pseudo-layers x batch x `width` (h: the
+// projection size; c: the hidden size), packed, any further dimensions 1.
+void CheckState(const RnnDescriptor& rnn, const kernels::RnnProblem& problem, int64_t width,
                 cudnnTensorDescriptor_t desc, std::initializer_list<const void*> tensors,
                 const char* what) {
   bool given = false;
@@ -32,16 +35,26 @@ void CheckState(const RnnDescriptor& rnn, const kernels::RnnProblem& problem,
   if (!given) return;
   const TensorDescriptor& state = FindTensor(desc);
   const kernels::TensorShape& s = state.shape;
-  const int64_t B = problem.batch, H = problem.hidden;
+  const int64_t B = problem.batch;
   bool fits = state.type == rnn.type && s.rank >= 3 && s.dims[0] == problem.PseudoLayers() &&
-              s.dims[1] == B && s.dims[2] == H && s.strides[0] == B * H && s.strides[1] == H &&
-              s.strides[2] == 1;
+              s.dims[1] == B && s.dims[2] == width && s.strides[0] == B * width &&
+              s.strides[1] == width && s.strides[2] == 1;
   for (int d = 3; d < s.rank; ++d) fits = fits && s.dims[d] == 1;
   if (!fits) {
-    Refuse(
-        CUDNN_STATUS_BAD_PARAM,
-        std::string(what) +
-            " is not a packed (layers x directions) x batch x hidden tensor of the network's type");
+    Refuse(CUDNN_STATUS_BAD_PARAM,
+           std::string(what) +
+               " is not a packed (layers x directions) x batch x width tensor of the network's "
+               "type");
+  }
+}
+
+// The h and c tensors where any of theirs is given.
+void CheckStates(const RnnDescriptor& rnn, const kernels::RnnProblem& problem,
+                 cudnnTensorDescriptor_t h_desc, std::initializer_list<const void*> h_tensors,
+                 cudnnTensorDescriptor_t c_desc, std::initializer_list<const void*> c_tensors) {
+  CheckState(rnn, problem, problem.projection, h_desc, h_tensors, "the hidden state descriptor");
+  if (problem.cell == kernels::RnnCell::kLstm) {
+    CheckState(rnn, problem, problem.hidden, c_desc, c_tensors, "the cell state descriptor");
   }
 }
 
@@ -69,18 +82,30 @@ kernels::RnnSpacePointers CheckSpaces(const RnnDescriptor& rnn, const kernels::R
   if (!training) {
     return {given.weights, given.workspace, static_cast<char*>(given.workspace) + spaces.workspace};
   }
-  Require(given.reserve_bytes >= spaces.forward_kept + spaces.gradients_kept,
-          CUDNN_STATUS_BAD_PARAM,
+  Require(given.reserve_bytes >= spaces.Reserve(), CUDNN_STATUS_BAD_PARAM,
           "the reserve space is smaller than cudnnGetRNNTempSpaceSizes says for training");
   RequireNotNull(given.reserve, "the reserve space");
-  return {given.weights, given.workspace, given.reserve};
+  auto* reserve = static_cast<uint8_t*>(given.reserve);
+  uint8_t* masks =
+      problem.dropout > 0 ? reserve + spaces.forward_kept + spaces.gradients_kept : nullptr;
+  return {given.weights, given.workspace, reserve, masks};
 }
 
-// Dropout between layers is not written yet (a single layer has none).
-void RequireNoDropout(const RnnDescriptor& rnn) {
-  if (rnn.layers < 2 || rnn.dropout == nullptr) return;
+// The dropout between the layers of a training pass: its descriptor where it drops anything
+// (several layers, a probability above 0), else null.
+const DropoutDescriptor* DropoutBetweenLayers(const RnnDescriptor& rnn) {
+  if (rnn.layers < 2 || rnn.dropout == nullptr) return nullptr;
   const DropoutDescriptor& dropout = Live<DropoutDescriptor>::Find(rnn.dropout);
-  if (dropout.set && dropout.probability > 0) RefuseUnsupported("dropout between RNN layers");
+  return dropout.set && dropout.probability > 0 ? &dropout : nullptr;
+}
+
+// The network with the dropout between its layers: for a training pass, and for the backward
+// calls after one (which find its masks).
+kernels::RnnProblem WithDropout(const RnnDescriptor& rnn, kernels::RnnProblem problem) {
+  if (const DropoutDescriptor* dropout = DropoutBetweenLayers(rnn)) {
+    problem.dropout = dropout->probability;
+  }
+  return problem;
 }
 
 kernels::RnnSequences SequencesOf(const std::vector<int64_t>& table, const void* in, void* out) {
@@ -102,15 +127,17 @@ void Forward(cudnnHandle_t handle, cudnnRNNDescriptor_t desc, cudnnForwardMode_t
   const bool training = mode == CUDNN_FWD_MODE_TRAINING;
   const RnnDataDescriptor& x_data = FindRnnData(x_desc);
   const RnnDataDescriptor& y_data = FindRnnData(y_desc);
-  const kernels::RnnProblem problem = CheckSequences(rnn, x_data, y_data);
+  kernels::RnnProblem problem = CheckSequences(rnn, x_data, y_data);
   RequireNotNull(x, "x");
   RequireNotNull(y, "y");
   const bool lstm = problem.cell == kernels::RnnCell::kLstm;
-  CheckState(rnn, problem, h_desc, {hx, hy}, "the hidden state descriptor");
-  if (lstm) CheckState(rnn, problem, c_desc, {cx, cy}, "the cell state descriptor");
-  if (training) RequireNoDropout(rnn);
-  const std::vector<int64_t> table = SequenceTable(x_data);
+  CheckStates(rnn, problem, h_desc, {hx, hy}, c_desc, {cx, cy});
   kernels::RnnForwardCall call;
+  if (training) {  // inference drops nothing
+    problem = WithDropout(rnn, problem);
+    if (problem.dropout > 0) call.dropout_states = DropoutBetweenLayers(rnn)->states;
+  }
+  const std::vector<int64_t> table = SequenceTable(x_data);
   call.data = SequencesOf(table, x, y);
   call.data.fill_padding = y_data.has_fill;
   if (y_data.has_fill) call.data.padding = ReadHostElement(y_data.fill.data(), problem.type);
@@ -130,12 +157,12 @@ void BackwardData(cudnnHandle_t handle, cudnnRNNDescriptor_t desc, cudnnRNNDataD
   const Handle& live = FindHandle(handle);
   const RnnDescriptor& rnn = FindRnn(desc);
   const RnnDataDescriptor& x_data = FindRnnData(x_desc);
-  const kernels::RnnProblem problem = CheckSequences(rnn, x_data, FindRnnData(y_desc));
+  const kernels::RnnProblem problem =
+      WithDropout(rnn, CheckSequences(rnn, x_data, FindRnnData(y_desc)));
   RequireNotNull(dy, "dy");
   RequireNotNull(dx, "dx");
   const bool lstm = problem.cell == kernels::RnnCell::kLstm;
-  CheckState(rnn, problem, h_desc, {hx, dhy, dhx}, "the hidden state descriptor");
-  if (lstm) CheckState(rnn, problem, c_desc, {cx, dcy, dcx}, "the cell state descriptor");
+  CheckStates(rnn, problem, h_desc, {hx, dhy, dhx}, c_desc, {cx, dcy, dcx});
   const std::vector<int64_t> table = SequenceTable(x_data);
   kernels::RnnBackwardDataCall call;
   call.data = SequencesOf(table, dy, dx);
@@ -157,9 +184,10 @@ void BackwardWeights(cudnnHandle_t handle, cudnnRNNDescriptor_t desc, cudnnWgrad
   Require(mode == CUDNN_WGRAD_MODE_ADD || mode == CUDNN_WGRAD_MODE_SET, CUDNN_STATUS_BAD_PARAM,
           "unknown weight gradient mode");
   const RnnDataDescriptor& x_data = FindRnnData(x_desc);
-  const kernels::RnnProblem problem = CheckSequences(rnn, x_data, FindRnnData(y_desc));
+  const kernels::RnnProblem problem =
+      WithDropout(rnn, CheckSequences(rnn, x_data, FindRnnData(y_desc)));
   RequireNotNull(x, "x");
-  CheckState(rnn, problem, h_desc, {hx}, "the hidden state descriptor");
+  CheckState(rnn, problem, problem.projection, h_desc, {hx}, "the hidden state descriptor");
   const std::vector<int64_t> table = SequenceTable(x_data);
   kernels::RnnBackwardWeightsCall call;
   call.data = SequencesOf(table, x, nullptr);

@@ -1,5 +1,5 @@
-// cuDNN's RNN, RNN data and dropout descriptors, and the sizes and weight addresses they give:
-// create, set, get, destroy, cudnnGetRNNWeightSpaceSize, cudnnGetRNNTempSpaceSizes,
+// cuDNN's RNN and RNN data descriptors, and the sizes and weight addresses they give: create,
+// set, get, destroy, cudnnGetRNNWeightSpaceSize, cudnnGetRNNTempSpaceSizes,
 // cudnnGetRNNWeightParams.
 #include <algorithm>
 #include <cstring>
@@ -46,7 +46,6 @@ void SetRnn(cudnnRNNDescriptor_t desc, RnnDescriptor settings) {
           "the projection size is not in [1, hidden size]");
   Require(settings.projection == settings.hidden || settings.cell == CUDNN_LSTM,
           CUDNN_STATUS_BAD_PARAM, "only LSTM cells have a recurrent projection");
-  if (settings.projection != settings.hidden) RefuseUnsupported("LSTM recurrent projection");
   if (settings.input == CUDNN_SKIP_INPUT) RefuseUnsupported("CUDNN_SKIP_INPUT");
   if (settings.dropout != nullptr) Live<DropoutDescriptor>::Find(settings.dropout);
   settings.set = true;
@@ -140,13 +139,19 @@ ParameterPlace PlaceOf(const kernels::RnnProblem& problem, int32_t p, int32_t id
   Require((id >= 0 && id < 2 * gates) || projection, CUDNN_STATUS_BAD_PARAM,
           "the linear layer ID is out of range for the cell");
   ParameterPlace place;
-  if (projection) return place;  // no projection (the projection size is the hidden size)
   const int64_t layer = p / problem.directions, H = problem.hidden;
   const int64_t base = problem.PseudoLayerOffset(p);
+  if (projection) {  // projection x hidden, no bias; none where the projection size is H
+    if (!problem.Projected()) return place;
+    place.rows = problem.projection;
+    place.columns = H;
+    place.matrix_offset = base + problem.ProjectionOffset(layer);
+    return place;
+  }
   const bool input = id < gates;
   const int64_t gate = input ? id : id - gates;
   place.rows = H;
-  place.columns = input ? problem.InputWidth(layer) : H;
+  place.columns = input ? problem.InputWidth(layer) : problem.projection;
   place.matrix_offset = base + (input ? 0 : problem.RecurrentMatricesOffset(layer)) +
                         gate * place.rows * place.columns;
   if (input ? problem.input_bias : problem.recurrent_bias) {
@@ -189,16 +194,7 @@ void TempSpaceSizes(cudnnHandle_t handle, cudnnRNNDescriptor_t desc, cudnnForwar
   const kernels::RnnSpaces spaces = kernels::SpacesOf(problem, ComputeBytes(rnn));
   const bool training = mode == CUDNN_FWD_MODE_TRAINING;
   PutIfWanted(workspace, spaces.workspace + (training ? 0 : spaces.forward_kept));
-  PutIfWanted(reserve, training ? spaces.forward_kept + spaces.gradients_kept : size_t{0});
-}
-
-void SetDropout(cudnnDropoutDescriptor_t desc, cudnnHandle_t handle, float probability,
-                void* states, size_t states_bytes, unsigned long long seed) {
-  DropoutDescriptor& dropout = Live<DropoutDescriptor>::Find(desc);
-  FindHandle(handle);
-  Require(probability >= 0 && probability < 1, CUDNN_STATUS_BAD_PARAM,
-          "the dropout probability is not in [0, 1)");
-  dropout = {true, probability, states, states_bytes, seed};
+  PutIfWanted(reserve, training ? spaces.Reserve() : size_t{0});
 }
 
 }  // namespace
@@ -341,49 +337,6 @@ cudnnStatus_t cudnnGetRNNDataDescriptor(cudnnRNNDataDescriptor_t desc, cudnnData
                                         int* width, int requested, int lengths[], void* fill) {
   return CudnnCall(__func__, [&] {
     GetData(desc, type, layout, max_steps, batch, width, requested, lengths, fill);
-  });
-}
-
-cudnnStatus_t cudnnCreateDropoutDescriptor(cudnnDropoutDescriptor_t* desc) {
-  return Live<DropoutDescriptor>::CreateEntry(__func__, desc);
-}
-
-cudnnStatus_t cudnnDestroyDropoutDescriptor(cudnnDropoutDescriptor_t desc) {
-  return Live<DropoutDescriptor>::DestroyEntry(__func__, desc);
-}
-
-// Tally's kernels keep no random generator states: they need no bytes.
-cudnnStatus_t cudnnDropoutGetStatesSize(cudnnHandle_t handle, size_t* size) {
-  return CudnnCall(__func__, [&] {
-    FindHandle(handle);
-    RequireNotNull(size, "the size pointer");
-    *size = 0;
-  });
-}
-
-cudnnStatus_t cudnnSetDropoutDescriptor(cudnnDropoutDescriptor_t desc, cudnnHandle_t handle,
-                                        float probability, void* states, size_t states_bytes,
-                                        unsigned long long seed) {
-  return CudnnCall(__func__,
-                   [&] { SetDropout(desc, handle, probability, states, states_bytes, seed); });
-}
-
-cudnnStatus_t cudnnRestoreDropoutDescriptor(cudnnDropoutDescriptor_t desc, cudnnHandle_t handle,
-                                            float probability, void* states, size_t states_bytes,
-                                            unsigned long long seed) {
-  return CudnnCall(__func__,
-                   [&] { SetDropout(desc, handle, probability, states, states_bytes, seed); });
-}
-
-cudnnStatus_t cudnnGetDropoutDescriptor(cudnnDropoutDescriptor_t desc, cudnnHandle_t handle,
-                                        float* probability, void** states,
-                                        unsigned long long* seed) {
-  return CudnnCall(__func__, [&] {
-    const DropoutDescriptor& dropout = FindDropout(desc);
-    FindHandle(handle);
-    PutIfWanted(probability, dropout.probability);
-    PutIfWanted(states, dropout.states);
-    PutIfWanted(seed, dropout.seed);
   });
 }
 

@@ -3,11 +3,15 @@
 // steps cannot share a launch. The cells, as cuDNN documents them:
 //   RELU/TANH  h = act(W x + bW + R h' + bR)
 //   LSTM       i, f, o = sigmoid(...), c~ = tanh(...), c = f c' + i c~, h = o tanh(c)
+//              (with a recurrent projection: h = W_r (o tanh(c)), narrower than c)
 //   GRU        r, z = sigmoid(...), n = tanh(W_n x + bW_n + r (R_n h' + bR_n)),
 //              h = (1 - z) n + z h'
 // (h', c': the previous step's state). Steps past a sequence's end carry the state unchanged,
-// so that the final state is each sequence's own last one in either direction.
+// so that the final state is each sequence's own last one in either direction. In training, the
+// output of every layer but the last goes through a dropout mask before the next layer reads it.
 #include "libraries/kernels/dnn.cuh"
+#include "libraries/kernels/dropout_bits.h"
+#include "libraries/kernels/dropout_kernels.h"
 #include "libraries/kernels/rnn_kernels.h"
 
 namespace tally::libraries::kernels {
@@ -30,18 +34,21 @@ struct PseudoLayer {
   using A = Compute<T>;
   RnnCell cell;
   int64_t hidden, gates, input_width;
+  int64_t width;                // h's: the projection size, or hidden
   bool reverse;                 // from the last step to the first
   const T* input_matrices;      // gates x hidden x input_width
-  const T* recurrent_matrices;  // gates x hidden x hidden
+  const T* recurrent_matrices;  // gates x hidden x width
   const T* input_bias;          // gates x hidden, or null
   const T* recurrent_bias;
-  A* h;
-  A* c;                   // LSTM only
+  const T* projection;    // width x hidden (LSTM's recurrent projection), or null
+  A* h;                   // width per cell
+  A* c;                   // hidden per cell (LSTM only)
   A* gate_values;         // 4 x hidden per cell (LSTM, GRU)
   A* input_gradient;      // gates x hidden per cell
   A* recurrent_gradient;  // the same, or input_gradient where they are equal
-  A* h0;
-  A* c0;  // [sequence][hidden]
+  A* h_gradient;          // width per cell: h's whole gradient (with a projection only)
+  A* h0;                  // [sequence][width]
+  A* c0;                  // [sequence][hidden]
 
   // The step before `t` in this direction's order; `first`: t is the first step.
   __device__ bool First(int64_t t, int64_t steps) const {
@@ -50,8 +57,8 @@ struct PseudoLayer {
   __device__ int64_t Previous(int64_t t) const { return reverse ? t + 1 : t - 1; }
   // The state before step t of sequence b.
   __device__ const A* PreviousH(const Table& table, int64_t t, int64_t b) const {
-    if (First(t, table.steps)) return h0 + b * hidden;
-    return h + table.Cell(Previous(t), b) * hidden;
+    if (First(t, table.steps)) return h0 + b * width;
+    return h + table.Cell(Previous(t), b) * width;
   }
   __device__ const A* PreviousC(const Table& table, int64_t t, int64_t b) const {
     if (First(t, table.steps)) return c0 + b * hidden;
@@ -61,7 +68,14 @@ struct PseudoLayer {
     return ToAcc<A>(input_matrices[(gate * hidden + j) * input_width + i]);
   }
   __device__ A RecurrentWeight(int64_t gate, int64_t j, int64_t k) const {
-    return ToAcc<A>(recurrent_matrices[(gate * hidden + j) * hidden + k]);
+    return ToAcc<A>(recurrent_matrices[(gate * hidden + j) * width + k]);
+  }
+  __device__ A ProjectionWeight(int64_t k, int64_t j) const {
+    return ToAcc<A>(projection[k * hidden + j]);
+  }
+  // o tanh(c) of unit j at a cell: what the projection takes (LSTM).
+  __device__ A CellOutput(int64_t cell_index, int64_t j) const {
+    return gate_values[cell_index * 4 * hidden + 3 * hidden + j] * tanh(c[cell_index * hidden + j]);
   }
   __device__ A InputBias(int64_t gate, int64_t j) const {
     return input_bias == nullptr ? A{0} : ToAcc<A>(input_bias[gate * hidden + j]);
@@ -71,16 +85,33 @@ struct PseudoLayer {
   }
 };
 
-// A layer's input: the data (the first layer) or both directions' h of the layer below.
+// The dropout between a layer and the next (training): a mask byte per element of the layer's
+// output, [cell][width], kept elements scaled; no dropout where `keep` is null.
+template <typename A>
+struct DropoutMask {
+  const uint8_t* keep;
+  A scale;
+
+  __device__ A Apply(int64_t index, A value) const {
+    if (keep == nullptr) return value;
+    return keep[index] != 0 ? value * scale : A{0};
+  }
+};
+
+// A layer's input: the data (the first layer) or both directions' h of the layer below, through
+// the dropout mask.
 template <typename T>
 struct LayerInput {
   const T* x;  // rows of `width`
   const Compute<T>* below[2];
-  int64_t width, hidden_below;
+  int64_t width, width_below;
+  DropoutMask<Compute<T>> dropout;
 
   __device__ Compute<T> At(const Table& table, int64_t t, int64_t b, int64_t i) const {
     if (x != nullptr) return ToAcc<Compute<T>>(x[table.Row(t, b) * width + i]);
-    return below[i / hidden_below][table.Cell(t, b) * hidden_below + i % hidden_below];
+    const int64_t cell = table.Cell(t, b);
+    return dropout.Apply(cell * width + i,
+                         below[i / width_below][cell * width_below + i % width_below]);
   }
 };
 
@@ -96,7 +127,7 @@ __device__ void PreActivations(const PseudoLayer<T>& layer, const LayerInput<T>&
     in += layer.InputWeight(gate, j, i) * input.At(table, t, b, i);
   }
   A rec = layer.RecurrentBias(gate, j);
-  for (int64_t k = 0; k < layer.hidden; ++k) rec += layer.RecurrentWeight(gate, j, k) * h_prev[k];
+  for (int64_t k = 0; k < layer.width; ++k) rec += layer.RecurrentWeight(gate, j, k) * h_prev[k];
   *from_input = in;
   *from_state = rec;
 }
@@ -113,16 +144,30 @@ struct StepOutput {
   T* cy;
 };
 
+// h of unit j of sequence b at step t where it goes: the layer's own, y and hy.
+template <typename T>
+__device__ void WriteHidden(const PseudoLayer<T>& layer, const StepOutput<T>& out,
+                            const Table& table, int64_t t, int64_t b, int64_t j, bool active,
+                            Compute<T> h) {
+  layer.h[table.Cell(t, b) * layer.width + j] = h;
+  if (out.y != nullptr && table.Row(t, b) >= 0 && (active || out.fill_padding)) {
+    out.y[table.Row(t, b) * out.y_width + out.y_column + j] = FromAcc<T>(active ? h : out.padding);
+  }
+  if (out.hy != nullptr) out.hy[b * layer.width + j] = FromAcc<T>(h);
+}
+
+// The gates, c and (without a projection) h of step t.
 template <typename T>
 __global__ void ForwardStep(PseudoLayer<T> layer, LayerInput<T> input, Table table, int64_t t,
                             StepOutput<T> out) {
   using A = Compute<T>;
   const int64_t H = layer.hidden;
+  const bool projected = layer.projection != nullptr;
   for (int64_t index = FirstIndex(); index < table.batch * H; index += GridStep()) {
     const int64_t b = index / H, j = index % H;
     const int64_t cell = table.Cell(t, b);
     const A* h_prev = layer.PreviousH(table, t, b);
-    A h = h_prev[j];
+    A h = projected ? A{0} : h_prev[j];  // h_prev is narrower than H with a projection
     A c = layer.cell == RnnCell::kLstm ? layer.PreviousC(table, t, b)[j] : A{0};
     const bool active = table.Active(t, b);
     if (active) {
@@ -155,14 +200,29 @@ __global__ void ForwardStep(PseudoLayer<T> layer, LayerInput<T> input, Table tab
         }
       }
     }
-    layer.h[cell * H + j] = h;
     if (layer.cell == RnnCell::kLstm) layer.c[cell * H + j] = c;
-    if (out.y != nullptr && table.Row(t, b) >= 0 && (active || out.fill_padding)) {
-      out.y[table.Row(t, b) * out.y_width + out.y_column + j] =
-          FromAcc<T>(active ? h : out.padding);
-    }
-    if (out.hy != nullptr) out.hy[b * H + j] = FromAcc<T>(h);
     if (out.cy != nullptr) out.cy[b * H + j] = FromAcc<T>(c);
+    if (!projected) WriteHidden(layer, out, table, t, b, j, active, h);
+  }
+}
+
+// h = W_r (o tanh(c)) of step t, after ForwardStep (LSTM with a recurrent projection).
+template <typename T>
+__global__ void ProjectStep(PseudoLayer<T> layer, Table table, int64_t t, StepOutput<T> out) {
+  using A = Compute<T>;
+  const int64_t W = layer.width;
+  for (int64_t index = FirstIndex(); index < table.batch * W; index += GridStep()) {
+    const int64_t b = index / W, k = index % W;
+    const bool active = table.Active(t, b);
+    A h = layer.PreviousH(table, t, b)[k];
+    if (active) {
+      const int64_t cell = table.Cell(t, b);
+      h = A{0};
+      for (int64_t j = 0; j < layer.hidden; ++j) {
+        h += layer.ProjectionWeight(k, j) * layer.CellOutput(cell, j);
+      }
+    }
+    WriteHidden(layer, out, table, t, b, k, active, h);
   }
 }
 
@@ -180,14 +240,37 @@ struct OutputGradient {
   }
 };
 
-// The running gradients of one direction's backward pass, [sequence][hidden] each: dh and dc
-// of the state after the step, and dh's part that does not go through R (GRU's z h').
+// The running gradients of one direction's backward pass, [sequence][width] (dh, dh_direct) or
+// [sequence][hidden]: dh and dc of the state after the step, dh's part that does not go through
+// R (GRU's z h'), and with a projection the gradient of o tanh(c) at the step.
 template <typename A>
 struct StateGradients {
   A* dh;
   A* dh_direct;
   A* dc;
+  A* d_cell_output;
 };
+
+// The gradient of o tanh(c) at step t through the projection, and h's whole gradient there kept
+// for the projection's weights (LSTM with a recurrent projection, before BackwardPointwise).
+template <typename T>
+__global__ void BackwardProjection(PseudoLayer<T> layer, OutputGradient<T> dy, Table table,
+                                   int64_t t, StateGradients<Compute<T>> state) {
+  using A = Compute<T>;
+  const int64_t H = layer.hidden, W = layer.width;
+  for (int64_t index = FirstIndex(); index < table.batch * H; index += GridStep()) {
+    const int64_t b = index / H, j = index % H;
+    if (!table.Active(t, b)) continue;  // BackwardPointwise passes dh on
+    A sum = A{0};
+    for (int64_t k = 0; k < W; ++k) {
+      sum += layer.ProjectionWeight(k, j) * (state.dh[b * W + k] + dy.At(table, t, b, k));
+    }
+    state.d_cell_output[index] = sum;
+    if (j < W) {
+      layer.h_gradient[table.Cell(t, b) * W + j] = state.dh[b * W + j] + dy.At(table, t, b, j);
+    }
+  }
+}
 
 // The pre-activation gradients of step t (kept for the weights' gradients), the cell's
 // gradient carried back, and dh's direct part.
@@ -195,7 +278,7 @@ template <typename T>
 __global__ void BackwardPointwise(PseudoLayer<T> layer, OutputGradient<T> dy, Table table,
                                   int64_t t, StateGradients<Compute<T>> state) {
   using A = Compute<T>;
-  const int64_t H = layer.hidden;
+  const int64_t H = layer.hidden, W = layer.width;
   for (int64_t index = FirstIndex(); index < table.batch * H; index += GridStep()) {
     const int64_t b = index / H, j = index % H;
     const int64_t cell = table.Cell(t, b);
@@ -203,10 +286,12 @@ __global__ void BackwardPointwise(PseudoLayer<T> layer, OutputGradient<T> dy, Ta
     A* d_rec = layer.recurrent_gradient + cell * layer.gates * H;
     if (!table.Active(t, b)) {  // the state passed through unchanged
       for (int64_t g = 0; g < layer.gates; ++g) d_in[g * H + j] = d_rec[g * H + j] = A{0};
-      state.dh_direct[index] = state.dh[index];
+      if (j < W) state.dh_direct[b * W + j] = state.dh[b * W + j];
       continue;
     }
-    const A dh = state.dh[index] + dy.At(table, t, b, j);
+    // The gradient of the cell's output: h's, or o tanh(c)'s with a projection (W is then H).
+    const A dh = layer.projection != nullptr ? state.d_cell_output[index]
+                                             : state.dh[index] + dy.At(table, t, b, j);
     const A* kept = layer.gate_values + cell * 4 * H;
     A direct = A{0};
     switch (layer.cell) {
@@ -244,7 +329,7 @@ __global__ void BackwardPointwise(PseudoLayer<T> layer, OutputGradient<T> dy, Ta
         break;
       }
     }
-    state.dh_direct[index] = direct;
+    if (j < W) state.dh_direct[b * W + j] = direct;
   }
 }
 
@@ -254,9 +339,9 @@ template <typename T>
 __global__ void BackwardRecurrent(PseudoLayer<T> layer, Table table, int64_t t,
                                   StateGradients<Compute<T>> state) {
   using A = Compute<T>;
-  const int64_t H = layer.hidden;
-  for (int64_t index = FirstIndex(); index < table.batch * H; index += GridStep()) {
-    const int64_t b = index / H, k = index % H;
+  const int64_t H = layer.hidden, W = layer.width;
+  for (int64_t index = FirstIndex(); index < table.batch * W; index += GridStep()) {
+    const int64_t b = index / W, k = index % W;
     const A* d_rec = layer.recurrent_gradient + table.Cell(t, b) * layer.gates * H;
     A sum = state.dh_direct[index];
     for (int64_t g = 0; g < layer.gates; ++g) {
@@ -267,11 +352,13 @@ __global__ void BackwardRecurrent(PseudoLayer<T> layer, Table table, int64_t t,
 }
 
 // The gradient of a layer's input: the data's (dx, its rows of valid steps) or the layer below's
-// output (every cell, zero past a sequence's end), summed over both directions.
+// output (every cell, zero past a sequence's end, through the dropout mask), summed over both
+// directions.
 template <typename T>
 struct InputGradientTarget {
   T* dx;
   Compute<T>* below;  // [cell][width]
+  DropoutMask<Compute<T>> dropout;
 };
 
 template <typename T>
@@ -293,7 +380,7 @@ __global__ void InputGradient(PseudoLayer<T> forward, PseudoLayer<T> backward, i
       }
     }
     if (target.dx == nullptr) {
-      target.below[index] = sum;
+      target.below[index] = target.dropout.Apply(index, sum);
     } else if (active) {
       target.dx[table.Row(t, b) * width + i] = FromAcc<T>(sum);
     }
@@ -305,30 +392,42 @@ template <typename T>
 __global__ void WeightGradient(PseudoLayer<T> layer, LayerInput<T> input, Table table,
                                int64_t total, T* dw, bool add) {
   using A = Compute<T>;
-  const int64_t H = layer.hidden, G = layer.gates, W = layer.input_width;
-  const int64_t input_matrices = G * H * W, recurrent_matrices = G * H * H;
-  const int64_t input_biases = layer.input_bias != nullptr ? G * H : 0;
+  const int64_t H = layer.hidden, G = layer.gates, W = layer.width;
+  // The pseudo-layer's weights in the weight space's order, and each one's columns.
+  enum Kind { kInputMatrix, kRecurrentMatrix, kInputBias, kRecurrentBias, kProjection };
+  const int64_t sizes[] = {
+      G * H * layer.input_width, G * H * W, layer.input_bias != nullptr ? G * H : 0,
+      layer.recurrent_bias != nullptr ? G * H : 0, layer.projection != nullptr ? W * H : 0};
+  const int64_t columns[] = {layer.input_width, W, 1, 1, H};
   for (int64_t index = FirstIndex(); index < total; index += GridStep()) {
-    // Which weight: (gate, unit) of a matrix's row and its column, or of a bias.
+    // Which weight: the row ((gate, unit), or the projection's unit) and the column.
     int64_t e = index;
-    int kind = 0;  // input matrix, recurrent matrix, input bias, recurrent bias
-    if (e >= input_matrices) e -= input_matrices, kind = 1;
-    if (kind == 1 && e >= recurrent_matrices) e -= recurrent_matrices, kind = 2;
-    if (kind == 2 && e >= input_biases) e -= input_biases, kind = 3;
-    const int64_t columns = kind == 0 ? W : (kind == 1 ? H : 1);
-    const int64_t gate_unit = e / columns, column = e % columns;
-    const A* gradients = kind == 0 || kind == 2 ? layer.input_gradient : layer.recurrent_gradient;
+    int kind = kInputMatrix;
+    while (e >= sizes[kind]) e -= sizes[kind++];
+    const int64_t row = e / columns[kind], column = e % columns[kind];
     A sum = A{0};
     for (int64_t t = 0; t < table.steps; ++t) {
       for (int64_t b = 0; b < table.batch; ++b) {
         if (!table.Active(t, b)) continue;
-        const A grad = gradients[table.Cell(t, b) * G * H + gate_unit];
-        if (kind == 0) {
-          sum += grad * input.At(table, t, b, column);
-        } else if (kind == 1) {
-          sum += grad * layer.PreviousH(table, t, b)[column];
-        } else {
-          sum += grad;
+        const int64_t cell = table.Cell(t, b);
+        const A d_in = layer.input_gradient[cell * G * H + row];
+        const A d_rec = layer.recurrent_gradient[cell * G * H + row];
+        switch (kind) {
+          case kInputMatrix:
+            sum += d_in * input.At(table, t, b, column);
+            break;
+          case kRecurrentMatrix:
+            sum += d_rec * layer.PreviousH(table, t, b)[column];
+            break;
+          case kInputBias:
+            sum += d_in;
+            break;
+          case kRecurrentBias:
+            sum += d_rec;
+            break;
+          case kProjection:
+            sum += layer.h_gradient[cell * W + row] * layer.CellOutput(cell, column);
+            break;
         }
       }
     }
@@ -356,16 +455,19 @@ class Plan {
   using A = Compute<T>;
 
   Plan(const RnnProblem& problem, const RnnSpacePointers& spaces)
-      : problem_(problem), weights_(static_cast<const T*>(spaces.weights)) {
+      : problem_(problem),
+        weights_(static_cast<const T*>(spaces.weights)),
+        dropout_masks_(spaces.dropout_masks) {
     const RnnSpaces sizes = SpacesOf(problem, sizeof(A));
     char* work = static_cast<char*>(spaces.workspace);
     table_ = Take<int64_t>(&work, SequenceTableEntries(problem));
     const size_t states = problem.PseudoLayers() * problem.batch * problem.hidden;
     h0_ = Take<A>(&work, states);
     c0_ = Take<A>(&work, states);
-    below_ = Take<A>(&work, problem.steps * problem.batch * problem.directions * problem.hidden);
+    below_ = Take<A>(&work, problem.steps * problem.batch * problem.InputWidth(1));
     const size_t state = problem.batch * problem.hidden;
-    gradients_ = {Take<A>(&work, state), Take<A>(&work, state), Take<A>(&work, state)};
+    gradients_ = {Take<A>(&work, state), Take<A>(&work, state), Take<A>(&work, state),
+                  Take<A>(&work, state)};
     kept_ = static_cast<char*>(spaces.kept);
     gradients_kept_ = kept_ + sizes.forward_kept;
   }
@@ -380,55 +482,78 @@ class Plan {
 
   PseudoLayer<T> Layer(int64_t p, const T* weights) const {
     const RnnProblem& n = problem_;
-    const int64_t layer = p / n.directions, H = n.hidden, G = n.Gates();
+    const int64_t layer = p / n.directions, H = n.hidden, G = n.Gates(), W = n.projection;
     const T* base = weights + n.PseudoLayerOffset(p);
     const int64_t cells = n.steps * n.batch;
     A* kept = reinterpret_cast<A*>(kept_) + p * cells * n.ForwardKeptPerStep();
     A* gradients = reinterpret_cast<A*>(gradients_kept_) + p * cells * n.GradientsKeptPerStep();
+    const bool lstm = n.cell == RnnCell::kLstm;
     PseudoLayer<T> out{};
     out.cell = n.cell;
     out.hidden = H;
     out.gates = G;
     out.input_width = n.InputWidth(layer);
+    out.width = W;
     out.reverse = p % n.directions == 1;
     out.input_matrices = base;
     out.recurrent_matrices = base + n.RecurrentMatricesOffset(layer);
     out.input_bias = n.input_bias ? base + n.InputBiasesOffset(layer) : nullptr;
     out.recurrent_bias = n.recurrent_bias ? base + n.RecurrentBiasesOffset(layer) : nullptr;
+    out.projection = n.Projected() ? base + n.ProjectionOffset(layer) : nullptr;
     out.h = kept;
-    out.c = n.cell == RnnCell::kLstm ? kept + cells * H : nullptr;
-    out.gate_values = kept + cells * H * (n.cell == RnnCell::kLstm ? 2 : 1);
+    out.c = lstm ? kept + cells * W : nullptr;
+    out.gate_values = kept + cells * (W + (lstm ? H : 0));
+    const int64_t pre_activations = cells * G * H;
     out.input_gradient = gradients;
-    out.recurrent_gradient = n.SeparateRecurrentGradient() ? gradients + cells * G * H : gradients;
-    out.h0 = h0_ + p * n.batch * H;
+    out.recurrent_gradient =
+        n.SeparateRecurrentGradient() ? gradients + pre_activations : gradients;
+    out.h_gradient = gradients + pre_activations * (n.SeparateRecurrentGradient() ? 2 : 1);
+    out.h0 = h0_ + p * n.batch * W;
     out.c0 = c0_ + p * n.batch * H;
     return out;
   }
   PseudoLayer<T> Layer(int64_t p) const { return Layer(p, weights_); }
 
-  // Layer l's input: x, or the h the layer below keeps.
+  // Layer l's input: x, or the h the layer below keeps (through its dropout mask).
   LayerInput<T> Input(int64_t layer, const void* x) const {
-    if (layer == 0) return {static_cast<const T*>(x), {nullptr, nullptr}, problem_.input_size, 1};
+    if (layer == 0) {
+      return {static_cast<const T*>(x), {nullptr, nullptr}, problem_.input_size, 1, {}};
+    }
     const int64_t below = (layer - 1) * problem_.directions;
     return {nullptr,
             {Layer(below).h, Layer(below + problem_.directions - 1).h},
             problem_.InputWidth(layer),
-            problem_.hidden};
+            problem_.projection,
+            Dropout(layer - 1)};
   }
+
+  // The dropout mask of layer l's output (none without masks, for the last layer, or for the
+  // data: layer -1).
+  DropoutMask<A> Dropout(int64_t layer) const {
+    if (dropout_masks_ == nullptr || layer < 0 || layer >= problem_.layers - 1) {
+      return {nullptr, A{1}};
+    }
+    const int64_t per_layer = problem_.steps * problem_.batch * problem_.InputWidth(1);
+    return {dropout_masks_ + layer * per_layer, static_cast<A>(KeptScale(problem_.dropout))};
+  }
+  uint8_t* DropoutMasks() const { return dropout_masks_; }
 
   // Loads the initial states of every pseudo-layer.
   cudaError_t LoadInitialStates(const void* hx, const void* cx, cudaStream_t stream) const {
-    const int64_t n = problem_.PseudoLayers() * problem_.batch * problem_.hidden;
-    cudaError_t error = LaunchKernel(LoadState<T>, BlocksFor(n), kThreads, stream,
-                                     static_cast<const T*>(hx), h0_, n);
+    const int64_t h = problem_.PseudoLayers() * HiddenElements();
+    cudaError_t error = LaunchKernel(LoadState<T>, BlocksFor(h), kThreads, stream,
+                                     static_cast<const T*>(hx), h0_, h);
     if (error != cudaSuccess || problem_.cell != RnnCell::kLstm) return error;
-    return LaunchKernel(LoadState<T>, BlocksFor(n), kThreads, stream, static_cast<const T*>(cx),
-                        c0_, n);
+    const int64_t c = problem_.PseudoLayers() * CellElements();
+    return LaunchKernel(LoadState<T>, BlocksFor(c), kThreads, stream, static_cast<const T*>(cx),
+                        c0_, c);
   }
 
   StateGradients<A> Gradients() const { return gradients_; }
   A* Below() const { return below_; }
-  int64_t StateElements() const { return problem_.batch * problem_.hidden; }
+  // One pseudo-layer's h (or c) for the batch, in elements.
+  int64_t HiddenElements() const { return problem_.batch * problem_.projection; }
+  int64_t CellElements() const { return problem_.batch * problem_.hidden; }
 
  private:
   template <typename U>
@@ -440,6 +565,7 @@ class Plan {
 
   const RnnProblem& problem_;
   const T* weights_;
+  uint8_t* dropout_masks_;
   int64_t* table_;
   A* h0_;
   A* c0_;
@@ -464,28 +590,35 @@ cudaError_t Forward(const RnnProblem& problem, const RnnForwardCall& call, cudaS
   const Plan<T> plan(problem, call.spaces);
   TALLY_RNN_TRY(plan.LoadTable(call.data, stream));
   TALLY_RNN_TRY(plan.LoadInitialStates(call.hx, call.cx, stream));
-  const int64_t states = plan.StateElements();
-  const unsigned blocks = BlocksFor(states);
+  if (plan.DropoutMasks() != nullptr) {
+    TALLY_RNN_TRY(LaunchDropoutMask(call.dropout_states, problem.dropout, plan.DropoutMasks(),
+                                    problem.DropoutMaskElements(), stream));
+  }
+  const int64_t hidden = plan.HiddenElements(), cells = plan.CellElements();
   for (int64_t p = 0; p < problem.PseudoLayers(); ++p) {
     const int64_t layer = p / problem.directions;
     const PseudoLayer<T> pseudo = plan.Layer(p);
     const LayerInput<T> input = plan.Input(layer, call.data.x);
     const bool top = layer == problem.layers - 1;
     StepOutput<T> out{top ? static_cast<T*>(call.data.y) : nullptr,
-                      problem.directions * problem.hidden,
-                      (p % problem.directions) * problem.hidden,
+                      problem.directions * problem.projection,
+                      (p % problem.directions) * problem.projection,
                       call.data.fill_padding,
                       static_cast<Compute<T>>(call.data.padding),
                       nullptr,
                       nullptr};
     for (int64_t s = 0; s < problem.steps; ++s) {
       if (s == problem.steps - 1) {
-        out.hy = call.hy == nullptr ? nullptr : static_cast<T*>(call.hy) + p * states;
-        out.cy = call.cy == nullptr ? nullptr : static_cast<T*>(call.cy) + p * states;
+        out.hy = call.hy == nullptr ? nullptr : static_cast<T*>(call.hy) + p * hidden;
+        out.cy = call.cy == nullptr ? nullptr : static_cast<T*>(call.cy) + p * cells;
       }
-      TALLY_RNN_TRY(LaunchKernel(ForwardStep<T>, blocks, kThreads, stream, pseudo, input,
-                                 plan.SequenceTable(), StepAt(pseudo.reverse, s, problem.steps),
-                                 out));
+      const int64_t t = StepAt(pseudo.reverse, s, problem.steps);
+      TALLY_RNN_TRY(LaunchKernel(ForwardStep<T>, BlocksFor(cells), kThreads, stream, pseudo, input,
+                                 plan.SequenceTable(), t, out));
+      if (problem.Projected()) {
+        TALLY_RNN_TRY(LaunchKernel(ProjectStep<T>, BlocksFor(hidden), kThreads, stream, pseudo,
+                                   plan.SequenceTable(), t, out));
+      }
     }
   }
   return cudaSuccess;
@@ -496,35 +629,37 @@ template <typename T>
 cudaError_t BackwardDirection(const RnnProblem& problem, const Plan<T>& plan, int64_t p,
                               const RnnBackwardDataCall& call, cudaStream_t stream) {
   using A = Compute<T>;
-  const int64_t states = plan.StateElements();
-  const unsigned blocks = BlocksFor(states);
+  const int64_t hidden = plan.HiddenElements(), cells = plan.CellElements();
   const StateGradients<A> state = plan.Gradients();
   const auto* dhy = static_cast<const T*>(call.dhy);
   const auto* dcy = static_cast<const T*>(call.dcy);
-  TALLY_RNN_TRY(LaunchKernel(LoadState<T>, blocks, kThreads, stream,
-                             dhy == nullptr ? nullptr : dhy + p * states, state.dh, states));
-  TALLY_RNN_TRY(LaunchKernel(LoadState<T>, blocks, kThreads, stream,
-                             dcy == nullptr ? nullptr : dcy + p * states, state.dc, states));
+  TALLY_RNN_TRY(LaunchKernel(LoadState<T>, BlocksFor(hidden), kThreads, stream,
+                             dhy == nullptr ? nullptr : dhy + p * hidden, state.dh, hidden));
+  TALLY_RNN_TRY(LaunchKernel(LoadState<T>, BlocksFor(cells), kThreads, stream,
+                             dcy == nullptr ? nullptr : dcy + p * cells, state.dc, cells));
   const PseudoLayer<T> pseudo = plan.Layer(p);
   const bool top = p / problem.directions == problem.layers - 1;
-  const int64_t width = problem.directions * problem.hidden;
   const OutputGradient<T> dy{top ? static_cast<const T*>(call.data.x) : nullptr,
-                             top ? nullptr : plan.Below(), width,
-                             (p % problem.directions) * problem.hidden};
+                             top ? nullptr : plan.Below(), problem.InputWidth(1),
+                             (p % problem.directions) * problem.projection};
   for (int64_t s = problem.steps - 1; s >= 0; --s) {
     const int64_t t = StepAt(pseudo.reverse, s, problem.steps);
-    TALLY_RNN_TRY(LaunchKernel(BackwardPointwise<T>, blocks, kThreads, stream, pseudo, dy,
+    if (problem.Projected()) {
+      TALLY_RNN_TRY(LaunchKernel(BackwardProjection<T>, BlocksFor(cells), kThreads, stream, pseudo,
+                                 dy, plan.SequenceTable(), t, state));
+    }
+    TALLY_RNN_TRY(LaunchKernel(BackwardPointwise<T>, BlocksFor(cells), kThreads, stream, pseudo, dy,
                                plan.SequenceTable(), t, state));
-    TALLY_RNN_TRY(LaunchKernel(BackwardRecurrent<T>, blocks, kThreads, stream, pseudo,
+    TALLY_RNN_TRY(LaunchKernel(BackwardRecurrent<T>, BlocksFor(hidden), kThreads, stream, pseudo,
                                plan.SequenceTable(), t, state));
   }
   if (call.dhx != nullptr) {
-    TALLY_RNN_TRY(LaunchKernel(StoreState<T>, blocks, kThreads, stream, state.dh,
-                               static_cast<T*>(call.dhx) + p * states, states));
+    TALLY_RNN_TRY(LaunchKernel(StoreState<T>, BlocksFor(hidden), kThreads, stream, state.dh,
+                               static_cast<T*>(call.dhx) + p * hidden, hidden));
   }
   if (call.dcx != nullptr && problem.cell == RnnCell::kLstm) {
-    TALLY_RNN_TRY(LaunchKernel(StoreState<T>, blocks, kThreads, stream, state.dc,
-                               static_cast<T*>(call.dcx) + p * states, states));
+    TALLY_RNN_TRY(LaunchKernel(StoreState<T>, BlocksFor(cells), kThreads, stream, state.dc,
+                               static_cast<T*>(call.dcx) + p * cells, cells));
   }
   return cudaSuccess;
 }
@@ -541,7 +676,7 @@ cudaError_t BackwardData(const RnnProblem& problem, const RnnBackwardDataCall& c
       TALLY_RNN_TRY(BackwardDirection(problem, plan, first + d, call, stream));
     }
     const InputGradientTarget<T> target{layer == 0 ? static_cast<T*>(call.data.y) : nullptr,
-                                        plan.Below()};
+                                        plan.Below(), plan.Dropout(layer - 1)};
     const int64_t total = problem.steps * problem.batch * problem.InputWidth(layer);
     TALLY_RNN_TRY(LaunchKernel(InputGradient<T>, BlocksFor(total), kThreads, stream,
                                plan.Layer(first), plan.Layer(first + problem.directions - 1),

@@ -1,17 +1,21 @@
 // cuDNN's RNN functions through Tally: an unmodified program linked with -lcudnn runs recurrent
 // networks through cuDNN's v8 RNN API and compares every result with a CPU reference computed in
-// double. It checks the RNN and RNN data descriptors set and read back, and a dropout descriptor
-// (dropout 0) with the states buffer cuDNN asks for, which every RNN shares; the weight space,
+// double. It checks the RNN and RNN data descriptors set and read back; cudnnDropoutForward and
+// Backward; a dropout descriptor (dropout 0) with the states buffer cuDNN asks for, which the RNNs
+// without dropout share; the weight space,
 // whose every matrix and bias the program finds and fills only through cudnnGetRNNWeightParams
 // (shapes and strides read from the descriptors it fills; each inside the space, none
 // overlapping); cudnnRNNForward in inference and training mode for ReLU, tanh, LSTM and GRU
 // cells, one and two layers, one and both directions, double, single-input and no bias, f32 and
 // f64, sequences of different lengths in the padded sequence-major and batch-major layouts (the
 // output's padding holding paddingFill, the final states those of each sequence's own last step)
-// and in the packed layout, with initial and final states given or null; then
+// and in the packed layout, with initial and final states given or null, LSTM's recurrent
+// projection, and dropout between layers in training (the reference drops what Tally's random
+// stream, dropout_bits.h, says the device dropped); then
 // cudnnRNNBackwardData_v8 and cudnnRNNBackwardWeights_v8 (adding onto gradients already there, or
 // setting them) against central differences of the reference's loss
-// sum(dy y) + sum(dhy hy) + sum(dcy cy). Then the documented statuses for bad input. Prints
+// sum(dy y) + sum(dhy hy) + sum(dcy cy) (with the training pass's dropout masks); the dropout
+// stream across passes, restored and set again. Then the documented statuses for bad input. Prints
 // "CUDNN RNN OK" when all passed.
 #include <cudnn.h>
 
@@ -26,6 +30,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "../../libraries/kernels/dropout_bits.h"
 #include "dnn_check.h"
 
 namespace {
@@ -106,9 +111,10 @@ constexpr cudnnRNNDataLayout_t kPacked = CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_PACKED;
 // Whether the backward calls are checked, and how BackwardWeights writes its gradients.
 enum class Gradients { kNone, kAdd, kSet };
 
-// One RNN (projection size = hidden size) and its data: one sequence of input-wide vectors per
-// batch element, of the lengths given (at most max_length; sorted longest first for the packed
-// layout).
+// One RNN and its data: one sequence of input-wide vectors per batch element, of the lengths
+// given (at most max_length; sorted longest first for the packed layout). LSTM cases may project
+// h to `projection` units (0: no projection); cases of several layers may drop each layer's
+// output but the last's with probability `dropout` while training.
 struct RnnCase {
   const char* name;
   cudnnRNNMode_t cell;
@@ -119,21 +125,34 @@ struct RnnCase {
   std::vector<int> lengths;
   bool states;  // hx (and cx) given, hy (and cy) wanted; else all four null
   Gradients gradients;
+  int projection = 0;
+  float dropout = 0;
 
   int Batch() const { return static_cast<int>(lengths.size()); }
   int Directions() const { return direction == kBi ? 2 : 1; }
   // Each layer's directions, forward first: cuDNN's pseudo-layers.
   int PseudoLayers() const { return layers * Directions(); }
-  int OutputWidth() const { return hidden * Directions(); }
+  bool Projected() const { return projection > 0; }
+  // The width of h: the projection's, or the hidden size.
+  int Width() const { return Projected() ? projection : hidden; }
+  int OutputWidth() const { return Width() * Directions(); }
   bool Lstm() const { return cell == CUDNN_LSTM; }
   bool Packed() const { return layout == kPacked; }
   // The linear layers (a matrix and its bias) of each pseudo-layer, by linLayerID: the first half
-  // apply to the layer's input, the second to the recurrent state, gate by gate.
+  // apply to the layer's input, the second to the recurrent state, gate by gate. LSTM's
+  // projection (linLayerID 8, a matrix without bias) follows where there is one.
   int LinearLayers() const { return cell == CUDNN_LSTM ? 8 : cell == CUDNN_GRU ? 6 : 2; }
+  int Parameters() const { return LinearLayers() + (Projected() ? 1 : 0); }
   // The width of pseudo-layer p's input: x, or both directions' outputs of the layer below.
   int InputWidth(int p) const { return p < Directions() ? input : OutputWidth(); }
-  // hx, cx, hy, cy: [pseudo-layer][batch][hidden].
-  size_t StateSize() const { return static_cast<size_t>(PseudoLayers()) * Batch() * hidden; }
+  // hx, hy: [pseudo-layer][batch][width]; cx, cy: [pseudo-layer][batch][hidden].
+  size_t StateSize() const { return static_cast<size_t>(PseudoLayers()) * Batch() * Width(); }
+  size_t CellStateSize() const { return static_cast<size_t>(PseudoLayers()) * Batch() * hidden; }
+  // The dropout masks of a training pass: an element per output element of every layer but the
+  // last, [layer][step][sequence][unit] (dense).
+  size_t MaskSize() const {
+    return static_cast<size_t>(layers - 1) * max_length * Batch() * OutputWidth();
+  }
 };
 
 // ---- Sequence layouts ----
@@ -228,7 +247,7 @@ struct Linear {
 using Params = std::vector<std::vector<Linear>>;
 
 // What goes into the RNN or comes out of it: a dense sequence (x, y, dx or dy) and the states
-// (h; c, which only LSTM uses), each [pseudo-layer][batch][hidden].
+// (h, [pseudo-layer][batch][width]; c, which only LSTM uses, [pseudo-layer][batch][hidden]).
 struct RnnIo {
   std::vector<double> seq, h, c;
 };
@@ -249,21 +268,24 @@ std::vector<double> Apply(const Linear& l, const double* v) {
 // One step of the cell, by cuDNN's formulas, from the layer's input x: h (and c) updated in place.
 // Gates by linLayerID (input matrix; recurrent matrix at the same index in the second half): LSTM
 // input i, forget f, new memory c', output o; GRU reset r, update (cuDNN's i), new memory h', whose
-// recurrent part (bias included) the reset gate scales.
+// recurrent part (bias included) the reset gate scales. LSTM's h is o tanh(c), or its projection
+// (the linear layer after the gates') where there is one.
 void Step(cudnnRNNMode_t cell, const std::vector<Linear>& lin, const double* x,
           std::vector<double>& h, std::vector<double>& c) {
-  const size_t gates = lin.size() / 2;
+  const size_t gates = cell == CUDNN_LSTM ? 4 : cell == CUDNN_GRU ? 3 : 1;
   std::vector<std::vector<double>> wx(gates), rh(gates);
   for (size_t g = 0; g < gates; ++g) {
     wx[g] = Apply(lin[g], x);
     rh[g] = Apply(lin[gates + g], h.data());
   }
-  for (size_t k = 0; k < h.size(); ++k) {
+  const int hidden = lin[0].rows;
+  std::vector<double> cell_output(hidden);  // LSTM's o tanh(c)
+  for (int k = 0; k < hidden; ++k) {
     if (cell == CUDNN_LSTM) {
       const double i = Sigmoid(wx[0][k] + rh[0][k]), f = Sigmoid(wx[1][k] + rh[1][k]);
       const double memory = std::tanh(wx[2][k] + rh[2][k]), o = Sigmoid(wx[3][k] + rh[3][k]);
       c[k] = f * c[k] + i * memory;
-      h[k] = o * std::tanh(c[k]);
+      cell_output[k] = o * std::tanh(c[k]);
     } else if (cell == CUDNN_GRU) {
       const double r = Sigmoid(wx[0][k] + rh[0][k]), update = Sigmoid(wx[1][k] + rh[1][k]);
       const double memory = std::tanh(wx[2][k] + r * rh[2][k]);
@@ -273,6 +295,8 @@ void Step(cudnnRNNMode_t cell, const std::vector<Linear>& lin, const double* x,
       h[k] = cell == CUDNN_RNN_RELU ? std::max(sum, 0.0) : std::tanh(sum);
     }
   }
+  if (cell != CUDNN_LSTM) return;
+  h = lin.size() > 2 * gates ? Apply(lin[2 * gates], cell_output.data()) : cell_output;
 }
 
 // One direction of one layer over one sequence: the forward direction from its first step, the
@@ -281,28 +305,35 @@ void Step(cudnnRNNMode_t cell, const std::vector<Linear>& lin, const double* x,
 void RunSequence(const RnnCase& c, const Params& params, int p, int b,
                  const std::vector<double>& in, int in_width, std::vector<double>& out, RnnIo& io) {
   const int direction = p % c.Directions(), length = c.lengths[b];
-  const size_t state = (static_cast<size_t>(p) * c.Batch() + b) * c.hidden;
-  std::vector<double> h(io.h.begin() + state, io.h.begin() + state + c.hidden);
-  std::vector<double> cell(io.c.begin() + state, io.c.begin() + state + c.hidden);
+  const size_t sequence = static_cast<size_t>(p) * c.Batch() + b;
+  const size_t state = sequence * c.Width(), cell_state = sequence * c.hidden;
+  std::vector<double> h(io.h.begin() + state, io.h.begin() + state + c.Width());
+  std::vector<double> cell(io.c.begin() + cell_state, io.c.begin() + cell_state + c.hidden);
   for (int s = 0; s < length; ++s) {
     const int t = direction == 0 ? s : length - 1 - s;
     Step(c.cell, params[p], &in[Dense(c, t, b, in_width)], h, cell);
     std::copy(h.begin(), h.end(),
-              out.begin() + Dense(c, t, b, c.OutputWidth()) + direction * c.hidden);
+              out.begin() + Dense(c, t, b, c.OutputWidth()) + direction * c.Width());
   }
   std::copy(h.begin(), h.end(), io.h.begin() + state);
-  std::copy(cell.begin(), cell.end(), io.c.begin() + state);
+  std::copy(cell.begin(), cell.end(), io.c.begin() + cell_state);
 }
 
-// The RNN on `in` (x, hx, cx): y, hy, cy. Layer by layer, each layer's output the next one's input.
-RnnIo Forward(const RnnCase& c, const Params& params, const RnnIo& in) {
+// The RNN on `in` (x, hx, cx): y, hy, cy. Layer by layer, each layer's output the next one's
+// input, multiplied there by `dropout` (MaskSize factors, 0 or 1 / (1 - p)) where it is given.
+RnnIo Forward(const RnnCase& c, const Params& params, const RnnIo& in,
+              const std::vector<double>& dropout = {}) {
   RnnIo out = in;  // the states start as hx and cx
   int width = c.input;
+  const size_t layer_size = static_cast<size_t>(c.max_length) * c.Batch() * c.OutputWidth();
   for (int layer = 0; layer < c.layers; ++layer) {
-    std::vector<double> layer_out(static_cast<size_t>(c.max_length) * c.Batch() * c.OutputWidth());
+    std::vector<double> layer_out(layer_size);
     for (int p = layer * c.Directions(); p < (layer + 1) * c.Directions(); ++p) {
       for (int b = 0; b < c.Batch(); ++b)
         RunSequence(c, params, p, b, out.seq, width, layer_out, out);
+    }
+    for (size_t i = 0; !dropout.empty() && layer < c.layers - 1 && i < layer_size; ++i) {
+      layer_out[i] *= dropout[layer * layer_size + i];
     }
     out.seq = std::move(layer_out);
     width = c.OutputWidth();
@@ -329,9 +360,9 @@ RnnIo MakeIo(const RnnCase& c, int width, int seed) {
   RnnIo io;
   io.seq = Irregular<T>(static_cast<size_t>(c.max_length) * c.Batch() * width, seed);
   io.h.assign(c.StateSize(), 0);
-  io.c.assign(c.StateSize(), 0);
+  io.c.assign(c.CellStateSize(), 0);
   if (c.states) io.h = Irregular<T>(c.StateSize(), seed + 1);
-  if (c.states && c.Lstm()) io.c = Irregular<T>(c.StateSize(), seed + 2);
+  if (c.states && c.Lstm()) io.c = Irregular<T>(c.CellStateSize(), seed + 2);
   return io;
 }
 
@@ -448,32 +479,37 @@ bool HasBias(cudnnRNNBiasMode_t mode, bool recurrent) {
 }
 
 // The documented shapes: hidden rows; as many columns as the layer's input (input matrices) or
-// the hidden state (recurrent ones); a bias where the bias mode has one.
+// h (recurrent ones); a bias where the bias mode has one. The projection: width x hidden, no bias.
 void ExpectShapes(const RnnCase& c, int p, int id, const LinearPlace& place) {
+  if (id == c.LinearLayers()) {
+    EXPECT_IN_CASE(place.matrix.present && place.matrix.rows == c.Width());
+    EXPECT_IN_CASE(place.matrix.cols == c.hidden && !place.bias.present);
+    return;
+  }
   const bool recurrent = id >= c.LinearLayers() / 2;
   EXPECT_IN_CASE(place.matrix.present && place.matrix.rows == c.hidden);
-  EXPECT_IN_CASE(place.matrix.cols == (recurrent ? c.hidden : c.InputWidth(p)));
+  EXPECT_IN_CASE(place.matrix.cols == (recurrent ? c.Width() : c.InputWidth(p)));
   EXPECT_IN_CASE(place.bias.present == HasBias(c.bias, recurrent));
   EXPECT_IN_CASE(!place.bias.present || (place.bias.rows == c.hidden && place.bias.cols == 1));
 }
 
 // Every matrix and bias of the space at `space` (of `bytes` bytes), through
 // cudnnGetRNNWeightParams: of the documented shapes, inside the space, none overlapping. LSTM's
-// linLayerID 8, the recurrent projection (disabled here), has neither matrix nor bias.
+// linLayerID 8, the recurrent projection, has neither matrix nor bias where it is disabled.
 template <typename T>
 Places QueryPlaces(cudnnHandle_t handle, cudnnRNNDescriptor_t rnn, const RnnCase& c,
                    const void* space, size_t bytes) {
   cudnnTensorDescriptor_t m_desc = nullptr, b_desc = nullptr;
   CHECK_CUDNN(cudnnCreateTensorDescriptor(&m_desc));
   CHECK_CUDNN(cudnnCreateTensorDescriptor(&b_desc));
-  Places places(c.PseudoLayers(), std::vector<LinearPlace>(c.LinearLayers()));
+  Places places(c.PseudoLayers(), std::vector<LinearPlace>(c.Parameters()));
   std::vector<bool> used(bytes / sizeof(T));
   for (int p = 0; p < c.PseudoLayers(); ++p) {
     for (int id = 0; id < c.LinearLayers() + (c.Lstm() ? 1 : 0); ++id) {
       void *m_addr = nullptr, *b_addr = nullptr;
       CHECK_CUDNN(cudnnGetRNNWeightParams(handle, rnn, p, bytes, space, id, m_desc, &m_addr, b_desc,
                                           &b_addr));
-      if (id == c.LinearLayers()) {
+      if (id == c.Parameters()) {
         EXPECT_IN_CASE(m_addr == nullptr && b_addr == nullptr);
         continue;
       }
@@ -550,25 +586,47 @@ Params Gather(const Places& places, const std::vector<double>& image) {
 
 // ---- Descriptors ----
 
-// A dropout descriptor with dropout 0 and the states buffer cuDNN asks for, which every RNN here
-// shares (cuDNN applies dropout between layers, in training only).
+// A dropout descriptor with the states buffer cuDNN asks for, set with kDropoutSeed: dropout 0 for
+// the RNNs without dropout, which share it (cuDNN applies dropout between layers, in training
+// only), or a case's own.
 struct Dropout {
   cudnnDropoutDescriptor_t desc = nullptr;
   void* states = nullptr;
+  size_t bytes = 0;
 };
 
-Dropout MakeDropout(cudnnHandle_t handle) {
+constexpr unsigned long long kDropoutSeed = 1234;
+
+Dropout MakeDropout(cudnnHandle_t handle, float probability) {
   Dropout dropout;
-  size_t bytes = 0;
-  CHECK_CUDNN(cudnnDropoutGetStatesSize(handle, &bytes));
-  CHECK_CUDA(cudaMalloc(&dropout.states, bytes + 1));
+  CHECK_CUDNN(cudnnDropoutGetStatesSize(handle, &dropout.bytes));
+  CHECK_CUDA(cudaMalloc(&dropout.states, dropout.bytes + 1));
   CHECK_CUDNN(cudnnCreateDropoutDescriptor(&dropout.desc));
-  CHECK_CUDNN(cudnnSetDropoutDescriptor(dropout.desc, handle, 0.0f, dropout.states, bytes, 1234));
+  CHECK_CUDNN(cudnnSetDropoutDescriptor(dropout.desc, handle, probability, dropout.states,
+                                        dropout.bytes, kDropoutSeed));
   return dropout;
 }
 
-// The case's RNN on T data computing in T: linear input, no projection, the standard algorithm,
-// padded input and output enabled for the unpacked layouts.
+void Destroy(const Dropout& dropout) {
+  CHECK_CUDNN(cudnnDestroyDropoutDescriptor(dropout.desc));
+  CHECK_CUDA(cudaFree(dropout.states));
+}
+
+// The factors of `n` elements under Tally's dropout from the counter `offset` of kDropoutSeed's
+// stream: 0 where dropped, 1 / (1 - p) where kept. Results need not match NVIDIA's random numbers,
+// so the reference draws Tally's (dropout_bits.h) to know which elements the device dropped.
+std::vector<double> DropoutFactors(float p, uint64_t offset, size_t n) {
+  namespace kernels = tally::libraries::kernels;
+  std::vector<double> factors(n);
+  for (size_t i = 0; i < n; ++i) {
+    const bool kept = kernels::DropoutKeeps(kDropoutSeed, offset + i, kernels::DropThreshold(p));
+    factors[i] = kept ? kernels::KeptScale(p) : 0;
+  }
+  return factors;
+}
+
+// The case's RNN on T data computing in T: linear input, the standard algorithm, padded input and
+// output enabled for the unpacked layouts.
 template <typename T>
 cudnnRNNDescriptor_t MakeRnn(const RnnCase& c, cudnnDropoutDescriptor_t dropout) {
   cudnnRNNDescriptor_t rnn = nullptr;
@@ -577,7 +635,7 @@ cudnnRNNDescriptor_t MakeRnn(const RnnCase& c, cudnnDropoutDescriptor_t dropout)
       c.Packed() ? CUDNN_RNN_PADDED_IO_DISABLED : CUDNN_RNN_PADDED_IO_ENABLED;
   CHECK_CUDNN(cudnnSetRNNDescriptor_v8(rnn, CUDNN_RNN_ALGO_STANDARD, c.cell, c.bias, c.direction,
                                        CUDNN_LINEAR_INPUT, Element<T>::kType, Element<T>::kType,
-                                       Element<T>::kMath, c.input, c.hidden, c.hidden, c.layers,
+                                       Element<T>::kMath, c.input, c.hidden, c.Width(), c.layers,
                                        dropout, padded_io));
   return rnn;
 }
@@ -592,12 +650,12 @@ cudnnRNNDataDescriptor_t MakeData(const RnnCase& c, int width, T* fill) {
   return desc;
 }
 
-// hx, cx, hy, cy: [pseudo-layers, batch, hidden], fully packed.
-cudnnTensorDescriptor_t MakeStates(const RnnCase& c, cudnnDataType_t type) {
+// hx, hy ([pseudo-layers, batch, width]) or cx, cy ([pseudo-layers, batch, hidden]), fully packed.
+cudnnTensorDescriptor_t MakeStates(const RnnCase& c, cudnnDataType_t type, int width) {
   cudnnTensorDescriptor_t desc = nullptr;
   CHECK_CUDNN(cudnnCreateTensorDescriptor(&desc));
-  const int dims[] = {c.PseudoLayers(), c.Batch(), c.hidden};
-  const int strides[] = {c.Batch() * c.hidden, c.hidden, 1};
+  const int dims[] = {c.PseudoLayers(), c.Batch(), width};
+  const int strides[] = {c.Batch() * width, width, 1};
   CHECK_CUDNN(cudnnSetTensorNdDescriptor(desc, type, 3, dims, strides));
   return desc;
 }
@@ -620,8 +678,8 @@ Descriptors MakeDescriptors(cudnnHandle_t handle, const RnnCase& c,
   T fill = static_cast<T>(kPaddingFill);
   d.x = MakeData<T>(c, c.input, nullptr);
   d.y = MakeData<T>(c, c.OutputWidth(), &fill);
-  d.h = MakeStates(c, Element<T>::kType);
-  d.c = MakeStates(c, Element<T>::kType);
+  d.h = MakeStates(c, Element<T>::kType, c.Width());
+  d.c = MakeStates(c, Element<T>::kType, c.hidden);
   d.lengths = ToDevice(std::vector<int32_t>(c.lengths.begin(), c.lengths.end()));
   CHECK_CUDNN(cudnnGetRNNWeightSpaceSize(handle, d.rnn, &d.weight_bytes));
   size_t inference_reserve = 0;
@@ -662,7 +720,7 @@ class RnnRun {
         cx_(Narrow<T>(in_.c)),
         y_(NaNs<T>(BufferSize(c, c.OutputWidth()))),
         hy_(NaNs<T>(c.StateSize())),
-        cy_(NaNs<T>(c.StateSize())),
+        cy_(NaNs<T>(c.CellStateSize())),
         work_(
             std::vector<unsigned char>(std::max({d_.inference_work, d_.training_work, size_t{1}}))),
         reserve_(std::vector<unsigned char>(d_.reserve)) {
@@ -673,14 +731,15 @@ class RnnRun {
   RnnRun& operator=(const RnnRun&) = delete;
 
   // cudnnRNNForward in `mode` against the reference: y (paddingFill at the padded positions), and
-  // hy and cy where wanted.
+  // hy and cy where wanted. Training drops what the next masks of the case's dropout say.
   void CheckForward(cudnnForwardMode_t mode) {
-    const std::string name = mode == CUDNN_FWD_MODE_TRAINING ? "training " : "inference ";
+    const bool training = mode == CUDNN_FWD_MODE_TRAINING;
+    const std::string name = training ? "training " : "inference ";
     Upload(y_.get(), NaNs<T>(BufferSize(c_, c_.OutputWidth())));
     Upload(hy_.get(), NaNs<T>(c_.StateSize()));
-    Upload(cy_.get(), NaNs<T>(c_.StateSize()));
+    Upload(cy_.get(), NaNs<T>(c_.CellStateSize()));
     CHECK_CUDNN(RunForward(Args(mode)));
-    const RnnIo want = Forward(c_, params_, in_);
+    const RnnIo want = Forward(c_, params_, in_, training ? NextMasks() : std::vector<double>{});
     y_.Expect(ToLayout<double>(c_, want.seq, c_.OutputWidth(), kPaddingFill), kForwardTolerance<T>,
               name + "y");
     if (c_.states) hy_.Expect(want.h, kForwardTolerance<T>, name + "hy");
@@ -691,11 +750,17 @@ class RnnRun {
   // the reference's loss; what was checked, for the summary.
   std::string CheckBackward() {
     const RnnIo seeds = MakeIo<T>(c_, c_.OutputWidth(), 200);
-    const std::function<double()> loss = [&] { return Loss(c_, Forward(c_, params_, in_), seeds); };
+    const std::vector<double> masks = NextMasks();
+    const std::function<double()> loss = [&] {
+      return Loss(c_, Forward(c_, params_, in_, masks), seeds);
+    };
     CHECK_CUDNN(RunForward(Args(CUDNN_FWD_MODE_TRAINING)));
     CheckBackwardData(seeds, loss);
     return ", backward data and weights (" + CheckBackwardWeights(loss) + ")";
   }
+
+  // The descriptor was set again with kDropoutSeed: the masks start over.
+  void RestartDropout() { dropout_offset_ = 0; }
 
   // The documented statuses for bad arguments to this run's calls.
   void CheckRefusals() {
@@ -721,6 +786,15 @@ class RnnRun {
   }
 
  private:
+  // The factors of the next training pass's dropout masks (none without dropout): each pass draws
+  // MaskSize elements of the seed's stream after the previous pass's.
+  std::vector<double> NextMasks() {
+    if (c_.dropout == 0 || c_.layers < 2) return {};
+    std::vector<double> masks = DropoutFactors(c_.dropout, dropout_offset_, c_.MaskSize());
+    dropout_offset_ += c_.MaskSize();
+    return masks;
+  }
+
   // What one cudnnRNNForward passes, for the checks to change; the rest is this run's.
   struct ForwardArgs {
     cudnnHandle_t handle;
@@ -757,7 +831,7 @@ class RnnRun {
     const DeviceArray<T> dy(ToLayout<T>(c_, seeds.seq, c_.OutputWidth(), kInputPadding));
     const DeviceArray<T> dhy(Narrow<T>(seeds.h)), dcy(Narrow<T>(seeds.c));
     const DeviceArray<T> dx(NaNs<T>(BufferSize(c_, c_.input)));
-    const DeviceArray<T> dhx(NaNs<T>(c_.StateSize())), dcx(NaNs<T>(c_.StateSize()));
+    const DeviceArray<T> dhx(NaNs<T>(c_.StateSize())), dcx(NaNs<T>(c_.CellStateSize()));
     CHECK_CUDNN(cudnnRNNBackwardData_v8(
         handle_, d_.rnn, d_.lengths, d_.y, y_.get(), dy.get(), d_.x, dx.get(), d_.h, States(hx_),
         States(dhy), States(dhx), d_.c, Cells(cx_), Cells(dcy), Cells(dcx), d_.weight_bytes,
@@ -850,18 +924,51 @@ class RnnRun {
   RnnIo in_;  // x (dense), hx, cx: the reference's, perturbed by the central differences
   DeviceArray<T> x_, hx_, cx_, y_, hy_, cy_;
   DeviceArray<unsigned char> work_, reserve_;
+  uint64_t dropout_offset_ = 0;  // of the stream, at the next training pass
 };
 
 // ---- Checks ----
 
+// A case's dropout read back, and its stream: successive passes draw different masks; restoring
+// the descriptor from its states goes on where they stand (as PyTorch does, seed 0), setting it
+// again with the same seed draws the same masks again.
 template <typename T>
-void TestCase(cudnnHandle_t handle, cudnnDropoutDescriptor_t dropout, const RnnCase& c) {
-  g_what = std::string(Element<T>::kName) + " " + c.name;
-  RnnRun<T> run(handle, c, dropout);
-  run.CheckForward(CUDNN_FWD_MODE_INFERENCE);
+void CheckDropoutStream(cudnnHandle_t handle, const Dropout& dropout, const RnnCase& c,
+                        RnnRun<T>& run) {
+  float p = 0;
+  void* states = nullptr;
+  unsigned long long seed = 0;
+  CHECK_CUDNN(cudnnGetDropoutDescriptor(dropout.desc, handle, &p, &states, &seed));
+  EXPECT_IN_CASE(p == c.dropout && states == dropout.states && seed == kDropoutSeed);
+  EXPECT_IN_CASE(DropoutFactors(p, 0, c.MaskSize()) !=
+                 DropoutFactors(p, c.MaskSize(), c.MaskSize()));
+  CHECK_CUDNN(
+      cudnnRestoreDropoutDescriptor(dropout.desc, handle, p, dropout.states, dropout.bytes, 0));
   run.CheckForward(CUDNN_FWD_MODE_TRAINING);
+  CHECK_CUDNN(cudnnSetDropoutDescriptor(dropout.desc, handle, p, dropout.states, dropout.bytes,
+                                        kDropoutSeed));
+  run.RestartDropout();
+  run.CheckForward(CUDNN_FWD_MODE_TRAINING);
+}
+
+// A case on the dropout descriptor the cases without dropout share, or on its own.
+template <typename T>
+void TestCase(cudnnHandle_t handle, cudnnDropoutDescriptor_t shared, const RnnCase& c) {
+  g_what = std::string(Element<T>::kName) + " " + c.name;
+  const bool dropout = c.dropout > 0;
+  const Dropout own = dropout ? MakeDropout(handle, c.dropout) : Dropout{};
   std::string checked = "forward (inference, training)";
-  if (c.gradients != Gradients::kNone) checked += run.CheckBackward();
+  {
+    RnnRun<T> run(handle, c, dropout ? own.desc : shared);
+    run.CheckForward(CUDNN_FWD_MODE_INFERENCE);
+    run.CheckForward(CUDNN_FWD_MODE_TRAINING);
+    if (c.gradients != Gradients::kNone) checked += run.CheckBackward();
+    if (dropout) {
+      CheckDropoutStream(handle, own, c, run);
+      checked += ", the dropout stream";
+    }
+  }
+  if (dropout) Destroy(own);
   std::printf("%s: %s correct\n", g_what.c_str(), checked.c_str());
 }
 
@@ -882,6 +989,7 @@ void TestCases(cudnnHandle_t handle, cudnnDropoutDescriptor_t dropout) {
       {"GRU, bidirectional, 2 layers, seq-major padded",
                                                     CUDNN_GRU,      kBi,  kDoubleBias, kSeqMajor,   2, 3, 3, 4, {3, 4, 2}, states, forward_only},
       {"LSTM, batch-major padded, gradients",       CUDNN_LSTM,     kUni, kDoubleBias, kBatchMajor, 1, 3, 2, 3, {3, 1, 2}, states, add},
+      {"LSTM, 2 layers, projection 2, packed",      CUDNN_LSTM,     kUni, kDoubleBias, kPacked,     2, 3, 3, 4, {4, 3, 1}, states, forward_only, 2},
   };
   const RnnCase f64_cases[] = {
       {"LSTM, bidirectional, 2 layers, seq-major padded",
@@ -890,6 +998,15 @@ void TestCases(cudnnHandle_t handle, cudnnDropoutDescriptor_t dropout) {
       {"GRU, bidirectional, no bias, packed",       CUDNN_GRU,      kBi,  kNoBias,     kPacked,     1, 2, 3, 3, {3, 3, 1}, states, add},
       {"ReLU, bidirectional, packed",               CUDNN_RNN_RELU, kBi,  kDoubleBias, kPacked,     1, 3, 3, 4, {4, 3, 1}, states, add},
       {"tanh, 2 layers, null hx, hy",               CUDNN_RNN_TANH, kUni, kDoubleBias, kSeqMajor,   2, 2, 3, 3, {2, 3, 1}, none,   Gradients::kSet},
+      // name                                       cell            direction bias    layout    layers in hid max lengths  states  gradients projection dropout
+      {"LSTM, 2 layers, dropout 0.5, seq-major padded",
+                                                    CUDNN_LSTM,     kUni, kDoubleBias, kSeqMajor,   2, 3, 3, 4, {4, 2, 3}, states, add,      0,        0.5f},
+      {"LSTM, bidirectional, 2 layers, projection 2, batch-major padded",
+                                                    CUDNN_LSTM,     kBi,  kDoubleBias, kBatchMajor, 2, 3, 4, 3, {3, 1, 2}, states, add,      2},
+      {"LSTM, 2 layers, projection 1, dropout 0.5, null hx, cx, hy, cy",
+                                                    CUDNN_LSTM,     kUni, kInputBias,  kSeqMajor,   2, 2, 3, 3, {3, 2, 1}, none,   Gradients::kSet, 1, 0.5f},
+      {"GRU, bidirectional, 3 layers, dropout 0.3, packed",
+                                                    CUDNN_GRU,      kBi,  kDoubleBias, kPacked,     3, 2, 2, 3, {3, 2, 1}, states, add,      0,        0.3f},
   };
   // clang-format on
   for (const RnnCase& c : f32_cases) TestCase<float>(handle, dropout, c);
@@ -918,6 +1035,8 @@ void TestRnnDescriptor(cudnnDropoutDescriptor_t dropout) {
        CUDNN_DATA_FLOAT, CUDNN_DEFAULT_MATH, 4, 3, 3, 2, dropout, CUDNN_RNN_PADDED_IO_ENABLED},
       {CUDNN_RNN_ALGO_STANDARD, CUDNN_GRU, kNoBias, kUni, CUDNN_LINEAR_INPUT, CUDNN_DATA_DOUBLE,
        CUDNN_DATA_DOUBLE, CUDNN_DEFAULT_MATH, 2, 3, 3, 1, dropout, CUDNN_RNN_PADDED_IO_DISABLED},
+      {CUDNN_RNN_ALGO_STANDARD, CUDNN_LSTM, kInputBias, kUni, CUDNN_LINEAR_INPUT, CUDNN_DATA_FLOAT,
+       CUDNN_DATA_FLOAT, CUDNN_DEFAULT_MATH, 5, 4, 2, 3, dropout, CUDNN_RNN_PADDED_IO_DISABLED},
   };
   for (const Fields& s : sets) {
     CHECK_CUDNN(cudnnSetRNNDescriptor_v8(rnn, s.algo, s.cell, s.bias, s.direction, s.input_mode,
@@ -969,20 +1088,22 @@ void TestDataDescriptor() {
   std::printf("RNN data descriptor: set and read back\n");
 }
 
-// Descriptors refused: no hidden state or no layer; data of no width or a sequence longer than
-// maxSeqLength.
+// Descriptors refused: no hidden state or no layer, a projection wider than the hidden state or of
+// another cell than LSTM; data of no width or a sequence longer than maxSeqLength.
 void TestBadDescriptors(cudnnDropoutDescriptor_t dropout) {
   cudnnRNNDescriptor_t rnn = nullptr;
   CHECK_CUDNN(cudnnCreateRNNDescriptor(&rnn));
-  const auto set = [&](int hidden, int layers) {
-    return cudnnSetRNNDescriptor_v8(rnn, CUDNN_RNN_ALGO_STANDARD, CUDNN_RNN_TANH, kDoubleBias, kUni,
+  const auto set = [&](cudnnRNNMode_t cell, int hidden, int projection, int layers) {
+    return cudnnSetRNNDescriptor_v8(rnn, CUDNN_RNN_ALGO_STANDARD, cell, kDoubleBias, kUni,
                                     CUDNN_LINEAR_INPUT, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT,
-                                    CUDNN_DEFAULT_MATH, 3, hidden, hidden, layers, dropout,
+                                    CUDNN_DEFAULT_MATH, 3, hidden, projection, layers, dropout,
                                     CUDNN_RNN_PADDED_IO_DISABLED);
   };
-  ExpectBadParam(set(0, 1), "SetRNNDescriptor_v8 with hiddenSize 0");
-  ExpectBadParam(set(-3, 1), "SetRNNDescriptor_v8 with hiddenSize -3");
-  ExpectBadParam(set(3, 0), "SetRNNDescriptor_v8 with numLayers 0");
+  ExpectBadParam(set(CUDNN_RNN_TANH, 0, 0, 1), "SetRNNDescriptor_v8 with hiddenSize 0");
+  ExpectBadParam(set(CUDNN_RNN_TANH, -3, -3, 1), "SetRNNDescriptor_v8 with hiddenSize -3");
+  ExpectBadParam(set(CUDNN_RNN_TANH, 3, 3, 0), "SetRNNDescriptor_v8 with numLayers 0");
+  ExpectBadParam(set(CUDNN_LSTM, 3, 4, 1), "SetRNNDescriptor_v8 with projSize above hiddenSize");
+  ExpectBadParam(set(CUDNN_GRU, 3, 2, 1), "SetRNNDescriptor_v8 with a GRU's projection");
   CHECK_CUDNN(cudnnDestroyRNNDescriptor(rnn));
   cudnnRNNDataDescriptor_t data = nullptr;
   CHECK_CUDNN(cudnnCreateRNNDataDescriptor(&data));
@@ -994,6 +1115,72 @@ void TestBadDescriptors(cudnnDropoutDescriptor_t dropout) {
       cudnnSetRNNDataDescriptor(data, CUDNN_DATA_FLOAT, kSeqMajor, 3, 2, 4, too_long, nullptr),
       "SetRNNDataDescriptor with a sequence longer than maxSeqLength");
   CHECK_CUDNN(cudnnDestroyRNNDataDescriptor(data));
+}
+
+// cudnnDropoutForward and Backward on a 4-D tensor written into a padded one: each forward call
+// draws the next elements of the seed's stream (Tally's, as the reference draws it), drops about
+// p of them and scales the others by 1 / (1 - p); backward applies the mask the last forward call
+// left in the reserve space. Then the statuses for bad input.
+void TestDropoutCalls(cudnnHandle_t handle) {
+  g_what = "dropout";
+  constexpr float p = 0.3f;
+  const Dropout dropout = MakeDropout(handle, p);
+  const int dims[] = {2, 3, 16, 16}, packed[] = {768, 256, 16, 1}, padded[] = {1024, 320, 20, 1};
+  const size_t n = 2 * 3 * 16 * 16;
+  cudnnTensorDescriptor_t x_desc = nullptr, y_desc = nullptr;
+  CHECK_CUDNN(cudnnCreateTensorDescriptor(&x_desc));
+  CHECK_CUDNN(cudnnCreateTensorDescriptor(&y_desc));
+  CHECK_CUDNN(cudnnSetTensorNdDescriptor(x_desc, CUDNN_DATA_FLOAT, 4, dims, packed));
+  CHECK_CUDNN(cudnnSetTensorNdDescriptor(y_desc, CUDNN_DATA_FLOAT, 4, dims, padded));
+  size_t reserve_bytes = 0;
+  CHECK_CUDNN(cudnnDropoutGetReserveSpaceSize(x_desc, &reserve_bytes));
+  EXPECT_IN_CASE(reserve_bytes >= n);
+  const DeviceArray<unsigned char> reserve{std::vector<unsigned char>(reserve_bytes)};
+  const std::vector<double> x = Irregular<float>(n, 7), dy = Irregular<float>(n, 8);
+  const DeviceArray<float> x_dev(Narrow<float>(x)), dy_dev(Narrow<float>(dy));
+  const DeviceArray<float> y_dev(NaNs<float>(2 * 1024)), dx_dev(NaNs<float>(2 * 1024));
+  // The padded tensor's elements in the packed order.
+  const auto unpad = [&](const DeviceArray<float>& padded_dev) {
+    const std::vector<double> all = Widen(ToHost(padded_dev.get(), 2 * 1024));
+    std::vector<double> out;
+    for (size_t i = 0; i < n; ++i) {
+      out.push_back(all[i / 768 * 1024 + i % 768 / 256 * 320 + i % 256 / 16 * 20 + i % 16]);
+    }
+    return out;
+  };
+  std::vector<double> factors;
+  for (size_t call = 0; call < 2; ++call) {
+    CHECK_CUDNN(cudnnDropoutForward(handle, dropout.desc, x_desc, x_dev.get(), y_desc, y_dev.get(),
+                                    reserve.get(), reserve_bytes));
+    factors = DropoutFactors(p, call * n, n);
+    std::vector<double> want(n);
+    for (size_t i = 0; i < n; ++i) want[i] = x[i] * factors[i];
+    ExpectValues(unpad(y_dev), want, Element<float>::kTolerance, "forward " + std::to_string(call));
+    const double dropped = std::count(factors.begin(), factors.end(), 0.0) / double(n);
+    EXPECT_IN_CASE(std::fabs(dropped - p) < 0.05);
+  }
+  CHECK_CUDNN(cudnnDropoutBackward(handle, dropout.desc, x_desc, dy_dev.get(), y_desc, dx_dev.get(),
+                                   reserve.get(), reserve_bytes));
+  std::vector<double> want(n);
+  for (size_t i = 0; i < n; ++i) want[i] = dy[i] * factors[i];
+  ExpectValues(unpad(dx_dev), want, Element<float>::kTolerance, "backward");
+  ExpectBadParam(cudnnDropoutForward(handle, dropout.desc, x_desc, x_dev.get(), y_desc, y_dev.get(),
+                                     reserve.get(), n - 1),
+                 "DropoutForward with a reserve space of one byte too few");
+  const int other[] = {2, 3, 16, 15};
+  CHECK_CUDNN(cudnnSetTensorNdDescriptor(y_desc, CUDNN_DATA_FLOAT, 4, other, packed));
+  ExpectBadParam(cudnnDropoutBackward(handle, dropout.desc, x_desc, dy_dev.get(), y_desc,
+                                      dx_dev.get(), reserve.get(), reserve_bytes),
+                 "DropoutBackward with tensors of different dimensions");
+  EXPECT_IN_CASE(cudnnSetDropoutDescriptor(dropout.desc, handle, p, dropout.states, 1, 1) ==
+                 CUDNN_STATUS_INVALID_VALUE);
+  ExpectBadParam(
+      cudnnSetDropoutDescriptor(dropout.desc, handle, 1.5f, dropout.states, dropout.bytes, 1),
+      "SetDropoutDescriptor with probability 1.5");
+  CHECK_CUDNN(cudnnDestroyTensorDescriptor(x_desc));
+  CHECK_CUDNN(cudnnDestroyTensorDescriptor(y_desc));
+  Destroy(dropout);
+  std::printf("dropout: forward, backward and the states' stream correct\n");
 }
 
 void TestBadInput(cudnnHandle_t handle, cudnnDropoutDescriptor_t dropout) {
@@ -1010,13 +1197,13 @@ void TestBadInput(cudnnHandle_t handle, cudnnDropoutDescriptor_t dropout) {
 int main() {
   cudnnHandle_t handle = HandleOnOwnStream();
   std::printf("cuDNN %zu: RNN API\n", cudnnGetVersion());
-  const Dropout dropout = MakeDropout(handle);
+  const Dropout dropout = MakeDropout(handle, 0.0f);
   TestRnnDescriptor(dropout.desc);
   TestDataDescriptor();
+  TestDropoutCalls(handle);
   TestCases(handle, dropout.desc);
   TestBadInput(handle, dropout.desc);
-  CHECK_CUDNN(cudnnDestroyDropoutDescriptor(dropout.desc));
-  CHECK_CUDA(cudaFree(dropout.states));
+  Destroy(dropout);
   DestroyHandleAndStream(handle);
   std::printf("CUDNN RNN OK\n");
   return 0;
