@@ -14,9 +14,12 @@ namespace {
 uint64_t Kernels(const ipc::ClientStatus& c) {
   return c.kernels_original + c.kernels_sliced + c.kernels_preemptible;
 }
+// Served by Tally's kernels and run in the vendor library alike.
 uint64_t LibraryCalls(const ipc::ClientStatus& c) {
   uint64_t sum = 0;
-  for (ipc::Library library : ipc::kLibraries) sum += c.library_calls[library];
+  for (ipc::Library library : ipc::kLibraries) {
+    sum += c.library_calls[library] + c.vendor_library_calls[library];
+  }
   return sum;
 }
 

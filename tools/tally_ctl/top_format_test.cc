@@ -34,7 +34,8 @@ TEST_CASE("top: each client's rates since the previous sample, sorted as asked")
   ipc::ClientStatus seven = Client(7, 25, 256);
   seven.preemptions = 4;
   seven.held_ns = 1'000'000'000;
-  seven.library_calls[ipc::Library::kCudnn] = 6;
+  seven.library_calls[ipc::Library::kCudnn] = 4;
+  seven.vendor_library_calls[ipc::Library::kCublas] = 2;  // counted beside Tally's kernels'
   now.clients.push_back(seven);
   now.clients.push_back(Client(9, 4, 1024));  // new: counted from its start
   now.server.departed.clients = 2;
