@@ -8,11 +8,13 @@
 #include "server/dispatcher.h"
 
 #include <algorithm>
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -251,6 +253,45 @@ TEST_CASE("A high-priority kernel stops a best-effort PTB kernel, which resumes 
   CHECK(slow_stats.preempted == 1u);
   CHECK(slow_stats.resumes >= 1u);
   CHECK(slow_stats.preemption_latencies >= 1u);
+  CHECK(dispatcher->TakeDeferredError(*background).result == CUDA_SUCCESS);
+  dispatcher->RemoveClient(*foreground);
+  dispatcher->RemoveClient(*background);
+}
+
+TEST_CASE("A best-effort vendor library call waits while a high-priority kernel runs") {
+  // A vendor call cannot be transformed: it runs once every higher level has been idle for
+  // long_idle, in its original form, as one unit of its client's queue.
+  scheduler::testing::FakeAdvisor advisor;
+  advisor.fallback = {LaunchForm::Preemptible(4), true};
+  auto dispatcher = MakeDispatcher(scheduler::MakePriorityPolicy(
+      {std::chrono::milliseconds(20), std::chrono::milliseconds(200)}, advisor));
+  auto background = dispatcher->AddClient(ClientId(1), ClientPriority::BestEffort());
+  auto foreground = dispatcher->AddClient(ClientId(2), ClientPriority::High());
+  constexpr uint32_t kBlocks = 8;
+  Stream slow_stream, call_stream, probe;
+  Ints slow_runs(kBlocks), slow_ids(kBlocks), mark(1);
+  dispatcher->EnqueueKernel(
+      *foreground, TwoBufferLaunch("SlowRecordBlocks", {kBlocks, 1, 1}, slow_runs, slow_ids,
+                                   slow_stream.get(), 200'000));
+  REQUIRE(Eventually([&] { return dispatcher->stats(*foreground).original == 1; }));
+
+  std::atomic<bool> issued{false}, foreground_done_first{false};
+  KernelLaunch call;
+  call.vendor = std::make_shared<VendorCall>(
+      VendorCall{[&](CUstream stream) {
+                   foreground_done_first = Api().cuStreamQuery(slow_stream.get()) == CUDA_SUCCESS;
+                   issued = true;
+                   return Api().cuMemsetD32Async(mark.address(), 7, 1, stream);
+                 },
+                 "a vendor call", KernelId(42)});
+  call.stream = call_stream.get();
+  call.grid = call.block = {1, 1, 1};
+  dispatcher->EnqueueKernel(*background, std::move(call));
+  dispatcher->WaitIssued(*background, 1);
+  CHECK(issued);
+  CHECK(foreground_done_first);
+  CHECK(mark.Download(probe.get()) == std::vector<int>{7});
+  CHECK(dispatcher->stats(*background).original == 0u);  // a library call, counted as such
   CHECK(dispatcher->TakeDeferredError(*background).result == CUDA_SUCCESS);
   dispatcher->RemoveClient(*foreground);
   dispatcher->RemoveClient(*background);

@@ -271,9 +271,13 @@ CUresult KernelRuns::Track(DeviceRun run, const KernelLaunch& launch) {
   return CUDA_SUCCESS;
 }
 
+void KernelRuns::CountOriginal(const RunOwner& owner, const KernelLaunch& launch) {
+  if (!launch.vendor) ++owner.stats->original;  // a vendor call counts as a library call
+}
+
 CUresult KernelRuns::IssueOriginal(const RunOwner& owner, const KernelLaunch& launch,
                                    bool notify) {
-  if (!launch.vendor) ++owner.stats->original;  // a vendor call counts as a library call
+  CountOriginal(owner, launch);
   std::optional<scheduler::KernelInfo> measured;
   CUevent start = nullptr;
   if (profiler_ != nullptr && !launch.OriginalOnly()) {
@@ -320,7 +324,7 @@ CUresult KernelRuns::StartTransformed(const RunOwner& owner, const KernelLaunch&
                          (form.kind == FormKind::kPreemptible && info.preemptible);
   if (!available) {
     // Reported as a finished run of the form asked for, so that the policy moves on.
-    ++owner.stats->original;
+    CountOriginal(owner, launch);
     const CUresult launched = LaunchOriginal(api_, launch);
     if (launched != CUDA_SUCCESS) return launched;
     DeviceRun run;

@@ -105,6 +105,8 @@ class KernelRuns {
 
   KernelRuns(const Backend& backend, profiler::Profiler* profiler, CUstream control,
              uint32_t sm_count);
+  // Counts a kernel issued in its original form (a vendor call is no kernel: not counted).
+  static void CountOriginal(const RunOwner& owner, const KernelLaunch& launch);
   CUresult StartTransformed(const RunOwner& owner, const KernelLaunch& launch,
                             const scheduler::LaunchForm& form);
   CUresult IssueSlice(Transformed& kernel);
