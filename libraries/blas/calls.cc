@@ -1,7 +1,10 @@
 // Statuses and scalars shared by the BLAS stand-ins' entry points.
 #include "libraries/blas/calls.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <mutex>
 #include <set>
 #include <string>
@@ -73,6 +76,15 @@ kernels::Scalar ReadScalar(bool on_device, const void* scalar, kernels::ElementT
   return {type == kernels::ElementType::kF64 ? *static_cast<const double*>(scalar)
                                              : double{*static_cast<const float*>(scalar)},
           nullptr};
+}
+
+void PutScalar(bool on_device, const void* scalar, size_t bytes, std::byte (&out)[16]) {
+  if (on_device) {
+    const uint64_t address = reinterpret_cast<uintptr_t>(scalar);
+    std::memcpy(out, &address, sizeof(address));
+  } else {
+    std::memcpy(out, scalar, std::min(bytes, sizeof(out)));
+  }
 }
 
 }  // namespace tally::libraries

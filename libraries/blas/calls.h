@@ -5,6 +5,7 @@
 
 #include <cublas_v2.h>
 
+#include <cstddef>
 #include <string_view>
 #include <type_traits>
 
@@ -32,6 +33,10 @@ const char* StatusDescription(cublasStatus_t status);
 // A scalar argument as the kernels take it: read now where it is in host memory, else its
 // device address (read by the kernel).
 kernels::Scalar ReadScalar(bool on_device, const void* scalar, kernels::ElementType type);
+
+// A scalar argument as a call to the vendor library carries it (ipc/vendor_calls.h): its device
+// address, or its `bytes` bytes (at most 16).
+void PutScalar(bool on_device, const void* scalar, size_t bytes, std::byte (&out)[16]);
 
 // The element type of the float and double entry points (cublasS..., cublasD...).
 template <typename T>

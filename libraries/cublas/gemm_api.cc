@@ -55,17 +55,6 @@ size_t ElementBytes(kernels::ElementType type) {
   return 0;
 }
 
-// A scalar as the vendor call carries it: its device address, or its bytes.
-void PutScalar(const Handle& handle, const void* scalar, kernels::ElementType type,
-               std::byte (&out)[16]) {
-  if (handle.pointer_mode == CUBLAS_POINTER_MODE_DEVICE) {
-    const uint64_t address = reinterpret_cast<uintptr_t>(scalar);
-    std::memcpy(out, &address, sizeof(address));
-  } else {
-    std::memcpy(out, scalar, ElementBytes(type));
-  }
-}
-
 // The checked call, posted to the vendor library on the handle's stream; nullopt where it must
 // run in Tally's kernels (operands given as arrays of pointers, or a capture under way).
 std::optional<cublasStatus_t> PostToVendor(const Handle& handle, const GemmCall& call,
@@ -97,8 +86,9 @@ std::optional<cublasStatus_t> PostToVendor(const Handle& handle, const GemmCall&
   gemm.c = reinterpret_cast<uintptr_t>(call.c);
   gemm.workspace = reinterpret_cast<uintptr_t>(handle.workspace);
   gemm.workspace_bytes = handle.workspace_bytes;
-  PutScalar(handle, call.alpha, types.scalar, gemm.alpha);
-  PutScalar(handle, call.beta, types.scalar, gemm.beta);
+  const size_t scalar_bytes = ElementBytes(types.scalar);
+  PutScalar(gemm.scalars_on_device == 1, call.alpha, scalar_bytes, gemm.alpha);
+  PutScalar(gemm.scalars_on_device == 1, call.beta, scalar_bytes, gemm.beta);
   const cudaError_t posted = tally_vendor_gemm(&gemm, handle.stream);
   if (posted == cudaErrorNotSupported) return std::nullopt;
   return FromLaunch(posted);

@@ -66,16 +66,6 @@ struct MatmulArgs {
   cudaStream_t stream;
 };
 
-// A scalar as the vendor call carries it: its device address, or its bytes.
-void PutScalar(bool on_device, const void* scalar, cudaDataType type, std::byte (&out)[16]) {
-  if (on_device) {
-    const uint64_t address = reinterpret_cast<uintptr_t>(scalar);
-    std::memcpy(out, &address, sizeof(address));
-  } else {
-    std::memcpy(out, scalar, type == CUDA_R_64F ? 8 : type == CUDA_R_32F ? 4 : 2);
-  }
-}
-
 // The checked call (m x n x k), posted to the vendor library inside the server where it runs
 // this client's cuBLASLt calls; nullopt where it runs in Tally's kernels (not so for this
 // client, or a capture under way).
@@ -120,8 +110,9 @@ std::optional<cublasStatus_t> PostToVendor(const MatmulArgs& x, uint64_t m, uint
   call.workspace = reinterpret_cast<uintptr_t>(x.workspace);
   call.workspace_bytes = x.workspace_bytes;
   const auto scale = static_cast<cudaDataType>(op.scale_type);
-  PutScalar(call.scalars_on_device == 1, x.alpha, scale, call.alpha);
-  PutScalar(call.scalars_on_device == 1, x.beta, scale, call.beta);
+  const size_t scalar_bytes = scale == CUDA_R_64F ? 8 : scale == CUDA_R_32F ? 4 : 2;
+  PutScalar(call.scalars_on_device == 1, x.alpha, scalar_bytes, call.alpha);
+  PutScalar(call.scalars_on_device == 1, x.beta, scalar_bytes, call.beta);
   const cudaError_t posted = tally_vendor_lt_matmul(&call, x.stream);
   if (posted == cudaErrorNotSupported) return std::nullopt;
   return FromLaunch(posted);
