@@ -152,15 +152,17 @@ Module::Module(DeviceMemory& memory, uint64_t context_id)
     : memory_(memory), context_id_(context_id), owner_(g_next_module_owner++) {}
 
 absl::Status Module::SetTenant(uint64_t tenant) const {
-  for (const auto& [name, symbol] : globals_) {
-    if (symbol.space != exec::Space::kGlobal && symbol.space != exec::Space::kConst) continue;
-    TALLY_RETURN_IF_ERROR(memory_.SetTenant(symbol.address, tenant));
-  }
-  return absl::OkStatus();
+  if (variables_ == 0) return absl::OkStatus();
+  return memory_.SetTenant(variables_, tenant);
 }
 
 absl::Status Module::PlaceGlobals(const ptx::Module& module, const exec::CallGraph& calls) {
+  // One allocation for all of them, as NVIDIA's driver loads a module's data segment: each
+  // variable at an offset aligned as it asks (at least 16 bytes, the widest vector access).
   std::vector<const ptx::VarDecl*> placed;
+  std::vector<uint64_t> offsets;
+  std::vector<uint64_t> sizes;
+  uint64_t total = 0;
   for (const ptx::TopLevel& item : module.items) {
     const auto* var = std::get_if<ptx::VarDecl>(&item.value);
     if (var == nullptr || (var->state_space != "global" && var->state_space != "const")) continue;
@@ -171,12 +173,21 @@ absl::Status Module::PlaceGlobals(const ptx::Module& module, const exec::CallGra
     if (bytes == 0) {
       return CudaError(CUDA_ERROR_NOT_SUPPORTED, "variable of unknown size: " + var->name);
     }
-    TALLY_ASSIGN_OR_RETURN(uint64_t address,
-                           memory_.Allocate(bytes, AllocationKind::kDevice, owner_));
-    std::memset(reinterpret_cast<void*>(address), 0, bytes);
-    exec::Space space = var->state_space == "global" ? exec::Space::kGlobal : exec::Space::kConst;
-    globals_[var->name] = exec::ModuleSymbol{space, address, bytes};
+    const uint64_t alignment = std::max<uint64_t>(16, var->align.value_or(1));
+    total = (total + alignment - 1) / alignment * alignment;
+    offsets.push_back(total);
+    sizes.push_back(bytes);
+    total += bytes;
     placed.push_back(var);
+  }
+  if (placed.empty()) return absl::OkStatus();
+  TALLY_ASSIGN_OR_RETURN(variables_, memory_.Allocate(total, AllocationKind::kDevice, owner_));
+  std::memset(reinterpret_cast<void*>(variables_), 0, total);
+  for (size_t i = 0; i < placed.size(); ++i) {
+    const ptx::VarDecl& var = *placed[i];
+    const exec::Space space =
+        var.state_space == "global" ? exec::Space::kGlobal : exec::Space::kConst;
+    globals_[var.name] = exec::ModuleSymbol{space, variables_ + offsets[i], sizes[i]};
   }
   // Initializers may take the address of any module variable, so they are written last.
   for (const ptx::VarDecl* var : placed) {

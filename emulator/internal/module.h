@@ -60,6 +60,7 @@ class Module {
   DeviceMemory& memory_;
   const uint64_t context_id_;
   const uint64_t owner_;  // allocation owner id of the module's variables
+  uint64_t variables_ = 0;  // the one allocation that holds them (0: none)
   uint32_t ptx_version_ = 0;
   std::vector<exec::Function> functions_;
   exec::ModuleSymbols globals_;
