@@ -3,6 +3,7 @@
 // attributes, memory accounting, tenants, and the documented errors.
 #include <dlfcn.h>
 
+#include <utility>
 #include <vector>
 
 // First: it defines what the CUDA headers need for the tests' versioned names.
@@ -119,6 +120,20 @@ TEST_CASE("the device supports VMM with a 2 MiB granularity") {
         CUDA_ERROR_NOT_SUPPORTED);
 }
 
+TEST_CASE("cuGetProcAddress answers the VMM entry points from the versions that introduced them") {
+  const EmuApi& emu = Emu();
+  void* pfn = nullptr;
+  CUdriverProcAddressQueryResult status{};
+  EMU_OK(emu.cuGetProcAddress_v2("cuMemMap", &pfn, 13000, 0, &status));
+  CHECK(pfn == dlsym(emu.library, "cuMemMap"));
+  EMU_OK(emu.cuGetProcAddress_v2("cuMemCreate", &pfn, 10020, 0, &status));
+  CHECK(emu.cuGetProcAddress_v2("cuMemCreate", &pfn, 10010, 0, &status) == CUDA_ERROR_NOT_FOUND);
+  CHECK(status == CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+  EMU_OK(emu.cuGetProcAddress_v2("cuMemRetainAllocationHandle", &pfn, 11000, 0, &status));
+  CHECK(emu.cuGetProcAddress_v2("cuMemRetainAllocationHandle", &pfn, 10020, 0, &status) ==
+        CUDA_ERROR_NOT_FOUND);
+}
+
 TEST_CASE("accessible mapped memory works with kernels, copies, memsets and pointer queries") {
   const EmuApi& emu = Emu();
   Region region(4, 2);
@@ -223,6 +238,20 @@ TEST_CASE("mapped memory is inaccessible until cuMemSetAccess grants access") {
   CHECK(word == 42);
   CHECK(emu.cuMemcpyHtoD_v2(region.base, &word, 4) == CUDA_ERROR_INVALID_VALUE);
   CHECK(emu.cuMemsetD8_v2(region.base, 0, 1) == CUDA_ERROR_INVALID_VALUE);
+  CUDA_MEMCPY2D copy{};  // a pitched copy checks the destination's access too
+  copy.srcMemoryType = CU_MEMORYTYPE_HOST;
+  copy.srcHost = &word;
+  copy.srcPitch = 4;
+  copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  copy.dstDevice = region.base;
+  copy.dstPitch = 4;
+  copy.WidthInBytes = 4;
+  copy.Height = 1;
+  CHECK(emu.cuMemcpy2D_v2(&copy) == CUDA_ERROR_INVALID_VALUE);
+  std::swap(copy.srcMemoryType, copy.dstMemoryType);
+  copy.srcDevice = region.base;
+  copy.dstHost = &word;
+  EMU_OK(emu.cuMemcpy2D_v2(&copy));
   CHECK(CopyWordIsolated(region.base, plain) == CUDA_SUCCESS);
   CHECK(Download<unsigned>(plain, 1)[0] == 42);
   CHECK(CopyWordIsolated(plain, region.base) == CUDA_ERROR_ILLEGAL_ADDRESS);
