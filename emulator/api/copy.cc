@@ -19,9 +19,10 @@ namespace {
 // must lie inside one live allocation.
 enum class Side { kHost, kDevice };
 
-absl::Status CheckEndpoint(Driver& driver, const void* pointer, Side side, size_t bytes) {
+absl::Status CheckEndpoint(Driver& driver, const void* pointer, Side side, size_t bytes,
+                           bool write) {
   if (side == Side::kDevice) {
-    return driver.memory().CheckRange(reinterpret_cast<uint64_t>(pointer), bytes);
+    return driver.memory().CheckRange(reinterpret_cast<uint64_t>(pointer), bytes, write);
   }
   if (pointer == nullptr) return CudaError(CUDA_ERROR_INVALID_VALUE, "null host pointer");
   return absl::OkStatus();
@@ -31,8 +32,8 @@ absl::Status Copy(Driver& driver, void* dst, Side dst_side, const void* src, Sid
                   size_t bytes, CUstream stream, bool wait) {
   TALLY_RETURN_IF_ERROR(driver.ResolveStream(stream).status());
   if (bytes == 0) return absl::OkStatus();
-  TALLY_RETURN_IF_ERROR(CheckEndpoint(driver, dst, dst_side, bytes));
-  TALLY_RETURN_IF_ERROR(CheckEndpoint(driver, src, src_side, bytes));
+  TALLY_RETURN_IF_ERROR(CheckEndpoint(driver, dst, dst_side, bytes, true));
+  TALLY_RETURN_IF_ERROR(CheckEndpoint(driver, src, src_side, bytes, false));
   return Submit(
       driver, stream, [=] { std::memmove(dst, src, bytes); }, wait);
 }
@@ -46,7 +47,7 @@ absl::Status Fill(Driver& driver, CUdeviceptr dst, T value, size_t count, CUstre
     return CudaError(CUDA_ERROR_INVALID_VALUE, "destination is not aligned to the element size");
   }
   if (count > SIZE_MAX / sizeof(T)) return CudaError(CUDA_ERROR_INVALID_VALUE, "count overflows");
-  TALLY_RETURN_IF_ERROR(driver.memory().CheckRange(dst, count * sizeof(T)));
+  TALLY_RETURN_IF_ERROR(driver.memory().CheckRange(dst, count * sizeof(T), true));
   T* begin = reinterpret_cast<T*>(dst);
   return Submit(
       driver, stream, [=] { std::fill(begin, begin + count, value); }, wait);

@@ -54,7 +54,8 @@ absl::StatusOr<PitchedRegion> ResolveEndpoint(Driver& driver, const MemcpySide& 
   // which (like a host endpoint) cannot be checked.
   bool tracked = driver.memory().Find(region.base).has_value();
   if (e.type == CU_MEMORYTYPE_DEVICE || (e.type == CU_MEMORYTYPE_UNIFIED && tracked)) {
-    TALLY_RETURN_IF_ERROR(driver.memory().CheckRange(region.base, span));
+    const bool write = std::strcmp(side, "destination") == 0;
+    TALLY_RETURN_IF_ERROR(driver.memory().CheckRange(region.base, span, write));
   }
   return region;
 }

@@ -33,12 +33,14 @@ size_t AttributeSize(CUpointer_attribute attribute) {
       return sizeof(unsigned);
     case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
     case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+    case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR:
       return sizeof(CUdeviceptr);
     case CU_POINTER_ATTRIBUTE_HOST_POINTER:
       return sizeof(void*);
     case CU_POINTER_ATTRIBUTE_BUFFER_ID:
       return sizeof(unsigned long long);
     case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+    case CU_POINTER_ATTRIBUTE_MAPPING_SIZE:
       return sizeof(size_t);
     case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
     case CU_POINTER_ATTRIBUTE_IS_MANAGED:
@@ -77,15 +79,25 @@ absl::Status GetAttribute(Driver& driver, void* data, CUpointer_attribute attrib
       TALLY_RETURN_IF_ERROR(driver.CurrentContext().status());
       return Store(data, pointer);
     case CU_POINTER_ATTRIBUTE_HOST_POINTER:
-      if (allocation->kind == AllocationKind::kDevice) {
+      if (allocation->kind == AllocationKind::kDevice ||
+          allocation->kind == AllocationKind::kMapped) {
         return CudaError(CUDA_ERROR_INVALID_VALUE, "device memory has no host address");
       }
       return Store(data, reinterpret_cast<void*>(pointer));
     case CU_POINTER_ATTRIBUTE_BUFFER_ID:
       return Store(data, static_cast<unsigned long long>(allocation->buffer_id));
+    // "Not necessarily the address of the mapped region, but the address of the mappable address
+    // range ptr references (e.g. from cuMemAddressReserve)": a mapping's reservation.
     case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
-      return Store(data, static_cast<CUdeviceptr>(allocation->base));
+      return Store(data,
+                   static_cast<CUdeviceptr>(allocation->range_size != 0 ? allocation->range_base
+                                                                        : allocation->base));
     case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+      return Store(data, static_cast<size_t>(allocation->range_size != 0 ? allocation->range_size
+                                                                         : allocation->size));
+    case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR:
+      return Store(data, static_cast<CUdeviceptr>(allocation->base));
+    case CU_POINTER_ATTRIBUTE_MAPPING_SIZE:
       return Store(data, static_cast<size_t>(allocation->size));
     case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:  // synchronous copies always synchronise here
     case CU_POINTER_ATTRIBUTE_MAPPED:

@@ -40,14 +40,13 @@ struct MemOp {
 // "All memory pointers passed as parameters to these operations are device pointers" and "none
 // of the operations accepts pointers to managed memory buffers": device memory, or pinned or
 // registered host memory through its device pointer, naturally aligned.
-absl::Status CheckAddress(Driver& driver, uint64_t address, uint32_t bytes) {
+absl::Status CheckAddress(Driver& driver, uint64_t address, uint32_t bytes, bool write) {
   if (address % bytes != 0) {
     return CudaError(CUDA_ERROR_INVALID_VALUE, "the address is not aligned to the value's size");
   }
+  TALLY_RETURN_IF_ERROR(driver.memory().CheckRange(address, bytes, write));
   std::optional<Allocation> allocation = driver.memory().Find(address);
-  if (!allocation || bytes > allocation->base + allocation->size - address) {
-    return CudaError(CUDA_ERROR_INVALID_VALUE, "the address is not device memory");
-  }
+  if (!allocation) return CudaError(CUDA_ERROR_INVALID_VALUE, "the address is not device memory");
   if (allocation->kind == AllocationKind::kManaged) {
     return CudaError(CUDA_ERROR_INVALID_VALUE, "stream memory operations refuse managed memory");
   }
@@ -63,7 +62,7 @@ absl::StatusOr<MemOp> Wait(Driver& driver, uint64_t address, uint64_t value, uin
   if ((flags & CU_STREAM_WAIT_VALUE_FLUSH) != 0) {
     return CudaError(CUDA_ERROR_NOT_SUPPORTED, "CU_STREAM_WAIT_VALUE_FLUSH is not supported");
   }
-  TALLY_RETURN_IF_ERROR(CheckAddress(driver, address, bytes));
+  TALLY_RETURN_IF_ERROR(CheckAddress(driver, address, bytes, false));
   return MemOp{MemOp::Kind::kWait, address, value, bytes, flags};
 }
 
@@ -76,7 +75,7 @@ absl::StatusOr<MemOp> Write(Driver& driver, uint64_t address, uint64_t value, ui
     return CudaError(CUDA_ERROR_NOT_SUPPORTED,
                      "CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER is not supported in the v2 API");
   }
-  TALLY_RETURN_IF_ERROR(CheckAddress(driver, address, bytes));
+  TALLY_RETURN_IF_ERROR(CheckAddress(driver, address, bytes, true));
   return MemOp{MemOp::Kind::kWrite, address, value, bytes, flags};
 }
 

@@ -303,13 +303,16 @@ void Block::Fault(const Warp& warp, int lane, uint32_t pc, CUresult code, std::s
            std::to_string(function_->code[pc].line) + ", " + ThreadName(warp, lane);
 }
 
-uint8_t* Block::TranslateGlobal(uint64_t address, uint32_t size, uint32_t pc) {
+uint8_t* Block::TranslateGlobal(uint64_t address, uint32_t size, uint32_t pc, bool write) {
   AccessRange& range = access_cache_[pc];
   if (address >= range.lo && address < range.hi && size <= range.hi - address) {
     return reinterpret_cast<uint8_t*>(address);
   }
   std::optional<Allocation> allocation = setup_->memory->Find(address);
   if (!allocation || size > allocation->base + allocation->size - address) return nullptr;
+  // A mapping the device has no (write) access to (cuMemSetAccess). An instruction either reads
+  // or writes, so the cache of its pc never lets a write through read-only memory.
+  if (!Permits(allocation->access, write)) return nullptr;
   // Another tenant's memory does not exist for a tenant's launch (a launch of no tenant, the
   // device owner's, reaches everything). Checked only here, on a miss of the cache, which is per
   // launch: hits cost nothing more.
@@ -344,7 +347,7 @@ uint8_t* Block::Translate(Space space, uint64_t address, uint32_t size, const Wa
     case Space::kGeneric:
     case Space::kGlobal:
     case Space::kConst:
-      host = TranslateGlobal(address, size, pc);
+      host = TranslateGlobal(address, size, pc, write);
       break;
     case Space::kShared:
       if (address < shared_.size() && size <= shared_.size() - address) {

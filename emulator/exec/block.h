@@ -200,7 +200,7 @@ class Block {
   void PrepareLaunch(const LaunchSetup& setup);
   static void Schedule(Warp& warp);
   bool ReleaseBarriers();
-  uint8_t* TranslateGlobal(uint64_t address, uint32_t size, uint32_t pc);
+  uint8_t* TranslateGlobal(uint64_t address, uint32_t size, uint32_t pc, bool write);
   // The common cases of Translate, inline: a kernel-parameter read, or a global (or generic
   // non-window) access inside the allocation this instruction hit last. nullptr when the full
   // Translate is needed; never for a store to the param space.

@@ -11,6 +11,7 @@
 
 #include "common/status.h"
 #include "emulator/internal/cuda_status.h"
+#include "emulator/internal/interval_map.h"
 
 namespace tally::emu {
 namespace {
@@ -61,6 +62,9 @@ absl::StatusOr<uint64_t> DeviceMemory::Allocate(uint64_t size, AllocationKind ki
   if (size > capacity_) return CudaError(CUDA_ERROR_OUT_OF_MEMORY, "larger than device memory");
   uint64_t length = RoundUp(size, kAlignment);
   std::unique_lock lock(mu_);
+  if (length > capacity_ - arena_used_ - physical_used_) {
+    return CudaError(CUDA_ERROR_OUT_OF_MEMORY, "device memory exhausted");
+  }
   for (auto it = free_ranges_.begin(); it != free_ranges_.end(); ++it) {
     if (it->second < length) continue;
     uint64_t offset = it->first;
@@ -106,11 +110,7 @@ absl::Status DeviceMemory::RegisterHost(void* pointer, uint64_t size, unsigned f
   uint64_t base = reinterpret_cast<uint64_t>(pointer);
   if (base + size < base) return CudaError(CUDA_ERROR_INVALID_VALUE, "range wraps around");
   std::unique_lock lock(mu_);
-  auto next = allocations_.lower_bound(base);
-  bool overlaps_next = next != allocations_.end() && next->first < base + size;
-  bool overlaps_prev =
-      next != allocations_.begin() && std::prev(next)->first + std::prev(next)->second.size > base;
-  if (overlaps_next || overlaps_prev) {
+  if (OverlapsAny(allocations_, base, size)) {
     return CudaError(CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
                      "range overlaps registered or device memory");
   }
@@ -150,6 +150,7 @@ void DeviceMemory::ReleaseLocked(std::map<uint64_t, Allocation>::iterator it) {
       munmap(reinterpret_cast<void*>(allocation.base), RoundUp(allocation.size, PageSize()));
       break;
     case AllocationKind::kHostRegistered:
+    case AllocationKind::kMapped:  // never released here: virtual_memory.h owns mappings
       break;
   }
   allocations_.erase(it);
@@ -180,25 +181,72 @@ void DeviceMemory::ReturnToArenaLocked(uint64_t offset, uint64_t length) {
 
 std::optional<Allocation> DeviceMemory::Find(uint64_t address) const {
   std::shared_lock lock(mu_);
-  auto it = allocations_.upper_bound(address);
-  if (it == allocations_.begin()) return std::nullopt;
-  --it;
-  if (address - it->first >= it->second.size) return std::nullopt;
+  const auto it = FindContaining(allocations_, address);
+  if (it == allocations_.end()) return std::nullopt;
   return it->second;
 }
 
-absl::Status DeviceMemory::CheckRange(uint64_t address, uint64_t size) const {
+absl::Status DeviceMemory::CheckRange(uint64_t address, uint64_t size, bool write) const {
   std::optional<Allocation> allocation = Find(address);
   if (!allocation || size > allocation->base + allocation->size - address) {
     return CudaError(CUDA_ERROR_INVALID_VALUE,
                      "range is not inside one live allocation: " + std::to_string(address));
   }
+  if (!Permits(allocation->access, write)) {
+    return CudaError(CUDA_ERROR_INVALID_VALUE,
+                     std::string("the device may not ") + (write ? "write" : "read") +
+                         " this mapping (cuMemSetAccess): " + std::to_string(address));
+  }
   return absl::OkStatus();
+}
+
+absl::Status DeviceMemory::Charge(uint64_t bytes) {
+  std::unique_lock lock(mu_);
+  if (bytes > capacity_ - arena_used_ - physical_used_) {
+    return CudaError(CUDA_ERROR_OUT_OF_MEMORY, "device memory exhausted");
+  }
+  physical_used_ += bytes;
+  return absl::OkStatus();
+}
+
+void DeviceMemory::Uncharge(uint64_t bytes) {
+  std::unique_lock lock(mu_);
+  physical_used_ -= bytes;
+}
+
+absl::Status DeviceMemory::AddMapping(uint64_t base, uint64_t size, uint64_t range_base,
+                                      uint64_t range_size) {
+  std::unique_lock lock(mu_);
+  if (OverlapsAny(allocations_, base, size)) {
+    return CudaError(CUDA_ERROR_INVALID_VALUE, "the range overlaps registered host memory");
+  }
+  Allocation mapping{base, size, AllocationKind::kMapped, 0, 0, ++last_buffer_id_};
+  mapping.access = MemoryAccess::kNone;  // "all mappings start with no accessibility setup"
+  mapping.range_base = range_base;
+  mapping.range_size = range_size;
+  allocations_.emplace(base, mapping);
+  return absl::OkStatus();
+}
+
+void DeviceMemory::RemoveMapping(uint64_t base) {
+  std::unique_lock lock(mu_);
+  const auto it = allocations_.find(base);
+  if (it != allocations_.end() && it->second.kind == AllocationKind::kMapped) {
+    allocations_.erase(it);
+  }
+}
+
+void DeviceMemory::SetMappingAccess(uint64_t base, MemoryAccess access) {
+  std::unique_lock lock(mu_);
+  const auto it = allocations_.find(base);
+  if (it != allocations_.end() && it->second.kind == AllocationKind::kMapped) {
+    it->second.access = access;
+  }
 }
 
 uint64_t DeviceMemory::used() const {
   std::shared_lock lock(mu_);
-  return arena_used_;
+  return arena_used_ + physical_used_;
 }
 
 }  // namespace tally::emu

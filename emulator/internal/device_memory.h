@@ -18,13 +18,19 @@
 namespace tally::emu {
 
 // kDeviceHeap: memory a kernel got from device-side malloc (only device-side free releases it).
+// kMapped: a cuMemMap mapping (internal/virtual_memory.h, which alone adds and removes them).
 enum class AllocationKind : uint8_t {
   kDevice,
   kManaged,
   kHostPinned,
   kHostRegistered,
   kDeviceHeap,
+  kMapped,
 };
+
+// What the device may do with an allocation (CUmemAccess_flags). Only mappings can have less than
+// read-write (cuMemSetAccess).
+enum class MemoryAccess : uint8_t { kNone, kRead, kReadWrite };
 
 struct Allocation {
   uint64_t base = 0;
@@ -36,6 +42,11 @@ struct Allocation {
   // Whose it is (cuda_abi/driver_extensions.h; 0: nobody's, every kernel may touch it): a kernel launched on
   // a stream of another tenant may not.
   uint64_t tenant = 0;
+  MemoryAccess access = MemoryAccess::kReadWrite;
+  // For kMapped: the reservation the mapping lies in (CU_POINTER_ATTRIBUTE_RANGE_START_ADDR/SIZE
+  // name "the mappable address range", e.g. from cuMemAddressReserve); else the allocation.
+  uint64_t range_base = 0;
+  uint64_t range_size = 0;
 };
 
 class DeviceMemory {
@@ -61,10 +72,21 @@ class DeviceMemory {
   // CUDA_ERROR_INVALID_VALUE when no allocation starts there.
   absl::Status SetTenant(uint64_t base, uint64_t tenant);
 
-  // The live allocation containing `address`.
+  // Physical memory of cuMemCreate: counted against the capacity like arena memory
+  // (OUT_OF_MEMORY when it does not fit), given back with Uncharge.
+  absl::Status Charge(uint64_t bytes);
+  void Uncharge(uint64_t bytes);
+  // A kMapped allocation [base, base + size) inside the reservation [range_base, +range_size),
+  // inaccessible and of no tenant; INVALID_VALUE when it overlaps a tracked allocation.
+  absl::Status AddMapping(uint64_t base, uint64_t size, uint64_t range_base, uint64_t range_size);
+  void RemoveMapping(uint64_t base);
+  void SetMappingAccess(uint64_t base, MemoryAccess access);
+
+  // The live allocation containing `address` (also a mapping without access).
   std::optional<Allocation> Find(uint64_t address) const;
-  // OK when [address, address + size) lies inside one live allocation; INVALID_VALUE otherwise.
-  absl::Status CheckRange(uint64_t address, uint64_t size) const;
+  // OK when [address, address + size) lies inside one live allocation that the device may read
+  // (and write, for `write`); INVALID_VALUE otherwise.
+  absl::Status CheckRange(uint64_t address, uint64_t size, bool write = false) const;
 
   uint64_t capacity() const { return capacity_; }
   uint64_t used() const;
@@ -80,9 +102,15 @@ class DeviceMemory {
   std::map<uint64_t, Allocation> allocations_;  // by base address
   std::map<uint64_t, uint64_t> free_ranges_;    // arena offset -> length
   uint64_t arena_used_ = 0;
+  uint64_t physical_used_ = 0;  // cuMemCreate allocations
   uint64_t last_buffer_id_ = 0;
 };
 
 constexpr unsigned KindBit(AllocationKind kind) { return 1u << static_cast<unsigned>(kind); }
+
+// Whether `access` allows a read, or a write too.
+constexpr bool Permits(MemoryAccess access, bool write) {
+  return access == MemoryAccess::kReadWrite || (access == MemoryAccess::kRead && !write);
+}
 
 }  // namespace tally::emu

@@ -64,7 +64,9 @@ void Driver::Shutdown() {
 }
 
 Driver::Driver(DeviceConfig config, std::unique_ptr<DeviceMemory> memory)
-    : config_(std::move(config)), memory_(std::move(memory)) {
+    : config_(std::move(config)),
+      memory_(std::move(memory)),
+      virtual_memory_(std::make_unique<VirtualMemory>(*memory_)) {
   primary_ = std::make_shared<Context>(next_context_id_++, 0);
   primary_handle_ = contexts_.Insert(primary_);
   primary_->set_handle(primary_handle_);
@@ -79,6 +81,12 @@ exec::SmPool& Driver::sm_pool() {
     sm_pool_ = std::make_unique<exec::SmPool>(static_cast<uint32_t>(config_.sm_count), threads);
   });
   return *sm_pool_;
+}
+
+void Driver::SynchronizeDevice() {
+  for (const std::shared_ptr<Context>& context : contexts_.All()) {
+    if (context->active()) context->Synchronize();
+  }
 }
 
 absl::Status Driver::CheckDevice(CUdevice device) const {

@@ -21,6 +21,7 @@
 #include "emulator/internal/tenant_faults.h"
 #include "emulator/internal/tenant_output.h"
 #include "emulator/internal/texture.h"
+#include "emulator/internal/virtual_memory.h"
 
 namespace tally::emu {
 
@@ -46,6 +47,10 @@ class Driver {
 
   const DeviceConfig& config() const { return config_; }
   DeviceMemory& memory() { return *memory_; }
+  VirtualMemory& virtual_memory() { return *virtual_memory_; }
+  // Waits for the work queued so far in every active context (the device-wide synchronisation
+  // of calls such as cuMemUnmap, CUDA driver API "API synchronization behavior").
+  void SynchronizeDevice();
   ContextTable& contexts() { return contexts_; }
   StreamTable& streams() { return streams_; }
   EventTable& events() { return events_; }
@@ -102,6 +107,7 @@ class Driver {
 
   const DeviceConfig config_;
   std::unique_ptr<DeviceMemory> memory_;
+  std::unique_ptr<VirtualMemory> virtual_memory_;  // after memory_, which it charges
   ContextTable contexts_;
   StreamTable streams_;
   EventTable events_;

@@ -52,6 +52,15 @@ class HandleTable {
     return nullptr;
   }
 
+  // Every live object (to act on outside the table's lock).
+  std::vector<std::shared_ptr<T>> All() const {
+    std::lock_guard lock(mu_);
+    std::vector<std::shared_ptr<T>> all;
+    all.reserve(objects_.size());
+    for (const auto& [id, object] : objects_) all.push_back(object);
+    return all;
+  }
+
   // Removes every object for which `owned(object)` holds (a context's resources at teardown).
   template <typename Predicate>
   std::vector<std::shared_ptr<T>> RemoveIf(Predicate owned) {
