@@ -256,6 +256,13 @@ void MemoryFencer::CollectRefusals(const Function& function, std::vector<std::st
       }
       return;
     }
+    ForEachOperand(inst, [&](const Operand& op) {
+      // %envreg1/2 hold the driver's grid-wide synchronisation workspace (cooperative launch),
+      // which lies outside the client's ranges.
+      if (op.kind == Operand::Kind::kName && op.name.starts_with("%envreg")) {
+        add("reads " + op.name + " (driver memory such as the grid-sync workspace)" + where);
+      }
+    });
     Access access = Classify(inst, names, module_variables_);
     if (!access.refusal.empty()) add(access.refusal + where);
   });
