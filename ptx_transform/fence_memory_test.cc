@@ -112,6 +112,19 @@ ret;)",
   }
 }
 
+TEST_CASE("generic addresses of kernel parameters pass where the module makes them") {
+  Fenced f = Fence(std::string(kRegs) + R"(
+mov.u64 %rd1, p;
+cvta.param.u64 %rd2, %rd1;
+ld.u64 %rd3, [%rd2];
+ret;)");
+  REQUIRE(f.Forms().fenced);
+  CHECK(f.Count("k", "isspacep.global") == 1);
+  CHECK(f.Count("k", "isspacep.param") == 1);
+  Fenced plain = Fence(std::string(kRegs) + "ld.u64 %rd3, [%rd2];\nret;");
+  CHECK(plain.Count("k", "isspacep.param") == 0);
+}
+
 TEST_CASE("unfenced output is unchanged when fencing is off") {
   const std::string text =
       ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k(.param .u64 p)\n{\n"

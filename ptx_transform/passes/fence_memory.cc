@@ -217,29 +217,40 @@ struct MemoryFencer::Registers {
   std::string address, difference;     // b64 scratch
   std::string one;                     // b32 holding 1, the value stored to the flag
   std::string bad, global;             // pred scratch
+  std::string param;                   // pred scratch, when generic param addresses exist
 };
 
 MemoryFencer::MemoryFencer(Module& module, NameAllocator& names)
-    : module_(module), functions_(module), names_(names) {
+    : module_(module),
+      clones_(module, names, "__tally_fence"),
+      functions_(clones_.functions()),
+      names_(names) {
   for (const TopLevel& item : module.items) {
     if (const auto* var = std::get_if<VarDecl>(&item.value)) {
       module_variables_[var->name] = var->state_space;
     }
+    const auto* f = std::get_if<Function>(&item.value);
+    if (f == nullptr || !f->body) continue;
+    ForEachInstruction(f->body->statements, [&](const Instruction& inst) {
+      if (inst.opcode != "cvta") return;
+      for (const std::string& m : inst.modifiers) {
+        if (m.starts_with("param")) generic_params_ = true;
+      }
+    });
   }
 }
 
-void MemoryFencer::CollectRefusals(const Function& function, std::vector<std::string>& reasons,
-                                   std::map<std::string, bool>& visited) {
-  if (!visited.emplace(function.name, true).second) return;
+const MemoryFencer::OwnFacts& MemoryFencer::FactsOf(const Function& function) {
+  if (auto it = facts_.find(function.name); it != facts_.end()) return it->second;
+  OwnFacts facts;
   const std::string where =
       function.is_entry ? "" : fmt::format(" in called function {}", function.name);
   auto add = [&](const std::string& reason) {
-    if (std::find(reasons.begin(), reasons.end(), reason) == reasons.end()) {
-      reasons.push_back(reason);
+    if (std::find(facts.reasons.begin(), facts.reasons.end(), reason) == facts.reasons.end()) {
+      facts.reasons.push_back(reason);
     }
   };
   FunctionNames names(function);
-  std::vector<const Function*> callees;
   ForEachInstruction(function.body->statements, [&](const Instruction& inst) {
     if (inst.opcode == "call") {
       const Operand* target = CallTarget(inst);
@@ -247,7 +258,7 @@ void MemoryFencer::CollectRefusals(const Function& function, std::vector<std::st
       if (callee == nullptr) {
         add("indirect call (its callee cannot be fenced)" + where);
       } else if (callee->body) {
-        callees.push_back(callee);
+        facts.callees.push_back(callee);
       } else if (callee->name != "vprintf") {
         // vprintf's argument buffer is local memory; the device heap of malloc/free lies
         // outside the client's ranges, and other external functions are unknown.
@@ -266,7 +277,19 @@ void MemoryFencer::CollectRefusals(const Function& function, std::vector<std::st
     Access access = Classify(inst, names, module_variables_);
     if (!access.refusal.empty()) add(access.refusal + where);
   });
-  for (const Function* callee : callees) CollectRefusals(*callee, reasons, visited);
+  return facts_.emplace(function.name, std::move(facts)).first->second;
+}
+
+void MemoryFencer::CollectRefusals(const Function& function, std::vector<std::string>& reasons,
+                                   std::set<std::string>& visited) {
+  if (!visited.insert(function.name).second) return;  // recursion and shared callees: once
+  const OwnFacts& facts = FactsOf(function);
+  for (const std::string& reason : facts.reasons) {
+    if (std::find(reasons.begin(), reasons.end(), reason) == reasons.end()) {
+      reasons.push_back(reason);
+    }
+  }
+  for (const Function* callee : facts.callees) CollectRefusals(*callee, reasons, visited);
 }
 
 std::string MemoryFencer::Refusal(const Function& kernel) {
@@ -279,7 +302,7 @@ std::string MemoryFencer::Refusal(const Function& kernel) {
              kParamLimit) {
     reasons.push_back("parameters leave no room for the fence parameter (4 KiB limit)");
   }
-  std::map<std::string, bool> visited;
+  std::set<std::string> visited;
   CollectRefusals(kernel, reasons, visited);
   std::string out;
   for (const std::string& r : reasons) out += (out.empty() ? "" : "; ") + r;
@@ -313,12 +336,15 @@ void MemoryFencer::FenceFunction(Function& function, const std::string& param,
   regs.one = local_names.Fresh("%__tally_fence_one");
   regs.bad = local_names.Fresh("%__tally_fence_bad");
   regs.global = local_names.Fresh("%__tally_fence_global");
+  if (generic_params_) regs.param = local_names.Fresh("%__tally_fence_param");
   b64.insert(b64.end(), {regs.flag, regs.address, regs.difference});
 
   std::vector<Statement> prologue;
   prologue.push_back(DeclareRegisters("b64", std::move(b64)));
   prologue.push_back(DeclareRegisters("b32", {regs.one}));
-  prologue.push_back(DeclareRegisters("pred", {regs.bad, regs.global}));
+  prologue.push_back(DeclareRegisters("pred", generic_params_
+                                                  ? std::vector{regs.bad, regs.global, regs.param}
+                                                  : std::vector{regs.bad, regs.global}));
   // FenceParams: base[3] at 0, size[3] at 24, violation_flag at 48.
   for (int i = 0; i < 3; ++i) {
     prologue.push_back(Stmt(Inst("ld", {"param", "u64"}, {Reg(regs.base[i]), Addr(param, 8 * i)})));
@@ -360,14 +386,8 @@ void MemoryFencer::FenceStatements(std::vector<Statement>& statements, const Reg
         continue;
       }
       // `{ .param .align 8 .b8 a[56]; st.param.b64 [a+0], %base0; ...; call f, (args..., a); }`
-      auto target = inst->operands.begin() + static_cast<std::ptrdiff_t>(target_index);
-      target->name = CloneOf(target->name);
-      auto args = std::next(target);
-      if (args == inst->operands.end() || args->kind != Operand::Kind::kParenList) {
-        Operand list;
-        list.kind = Operand::Kind::kParenList;
-        args = inst->operands.insert(args, std::move(list));
-      }
+      inst->operands[target_index].name = CloneOf(inst->operands[target_index].name);
+      Operand& args = CallArgumentList(*inst, target_index);
       std::string arg = local_names.Fresh("__tally_fence_arg");
       VarDecl decl = Param("b8", arg);
       decl.align = 8;
@@ -380,7 +400,7 @@ void MemoryFencer::FenceStatements(std::vector<Statement>& statements, const Reg
         sequence.statements.push_back(
             Stmt(Inst("st", {"param", "b64"}, {Addr(arg, 8 * i), Reg(*values[i])})));
       }
-      args->elements.push_back(Reg(arg));
+      args.elements.push_back(Reg(arg));
       sequence.statements.push_back(std::move(statement));
       out.push_back({std::move(sequence)});
       continue;
@@ -414,6 +434,14 @@ void MemoryFencer::FenceStatements(std::vector<Statement>& statements, const Reg
     // a guarded generic access ANDs the global test in at the end.
     if (access.generic) {
       out.push_back(Stmt(Inst("isspacep", {"global"}, {Reg(regs.global), Reg(address)})));
+      if (generic_params_) {
+        // The PTX ISA ("isspacep") puts the kernel parameter window inside the global one:
+        // generic addresses of parameters (cvta.param, __grid_constant__) pass unchecked.
+        out.push_back(Stmt(Inst("isspacep", {"param"}, {Reg(regs.param), Reg(address)})));
+        out.push_back(Stmt(Inst("not", {"pred"}, {Reg(regs.param), Reg(regs.param)})));
+        out.push_back(
+            Stmt(Inst("and", {"pred"}, {Reg(regs.global), Reg(regs.global), Reg(regs.param)})));
+      }
     }
     for (int i = 0; i < 3; ++i) {
       out.push_back(
@@ -445,35 +473,14 @@ void MemoryFencer::FenceStatements(std::vector<Statement>& statements, const Reg
 }
 
 const std::string& MemoryFencer::CloneOf(const std::string& function) {
-  if (auto it = clone_names_.find(function); it != clone_names_.end()) return it->second;
-  const std::string& clone_name =
-      clone_names_.emplace(function, names_.Fresh(function + "__tally_fence")).first->second;
-  Function clone = *functions_.Find(function);
-  clone.name = clone_name;
-  clone.linkage.clear();  // a module-private helper of the fenced kernels
-  clone.has_param_list = true;
-  NameAllocator local_names(names_, clone);
-  std::string param = local_names.Fresh("__tally_fence");
-  // Calls inside the clone go to clones too (a recursive call finds the name made above).
-  FenceFunction(clone, param, local_names);
-  clones_.push_back(std::move(clone));
-  return clone_name;
+  return clones_.CloneOf(function, [&](Function& clone) {
+    NameAllocator local_names(names_, clone);
+    std::string param = local_names.Fresh("__tally_fence");
+    // Calls inside the clone go to clones too (a recursive call finds the name made above).
+    FenceFunction(clone, param, local_names);
+  });
 }
 
-void MemoryFencer::Finish() {
-  auto first_function = std::find_if(
-      module_.items.begin(), module_.items.end(),
-      [](const TopLevel& item) { return std::holds_alternative<Function>(item.value); });
-  std::vector<TopLevel> prototypes;
-  for (const Function& clone : clones_) {
-    Function prototype = clone;
-    prototype.body.reset();
-    prototypes.push_back({std::move(prototype)});
-  }
-  module_.items.insert(first_function, std::make_move_iterator(prototypes.begin()),
-                       std::make_move_iterator(prototypes.end()));
-  for (Function& clone : clones_) module_.items.push_back({std::move(clone)});
-  clones_.clear();
-}
+void MemoryFencer::Finish() { clones_.Finish(/*prototypes_first=*/true); }
 
 }  // namespace tally::ptx::passes

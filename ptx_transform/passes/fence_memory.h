@@ -16,7 +16,9 @@
 //   @%bad st.global.u32 [%flag], %one;
 //   ld.global.u32 %r1, [%fa];
 // A generic access adds `isspacep.global %g, %fa;` and ANDs %g into %bad, so that generic
-// addresses of shared, local and param memory pass unchanged.
+// addresses of shared and local memory pass unchanged; in a module that makes generic addresses
+// of kernel parameters (cvta.param), `isspacep.param` exempts those too. Generic addresses of
+// `.const` variables lie in the global window: the server's range 2 must cover them.
 //
 // Why only the start address is checked: PTX requires every access to be naturally aligned
 // (PTX ISA "Addresses as Operands": the address must be a multiple of the access size, else the
@@ -35,11 +37,13 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "ptx_transform/ir.h"
 #include "ptx_transform/passes/builder.h"
+#include "ptx_transform/passes/function_clones.h"
 #include "ptx_transform/passes/ir_walk.h"
 
 namespace tally::ptx::passes {
@@ -72,15 +76,23 @@ class MemoryFencer {
   void FenceStatements(std::vector<Statement>& statements, const Registers& regs,
                        const FunctionNames& names, NameAllocator& local_names);
   const std::string& CloneOf(const std::string& function);
+  // What one function's own instructions refuse, and the functions it calls (with bodies):
+  // computed once per function, shared by every kernel that reaches it.
+  struct OwnFacts {
+    std::vector<std::string> reasons;
+    std::vector<const Function*> callees;
+  };
+  const OwnFacts& FactsOf(const Function& function);
   void CollectRefusals(const Function& function, std::vector<std::string>& reasons,
-                       std::map<std::string, bool>& visited);
+                       std::set<std::string>& visited);
 
   Module& module_;
-  FunctionIndex functions_;
+  FunctionClones clones_;
+  const FunctionIndex& functions_;
   NameAllocator& names_;
   std::map<std::string, std::string, std::less<>> module_variables_;  // name -> state space
-  std::map<std::string, std::string> clone_names_;                    // original -> clone
-  std::vector<Function> clones_;
+  std::map<std::string, OwnFacts> facts_;
+  bool generic_params_ = false;  // the module makes generic addresses of parameters
 };
 
 }  // namespace tally::ptx::passes
