@@ -25,7 +25,9 @@
 // behaviour is undefined and the hardware faults), accesses are at most 256 bytes (v8 of b32,
 // discard and applypriority of 128 bytes, the L2::256B prefetch hint), and the server makes
 // every base and size a multiple of 256. An aligned access of s <= 256 bytes (s a power of two)
-// starting in [base, base + size) therefore ends in the same 256-byte block, inside the range.
+// starting in [base, base + size) therefore ends in the same 256-byte block, inside the range;
+// and a redirected access stays aligned, base[0] being a multiple of 256. The sink absorbs
+// whatever a violating kernel does (its own memory, so only the violator's results suffer).
 //
 // Why the called functions get the fence values as a parameter (a clone `f__tally_fence` per
 // function, as the virtual grid's clones get the grid) rather than through a module-scope
