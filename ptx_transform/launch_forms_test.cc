@@ -85,6 +85,70 @@ TEST_CASE("variant parameter buffers hold the original arguments and the extras"
   CHECK_FALSE(SlicedParams(*sliced, null_arg, Slice{0, 1}, grid).ok());
 }
 
+TEST_CASE("fenced variants take the original arguments, the fence, then their extras") {
+  auto module = ParseModuleOrError(R"(.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 p, .param .u32 n)
+{
+  .reg .b32 %r;
+  .reg .b64 %rd;
+  ld.param.u64 %rd, [p];
+  mov.u32 %r, %ctaid.x;
+  st.global.u32 [%rd], %r;
+  ret;
+}
+)");
+  REQUIRE(module.ok());
+  TransformOptions options;
+  options.fence = true;
+  TransformReport report = TransformModule(*module, options);
+  REQUIRE(report.kernels.size() == 1);
+  REQUIRE(report.kernels[0].fenced);
+  auto fenced = ComputeSignature(*module->FindFunction("k"));
+  auto sliced = ComputeSignature(*module->FindFunction(report.kernels[0].sliced));
+  auto ptb = ComputeSignature(*module->FindFunction(report.kernels[0].preemptible));
+  REQUIRE(fenced.ok());
+  REQUIRE(sliced.ok());
+  REQUIRE(ptb.ok());
+  // p at 0, n at 8, the fence 8-aligned at 16.
+  REQUIRE(fenced->params.size() == 3);
+  CHECK(fenced->params[2].offset == 16);
+  CHECK(fenced->params[2].size == sizeof(FenceParams));
+  CHECK(fenced->params[2].alignment == 8);
+
+  uint64_t pointer = 0x7f0000001000;
+  uint32_t n = 77;
+  FenceParams fence{{0x1000, 0x2000, 0x3000}, {256, 512, 0}, 0x4000};
+  const void* args[] = {&pointer, &n, &fence};  // "original arguments + fence"
+  Dim3 grid{6, 5, 4};
+  auto u32_at = [&](const std::vector<uint8_t>& b, size_t offset) {
+    uint32_t v;
+    std::memcpy(&v, b.data() + offset, 4);
+    return v;
+  };
+
+  auto buffer = SlicedParams(*sliced, args, Slice{42, 8}, grid);
+  REQUIRE(buffer.ok());
+  // The fence at 16 (56 bytes), then base, x, y, z as u32 from 72.
+  REQUIRE(buffer->size() == 88);
+  CHECK(std::memcmp(buffer->data() + 16, &fence, sizeof fence) == 0);
+  CHECK(u32_at(*buffer, 72) == 42);
+  CHECK(u32_at(*buffer, 84) == 4);
+
+  auto ptb_buffer = PreemptibleParams(*ptb, args, 0xabcdef00, grid);
+  REQUIRE(ptb_buffer.ok());
+  REQUIRE(ptb_buffer->size() == 92);
+  CHECK(std::memcmp(ptb_buffer->data() + 16, &fence, sizeof fence) == 0);
+  uint64_t state;
+  std::memcpy(&state, ptb_buffer->data() + 72, 8);
+  CHECK(state == 0xabcdef00);
+  CHECK(u32_at(*ptb_buffer, 80) == 6);
+
+  const void* without_fence[] = {&pointer, &n};
+  CHECK_FALSE(SlicedParams(*sliced, without_fence, Slice{0, 1}, grid).ok());
+}
+
 TEST_CASE("PTB worker counts") {
   CHECK(PtbWorkerCount(2, 8, 1000, 0) == 16);    // all resident
   CHECK(PtbWorkerCount(2, 8, 1000, 4) == 4);     // as requested

@@ -1,4 +1,4 @@
-// Golden-file tests of the passes: each testdata/passes/*.ptx holds a `// RUN: <forms>` line,
+// Golden-file tests of the passes: each testdata/passes/*.ptx holds `// RUN: <forms>` lines,
 // the input module, a `// ---- expected ----` line and the exact module the transformation
 // must print. TALLY_UPDATE_GOLDEN=1 rewrites the expected part (review the diff!).
 #include <catch2/catch.hpp>
@@ -35,7 +35,8 @@ TEST_CASE("pass golden files") {
     std::string input = text.substr(0, split);
     std::string expected = split == std::string::npos ? "" : text.substr(split + kSeparator.size());
     TransformOptions options{input.find("// RUN: --slice") != std::string::npos,
-                             input.find("// RUN: --ptb") != std::string::npos};
+                             input.find("// RUN: --ptb") != std::string::npos,
+                             input.find("// RUN: --fence") != std::string::npos};
     REQUIRE((options.slice || options.preemptible));
 
     auto module = ParseModuleOrError(input, path.string());

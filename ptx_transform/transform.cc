@@ -1,9 +1,12 @@
-// Transformation driver: analysis, then the passes for each kernel, then the module layout
-// (function clones before the kernel variants that call them).
+// Transformation driver: fencing in place, then analysis and the passes for each kernel, then
+// the module layout (function clones before the kernel variants that call them).
 #include "ptx_transform/transform.h"
 
 #include <fmt/format.h>
 
+#include <map>
+
+#include "ptx_transform/passes/fence_memory.h"
 #include "ptx_transform/passes/passes.h"
 
 namespace tally::ptx {
@@ -11,6 +14,20 @@ namespace tally::ptx {
 TransformReport TransformModule(Module& module, const TransformOptions& options) {
   TransformReport report;
   passes::NameAllocator names(module);
+  // Fencing first, in place: the variants below are made from the fenced kernels, so their own
+  // parameters follow the fence parameter. kernel -> why not fenced ("" when fenced).
+  std::map<std::string, std::string> fence_refusals;
+  if (options.fence) {
+    passes::MemoryFencer fencer(module, names);
+    for (auto& item : module.items) {
+      auto* kernel = std::get_if<Function>(&item.value);
+      if (kernel == nullptr || !kernel->is_entry || !kernel->body) continue;
+      std::string refusal = fencer.Refusal(*kernel);
+      if (refusal.empty()) fencer.Fence(*kernel);
+      fence_refusals[kernel->name] = std::move(refusal);
+    }
+    fencer.Finish();
+  }
   passes::GridFunctionCloner cloner(module, names);
   KernelAnalyzer analyzer(module);
   std::vector<Function> variants;
@@ -19,6 +36,10 @@ TransformReport TransformModule(Module& module, const TransformOptions& options)
     if (kernel == nullptr || !kernel->is_entry || !kernel->body) continue;
     KernelForms forms;
     forms.analysis = analyzer.Analyze(*kernel);
+    if (auto it = fence_refusals.find(kernel->name); it != fence_refusals.end()) {
+      forms.fenced = it->second.empty();
+      forms.fence_refusal = it->second;
+    }
     if (options.slice && forms.analysis.sliceable()) {
       forms.sliced = names.Fresh(kernel->name + "__tally_slice");
       variants.push_back(passes::MakeSlicedKernel(*kernel, forms.sliced, names, cloner));
@@ -46,6 +67,7 @@ std::string TransformReport::Format(const TransformOptions& options) const {
     }
   };
   for (const auto& k : kernels) {
+    if (options.fence) line(k, "fenced", k.fenced ? k.analysis.kernel : "", {k.fence_refusal});
     if (options.slice) line(k, "sliced", k.sliced, k.analysis.slice_blockers);
     if (options.preemptible) line(k, "preemptible", k.preemptible, k.analysis.ptb_blockers);
   }

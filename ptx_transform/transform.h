@@ -15,10 +15,27 @@ namespace tally::ptx {
 struct TransformOptions {
   bool slice = true;
   bool preemptible = true;
+  // Fence every kernel that can be fenced, in place (passes/fence_memory.h), before making the
+  // sliced and PTB forms from the fenced kernels.
+  bool fence = false;
 };
 
+// What a fenced kernel takes after its own parameters, as one `.param .align 8 .b8 [56]`. Every
+// global memory access (and generic access to global memory) whose start address lies in none
+// of the ranges [base[i], base[i] + size[i]) goes to base[0] instead and stores 1 to the u32 at
+// violation_flag. Every base and size must be a multiple of 256 (the fence checks only the start
+// of an access); size 0 marks an unused range. Range 0 must be the client's own memory (the
+// sink), e.g. 0: its device partition, 1: its host-mapped memory, 2: the module's variables.
+struct FenceParams {
+  uint64_t base[3];
+  uint64_t size[3];
+  uint64_t violation_flag;
+};
+static_assert(sizeof(FenceParams) == 56);
+static_assert(alignof(FenceParams) == 8);
+
 // Parameters the variants take after the original ones (host code builds them with
-// launch_forms.h):
+// launch_forms.h); for a fenced kernel the "original ones" end with the fence parameter:
 //   sliced:      .u32 first linear block, .u32 original grid x, y, z
 //   preemptible: .u64 address of PtbState, .u32 original grid x, y, z
 // The version of the transformations: bumped whenever the variants they produce change, so that
@@ -32,6 +49,10 @@ struct PtbState {
 
 struct KernelForms {
   KernelAnalysis analysis;
+  // With TransformOptions::fence: whether the kernel (under its own name) and its variants take
+  // FenceParams after their own parameters; else why not.
+  bool fenced = false;
+  std::string fence_refusal;
   std::string sliced;       // name of the sliced variant; empty when not made
   std::string preemptible;  // name of the PTB variant; empty when not made
 };

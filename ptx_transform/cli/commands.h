@@ -15,12 +15,13 @@ struct CommandOptions {
   std::string arch;
   bool slice = false;
   bool ptb = false;
+  bool fence = false;
 };
 
 int ListCommand(const std::string& binary);
 int ExtractCommand(const std::string& binary, const std::string& output_dir);
 int PrintCommand(const std::string& ptx_file);
 int CheckCommand(const std::string& ptx_file, const std::string& arch);
-int TransformCommand(const std::string& ptx_file, bool slice, bool ptb);
+int TransformCommand(const std::string& ptx_file, bool slice, bool ptb, bool fence);
 
 }  // namespace tally::ptx

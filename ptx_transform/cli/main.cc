@@ -20,17 +20,20 @@ Commands:
   check FILE.ptx           parse, print, parse the output again (must give the same IR) and
                            assemble the printed module with ptxas when one is found
                            ($TALLY_PTXAS, $TALLY_CUDA_ROOT/bin, /usr/local/cuda/bin, PATH)
-  transform FILE.ptx [--slice] [--ptb]
+  transform FILE.ptx [--slice] [--ptb] [--fence]
                            add sliced and/or preemptible (PTB) variants of every kernel that
                            can be transformed safely (both when neither flag is given); the
                            module goes to standard output, a report per kernel (made, or why
                            not) to standard error. These are the forms that
-                           `tally-server --validate=FORM` runs programs in
+                           `tally-server --validate=FORM` runs programs in. With --fence,
+                           kernels are first fenced in place (every global access confined
+                           to the ranges of a FenceParams parameter appended to each kernel)
 
 Options:
   -o, --output DIR         output directory for `extract` (created if missing)
   --arch sm_XX             architecture for ptxas in `check` (default: the module's .target)
   --slice, --ptb           forms to make in `transform`
+  --fence                  fence the kernels in `transform`
   -h, --help               show this help
 
 BINARY is a host executable or shared library with embedded fatbins, or a raw fatbin file.
@@ -61,6 +64,8 @@ int main(int argc, char** argv) {
       options.slice = true;
     } else if (arg == "--ptb") {
       options.ptb = true;
+    } else if (arg == "--fence") {
+      options.fence = true;
     } else if (arg.size() > 1 && arg[0] == '-' && arg != "-") {
       return UsageError(("unknown option " + arg).c_str());
     } else {
@@ -80,7 +85,8 @@ int main(int argc, char** argv) {
   if (command == "check") return tally::ptx::CheckCommand(file, options.arch);
   if (command == "transform") {
     bool both = !options.slice && !options.ptb;
-    return tally::ptx::TransformCommand(file, options.slice || both, options.ptb || both);
+    return tally::ptx::TransformCommand(file, options.slice || both, options.ptb || both,
+                                        options.fence);
   }
   return UsageError(("unknown command '" + command + "'").c_str());
 }

@@ -85,10 +85,10 @@ int CheckCommand(const std::string& ptx_file, const std::string& arch) {
   return kExitOk;
 }
 
-int TransformCommand(const std::string& ptx_file, bool slice, bool ptb) {
+int TransformCommand(const std::string& ptx_file, bool slice, bool ptb, bool fence) {
   Module module;
   if (!Parse(ptx_file, module)) return kExitInvalidInput;
-  TransformOptions options{slice, ptb};
+  TransformOptions options{slice, ptb, fence};
   TransformReport report = TransformModule(module, options);
   std::string text = PrintModule(module);
   std::fwrite(text.data(), 1, text.size(), stdout);

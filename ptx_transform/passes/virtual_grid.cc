@@ -66,25 +66,20 @@ void GridFunctionCloner::RedirectCalls(std::vector<Statement>& body, const Virtu
     size_t target_index = CallTargetIndex(*call);
     if (target_index == call->operands.size()) continue;
     auto target = call->operands.begin() + static_cast<std::ptrdiff_t>(target_index);
-    const Function* callee = functions_.Find(target->name);
+    const Function* callee = clones_.functions().Find(target->name);
     if (callee == nullptr || !callee->body) continue;  // external: the analysis vetted it
     target->name = CloneOf(target->name);
 
     // `{ .param .b32 a0..a5; st.param.b32 [a0], %ctaid_x; ...; call f, (args..., a0..a5); }`
     // The new block nests inside the call sequence's own, whose parameters stay visible.
     Block sequence;
-    auto args = std::next(target);
-    if (args == call->operands.end() || args->kind != Operand::Kind::kParenList) {
-      Operand list;
-      list.kind = Operand::Kind::kParenList;
-      args = call->operands.insert(args, std::move(list));
-    }
+    Operand& args = CallArgumentList(*call, target_index);
     for (int slot = 0; slot < 6; ++slot) {
       std::string param = local_names.Fresh("__tally_grid_arg");
       sequence.statements.push_back({Box<VarDecl>(Param("b32", param))});
       sequence.statements.push_back(
           Stmt(Inst("st", {"param", "b32"}, {Addr(param), Reg(grid.Register(slot))})));
-      args->elements.push_back(Reg(param));
+      args.elements.push_back(Reg(param));
     }
     sequence.statements.push_back(Stmt(std::move(*call)));
     statement.value = std::move(sequence);
@@ -92,42 +87,26 @@ void GridFunctionCloner::RedirectCalls(std::vector<Statement>& body, const Virtu
 }
 
 const std::string& GridFunctionCloner::CloneOf(const std::string& function) {
-  if (auto it = clone_names_.find(function); it != clone_names_.end()) return it->second;
-  const std::string& clone_name =
-      clone_names_.emplace(function, names_.Fresh(function + "__tally_vgrid")).first->second;
-  Function clone = *functions_.Find(function);
-  clone.name = clone_name;
-  clone.linkage.clear();  // a module-private helper of the kernel variants
-  clone.has_param_list = true;
-
-  NameAllocator local_names(names_, clone);
-  std::vector<Statement> prologue;
-  VirtualGrid grid = MakeVirtualGrid(local_names, prologue);
-  for (int slot = 0; slot < 6; ++slot) {
-    std::string param = local_names.Fresh(
-        std::string(slot < 3 ? "__tally_ctaid_" : "__tally_nctaid_") + kComponents[slot % 3]);
-    clone.params.push_back(Param("b32", param));
-    prologue.push_back(Stmt(Inst("ld", {"param", "b32"}, {Reg(grid.Register(slot)), Addr(param)})));
-  }
-  auto& body = clone.body->statements;
-  ReplaceGridReads(body, grid);
-  // Calls inside the clone go to clones too (a recursive call finds the name made above).
-  RedirectCalls(body, grid, local_names);
-  body.insert(body.begin() + static_cast<std::ptrdiff_t>(FirstExecutableIndex(body)),
-              std::make_move_iterator(prologue.begin()), std::make_move_iterator(prologue.end()));
-  clones_.push_back(std::move(clone));
-  return clone_name;
+  return clones_.CloneOf(function, [&](Function& clone) {
+    NameAllocator local_names(names_, clone);
+    std::vector<Statement> prologue;
+    VirtualGrid grid = MakeVirtualGrid(local_names, prologue);
+    for (int slot = 0; slot < 6; ++slot) {
+      std::string param = local_names.Fresh(
+          std::string(slot < 3 ? "__tally_ctaid_" : "__tally_nctaid_") + kComponents[slot % 3]);
+      clone.params.push_back(Param("b32", param));
+      prologue.push_back(
+          Stmt(Inst("ld", {"param", "b32"}, {Reg(grid.Register(slot)), Addr(param)})));
+    }
+    auto& body = clone.body->statements;
+    ReplaceGridReads(body, grid);
+    // Calls inside the clone go to clones too (a recursive call finds the name made above).
+    RedirectCalls(body, grid, local_names);
+    body.insert(body.begin() + static_cast<std::ptrdiff_t>(FirstExecutableIndex(body)),
+                std::make_move_iterator(prologue.begin()), std::make_move_iterator(prologue.end()));
+  });
 }
 
-void GridFunctionCloner::Finish() {
-  // Prototypes first: clones may call each other in any order (also recursively).
-  for (const Function& clone : clones_) {
-    Function prototype = clone;
-    prototype.body.reset();
-    module_.items.push_back({std::move(prototype)});
-  }
-  for (Function& clone : clones_) module_.items.push_back({std::move(clone)});
-  clones_.clear();
-}
+void GridFunctionCloner::Finish() { clones_.Finish(/*prototypes_first=*/false); }
 
 }  // namespace tally::ptx::passes

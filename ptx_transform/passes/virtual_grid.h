@@ -9,6 +9,7 @@
 
 #include "ptx_transform/ir.h"
 #include "ptx_transform/passes/builder.h"
+#include "ptx_transform/passes/function_clones.h"
 #include "ptx_transform/passes/ir_walk.h"
 
 namespace tally::ptx::passes {
@@ -41,7 +42,7 @@ void AppendDecomposeLinear(std::vector<Statement>& out, const std::string& linea
 class GridFunctionCloner {
  public:
   GridFunctionCloner(Module& module, NameAllocator& names)
-      : module_(module), functions_(module), names_(names) {}
+      : clones_(module, names, "__tally_vgrid"), names_(names) {}
 
   // Redirects the direct calls in `body` (a function whose virtual grid is in `grid`, whose
   // local names come from `local_names`) to clones, passing the grid along.
@@ -55,11 +56,8 @@ class GridFunctionCloner {
  private:
   const std::string& CloneOf(const std::string& function);
 
-  Module& module_;
-  FunctionIndex functions_;
+  FunctionClones clones_;
   NameAllocator& names_;
-  std::map<std::string, std::string> clone_names_;  // original -> clone
-  std::vector<Function> clones_;
 };
 
 }  // namespace tally::ptx::passes

@@ -97,36 +97,48 @@ std::string ErrorName(CUresult result) {
   return name != nullptr ? name : std::to_string(result);
 }
 
-// One module in a context of its own, recreated after a launch error (errors are sticky).
+// Modules in a context of their own, recreated after a launch error (errors are sticky).
 class Session {
  public:
-  explicit Session(TransformedModule& module) : module_(module) {
+  explicit Session(std::vector<TransformedModule*> modules) : modules_(std::move(modules)) {
     // sm_90 modules need a device of compute capability 9.0 (the default is 8.0).
     setenv("TALLY_EMU_CC", "90", /*overwrite=*/0);
     EMU_OK(Emu().cuInit(0));
   }
+  explicit Session(TransformedModule& module) : Session(std::vector{&module}) {}
   ~Session() { Destroy(); }
-  // A fresh context with the module loaded; the emulator's error and message when it fails.
+  // A fresh context with the modules loaded; the emulator's error and message when one fails.
   CUresult Start(std::string* message) {
     Destroy();
     EMU_OK(Emu().cuCtxCreate_v2(&context_, 0, 0));
     corpus::CapturedStderr captured;
-    CUresult result = module_.Load();
+    CUresult result = CUDA_SUCCESS;
+    for (TransformedModule* module : modules_) {
+      if (result == CUDA_SUCCESS) result = module->Load();
+    }
     *message = ErrorName(result) + " " + captured.Text();
-    if (result == CUDA_SUCCESS) globals_.emplace(module_.module(), module_.handle());
+    if (result != CUDA_SUCCESS) return result;
+    for (TransformedModule* module : modules_) {
+      globals_.emplace_back(module->module(), module->handle());
+    }
+    EMU_OK(Emu().cuMemAlloc_v2(&flag_, 256));
     return result;
   }
-  corpus::ModuleGlobals& globals() { return *globals_; }
+  // The variables of the i-th module.
+  const corpus::ModuleGlobals& globals(size_t i = 0) const { return globals_.at(i); }
+  // A u32 of the context's device memory: the fence's violation flag.
+  CUdeviceptr flag() const { return flag_; }
 
  private:
   void Destroy() {
-    globals_.reset();
+    globals_.clear();
     if (context_ != nullptr) Emu().cuCtxDestroy_v2(context_);
     context_ = nullptr;
   }
-  TransformedModule& module_;
+  std::vector<TransformedModule*> modules_;
   CUcontext context_ = nullptr;
-  std::optional<corpus::ModuleGlobals> globals_;
+  std::vector<corpus::ModuleGlobals> globals_;
+  CUdeviceptr flag_ = 0;
 };
 
 std::string GridName(Dim3 grid) {
@@ -572,6 +584,198 @@ TEST_CASE("every corpus kernel computes the same in its original and transformed
   CHECK(summary.compared_exact + summary.compared_order_dependent >= TALLY_CORPUS_COMPARED_FLOOR);
   CHECK(summary.original_only_count >= TALLY_CORPUS_ORIGINAL_ONLY_FLOOR);
   CHECK(summary.compared_at_largest >= TALLY_CORPUS_LARGEST_SHARED_FLOOR);
+}
+
+// The modules of the fencing test's sessions.
+constexpr size_t kPlain = 0, kFenced = 1;
+
+// `bytes` of the fenced module with every 8-byte value that points into its variables moved to
+// the same place among the plain module's (kernels may store the address of a variable).
+Bytes Relocated(Bytes bytes, const Session& session) {
+  const auto [fenced_begin, fenced_end] = session.globals(kFenced).Span();
+  const auto plain_begin = session.globals(kPlain).Span().first;
+  for (size_t i = 0; i + 8 <= bytes.size(); ++i) {
+    uint64_t value;
+    std::memcpy(&value, &bytes[i], 8);
+    if (value < fenced_begin || value >= fenced_end) continue;
+    value = value - fenced_begin + plain_begin;
+    std::memcpy(&bytes[i], &value, 8);
+    i += 7;
+  }
+  return bytes;
+}
+
+// [begin, end) widened to 256-byte multiples, as FenceParams wants: {base, size}.
+std::pair<uint64_t, uint64_t> FenceRange(std::pair<uint64_t, uint64_t> span) {
+  if (span.second == 0) return {0, 0};
+  uint64_t begin = span.first & ~uint64_t{255}, end = (span.second + 255) & ~uint64_t{255};
+  return {begin, end - begin};
+}
+
+// Every fenced corpus kernel, in its fenced original, sliced and PTB forms, against the same
+// form of the unfenced module, with range 0 covering the argument buffers and range 2 the
+// module's variables: identical bytes in every buffer and variable, and the violation flag
+// never raised. On the 1-D grid, with sequential sliced (1 block per slice) and PTB (1 worker)
+// runs, so that the results do not depend on block order; kernels whose original gives
+// different results run to run, or that read clocks, are only run (the flag must stay clear),
+// and so is the concurrent original of a kernel that has a sequential form.
+TEST_CASE("every fenced corpus kernel computes the same as its unfenced forms") {
+  constexpr Dim3 kGrid{7, 1, 1};
+  int compared = 0, run_only = 0, refused = 0, skipped = 0;
+  std::vector<std::string> failures;
+  std::map<std::string, int> refusals;
+  corpus::Watchdog watchdog;
+  TransformOptions fence_options;
+  fence_options.fence = true;
+  for (const corpus::CorpusModule& m : corpus::ReadManifest()) {
+    const std::string module_name = m.producer + " " + m.arch + " " + m.path.filename().string();
+    INFO(module_name);
+    const std::string text = corpus::ReadFile(m.path);
+    TransformedModule plain(text), fenced(text, fence_options);
+    Session session({&plain, &fenced});
+    std::string message;
+    if (session.Start(&message) != CUDA_SUCCESS) {
+      skipped += static_cast<int>(fenced.report().kernels.size());
+      continue;
+    }
+    for (const KernelForms& forms : fenced.report().kernels) {
+      const std::string& name = forms.analysis.kernel;
+      const std::string where = module_name + ": " + name;
+      if (!forms.fenced) {
+        ++refused;
+        if (forms.fence_refusal.empty()) failures.push_back(where + ": refused without a reason");
+        ++refusals[forms.fence_refusal.substr(0, forms.fence_refusal.find(" ("))];
+        continue;
+      }
+      const KernelForms& plain_forms = plain.Forms(name);
+      const Function& kernel = *plain.module().FindFunction(name);
+      LaunchShape shape{kGrid, corpus::BlockShape(kernel),
+                        forms.analysis.uses_dynamic_shared ? corpus::kDynamicSharedBytes : 0u};
+      bool done = false;
+      for (const ArgStrategy& strategy : corpus::kArgStrategies) {
+        if (done) break;
+        std::optional<Arguments> args;
+        args.emplace(kernel, plain.Signature(name), strategy);
+        auto [base0, size0] = FenceRange(args->Span());
+        auto [base2, size2] = FenceRange(session.globals(kFenced).Span());
+        FenceParams fence{{base0, 0, base2}, {size0, 0, size2}, session.flag()};
+        std::vector<const void*> plain_args = args->pointers();
+        std::vector<const void*> fenced_args = plain_args;
+        fenced_args.push_back(&fence);
+        // Resets memory, launches, and returns the buffers and the module's variables.
+        auto run = [&](bool in_fenced, auto launch) -> std::optional<Bytes> {
+          args->Reset();
+          session.globals(in_fenced ? kFenced : kPlain).Reset();
+          EMU_OK(Emu().cuMemsetD32_v2(session.flag(), 0, 1));
+          CUresult result;
+          {
+            corpus::Watchdog::Guard guard(where);
+            corpus::SilencedStdout quiet;
+            corpus::CapturedStderr captured;
+            result = launch();
+          }
+          if (result != CUDA_SUCCESS) return std::nullopt;
+          Bytes bytes = args->Snapshot();
+          Bytes globals = session.globals(in_fenced ? kFenced : kPlain).Snapshot();
+          bytes.insert(bytes.end(), globals.begin(), globals.end());
+          return bytes;
+        };
+        auto original = [&](TransformedModule& module, std::vector<const void*>& params) {
+          return [&] {
+            CUresult r = Emu().cuLaunchKernel(module.Function(name), kGrid.x, kGrid.y, kGrid.z,
+                                              shape.block.x, shape.block.y, shape.block.z,
+                                              shape.dynamic_shared, nullptr,
+                                              const_cast<void**>(params.data()), nullptr);
+            return r != CUDA_SUCCESS ? r : Emu().cuCtxSynchronize();
+          };
+        };
+        auto restart = [&] {
+          args.reset();
+          std::string ignored;
+          REQUIRE(session.Start(&ignored) == CUDA_SUCCESS);
+        };
+        std::optional<Bytes> reference = run(false, original(plain, plain_args));
+        if (!reference) {  // faults under these arguments: the next strategy
+          restart();
+          continue;
+        }
+        done = true;
+        std::optional<Bytes> again = run(false, original(plain, plain_args));
+        bool deterministic = again == reference;
+        for (const std::string& reg : forms.analysis.special_registers) {
+          if (reg.starts_with("%clock") || reg.starts_with("%globaltimer") ||
+              reg.starts_with("%smid")) {
+            deterministic = false;
+          }
+        }
+        // Variables initialised with addresses differ between the two modules: left out.
+        const Bytes plain_initial = *run(false, [] { return CUDA_SUCCESS; });
+        const Bytes fenced_initial = *run(true, [] { return CUDA_SUCCESS; });
+        auto masked = [&](Bytes bytes) {
+          for (size_t i = 0; i < bytes.size() && i < plain_initial.size(); ++i) {
+            if (i >= fenced_initial.size() || plain_initial[i] != fenced_initial[i]) bytes[i] = 0;
+          }
+          return bytes;
+        };
+        auto check = [&](const std::string& form, const std::optional<Bytes>& expected,
+                         const std::optional<Bytes>& actual, bool compare) {
+          uint32_t flag = 0;
+          if (actual) EMU_OK(Emu().cuMemcpyDtoH_v2(&flag, session.flag(), 4));
+          if (!actual) {
+            failures.push_back(where + ": fenced " + form + " failed to run");
+          } else if (flag != 0) {
+            failures.push_back(where + ": fenced " + form + " raised the violation flag");
+          } else if (compare && expected && masked(*expected) != masked(*actual) &&
+                     masked(*expected) != masked(Relocated(*actual, session))) {
+            failures.push_back(where + ": fenced " + form + ": " +
+                               FirstDifference(masked(*actual), masked(*expected)));
+          }
+          return actual.has_value();
+        };
+        // Blocks running concurrently may race (made-up arguments let blocks read what others
+        // write; some kernels update variables without atomics), so the exact comparisons are
+        // the sequential forms'; the concurrent original is compared only for kernels that have
+        // none, and must otherwise run with the flag clear.
+        const bool sliceable = !forms.sliced.empty() && !plain_forms.sliced.empty();
+        const bool ptb = !forms.preemptible.empty() && !plain_forms.preemptible.empty();
+        const auto slices = *PlanSlices(kGrid, 1);
+        bool ok = check("original", reference, run(true, original(fenced, fenced_args)),
+                        deterministic && !sliceable && !ptb);
+        std::optional<Bytes> plain_sliced;
+        if (ok && sliceable) {
+          plain_sliced = run(
+              false, [&] { return semantics::RunSliced(plain, name, plain_args, shape, slices); });
+        }
+        if (ok && sliceable) {
+          ok = check(
+              "sliced", plain_sliced,
+              run(true,
+                  [&] { return semantics::RunSliced(fenced, name, fenced_args, shape, slices); }),
+              deterministic);
+        }
+        if (ok && ptb) {
+          auto plain_ptb = run(
+              false, [&] { return semantics::RunPreemptible(plain, name, plain_args, shape, 1); });
+          ok = check(
+              "PTB", plain_ptb,
+              run(true,
+                  [&] { return semantics::RunPreemptible(fenced, name, fenced_args, shape, 1); }),
+              deterministic);
+        }
+        ++(deterministic ? compared : run_only);
+        if (!ok) restart();
+      }
+      if (!done) ++skipped;
+    }
+  }
+  std::printf(
+      "fenced corpus semantics: %d kernels compared with their unfenced forms, %d only run "
+      "(order-dependent or clocks), %d skipped (module does not load or the original faults), "
+      "%d refused:\n",
+      compared, run_only, skipped, refused);
+  for (const auto& [reason, count] : refusals) std::printf("  %d: %s\n", count, reason.c_str());
+  for (const std::string& failure : failures) FAIL_CHECK(failure);
+  CHECK(compared >= TALLY_CORPUS_FENCED_FLOOR);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -69,6 +70,12 @@ Arguments::Arguments(const Function& kernel, const KernelSignature& signature,
   }
 }
 
+std::pair<CUdeviceptr, CUdeviceptr> Arguments::Span() const {
+  if (buffers_.empty()) return {0, 0};
+  auto [low, high] = std::minmax_element(buffers_.begin(), buffers_.end());
+  return {*low, *high + kBufferBytes};
+}
+
 Arguments::~Arguments() {
   for (CUdeviceptr buffer : buffers_) Emu().cuMemFree_v2(buffer);
 }
@@ -101,12 +108,27 @@ Bytes Arguments::Snapshot() const {
 }
 
 ModuleGlobals::ModuleGlobals(const Module& module, CUmodule handle) {
+  auto widen = [&](CUdeviceptr address, size_t size) {
+    if (span_.second == 0) span_ = {address, address};
+    span_.first = std::min(span_.first, address);
+    span_.second = std::max(span_.second, address + size);
+  };
   for (const TopLevel& item : module.items) {
     const auto* var = std::get_if<VarDecl>(&item.value);
-    if (var == nullptr || var->state_space != "global" || var->linkage == "extern") continue;
+    if (var == nullptr || var->linkage == "extern") continue;
+    if (var->state_space == "const") {
+      CUdeviceptr address = 0;
+      size_t size = 0;
+      if (Emu().cuModuleGetGlobal_v2(&address, &size, handle, var->name.c_str()) == CUDA_SUCCESS) {
+        widen(address, size);
+      }
+      continue;
+    }
+    if (var->state_space != "global") continue;
     Global global;
     size_t size = 0;
     EMU_OK(Emu().cuModuleGetGlobal_v2(&global.address, &size, handle, var->name.c_str()));
+    widen(global.address, size);
     global.initial.resize(size);
     EMU_OK(Emu().cuMemcpyDtoH_v2(global.initial.data(), global.address, size));
     globals_.push_back(std::move(global));

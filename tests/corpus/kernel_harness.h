@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "emulator/tests/emu_library.h"
@@ -52,6 +53,8 @@ class Arguments {
   std::vector<const void*> pointers() const;
   void Reset() const;      // every buffer back to its initial contents
   Bytes Snapshot() const;  // every buffer's contents, concatenated
+  // The lowest address and one past the highest of the buffers; {0, 0} without any.
+  std::pair<CUdeviceptr, CUdeviceptr> Span() const;
 
  private:
   CUdeviceptr NewBuffer();
@@ -69,6 +72,9 @@ class ModuleGlobals {
   ModuleGlobals(const Module& module, CUmodule handle);
   void Reset() const;
   Bytes Snapshot() const;
+  // The lowest address and one past the highest of the module's `.global` and `.const`
+  // variables; {0, 0} without any.
+  std::pair<CUdeviceptr, CUdeviceptr> Span() const { return span_; }
 
  private:
   struct Global {
@@ -76,6 +82,7 @@ class ModuleGlobals {
     Bytes initial;
   };
   std::vector<Global> globals_;
+  std::pair<CUdeviceptr, CUdeviceptr> span_{0, 0};
 };
 
 // The block shape the harness launches `kernel` with: 64 threads, or what `.reqntid` demands

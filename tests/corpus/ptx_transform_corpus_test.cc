@@ -1,7 +1,8 @@
 // Transforms every module of the PTX corpus (nvcc for sm_75/80/90, NVRTC, clang, llc): the
 // module with its sliced and PTB variants must print, read back identically, be accepted by
 // ptxas for its target, and the variants' parameters must be the original ones followed by
-// the documented extras, as ptxas itself lays them out.
+// the documented extras, as ptxas itself lays them out. Once more with fencing: fenced kernels
+// take the fence parameter after their own, and their variants their extras after the fence.
 #include <catch2/catch.hpp>
 #include <map>
 
@@ -29,9 +30,15 @@ void CheckVariantSignature(const KernelSignature& original, const KernelSignatur
   }
 }
 
-TEST_CASE("every corpus module transforms into PTX that ptxas accepts") {
+// Transforms every corpus module with `options`; the counts of forms made and refused.
+struct Counts {
+  size_t sliced = 0, preemptible = 0, refused = 0, fenced = 0, fence_refused = 0;
+};
+
+Counts TransformCorpus(const TransformOptions& options) {
   corpus::ScratchDir scratch;
-  size_t sliced = 0, preemptible = 0, refused = 0;
+  Counts counts;
+  auto& [sliced, preemptible, refused, fenced, fence_refused] = counts;
   for (const corpus::CorpusModule& m : corpus::ReadManifest()) {
     INFO(m.producer << " " << m.arch << " " << m.path.string());
     auto module = ParseModuleOrError(corpus::ReadFile(m.path), m.path.string());
@@ -39,7 +46,6 @@ TEST_CASE("every corpus module transforms into PTX that ptxas accepts") {
     auto originals = ComputeSignatures(*module);
     REQUIRE(originals.ok());
 
-    TransformOptions options;
     TransformReport report = TransformModule(*module, options);
     std::string printed = PrintModule(*module);
     auto again = ParseModuleOrError(printed, "<transformed>");
@@ -63,13 +69,29 @@ TEST_CASE("every corpus module transforms into PTX that ptxas accepts") {
     for (const auto& sig : *originals) original_by_name[sig.name] = &sig;
     for (const KernelForms& forms : report.kernels) {
       const KernelSignature* original = original_by_name.at(forms.analysis.kernel);
+      // A fenced kernel keeps its name and takes the fence after its own parameters; its
+      // variants take their extras after the fence.
+      std::vector<uint32_t> fence;
+      if (forms.fenced) {
+        ++fenced;
+        fence = {static_cast<uint32_t>(sizeof(FenceParams))};
+        CheckVariantSignature(*original, *by_name.at(forms.analysis.kernel), fence);
+      } else if (options.fence) {
+        ++fence_refused;
+        CHECK_FALSE(forms.fence_refusal.empty());
+        CheckVariantSignature(*original, *by_name.at(forms.analysis.kernel), {});
+      }
+      auto with_fence = [&](std::vector<uint32_t> extras) {
+        extras.insert(extras.begin(), fence.begin(), fence.end());
+        return extras;
+      };
       if (!forms.sliced.empty()) {
         ++sliced;
-        CheckVariantSignature(*original, *by_name.at(forms.sliced), {4, 4, 4, 4});
+        CheckVariantSignature(*original, *by_name.at(forms.sliced), with_fence({4, 4, 4, 4}));
       }
       if (!forms.preemptible.empty()) {
         ++preemptible;
-        CheckVariantSignature(*original, *by_name.at(forms.preemptible), {8, 4, 4, 4});
+        CheckVariantSignature(*original, *by_name.at(forms.preemptible), with_fence({8, 4, 4, 4}));
       }
       refused += forms.sliced.empty() + forms.preemptible.empty();
     }
@@ -89,11 +111,26 @@ TEST_CASE("every corpus module transforms into PTX that ptxas accepts") {
       }
     }
   }
+  return counts;
+}
+
+TEST_CASE("every corpus module transforms into PTX that ptxas accepts") {
+  Counts counts = TransformCorpus({});
   // The corpus is mostly ordinary kernels: nearly all take both forms; a few (grid sync,
   // clusters, mbarrier, polling, indirect calls, named partial barriers) must not.
-  CHECK(sliced > 300);
-  CHECK(preemptible > 300);
-  CHECK(refused > 20);
+  CHECK(counts.sliced > 300);
+  CHECK(counts.preemptible > 300);
+  CHECK(counts.refused > 20);
+}
+
+TEST_CASE("every corpus module fenced (original, sliced and PTB forms) is accepted by ptxas") {
+  TransformOptions options;
+  options.fence = true;
+  Counts counts = TransformCorpus(options);
+  std::printf("fenced %zu kernels, refused %zu\n", counts.fenced, counts.fence_refused);
+  CHECK(counts.fenced > 300);
+  CHECK(counts.sliced > 300);
+  CHECK(counts.preemptible > 300);
 }
 
 }  // namespace

@@ -11,12 +11,12 @@ namespace tally::ptx::semantics {
 
 using emu::testing::Emu;
 
-TransformedModule::TransformedModule(const std::string& ptx) {
+TransformedModule::TransformedModule(const std::string& ptx, const TransformOptions& options) {
   auto parsed = ParseModuleOrError(ptx);
   INFO(parsed.status().message());
   REQUIRE(parsed.ok());
   module_ = *std::move(parsed);
-  report_ = TransformModule(module_, {});
+  report_ = TransformModule(module_, options);
   text_ = PrintModule(module_);
   auto signatures = ComputeSignatures(module_);
   INFO(signatures.status().message());

@@ -26,7 +26,8 @@ struct LaunchShape {
 // A PTX module with the sliced and PTB variants of every kernel the analysis allows.
 class TransformedModule {
  public:
-  explicit TransformedModule(const std::string& ptx);  // parses (the test fails on error)
+  // Parses (the test fails on error) and transforms with `options`.
+  explicit TransformedModule(const std::string& ptx, const TransformOptions& options = {});
   TransformedModule(const TransformedModule&) = delete;
   TransformedModule& operator=(const TransformedModule&) = delete;
 

@@ -1,0 +1,219 @@
+// Memory fencing (passes/fence_memory.h): what is checked and how, which kernels are refused and
+// why (each stays unfenced, with its signature unchanged), and fenced callees. The golden file
+// testdata/passes/fence_accesses.ptx holds the exact output for a small kernel.
+#include <catch2/catch.hpp>
+
+#include "ptx_transform/kernel_signature.h"
+#include "ptx_transform/parser.h"
+#include "ptx_transform/printer.h"
+#include "ptx_transform/test_util.h"
+#include "ptx_transform/transform.h"
+
+namespace tally::ptx {
+namespace {
+
+struct Fenced {
+  Module module;
+  TransformReport report;
+  const KernelForms& Forms(const std::string& kernel = "k") const {
+    for (const auto& k : report.kernels) {
+      if (k.analysis.kernel == kernel) return k;
+    }
+    FAIL("no kernel " << kernel);
+    throw;
+  }
+  // How many instructions of `function` have this opcode and modifiers (`st.global.u32`).
+  int Count(const std::string& function, const std::string& spelling) const {
+    int n = 0;
+    const Function* f = module.FindFunction(function);
+    REQUIRE(f != nullptr);
+    std::vector<const std::vector<Statement>*> lists = {&f->body->statements};
+    while (!lists.empty()) {
+      const auto* list = lists.back();
+      lists.pop_back();
+      for (const auto& s : *list) {
+        if (const auto* b = std::get_if<Block>(&s.value)) lists.push_back(&b->statements);
+        const auto* inst = std::get_if<Instruction>(&s.value);
+        if (inst == nullptr) continue;
+        std::string text = inst->opcode;
+        for (const auto& m : inst->modifiers) text += "." + m;
+        n += text == spelling;
+      }
+    }
+    return n;
+  }
+};
+
+Fenced Fence(const std::string& body, const std::string& header = "") {
+  auto module = ParseModuleOrError(".version 8.0\n.target sm_90\n.address_size 64\n" + header +
+                                   "\n.visible .entry k(.param .u64 p)\n{\n" + body + "\n}\n");
+  INFO(module.status().message());
+  REQUIRE(module.ok());
+  Fenced out{*std::move(module), {}};
+  TransformOptions options;
+  options.fence = true;
+  out.report = TransformModule(out.module, options);
+  return out;
+}
+
+constexpr char kRegs[] =
+    ".reg .b64 %rd<4>;\n.reg .b32 %r<4>;\n.reg .pred %p<2>;\n.reg .f32 %f<4>;\n";
+
+// The kernel stays unfenced: no fence parameter, the reason recorded.
+void CheckRefused(const Fenced& f, const std::string& reason) {
+  const KernelForms& forms = f.Forms();
+  CHECK_FALSE(forms.fenced);
+  INFO(forms.fence_refusal);
+  CHECK(forms.fence_refusal.find(reason) != std::string::npos);
+  CHECK(f.module.FindFunction("k")->params.size() == 1);
+}
+
+TEST_CASE("fencing appends one 56-byte parameter and checks every global access") {
+  Fenced f = Fence(std::string(kRegs) + R"(
+ld.param.u64 %rd1, [p];
+ld.global.u32 %r1, [%rd1];
+ld.u32 %r2, [%rd1+8];
+st.global.v2.u32 [%rd1+16], {%r1, %r2};
+atom.global.add.u32 %r3, [%rd1], 1;
+red.add.u32 [%rd1], 1;
+ldu.global.u32 %r3, [%rd1];
+cp.async.ca.shared.global [tile], [%rd1], 16;
+discard.global.L2 [%rd1], 128;
+prefetch.global.L2 [%rd1];
+ld.shared.u32 %r3, [tile];
+ld.local.u32 %r3, [%rd1];
+txq.width.b32 %r3, [%rd1];
+ret;)",
+                   ".shared .align 16 .b8 tile[64];");
+  const KernelForms& forms = f.Forms();
+  REQUIRE(forms.fenced);
+  CHECK(forms.fence_refusal.empty());
+  auto sig = ComputeSignature(*f.module.FindFunction("k"));
+  REQUIRE(sig.ok());
+  REQUIRE(sig->params.size() == 2);
+  CHECK(sig->params[1].size == 56);
+  CHECK(sig->params[1].alignment == 8);
+  CHECK(sig->params[1].offset == 8);
+  // One flag store per checked data access (not for the prefetch hint), one isspacep per
+  // generic one, and three range comparisons each for all nine.
+  CHECK(f.Count("k", "st.global.u32") == 8);
+  CHECK(f.Count("k", "isspacep.global") == 2);
+  CHECK(f.Count("k", "selp.b64") == 9);
+  CHECK(f.Count("k", "setp.ge.u64") + f.Count("k", "setp.ge.and.u64") == 27);
+  // The fence values are read once, at entry.
+  CHECK(f.Count("k", "ld.param.u64") == 7 + 1);
+  // Variants take the fence after the original parameters.
+  for (const std::string& variant : {forms.sliced, forms.preemptible}) {
+    REQUIRE_FALSE(variant.empty());
+    auto v = ComputeSignature(*f.module.FindFunction(variant));
+    REQUIRE(v.ok());
+    CHECK(v->params[1].size == 56);
+    CHECK(v->params.size() == 6);
+  }
+}
+
+TEST_CASE("generic addresses of kernel parameters pass where the module makes them") {
+  Fenced f = Fence(std::string(kRegs) + R"(
+mov.u64 %rd1, p;
+cvta.param.u64 %rd2, %rd1;
+ld.u64 %rd3, [%rd2];
+ret;)");
+  REQUIRE(f.Forms().fenced);
+  CHECK(f.Count("k", "isspacep.global") == 1);
+  CHECK(f.Count("k", "isspacep.param") == 1);
+  Fenced plain = Fence(std::string(kRegs) + "ld.u64 %rd3, [%rd2];\nret;");
+  CHECK(plain.Count("k", "isspacep.param") == 0);
+}
+
+TEST_CASE("unfenced output is unchanged when fencing is off") {
+  const std::string text =
+      ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k(.param .u64 p)\n{\n"
+      ".reg .b64 %rd1;\n.reg .b32 %r1;\nld.param.u64 %rd1, [p];\nld.global.u32 %r1, "
+      "[%rd1];\nret;\n}\n";
+  auto a = ParseModuleOrError(text);
+  auto b = ParseModuleOrError(text);
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  TransformReport report = TransformModule(*a, {});
+  TransformModule(*b, TransformOptions{true, true, false});
+  CHECK(PrintModule(*a) == PrintModule(*b));
+  CHECK_FALSE(report.kernels[0].fenced);
+  CHECK(report.kernels[0].fence_refusal.empty());
+}
+
+TEST_CASE("fenced callees get the fence as a parameter, and calls pass it") {
+  Fenced f = Fence(std::string(kRegs) + R"(
+ld.param.u64 %rd1, [p];
+{
+  .param .b64 param0;
+  st.param.b64 [param0], %rd1;
+  call.uni g, (param0);
+}
+ret;)",
+                   ".func g(.param .b64 q)\n{\n.reg .b64 %rd1;\n.reg .b32 %r1;\n"
+                   "ld.param.u64 %rd1, [q];\nst.u32 [%rd1], %r1;\nret;\n}\n");
+  REQUIRE(f.Forms().fenced);
+  const Function* clone = f.module.FindFunction("g__tally_fence");
+  REQUIRE(clone != nullptr);
+  REQUIRE(clone->params.size() == 2);
+  CHECK(clone->params[1].dims == std::vector<std::optional<uint64_t>>{56});
+  CHECK(f.Count("g__tally_fence", "isspacep.global") == 1);
+  CHECK(f.Count("g", "isspacep.global") == 0);  // the original stays for unfenced kernels
+  CHECK(f.Count("k", "st.param.b64") == 1 + 7);
+  std::string printed = PrintModule(f.module);
+  CHECK(printed.find("call.uni\tg__tally_fence, (param0, __tally_fence_arg);") !=
+        std::string::npos);
+}
+
+TEST_CASE("kernels that reach memory without a checkable address are refused, with a reason") {
+  const std::string regs = kRegs;
+  SECTION("texture") {
+    CheckRefused(Fence(regs + ".reg .b64 %t;\ntex.2d.v4.f32.f32 {%f0, %f1, %f2, %f3}, [%t, {%f0, "
+                              "%f1}];\nret;"),
+                 "texture/surface instruction tex");
+  }
+  SECTION("surface store") {
+    CheckRefused(Fence(regs + ".reg .b64 %s;\nsust.b.1d.b32.trap [%s, {%r0}], {%r1};\nret;"),
+                 "texture/surface instruction sust");
+  }
+  SECTION("bulk copy") {
+    CheckRefused(Fence(regs + "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes "
+                              "[%rd0], [%rd1], %r0, [%rd2];\nret;"),
+                 "bulk or tensor copy");
+  }
+  SECTION("multimem") {
+    CheckRefused(Fence(regs + "multimem.red.relaxed.gpu.global.add.u32 [%rd0], %r0;\nret;"),
+                 "multimem");
+  }
+  SECTION("malloc") {
+    CheckRefused(Fence(regs + "{\n.param .b64 param0;\nst.param.b64 [param0], 16;\n.param .b64 "
+                              "retval0;\ncall.uni (retval0), malloc, (param0);\n}\nret;",
+                       ".extern .func (.param .b64 r) malloc(.param .b64 n);"),
+                 "calls external function malloc");
+  }
+  SECTION("indirect call") {
+    CheckRefused(Fence(regs + "proto: .callprototype ()_ ();\ncall %rd0, proto;\nret;"),
+                 "indirect call");
+  }
+  SECTION("wmma load from a generic address") {
+    CheckRefused(Fence(".reg .b64 %rd<2>;\n.reg .b32 %r<9>;\n"
+                       "wmma.load.a.sync.aligned.row.m16n16k16.f16 {%r0, %r1, %r2, %r3, %r4, "
+                       "%r5, %r6, %r7}, [%rd0], 16;\nret;"),
+                 "wmma.load.a.sync.aligned.row.m16n16k16.f16 reaches memory through an address");
+  }
+  SECTION("grid-sync workspace") {
+    CheckRefused(Fence(regs + "mov.u32 %r0, %envreg1;\nret;"), "reads %envreg1");
+  }
+  SECTION("32-bit register as an address") {
+    CheckRefused(Fence(regs + "ld.global.u32 %r1, [%r0];\nret;"), "not a 64-bit address");
+  }
+  SECTION("in a called function: the reason names it") {
+    CheckRefused(Fence(regs + "call.uni g, ();\nret;",
+                       ".func g()\n{\n.reg .b64 %t;\n.reg .f32 %f<4>;\ntex.1d.v4.f32.s32 {%f0, "
+                       "%f1, %f2, %f3}, [%t, {%f0}];\nret;\n}\n"),
+                 "in called function g");
+  }
+}
+
+}  // namespace
+}  // namespace tally::ptx

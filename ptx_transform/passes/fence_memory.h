@@ -1,0 +1,100 @@
+// Memory fencing (tenant isolation on a driver where every client shares one address space):
+// every global memory access of a kernel, and of the functions it calls, is confined to the
+// launching client's ranges, which the kernel receives as one more parameter (FenceParams in
+// transform.h). An access outside them goes to base[0] (memory the client owns, a sink) and
+// sets the violation flag. The kernel keeps its name; fenced clones of the called functions
+// take the fence values as one more parameter.
+//
+// Before:
+//   ld.global.u32 %r1, [%rd4+8];
+// After (fence values loaded into registers once, at entry):
+//   add.s64 %fa, %rd4, 8;
+//   sub.s64 %fd, %fa, %base0;  setp.ge.u64 %bad, %fd, %size0;
+//   sub.s64 %fd, %fa, %base1;  setp.ge.and.u64 %bad, %fd, %size1, %bad;
+//   sub.s64 %fd, %fa, %base2;  setp.ge.and.u64 %bad, %fd, %size2, %bad;
+//   selp.b64 %fa, %base0, %fa, %bad;
+//   @%bad st.global.u32 [%flag], %one;
+//   ld.global.u32 %r1, [%fa];
+// A generic access adds `isspacep.global %g, %fa;` and ANDs %g into %bad, so that generic
+// addresses of shared and local memory pass unchanged; in a module that makes generic addresses
+// of kernel parameters (cvta.param), `isspacep.param` exempts those too. Generic addresses of
+// `.const` variables lie in the global window: the server's range 2 must cover them.
+//
+// Why only the start address is checked: PTX requires every access to be naturally aligned
+// (PTX ISA "Addresses as Operands": the address must be a multiple of the access size, else the
+// behaviour is undefined and the hardware faults), accesses are at most 256 bytes (v8 of b32,
+// discard and applypriority of 128 bytes, the L2::256B prefetch hint), and the server makes
+// every base and size a multiple of 256. An aligned access of s <= 256 bytes (s a power of two)
+// starting in [base, base + size) therefore ends in the same 256-byte block, inside the range;
+// and a redirected access stays aligned, base[0] being a multiple of 256. The sink absorbs
+// whatever a violating kernel does (its own memory, so only the violator's results suffer).
+//
+// Why the called functions get the fence values as a parameter (a clone `f__tally_fence` per
+// function, as the virtual grid's clones get the grid) rather than through a module-scope
+// `.shared` slot written at kernel entry: the slot would take shared memory from every kernel
+// of the module, so a kernel at the shared memory limit would no longer load, and kernels
+// that the fence refuses would pay for it too. Parameters cost nothing in shared memory, and the
+// clones compose with GridFunctionCloner: slicing or PTB applied to a fenced kernel clones the
+// fenced clones again, appending the grid parameters after the fence parameter.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ptx_transform/ir.h"
+#include "ptx_transform/passes/builder.h"
+#include "ptx_transform/passes/function_clones.h"
+#include "ptx_transform/passes/ir_walk.h"
+
+namespace tally::ptx::passes {
+
+// Bytes of the fence parameter: sizeof(FenceParams) in transform.h.
+inline constexpr uint64_t kFenceParamBytes = 56;
+
+class FunctionNames;
+
+class MemoryFencer {
+ public:
+  MemoryFencer(Module& module, NameAllocator& names);
+
+  // Why `kernel` (an entry of the module) cannot be fenced, following its calls; empty when it
+  // can. Every reason, separated by "; ".
+  std::string Refusal(const Function& kernel);
+
+  // Fences `kernel` in place (its Refusal must be empty): appends the fence parameter, checks
+  // every access and redirects calls to fenced clones.
+  void Fence(Function& kernel);
+
+  // Adds the fenced clones to the module: their prototypes before its first function (the
+  // fenced kernels call them where they stand), their bodies at the end. Call once, after the
+  // last Fence and before anything else indexes the module's functions.
+  void Finish();
+
+ private:
+  struct Registers;
+  void FenceFunction(Function& function, const std::string& param, NameAllocator& local_names);
+  void FenceStatements(std::vector<Statement>& statements, const Registers& regs,
+                       const FunctionNames& names, NameAllocator& local_names);
+  const std::string& CloneOf(const std::string& function);
+  // What one function's own instructions refuse, and the functions it calls (with bodies):
+  // computed once per function, shared by every kernel that reaches it.
+  struct OwnFacts {
+    std::vector<std::string> reasons;
+    std::vector<const Function*> callees;
+  };
+  const OwnFacts& FactsOf(const Function& function);
+  void CollectRefusals(const Function& function, std::vector<std::string>& reasons,
+                       std::set<std::string>& visited);
+
+  Module& module_;
+  FunctionClones clones_;
+  const FunctionIndex& functions_;
+  NameAllocator& names_;
+  std::map<std::string, std::string, std::less<>> module_variables_;  // name -> state space
+  std::map<std::string, OwnFacts> facts_;
+  bool generic_params_ = false;  // the module makes generic addresses of parameters
+};
+
+}  // namespace tally::ptx::passes

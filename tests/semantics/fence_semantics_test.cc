@@ -1,0 +1,204 @@
+// Memory fencing on the emulated GPU (ptx_transform/passes/fence_memory.h): a fenced kernel, in
+// every form (original, sliced, PTB), that writes through a pointer outside its ranges leaves
+// that memory unchanged, writes to base[0] instead and sets the violation flag; a load from
+// outside returns what is at base[0]; accesses inside the ranges are untouched and raise nothing.
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <vector>
+
+#include "emulator/tests/emu_library.h"
+#include "emulator/tests/kernel_util.h"
+#include "ptx_transform/launch_forms.h"
+#include "tests/semantics/forms_runner.h"
+
+namespace tally::ptx {
+namespace {
+
+using emu::testing::Emu;
+using semantics::LaunchShape;
+using semantics::TransformedModule;
+
+// Thread 0 of each block accesses `p`: a global load into out[0] (steal), a global store
+// (smash), a generic store in a called function (smash_generic), a global atomic (bump).
+constexpr char kAttacks[] = R"(
+.version 7.0
+.target sm_80
+.address_size 64
+
+.func store_generic(.param .b64 p, .param .b32 v)
+{
+  .reg .b64 %rd1;
+  .reg .b32 %r1;
+  ld.param.u64 %rd1, [p];
+  ld.param.u32 %r1, [v];
+  st.u32 [%rd1], %r1;
+  ret;
+}
+
+.visible .entry steal(.param .u64 p, .param .u64 out)
+{
+  .reg .pred %p1;
+  .reg .b32 %r<3>;
+  .reg .b64 %rd<3>;
+  mov.u32 %r1, %tid.x;
+  setp.ne.u32 %p1, %r1, 0;
+  @%p1 bra DONE;
+  ld.param.u64 %rd1, [p];
+  ld.param.u64 %rd2, [out];
+  ld.global.u32 %r2, [%rd1];
+  st.global.u32 [%rd2], %r2;
+DONE:
+  ret;
+}
+
+.visible .entry smash(.param .u64 p)
+{
+  .reg .pred %p1;
+  .reg .b32 %r<3>;
+  .reg .b64 %rd<2>;
+  mov.u32 %r1, %tid.x;
+  setp.ne.u32 %p1, %r1, 0;
+  ld.param.u64 %rd1, [p];
+  mov.u32 %r2, 0xdead;
+  @!%p1 st.global.u32 [%rd1], %r2;
+  ret;
+}
+
+.visible .entry smash_generic(.param .u64 p)
+{
+  .reg .pred %p1;
+  .reg .b32 %r<2>;
+  .reg .b64 %rd<2>;
+  mov.u32 %r1, %tid.x;
+  setp.ne.u32 %p1, %r1, 0;
+  @%p1 bra DONE;
+  ld.param.u64 %rd1, [p];
+  {
+    .param .b64 param0;
+    st.param.b64 [param0], %rd1;
+    .param .b32 param1;
+    st.param.b32 [param1], 0xbeef;
+    call.uni store_generic, (param0, param1);
+  }
+DONE:
+  ret;
+}
+
+.visible .entry bump(.param .u64 p)
+{
+  .reg .b32 %r<2>;
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [p];
+  atom.global.add.u32 %r1, [%rd1], 1;
+  ret;
+}
+)";
+
+constexpr size_t kBytes = 4096;
+
+// A device buffer of u32 words.
+struct Buffer {
+  CUdeviceptr address = 0;
+  Buffer() {
+    EMU_OK(Emu().cuMemAlloc_v2(&address, kBytes));
+    REQUIRE(address % 256 == 0);  // FenceParams wants 256-byte multiples
+  }
+  ~Buffer() { Emu().cuMemFree_v2(address); }
+  void Fill(uint32_t value) const { EMU_OK(Emu().cuMemsetD32_v2(address, value, kBytes / 4)); }
+  uint32_t At(size_t word) const {
+    uint32_t v = 0;
+    EMU_OK(Emu().cuMemcpyDtoH_v2(&v, address + word * 4, 4));
+    return v;
+  }
+};
+
+enum class Form { kOriginal, kSliced, kPtb };
+
+// Runs `kernel` of `module` in `form` on 3 blocks of 32 threads with `args` (+ the fence).
+void Run(const TransformedModule& module, const std::string& kernel, Form form,
+         std::vector<const void*> args) {
+  LaunchShape shape{{3, 1, 1}, {32, 1, 1}};
+  switch (form) {
+    case Form::kOriginal:
+      EMU_OK(Emu().cuLaunchKernel(module.Function(kernel), 3, 1, 1, 32, 1, 1, 0, nullptr,
+                                  const_cast<void**>(args.data()), nullptr));
+      EMU_OK(Emu().cuCtxSynchronize());
+      break;
+    case Form::kSliced:
+      EMU_OK(semantics::RunSliced(module, kernel, args, shape, *PlanSlices(shape.grid, 2)));
+      break;
+    case Form::kPtb:
+      EMU_OK(semantics::RunPreemptible(module, kernel, args, shape, 2));
+      break;
+  }
+}
+
+TEST_CASE("fenced kernels cannot reach memory outside their ranges, in every form") {
+  emu::testing::EnsureContext();
+  TransformOptions options;
+  options.fence = true;
+  TransformedModule module(kAttacks, options);
+  EMU_OK(module.Load());
+  for (const char* kernel : {"steal", "smash", "smash_generic", "bump"}) {
+    INFO(kernel);
+    const KernelForms& forms = module.Forms(kernel);
+    REQUIRE(forms.fenced);
+    REQUIRE_FALSE(forms.sliced.empty());
+    REQUIRE_FALSE(forms.preemptible.empty());
+  }
+
+  Buffer own, victim, flag;
+  FenceParams fence{{own.address, 0, 0}, {kBytes, 0, 0}, flag.address};
+  const uint64_t outside = victim.address + 64, inside = own.address + 64;
+  const uint64_t out = own.address + 128;
+  for (Form form : {Form::kOriginal, Form::kSliced, Form::kPtb}) {
+    INFO("form " << static_cast<int>(form));
+    auto reset = [&] {
+      own.Fill(0x5151);
+      victim.Fill(0x7777);
+      flag.Fill(0);
+    };
+
+    // A load from outside reads base[0].
+    reset();
+    EMU_OK(Emu().cuMemsetD32_v2(own.address, 0xabc, 1));
+    EMU_OK(Emu().cuMemsetD32_v2(victim.address + 64, 0x5ec2e7, 1));
+    Run(module, "steal", form, {&outside, &out, &fence});
+    CHECK(own.At(32) == 0xabc);
+    CHECK(flag.At(0) == 1);
+
+    // Stores from outside land on base[0]; the victim stays as it was.
+    for (const char* kernel : {"smash", "smash_generic"}) {
+      INFO(kernel);
+      reset();
+      Run(module, kernel, form, {&outside, &fence});
+      CHECK(victim.At(16) == 0x7777);
+      CHECK(own.At(0) == (std::string(kernel) == "smash" ? 0xdeadu : 0xbeefu));
+      CHECK(own.At(16) == 0x5151);
+      CHECK(flag.At(0) == 1);
+    }
+    reset();
+    Run(module, "bump", form, {&outside, &fence});
+    CHECK(victim.At(16) == 0x7777);
+    CHECK(own.At(0) == 0x5151 + 3 * 32);
+    CHECK(flag.At(0) == 1);
+
+    // Inside the ranges nothing changes and nothing is flagged.
+    reset();
+    Run(module, "smash", form, {&inside, &fence});
+    CHECK(own.At(16) == 0xdead);
+    CHECK(own.At(0) == 0x5151);
+    CHECK(flag.At(0) == 0);
+    reset();
+    Run(module, "smash_generic", form, {&inside, &fence});
+    CHECK(own.At(16) == 0xbeef);
+    CHECK(flag.At(0) == 0);
+    reset();
+    Run(module, "bump", form, {&inside, &fence});
+    CHECK(own.At(16) == 0x5151 + 3 * 32);
+    CHECK(flag.At(0) == 0);
+  }
+}
+
+}  // namespace
+}  // namespace tally::ptx
