@@ -111,6 +111,18 @@ void CopyText(const std::string& text, char* field, size_t field_size) {
   std::memset(field + n, 0, field_size - n);
 }
 
+std::string_view IsolationName(Isolation isolation) {
+  switch (isolation) {
+    case Isolation::kNone:
+      return "none";
+    case Isolation::kFenced:
+      return "fenced";
+    case Isolation::kStrict:
+      return "strict";
+  }
+  return "unknown";
+}
+
 absl::Status ControlConnection::Send(std::span<const std::byte> bytes) {
   const timeval limit{.tv_sec = 1, .tv_usec = 0};
   TALLY_RETURN_IF_ERROR(RetryEintr("setsockopt(SO_SNDTIMEO)", [&] {

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -51,6 +52,15 @@ struct ControlRequest {
 
 enum class Backend : uint32_t { kEmulator = 0, kNvidiaDriver = 1 };
 
+// tally-server --isolation: how clients are kept out of each other's device memory.
+enum class Isolation : uint32_t {
+  kNone = 0,    // kernels run as they are
+  kFenced = 1,  // kernels fenced into their client's partition; unfenceable launches refused
+  kStrict = 2,  // as kFenced, and modules with unfenceable code refused at load
+};
+// "none", "fenced", "strict"; "unknown" for a value that is none of them.
+std::string_view IsolationName(Isolation isolation);
+
 // The answer to kStatus, followed by client_count ClientStatus records.
 // What the scheduler did for the clients that have left the server, and their library calls,
 // summed over them (the counters of ClientStatus of the same names).
@@ -74,7 +84,7 @@ struct StatusReply {
   int32_t server_pid;
   uint32_t backend;  // Backend
   uint32_t client_count;
-  uint32_t reserved;
+  Isolation isolation;
   uint64_t total_memory;  // bytes on the device
   uint64_t free_memory;   // cuMemGetInfo at the time of the answer
   char device_name[kControlTextSize];          // NUL-terminated
@@ -87,7 +97,9 @@ struct ClientStatus {
   ClientId client_id;
   int32_t pid;
   WireClientPriority client_priority;  // its level is what the scheduler uses
-  uint32_t reserved;
+  // 1 once a fenced kernel of it reached outside its memory (its calls then fail with
+  // cudaErrorIllegalAddress), else 0.
+  uint32_t fence_violated;
   uint64_t memory_bytes;     // device memory the client has allocated and not freed
   uint64_t allocations;      // how many allocations that is
   uint64_t memory_limit;     // the most memory_bytes may reach; kNoLimit for none
@@ -117,6 +129,8 @@ struct ClientStatus {
   // Its calls run in the vendor library inside the server (ipc/vendor_calls.h), counted when
   // the server queued them.
   LibraryCalls vendor_library_calls;
+  // Launches refused because the kernel cannot be fenced (--isolation fenced|strict).
+  uint64_t unfenced_refused;
   char command[kCommandSize];  // NUL-terminated
 };
 

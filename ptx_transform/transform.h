@@ -41,6 +41,11 @@ static_assert(alignof(FenceParams) == 8);
 // The version of the transformations: bumped whenever the variants they produce change, so that
 // measurements of older variants (the profiler's cache) are not reused.
 inline constexpr uint32_t kTransformVersion = 1;
+// The version of the forms made with or without the fence: fenced forms run other code, so their
+// measurements are kept apart from the unfenced forms' (a bit above any kTransformVersion).
+constexpr uint32_t FormsVersion(bool fenced) {
+  return fenced ? kTransformVersion | (uint32_t{1} << 16) : kTransformVersion;
+}
 
 struct PtbState {
   uint32_t next_task = 0;  // linear index of the next block to run; counts up past the grid

@@ -49,7 +49,16 @@ absl::StatusOr<std::vector<std::byte>> EncodeAnswer(uint64_t sequence,
                                                     const absl::StatusOr<Reply<T>>& reply,
                                                     const ContextFaultView& faults = {},
                                                     uint32_t flags = 0) {
-  if (reply.ok()) return Encode(sequence, flags, reply->fields, reply->tail);
+  if (reply.ok() && !faults.FenceViolated()) {
+    return Encode(sequence, flags, reply->fields, reply->tail);
+  }
+  if (reply.ok()) {
+    return EncodeAnswer<T>(sequence,
+                           ClientError(CUDA_ERROR_ILLEGAL_ADDRESS,
+                                       "a kernel of this program reached for memory that is not "
+                                       "its own (tally-server --isolation)"),
+                           {}, flags);
+  }
   TALLY_ASSIGN_OR_RETURN(CUresult result, ResultOrViolation(reply.status()));
   result = faults.Answer(result);
   // The explanation, bounded so that it always fits a response record.

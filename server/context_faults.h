@@ -20,11 +20,13 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 
 #include "absl/container/flat_hash_set.h"
 #include "common/strong_id.h"
+#include "server/fence_violation.h"
 
 namespace tally::server {
 
@@ -87,9 +89,14 @@ struct ContextFaultView {
   ContextFaults* faults = nullptr;  // null: the backend contains faults per client (tenants)
   ClientId client;
   uint64_t generation = 0;
+  // The client's fence violation word (--isolation fenced|strict; null otherwise): a call that
+  // succeeded after a fenced kernel of the client strayed answers the illegal address instead,
+  // as CUDA reports a kernel's fault at the next synchronising call.
+  std::shared_ptr<const FenceViolation> fence_violation;
   // The error to answer instead of `observed` (a poisoning error the driver gave): the client's
   // sticky error once the fault is attributed; `observed` otherwise.
   CUresult Answer(CUresult observed) const;
+  bool FenceViolated() const { return fence_violation != nullptr && fence_violation->Set(); }
 };
 
 }  // namespace tally::server

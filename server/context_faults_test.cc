@@ -53,7 +53,7 @@ TEST_CASE("The culprits get the fault's error, the other clients of the context 
   CHECK(faults.ErrorFor(kBystander, generation) == CUDA_ERROR_DEVICE_UNAVAILABLE);
   CHECK_FALSE(faults.AttributionPending());
   // A driver error the bystander saw becomes its own answer; other errors pass unchanged.
-  const ContextFaultView bystander{&faults, kBystander, generation};
+  const ContextFaultView bystander{&faults, kBystander, generation, nullptr};
   CHECK(bystander.Answer(CUDA_ERROR_ILLEGAL_ADDRESS) == CUDA_ERROR_DEVICE_UNAVAILABLE);
   CHECK(bystander.Answer(CUDA_ERROR_INVALID_VALUE) == CUDA_ERROR_INVALID_VALUE);
   CHECK(ContextFaultView{}.Answer(CUDA_ERROR_ILLEGAL_ADDRESS) == CUDA_ERROR_ILLEGAL_ADDRESS);

@@ -8,10 +8,11 @@ namespace tally::server {
 
 std::vector<const void*> ArgumentPointers(const KernelLaunch& launch) {
   std::vector<const void*> args;
-  args.reserve(launch.kernel->signature.params.size());
+  args.reserve(launch.kernel->signature.params.size() + 1);
   for (const ptx::ParamLayout& param : launch.kernel->signature.params) {
     args.push_back(launch.params.data() + param.offset);
   }
+  if (launch.fence) args.push_back(&*launch.fence);
   return args;
 }
 

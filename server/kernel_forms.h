@@ -9,11 +9,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/strong_id.h"
 #include "ptx_transform/launch_forms.h"
+#include "ptx_transform/transform.h"
 #include "scheduler/types.h"
 #include "server/backend/backend.h"
 #include "server/host_callbacks.h"
@@ -36,6 +38,9 @@ struct KernelLaunch {
   const Kernel* kernel = nullptr;        // null for a vendor call
   std::shared_ptr<const VendorCall> vendor;
   std::vector<std::byte> params;  // laid out by kernel->signature
+  // A fenced kernel's last parameter (--isolation fenced|strict; Kernel::fenced): the ranges of
+  // the launching client's memory.
+  std::optional<ptx::FenceParams> fence;
   ptx::Dim3 grid;
   ptx::Dim3 block;
   uint32_t shared_bytes = 0;
@@ -65,7 +70,8 @@ struct KernelLaunch {
 // a failed launch.
 std::string DescribeLaunch(const KernelLaunch& launch);
 
-// The original arguments as one pointer per parameter, into the launch's buffer.
+// The original arguments as one pointer per parameter, into the launch's buffer, and the fence's
+// parameter after them for a fenced kernel.
 std::vector<const void*> ArgumentPointers(const KernelLaunch& launch);
 
 // The kernel's name, or the vendor call's.

@@ -66,14 +66,18 @@ bool RedirectOutput(ptx::Module& module) {
 }
 
 // The sliced and PTB variants of every kernel the analysis allows, in one module with the
-// originals (ptx_transform/transform.h). Why a kernel keeps its original form is logged here,
-// once per kernel of a fatbin. With `redirect_output`, device output is redirected after the
-// transformation, which knows vprintf and __assertfail as the runtime's functions.
-void AddTransformedForms(ptx::Module& module, ParsedImage& parsed, bool redirect_output) {
-  const ptx::TransformOptions options;
+// originals (ptx_transform/transform.h), and with `options.fence` every kernel fenced in place.
+// Why a kernel keeps its original form, or stays unfenced, is logged here, once per kernel of a
+// fatbin. With `redirect_output`, device output is redirected after the transformation, which
+// knows vprintf and __assertfail as the runtime's functions.
+void AddTransformedForms(ptx::Module& module, ParsedImage& parsed, bool redirect_output,
+                         const ptx::TransformOptions& options) {
   ptx::TransformReport report = ptx::TransformModule(module, options);
   for (const ptx::KernelForms& forms : report.kernels) {
-    if (!forms.sliced.empty() && !forms.preemptible.empty()) continue;
+    if (options.fence && !forms.fenced) {
+      TALLY_LOG_INFO("kernel {} cannot be fenced: {}", forms.analysis.kernel, forms.fence_refusal);
+    }
+    if (!options.slice || (!forms.sliced.empty() && !forms.preemptible.empty())) continue;
     auto why = [](const std::vector<std::string>& reasons) {
       return reasons.empty() ? std::string("-") : absl::StrJoin(reasons, "; ");
     };
@@ -189,7 +193,31 @@ absl::StatusOr<Kernel> MachineCodeKernel(const DriverApi& api, CUmodule module,
     kernel.signature.params.push_back(std::move(param));
   }
   kernel.identity = KernelIdentity(parsed, name);
+  kernel.fence_refusal = "it is machine code only: there is no PTX to fence";
   return kernel;
+}
+
+// The smallest range, in multiples of 256 bytes (as the fence's ranges are), that holds every
+// one of the module's `variables`. A loaded module's variables are one allocation of the driver
+// (cuModuleLoadData allocates a module's data segment at once), aligned as every device
+// allocation, so the rounding reaches no other memory.
+absl::StatusOr<ModuleVariableRange> VariableRangeOf(const DriverApi& api, CUmodule module,
+                                                    const std::vector<std::string>& variables) {
+  constexpr uint64_t kUnit = 256;
+  uint64_t low = UINT64_MAX;
+  uint64_t high = 0;
+  for (const std::string& name : variables) {
+    CUdeviceptr address = 0;
+    size_t bytes = 0;
+    TALLY_RETURN_IF_ERROR(CheckCu(api.cuModuleGetGlobal(&address, &bytes, module, name.c_str()),
+                                  "cuModuleGetGlobal"));
+    low = std::min<uint64_t>(low, address);
+    high = std::max<uint64_t>(high, address + bytes);
+  }
+  if (high == 0) return ModuleVariableRange{};
+  low = low / kUnit * kUnit;
+  high = (high + kUnit - 1) / kUnit * kUnit;
+  return ModuleVariableRange{low, high - low};
 }
 
 }  // namespace
@@ -274,9 +302,10 @@ absl::Status SharedModule::ResetVariables(CUstream stream) const {
   return CheckCu(result, "resetting module variables");
 }
 
-ModuleRegistry::ModuleRegistry(const Backend& backend, bool build_forms)
+ModuleRegistry::ModuleRegistry(const Backend& backend, bool build_forms, bool fence)
     : backend_(backend),
       build_forms_(build_forms),
+      fence_(fence),
       redirect_device_output_(backend.extensions().tenant_take_output == nullptr) {
   int major = 0;
   int minor = 0;
@@ -359,16 +388,18 @@ absl::StatusOr<std::shared_ptr<const ParsedImage>> ModuleRegistry::Parse(
   if (redirect_output) {
     // The transformation takes the module before the rewrite; the module loaded for the original
     // forms gets it too.
-    if (build_forms_) {
+    if (build_forms_ || fence_) {
       ptx::Module forms = code.module;
-      AddTransformedForms(forms, *parsed, true);
+      AddTransformedForms(forms, *parsed, true, FormOptions());
     }
     parsed->redirects_device_output = RedirectOutput(code.module);
     if (parsed->redirects_device_output) code.ptx = ptx::PrintModule(code.module);
   }
   parsed->ptx = std::move(code.ptx);
   parsed->state_variables = StateVariables(code.module);
-  if (build_forms_ && !redirect_output) AddTransformedForms(code.module, *parsed, false);
+  if ((build_forms_ || fence_) && !redirect_output) {
+    AddTransformedForms(code.module, *parsed, false, FormOptions());
+  }
   return parsed;
 }
 
@@ -466,23 +497,31 @@ absl::StatusOr<std::shared_ptr<SharedModule>> ModuleRegistry::Load(
     }
     kernel.signature = signature;
     kernel.identity = KernelIdentity(*parsed, signature.name);
-    if (transformed) {
-      auto forms = std::ranges::find(parsed->forms, signature.name,
-                                     [](const ptx::KernelForms& f) { return f.analysis.kernel; });
-      if (forms != parsed->forms.end()) {
-        kernel.sliced =
-            LoadVariant(api, device, module, *parsed, forms->sliced, kernel.function);
-        kernel.preemptible =
-            LoadVariant(api, device, module, *parsed, forms->preemptible, kernel.function);
-      }
+    auto forms = std::ranges::find(parsed->forms, signature.name,
+                                   [](const ptx::KernelForms& f) { return f.analysis.kernel; });
+    if (transformed && forms != parsed->forms.end()) {
+      kernel.sliced = LoadVariant(api, device, module, *parsed, forms->sliced, kernel.function);
+      kernel.preemptible =
+          LoadVariant(api, device, module, *parsed, forms->preemptible, kernel.function);
+      kernel.fenced = forms->fenced;
+      kernel.fence_refusal = forms->fence_refusal;
+    } else if (fence_) {
+      kernel.fence_refusal = "its module's fenced forms were not made or did not load";
     }
     kernels.emplace(signature.name, std::move(kernel));
+  }
+  absl::StatusOr<ModuleVariableRange> variables =
+      VariableRangeOf(api, module, parsed->state_variables);
+  if (!variables.ok()) {
+    api.cuModuleUnload(module);
+    return variables.status();
   }
   TALLY_LOG_INFO("loaded a module ({}-byte {}, sm_{} PTX, {} kernel(s){}{})", parsed->image.size(),
                  parsed->ptx_arch != 0 ? "fatbin" : "PTX image", parsed->ptx_arch, kernels.size(),
                  !parsed->state_variables.empty() ? ", per-client module state" : "",
                  transformed ? ", with transformed forms" : "");
-  return std::make_shared<SharedModule>(api, module, std::move(parsed), std::move(kernels));
+  return std::make_shared<SharedModule>(api, module, std::move(parsed), std::move(kernels),
+                                        *variables);
 }
 
 }  // namespace tally::server

@@ -65,6 +65,10 @@ struct Kernel {
   // analysis found safe to transform (the others always run in their original form).
   std::optional<KernelVariant> sliced;
   std::optional<KernelVariant> preemptible;
+  // Built only under --isolation fenced|strict: `function` and the variants are fenced in place
+  // (they take ptx::FenceParams after the original parameters), or else why not.
+  bool fenced = false;
+  std::string fence_refusal;
 };
 
 // A fatbin as parsed: what every module loaded from it shares.
@@ -92,11 +96,21 @@ struct ParsedImage {
 };
 
 // A loaded CUmodule with its kernels; unloaded when the last holder lets go.
+// Where a module's variables are (rounded out to 256 bytes); empty for a module without.
+struct ModuleVariableRange {
+  CUdeviceptr base = 0;
+  uint64_t size = 0;
+};
+
 class SharedModule {
  public:
   SharedModule(const DriverApi& api, CUmodule module, std::shared_ptr<const ParsedImage> parsed,
-               absl::flat_hash_map<std::string, Kernel> kernels)
-      : api_(api), module_(module), parsed_(std::move(parsed)), kernels_(std::move(kernels)) {}
+               absl::flat_hash_map<std::string, Kernel> kernels, ModuleVariableRange variables = {})
+      : api_(api),
+        module_(module),
+        parsed_(std::move(parsed)),
+        kernels_(std::move(kernels)),
+        variables_(variables) {}
   SharedModule(const SharedModule&) = delete;
   SharedModule& operator=(const SharedModule&) = delete;
   ~SharedModule();
@@ -108,6 +122,9 @@ class SharedModule {
   absl::StatusOr<std::pair<CUdeviceptr, size_t>> FindGlobal(const std::string& mangled_name) const;
   const ParsedImage& parsed() const { return *parsed_; }
   CUmodule module() const { return module_; }
+  ModuleVariableRange variable_range() const { return variables_; }
+  // The kernels of a module with PTX (a machine-code module finds its own as asked for).
+  const absl::flat_hash_map<std::string, Kernel>& kernels() const { return kernels_; }
   // Gives the module's variables their initial values again (cudaDeviceReset): copies them on
   // `stream` from a fresh load of the same code, and waits for the copies. A machine-code
   // module's variables are those FindGlobal was asked for (the host's registered variables).
@@ -118,6 +135,7 @@ class SharedModule {
   CUmodule module_;
   std::shared_ptr<const ParsedImage> parsed_;
   absl::flat_hash_map<std::string, Kernel> kernels_;
+  ModuleVariableRange variables_;
   // A machine-code module's kernels and variables as they are asked for.
   mutable std::mutex found_mutex_;
   mutable absl::node_hash_map<std::string, Kernel> found_kernels_;
@@ -127,8 +145,9 @@ class SharedModule {
 class ModuleRegistry {
  public:
   // With `build_forms`, every module also gets the sliced and preemptible forms of its kernels
-  // (for a scheduling policy that uses them).
-  ModuleRegistry(const Backend& backend, bool build_forms);
+  // (for a scheduling policy that uses them); with `fence`, every kernel that can be is fenced
+  // (--isolation fenced|strict), its variants too.
+  ModuleRegistry(const Backend& backend, bool build_forms, bool fence = false);
 
   // A module of this fatbin, cubin or NUL-terminated PTX text (cuModuleLoadData's images) for
   // one client. CUDA_ERROR_INVALID_IMAGE for bytes that are none of these,
@@ -158,9 +177,14 @@ class ModuleRegistry {
   absl::StatusOr<std::shared_ptr<SharedModule>> LoadMachineCode(
       std::shared_ptr<const ParsedImage> parsed);
   void ForgetExpired();
+  // What the transformation makes of each module.
+  ptx::TransformOptions FormOptions() const {
+    return {.slice = build_forms_, .preemptible = build_forms_, .fence = fence_};
+  }
 
   const Backend& backend_;
   bool build_forms_ = false;
+  bool fence_ = false;
   // The device has one printf buffer for every client (no tenant output): printf and assert
   // are redirected to each client's ring.
   bool redirect_device_output_ = false;

@@ -116,6 +116,15 @@ constexpr Flag kFlags[] = {
      "default on "
      "NVIDIA's driver: the dynamic loader's search path, on the emulated GPU: none; none: not "
      "loaded. The log says which was loaded, or why none was"},
+    {"isolation", "TALLY_ISOLATION", "MODE",
+     "how clients are kept out of each other's device memory: none (kernels run as they are; "
+     "on NVIDIA's driver any client's kernel can reach any client's memory; default), fenced "
+     "(each client's memory lives in an address partition of its own and every kernel runs "
+     "fenced into it: an access outside goes to the client's own partition instead and the "
+     "client gets cudaErrorIllegalAddress; launches of kernels that cannot be fenced, such as "
+     "machine code without PTX, fail with cudaErrorNotSupported) or strict (as fenced, and a "
+     "module with a kernel that cannot be fenced fails to load). fenced and strict need the "
+     "driver's virtual memory management, and run cuBLAS calls in Tally's kernels"},
     {"profile-cache", "TALLY_PROFILE_CACHE", "PATH",
      "the profiler's cache (default $XDG_CACHE_HOME/tally/profiles-<device>.json, else "
      "~/.cache/tally/profiles-<device>.json, <device> a hash of the device's name, SMs, compute "
@@ -279,6 +288,8 @@ absl::Status Apply(const Flag& flag, std::string_view value, ServerOptions& opti
     if (value.empty())
       return absl::InvalidArgumentError("--vendor-libraries wants a folder, or none");
     options.vendor_libraries = value;
+  } else if (name == "isolation") {
+    TALLY_ASSIGN_OR_RETURN(options.isolation, ParseIsolation(value));
   } else if (name == "profile-cache") {
     if (value.empty()) {
       return absl::InvalidArgumentError("--profile-cache wants a path, or none");

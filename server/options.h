@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "scheduler/policy.h"
+#include "server/isolation.h"
 #include "server/libraries/vendor_libraries.h"
 #include "server/session.h"
 
@@ -59,6 +60,7 @@ struct ServerOptions {
   // What each client may hold (session.h).
   SessionLimits limits;
   LibraryKernelRule library_kernels = LibraryKernelRule::kByPriority;
+  Isolation isolation = Isolation::kNone;
   // Where the vendor libraries are (libcublas.so.13); empty: the dynamic loader's search path,
   // on NVIDIA's driver only; "none": not loaded.
   std::string vendor_libraries;

@@ -64,6 +64,8 @@ constexpr Setting kSettings[] = {
     {"library-kernels", false,
      [](const ServerOptions& o) { return std::string(LibraryKernelRuleName(o.library_kernels)); }},
     {"vendor-libraries", false, [](const ServerOptions& o) { return o.vendor_libraries; }},
+    {"isolation", false,
+     [](const ServerOptions& o) { return std::string(IsolationName(o.isolation)); }},
     {"profile-cache", false, [](const ServerOptions& o) { return o.profile_cache; }},
 };
 

@@ -152,7 +152,8 @@ std::string ProfileCachePath(const ServerOptions& options,
 }
 
 absl::StatusOr<profiler::DeviceIdentity> IdentifyDevice(const Backend& backend,
-                                                        const ipc::GetDeviceInfoResponse& info) {
+                                                        const ipc::GetDeviceInfoResponse& info,
+                                                        Isolation isolation) {
   const DriverApi& api = backend.api();
   int sms = 0, major = 0, minor = 0;
   for (auto [value, attribute] : {std::pair{&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT},
@@ -163,7 +164,26 @@ absl::StatusOr<profiler::DeviceIdentity> IdentifyDevice(const Backend& backend,
   }
   return profiler::DeviceIdentity{info.name, static_cast<uint32_t>(sms),
                                   static_cast<uint32_t>(major * 10 + minor), info.driver_version,
-                                  ptx::kTransformVersion};
+                                  ptx::FormsVersion(isolation != Isolation::kNone)};
+}
+
+// --isolation fenced|strict places each client's memory with the driver's virtual memory
+// management and passes host addresses of its page-locked memory to fenced kernels.
+absl::Status CheckIsolationSupport(const Backend& backend) {
+  for (auto [attribute, what] :
+       {std::pair{CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+                  "virtual memory management (cuMemAddressReserve, cuMemCreate, cuMemMap)"},
+        {CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, "unified addressing"}}) {
+    int supported = 0;
+    TALLY_RETURN_IF_ERROR(
+        CheckCu(backend.api().cuDeviceGetAttribute(&supported, attribute, backend.device()),
+                "cuDeviceGetAttribute"));
+    if (supported == 0) {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "--isolation fenced and strict need the device's %s, which it does not have", what));
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -191,7 +211,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   profiler::ProfilerOptions profiling;
   profiling.turnaround_threshold = std::chrono::duration_cast<scheduler::Duration>(
       std::chrono::duration<double, std::milli>(times.turnaround_ms));
-  TALLY_ASSIGN_OR_RETURN(profiling.device, IdentifyDevice(backend, info));
+  TALLY_ASSIGN_OR_RETURN(profiling.device, IdentifyDevice(backend, info, options.isolation));
   profiling.cache_path = ProfileCachePath(options, profiling.device);
   std::unique_ptr<profiler::Profiler> profiler = profiler::Profiler::Create(std::move(profiling));
   std::unique_ptr<scheduler::Policy> policy;
@@ -231,7 +251,7 @@ Server::Server(Backend backend, ipc::GetDeviceInfoResponse device_info, ipc::Lis
       profiler_(std::move(profiler)),
       reread_(std::move(reread)),
       settings_(options),
-      modules_(backend_, build_forms),
+      modules_(backend_, build_forms, options.isolation != Isolation::kNone),
       listener_(std::move(listener)) {}
 
 absl::Status Server::Start(std::unique_ptr<scheduler::Policy> policy,
@@ -256,10 +276,21 @@ absl::Status Server::Start(std::unique_ptr<scheduler::Policy> policy,
   if (faults_ != nullptr) faults_->set_wake([this] { dispatcher_->Wake(); });
   // Rounds often enough that a live dispatcher is seen between two watchdog notifications.
   if (notifier_.watchdog()) dispatcher_->KeepRounding(*notifier_.watchdog() / 4);
-  vendor_ = LoadVendorLibraries(settings_.vendor_libraries, settings_.library_kernels,
-                                backend_.emulated());
-  context_ = std::make_unique<ServerContext>(ServerContext{
-      backend_, modules_, *dispatcher_, device_info_, &sessions_, faults_.get(), limits, &vendor_});
+  const Isolation isolation = settings_.isolation;
+  if (isolation != Isolation::kNone) {
+    TALLY_RETURN_IF_ERROR(CheckIsolationSupport(backend_));
+    // The vendor libraries' kernels are machine code: they cannot be fenced.
+    TALLY_LOG_INFO(
+        "tally-server: isolation {}: every client's memory in its own address "
+        "partition, kernels fenced into it; library calls run in Tally's kernels",
+        IsolationName(isolation));
+  } else {
+    vendor_ = LoadVendorLibraries(settings_.vendor_libraries, settings_.library_kernels,
+                                  backend_.emulated());
+  }
+  context_ = std::make_unique<ServerContext>(ServerContext{backend_, modules_, *dispatcher_,
+                                                           device_info_, &sessions_, faults_.get(),
+                                                           limits, &vendor_, isolation});
   return absl::OkStatus();
 }
 
@@ -503,6 +534,7 @@ void Server::AnswerStatus(ipc::ControlConnection& control) {
   reply.server_pid = getpid();
   reply.backend = static_cast<uint32_t>(backend_.emulated() ? ipc::Backend::kEmulator
                                                             : ipc::Backend::kNvidiaDriver);
+  reply.isolation = context_->isolation;
   reply.total_memory = device_info_.total_memory;
   size_t free_bytes = 0;
   size_t total_bytes = 0;

@@ -55,6 +55,14 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(ServerContext& server,
                                                context_generation, limits.value_or(server.limits)));
   TALLY_ASSIGN_OR_RETURN(session->default_stream_,
                          session->MakeStream(/*blocking=*/true, StreamPriority()));
+  if (server.isolation != Isolation::kNone) {
+    Session* const owner = session.get();
+    TALLY_ASSIGN_OR_RETURN(
+        session->fence_,
+        ClientFence::Create(server.backend.api(), server.backend.device(),
+                            server.device_info.total_memory, host_region,
+                            [owner](CUdeviceptr base) { return owner->ClaimMemory(base); }));
+  }
   if (server.sessions != nullptr) server.sessions->Add(session.get());
   return session;
 }
@@ -101,9 +109,12 @@ bool Session::Close(std::chrono::steady_clock::time_point deadline) {
   // Also stops the client's running PTB kernel and waits for its kernel runs to end.
   bool finished = server_.dispatcher.RemoveClient(*queue_, deadline);
   finished = finished && waiters_->Shutdown(deadline);
+  // A fence violation the client left before asking about is logged all the same.
+  if (fence_ != nullptr) StickyError();
   const DriverApi& api = this->api();
   const uint64_t bytes = allocations_.total_bytes();
   OwnedResources owned = TakeOwned();
+  fence_.reset();  // `owned` frees it with the rest
   const size_t streams = owned.streams.size();
   const size_t events = owned.events.size();
   const size_t allocations = owned.allocations.size();
@@ -169,7 +180,12 @@ bool Session::Close(std::chrono::steady_clock::time_point deadline) {
 void OwnedResources::Release(const DriverApi& api) {
   streams.clear();  // destroyed here unless a waiter still holds one
   events.clear();
-  for (const uint64_t base : allocations) api.cuMemFree(base);
+  if (fence == nullptr) {
+    for (const uint64_t base : allocations) api.cuMemFree(base);
+  } else if (fence.use_count() > 1) {  // the client stays (cudaDeviceReset), so does its fence
+    for (const uint64_t base : allocations) fence->partition().Free(base).IgnoreError();
+  }
+  fence.reset();  // the last holder's partition goes at once, all of it
   for (const uint64_t base : host_blocks) api.cuMemHostUnregister(reinterpret_cast<void*>(base));
   allocations.clear();
   host_blocks.clear();
@@ -181,6 +197,7 @@ OwnedResources Session::TakeOwned() {
   streams_.Clear([&](StreamRef& entry) { owned.streams.push_back(std::move(entry)); });
   events_.Clear([&](EventRef& entry) { owned.events.push_back(std::move(entry)); });
   owned.allocations = allocations_.TakeAll();
+  owned.fence = fence_;
   mem_pools_.Reset();
   owned.host_blocks = host_blocks_.TakeAll();
   return owned;
@@ -354,13 +371,38 @@ absl::StatusOr<CUdeviceptr> Session::Allocate(uint64_t size) {
                                    size, limit, used));
   }
   CUdeviceptr pointer = 0;
-  TALLY_RETURN_IF_ERROR(CheckCu(api().cuMemAlloc(&pointer, size), "cuMemAlloc"));
-  if (const absl::Status claimed = ClaimMemory(pointer); !claimed.ok()) {
-    api().cuMemFree(pointer);
-    return claimed;
+  if (fence_ != nullptr) {
+    // The partition's chunks were given to the client as they were mapped.
+    TALLY_ASSIGN_OR_RETURN(pointer, fence_->partition().Allocate(size));
+  } else {
+    TALLY_RETURN_IF_ERROR(CheckCu(api().cuMemAlloc(&pointer, size), "cuMemAlloc"));
+    if (const absl::Status claimed = ClaimMemory(pointer); !claimed.ok()) {
+      api().cuMemFree(pointer);
+      return claimed;
+    }
   }
   allocations_.Insert(pointer, size);
   return pointer;
+}
+
+absl::Status Session::FreeDeviceMemory(uint64_t base) {
+  if (fence_ != nullptr) return fence_->partition().Free(base);
+  return CheckCu(api().cuMemFree(base), "cuMemFree");
+}
+
+absl::Status Session::Fence(KernelLaunch& launch) {
+  if (fence_ == nullptr) return absl::OkStatus();
+  if (!launch.kernel->fenced) {
+    unfenced_refused_.fetch_add(1, std::memory_order_relaxed);
+    return ClientError(
+        CUDA_ERROR_NOT_SUPPORTED,
+        fmt::format("kernel {} cannot be fenced ({}), and tally-server --isolation {} runs no "
+                    "kernel unfenced",
+                    launch.kernel->signature.name, launch.kernel->fence_refusal,
+                    IsolationName(server_.isolation)));
+  }
+  launch.fence = fence_->ParamsFor(*launch.module);
+  return absl::OkStatus();
 }
 
 absl::Status Session::ClaimMemory(CUdeviceptr base) const {
@@ -369,7 +411,28 @@ absl::Status Session::ClaimMemory(CUdeviceptr base) const {
   return CheckCu(set_tenant(base, tenant()), "tallyEmuMemSetTenant");
 }
 
+namespace {
+
+// --isolation strict loads no code that cannot be fenced.
+absl::Status RefuseUnfenced(const SharedModule& module) {
+  constexpr std::string_view kRule =
+      "tally-server --isolation strict loads no module with code that cannot be fenced";
+  if (module.parsed().machine_code) {
+    return ClientError(CUDA_ERROR_NOT_SUPPORTED,
+                       fmt::format("the module is machine code only (no PTX to fence): {}", kRule));
+  }
+  for (const auto& [name, kernel] : module.kernels()) {
+    if (kernel.fenced) continue;
+    return ClientError(CUDA_ERROR_NOT_SUPPORTED, fmt::format("kernel {} cannot be fenced ({}): {}",
+                                                             name, kernel.fence_refusal, kRule));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status Session::ClaimModule(const SharedModule& module) {
+  if (server_.isolation == Isolation::kStrict) TALLY_RETURN_IF_ERROR(RefuseUnfenced(module));
   if (module.parsed().redirects_device_output) BindDeviceOutput(module);
   const auto set_tenant = server_.backend.extensions().module_set_tenant;
   if (set_tenant == nullptr || module.parsed().state_variables.empty()) return absl::OkStatus();
@@ -391,6 +454,14 @@ void Session::BindDeviceOutput(const SharedModule& module) {
 
 CUresult Session::StickyError() {
   if (sticky_error_ != CUDA_SUCCESS) return sticky_error_;
+  if (fence_ != nullptr && fence_->violation()->Set()) {
+    sticky_error_ = CUDA_ERROR_ILLEGAL_ADDRESS;
+    fence_violated_.store(true, std::memory_order_relaxed);
+    LogStickyError(
+        "a kernel of it reached for memory that is not its own (the fence sent the "
+        "access to the client's own partition); other clients are not affected");
+    return sticky_error_;
+  }
   if (ContextFaults* faults = server_.faults; faults != nullptr) {
     if (!faults->faulted()) return CUDA_SUCCESS;
     sticky_error_ = faults->ErrorFor(client_.client_id, context_generation_);
@@ -544,6 +615,8 @@ ipc::ClientStatus Session::Status() {
   status.events = events_.count();
   status.modules = modules_.count();
   status.queued_commands = server_.dispatcher.queued(*queue_);  // any thread: not the batch
+  status.fence_violated = fence_violated_.load(std::memory_order_relaxed) ? 1 : 0;
+  status.unfenced_refused = unfenced_refused_.load(std::memory_order_relaxed);
   ipc::CopyText(client_.command, status.command, sizeof(status.command));
   return status;
 }

@@ -24,11 +24,13 @@
 #include "ipc/library_calls.h"
 #include "server/allocation_table.h"
 #include "server/backend/backend.h"
+#include "server/client_fence.h"
 #include "server/context_faults.h"
 #include "server/device_output.h"
 #include "server/dispatcher.h"
 #include "server/handle_table.h"
 #include "server/host_callbacks.h"
+#include "server/isolation.h"
 #include "server/kernel_forms.h"
 #include "server/libraries/vendor_libraries.h"
 #include "server/mem_pools.h"
@@ -69,6 +71,8 @@ struct ServerContext {
   SessionLimits limits = {};
   // The vendor libraries and whose calls they run (null: none).
   const VendorLibraries* vendor = nullptr;
+  // --isolation: with fenced or strict, each session has a ClientFence.
+  Isolation isolation = Isolation::kNone;
 };
 
 // A client stream. Blocking streams (all but cudaStreamNonBlocking ones) and the client's
@@ -126,6 +130,9 @@ struct OwnedResources {
   std::vector<EventRef> events;
   std::vector<uint64_t> allocations;  // device pointers
   std::vector<uint64_t> host_blocks;  // registered host-region blocks
+  // The client's fence (--isolation fenced|strict), whose partition holds the allocations: shared
+  // with the session for cudaDeviceReset (the fence stays), the last holder at the client's end.
+  std::shared_ptr<ClientFence> fence;
   // Destroys and frees them (any thread). The client's work that used them must have finished.
   void Release(const DriverApi& api);
 };
@@ -271,8 +278,14 @@ class Session {
   CUresult StickyError();
   // How answers built off the session thread learn of a fault of the shared context.
   ContextFaultView fault_view() const {
-    return {server_.faults, client_.client_id, context_generation_};
+    return {server_.faults, client_.client_id, context_generation_,
+            fence_ != nullptr ? fence_->violation() : nullptr};
   }
+  // Under --isolation fenced|strict: gives a launch of a fenced kernel the client's ranges, and
+  // refuses one of a kernel that cannot be fenced (CUDA_ERROR_NOT_SUPPORTED). Nothing otherwise.
+  absl::Status Fence(KernelLaunch& launch);
+  // Gives device memory of the client (Allocate's, out of its allocation table already) back.
+  absl::Status FreeDeviceMemory(uint64_t base);
   // Makes the client's module's variables (a module with module state is the client's alone)
   // memory that only the client's kernels may touch (emulated GPU), and points its device
   // output at the client's ring where it was redirected (ptx_transform/device_output.h).
@@ -356,6 +369,10 @@ class Session {
   AllocationTable globals_;
   AllocationTable host_blocks_;  // registered with the backend
   CUresult sticky_error_ = CUDA_SUCCESS;  // StickyError()
+  // --isolation fenced|strict: the client's partition and violation word; null otherwise.
+  std::shared_ptr<ClientFence> fence_;
+  std::atomic<uint64_t> unfenced_refused_{0};  // launches Fence refused
+  std::atomic<bool> fence_violated_{false};    // StickyError found the violation word set
   std::shared_ptr<DeviceOutput> device_output_ = std::make_shared<DeviceOutput>();
   bool closed_ = false;
 };

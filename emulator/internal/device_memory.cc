@@ -187,17 +187,31 @@ std::optional<Allocation> DeviceMemory::Find(uint64_t address) const {
 }
 
 absl::Status DeviceMemory::CheckRange(uint64_t address, uint64_t size, bool write) const {
-  std::optional<Allocation> allocation = Find(address);
-  if (!allocation || size > allocation->base + allocation->size - address) {
-    return CudaError(CUDA_ERROR_INVALID_VALUE,
-                     "range is not inside one live allocation: " + std::to_string(address));
+  // A range may run on across adjacent mappings of one reservation: its addresses are contiguous
+  // to the device as a virtual address range (CUDA driver API, "Virtual Memory Management").
+  uint64_t at = address;
+  uint64_t left = size;
+  std::optional<Allocation> allocation = Find(at);
+  while (allocation) {
+    if (!Permits(allocation->access, write)) {
+      return CudaError(CUDA_ERROR_INVALID_VALUE,
+                       std::string("the device may not ") + (write ? "write" : "read") +
+                           " this mapping (cuMemSetAccess): " + std::to_string(at));
+    }
+    const uint64_t end = allocation->base + allocation->size;
+    if (left <= end - at) return absl::OkStatus();
+    left -= end - at;
+    at = end;
+    const uint64_t reservation = allocation->range_base;
+    const bool mapped = allocation->kind == AllocationKind::kMapped;
+    allocation = Find(at);
+    if (!mapped || !allocation || allocation->kind != AllocationKind::kMapped ||
+        allocation->range_base != reservation) {
+      break;
+    }
   }
-  if (!Permits(allocation->access, write)) {
-    return CudaError(CUDA_ERROR_INVALID_VALUE,
-                     std::string("the device may not ") + (write ? "write" : "read") +
-                         " this mapping (cuMemSetAccess): " + std::to_string(address));
-  }
-  return absl::OkStatus();
+  return CudaError(CUDA_ERROR_INVALID_VALUE,
+                   "range is not inside one live allocation: " + std::to_string(address));
 }
 
 absl::Status DeviceMemory::Charge(uint64_t bytes) {

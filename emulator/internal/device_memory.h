@@ -84,8 +84,8 @@ class DeviceMemory {
 
   // The live allocation containing `address` (also a mapping without access).
   std::optional<Allocation> Find(uint64_t address) const;
-  // OK when [address, address + size) lies inside one live allocation that the device may read
-  // (and write, for `write`); INVALID_VALUE otherwise.
+  // OK when [address, address + size) lies inside one live allocation, or adjacent mappings of
+  // one reservation, that the device may read (and write, for `write`); INVALID_VALUE otherwise.
   absl::Status CheckRange(uint64_t address, uint64_t size, bool write = false) const;
 
   uint64_t capacity() const { return capacity_; }

@@ -324,6 +324,30 @@ TEST_CASE("one allocation mapped at two addresses is the same memory") {
   EMU_OK(emu.cuMemAddressFree(base, 3 * kGranule));
 }
 
+TEST_CASE("a copy may run across adjacent mappings of one reservation, not past them") {
+  const EmuApi& emu = Emu();
+  EnsureContext();
+  const CUdeviceptr base = Reserve(4 * kGranule);
+  const CUmemGenericAllocationHandle first = Create(kGranule);
+  const CUmemGenericAllocationHandle second = Create(2 * kGranule);
+  EMU_OK(emu.cuMemMap(base, kGranule, 0, first, 0));
+  EMU_OK(emu.cuMemMap(base + kGranule, 2 * kGranule, 0, second, 0));
+  SetAccess(base, 3 * kGranule, CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+  std::vector<unsigned> words(kGranule / 4);  // straddles the two mappings
+  for (size_t i = 0; i < words.size(); ++i) words[i] = static_cast<unsigned>(i * 7 + 1);
+  const CUdeviceptr straddling = base + kGranule / 2;
+  EMU_OK(emu.cuMemcpyHtoD_v2(straddling, words.data(), kGranule));
+  CHECK(Download<unsigned>(straddling, words.size()) == words);
+  // Into the unmapped fourth granule: refused, nothing written.
+  CHECK(emu.cuMemcpyHtoD_v2(base + 2 * kGranule + kGranule / 2, words.data(), kGranule) ==
+        CUDA_ERROR_INVALID_VALUE);
+  EMU_OK(emu.cuMemUnmap(base, kGranule));
+  EMU_OK(emu.cuMemUnmap(base + kGranule, 2 * kGranule));
+  EMU_OK(emu.cuMemRelease(first));
+  EMU_OK(emu.cuMemRelease(second));
+  EMU_OK(emu.cuMemAddressFree(base, 4 * kGranule));
+}
+
 TEST_CASE("cuMemCreate memory counts as used device memory until released and unmapped") {
   const EmuApi& emu = Emu();
   EnsureContext();

@@ -53,6 +53,7 @@ absl::Status Handle(Session& session, const ipc::Decoded<ipc::LaunchKernelReques
   launch.shared_bytes = r.shared_bytes;
   launch.cooperative = (r.flags & ipc::kLaunchCooperative) != 0;
   launch.cluster = {r.cluster.x, r.cluster.y, r.cluster.z};
+  TALLY_RETURN_IF_ERROR(session.Fence(launch));
   session.EnqueueKernel(std::move(launch));
   session.CountLibraryCall(*library);
   return absl::OkStatus();

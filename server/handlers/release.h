@@ -1,5 +1,5 @@
 // Giving device memory back to the device once the client's work that may use it is issued
-// (cuMemFree waits for the device's work itself): cudaFree, and pools that release blocks.
+// (the release waits for the device's work itself): cudaFree, and pools that release blocks.
 #pragma once
 
 #include <cuda.h>
@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "common/status.h"
-#include "server/cuda_result.h"
 #include "server/handlers/handlers.h"
 
 namespace tally::server {
@@ -28,7 +27,7 @@ Deferred<Response> ReleaseAfterIssued(Session& session, std::vector<uint64_t> ba
       .finish = [&session, ticket, bases = std::move(bases)]() -> absl::StatusOr<Reply<Response>> {
         session.WaitIssued(ticket);
         for (const uint64_t base : bases) {
-          TALLY_RETURN_IF_ERROR(CheckCu(session.api().cuMemFree(base), "cuMemFree"));
+          TALLY_RETURN_IF_ERROR(session.FreeDeviceMemory(base));
         }
         return Reply<Response>{};
       }};

@@ -26,11 +26,14 @@ cleanup() {
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; echo "--- server log" >&2; cat "$work/server.log" >&2; exit 1; }
 
-# start_server [server flags...]
+# start_server [server flags...]; TALLY_E2E_SERVER_FLAGS (split on spaces) come first, so that a
+# scenario runs again under other settings (e.g. --isolation fenced).
 start_server() {
+  local extra=()
+  read -r -a extra <<< "${TALLY_E2E_SERVER_FLAGS:-}"
   # A private profile cache: tests never read or write the user's.
-  "$server_bin" --emulate --socket "$socket" --profile-cache "$work/profile-cache.json" "$@" \
-    2>"$work/server.log" &
+  "$server_bin" --emulate --socket "$socket" --profile-cache "$work/profile-cache.json" \
+    "${extra[@]}" "$@" 2>"$work/server.log" &
   server_pid=$!
   for _ in $(seq 100); do [[ -S $socket ]] && return; sleep 0.05; done
   fail "the server did not create $socket"
@@ -381,7 +384,8 @@ PY
     json_check "$work/empty.json" "s['clients'] == [] and s['backend']['kind'] == 'emulator'"
     start_hog --priority 5
     status_json "$work/one.json"
-    json_check "$work/one.json" "set(s) == {'socket', 'server_pid', 'device', 'backend', 'departed', 'clients'}"
+    json_check "$work/one.json" "set(s) == {'socket', 'server_pid', 'device', 'backend', 'isolation', 'departed', 'clients'}"
+    json_check "$work/one.json" "s['isolation'] == 'none'"
     json_check "$work/one.json" "s['socket'] == '$socket' and s['server_pid'] == $server_pid"
     json_check "$work/one.json" \
       "s['device']['name'] and 0 < s['device']['free_memory_bytes'] < s['device']['total_memory_bytes']"
@@ -701,6 +705,36 @@ s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); time.sleep(600)' "$so
     run_expecting REFUSED intruder tenant intruder "$work/pointer"
     ask OWNER check INTACT
     wait "$owner_pid" || fail "the owner failed"
+    ;;
+  fence)  # fence ISOLATION ATTACK INTRUDER OWNER: on the emulated GPU configured as NVIDIA's
+    # driver (one address space, no tenants), under tally-server --isolation ISOLATION, a client
+    # that goes for another's buffer (tenant ATTACK: intruder or overrun) says INTRUDER (REFUSED
+    # or REACHED), and the owner then finds its buffer OWNER (INTACT or CHANGED).
+    TALLY_EMU_NO_TENANTS=1 start_server --isolation "$5"
+    coproc OWNER { exec "$run_bin" --server "$socket" -- "$programs/tenant" owner "$work/pointer"; }
+    owner_pid=$OWNER_PID
+    background_pids+=("$owner_pid")
+    read -r -t 60 line <&"${OWNER[0]}" || fail "the owner never became ready"
+    [[ $line == READY ]] || fail "the owner said '$line'"
+    status_json "$work/status.json"
+    json_check "$work/status.json" "s['isolation'] == '$5'"
+    run_expecting "$7" attacker tenant "$6" "$work/pointer"
+    ask OWNER check "$8"
+    wait "$owner_pid" || fail "the owner failed"
+    if [[ $5 != none ]]; then
+      grep -q "reached for memory that is not its own" "$work/server.log" ||
+        fail "the fence's violation was not logged"
+    fi
+    ;;
+  strict_refuses)  # under --isolation strict, a program whose module has a kernel that cannot
+    # be fenced (tenant's assert) fails with the reason; a fenceable one is served afterwards
+    start_server --isolation strict
+    if run tenant compute 1 > "$work/refused.out" 2>&1; then
+      fail "a module with an unfenceable kernel was run: $(cat "$work/refused.out")"
+    fi
+    grep -q "cannot be fenced (calls external function __assertfail" "$work/refused.out" ||
+      fail "the refusal did not say why: $(cat "$work/refused.out")"
+    run vector_add || fail "a fenceable program after the refusal failed"
     ;;
   *) fail "unknown scenario $scenario" ;;
 esac

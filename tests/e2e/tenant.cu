@@ -21,10 +21,13 @@
 //                      context they shared, or the server disconnected it since) and says LOST;
 //                      ends after the line "exit"
 //   owner FILE         fills a buffer, writes its device pointer to FILE, says READY, waits for
-//                      a line on stdin, checks the buffer is unchanged and says INTACT
+//                      a line on stdin, then says INTACT if the buffer is unchanged, else CHANGED
 //   intruder FILE      reads another client's device pointer from FILE and launches a kernel
-//                      that reads and writes it: checks that the launch fails with
-//                      cudaErrorIllegalAddress; says REFUSED
+//                      that reads and overwrites it: says REFUSED if the launch fails with
+//                      cudaErrorIllegalAddress, REACHED if it ran and read the other's data
+//   overrun FILE       the same through its own buffer: a kernel indexes past the end of it as
+//                      far as the other client's buffer (the distance from FILE's pointer); says
+//                      REFUSED or REACHED as the intruder does
 #include <unistd.h>
 
 #include <cassert>
@@ -271,8 +274,7 @@ int Owner(const char* file) {
   if (std::fgets(line, sizeof(line), stdin) == nullptr) return 1;
   std::vector<int> after(kOwned);
   CHECK_CUDA(cudaMemcpy(after.data(), data, kOwned * sizeof(int), cudaMemcpyDeviceToHost));
-  EXPECT(after == host);
-  std::printf("INTACT\n");
+  std::printf(after == host ? "INTACT\n" : "CHANGED\n");
   return 0;
 }
 
@@ -285,11 +287,45 @@ __global__ void Steal(int* in, int* loot, int n) {
   }
 }
 
-int Intruder(const char* file) {
+// Reads and overwrites mine[distance + i]: past the end of `mine` when distance is large.
+__global__ void Overrun(int* mine, long long distance, int* loot, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    loot[i] = mine[distance + i];
+    mine[distance + i] = -1;
+  }
+}
+
+// Another client's device pointer, from the file its owner wrote.
+int* ForeignPointer(const char* file) {
   uintptr_t address = 0;
   std::ifstream(file) >> address;
   EXPECT(address != 0);
-  int* foreign = reinterpret_cast<int*>(address);
+  return reinterpret_cast<int*>(address);
+}
+
+// After a kernel that went for another client's memory: REFUSED if CUDA reported an illegal
+// address, REACHED if it ran and `loot` holds the owner's data.
+int Report(const int* loot) {
+  const cudaError_t synced = cudaDeviceSynchronize();
+  if (synced == cudaErrorIllegalAddress) {
+    std::printf("REFUSED\n");
+    return 0;
+  }
+  if (synced != cudaSuccess) {
+    std::fprintf(stderr, "the kernel on another client's memory gave %s\n",
+                 cudaGetErrorName(synced));
+    return 1;
+  }
+  std::vector<int> host(kOwned);
+  CHECK_CUDA(cudaMemcpy(host.data(), loot, kOwned * sizeof(int), cudaMemcpyDeviceToHost));
+  for (int i = 0; i < kOwned; ++i) EXPECT(host[i] == i * 3 + 1);  // Owner's data
+  std::printf("REACHED\n");
+  return 0;
+}
+
+int Intruder(const char* file) {
+  int* foreign = ForeignPointer(file);
   int* loot;
   CHECK_CUDA(cudaMalloc(&loot, kOwned * sizeof(int)));
   // Copies are checked by the server against the client's own allocations.
@@ -299,14 +335,19 @@ int Intruder(const char* file) {
   cudaGetLastError();
   Steal<<<kOwned / 128, 128>>>(foreign, loot, kOwned);
   CHECK_CUDA(cudaGetLastError());
-  const cudaError_t synced = cudaDeviceSynchronize();
-  if (synced != cudaErrorIllegalAddress) {
-    std::fprintf(stderr, "the kernel on another client's memory gave %s\n",
-                 cudaGetErrorName(synced));
-    return 1;
-  }
-  std::printf("REFUSED\n");
-  return 0;
+  return Report(loot);
+}
+
+int Overrunner(const char* file) {
+  const int* foreign = ForeignPointer(file);
+  int* mine;
+  int* loot;
+  CHECK_CUDA(cudaMalloc(&mine, 1024 * sizeof(int)));
+  CHECK_CUDA(cudaMalloc(&loot, kOwned * sizeof(int)));
+  const long long distance = foreign - mine;
+  Overrun<<<kOwned / 128, 128>>>(mine, distance, loot, kOwned);
+  CHECK_CUDA(cudaGetLastError());
+  return Report(loot);
 }
 
 }  // namespace
@@ -324,8 +365,9 @@ int main(int argc, char** argv) {
   if (mode == "bystander") return Bystander();
   if (mode == "owner" && argc >= 3) return Owner(argv[2]);
   if (mode == "intruder" && argc >= 3) return Intruder(argv[2]);
+  if (mode == "overrun" && argc >= 3) return Overrunner(argv[2]);
   std::fprintf(stderr,
                "usage: tenant runaway | compute [ROUNDS] | flood | quota MIB [RAISED] | "
-               "fault KIND | bystander | owner FILE | intruder FILE\n");
+               "fault KIND | bystander | owner FILE | intruder FILE | overrun FILE\n");
   return 2;
 }

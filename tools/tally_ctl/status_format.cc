@@ -158,6 +158,7 @@ std::string FormatStatusText(const ipc::StatusReport& report, const std::string&
                      Mebibytes(server.total_memory), Mebibytes(server.free_memory));
   out += fmt::format("backend: {} ({})\n", BackendName(server.backend),
                      server.backend_description);
+  out += fmt::format("isolation: {}\n", ipc::IsolationName(server.isolation));
   const ipc::DepartedStatus& gone = server.departed;
   out += fmt::format(
       "departed: {} client(s); their kernels: {} original, {} sliced ({} slices), {} preemptible "
@@ -205,7 +206,15 @@ std::string FormatStatusText(const ipc::StatusReport& report, const std::string&
                            : fmt::format("{:.3f}/{:.3f} ms", mean_ms,
                                          c.preemption_latency_ns_max / 1e6));
   }
-  return out + LibraryCallsTable(report.clients);
+  out += LibraryCallsTable(report.clients);
+  if (server.isolation == ipc::Isolation::kNone) return out;
+  out += fmt::format("isolation:\n  {:>4} {:>16} {:>14}\n", "ID", "UNFENCED REFUSED",
+                     "FENCE VIOLATED");
+  for (const ipc::ClientStatus& c : report.clients) {
+    out += fmt::format("  {:>4} {:>16} {:>14}\n", c.client_id, c.unfenced_refused,
+                       c.fence_violated != 0 ? "yes" : "no");
+  }
+  return out;
 }
 
 std::string FormatStatusJson(const ipc::StatusReport& report, const std::string& socket) {
@@ -219,6 +228,7 @@ std::string FormatStatusJson(const ipc::StatusReport& report, const std::string&
   out += fmt::format("  \"backend\": {{\"kind\": {}, \"description\": {}}},\n",
                      JsonString(BackendName(server.backend)),
                      JsonString(server.backend_description));
+  out += fmt::format("  \"isolation\": {},\n", JsonString(ipc::IsolationName(server.isolation)));
   const ipc::DepartedStatus& gone = server.departed;
   out += fmt::format(
       "  \"departed\": {{\"clients\": {}, \"scheduling\": {{\"kernels_original\": {}, "
@@ -244,7 +254,8 @@ std::string FormatStatusJson(const ipc::StatusReport& report, const std::string&
         "\"risky_launches\": {}, \"unfit_launches\": {}, \"held_ns\": {}, "
         "\"preemption_latencies\": {}, "
         "\"preemption_latency_ns_total\": {}, \"preemption_latency_ns_max\": {}}}, "
-        "\"library_calls\": {}, \"vendor_library_calls\": {}}}",
+        "\"library_calls\": {}, \"vendor_library_calls\": {}, \"unfenced_refused\": {}, "
+        "\"fence_violated\": {}}}",
         i == 0 ? "" : ",", c.client_id, c.pid, JsonString(c.command), c.client_priority.level,
         c.client_priority.is_set != 0, c.memory_bytes, c.allocations, LimitJson(c.memory_limit),
         c.pinned_bytes, LimitJson(c.pinned_limit), c.streams, c.events, c.modules,
@@ -252,7 +263,7 @@ std::string FormatStatusJson(const ipc::StatusReport& report, const std::string&
         c.kernels_preempted, c.preemptions, c.resumes, c.risky_launches, c.unfit_launches,
         c.held_ns, c.preemption_latencies, c.preemption_latency_ns_total,
         c.preemption_latency_ns_max, LibraryCallsJson(c.library_calls),
-        LibraryCallsJson(c.vendor_library_calls));
+        LibraryCallsJson(c.vendor_library_calls), c.unfenced_refused, c.fence_violated != 0);
   }
   out += report.clients.empty() ? "]\n}\n" : "\n  ]\n}\n";
   return out;

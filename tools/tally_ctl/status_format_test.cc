@@ -28,6 +28,7 @@ ipc::StatusReport Report(bool with_client) {
   report.server.departed.preemptions = 4;
   report.server.departed.library_calls[ipc::Library::kCublasLt] = 6;
   report.server.departed.vendor_library_calls[ipc::Library::kCublas] = 8;
+  report.server.isolation = ipc::Isolation::kFenced;
   if (with_client) {
     ipc::ClientStatus client{};
     client.client_id = ClientId(7);
@@ -53,6 +54,8 @@ ipc::StatusReport Report(bool with_client) {
     client.library_calls[ipc::Library::kCublas] = 11;
     client.library_calls[ipc::Library::kCudnn] = 2;
     client.vendor_library_calls[ipc::Library::kCublas] = 4;
+    client.unfenced_refused = 6;
+    client.fence_violated = 1;
     ipc::CopyText("./app --name=a\\b", client.command, sizeof(client.command));
     report.clients.push_back(client);
   }
@@ -79,6 +82,7 @@ TEST_CASE("status as JSON has every key, with and without clients") {
         "  \"device\": {\"name\": \"Tally \\\"Emulated\\\" GPU\", \"total_memory_bytes\": "
         "4294967296, \"free_memory_bytes\": 3221225472},\n"
         "  \"backend\": {\"kind\": \"emulator\", \"description\": \"emulator (--emulate)\"},\n"
+        "  \"isolation\": \"fenced\",\n"
         "  \"departed\": {\"clients\": 3, \"scheduling\": {\"kernels_original\": 0, "
         "\"kernels_sliced\": 0, \"slices\": 0, \"kernels_preemptible\": 9, "
         "\"kernels_preempted\": 0, \"preemptions\": 4, \"resumes\": 0, \"risky_launches\": 0, "
@@ -102,7 +106,8 @@ TEST_CASE("status as JSON has every key, with and without clients") {
                "\"preemption_latencies\": 2, \"preemption_latency_ns_total\": 3000000, "
                "\"preemption_latency_ns_max\": 2000000}, "
                "\"library_calls\": {\"cublas\": 11, \"cublaslt\": 0, \"cudnn\": 2}, "
-               "\"vendor_library_calls\": {\"cublas\": 4, \"cublaslt\": 0, \"cudnn\": 0}}"
+               "\"vendor_library_calls\": {\"cublas\": 4, \"cublaslt\": 0, \"cudnn\": 0}, "
+               "\"unfenced_refused\": 6, \"fence_violated\": true}"
                "\n  ]\n}\n") != std::string::npos);
 }
 
@@ -127,6 +132,9 @@ TEST_CASE("status as text lists the clients") {
   CHECK(text.find("library calls, served by Tally's kernels / run in the vendor library:\n"
                   "    ID          CUBLAS        CUBLASLT           CUDNN\n"
                   "     7            11/4             0/0             2/0\n") != std::string::npos);
+  CHECK(text.find("isolation: fenced\n") != std::string::npos);
+  CHECK(text.find("isolation:\n    ID UNFENCED REFUSED FENCE VIOLATED\n"
+                  "     7                6            yes\n") != std::string::npos);
   CHECK(FormatStatusText(Report(false), "/s").find("clients: 0\n") != std::string::npos);
 }
 
