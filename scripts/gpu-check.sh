@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Tally on a machine with an NVIDIA GPU: bundles this build, then runs tally-server on NVIDIA's
-# driver with the end-to-end programs, the priority benchmark, tally-bench's live mode and
-# PyTorch loops through tally-run, and writes a Markdown summary. Every step is bounded in time;
-# the whole run fits a budget.
+# driver with the end-to-end programs, fenced kernels (--isolation), the priority benchmark,
+# tally-bench's live mode and PyTorch loops through tally-run, and writes a Markdown summary.
+# Every step is bounded in time; the whole run fits a budget.
 #
 #   scripts/gpu-check.sh bundle [--build DIR] [--with-emulator] BUNDLE_DIR
 #       here: copies the binaries, the e2e programs and the shared libraries a bare Ubuntu or
@@ -170,6 +170,7 @@ run() {
   run_programs
   stop_server
   run_shared_fault
+  run_fence
   run_bench "$small"
   run_tally_bench "$small"
   run_torch
@@ -337,6 +338,67 @@ run_shared_fault() {
     note "- **FAIL** ($((SECONDS - start)) s): $detail"
     failures=$((failures + 1))
   fi
+  note ""
+}
+
+# --isolation fenced on this device (docs/isolation.md): a client that reads and overwrites
+# another's buffer, and one that overruns its own as far as another's, get
+# cudaErrorIllegalAddress and the owner finds its data intact; then a few end-to-end programs
+# run fenced and unfenced, each timed (the fence's cost, seconds of whole programs).
+run_fence() {
+  note "## Fenced kernels (--isolation fenced)"
+  note ""
+  local tenant=$bundle_dir/programs/tenant plain_flags=("${server_flags[@]}") attack line
+  server_flags+=(--isolation fenced)
+  start_server fence-server.log || { server_flags=("${plain_flags[@]}"); return; }
+  for attack in intruder overrun; do
+    local detail="" from_owner to_owner owner_pid
+    coproc OWNER { bounded 120 "$bin/tally-run" --server "$socket" -- "$tenant" owner \
+                     "$work/pointer" 2> "$work/owner.err"; }
+    from_owner=${OWNER[0]} to_owner=${OWNER[1]} owner_pid=$OWNER_PID
+    read -r -t 60 line <&"$from_owner"
+    [[ $line == READY ]] || detail="the owner did not start: $(reason "$work/owner.err")"
+    if [[ -z $detail ]]; then
+      bounded 90 "$bin/tally-run" --server "$socket" -- "$tenant" "$attack" "$work/pointer" \
+        > "$work/$attack.out" 2>&1
+      grep -qx REFUSED "$work/$attack.out" || detail="the $attack: $(reason "$work/$attack.out")"
+      echo check >&"$to_owner"
+      read -r -t 60 line <&"$from_owner"
+      [[ -z $detail && $line != INTACT ]] && detail="the owner's buffer after the $attack: '$line'"
+    fi
+    wait "$owner_pid" 2>/dev/null
+    if [[ -z $detail ]]; then
+      note "- $attack: pass (cudaErrorIllegalAddress for it, the owner's data intact)"
+    else
+      note "- $attack: **FAIL**: $detail"
+      failures=$((failures + 1))
+    fi
+  done
+  note ""
+  note "| program | unfenced s | fenced s |"
+  note "|---|---|---|"
+  local name times=()
+  for name in vector_add memory graphs cublas_calls cudnn_calls; do
+    [[ -x $bundle_dir/programs/$name ]] || continue
+    times=()
+    for flags in fenced plain; do
+      stop_server
+      server_flags=("${plain_flags[@]}")
+      [[ $flags == fenced ]] && server_flags+=(--isolation fenced)
+      start_server "fence-$flags.log" || break
+      local began=$EPOCHREALTIME
+      if TALLY_E2E_NO_ASSERT=1 bounded 120 "$bin/tally-run" --server "$socket" -- \
+          "$bundle_dir/programs/$name" > "$work/$name-$flags.out" 2>&1; then
+        times+=("$(python3 -c "print(f'{$EPOCHREALTIME - $began:.2f}')")")
+      else
+        times+=("**FAIL**: $(reason "$work/$name-$flags.out")")
+        failures=$((failures + 1))
+      fi
+    done
+    note "| $name | ${times[1]:-} | ${times[0]:-} |"
+  done
+  stop_server
+  server_flags=("${plain_flags[@]}")
   note ""
 }
 
