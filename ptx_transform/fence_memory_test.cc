@@ -165,6 +165,54 @@ ret;)",
         std::string::npos);
 }
 
+TEST_CASE("wmma tiles are checked at their first and last byte, with the dense stride as sink") {
+  Fenced f = Fence(
+      ".reg .b64 %rd<2>;\n.reg .b32 %r<9>;\n.reg .f32 %f<8>;\n"
+      "ld.param.u64 %rd0, [p];\n"
+      "wmma.load.a.sync.aligned.row.m16n16k16.global.f16 {%r0, %r1, %r2, %r3, "
+      "%r4, %r5, %r6, %r7}, [%rd0], %r8;\n"
+      "wmma.store.d.sync.aligned.col.m16n16k16.f32 [%rd0+1024], {%f0, %f1, %f2, "
+      "%f3, %f4, %f5, %f6, %f7}, 32;\nret;");
+  const KernelForms& forms = f.Forms();
+  INFO(forms.fence_refusal);
+  CHECK(forms.fenced);
+  CHECK(f.Count("k", "mul.wide.u32") == 2);        // the stride times the lines before the last
+  CHECK(f.Count("k", "setp.ge.or.u64") == 2 * 3);  // the last byte, in each range
+  CHECK(f.Count("k", "setp.lt.or.s32") == 2);      // a negative stride is outside
+  CHECK(f.Count("k", "selp.b32") == 2);            // the dense stride for the sink
+  CHECK(f.Count("k", "isspacep.global") == 1);     // the generic store only
+  CHECK(f.Count("k", "st.global.u32") == 2);       // the flag
+  std::string printed = PrintModule(f.module);
+  // The store's last byte: 15 lines of stride 4 bytes on, plus one line of 16 floats.
+  CHECK(printed.find("mul.wide.u32\t%__tally_fence_end, %__tally_fence_stride, 60;") !=
+        std::string::npos);
+  CHECK(printed.find("add.s64\t%__tally_fence_end, %__tally_fence_end, 63;") != std::string::npos);
+  CHECK(printed.find("selp.b32\t%__tally_fence_stride, 16, %__tally_fence_stride, "
+                     "%__tally_fence_bad;") != std::string::npos);
+  CHECK(printed.find("[%__tally_fence_address], {%f0, %f1, %f2, %f3, %f4, %f5, %f6, %f7}, "
+                     "%__tally_fence_stride;") != std::string::npos);
+}
+
+TEST_CASE("__assertfail's string pointers are fenced before they are passed") {
+  Fenced f = Fence(kRegs + std::string("{\n.param .b64 param0;\nst.param.b64 [param0+0], %rd0;\n"
+                                       ".param .b64 param1;\nst.param.b64 [param1+0], %rd1;\n"
+                                       ".param .b32 param2;\nst.param.b32 [param2+0], 1;\n"
+                                       ".param .b64 param3;\nst.param.b64 [param3+0], %rd2;\n"
+                                       ".param .b64 param4;\nst.param.b64 [param4+0], 1;\n"
+                                       "call.uni __assertfail, (param0, param1, param2, param3, "
+                                       "param4);\n}\nret;"),
+                   ".extern .func __assertfail(.param .b64 m, .param .b64 f, .param .b32 l, "
+                   ".param .b64 fn, .param .b64 c);");
+  const KernelForms& forms = f.Forms();
+  INFO(forms.fence_refusal);
+  CHECK(forms.fenced);
+  CHECK(f.Count("k", "isspacep.global") == 3);  // message, file, function: not line, char size
+  CHECK(f.Count("k", "st.global.u32") == 3);
+  std::string printed = PrintModule(f.module);
+  CHECK(printed.find("st.param.b64\t[param0], %__tally_fence_address;") != std::string::npos);
+  CHECK(printed.find("st.param.b64\t[param4], 1;") != std::string::npos);
+}
+
 TEST_CASE("kernels that reach memory without a checkable address are refused, with a reason") {
   const std::string regs = kRegs;
   SECTION("texture") {
@@ -195,11 +243,27 @@ TEST_CASE("kernels that reach memory without a checkable address are refused, wi
     CheckRefused(Fence(regs + "proto: .callprototype ()_ ();\ncall %rd0, proto;\nret;"),
                  "indirect call");
   }
-  SECTION("wmma load from a generic address") {
+  SECTION("wmma load without a stride (the default is not assumed)") {
     CheckRefused(Fence(".reg .b64 %rd<2>;\n.reg .b32 %r<9>;\n"
                        "wmma.load.a.sync.aligned.row.m16n16k16.f16 {%r0, %r1, %r2, %r3, %r4, "
-                       "%r5, %r6, %r7}, [%rd0], 16;\nret;"),
-                 "wmma.load.a.sync.aligned.row.m16n16k16.f16 reaches memory through an address");
+                       "%r5, %r6, %r7}, [%rd0];\nret;"),
+                 "without a stride operand");
+  }
+  SECTION("wmma of sub-byte elements") {
+    CheckRefused(Fence(".reg .b64 %rd<2>;\n.reg .b32 %r<9>;\n"
+                       "wmma.load.a.sync.aligned.row.m8n8k32.s4 {%r0}, [%rd0], 32;\nret;"),
+                 "a tile shape or type the fence does not know");
+  }
+  SECTION("assert with a pointer argument stored from an immediate") {
+    CheckRefused(Fence(regs + "{\n.param .b64 param0;\nst.param.b64 [param0], 0;\n.param .b64 "
+                              "param1;\nst.param.b64 [param1], %rd0;\n.param .b32 param2;\n"
+                              "st.param.b32 [param2], 1;\n.param .b64 param3;\nst.param.b64 "
+                              "[param3], %rd0;\n.param .b64 param4;\nst.param.b64 [param4], 1;\n"
+                              "call.uni __assertfail, (param0, param1, param2, param3, param4);\n}"
+                              "\nret;",
+                       ".extern .func __assertfail(.param .b64 m, .param .b64 f, .param .b32 l, "
+                       ".param .b64 fn, .param .b64 c);"),
+                 "pointer argument of __assertfail/vprintf not stored from a 64-bit register");
   }
   SECTION("grid-sync workspace") {
     CheckRefused(Fence(regs + "mov.u32 %r0, %envreg1;\nret;"), "reads %envreg1");

@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <iterator>
+#include <optional>
 
 #include "ptx_transform/kernel_signature.h"
 #include "ptx_transform/passes/passes.h"
@@ -107,7 +109,50 @@ struct Access {
   size_t operand = 0;    // the address operand checked
   bool generic = false;  // isspacep.global decides whether the check applies
   std::string refusal;   // non-empty: the instruction cannot be fenced
+  std::optional<WmmaTile> tile;  // wmma.load/store
 };
+
+// The footprint of wmma.{load,store}.{a,b,c,d}.sync.aligned.layout.shape{.ss}.type (PTX ISA
+// "Warp Level Matrix Load/Store Instructions"): matrix a is M x K, b is K x N, c and d are
+// M x N; a row layout strides rows, a col layout strides columns. Empty when unknown (sub-byte
+// types, shapes we do not know): the caller refuses.
+std::optional<WmmaTile> TileOf(const Instruction& inst) {
+  uint64_t m = 0, n = 0, k = 0, bytes = 0;
+  char matrix = 0;
+  int layout = 0;  // 1 row, 2 col
+  for (const std::string& mod : inst.modifiers) {
+    if (mod.size() == 1 && std::string_view("abcd").find(mod[0]) != std::string_view::npos) {
+      matrix = mod[0];
+    } else if (mod == "row") {
+      layout = 1;
+    } else if (mod == "col") {
+      layout = 2;
+    } else if (mod == "s8" || mod == "u8") {
+      bytes = 1;
+    } else if (mod == "f16" || mod == "bf16") {
+      bytes = 2;
+    } else if (mod == "f32" || mod == "s32" || mod == "tf32") {
+      bytes = 4;
+    } else if (mod == "f64") {
+      bytes = 8;
+    } else if (mod.starts_with("m")) {
+      unsigned mm = 0, nn = 0, kk = 0;
+      char tail = 0;
+      if (std::sscanf(mod.c_str(), "m%un%uk%u%c", &mm, &nn, &kk, &tail) == 3 && mm != 0 &&
+          nn != 0 && kk != 0 && mm <= 32 && nn <= 32 && kk <= 32) {
+        m = mm, n = nn, k = kk;
+      }
+    }
+  }
+  if (matrix == 0 || layout == 0 || bytes == 0 || m == 0) return std::nullopt;
+  const uint64_t rows = matrix == 'b' ? k : m;
+  const uint64_t cols = matrix == 'a' ? k : n;
+  WmmaTile tile;
+  tile.lines = layout == 1 ? rows : cols;
+  tile.line_elements = layout == 1 ? cols : rows;
+  tile.element_bytes = bytes;
+  return tile;
+}
 
 bool IsOneOf(std::string_view opcode, std::initializer_list<std::string_view> names) {
   return std::find(names.begin(), names.end(), opcode) != names.end();
@@ -166,9 +211,32 @@ Access Classify(const Instruction& inst, const FunctionNames& names,
     access.check = Access::Check::kHint;
     access.operand = index;
     access.generic = space == Space::kGeneric;
+  } else if (op == "wmma" && (inst.HasModifier("load") || inst.HasModifier("store"))) {
+    // `wmma.load... {d...}, [p], stride;` / `wmma.store... [p], {s...}, stride;`. Without the
+    // stride operand the default applies; nvcc always writes it, so we refuse rather than
+    // assume what the default is.
+    access.tile = TileOf(inst);
+    if (!access.tile) {
+      return refuse(
+          fmt::format("{}: a tile shape or type the fence does not know", Spelling(inst)));
+    }
+    if (inst.operands.size() != 3 || index > 1 ||
+        (inst.operands[2].kind != Operand::Kind::kName &&
+         inst.operands[2].kind != Operand::Kind::kImmediate)) {
+      return refuse(fmt::format("{} without a stride operand", Spelling(inst)));
+    }
+    if (inst.operands[2].kind == Operand::Kind::kName) {
+      const std::string stride_type = names.RegisterType(inst.operands[2].name);
+      if (stride_type != "b32" && stride_type != "u32" && stride_type != "s32") {
+        return refuse(fmt::format("{} with a stride that is no 32-bit register", Spelling(inst)));
+      }
+    }
+    access.tile->stride = 2;
+    access.check = Access::Check::kData;
+    access.operand = index;
+    access.generic = space == Space::kGeneric;
   } else {
-    // wmma.load/store (a strided tile, not one address), generic ldmatrix, fence.proxy with an
-    // address, and whatever a later PTX adds.
+    // Generic ldmatrix, fence.proxy with an address, and whatever a later PTX adds.
     return refuse(fmt::format("{} reaches memory through an address the fence does not check",
                               Spelling(inst)));
   }
@@ -204,6 +272,75 @@ Access Classify(const Instruction& inst, const FunctionNames& names,
   return access;
 }
 
+// The CUDA runtime's device functions a fenced kernel may call, and which of their arguments
+// are pointers the callee reads: __assertfail(message, file, line, function, char_size) and
+// vprintf(format, arguments). vprintf's argument buffer is the caller's local memory; the
+// pointers inside it (`%s` arguments) are not checked.
+std::vector<size_t> PointerArguments(std::string_view callee) {
+  if (callee == "__assertfail") return {0, 1, 3};
+  if (callee == "vprintf") return {0};
+  return {};
+}
+
+// The `.param` names that calls of this statement list pass as pointer arguments to the
+// runtime's functions (nvcc stores each argument with st.param in the call's own block).
+std::set<std::string> PointerParams(const std::vector<Statement>& statements) {
+  std::set<std::string> params;
+  for (const Statement& s : statements) {
+    const auto* inst = std::get_if<Instruction>(&s.value);
+    if (inst == nullptr || inst->opcode != "call") continue;
+    const Operand* target = CallTarget(*inst);
+    if (target == nullptr) continue;
+    const std::vector<size_t> pointers = PointerArguments(target->name);
+    if (pointers.empty()) continue;
+    Instruction copy = *inst;
+    const Operand& args = CallArgumentList(copy, CallTargetIndex(copy));
+    for (size_t i : pointers) {
+      if (i < args.elements.size()) params.insert(args.elements[i].name);
+    }
+  }
+  return params;
+}
+
+// Whether `inst` stores a pointer argument: `st.param.b64 [param], %rd` with a param above.
+bool StoresPointerArgument(const Instruction& inst, const std::set<std::string>& params) {
+  return inst.opcode == "st" && inst.HasModifier("param") && inst.operands.size() == 2 &&
+         inst.operands[0].kind == Operand::Kind::kAddress &&
+         inst.operands[0].elements.size() == 1 &&
+         params.contains(inst.operands[0].elements[0].name);
+}
+
+// Why the pointer arguments of the runtime calls in `statements` (and nested blocks) cannot be
+// fenced; empty when each is stored once, from a 64-bit register, in the call's block.
+std::string PointerArgumentRefusal(const std::vector<Statement>& statements,
+                                   const FunctionNames& names) {
+  const std::set<std::string> params = PointerParams(statements);
+  std::map<std::string, int> stores;
+  for (const Statement& s : statements) {
+    if (const auto* block = std::get_if<Block>(&s.value)) {
+      std::string why = PointerArgumentRefusal(block->statements, names);
+      if (!why.empty()) return why;
+      continue;
+    }
+    const auto* inst = std::get_if<Instruction>(&s.value);
+    if (inst == nullptr || !StoresPointerArgument(*inst, params)) continue;
+    const Operand& value = inst->operands[1];
+    const std::string type =
+        value.kind == Operand::Kind::kName ? names.RegisterType(value.name) : "";
+    if (inst->operands[0].elements[0].offset != 0 || !inst->guard.empty() ||
+        (type != "b64" && type != "u64" && type != "s64")) {
+      return "a pointer argument of __assertfail/vprintf not stored from a 64-bit register";
+    }
+    ++stores[inst->operands[0].elements[0].name];
+  }
+  for (const std::string& p : params) {
+    if (stores[p] != 1) {
+      return "a pointer argument of __assertfail/vprintf not stored once in the call's block";
+    }
+  }
+  return "";
+}
+
 Operand Negated(Operand op, bool negated) {
   op.negated = negated;
   return op;
@@ -218,6 +355,9 @@ struct MemoryFencer::Registers {
   std::string one;                     // b32 holding 1, the value stored to the flag
   std::string bad, global;             // pred scratch
   std::string param;                   // pred scratch, when generic param addresses exist
+  // When the function has wmma.load/store: the tile's last byte (b64), its stride (b32) and
+  // whether it leaves one range (pred).
+  std::string end, stride, outside;
 };
 
 MemoryFencer::MemoryFencer(Module& module, NameAllocator& names)
@@ -251,6 +391,9 @@ const MemoryFencer::OwnFacts& MemoryFencer::FactsOf(const Function& function) {
     }
   };
   FunctionNames names(function);
+  if (std::string why = PointerArgumentRefusal(function.body->statements, names); !why.empty()) {
+    add(why + where);
+  }
   ForEachInstruction(function.body->statements, [&](const Instruction& inst) {
     if (inst.opcode == "call") {
       const Operand* target = CallTarget(inst);
@@ -259,7 +402,7 @@ const MemoryFencer::OwnFacts& MemoryFencer::FactsOf(const Function& function) {
         add("indirect call (its callee cannot be fenced)" + where);
       } else if (callee->body) {
         facts.callees.push_back(callee);
-      } else if (callee->name != "vprintf") {
+      } else if (PointerArguments(callee->name).empty()) {
         // vprintf's argument buffer is local memory; the device heap of malloc/free lies
         // outside the client's ranges, and other external functions are unknown.
         add(fmt::format("calls external function {} (outside the module: cannot be fenced){}",
@@ -338,13 +481,25 @@ void MemoryFencer::FenceFunction(Function& function, const std::string& param,
   regs.global = local_names.Fresh("%__tally_fence_global");
   if (generic_params_) regs.param = local_names.Fresh("%__tally_fence_param");
   b64.insert(b64.end(), {regs.flag, regs.address, regs.difference});
+  std::vector<std::string> b32 = {regs.one};
+  std::vector<std::string> preds = {regs.bad, regs.global};
+  if (generic_params_) preds.push_back(regs.param);
+  bool tiles = false;
+  ForEachInstruction(function.body->statements,
+                     [&](const Instruction& inst) { tiles = tiles || inst.opcode == "wmma"; });
+  if (tiles) {
+    regs.end = local_names.Fresh("%__tally_fence_end");
+    regs.stride = local_names.Fresh("%__tally_fence_stride");
+    regs.outside = local_names.Fresh("%__tally_fence_outside");
+    b64.push_back(regs.end);
+    b32.push_back(regs.stride);
+    preds.push_back(regs.outside);
+  }
 
   std::vector<Statement> prologue;
   prologue.push_back(DeclareRegisters("b64", std::move(b64)));
-  prologue.push_back(DeclareRegisters("b32", {regs.one}));
-  prologue.push_back(DeclareRegisters("pred", generic_params_
-                                                  ? std::vector{regs.bad, regs.global, regs.param}
-                                                  : std::vector{regs.bad, regs.global}));
+  prologue.push_back(DeclareRegisters("b32", std::move(b32)));
+  prologue.push_back(DeclareRegisters("pred", std::move(preds)));
   // FenceParams: base[3] at 0, size[3] at 24, violation_flag at 48.
   for (int i = 0; i < 3; ++i) {
     prologue.push_back(Stmt(Inst("ld", {"param", "u64"}, {Reg(regs.base[i]), Addr(param, 8 * i)})));
@@ -363,6 +518,7 @@ void MemoryFencer::FenceFunction(Function& function, const std::string& param,
 
 void MemoryFencer::FenceStatements(std::vector<Statement>& statements, const Registers& regs,
                                    const FunctionNames& names, NameAllocator& local_names) {
+  const std::set<std::string> pointer_params = PointerParams(statements);
   std::vector<Statement> out;
   out.reserve(statements.size());
   for (Statement& statement : statements) {
@@ -381,7 +537,7 @@ void MemoryFencer::FenceStatements(std::vector<Statement>& statements, const Reg
       const Function* callee = target_index < inst->operands.size()
                                    ? functions_.Find(inst->operands[target_index].name)
                                    : nullptr;
-      if (callee == nullptr || !callee->body) {  // vprintf (Refusal vetted the rest)
+      if (callee == nullptr || !callee->body) {  // __assertfail, vprintf (Refusal vetted them)
         out.push_back(std::move(statement));
         continue;
       }
@@ -405,7 +561,18 @@ void MemoryFencer::FenceStatements(std::vector<Statement>& statements, const Reg
       out.push_back({std::move(sequence)});
       continue;
     }
-    Access access = Classify(*inst, names, module_variables_);
+    // A pointer argument of __assertfail/vprintf is checked as a generic access at that address
+    // (an address in the client's shared or local memory passes), and the fenced value stored.
+    const bool pointer_argument = StoresPointerArgument(*inst, pointer_params);
+    Access access;
+    if (pointer_argument) {
+      access.check = Access::Check::kData;
+      access.operand = 1;
+      access.generic = true;
+      inst->operands[1] = Addr(inst->operands[1].name);
+    } else {
+      access = Classify(*inst, names, module_variables_);
+    }
     if (access.check == Access::Check::kNone) {
       out.push_back(std::move(statement));
       continue;
@@ -443,6 +610,11 @@ void MemoryFencer::FenceStatements(std::vector<Statement>& statements, const Reg
             Stmt(Inst("and", {"pred"}, {Reg(regs.global), Reg(regs.global), Reg(regs.param)})));
       }
     }
+    if (access.tile) {
+      FenceTile(*inst, *access.tile, access.operand, address, regs, out);
+      out.push_back(std::move(statement));
+      continue;
+    }
     for (int i = 0; i < 3; ++i) {
       out.push_back(
           Stmt(Inst("sub", {"s64"}, {Reg(regs.difference), Reg(address), Reg(regs.base[i])})));
@@ -467,9 +639,70 @@ void MemoryFencer::FenceStatements(std::vector<Statement>& statements, const Reg
           Stmt(Guard(Inst("st", {"global", "u32"}, {Addr(regs.flag), Reg(regs.one)}), regs.bad)));
     }
     operand.elements[0] = Reg(regs.address);
+    if (pointer_argument) operand = Reg(regs.address);
     out.push_back(std::move(statement));
   }
   statements = std::move(out);
+}
+
+// A wmma tile: its first byte `address` and its last byte must lie in the same range (a range
+// is an interval, so every line between lies in it too); otherwise the tile goes to base[0]
+// with the dense stride, so that it stays within the sink (at most 32 lines of 32 elements of
+// 8 bytes: 8 KiB, far below the 2 MiB granule the server maps at base[0]). The stride is read
+// as unsigned for the last byte, and a stride that is negative as a signed 32-bit value is a
+// violation, so the check holds whichever reading the hardware makes. Every thread of the warp
+// checks its own address and stride: the hardware computes each thread's fragment addresses
+// from that thread's operands (.aligned requires them to be equal anyway).
+// %global already says (for a generic tile) whether the address is global and no parameter's.
+void MemoryFencer::FenceTile(Instruction& inst, const WmmaTile& tile, size_t operand,
+                             const std::string& address, const Registers& regs,
+                             std::vector<Statement>& out) {
+  const bool generic = AccessSpace(inst) == Space::kGeneric;
+  Operand& stride = inst.operands[tile.stride];
+  out.push_back(Stmt(Inst("mov", {"b32"}, {Reg(regs.stride), stride})));
+  out.push_back(Stmt(Inst("mul", {"wide", "u32"},
+                          {Reg(regs.end), Reg(regs.stride),
+                           Imm(static_cast<int64_t>((tile.lines - 1) * tile.element_bytes))})));
+  out.push_back(
+      Stmt(Inst("add", {"s64"},
+                {Reg(regs.end), Reg(regs.end),
+                 Imm(static_cast<int64_t>(tile.line_elements * tile.element_bytes - 1))})));
+  out.push_back(Stmt(Inst("add", {"s64"}, {Reg(regs.end), Reg(regs.end), Reg(address)})));
+  // outside_i = first or last byte not in range i; bad = outside every range.
+  for (int i = 0; i < 3; ++i) {
+    const std::string& outside = i == 0 ? regs.bad : regs.outside;
+    out.push_back(
+        Stmt(Inst("sub", {"s64"}, {Reg(regs.difference), Reg(address), Reg(regs.base[i])})));
+    out.push_back(
+        Stmt(Inst("setp", {"ge", "u64"}, {Reg(outside), Reg(regs.difference), Reg(regs.size[i])})));
+    out.push_back(
+        Stmt(Inst("sub", {"s64"}, {Reg(regs.difference), Reg(regs.end), Reg(regs.base[i])})));
+    out.push_back(
+        Stmt(Inst("setp", {"ge", "or", "u64"},
+                  {Reg(outside), Reg(regs.difference), Reg(regs.size[i]), Reg(outside)})));
+    if (i > 0) {
+      out.push_back(Stmt(Inst("and", {"pred"}, {Reg(regs.bad), Reg(regs.bad), Reg(outside)})));
+    }
+  }
+  out.push_back(Stmt(
+      Inst("setp", {"lt", "or", "s32"}, {Reg(regs.bad), Reg(regs.stride), Imm(0), Reg(regs.bad)})));
+  if (generic)
+    out.push_back(Stmt(Inst("and", {"pred"}, {Reg(regs.bad), Reg(regs.bad), Reg(regs.global)})));
+  if (!inst.guard.empty()) {
+    // A guarded tile that does not execute raises nothing: bad = false unless the guard holds.
+    out.push_back(
+        Stmt(Guard(Inst("setp", {"ne", "u32"}, {Reg(regs.bad), Reg(regs.one), Reg(regs.one)}),
+                   inst.guard, !inst.guard_negated)));
+  }
+  out.push_back(Stmt(
+      Inst("selp", {"b64"}, {Reg(regs.address), Reg(regs.base[0]), Reg(address), Reg(regs.bad)})));
+  out.push_back(Stmt(Inst("selp", {"b32"},
+                          {Reg(regs.stride), Imm(static_cast<int64_t>(tile.line_elements)),
+                           Reg(regs.stride), Reg(regs.bad)})));
+  out.push_back(
+      Stmt(Guard(Inst("st", {"global", "u32"}, {Addr(regs.flag), Reg(regs.one)}), regs.bad)));
+  inst.operands[operand].elements[0] = Reg(regs.address);
+  stride = Reg(regs.stride);
 }
 
 const std::string& MemoryFencer::CloneOf(const std::string& function) {

@@ -29,6 +29,13 @@
 // and a redirected access stays aligned, base[0] being a multiple of 256. The sink absorbs
 // whatever a violating kernel does (its own memory, so only the violator's results suffer).
 //
+// wmma.load/store reach a strided tile: its first and last byte must lie in the same range, else
+// it goes to base[0] with the dense stride (FenceTile in fence_memory.cc says why that is sound).
+// __assertfail and vprintf read strings through their pointer arguments: each is checked like a
+// generic access before its st.param and replaced by base[0] when outside. What still leaks:
+// printf's `%s` arguments are pointers inside vprintf's argument buffer (local memory), which
+// the fence does not check, so a kernel can print a string from another client's memory.
+//
 // Why the called functions get the fence values as a parameter (a clone `f__tally_fence` per
 // function, as the virtual grid's clones get the grid) rather than through a module-scope
 // `.shared` slot written at kernel entry: the slot would take shared memory from every kernel
@@ -55,6 +62,13 @@ inline constexpr uint64_t kFenceParamBytes = 56;
 
 class FunctionNames;
 
+// A wmma.load/store tile: `lines` lines of `line_elements` elements of `element_bytes` bytes,
+// line r at address + r * stride * element_bytes, the stride (in elements) in operand `stride`.
+struct WmmaTile {
+  uint64_t lines = 0, line_elements = 0, element_bytes = 0;
+  size_t stride = 0;
+};
+
 class MemoryFencer {
  public:
   MemoryFencer(Module& module, NameAllocator& names);
@@ -77,6 +91,8 @@ class MemoryFencer {
   void FenceFunction(Function& function, const std::string& param, NameAllocator& local_names);
   void FenceStatements(std::vector<Statement>& statements, const Registers& regs,
                        const FunctionNames& names, NameAllocator& local_names);
+  void FenceTile(Instruction& inst, const WmmaTile& tile, size_t operand,
+                 const std::string& address, const Registers& regs, std::vector<Statement>& out);
   const std::string& CloneOf(const std::string& function);
   // What one function's own instructions refuse, and the functions it calls (with bodies):
   // computed once per function, shared by every kernel that reaches it.

@@ -128,7 +128,9 @@ TEST_CASE("every corpus module fenced (original, sliced and PTB forms) is accept
   options.fence = true;
   Counts counts = TransformCorpus(options);
   std::printf("fenced %zu kernels, refused %zu\n", counts.fenced, counts.fence_refused);
-  CHECK(counts.fenced > 300);
+  // 408 and 18 when wmma tiles and assert became fenceable (393 and 33 before).
+  CHECK(counts.fenced > 400);
+  CHECK(counts.fence_refused < 25);
   CHECK(counts.sliced > 300);
   CHECK(counts.preemptible > 300);
 }

@@ -19,7 +19,8 @@ using semantics::LaunchShape;
 using semantics::TransformedModule;
 
 // Thread 0 of each block accesses `p`: a global load into out[0] (steal), a global store
-// (smash), a generic store in a called function (smash_generic), a global atomic (bump).
+// (smash), a generic store in a called function (smash_generic), a global atomic (bump); the
+// whole warp stores a 16x16 f32 tensor-core tile of 2.0f with a stride (tile_smash).
 constexpr char kAttacks[] = R"(
 .version 7.0
 .target sm_80
@@ -84,6 +85,25 @@ DONE:
   ret;
 }
 
+.visible .entry tile_smash(.param .u64 p, .param .u32 stride)
+{
+  .reg .f32 %f<8>;
+  .reg .b32 %r<2>;
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [p];
+  ld.param.u32 %r1, [stride];
+  mov.b32 %f0, 0x40000000;
+  mov.b32 %f1, 0x40000000;
+  mov.b32 %f2, 0x40000000;
+  mov.b32 %f3, 0x40000000;
+  mov.b32 %f4, 0x40000000;
+  mov.b32 %f5, 0x40000000;
+  mov.b32 %f6, 0x40000000;
+  mov.b32 %f7, 0x40000000;
+  wmma.store.d.sync.aligned.row.m16n16k16.global.f32 [%rd1], {%f0, %f1, %f2, %f3, %f4, %f5, %f6, %f7}, %r1;
+  ret;
+}
+
 .visible .entry bump(.param .u64 p)
 {
   .reg .b32 %r<2>;
@@ -139,7 +159,7 @@ TEST_CASE("fenced kernels cannot reach memory outside their ranges, in every for
   options.fence = true;
   TransformedModule module(kAttacks, options);
   EMU_OK(module.Load());
-  for (const char* kernel : {"steal", "smash", "smash_generic", "bump"}) {
+  for (const char* kernel : {"steal", "smash", "smash_generic", "bump", "tile_smash"}) {
     INFO(kernel);
     const KernelForms& forms = module.Forms(kernel);
     REQUIRE(forms.fenced);
@@ -183,7 +203,30 @@ TEST_CASE("fenced kernels cannot reach memory outside their ranges, in every for
     CHECK(own.At(0) == 0x5151 + 3 * 32);
     CHECK(flag.At(0) == 1);
 
+    // A tile outside, or one whose last row is outside (a stride of a whole buffer), lands on
+    // base[0] with the dense stride; the victim stays as it was.
+    constexpr uint32_t kTwo = 0x40000000, kDense = 16, kWide = kBytes / 4;
+    for (auto [at, wide] : {std::pair{outside, kDense}, std::pair{inside - 64, kWide}}) {
+      const uint64_t address = at;
+      const uint32_t stride = wide;
+      INFO("tile at " << address << " stride " << stride);
+      reset();
+      Run(module, "tile_smash", form, {&address, &stride, &fence});
+      for (size_t word : {0, 16, 64, 255}) CHECK(own.At(word) == kTwo);
+      CHECK(own.At(256) == 0x5151);
+      CHECK(victim.At(16) == 0x7777);
+      CHECK(victim.At(0) == 0x7777);
+      CHECK(flag.At(0) == 1);
+    }
+
     // Inside the ranges nothing changes and nothing is flagged.
+    reset();
+    const uint32_t padded = 32;  // rows 32 words apart: 16 rows end at word 15 * 32 + 15
+    Run(module, "tile_smash", form, {&own.address, &padded, &fence});
+    CHECK(own.At(0) == kTwo);
+    CHECK(own.At(16) == 0x5151);
+    CHECK(own.At(15 * 32 + 15) == kTwo);
+    CHECK(flag.At(0) == 0);
     reset();
     Run(module, "smash", form, {&inside, &fence});
     CHECK(own.At(16) == 0xdead);
