@@ -378,7 +378,7 @@ run_fence() {
   note "| program | unfenced s | fenced s |"
   note "|---|---|---|"
   local name times=()
-  for name in vector_add memory graphs cudnn_calls; do
+  for name in vector_add memory graphs cublas_calls cudnn_calls; do
     [[ -x $bundle_dir/programs/$name ]] || continue
     times=()
     for flags in fenced plain; do
