@@ -510,8 +510,9 @@ absl::StatusOr<std::shared_ptr<SharedModule>> ModuleRegistry::Load(
     }
     kernels.emplace(signature.name, std::move(kernel));
   }
+  // Only fenced launches pass the range: without the fence, loading asks nothing more.
   absl::StatusOr<ModuleVariableRange> variables =
-      VariableRangeOf(api, module, parsed->state_variables);
+      fence_ ? VariableRangeOf(api, module, parsed->state_variables) : ModuleVariableRange{};
   if (!variables.ok()) {
     api.cuModuleUnload(module);
     return variables.status();

@@ -96,7 +96,8 @@ struct ParsedImage {
 };
 
 // A loaded CUmodule with its kernels; unloaded when the last holder lets go.
-// Where a module's variables are (rounded out to 256 bytes); empty for a module without.
+// Where a module's variables are (rounded out to 256 bytes), for fenced launches; empty for a
+// module without variables, or when the registry does not fence.
 struct ModuleVariableRange {
   CUdeviceptr base = 0;
   uint64_t size = 0;
