@@ -737,6 +737,14 @@ s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); time.sleep(600)' "$so
       fail "the refusal did not say why: $(cat "$work/refused.out")"
     run vector_add || fail "a fenceable program after the refusal failed"
     ;;
-  *) fail "unknown scenario $scenario" ;;
+  *)
+    # A scenario of its own file: tests/e2e/scenarios/NAME.sh, run in this shell (it has the
+    # functions above) with the scenario's arguments as $1...
+    scenario_file=$(dirname "${BASH_SOURCE[0]}")/scenarios/$scenario.sh
+    [[ -f $scenario_file ]] || fail "unknown scenario $scenario"
+    shift 4
+    # shellcheck source=/dev/null
+    source "$scenario_file"
+    ;;
 esac
 echo "PASS: $scenario"
