@@ -70,6 +70,7 @@ absl::StatusOr<Channel*> Channel::Connect() {
   TALLY_ASSIGN_OR_RETURN(options.path, ipc::ResolveSocketPath(ipc::DirectoryMode::kCheckIfPresent));
   TALLY_ASSIGN_OR_RETURN(options.priority, PriorityFromEnvironment());
   TALLY_ASSIGN_OR_RETURN(options.memory_limit, MemoryLimitFromEnvironment());
+  TALLY_ASSIGN_OR_RETURN(options.trust, ipc::ServerTrust::FromEnvironment());
   options.schema_version = ipc::kCudaCallsSchemaVersion;
   options.command = CommandLine();
   // Registered once, before the connection exists: a child forked from then on would inherit
@@ -81,6 +82,8 @@ absl::StatusOr<Channel*> Channel::Connect() {
   }
   // Its message already names the socket and says how to start or select a server.
   TALLY_ASSIGN_OR_RETURN(ipc::ClientConnection connection, ipc::ClientConnection::Connect(options));
+  // Said once, as the job starts: e.g. its grant gave it less than its environment asked for.
+  if (!connection.notice().empty()) TALLY_LOG_WARN("tally: {}", connection.notice());
   std::unique_ptr<Channel> channel(new Channel(std::move(connection)));
   TALLY_ASSIGN_OR_RETURN(auto device, channel->Call(ipc::GetDeviceInfoRequest{}));
   channel->device_ = device.fields;

@@ -6,8 +6,10 @@
 
 #include <cstring>
 #include <string_view>
+#include <vector>
 
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "common/log.h"
 #include "common/status.h"
 #include "ipc/handshake.h"
@@ -53,15 +55,32 @@ absl::Status ServerConnection::CheckPeerAlive() const { return ipc::CheckPeerAli
 absl::StatusOr<Listener> Listener::Listen(ListenerOptions options) {
   TALLY_RETURN_IF_ERROR(ComputeLayout(options.segment).status());
   TALLY_ASSIGN_OR_RETURN(UniqueFd fd, ListenUnix(options.path));
+  // Connecting needs write permission on the socket file: it follows --access (the peers'
+  // credentials are checked at each connection all the same).
+  const char* path = options.path.c_str();
+  if (const std::optional<gid_t> group = options.access.socket_group()) {
+    TALLY_RETURN_IF_ERROR(RetryEintr(absl::StrFormat("chown(%s)", options.path), [&] {
+                            return chown(path, static_cast<uid_t>(-1), *group);
+                          }).status());
+  }
+  TALLY_RETURN_IF_ERROR(RetryEintr(absl::StrFormat("chmod(%s)", options.path), [&] {
+                          return chmod(path, options.access.socket_mode());
+                        }).status());
   struct stat st {};
   TALLY_RETURN_IF_ERROR(RetryEintr(absl::StrFormat("stat(%s)", options.path), [&] {
-                          return stat(options.path.c_str(), &st);
+                          return stat(path, &st);
                         }).status());
+  if (options.next_client_id == nullptr) {
+    options.next_client_id = std::make_shared<std::atomic<uint64_t>>(1);
+  }
   return Listener(std::move(options), std::move(fd), st.st_dev, st.st_ino);
 }
 
 Listener::~Listener() {
-  if (!fd_.valid()) return;  // moved from
+  if (fd_.valid()) Unlink();  // else moved from
+}
+
+void Listener::Unlink() const {
   // Another server may have replaced a socket file we lost; leave its file alone.
   struct stat st {};
   const absl::Status found =
@@ -97,13 +116,65 @@ absl::StatusOr<ControlConnection> AcceptControl(UniqueFd socket, const Handshake
     case ControlKind::kProfiles:
     case ControlKind::kSetMemoryLimit:
     case ControlKind::kDrain:
-      return ControlConnection(std::move(socket), request, peer.pid);
+    case ControlKind::kGrant:
+    case ControlKind::kRevoke:
+      return ControlConnection(std::move(socket), request, peer.pid, peer.uid);
   }
   return absl::InvalidArgumentError(
       absl::StrFormat("pid %d sent control request kind %d", peer.pid, request.kind));
 }
 
+// Requests that change the server or its clients, which only its administrators may make.
+bool Changes(ControlKind kind) {
+  switch (kind) {
+    case ControlKind::kStatus:
+    case ControlKind::kProfiles:
+      return false;
+    default:
+      return true;
+  }
+}
+
 }  // namespace
+
+std::string ApplyCeiling(const ClientCeiling& ceiling, ClientInfo& client) {
+  std::vector<std::string> lowered;
+  const ClientPriority asked = client.priority;
+  if (!asked.is_set()) {
+    client.priority = ceiling.max_priority;
+  } else if (asked.level() > ceiling.max_priority.level()) {
+    client.priority = ceiling.max_priority;
+    lowered.push_back(
+        absl::StrFormat("priority %s, not %s", ceiling.max_priority.ToString(), asked.ToString()));
+  }
+  const uint64_t wish = client.memory_limit == 0 ? kNoLimit : client.memory_limit;
+  if (wish > ceiling.memory_limit) {
+    client.memory_limit = ceiling.memory_limit;
+    if (client.memory_limit != 0 && wish != kNoLimit) {
+      lowered.push_back(
+          absl::StrFormat("a device-memory limit of %d bytes, not %d", ceiling.memory_limit, wish));
+    }
+  }
+  client.pinned_limit = ceiling.pinned_limit;
+  client.grant = ceiling.grant;
+  if (lowered.empty()) return {};
+  return absl::StrFormat("grant '%s' gives this job %s (a job may ask for less, never more)",
+                         ceiling.grant, absl::StrJoin(lowered, " and "));
+}
+
+std::string Listener::RefuseControl(const ControlConnection& control) const {
+  if (options_.ceiling) {
+    return absl::StrFormat(
+        "this is the socket of grant '%s', which serves jobs only; ask the server's own socket",
+        options_.ceiling->grant);
+  }
+  if (Changes(control.kind()) && !options_.access.MayAdminister(control.uid())) {
+    return absl::StrFormat(
+        "uid %d may not change this server: only its own user (uid %d) and root may", control.uid(),
+        options_.access.owner());
+  }
+  return {};
+}
 
 absl::StatusOr<ServerConnection> Listener::Accept() {
   TALLY_ASSIGN_OR_RETURN(auto accepted, AcceptAny());
@@ -114,7 +185,8 @@ absl::StatusOr<ServerConnection> Listener::Accept() {
 absl::StatusOr<PendingPeer> Listener::AcceptPeer() {
   TALLY_ASSIGN_OR_RETURN(UniqueFd socket, AcceptUnix(fd_.get()));
   TALLY_ASSIGN_OR_RETURN(const PeerCredentials peer, GetPeerCredentials(socket.get()));
-  return PendingPeer{std::move(socket), peer.pid, peer.uid, ClientId(next_client_id_++)};
+  return PendingPeer{std::move(socket), peer.pid, peer.uid, peer.gid,
+                     ClientId(options_.next_client_id->fetch_add(1))};
 }
 
 absl::StatusOr<std::variant<ServerConnection, ControlConnection>> Listener::AcceptAny() {
@@ -127,18 +199,28 @@ absl::StatusOr<std::variant<ServerConnection, ControlConnection>> Listener::Hand
   UniqueFd& socket = peer.socket;
   const ClientId client_id = peer.client_id;
   const uint32_t schema = options_.schema_version;
+  const PeerCredentials credentials{peer.pid, peer.uid, peer.gid};
   // Replies to refused clients are best effort: they explain, but the refusal stands anyway.
-  if (peer.uid != options_.allowed_uid) {
-    SendReply(socket.get(), HelloStatus::kRefused, schema, client_id, {}, -1).IgnoreError();
-    return absl::PermissionDeniedError(absl::StrFormat(
-        "refused a connection from pid %d running as uid %d: this server serves uid %d only",
-        peer.pid, peer.uid, options_.allowed_uid));
+  if (const absl::Status admitted = options_.access.Admit(socket.get(), credentials);
+      !admitted.ok()) {
+    SendReply(socket.get(), HelloStatus::kRefused, schema, client_id, {}, -1,
+              std::string(admitted.message()))
+        .IgnoreError();
+    return admitted;
   }
   const absl::Time deadline = absl::Now() + options_.handshake_timeout;
   Hello hello{};
   TALLY_RETURN_IF_ERROR(ReceiveExact(socket.get(), BytesOf(hello.prefix), deadline));
   if (hello.prefix.magic == kControlMagic) {
-    return AcceptControl(std::move(socket), hello.prefix, {peer.pid, peer.uid, 0}, deadline);
+    TALLY_ASSIGN_OR_RETURN(ControlConnection control,
+                           AcceptControl(std::move(socket), hello.prefix, credentials, deadline));
+    if (const std::string refusal = RefuseControl(control); !refusal.empty()) {
+      SendReply(control.socket(), HelloStatus::kRefused, schema, client_id, {}, -1, refusal)
+          .IgnoreError();
+      return absl::PermissionDeniedError(
+          absl::StrFormat("refused a control request of pid %d: %s", peer.pid, refusal));
+    }
+    return control;
   }
   if (hello.prefix.magic != kHelloMagic) {
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -168,7 +250,11 @@ absl::StatusOr<std::variant<ServerConnection, ControlConnection>> Listener::Hand
                     peer.uid,
                     hello.client_priority.ToPriority(),
                     std::string(hello.command, strnlen(hello.command, kCommandSize)),
-                    hello.memory_limit};
+                    hello.memory_limit,
+                    kNoLimit,
+                    ""};
+  const std::string notice =
+      options_.ceiling ? ApplyCeiling(*options_.ceiling, client) : std::string();
   if (admit) {
     if (const std::string refusal = admit(client); !refusal.empty()) {
       SendReply(socket.get(), HelloStatus::kServerFull, schema, client_id, {}, -1, refusal)
@@ -179,7 +265,7 @@ absl::StatusOr<std::variant<ServerConnection, ControlConnection>> Listener::Hand
   }
   TALLY_ASSIGN_OR_RETURN(Segment segment, Segment::Create(options_.segment));
   TALLY_RETURN_IF_ERROR(SendReply(socket.get(), HelloStatus::kAccepted, schema, client_id,
-                                  segment.layout(), segment.fd().get()));
+                                  segment.layout(), segment.fd().get(), notice));
   TALLY_LOG_DEBUG("IPC: client {} (pid {}, '{}') connected", client_id, peer.pid, client.command);
   return ServerConnection(std::move(socket), std::move(segment), std::move(client));
 }
@@ -233,15 +319,11 @@ absl::Status CheckAccepted(const HelloReply& reply, const std::string& path,
           "the Tally server on %s uses message schema %d but this client uses schema %d", path,
           reply.schema_version, schema_version));
     case HelloStatus::kRefused:
-      return absl::PermissionDeniedError(absl::StrFormat(
-          "the Tally server on %s refused us: it serves another user (we are uid %d)", path,
-          geteuid()));
-    case HelloStatus::kServerFull: {
-      HelloReply terminated = reply;
-      terminated.reason[sizeof(terminated.reason) - 1] = '\0';  // never trust the peer's text
-      return absl::ResourceExhaustedError(absl::StrFormat(
-          "the Tally server on %s refused us: %s", path, terminated.reason));
-    }
+      return absl::PermissionDeniedError(
+          absl::StrFormat("the Tally server on %s refused us: %s", path, ReasonOf(reply)));
+    case HelloStatus::kServerFull:
+      return absl::ResourceExhaustedError(
+          absl::StrFormat("the Tally server on %s refused us: %s", path, ReasonOf(reply)));
     case HelloStatus::kVersionMismatch:
       break;  // impossible with equal versions: the server is broken
   }
@@ -254,11 +336,7 @@ absl::Status CheckAccepted(const HelloReply& reply, const std::string& path,
 absl::StatusOr<ClientConnection> ClientConnection::Connect(const ConnectOptions& options) {
   TALLY_ASSIGN_OR_RETURN(UniqueFd socket, ConnectUnix(options.path));
   TALLY_ASSIGN_OR_RETURN(const PeerCredentials server, GetPeerCredentials(socket.get()));
-  if (server.uid != options.expected_server_uid) {
-    return absl::PermissionDeniedError(absl::StrFormat(
-        "the process listening on %s (pid %d) runs as uid %d, not uid %d; not connecting",
-        options.path, server.pid, server.uid, options.expected_server_uid));
-  }
+  TALLY_RETURN_IF_ERROR(options.trust.Check(options.path, server));
   Hello hello{};
   hello.prefix = {kHelloMagic, kProtocolVersion, sizeof(Hello), 0};
   hello.schema_version = options.schema_version;
@@ -282,7 +360,10 @@ absl::StatusOr<ClientConnection> ClientConnection::Connect(const ConnectOptions&
   TALLY_ASSIGN_OR_RETURN(Segment segment, Segment::Attach(std::move(segment_fd), reply->layout));
   TALLY_ASSIGN_OR_RETURN(std::unique_ptr<BulkAllocator> bulk,
                          BulkAllocator::Create(segment.bulk()));
-  return ClientConnection(std::move(socket), std::move(segment), std::move(bulk), reply->client_id);
+  ClientConnection connection(std::move(socket), std::move(segment), std::move(bulk),
+                              reply->client_id);
+  connection.notice_ = ReasonOf(*reply);
+  return connection;
 }
 
 }  // namespace tally::ipc

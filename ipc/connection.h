@@ -6,19 +6,22 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <variant>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/client_priority.h"
 #include "ipc/bulk.h"
 #include "ipc/control.h"
+#include "ipc/peer_access.h"
 #include "ipc/segment.h"
 #include "ipc/spsc_ring.h"
-#include "common/client_priority.h"
 #include "ipc/unique_fd.h"
 #include "ipc/wait.h"
 
@@ -35,8 +38,15 @@ struct ClientInfo {
   uid_t uid = 0;
   ClientPriority priority = ClientPriority::Unset();
   std::string command;
-  uint64_t memory_limit = 0;  // as the client asked (Hello::memory_limit); 0: no wish
+  // As the client asked (Hello::memory_limit; 0: no wish), lowered to its grant's limit.
+  uint64_t memory_limit = 0;
+  uint64_t pinned_limit = kNoLimit;  // its grant's, kNoLimit without one
+  std::string grant;                 // the name of the grant it connected through, or empty
 };
+
+// Applies the ceiling to what the client asked; the text says what was lowered and why (empty
+// when nothing was), for the client to print.
+std::string ApplyCeiling(const ClientCeiling& ceiling, ClientInfo& client);
 
 // The server's end. Not thread-safe: one thread serves one client's rings at a time.
 class ServerConnection {
@@ -74,8 +84,14 @@ struct ListenerOptions {
   SegmentConfig segment;
   // How long Accept waits for a connected client's hello.
   absl::Duration handshake_timeout = absl::Seconds(5);
-  // The only uid served; other users are refused (their CUDA calls would run with our rights).
-  uid_t allowed_uid = geteuid();
+  // Who is served (tally-server --access); others are refused: their CUDA calls would run with
+  // our rights. The socket file's mode and group follow it.
+  PeerAccess access = PeerAccess::OwnerOnly();
+  // A grant's socket: its clients get the ceiling, and control requests are refused there.
+  std::optional<ClientCeiling> ceiling;
+  // Shared by the listeners of one server so that client ids stay unique across them; null: the
+  // listener counts on its own.
+  std::shared_ptr<std::atomic<uint64_t>> next_client_id;
 };
 
 // A peer that connected and whose handshake has not run yet (Listener::AcceptPeer).
@@ -83,6 +99,7 @@ struct PendingPeer {
   UniqueFd socket;
   pid_t pid = 0;  // SO_PEERCRED
   uid_t uid = 0;
+  gid_t gid = 0;
   ClientId client_id;  // the name the peer gets if it turns out to be a client
 };
 
@@ -98,6 +115,9 @@ class Listener {
   Listener& operator=(Listener&&) noexcept = default;
   // Removes the socket file if it is still ours.
   ~Listener();
+  // Removes the socket file now if it is still ours (new peers cannot connect), while the
+  // descriptor stays open until the listener is destroyed.
+  void Unlink() const;
 
   // Readable when a client is connecting (for the server's poll loop).
   int fd() const { return fd_.get(); }
@@ -112,6 +132,9 @@ class Listener {
   // refusal, timeout): log it and keep accepting. Safe to call on several threads at once.
   absl::StatusOr<std::variant<ServerConnection, ControlConnection>> Handshake(
       PendingPeer peer, const Admission& admit = {}) const;
+  // Why a control request may not be answered here (empty: it may): grant sockets serve jobs
+  // only, and only the server's administrators (PeerAccess::MayAdminister) change things.
+  std::string RefuseControl(const ControlConnection& control) const;
   // AcceptPeer + Handshake on the calling thread.
   absl::StatusOr<std::variant<ServerConnection, ControlConnection>> AcceptAny();
   // As AcceptAny, for a listener that serves clients only: a control request is an error.
@@ -125,7 +148,6 @@ class Listener {
   UniqueFd fd_;
   dev_t dev_ = 0;  // identity of the socket file we bound
   ino_t ino_ = 0;
-  uint64_t next_client_id_ = 1;  // AcceptPeer's thread only
 };
 
 struct ConnectOptions {
@@ -135,8 +157,9 @@ struct ConnectOptions {
   std::string command;  // truncated to kCommandSize - 1 bytes
   uint64_t memory_limit = 0;  // Hello::memory_limit
   absl::Duration handshake_timeout = absl::Seconds(5);
-  // The server must run as this uid: our calls and data must not go to another user's process.
-  uid_t expected_server_uid = geteuid();
+  // Who may run the server: our calls and data must not go to another user's process unless
+  // we were told to trust it.
+  ServerTrust trust;
 };
 
 // The client's end. Not thread-safe: the shim serialises its host threads around the rings (the
@@ -146,6 +169,9 @@ class ClientConnection {
   static absl::StatusOr<ClientConnection> Connect(const ConnectOptions& options);
 
   ClientId client_id() const { return client_id_; }
+  // What the server said when it accepted us (e.g. a grant lowered what we asked for), for the
+  // user; empty when nothing.
+  const std::string& notice() const { return notice_; }
   RingProducer& requests() { return requests_; }
   RingConsumer& responses() { return responses_; }
   RingConsumer& callbacks() { return callbacks_; }
@@ -173,6 +199,7 @@ class ClientConnection {
   RingConsumer callbacks_;
   std::unique_ptr<BulkAllocator> bulk_allocator_;
   ClientId client_id_;
+  std::string notice_;
 };
 
 }  // namespace tally::ipc

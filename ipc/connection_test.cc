@@ -290,7 +290,7 @@ TEST_CASE("a peer running as another user is refused") {
   TempDir dir;
   SECTION("the server refuses a client of another uid") {
     ListenerOptions options = Options(dir.File("server.sock"));
-    options.allowed_uid = geteuid() + 1;
+    options.access = PeerAccess::OwnerOnly(geteuid() + 1);
     auto listener = Listener::Listen(options);
     REQUIRE(listener.ok());
     absl::Status accepted;
@@ -308,7 +308,7 @@ TEST_CASE("a peer running as another user is refused") {
     REQUIRE(listener.ok());
     std::jthread server([&] { listener->Accept().status().IgnoreError(); });
     ConnectOptions options = Client(listener->path());
-    options.expected_server_uid = geteuid() + 1;
+    options.trust.own = geteuid() + 1;
     auto client = ClientConnection::Connect(options);
     CHECK(absl::IsPermissionDenied(client.status()));
   }
@@ -329,7 +329,7 @@ TEST_CASE("a peer running as another user is refused") {
         return absl::InternalError("cannot become nobody");
       }
       ConnectOptions options = Client(path);
-      options.expected_server_uid = 0;
+      options.trust.other = 0;
       auto client = ClientConnection::Connect(options);
       return absl::IsPermissionDenied(client.status()) ? absl::OkStatus()
                                                        : absl::InternalError("not refused");
@@ -410,7 +410,11 @@ TEST_CASE("a control request is answered with the status and counts as no client
     clients[0].pid = 11;
     clients[1].memory_bytes = 512;
     CopyText("./app", clients[1].command, sizeof(clients[1].command));
-    served = control->SendStatus(reply, clients);
+    CopyText("job", clients[1].grant, sizeof(clients[1].grant));
+    GrantStatus grants[1] = {};
+    CopyText("job", grants[0].name, sizeof(grants[0].name));
+    grants[0].memory_limit = 64;
+    served = control->SendStatus(reply, clients, grants);
   });
   auto report = QueryStatus(listener->path(), kTestTimeout);
   server.join();
@@ -423,6 +427,57 @@ TEST_CASE("a control request is answered with the status and counts as no client
   CHECK(report->clients[0].pid == 11);
   CHECK(report->clients[1].memory_bytes == 512);
   CHECK(std::string(report->clients[1].command) == "./app");
+  CHECK(std::string(report->clients[1].grant) == "job");
+  REQUIRE(report->grants.size() == 1);
+  CHECK(std::string(report->grants[0].name) == "job");
+  CHECK(report->grants[0].memory_limit == 64);
+}
+
+TEST_CASE("a grant's socket lowers what its clients ask, tells them, and takes no control") {
+  TempDir dir;
+  ListenerOptions options = Options(dir.File("grant.sock"));
+  options.ceiling = ClientCeiling{"job-1", ClientPriority::BestEffort(), 1 << 20, kNoLimit};
+  auto listener = Listener::Listen(options);
+  REQUIRE(listener.ok());
+  struct stat st {};
+  REQUIRE(stat(listener->path().c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);  // --access user
+  ClientInfo served;
+  {
+    std::jthread server([&] {
+      auto accepted = listener->Accept();
+      if (accepted.ok()) served = accepted->client();
+    });
+    auto client = ClientConnection::Connect(Client(listener->path()));  // asks for level 5
+    server.join();
+    REQUIRE(client.ok());
+    CHECK_THAT(client->notice(), Catch::Contains("grant 'job-1' gives this job priority"));
+  }
+  CHECK(served.priority == ClientPriority::BestEffort());
+  CHECK(served.memory_limit == 1 << 20);
+  CHECK(served.grant == "job-1");
+
+  absl::Status refused;
+  std::jthread server([&] { refused = listener->AcceptAny().status(); });
+  auto status = QueryStatus(listener->path(), kTestTimeout);
+  server.join();
+  CHECK(absl::IsPermissionDenied(status.status()));
+  CHECK_THAT(std::string(status.status().message()), Catch::Contains("socket of grant 'job-1'"));
+  CHECK(absl::IsPermissionDenied(refused));
+}
+
+TEST_CASE("the socket's mode and group follow --access") {
+  TempDir dir;
+  ListenerOptions options = Options(dir.File("server.sock"));
+  auto group = PeerAccess::Parse("group:" + std::string(getgrgid(getegid())->gr_name));
+  REQUIRE(group.ok());
+  options.access = *group;
+  auto listener = Listener::Listen(options);
+  REQUIRE(listener.ok());
+  struct stat st {};
+  REQUIRE(stat(listener->path().c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0660);
+  CHECK(st.st_gid == getegid());
 }
 
 TEST_CASE("a control request to a clients-only Accept is an error, and no server is named") {

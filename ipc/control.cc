@@ -39,14 +39,10 @@ void Terminate(char* field, size_t size) { field[size - 1] = '\0'; }
 // for the records that follow.
 template <typename T>
 absl::StatusOr<T> Ask(const std::string& path, ControlRequest request, absl::Time deadline,
-                      uid_t expected_server_uid, UniqueFd& socket) {
+                      const ServerTrust& trust, UniqueFd& socket) {
   TALLY_ASSIGN_OR_RETURN(socket, ConnectUnix(path));
   TALLY_ASSIGN_OR_RETURN(const PeerCredentials server, GetPeerCredentials(socket.get()));
-  if (server.uid != expected_server_uid) {
-    return absl::PermissionDeniedError(
-        absl::StrFormat("the process listening on %s (pid %d) runs as uid %d, not uid %d", path,
-                        server.pid, server.uid, expected_server_uid));
-  }
+  TALLY_RETURN_IF_ERROR(trust.Check(path, server));
   request.prefix = {kControlMagic, kProtocolVersion, sizeof(ControlRequest), 0};
   const absl::Status sent = SendAll(socket.get(), BytesOf(request));
   T reply{};
@@ -55,10 +51,14 @@ absl::StatusOr<T> Ask(const std::string& path, ControlRequest request, absl::Tim
       !received.ok()) {
     return sent.ok() ? received : sent;
   }
-  if (prefix.magic == kReplyMagic) {  // a HelloReply: the server refused us before reading
-    return absl::PermissionDeniedError(absl::StrFormat(
-        "the Tally server on %s refused us: it serves another user (we are uid %d)", path,
-        geteuid()));
+  if (prefix.magic == kReplyMagic) {  // a HelloReply: the server refused the request
+    HelloReply refusal{};
+    refusal.prefix = prefix;
+    if (prefix.size == sizeof(HelloReply)) {
+      ReceiveExact(socket.get(), BytesAfterPrefix(refusal), deadline).IgnoreError();
+    }
+    return absl::PermissionDeniedError(
+        absl::StrFormat("the Tally server on %s refused us: %s", path, ReasonOf(refusal)));
   }
   if (prefix.magic != kControlReplyMagic) {
     return absl::InvalidArgumentError(
@@ -92,14 +92,26 @@ absl::StatusOr<std::vector<Record>> ReceiveRecords(int socket, uint32_t count, u
   return records;
 }
 
+void TerminateGrant(GrantStatus& grant) {
+  Terminate(grant.name, sizeof(grant.name));
+  Terminate(grant.socket, sizeof(grant.socket));
+}
+
 // A change to one client (`request` names it): the reply, its message terminated.
 template <typename Reply>
 absl::StatusOr<Reply> ChangeClient(const std::string& path, const ControlRequest& request,
-                                   absl::Duration timeout, uid_t expected_server_uid) {
+                                   absl::Duration timeout, const ServerTrust& trust) {
   UniqueFd socket;
-  TALLY_ASSIGN_OR_RETURN(
-      Reply reply, Ask<Reply>(path, request, absl::Now() + timeout, expected_server_uid, socket));
+  TALLY_ASSIGN_OR_RETURN(Reply reply,
+                         Ask<Reply>(path, request, absl::Now() + timeout, trust, socket));
   Terminate(reply.message, sizeof(reply.message));
+  return reply;
+}
+
+absl::StatusOr<GrantReply> AskAboutGrant(const std::string& path, const ControlRequest& request,
+                                         absl::Duration timeout, const ServerTrust& trust) {
+  TALLY_ASSIGN_OR_RETURN(GrantReply reply, ChangeClient<GrantReply>(path, request, timeout, trust));
+  TerminateGrant(reply.grant);
   return reply;
 }
 
@@ -132,11 +144,20 @@ absl::Status ControlConnection::Send(std::span<const std::byte> bytes) {
   return SendAll(socket_.get(), bytes);
 }
 
-absl::Status ControlConnection::SendStatus(StatusReply reply,
-                                           std::span<const ClientStatus> clients) {
+absl::Status ControlConnection::SendStatus(StatusReply reply, std::span<const ClientStatus> clients,
+                                           std::span<const GrantStatus> grants) {
   reply.client_count = static_cast<uint32_t>(std::min<size_t>(clients.size(), kMaxReportedClients));
-  return Send(Encode(reply, std::as_bytes(clients.first(reply.client_count))));
+  reply.grant_count = static_cast<uint32_t>(std::min<size_t>(grants.size(), kMaxReportedGrants));
+  std::vector<std::byte> records;
+  const auto client_bytes = std::as_bytes(clients.first(reply.client_count));
+  const auto grant_bytes = std::as_bytes(grants.first(reply.grant_count));
+  records.reserve(client_bytes.size() + grant_bytes.size());
+  records.insert(records.end(), client_bytes.begin(), client_bytes.end());
+  records.insert(records.end(), grant_bytes.begin(), grant_bytes.end());
+  return Send(Encode(reply, records));
 }
+
+absl::Status ControlConnection::SendGrant(GrantReply reply) { return Send(Encode(reply)); }
 
 absl::Status ControlConnection::SendPriority(PriorityReply reply) { return Send(Encode(reply)); }
 
@@ -151,60 +172,86 @@ absl::Status ControlConnection::SendProfiles(std::span<const ProfileStatus> prof
 }
 
 absl::StatusOr<StatusReport> QueryStatus(const std::string& path, absl::Duration timeout,
-                                         uid_t expected_server_uid) {
+                                         const ServerTrust& trust) {
   const absl::Time deadline = absl::Now() + timeout;
   ControlRequest request{};
   request.kind = static_cast<uint32_t>(ControlKind::kStatus);
   UniqueFd socket;
   StatusReport report{};
-  TALLY_ASSIGN_OR_RETURN(report.server,
-                         Ask<StatusReply>(path, request, deadline, expected_server_uid, socket));
+  TALLY_ASSIGN_OR_RETURN(report.server, Ask<StatusReply>(path, request, deadline, trust, socket));
   Terminate(report.server.device_name, sizeof(report.server.device_name));
   Terminate(report.server.backend_description, sizeof(report.server.backend_description));
   TALLY_ASSIGN_OR_RETURN(report.clients,
                          ReceiveRecords<ClientStatus>(socket.get(), report.server.client_count,
                                                       kMaxReportedClients, path, deadline));
-  for (ClientStatus& client : report.clients) Terminate(client.command, sizeof(client.command));
+  for (ClientStatus& client : report.clients) {
+    Terminate(client.command, sizeof(client.command));
+    Terminate(client.grant, sizeof(client.grant));
+  }
+  TALLY_ASSIGN_OR_RETURN(report.grants,
+                         ReceiveRecords<GrantStatus>(socket.get(), report.server.grant_count,
+                                                     kMaxReportedGrants, path, deadline));
+  for (GrantStatus& grant : report.grants) TerminateGrant(grant);
   return report;
 }
 
 absl::StatusOr<PriorityReply> SetClientPriority(const std::string& path, ClientId client_id,
                                                 int32_t priority, absl::Duration timeout,
-                                                uid_t expected_server_uid) {
+                                                const ServerTrust& trust) {
   ControlRequest request{};
   request.kind = static_cast<uint32_t>(ControlKind::kSetPriority);
   request.client_id = client_id;
   request.client_priority_level = priority;
-  return ChangeClient<PriorityReply>(path, request, timeout, expected_server_uid);
+  return ChangeClient<PriorityReply>(path, request, timeout, trust);
 }
 
 absl::StatusOr<LimitReply> SetClientMemoryLimit(const std::string& path, ClientId client_id,
                                                 uint64_t memory_limit, absl::Duration timeout,
-                                                uid_t expected_server_uid) {
+                                                const ServerTrust& trust) {
   ControlRequest request{};
   request.kind = static_cast<uint32_t>(ControlKind::kSetMemoryLimit);
   request.client_id = client_id;
   request.memory_limit = memory_limit;
-  return ChangeClient<LimitReply>(path, request, timeout, expected_server_uid);
+  return ChangeClient<LimitReply>(path, request, timeout, trust);
 }
 
 absl::StatusOr<DrainReply> DrainServer(const std::string& path, absl::Duration timeout,
-                                       uid_t expected_server_uid) {
+                                       const ServerTrust& trust) {
   ControlRequest request{};
   request.kind = static_cast<uint32_t>(ControlKind::kDrain);
-  return ChangeClient<DrainReply>(path, request, timeout, expected_server_uid);
+  return ChangeClient<DrainReply>(path, request, timeout, trust);
+}
+
+absl::StatusOr<GrantReply> MakeGrant(const std::string& path, const ClientCeiling& terms,
+                                     absl::Duration timeout, const ServerTrust& trust) {
+  ControlRequest request{};
+  request.kind = static_cast<uint32_t>(ControlKind::kGrant);
+  CopyText(terms.grant, request.grant_name, sizeof(request.grant_name));
+  request.client_priority_level = terms.max_priority.level();
+  request.memory_limit = terms.memory_limit;
+  request.pinned_limit = terms.pinned_limit;
+  return AskAboutGrant(path, request, timeout, trust);
+}
+
+absl::StatusOr<GrantReply> RevokeGrant(const std::string& path, const std::string& name,
+                                       bool end_clients, absl::Duration timeout,
+                                       const ServerTrust& trust) {
+  ControlRequest request{};
+  request.kind = static_cast<uint32_t>(ControlKind::kRevoke);
+  CopyText(name, request.grant_name, sizeof(request.grant_name));
+  request.end_clients = end_clients ? 1 : 0;
+  return AskAboutGrant(path, request, timeout, trust);
 }
 
 absl::StatusOr<std::vector<ProfileStatus>> QueryProfiles(const std::string& path,
                                                          absl::Duration timeout,
-                                                         uid_t expected_server_uid) {
+                                                         const ServerTrust& trust) {
   const absl::Time deadline = absl::Now() + timeout;
   ControlRequest request{};
   request.kind = static_cast<uint32_t>(ControlKind::kProfiles);
   UniqueFd socket;
-  TALLY_ASSIGN_OR_RETURN(
-      const ProfilesReply reply,
-      Ask<ProfilesReply>(path, request, deadline, expected_server_uid, socket));
+  TALLY_ASSIGN_OR_RETURN(const ProfilesReply reply,
+                         Ask<ProfilesReply>(path, request, deadline, trust, socket));
   TALLY_ASSIGN_OR_RETURN(std::vector<ProfileStatus> profiles,
                          ReceiveRecords<ProfileStatus>(socket.get(), reply.count,
                                                        kMaxReportedProfiles, path, deadline));

@@ -16,9 +16,11 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/client_priority.h"
 #include "ipc/handshake.h"
 #include "ipc/latency_histograms.h"
 #include "ipc/library_calls.h"
+#include "ipc/peer_access.h"
 #include "ipc/unique_fd.h"
 
 namespace tally::ipc {
@@ -27,15 +29,20 @@ inline constexpr uint32_t kControlMagic = 0x544c5943;        // 'TLYC'
 inline constexpr uint32_t kControlReplyMagic = 0x544c5954;   // 'TLYT'
 inline constexpr uint32_t kMaxReportedClients = 4096;        // bounds what a reader accepts
 inline constexpr uint32_t kMaxReportedProfiles = 65536;
+inline constexpr uint32_t kMaxReportedGrants = 4096;
 inline constexpr size_t kControlTextSize = 256;
 
 enum class ControlKind : uint32_t {
-  kStatus = 1,       // StatusReply + ClientStatus records
-  kSetPriority = 2,  // PriorityReply, no records
-  kProfiles = 3,     // ProfilesReply + ProfileStatus records
+  kStatus = 1,          // StatusReply + ClientStatus records
+  kSetPriority = 2,     // PriorityReply, no records
+  kProfiles = 3,        // ProfilesReply + ProfileStatus records
   kSetMemoryLimit = 4,  // LimitReply, no records
   kDrain = 5,           // DrainReply, no records
+  kGrant = 6,           // GrantReply, no records
+  kRevoke = 7,          // GrantReply, no records
 };
+
+inline constexpr size_t kGrantNameSize = 64;  // NUL included
 
 // A limit that is not set (memory limits in ControlRequest and ClientStatus).
 inline constexpr uint64_t kNoLimit = UINT64_MAX;
@@ -47,7 +54,12 @@ struct ControlRequest {
   ClientId client_id;             // kSetPriority, kSetMemoryLimit: whose
   int32_t client_priority_level;  // kSetPriority: the new level
   uint32_t reserved2;
-  uint64_t memory_limit;  // kSetMemoryLimit: device bytes, kNoLimit for none
+  uint64_t memory_limit;  // kSetMemoryLimit, kGrant: device bytes, kNoLimit for none
+  // kGrant: the ceiling's priority is client_priority_level, its limits memory_limit and this.
+  uint64_t pinned_limit;
+  char grant_name[kGrantNameSize];  // kGrant (empty: the server names it), kRevoke
+  uint32_t end_clients;             // kRevoke: 1 ends the grant's clients, 0 lets them finish
+  uint32_t reserved3;
 };
 
 enum class Backend : uint32_t { kEmulator = 0, kNvidiaDriver = 1 };
@@ -85,6 +97,8 @@ struct StatusReply {
   uint32_t backend;  // Backend
   uint32_t client_count;
   Isolation isolation;
+  uint32_t grant_count;  // GrantStatus records after the clients'
+  uint32_t reserved;
   uint64_t total_memory;  // bytes on the device
   uint64_t free_memory;   // cuMemGetInfo at the time of the answer
   char device_name[kControlTextSize];          // NUL-terminated
@@ -132,12 +146,42 @@ struct ClientStatus {
   // Launches refused because the kernel cannot be fenced (--isolation fenced|strict).
   uint64_t unfenced_refused;
   char command[kCommandSize];  // NUL-terminated
+  char grant[kGrantNameSize];  // the grant it connected through; empty: the server's socket
+};
+
+// A grant (tally-ctl grant): a socket of its own whose clients get its ceiling.
+struct GrantStatus {
+  char name[kGrantNameSize];      // NUL-terminated
+  char socket[kControlTextSize];  // NUL-terminated
+  int32_t client_priority_level;  // the most a client of it gets
+  uint32_t clients;               // connected through it now
+  uint64_t memory_limit;          // kNoLimit for none
+  uint64_t pinned_limit;
+};
+
+// What a grant's socket (tally-ctl grant) fixes for every client that connects through it,
+// whatever the client asks: its priority at most `max_priority` (a client that asks nothing
+// gets it, one that asks less gets what it asks) and its limits at most these.
+struct ClientCeiling {
+  std::string grant;
+  ClientPriority max_priority = ClientPriority::Unset();
+  uint64_t memory_limit = kNoLimit;
+  uint64_t pinned_limit = kNoLimit;
+};
+
+// The answer to kGrant and kRevoke.
+struct GrantReply {
+  HandshakePrefix prefix;          // kControlReplyMagic; size = sizeof(GrantReply)
+  uint32_t ok;                     // 0: refused, the message says why
+  uint32_t clients;                // kRevoke: the grant's clients when it was revoked
+  GrantStatus grant;               // the grant made or revoked
+  char message[kControlTextSize];  // NUL-terminated: what happened
 };
 
 // The answer to kSetPriority.
 struct PriorityReply {
-  HandshakePrefix prefix;  // kControlReplyMagic; size = sizeof(PriorityReply)
-  uint32_t found;          // 0: no client with that id
+  HandshakePrefix prefix;          // kControlReplyMagic; size = sizeof(PriorityReply)
+  uint32_t found;                  // 0: no client with that id
   int32_t client_priority_level;   // the client's level now
   char message[kControlTextSize];  // NUL-terminated: what happened
 };
@@ -182,9 +226,9 @@ struct ProfileStatus {
   uint32_t candidates;
   uint32_t measured;  // candidates measured
   uint32_t reserved;
-  int64_t original_ns;       // -1 while unknown
-  int64_t turnaround_ns;     // of the chosen form; -1 while unknown
-  double normalized_speed;   // of the chosen form; -1 while unknown
+  int64_t original_ns;                 // -1 while unknown
+  int64_t turnaround_ns;               // of the chosen form; -1 while unknown
+  double normalized_speed;             // of the chosen form; -1 while unknown
   char kernel_name[kControlTextSize];  // NUL-terminated; empty while unknown
 };
 
@@ -197,6 +241,7 @@ static_assert(std::is_trivially_copyable_v<PriorityReply> &&
               std::is_standard_layout_v<PriorityReply>);
 static_assert(std::is_trivially_copyable_v<LimitReply> && std::is_standard_layout_v<LimitReply>);
 static_assert(std::is_trivially_copyable_v<DrainReply> && std::is_standard_layout_v<DrainReply>);
+static_assert(std::is_trivially_copyable_v<GrantReply> && std::is_standard_layout_v<GrantReply>);
 static_assert(std::is_trivially_copyable_v<ProfilesReply> &&
               std::is_standard_layout_v<ProfilesReply>);
 static_assert(std::is_trivially_copyable_v<ProfileStatus> &&
@@ -205,14 +250,18 @@ static_assert(std::is_trivially_copyable_v<ProfileStatus> &&
 // The server's end of a control connection, as Listener::AcceptAny returns it.
 class ControlConnection {
  public:
-  ControlConnection(UniqueFd socket, const ControlRequest& request, pid_t pid)
-      : socket_(std::move(socket)), request_(request), pid_(pid) {}
+  ControlConnection(UniqueFd socket, const ControlRequest& request, pid_t pid, uid_t uid)
+      : socket_(std::move(socket)), request_(request), pid_(pid), uid_(uid) {}
   ControlKind kind() const { return static_cast<ControlKind>(request_.kind); }
   const ControlRequest& request() const { return request_; }
   pid_t pid() const { return pid_; }
+  uid_t uid() const { return uid_; }
+  int socket() const { return socket_.get(); }
   // The answers (prefix and counts are filled in here). Bounded in time: a peer that does not
   // read cannot hold the caller.
-  absl::Status SendStatus(StatusReply reply, std::span<const ClientStatus> clients);
+  absl::Status SendStatus(StatusReply reply, std::span<const ClientStatus> clients,
+                          std::span<const GrantStatus> grants);
+  absl::Status SendGrant(GrantReply reply);
   absl::Status SendPriority(PriorityReply reply);
   absl::Status SendLimit(LimitReply reply);
   absl::Status SendDrain(DrainReply reply);
@@ -224,6 +273,7 @@ class ControlConnection {
   UniqueFd socket_;
   ControlRequest request_;
   pid_t pid_;
+  uid_t uid_;
 };
 
 // Copies `text` into a fixed NUL-terminated field, truncating it.
@@ -232,31 +282,41 @@ void CopyText(const std::string& text, char* field, size_t field_size);
 struct StatusReport {
   StatusReply server;
   std::vector<ClientStatus> clients;
+  std::vector<GrantStatus> grants;
 };
 
 // Asks the server on `path` for its status. Unavailable (naming the path) when no server
 // answers there; FailedPrecondition for another protocol version.
 absl::StatusOr<StatusReport> QueryStatus(const std::string& path,
                                          absl::Duration timeout = absl::Seconds(5),
-                                         uid_t expected_server_uid = geteuid());
+                                         const ServerTrust& trust = ServerTrust());
 // Sets a client's priority level (tally-ctl priority); the reply says whether it exists.
 absl::StatusOr<PriorityReply> SetClientPriority(const std::string& path, ClientId client_id,
                                                 int32_t priority,
                                                 absl::Duration timeout = absl::Seconds(5),
-                                                uid_t expected_server_uid = geteuid());
+                                                const ServerTrust& trust = ServerTrust());
 // Sets a client's device-memory limit (tally-ctl limit; kNoLimit removes it); the reply says
 // whether the client exists.
 absl::StatusOr<LimitReply> SetClientMemoryLimit(const std::string& path, ClientId client_id,
                                                 uint64_t memory_limit,
                                                 absl::Duration timeout = absl::Seconds(5),
-                                                uid_t expected_server_uid = geteuid());
+                                                const ServerTrust& trust = ServerTrust());
 // Drains the server (tally-ctl drain): it takes no new clients and exits when the last leaves.
 absl::StatusOr<DrainReply> DrainServer(const std::string& path,
                                        absl::Duration timeout = absl::Seconds(5),
-                                       uid_t expected_server_uid = geteuid());
+                                       const ServerTrust& trust = ServerTrust());
+// Makes a grant (tally-ctl grant; an empty name lets the server choose one); the reply says
+// whether the server made it, and where its socket is.
+absl::StatusOr<GrantReply> MakeGrant(const std::string& path, const ClientCeiling& terms,
+                                     absl::Duration timeout = absl::Seconds(5),
+                                     const ServerTrust& trust = ServerTrust());
+// Revokes the grant NAME (tally-ctl revoke), ending its clients or letting them finish.
+absl::StatusOr<GrantReply> RevokeGrant(const std::string& path, const std::string& name,
+                                       bool end_clients, absl::Duration timeout = absl::Seconds(5),
+                                       const ServerTrust& trust = ServerTrust());
 // What the server's profiler knows (tally-ctl profiles).
-absl::StatusOr<std::vector<ProfileStatus>> QueryProfiles(
-    const std::string& path, absl::Duration timeout = absl::Seconds(5),
-    uid_t expected_server_uid = geteuid());
+absl::StatusOr<std::vector<ProfileStatus>> QueryProfiles(const std::string& path,
+                                                         absl::Duration timeout = absl::Seconds(5),
+                                                         const ServerTrust& trust = ServerTrust());
 
 }  // namespace tally::ipc

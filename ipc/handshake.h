@@ -4,7 +4,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
+#include <string>
 #include <type_traits>
 
 #include "common/client_priority.h"
@@ -66,8 +68,15 @@ struct HelloReply {
   uint32_t schema_version;  // the server's
   ClientId client_id;       // the server's name for this client (tally-ctl, logs)
   SegmentLayout layout;     // when accepted; the segment's memfd comes with the reply
-  char reason[kReasonSize];  // when refused: why, NUL-terminated (the client prints it)
+  // When refused: why; when accepted: what the client should know (a grant lowered what it
+  // asked for), or nothing. NUL-terminated; the client prints it.
+  char reason[kReasonSize];
 };
+
+// The reply's reason, which the peer may not have terminated.
+inline std::string ReasonOf(const HelloReply& reply) {
+  return std::string(reply.reason, strnlen(reply.reason, sizeof(reply.reason)));
+}
 
 static_assert(std::is_trivially_copyable_v<Hello> && std::is_standard_layout_v<Hello>);
 static_assert(std::is_trivially_copyable_v<HelloReply> && std::is_standard_layout_v<HelloReply>);

@@ -94,6 +94,12 @@ absl::StatusOr<UniqueFd> ConnectUnix(const std::string& path) {
   TALLY_ASSIGN_OR_RETURN(const sockaddr_un address, MakeAddress(path));
   TALLY_ASSIGN_OR_RETURN(UniqueFd fd, NewSocket());
   absl::Status connected = Connect(fd.get(), path, address);
+  if (ErrnoOf(connected) == EACCES) {
+    return absl::PermissionDeniedError(absl::StrFormat(
+        "the socket %s is not open to us (uid %d): the server there serves other users only "
+        "(tally-server --access), or the directory is closed to us: %s",
+        path, geteuid(), connected.message()));
+  }
   if (!connected.ok()) {
     return absl::UnavailableError(
         absl::StrFormat("no Tally server answers on %s (is tally-server running? TALLY_SERVER "

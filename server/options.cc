@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "common/byte_size.h"
 #include "common/status.h"
+#include "ipc/peer_access.h"
 #include "server/config_file.h"
 
 namespace tally::server {
@@ -125,6 +126,14 @@ constexpr Flag kFlags[] = {
      "machine code without PTX, fail with cudaErrorNotSupported) or strict (as fenced, and a "
      "module with a kernel that cannot be fenced fails to load). fenced and strict need the "
      "driver's virtual memory management, and run cuBLAS calls in Tally's kernels"},
+    {"access", "TALLY_ACCESS", "WHO",
+     "who may connect: user (the server's own user; default), group:NAME (members of the "
+     "group, by primary or supplementary group) or any (every local user). The socket's group "
+     "and mode follow it (0600, 0660 with the group, 0666), and each peer's credentials are "
+     "checked as it connects. Whoever may connect may run jobs and read the status; only the "
+     "server's user and root may change clients, drain it or make grants (tally-ctl grant). "
+     "Clients of another user connect only to a server they trust: TALLY_SERVER_UID, or the "
+     "service user tally"},
     {"profile-cache", "TALLY_PROFILE_CACHE", "PATH",
      "the profiler's cache (default $XDG_CACHE_HOME/tally/profiles-<device>.json, else "
      "~/.cache/tally/profiles-<device>.json, <device> a hash of the device's name, SMs, compute "
@@ -290,6 +299,9 @@ absl::Status Apply(const Flag& flag, std::string_view value, ServerOptions& opti
     options.vendor_libraries = value;
   } else if (name == "isolation") {
     TALLY_ASSIGN_OR_RETURN(options.isolation, ParseIsolation(value));
+  } else if (name == "access") {
+    TALLY_RETURN_IF_ERROR(ipc::PeerAccess::Parse(value).status());
+    options.access = value;
   } else if (name == "profile-cache") {
     if (value.empty()) {
       return absl::InvalidArgumentError("--profile-cache wants a path, or none");

@@ -61,6 +61,8 @@ struct ServerOptions {
   SessionLimits limits;
   LibraryKernelRule library_kernels = LibraryKernelRule::kByPriority;
   Isolation isolation = Isolation::kNone;
+  // --access: who may connect (ipc::PeerAccess::Parse's text, checked when parsed).
+  std::string access = "user";
   // Where the vendor libraries are (libcublas.so.13); empty: the dynamic loader's search path,
   // on NVIDIA's driver only; "none": not loaded.
   std::string vendor_libraries;

@@ -118,3 +118,20 @@ TEST_CASE("--shape-alone: off by default, on bare or from TALLY_SHAPE_ALONE") {
 
 }  // namespace
 }  // namespace tally::server
+
+namespace tally::server {
+namespace {
+
+TEST_CASE("--access takes user, group:NAME of an existing group, or any") {
+  auto any = Parse({"--access=any"});
+  REQUIRE(any.ok());
+  CHECK((*any)->access == "any");
+  auto unknown = Parse({"--access", "group:no-such-group-of-tally"});
+  REQUIRE_FALSE(unknown.ok());
+  CHECK(unknown.status().message().find("no group 'no-such-group-of-tally'") !=
+        absl::string_view::npos);
+  CHECK_FALSE(Parse({"--access=everyone"}).ok());
+}
+
+}  // namespace
+}  // namespace tally::server

@@ -66,6 +66,7 @@ constexpr Setting kSettings[] = {
     {"vendor-libraries", false, [](const ServerOptions& o) { return o.vendor_libraries; }},
     {"isolation", false,
      [](const ServerOptions& o) { return std::string(IsolationName(o.isolation)); }},
+    {"access", false, [](const ServerOptions& o) { return o.access; }},
     {"profile-cache", false, [](const ServerOptions& o) { return o.profile_cache; }},
 };
 

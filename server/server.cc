@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -186,6 +187,23 @@ absl::Status CheckIsolationSupport(const Backend& backend) {
   return absl::OkStatus();
 }
 
+// Other users reach the socket only through directories they may search: a server for a group
+// or for everybody whose socket lies in a private directory serves its own user alone.
+void WarnIfUnreachable(const ipc::PeerAccess& access, const std::string& socket) {
+  if (access.kind() == ipc::PeerAccess::Kind::kUser) return;
+  const std::string directory = socket.substr(0, socket.rfind('/') + 1);
+  struct stat st {};
+  if (directory.empty() || stat(directory.c_str(), &st) != 0) return;
+  const mode_t search = access.kind() == ipc::PeerAccess::Kind::kAny ? S_IXOTH : S_IXGRP | S_IXOTH;
+  if ((st.st_mode & search) == 0) {
+    TALLY_LOG_WARN(
+        "tally-server: it serves {} (--access), but the socket's directory {} (mode {:04o}) "
+        "lets no other user reach the socket; serve from a shared directory (--socket, e.g. "
+        "under /run/tally)",
+        access.Describe(), directory, st.st_mode & 07777);
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& options,
@@ -204,8 +222,13 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   listen.path = path;
   listen.schema_version = ipc::kCudaCallsSchemaVersion;
   listen.handshake_timeout = absl::Milliseconds(options.handshake_timeout_ms);
+  TALLY_ASSIGN_OR_RETURN(listen.access, ipc::PeerAccess::Parse(options.access));
+  listen.next_client_id = std::make_shared<std::atomic<uint64_t>>(1);
+  auto grants = std::make_unique<Grants>(listen, Grants::DirectoryFor(path));
   TALLY_ASSIGN_OR_RETURN(ipc::Listener listener, ipc::Listener::Listen(std::move(listen)));
-  TALLY_LOG_INFO("tally-server: serving '{}' on {}", info.name, listener.path());
+  TALLY_LOG_INFO("tally-server: serving '{}' on {} for {}", info.name, listener.path(),
+                 grants->access().Describe());
+  WarnIfUnreachable(grants->access(), listener.path());
 
   const SchedulingTimes times = options.Times(backend.emulated());
   profiler::ProfilerOptions profiling;
@@ -236,23 +259,24 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   }
   // The profiler only where a policy shapes kernels: elsewhere its timing would be wasted.
   if (!policy->UsesTransformedForms() || options.validate) profiler.reset();
-  std::unique_ptr<Server> server(new Server(std::move(backend), info, std::move(listener),
-                                            std::move(profiler), policy->UsesTransformedForms(),
-                                            options, std::move(reread)));
+  std::unique_ptr<Server> server(
+      new Server(std::move(backend), info, std::move(listener), std::move(grants),
+                 std::move(profiler), policy->UsesTransformedForms(), options, std::move(reread)));
   TALLY_RETURN_IF_ERROR(server->Start(std::move(policy), options.limits));
   return server;
 }
 
 Server::Server(Backend backend, ipc::GetDeviceInfoResponse device_info, ipc::Listener listener,
-               std::unique_ptr<profiler::Profiler> profiler, bool build_forms,
-               const ServerOptions& options, Reread reread)
+               std::unique_ptr<Grants> grants, std::unique_ptr<profiler::Profiler> profiler,
+               bool build_forms, const ServerOptions& options, Reread reread)
     : backend_(std::move(backend)),
       device_info_(device_info),
       profiler_(std::move(profiler)),
       reread_(std::move(reread)),
       settings_(options),
       modules_(backend_, build_forms, options.isolation != Isolation::kNone),
-      listener_(std::move(listener)) {}
+      listener_(std::move(listener)),
+      grants_(std::move(grants)) {}
 
 absl::Status Server::Start(std::unique_ptr<scheduler::Policy> policy,
                            const SessionLimits& limits) {
@@ -336,9 +360,17 @@ absl::Status Server::Serve() {
   }
   notifier_.Notify(absl::StrFormat("READY=1\nSTATUS=serving '%s' on %s", device_info_.name,
                                     listener_.path()));
+  std::vector<pollfd> fds;
   while (true) {
-    pollfd fds[2] = {{listener_.fd(), POLLIN, 0}, {signal_fd.get(), POLLIN, 0}};
-    if (poll(fds, 2, /*timeout_ms=*/100) < 0 && errno != EINTR) {
+    // The grants' listeners after the server's and the signals': a grant made or revoked
+    // meanwhile is seen at the next round (a tenth of a second at most; connections wait in
+    // the socket's backlog until then).
+    const std::vector<std::shared_ptr<Grant>> grants = grants_->List();
+    fds.assign({{listener_.fd(), POLLIN, 0}, {signal_fd.get(), POLLIN, 0}});
+    for (const std::shared_ptr<Grant>& grant : grants) {
+      fds.push_back({grant->listener.fd(), POLLIN, 0});
+    }
+    if (poll(fds.data(), fds.size(), /*timeout_ms=*/100) < 0 && errno != EINTR) {
       return absl::InternalError(absl::StrFormat("poll: %s", std::strerror(errno)));
     }
     JoinFinishedClients();
@@ -358,32 +390,39 @@ absl::Status Server::Serve() {
       TALLY_LOG_INFO("tally-server: {} received, shutting down", strsignal(info.ssi_signo));
       break;
     }
-    if (!(fds[0].revents & POLLIN)) continue;
-    absl::StatusOr<ipc::PendingPeer> accepted = listener_.AcceptPeer();
-    if (!accepted.ok()) {
-      TALLY_LOG_WARN("tally-server: refused a client: {}", accepted.status().ToString());
-      continue;
+    if (fds[0].revents & POLLIN) AcceptPeer(nullptr);
+    for (size_t i = 0; i < grants.size(); ++i) {
+      if (fds[2 + i].revents & POLLIN) AcceptPeer(grants[i]);
     }
-    if (handshakes_.load() >= kMaxHandshakes) {
-      TALLY_LOG_WARN(
-          "tally-server: closed the connection of pid {}: {} other peers are still in their "
-          "handshake",
-          accepted->pid, kMaxHandshakes);
-      continue;
-    }
-    ++handshakes_;
-    auto peer = std::make_shared<ipc::PendingPeer>(*std::move(accepted));
-    PeerThread& thread = peers_.emplace_back();
-    thread.thread = std::thread([this, &thread, peer] {
-      Converse(std::move(*peer));
-      thread.done = true;
-    });
   }
   notifier_.Notify("STOPPING=1");
   stopping_ = true;
   for (PeerThread& peer : peers_) peer.thread.join();
   peers_.clear();
   return absl::OkStatus();
+}
+
+void Server::AcceptPeer(std::shared_ptr<Grant> grant) {
+  ipc::Listener& listener = grant != nullptr ? grant->listener : listener_;
+  absl::StatusOr<ipc::PendingPeer> accepted = listener.AcceptPeer();
+  if (!accepted.ok()) {
+    TALLY_LOG_WARN("tally-server: refused a client: {}", accepted.status().ToString());
+    return;
+  }
+  if (handshakes_.load() >= kMaxHandshakes) {
+    TALLY_LOG_WARN(
+        "tally-server: closed the connection of pid {}: {} other peers are still in their "
+        "handshake",
+        accepted->pid, kMaxHandshakes);
+    return;
+  }
+  ++handshakes_;
+  auto peer = std::make_shared<ipc::PendingPeer>(*std::move(accepted));
+  PeerThread& thread = peers_.emplace_back();
+  thread.thread = std::thread([this, &thread, peer, grant = std::move(grant)] {
+    Converse(std::move(*peer), grant);
+    thread.done = true;
+  });
 }
 
 void Server::FeedWatchdog() {
@@ -420,7 +459,8 @@ void Server::JoinFinishedClients() {
   }
 }
 
-void Server::Converse(ipc::PendingPeer peer) {
+void Server::Converse(ipc::PendingPeer peer, const std::shared_ptr<Grant>& grant) {
+  const ipc::Listener& listener = grant != nullptr ? grant->listener : listener_;
   const std::string who = absl::StrFormat("pid %d", peer.pid);
   absl::StatusOr<std::variant<ipc::ServerConnection, ipc::ControlConnection>> accepted =
       absl::InternalError("no handshake");
@@ -441,7 +481,7 @@ void Server::Converse(ipc::PendingPeer peer) {
                            max_clients);
   };
   const absl::Status handshake = CatchExceptions(who, [&] {
-    accepted = listener_.Handshake(std::move(peer), admit);
+    accepted = listener.Handshake(std::move(peer), admit);
     return absl::OkStatus();
   });
   --handshakes_;
@@ -463,7 +503,8 @@ void Server::Converse(ipc::PendingPeer peer) {
   }
   const absl::Status served = CatchExceptions(who, [&] {
     Serve(std::make_unique<ipc::ServerConnection>(
-        std::move(std::get<ipc::ServerConnection>(*accepted))));
+              std::move(std::get<ipc::ServerConnection>(*accepted))),
+          grant.get());
     return absl::OkStatus();
   });
   --clients_;
@@ -482,6 +523,10 @@ void Server::AnswerControl(ipc::ControlConnection& control) {
       return AnswerMemoryLimit(control);
     case ipc::ControlKind::kDrain:
       return AnswerDrain(control);
+    case ipc::ControlKind::kGrant:
+      return AnswerGrant(control);
+    case ipc::ControlKind::kRevoke:
+      return AnswerRevoke(control);
   }
 }
 
@@ -498,6 +543,73 @@ void Server::AnswerDrain(ipc::ControlConnection& control) {
   if (!sent.ok()) {
     TALLY_LOG_WARN("tally-server: answer for pid {} not sent: {}", control.pid(), sent.ToString());
   }
+}
+
+namespace {
+
+void SendGrantReply(ipc::ControlConnection& control, ipc::GrantReply reply,
+                    const std::string& message) {
+  ipc::CopyText(message, reply.message, sizeof(reply.message));
+  const absl::Status sent = control.SendGrant(reply);
+  if (!sent.ok()) {
+    TALLY_LOG_WARN("tally-server: answer for pid {} not sent: {}", control.pid(), sent.ToString());
+  }
+}
+
+std::string DescribeLimit(uint64_t limit) {
+  return limit == ipc::kNoLimit ? std::string("none") : FormatByteSize(limit);
+}
+
+}  // namespace
+
+void Server::AnswerGrant(ipc::ControlConnection& control) {
+  const ipc::ControlRequest& request = control.request();
+  ipc::ClientCeiling ceiling;
+  ceiling.grant.assign(request.grant_name, strnlen(request.grant_name, sizeof(request.grant_name)));
+  ceiling.max_priority = ClientPriority::Level(request.client_priority_level);
+  ceiling.memory_limit = request.memory_limit;
+  ceiling.pinned_limit = request.pinned_limit;
+  ipc::GrantReply reply{};
+  if (ceiling.memory_limit == 0 || ceiling.memory_limit == ipc::kNoLimit ||
+      ceiling.memory_limit > device_info_.total_memory) {
+    return SendGrantReply(
+        control, reply,
+        fmt::format("a grant's memory limit must be above 0 and at most the device's {} ({} "
+                    "bytes)",
+                    FormatByteSize(device_info_.total_memory), device_info_.total_memory));
+  }
+  if (ceiling.pinned_limit == 0) {
+    return SendGrantReply(control, reply, "a grant's page-locked memory limit must be above 0");
+  }
+  absl::StatusOr<std::shared_ptr<Grant>> grant = grants_->Add(std::move(ceiling));
+  if (!grant.ok()) return SendGrantReply(control, reply, std::string(grant.status().message()));
+  reply.ok = 1;
+  reply.grant = (*grant)->Status();
+  const std::string message = fmt::format(
+      "granted '{}' on {}: priority at most {}, device memory at most {}, page-locked memory at "
+      "most {}",
+      (*grant)->ceiling.grant, (*grant)->listener.path(), (*grant)->ceiling.max_priority.ToString(),
+      DescribeLimit((*grant)->ceiling.memory_limit), DescribeLimit((*grant)->ceiling.pinned_limit));
+  TALLY_LOG_INFO("tally-ctl (pid {}): {}", control.pid(), message);
+  SendGrantReply(control, reply, message);
+}
+
+void Server::AnswerRevoke(ipc::ControlConnection& control) {
+  const ipc::ControlRequest& request = control.request();
+  const std::string name(request.grant_name,
+                         strnlen(request.grant_name, sizeof(request.grant_name)));
+  const bool end_clients = request.end_clients != 0;
+  ipc::GrantReply reply{};
+  absl::StatusOr<std::shared_ptr<Grant>> grant = grants_->Revoke(name, end_clients);
+  if (!grant.ok()) return SendGrantReply(control, reply, std::string(grant.status().message()));
+  reply.ok = 1;
+  reply.grant = (*grant)->Status();
+  reply.clients = reply.grant.clients;
+  const std::string message =
+      fmt::format("revoked '{}': its socket is gone; its {} client(s) {}", name, reply.clients,
+                  end_clients ? "are ended" : "run on under its limits");
+  TALLY_LOG_INFO("tally-ctl (pid {}): {}", control.pid(), message);
+  SendGrantReply(control, reply, message);
 }
 
 ServerOptions Server::Settings() const {
@@ -550,7 +662,9 @@ void Server::AnswerStatus(ipc::ControlConnection& control) {
       reply.latencies[static_cast<size_t>(c)] = dispatcher_->latencies(c).Snapshot();
     }
   }
-  const absl::Status sent = control.SendStatus(reply, sessions_.Report());
+  std::vector<ipc::GrantStatus> grants;
+  for (const std::shared_ptr<Grant>& grant : grants_->List()) grants.push_back(grant->Status());
+  const absl::Status sent = control.SendStatus(reply, sessions_.Report(), grants);
   if (!sent.ok()) {
     TALLY_LOG_WARN("tally-server: status for pid {} not sent: {}", control.pid(), sent.ToString());
   }
@@ -637,10 +751,15 @@ void Server::AnswerProfiles(ipc::ControlConnection& control) {
   }
 }
 
-void Server::Serve(std::unique_ptr<ipc::ServerConnection> connection) {
+void Server::Serve(std::unique_ptr<ipc::ServerConnection> connection, Grant* grant) {
   ipc::ClientInfo client = connection->client();
-  TALLY_LOG_INFO("client {} connected: pid {}, priority {}, '{}'", client.client_id, client.pid,
-                 client.priority.ToString(), client.command);
+  TALLY_LOG_INFO("client {} connected: pid {}, priority {}, '{}'{}", client.client_id, client.pid,
+                 client.priority.ToString(), client.command,
+                 grant != nullptr ? fmt::format(", through grant '{}'", client.grant) : "");
+  if (grant != nullptr) ++grant->clients;
+  absl::Cleanup left_grant = [grant] {
+    if (grant != nullptr) --grant->clients;
+  };
   const ServerOptions settings = Settings();
   const std::optional<int32_t> max_priority = settings.max_client_priority;
   if (max_priority && client.priority.level() > *max_priority) {
@@ -669,10 +788,14 @@ void Server::Serve(std::unique_ptr<ipc::ServerConnection> connection) {
   absl::Cleanup leave = [this, generation] {
     if (faults_ != nullptr) faults_->Leave(generation);
   };
-  wait.liveness = [this, generation, &connection = *connection,
+  wait.liveness = [this, generation, grant, &connection = *connection,
                    &failed = *failed]() -> absl::Status {
     if (stopping_) return absl::CancelledError("the server is shutting down");
     if (failed) return absl::InternalError("a wait failed");
+    if (grant != nullptr && grant->ended) {
+      return absl::CancelledError(absl::StrFormat(
+          "its grant '%s' was revoked (tally-ctl revoke --clients end)", grant->ceiling.grant));
+    }
     if (faults_ != nullptr && faults_->Evicted(generation, ContextFaults::Clock::now())) {
       return absl::UnavailableError(
           "the device context faulted and the client did not end within the grace period; it "

@@ -16,6 +16,7 @@
 #include "profiler/profiler.h"
 #include "server/backend/backend.h"
 #include "server/dispatcher.h"
+#include "server/grants.h"
 #include "server/module_registry.h"
 #include "server/options.h"
 #include "server/service_notify.h"
@@ -50,19 +51,25 @@ class Server {
   };
 
   Server(Backend backend, ipc::GetDeviceInfoResponse device_info, ipc::Listener listener,
-         std::unique_ptr<profiler::Profiler> profiler, bool build_forms,
-         const ServerOptions& options, Reread reread);
+         std::unique_ptr<Grants> grants, std::unique_ptr<profiler::Profiler> profiler,
+         bool build_forms, const ServerOptions& options, Reread reread);
   // The dispatcher and what sessions share, once the backend is where it stays.
   absl::Status Start(std::unique_ptr<scheduler::Policy> policy, const SessionLimits& limits);
+  // On the accepting thread: the next peer of the server's socket (grant null) or of a grant's,
+  // whose conversation then runs on a thread of its own.
+  void AcceptPeer(std::shared_ptr<Grant> grant);
   // Runs on the peer's own thread, so that a peer that is slow to speak holds no one else up.
-  void Converse(ipc::PendingPeer peer);
-  void Serve(std::unique_ptr<ipc::ServerConnection> connection);
+  // `grant`: the grant whose socket it came through, or null.
+  void Converse(ipc::PendingPeer peer, const std::shared_ptr<Grant>& grant);
+  void Serve(std::unique_ptr<ipc::ServerConnection> connection, Grant* grant);
   void AnswerControl(ipc::ControlConnection& control);
   void AnswerStatus(ipc::ControlConnection& control);
   void AnswerPriority(ipc::ControlConnection& control);
   void AnswerMemoryLimit(ipc::ControlConnection& control);
   void AnswerProfiles(ipc::ControlConnection& control);
   void AnswerDrain(ipc::ControlConnection& control);
+  void AnswerGrant(ipc::ControlConnection& control);
+  void AnswerRevoke(ipc::ControlConnection& control);
   void JoinFinishedClients();
   // On the accepting thread, every few seconds: the profiler's cache follows its measurements.
   void SaveProfilesNowAndThen();
@@ -90,6 +97,7 @@ class Server {
   std::unique_ptr<Dispatcher> dispatcher_;  // set by Start
   std::unique_ptr<ServerContext> context_;  // set by Start
   ipc::Listener listener_;
+  const std::unique_ptr<Grants> grants_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> draining_{false};  // tally-ctl drain: no new clients; exit after the last
   std::atomic<int> handshakes_{0};  // peers whose handshake is under way

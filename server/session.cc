@@ -25,12 +25,23 @@ StreamEntry::~StreamEntry() {
   if (marker != nullptr) api->cuEventDestroy(marker);
 }
 
+namespace {
+
+// The server's limits, lowered where the client's grant sets lower ones (its device-memory
+// limit is in ClientInfo::memory_limit, which memory_limit_ takes).
+SessionLimits WithinCeiling(SessionLimits limits, const ipc::ClientInfo& client) {
+  limits.pinned_limit = std::min(limits.pinned_limit, client.pinned_limit);
+  return limits;
+}
+
+}  // namespace
+
 Session::Session(ServerContext& server, const ipc::ClientInfo& client, ipc::BulkArea bulk,
                  std::span<std::byte> host_region, uint64_t context_generation,
                  const SessionLimits& limits)
     : server_(server),
       client_(client),
-      client_limits_(limits),
+      client_limits_(WithinCeiling(limits, client)),
       vendor_libraries_(server.vendor != nullptr ? server.vendor->For(client.priority) : 0),
       context_generation_(context_generation),
       bulk_(bulk),
@@ -618,6 +629,7 @@ ipc::ClientStatus Session::Status() {
   status.fence_violated = fence_violated_.load(std::memory_order_relaxed) ? 1 : 0;
   status.unfenced_refused = unfenced_refused_.load(std::memory_order_relaxed);
   ipc::CopyText(client_.command, status.command, sizeof(status.command));
+  ipc::CopyText(client_.grant, status.grant, sizeof(status.grant));
   return status;
 }
 

@@ -12,18 +12,19 @@
 #include <limits>
 #include <optional>
 #include <string>
-#include <thread>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "common/byte_size.h"
 #include "common/client_priority.h"
 #include "ipc/control.h"
 #include "ipc/socket_path.h"
+#include "tools/tally_ctl/grant_command.h"
 #include "tools/tally_ctl/metrics_format.h"
 #include "tools/tally_ctl/profiles_format.h"
-#include "tools/tally_ctl/top_format.h"
 #include "tools/tally_ctl/status_format.h"
+#include "tools/tally_ctl/top_format.h"
 
 namespace {
 
@@ -35,6 +36,9 @@ constexpr char kUsage[] =
     "       tally-ctl metrics [--server PATH]\n"
     "       tally-ctl top [--batch] [-n N] [--interval SECONDS] [--sort KEY] [--server PATH]\n"
     "       tally-ctl drain [--server PATH]\n"
+    "       tally-ctl grant --priority LEVEL --memory-limit SIZE [--pinned-limit SIZE]\n"
+    "                       [--name NAME] [--json] [--server PATH]\n"
+    "       tally-ctl revoke NAME [--clients keep|end] [--server PATH]\n"
     "Inspects and steers a running tally-server.\n\n"
     "  status         its device (name, total and free memory), its backend (the emulator or\n"
     "                 NVIDIA's driver) and each connected client: id, pid, priority, device\n"
@@ -72,7 +76,23 @@ constexpr char kUsage[] =
     "                 it redraws until interrupted or N samples; --batch (or output that is\n"
     "                 not a terminal) prints N samples (default 1) one after another\n"
     "  drain          the server takes no new clients (they are refused, saying why) and\n"
-    "                 exits once the clients connected now have left (for upgrades)\n\n"
+    "                 exits once the clients connected now have left (for upgrades)\n"
+    "  grant          makes a socket of the server's own for one job (what a batch system or\n"
+    "                 a device plugin hands to it), in a directory of its own next to the\n"
+    "                 server's socket (SOCKET-without-.sock.grants/NAME/server.sock): its\n"
+    "                 clients get priority LEVEL at most (a client that asks for nothing gets\n"
+    "                 LEVEL, one that asks for less gets what it asks) and these limits at\n"
+    "                 most, whatever their environment or tally-run options say (they are told\n"
+    "                 what was lowered); tally-ctl requests on it are refused. NAME (letters,\n"
+    "                 digits, -, _, .; default grant-N) must be new; SIZE at most the\n"
+    "                 device's memory. Prints where the socket is (--json: an object with\n"
+    "                 name, socket, priority, memory_limit_bytes, pinned_limit_bytes,\n"
+    "                 clients). Grants last until revoked or the server exits\n"
+    "  revoke NAME    removes the grant's socket: no new clients; those connected run on\n"
+    "                 under its limits (--clients keep, default) or are ended now (--clients\n"
+    "                 end: their next CUDA call fails)\n"
+    "  Only the server's own user and root may change clients, drain or grant; other users\n"
+    "  the server admits (tally-server --access) may ask for status, profiles and metrics.\n\n"
     "  --json         print JSON instead of a table. status: an object with the keys socket,\n"
     "                 server_pid, device {name, total_memory_bytes, free_memory_bytes},\n"
     "                 backend {kind: \"emulator\"|\"nvidia-driver\", description}, departed\n"
@@ -93,12 +113,17 @@ constexpr char kUsage[] =
     "                 served by Tally's own kernels, each counted at its first kernel launch\n"
     "                 (a call that launched nothing is not counted), vendor_library_calls\n"
     "                 {cublas, cublaslt, cudnn}: its calls run in the vendor library inside\n"
-    "                 the server (tally-server --library-kernels), counted when queued}];\n"
+    "                 the server (tally-server --library-kernels), counted when queued},\n"
+    "                 unfenced_refused, fence_violated, grant (its grant's name, or null)}],\n"
+    "                 grants [{name, socket, priority, memory_limit_bytes,\n"
+    "                 pinned_limit_bytes, clients}];\n"
     "                 profiles: an array of objects, one per launch configuration\n"
     "  --server PATH  the server's socket (default: TALLY_SERVER, else the server's default)\n"
     "  --help         show this help\n\n"
     "Exit status: 0 done, 1 no server answered (or it answered with an error, or has no such\n"
     "client), 2 usage.\n";
+
+constexpr absl::Duration kTimeout = absl::Seconds(5);
 
 int Usage(const std::string& message) {
   std::fprintf(stderr, "tally-ctl: %s (see --help)\n", message.c_str());
@@ -144,15 +169,15 @@ std::string ParseTopOption(std::string_view option, const std::string& value, To
 }
 
 // Samples the server's status every interval and prints each sample's rates.
-int RunTop(const std::string& server, const TopOptions& top) {
+int RunTop(const std::string& server, const tally::ipc::ServerTrust& trust, const TopOptions& top) {
   const bool batch = top.batch || isatty(STDOUT_FILENO) == 0;
   const long samples = top.samples.value_or(batch ? 1 : std::numeric_limits<long>::max());
-  auto before = tally::ipc::QueryStatus(server);
+  auto before = tally::ipc::QueryStatus(server, kTimeout, trust);
   if (!before.ok()) return Fail(server, before.status());
   auto taken = std::chrono::steady_clock::now();
   for (long sample = 0; sample < samples; ++sample) {
     std::this_thread::sleep_for(std::chrono::duration<double>(top.interval_seconds));
-    auto now = tally::ipc::QueryStatus(server);
+    auto now = tally::ipc::QueryStatus(server, kTimeout, trust);
     if (!now.ok()) return Fail(server, now.status());
     const auto at = std::chrono::steady_clock::now();
     const std::string text = tally::tools::FormatTop(
@@ -167,9 +192,40 @@ int RunTop(const std::string& server, const TopOptions& top) {
   return 0;
 }
 
+// The command word when it is grant or revoke, whose options are their own: the first argument
+// that is neither an option nor --server's value.
+std::optional<std::string> GrantCommand(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--server") {
+      ++i;
+    } else if (!arg.starts_with("-")) {
+      if (arg == "grant" || arg == "revoke") return std::string(arg);
+      return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (const std::optional<std::string> command = GrantCommand(argc, argv)) {
+    std::vector<std::string> args{*command};
+    bool skipped = false;
+    for (int i = 1; i < argc; ++i) {
+      if (std::string_view(argv[i]) == "--help" || std::string_view(argv[i]) == "-h") {
+        std::fputs(kUsage, stdout);
+        return 0;
+      }
+      if (!skipped && argv[i] == *command) {
+        skipped = true;
+      } else {
+        args.emplace_back(argv[i]);
+      }
+    }
+    return tally::tools::RunGrantCommand(args);
+  }
   bool json = false;
   TopOptions top;
   bool top_option = false;  // one of top's options was given
@@ -254,34 +310,37 @@ int main(int argc, char** argv) {
     }
     server = *path;
   }
+  const auto trust = tally::ipc::ServerTrust::FromEnvironment();
+  if (!trust.ok()) return Fail(server, trust.status());
   if (command == "priority") {
-    auto reply = tally::ipc::SetClientPriority(server, client_id, level.level());
+    auto reply = tally::ipc::SetClientPriority(server, client_id, level.level(), kTimeout, *trust);
     if (!reply.ok()) return Fail(server, reply.status());
     std::printf("%s\n", reply->message);
     return reply->found != 0 ? 0 : 1;
   }
   if (command == "limit") {
-    auto reply = tally::ipc::SetClientMemoryLimit(server, client_id, memory_limit);
+    auto reply =
+        tally::ipc::SetClientMemoryLimit(server, client_id, memory_limit, kTimeout, *trust);
     if (!reply.ok()) return Fail(server, reply.status());
     std::printf("%s\n", reply->message);
     return reply->found != 0 ? 0 : 1;
   }
   if (command == "profiles") {
-    auto profiles = tally::ipc::QueryProfiles(server);
+    auto profiles = tally::ipc::QueryProfiles(server, kTimeout, *trust);
     if (!profiles.ok()) return Fail(server, profiles.status());
     const std::string out = json ? tally::tools::FormatProfilesJson(*profiles)
                                  : tally::tools::FormatProfilesText(*profiles);
     std::fputs(out.c_str(), stdout);
     return 0;
   }
-  if (command == "top") return RunTop(server, top);
+  if (command == "top") return RunTop(server, *trust, top);
   if (command == "drain") {
-    auto reply = tally::ipc::DrainServer(server);
+    auto reply = tally::ipc::DrainServer(server, kTimeout, *trust);
     if (!reply.ok()) return Fail(server, reply.status());
     std::printf("%s\n", reply->message);
     return 0;
   }
-  auto report = tally::ipc::QueryStatus(server);
+  auto report = tally::ipc::QueryStatus(server, kTimeout, *trust);
   if (!report.ok()) return Fail(server, report.status());
   const std::string out = command == "metrics" ? tally::tools::FormatMetrics({{server, *report}})
                           : json ? tally::tools::FormatStatusJson(*report, server)

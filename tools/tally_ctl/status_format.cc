@@ -87,6 +87,19 @@ std::string LibraryCallsJson(const ipc::LibraryCalls& calls) {
 
 // Per client, the calls of each library served by Tally's kernels and run in the vendor
 // library inside the server.
+std::string GrantsText(const std::vector<ipc::GrantStatus>& grants) {
+  if (grants.empty()) return {};
+  std::string out =
+      fmt::format("grants: {}\n  {:<16} {:>11} {:>14} {:>14} {:>7}  {}\n", grants.size(), "NAME",
+                  "PRIORITY", "MEMORY LIMIT", "PINNED LIMIT", "CLIENTS", "SOCKET");
+  for (const ipc::GrantStatus& g : grants) {
+    out += fmt::format("  {:<16} {:>11} {:>14} {:>14} {:>7}  {}\n", g.name,
+                       ClientPriority::Level(g.client_priority_level).ToString(),
+                       LimitText(g.memory_limit), LimitText(g.pinned_limit), g.clients, g.socket);
+  }
+  return out;
+}
+
 std::string LibraryCallsTable(const std::vector<ipc::ClientStatus>& clients) {
   std::string out = fmt::format(
       "library calls, served by Tally's kernels / run in the vendor library:\n  {:>4}", "ID");
@@ -168,14 +181,16 @@ std::string FormatStatusText(const ipc::StatusReport& report, const std::string&
       gone.kernels_preemptible, gone.kernels_preempted, gone.preemptions, gone.resumes,
       gone.risky_launches, gone.unfit_launches, LibraryCallsText(gone.library_calls),
       LibraryCallsText(gone.vendor_library_calls));
+  out += GrantsText(report.grants);
   out += fmt::format("clients: {}\n", report.clients.size());
   if (report.clients.empty()) return out;
   out += fmt::format("  {:>4} {:>8} {:>11} {:>12} {:>7}  {}\n", "ID", "PID", "PRIORITY", "MEMORY",
                      "QUEUED", "COMMAND");
   for (const ipc::ClientStatus& client : report.clients) {
-    out += fmt::format("  {:>4} {:>8} {:>11} {:>12} {:>7}  {}\n", client.client_id, client.pid,
-                       PriorityName(client), Mebibytes(client.memory_bytes),
-                       client.queued_commands, client.command);
+    out += fmt::format("  {:>4} {:>8} {:>11} {:>12} {:>7}  {}{}\n", client.client_id, client.pid,
+                       PriorityName(client), Mebibytes(client.memory_bytes), client.queued_commands,
+                       client.command,
+                       client.grant[0] != '\0' ? fmt::format(" [grant {}]", client.grant) : "");
   }
   // Exactly, in bytes: what each client holds against its limits.
   out += "resources:\n";
@@ -255,7 +270,7 @@ std::string FormatStatusJson(const ipc::StatusReport& report, const std::string&
         "\"preemption_latencies\": {}, "
         "\"preemption_latency_ns_total\": {}, \"preemption_latency_ns_max\": {}}}, "
         "\"library_calls\": {}, \"vendor_library_calls\": {}, \"unfenced_refused\": {}, "
-        "\"fence_violated\": {}}}",
+        "\"fence_violated\": {}, \"grant\": {}}}",
         i == 0 ? "" : ",", c.client_id, c.pid, JsonString(c.command), c.client_priority.level,
         c.client_priority.is_set != 0, c.memory_bytes, c.allocations, LimitJson(c.memory_limit),
         c.pinned_bytes, LimitJson(c.pinned_limit), c.streams, c.events, c.modules,
@@ -263,10 +278,24 @@ std::string FormatStatusJson(const ipc::StatusReport& report, const std::string&
         c.kernels_preempted, c.preemptions, c.resumes, c.risky_launches, c.unfit_launches,
         c.held_ns, c.preemption_latencies, c.preemption_latency_ns_total,
         c.preemption_latency_ns_max, LibraryCallsJson(c.library_calls),
-        LibraryCallsJson(c.vendor_library_calls), c.unfenced_refused, c.fence_violated != 0);
+        LibraryCallsJson(c.vendor_library_calls), c.unfenced_refused, c.fence_violated != 0,
+        c.grant[0] != '\0' ? JsonString(c.grant) : std::string("null"));
   }
-  out += report.clients.empty() ? "]\n}\n" : "\n  ]\n}\n";
+  out += report.clients.empty() ? "],\n" : "\n  ],\n";
+  out += "  \"grants\": [";
+  for (size_t i = 0; i < report.grants.size(); ++i) {
+    out += fmt::format("{}\n    {}", i == 0 ? "" : ",", FormatGrantJson(report.grants[i]));
+  }
+  out += report.grants.empty() ? "]\n}\n" : "\n  ]\n}\n";
   return out;
+}
+
+std::string FormatGrantJson(const ipc::GrantStatus& grant) {
+  return fmt::format(
+      "{{\"name\": {}, \"socket\": {}, \"priority\": {}, \"memory_limit_bytes\": {}, "
+      "\"pinned_limit_bytes\": {}, \"clients\": {}}}",
+      JsonString(grant.name), JsonString(grant.socket), grant.client_priority_level,
+      LimitJson(grant.memory_limit), LimitJson(grant.pinned_limit), grant.clients);
 }
 
 }  // namespace tally::tools

@@ -13,6 +13,8 @@ std::string PriorityName(const ipc::ClientStatus& client);
 
 std::string FormatStatusText(const ipc::StatusReport& report, const std::string& socket);
 std::string FormatStatusJson(const ipc::StatusReport& report, const std::string& socket);
+// One grant as a JSON object (status's "grants", tally-ctl grant --json).
+std::string FormatGrantJson(const ipc::GrantStatus& grant);
 
 // `text` with each byte that is not part of well-formed UTF-8 replaced by U+FFFD.
 std::string WellFormedUtf8(std::string_view text);

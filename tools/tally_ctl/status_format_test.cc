@@ -89,7 +89,8 @@ TEST_CASE("status as JSON has every key, with and without clients") {
         "\"unfit_launches\": 0}, "
         "\"library_calls\": {\"cublas\": 0, \"cublaslt\": 6, \"cudnn\": 0}, "
         "\"vendor_library_calls\": {\"cublas\": 8, \"cublaslt\": 0, \"cudnn\": 0}},\n"
-        "  \"clients\": []\n"
+        "  \"clients\": [],\n"
+        "  \"grants\": []\n"
         "}\n");
   const std::string one = FormatStatusJson(Report(true), "/tmp/s.sock");
   CHECK(
@@ -107,8 +108,30 @@ TEST_CASE("status as JSON has every key, with and without clients") {
                "\"preemption_latency_ns_max\": 2000000}, "
                "\"library_calls\": {\"cublas\": 11, \"cublaslt\": 0, \"cudnn\": 2}, "
                "\"vendor_library_calls\": {\"cublas\": 4, \"cublaslt\": 0, \"cudnn\": 0}, "
-               "\"unfenced_refused\": 6, \"fence_violated\": true}"
-               "\n  ]\n}\n") != std::string::npos);
+               "\"unfenced_refused\": 6, \"fence_violated\": true, \"grant\": null}"
+               "\n  ],\n  \"grants\": []\n}\n") != std::string::npos);
+}
+
+TEST_CASE("status shows the grants and each client's grant") {
+  ipc::StatusReport report = Report(true);
+  ipc::CopyText("job-1", report.clients[0].grant, sizeof(report.clients[0].grant));
+  ipc::GrantStatus& grant = report.grants.emplace_back();
+  ipc::CopyText("job-1", grant.name, sizeof(grant.name));
+  ipc::CopyText("/run/tally/gpu0.grants/job-1/server.sock", grant.socket, sizeof(grant.socket));
+  grant.client_priority_level = 0;
+  grant.clients = 1;
+  grant.memory_limit = 1 << 20;
+  grant.pinned_limit = ipc::kNoLimit;
+  const std::string json = FormatStatusJson(report, "/tmp/s.sock");
+  CHECK(json.find("\"grant\": \"job-1\"}") != std::string::npos);
+  CHECK(json.find("\"grants\": [\n    {\"name\": \"job-1\", \"socket\": "
+                  "\"/run/tally/gpu0.grants/job-1/server.sock\", \"priority\": 0, "
+                  "\"memory_limit_bytes\": 1048576, \"pinned_limit_bytes\": null, "
+                  "\"clients\": 1}\n  ]\n}\n") != std::string::npos);
+  const std::string text = FormatStatusText(report, "/tmp/s.sock");
+  CHECK(text.find("grants: 1\n") != std::string::npos);
+  CHECK(text.find("[grant job-1]") != std::string::npos);
+  CHECK(text.find("/run/tally/gpu0.grants/job-1/server.sock") != std::string::npos);
 }
 
 TEST_CASE("status as text lists the clients") {

@@ -26,6 +26,7 @@ struct Options {
   std::string listen = "127.0.0.1:9410";
   std::vector<std::string> servers;
   double timeout_seconds = 2;
+  tally::ipc::ServerTrust trust;  // TALLY_SERVER_UID, as for every client of a server
 };
 
 // HOST:PORT, split at the last colon (port 0: any free port).
@@ -46,7 +47,8 @@ bool SplitAddress(const std::string& address, std::string* host, int* port) {
 std::string Scrape(const Options& options) {
   std::vector<tally::tools::ServerStatus> servers;
   for (const std::string& socket : options.servers) {
-    auto report = tally::ipc::QueryStatus(socket, absl::Seconds(options.timeout_seconds));
+    auto report =
+        tally::ipc::QueryStatus(socket, absl::Seconds(options.timeout_seconds), options.trust);
     servers.push_back({socket, report.ok() ? std::optional(*std::move(report)) : std::nullopt});
   }
   return tally::tools::FormatMetrics(servers);
@@ -83,6 +85,12 @@ int main(int argc, char** argv) {
     }
     options.servers.push_back(*path);
   }
+  auto trust = tally::ipc::ServerTrust::FromEnvironment();
+  if (!trust.ok()) {
+    std::fprintf(stderr, "tally-exporter: %s\n", std::string(trust.status().message()).c_str());
+    return 2;
+  }
+  options.trust = *std::move(trust);
 
   // Signals are taken by this thread with sigwait; the HTTP threads never see them.
   sigset_t stop_signals;
