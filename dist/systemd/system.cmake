@@ -12,9 +12,17 @@ set(SERVER_INTRO [=[# Runs as the tally system user (sysusers.d/tally.conf); its
 # /run/tally/GPU-<uuid>.sock, which members of group tally may use.]=])
 set(SERVER_ARGUMENTS
     "--run-dir=%t/tally --access=group:tally --config=${CMAKE_INSTALL_FULL_SYSCONFDIR}/tally/server.env")
-# What both services, unprivileged, can do without: kernel tunables, modules, logs, control groups,
-# namespaces, real-time scheduling, set-uid files, another personality.
-set(UNPRIVILEGED [=[ProtectKernelTunables=yes
+# What both services run as and without, which each tolerates: the tally user; a read-only
+# system but for the directories systemd makes for them; no home directories; a private /tmp
+# (clients hand the server memory as file descriptors over its socket, never as files in /tmp);
+# no kernel tunables, modules, logs, control groups, namespaces, real-time scheduling, set-uid
+# files or other personality.
+set(AS_TALLY [=[User=tally
+Group=tally
+ProtectSystem=strict
+ProtectHome=yes
+PrivateTmp=yes
+ProtectKernelTunables=yes
 ProtectKernelModules=yes
 ProtectKernelLogs=yes
 ProtectControlGroups=yes
@@ -23,38 +31,25 @@ RestrictRealtime=yes
 RestrictSUIDSGID=yes
 LockPersonality=yes]=])
 
-set(SERVER_SETTINGS [=[User=tally
-Group=tally
-# One directory for every instance's socket, kept while another instance still serves, which
+set(SERVER_SETTINGS [=[# One directory for every instance's socket, kept while another instance still serves, which
 # group tally may enter.
 RuntimeDirectory=tally
 RuntimeDirectoryMode=0750
 RuntimeDirectoryPreserve=yes
 # Settings: the --config file (TALLY_*=VALUE lines, tally-server --help); `systemctl reload
 # tally-server@0` applies what can change while the server runs, and its log says what changed.
-# Hardening the server tolerates: it writes only its run and cache directories (ProtectSystem)
-# and reads no home directory (vendor libraries under /home need ProtectHome=read-only in an
-# override); clients hand it memory as file descriptors over the socket, never files in /tmp
-# (PrivateTmp).
+# Hardening (below): vendor libraries under /home need ProtectHome=read-only in an override.
 # Not set: MemoryDenyWriteExecute (NVIDIA's driver compiles PTX to machine code at run time),
 # PrivateDevices and DevicePolicy (the server opens /dev/nvidia*, and nvidia-uvm's device may
 # appear after the server starts), RestrictAddressFamilies and SystemCallFilter (not yet tried
-# with NVIDIA's driver).
-ProtectSystem=strict
-ProtectHome=yes
-PrivateTmp=yes]=])
-string(APPEND SERVER_SETTINGS "\n${UNPRIVILEGED}")
+# with NVIDIA's driver).]=])
+string(APPEND SERVER_SETTINGS "\n${AS_TALLY}")
 
 set(EXPORTER_INTRO [=[# Serves every server whose socket is in /run/tally, as the tally user.]=])
 set(EXPORTER_ARGUMENTS "--run-dir=%t/tally")
-set(EXPORTER_SETTINGS [=[User=tally
-Group=tally
-# It only reads the servers' sockets and answers HTTP: no devices, no files to write, no code
-# generated at run time.
-ProtectSystem=strict
-ProtectHome=yes
-PrivateTmp=yes
+set(EXPORTER_SETTINGS [=[# It only reads the servers' sockets and answers HTTP: no devices, no code generated at run
+# time.
 PrivateDevices=yes
 MemoryDenyWriteExecute=yes
 RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6]=])
-string(APPEND EXPORTER_SETTINGS "\n${UNPRIVILEGED}")
+string(APPEND EXPORTER_SETTINGS "\n${AS_TALLY}")
