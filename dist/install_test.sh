@@ -58,6 +58,6 @@ grep -q "^tally:x:" "$stage/sysroot/etc/group" || fail "no tally group"
 for page in "$root$mandir"/man1/tally-*.1; do
   warnings=$(groff -man -Tutf8 -ww -z "$page" 2>&1)
   [[ -z $warnings ]] || fail "${page##*/}: $warnings"
-  grep -q "^\.SH SYNOPSIS\|^\.SH DESCRIPTION" "$page" || fail "${page##*/} has no description"
+  grep -qx "\.SH SYNOPSIS" "$page" || fail "${page##*/} has no synopsis (help2man found no usage)"
 done
 echo "installed and checked: ${#expected[@]} files"
