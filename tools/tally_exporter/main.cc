@@ -112,6 +112,12 @@ int main(int argc, char** argv) {
     }
     options.servers.push_back(*path);
   }
+  // Not an error: the system's exporter may start before any server has made the folder.
+  if (std::error_code error;
+      !options.run_dir.empty() && !std::filesystem::is_directory(options.run_dir, error)) {
+    std::fprintf(stderr, "tally-exporter: %s is not a folder (yet): no server there is scraped\n",
+                 options.run_dir.c_str());
+  }
 
   // Signals are taken by this thread with sigwait; the HTTP threads never see them.
   sigset_t stop_signals;
