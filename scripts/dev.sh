@@ -24,11 +24,12 @@ jobs=${TALLY_JOBS:-$(nproc)}
 # Debian packages the build and the tests need (compilers, python3 for generated tables,
 # libraries, the fuzzer runtime; tally-bench's CLI, scenario, JSON and plotting libraries;
 # promtool, which checks tally-ctl metrics; cpp-httplib for tally-exporter, curl to test it;
-# systemd-analyze, which verifies the units).
+# systemd-analyze and systemd-sysusers, which check the units and the tally user; help2man, which
+# makes the man pages from --help, and groff, which checks that they render).
 packages=(cmake ninja-build g++ pkgconf python3 clang llvm libclang-rt-14-dev
           libabsl-dev libfmt-dev catch2 libzstd-dev liblz4-dev libboost-dev
           libcli11-dev libtoml11-dev nlohmann-json3-dev python3-matplotlib prometheus
-          libcpp-httplib-dev curl systemd)
+          libcpp-httplib-dev curl systemd help2man groff-base)
 
 setup() {
   local missing=()

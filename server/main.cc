@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "common/built_file.h"
 #include "common/log.h"
 #include "common/status.h"
 #include "server/options.h"
@@ -22,7 +23,10 @@ int main(int argc, char** argv) {
   // A client that dies mid-write must not kill the server.
   signal(SIGPIPE, SIG_IGN);
 
-  auto options = tally::server::ParseOptions(argc, argv, TALLY_DEFAULT_EMULATOR_LIBRARY);
+  const std::string emulator =
+      tally::LocateBuiltFile({TALLY_DEFAULT_EMULATOR_LIBRARY, TALLY_BUILD_EXECUTABLE_DIR,
+                              TALLY_INSTALLED_EMULATOR_LIBRARY});
+  auto options = tally::server::ParseOptions(argc, argv, emulator);
   if (!options.ok()) {
     std::fprintf(stderr, "tally-server: %s\n", std::string(options.status().message()).c_str());
     return 2;
@@ -30,13 +34,12 @@ int main(int argc, char** argv) {
   if (!*options) return 0;  // --help
   // On SIGHUP: the same command line and environment, the --config file read again.
   const std::vector<std::string> args(argv, argv + argc);
-  auto reread = [args]() -> absl::StatusOr<tally::server::ServerOptions> {
+  auto reread = [args, emulator]() -> absl::StatusOr<tally::server::ServerOptions> {
     std::vector<char*> pointers;
     for (const std::string& arg : args) pointers.push_back(const_cast<char*>(arg.c_str()));
     TALLY_ASSIGN_OR_RETURN(
         std::optional<tally::server::ServerOptions> read,
-        tally::server::ParseOptions(static_cast<int>(pointers.size()), pointers.data(),
-                                    TALLY_DEFAULT_EMULATOR_LIBRARY));
+        tally::server::ParseOptions(static_cast<int>(pointers.size()), pointers.data(), emulator));
     if (!read) return absl::InternalError("--help on a reload");
     return *std::move(read);
   };

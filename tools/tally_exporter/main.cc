@@ -5,7 +5,9 @@
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -18,16 +20,38 @@ namespace {
 
 constexpr char kDescription[] =
     "Serves the metrics of tally-servers over HTTP for Prometheus: GET /metrics answers, in\n"
-    "Prometheus's text format, what `tally-ctl metrics` prints for every server given, each\n"
-    "asked at the scrape (tally_server_up says which answered). Prints the address it serves\n"
-    "once it listens; ends on SIGINT or SIGTERM.";
+    "Prometheus's text format, what `tally-ctl metrics` prints for every server given (and\n"
+    "every socket in --run-dir), each asked at the scrape (tally_server_up says which\n"
+    "answered). Prints the address it serves once it listens; ends on SIGINT or SIGTERM.";
 
 struct Options {
   std::string listen = "127.0.0.1:9410";
   std::vector<std::string> servers;
+  std::string run_dir;
   double timeout_seconds = 2;
   tally::ipc::ServerTrust trust;  // TALLY_SERVER_UID, as for every client of a server
 };
+
+// The servers' sockets (*.sock) in the folder, sorted; none when it is missing. Listed again at
+// every scrape, as servers start and stop.
+std::vector<std::string> SocketsIn(const std::string& dir) {
+  std::vector<std::string> sockets;
+  if (dir.empty()) return sockets;
+  std::error_code error;
+  for (std::filesystem::directory_iterator it(dir, error), end; !error && it != end;
+       it.increment(error)) {
+    if (it->path().extension() == ".sock" && it->is_socket(error)) sockets.push_back(it->path());
+  }
+  std::sort(sockets.begin(), sockets.end());
+  return sockets;
+}
+
+std::string ServedDescription(const Options& options) {
+  std::string servers = std::to_string(options.servers.size()) + " server(s)";
+  if (options.run_dir.empty()) return servers;
+  const std::string in_dir = "the sockets in " + options.run_dir;
+  return options.servers.empty() ? in_dir : servers + " and " + in_dir;
+}
 
 // HOST:PORT, split at the last colon (port 0: any free port).
 bool SplitAddress(const std::string& address, std::string* host, int* port) {
@@ -45,8 +69,10 @@ bool SplitAddress(const std::string& address, std::string* host, int* port) {
 }
 
 std::string Scrape(const Options& options) {
+  std::vector<std::string> sockets = options.servers;
+  for (std::string& socket : SocketsIn(options.run_dir)) sockets.push_back(std::move(socket));
   std::vector<tally::tools::ServerStatus> servers;
-  for (const std::string& socket : options.servers) {
+  for (const std::string& socket : sockets) {
     auto report =
         tally::ipc::QueryStatus(socket, absl::Seconds(options.timeout_seconds), options.trust);
     servers.push_back({socket, report.ok() ? std::optional(*std::move(report)) : std::nullopt});
@@ -63,7 +89,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--server", options.servers,
                  "a tally-server's socket; repeat for several (default: TALLY_SERVER, else the "
-                 "server's default socket)");
+                 "server's default socket, unless --run-dir is given)");
+  app.add_option("--run-dir", options.run_dir,
+                 "a folder of tally-servers' sockets: every *.sock in it, listed at each scrape "
+                 "(tally-server --run-dir)");
   app.add_option("--timeout", options.timeout_seconds,
                  "seconds to wait for each server's answer at a scrape")
       ->capture_default_str()
@@ -76,7 +105,7 @@ int main(int argc, char** argv) {
                  options.listen.c_str());
     return 2;
   }
-  if (options.servers.empty()) {
+  if (options.servers.empty() && options.run_dir.empty()) {
     auto path = tally::ipc::ResolveSocketPath(tally::ipc::DirectoryMode::kCheckIfPresent);
     if (!path.ok()) {
       std::fprintf(stderr, "tally-exporter: no server socket: %s\n",
@@ -91,6 +120,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   options.trust = *std::move(trust);
+  // Not an error: the system's exporter may start before any server has made the folder.
+  if (std::error_code error;
+      !options.run_dir.empty() && !std::filesystem::is_directory(options.run_dir, error)) {
+    std::fprintf(stderr, "tally-exporter: %s is not a folder (yet): no server there is scraped\n",
+                 options.run_dir.c_str());
+  }
 
   // Signals are taken by this thread with sigwait; the HTTP threads never see them.
   sigset_t stop_signals;
@@ -112,8 +147,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "tally-exporter: cannot listen on %s\n", options.listen.c_str());
     return 1;
   }
-  std::printf("tally-exporter: serving http://%s:%d/metrics for %zu server(s)\n", host.c_str(),
-              bound, options.servers.size());
+  std::printf("tally-exporter: serving http://%s:%d/metrics for %s\n", host.c_str(), bound,
+              ServedDescription(options).c_str());
   std::fflush(stdout);
   std::thread serving([&] { http.listen_after_bind(); });
   int signal = 0;

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/built_file.h"
 #include "common/byte_size.h"
 #include "common/client_priority.h"
 #include "tools/tally_run/cudart_linkage.h"
@@ -34,10 +35,11 @@ constexpr char kUsage[] =
     "                 --client-memory-limit), never raises it [sets TALLY_MEMORY_LIMIT]\n"
     "  --server PATH  the server's socket (default: TALLY_SERVER, else the server's default)\n"
     "  --help         show this help\n\n"
-    "The shim loaded is TALLY_CLIENT_LIBRARY when set, else this build's libtally_client.so.\n"
-    "Tally's stand-ins for cuBLAS and cuBLASLt (libcublas.so.13, libcublasLt.so.13) come\n"
-    "first on the program's LD_LIBRARY_PATH, so that it uses them instead of the vendor\n"
-    "libraries: those in the folder TALLY_LIBRARY_DIR names when set, else this build's.\n";
+    "The shim loaded is TALLY_CLIENT_LIBRARY when set, else the libtally_client.so installed\n"
+    "with tally-run (in a build tree, the build's). Tally's stand-ins for cuBLAS, cuBLASLt\n"
+    "and cuDNN (libcublas.so.13, libcublasLt.so.13, libcudnn.so.9) come first on the\n"
+    "program's LD_LIBRARY_PATH, so that it uses them instead of the vendor libraries: those\n"
+    "in the folder TALLY_LIBRARY_DIR names when set, else those installed with tally-run.\n";
 
 // Sets a colon-separated list variable to `first`, then what it held. LD_PRELOAD: the shim's
 // symbols must win over any other preloaded library's; LD_LIBRARY_PATH: Tally's folders are
@@ -48,6 +50,12 @@ void PrependToVariable(const char* name, const std::string& first) {
     value += std::string(":") + existing;
   }
   setenv(name, value.c_str(), 1);
+}
+
+// The variable's value when set, else the build's file or the installed one.
+std::string VariableOrBuiltFile(const char* name, const tally::BuiltFile& file) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? value : tally::LocateBuiltFile(file);
 }
 
 int Fail(const std::string& message) {
@@ -126,9 +134,9 @@ int main(int argc, char** argv) {
   }
   if (!CheckLinkage(argv[i])) return 3;
 
-  const char* shim = std::getenv("TALLY_CLIENT_LIBRARY");
-  const std::string shim_path =
-      shim != nullptr && *shim != '\0' ? shim : TALLY_DEFAULT_CLIENT_LIBRARY;
+  const std::string shim_path = VariableOrBuiltFile(
+      "TALLY_CLIENT_LIBRARY",
+      {TALLY_DEFAULT_CLIENT_LIBRARY, TALLY_BUILD_EXECUTABLE_DIR, TALLY_INSTALLED_CLIENT_LIBRARY});
   if (!tally::tools::DriverLibraryInstalled()) {
     // Before LD_PRELOAD changes: the directory is made for the shim alone.
     absl::StatusOr<std::string> driver_dir = tally::tools::DriverShimDirectory(shim_path);
@@ -140,9 +148,10 @@ int main(int argc, char** argv) {
   }
   // The library stand-ins (libcublas.so.13, ...) before any other folder, so that the program
   // binds to them and not to the vendor libraries, which cannot run under the shim.
-  const char* stand_ins = std::getenv("TALLY_LIBRARY_DIR");
-  if (stand_ins == nullptr || *stand_ins == '\0') stand_ins = TALLY_DEFAULT_LIBRARY_DIR;
-  if (*stand_ins != '\0') PrependToVariable("LD_LIBRARY_PATH", stand_ins);
+  const std::string stand_ins = VariableOrBuiltFile(
+      "TALLY_LIBRARY_DIR",
+      {TALLY_DEFAULT_LIBRARY_DIR, TALLY_BUILD_EXECUTABLE_DIR, TALLY_INSTALLED_LIBRARY_DIR});
+  if (!stand_ins.empty()) PrependToVariable("LD_LIBRARY_PATH", stand_ins);
   PrependToVariable("LD_PRELOAD", shim_path);
   if (!priority.empty()) setenv("TALLY_PRIORITY", priority.c_str(), 1);
   if (!memory_limit.empty()) setenv("TALLY_MEMORY_LIMIT", memory_limit.c_str(), 1);
