@@ -4,7 +4,8 @@
 // client's kernel stops a best-effort PTB kernel, runs while it is held, and the stopped kernel
 // later resumes and completes, its client's later work waiting for it; a client removed during
 // a PTB run is stopped and never resumed; where a fault poisons the shared context, a run whose
-// launch went out but could not be followed counts for the fault's attribution.
+// launch went out but could not be followed counts for the fault's attribution. A kernel's
+// transformed forms are made at its first launch, once, whichever clients' threads ask.
 #include "server/dispatcher.h"
 
 #include <algorithm>
@@ -164,6 +165,23 @@ TEST_CASE("A kernel's transformed forms are made at its first launch, its alone"
   CHECK(counters.kernels_transformed.load() == transformed + 1);
   CHECK(counters.forms_loaded.load() == loaded + 2);
   CHECK_FALSE((*module->FindKernel("ReadSmid"))->sliced.has_value());
+}
+
+TEST_CASE("Clients' threads launching a shared module's kernels at once transform each once") {
+  const ModuleCounters& counters = TheDevice().modules.counters();
+  const auto module = LoadTestModule();
+  const uint64_t transformed = counters.kernels_transformed;
+  const char* names[] = {"RecordBlocks", "SlowRecordBlocks"};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&, i] {
+      TheDevice().backend.MakeCurrent().IgnoreError();
+      module->PrepareForms(**module->FindKernel(names[i % 2]));
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  CHECK(counters.kernels_transformed.load() == transformed + 2);
+  for (const char* name : names) CHECK((*module->FindKernel(name))->preemptible.has_value());
 }
 
 TEST_CASE("Every form runs every block of the grid once, with its original index") {
