@@ -91,6 +91,18 @@ struct DepartedStatus {
   LibraryCalls vendor_library_calls;
 };
 
+// What the server's module registry did since it started (server/module_registry.h,
+// ModuleCounters): registrations answered with a module, kernels of the images parsed (their
+// names and parameter layouts), kernels whose transformed forms were made (each at its first
+// launch, or its whole module's at the parse where they share module state or are fenced) and
+// the transformed forms loaded on the device.
+struct ModuleStatus {
+  uint64_t modules_registered;
+  uint64_t kernels_indexed;
+  uint64_t kernels_transformed;
+  uint64_t forms_loaded;
+};
+
 struct StatusReply {
   HandshakePrefix prefix;  // kControlReplyMagic; size = sizeof(StatusReply)
   int32_t server_pid;
@@ -105,6 +117,7 @@ struct StatusReply {
   char backend_description[kControlTextSize];  // NUL-terminated: which library and why
   DepartedStatus departed;
   ClassLatencies latencies[kPriorityClassCount];  // since the server started, by PriorityClass
+  ModuleStatus modules;
 };
 
 struct ClientStatus {

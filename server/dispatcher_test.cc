@@ -4,7 +4,8 @@
 // client's kernel stops a best-effort PTB kernel, runs while it is held, and the stopped kernel
 // later resumes and completes, its client's later work waiting for it; a client removed during
 // a PTB run is stopped and never resumed; where a fault poisons the shared context, a run whose
-// launch went out but could not be followed counts for the fault's attribution.
+// launch went out but could not be followed counts for the fault's attribution. A kernel's
+// transformed forms are made at its first launch, once, whichever clients' threads ask.
 #include "server/dispatcher.h"
 
 #include <algorithm>
@@ -58,6 +59,14 @@ std::shared_ptr<SharedModule> LoadTestModule() {
   return *module;
 }
 
+// The module's kernel `name` with its transformed forms made, as at its first launch.
+const Kernel* PreparedKernel(SharedModule& module, const std::string& name) {
+  auto kernel = module.FindKernel(name);
+  REQUIRE(kernel.ok());
+  module.PrepareForms(**kernel);
+  return *kernel;
+}
+
 std::unique_ptr<Dispatcher> MakeDispatcher(std::unique_ptr<scheduler::Policy> policy) {
   auto dispatcher = Dispatcher::Create(TheDevice().backend, std::move(policy), nullptr,
                                        std::chrono::milliseconds(1),
@@ -108,9 +117,7 @@ KernelLaunch TwoBufferLaunch(const std::string& kernel_name, ptx::Dim3 grid, con
                              const Ints& b, CUstream stream, uint32_t iterations = 0) {
   KernelLaunch launch;
   launch.module = LoadTestModule();
-  auto kernel = launch.module->FindKernel(kernel_name);
-  REQUIRE(kernel.ok());
-  launch.kernel = *kernel;
+  launch.kernel = PreparedKernel(*launch.module, kernel_name);
   const CUdeviceptr args[2] = {a.address(), b.address()};
   launch.params.resize(launch.kernel->signature.param_buffer_size);
   std::memcpy(launch.params.data(), args, std::min(sizeof(args), launch.params.size()));
@@ -138,9 +145,48 @@ bool Eventually(F done, std::chrono::seconds limit = std::chrono::seconds(120)) 
   return true;
 }
 
+TEST_CASE("A kernel's transformed forms are made at its first launch, its alone") {
+  const ModuleCounters& counters = TheDevice().modules.counters();
+  const uint64_t indexed = counters.kernels_indexed;
+  const uint64_t transformed = counters.kernels_transformed;
+  const uint64_t loaded = counters.forms_loaded;
+  const auto module = LoadTestModule();
+  const size_t kernels = module->kernels().size();
+  REQUIRE(kernels > 1);
+  // A fresh parse (no other test holds the module): every kernel indexed, none transformed.
+  CHECK(counters.kernels_indexed.load() == indexed + kernels);
+  CHECK(counters.kernels_transformed.load() == transformed);
+  const Kernel* kernel = *module->FindKernel("RecordBlocks");
+  CHECK_FALSE(kernel->sliced.has_value());
+  module->PrepareForms(*kernel);
+  CHECK(kernel->sliced.has_value());
+  CHECK(kernel->preemptible.has_value());
+  module->PrepareForms(*kernel);  // made once
+  CHECK(counters.kernels_transformed.load() == transformed + 1);
+  CHECK(counters.forms_loaded.load() == loaded + 2);
+  CHECK_FALSE((*module->FindKernel("ReadSmid"))->sliced.has_value());
+}
+
+TEST_CASE("Clients' threads launching a shared module's kernels at once transform each once") {
+  const ModuleCounters& counters = TheDevice().modules.counters();
+  const auto module = LoadTestModule();
+  const uint64_t transformed = counters.kernels_transformed;
+  const char* names[] = {"RecordBlocks", "SlowRecordBlocks"};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&, i] {
+      TheDevice().backend.MakeCurrent().IgnoreError();
+      module->PrepareForms(**module->FindKernel(names[i % 2]));
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  CHECK(counters.kernels_transformed.load() == transformed + 2);
+  for (const char* name : names) CHECK((*module->FindKernel(name))->preemptible.has_value());
+}
+
 TEST_CASE("Every form runs every block of the grid once, with its original index") {
   const auto module = LoadTestModule();
-  const Kernel* kernel = *module->FindKernel("RecordBlocks");
+  const Kernel* kernel = PreparedKernel(*module, "RecordBlocks");
   REQUIRE(kernel->sliced.has_value());
   REQUIRE(kernel->preemptible.has_value());
   Stream stream;
@@ -196,7 +242,7 @@ TEST_CASE("Every form runs every block of the grid once, with its original index
 
 TEST_CASE("A kernel the analysis refuses runs in its original form") {
   const auto module = LoadTestModule();
-  const Kernel* kernel = *module->FindKernel("ReadSmid");
+  const Kernel* kernel = PreparedKernel(*module, "ReadSmid");
   CHECK_FALSE(kernel->sliced.has_value());
   CHECK_FALSE(kernel->preemptible.has_value());
   for (const LaunchForm& form : {LaunchForm::Sliced(2), LaunchForm::Preemptible(2)}) {

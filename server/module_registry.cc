@@ -65,13 +65,14 @@ bool RedirectOutput(ptx::Module& module) {
   return *redirected;
 }
 
-// The sliced and PTB variants of every kernel the analysis allows, in one module with the
-// originals (ptx_transform/transform.h), and with `options.fence` every kernel fenced in place.
-// Why a kernel keeps its original form, or stays unfenced, is logged here, once per kernel of a
-// fatbin. With `redirect_output`, device output is redirected after the transformation, which
-// knows vprintf and __assertfail as the runtime's functions.
-void AddTransformedForms(ptx::Module& module, ParsedImage& parsed, bool redirect_output,
-                         const ptx::TransformOptions& options) {
+// The sliced and PTB variants of every kernel of `module` the analysis allows, in one module with
+// the originals (ptx_transform/transform.h), and with `options.fence` every kernel fenced in
+// place; nullopt when the transformed module is unusable (the log says why). Why a kernel keeps
+// its original form, or stays unfenced, is logged here, once per kernel transformed. With
+// `redirect_output`, device output is redirected after the transformation, which knows vprintf
+// and __assertfail as the runtime's functions.
+std::optional<TransformedCode> TransformForms(ptx::Module& module, bool redirect_output,
+                                              const ptx::TransformOptions& options) {
   ptx::TransformReport report = ptx::TransformModule(module, options);
   for (const ptx::KernelForms& forms : report.kernels) {
     if (options.fence && !forms.fenced) {
@@ -93,15 +94,34 @@ void AddTransformedForms(ptx::Module& module, ParsedImage& parsed, bool redirect
         "the transformed module has no parameter layouts ({}): its kernels run in "
         "their original forms",
         signatures.status().ToString());
-    return;
+    return std::nullopt;
   }
   if (redirect_output && !RedirectOutput(module)) {
     TALLY_LOG_WARN("the transformed module is not used: its device printf could not be redirected");
-    return;
+    return std::nullopt;
   }
-  parsed.transformed_ptx = ptx::PrintModule(module);
-  parsed.forms = std::move(report.kernels);
-  parsed.variant_signatures = *std::move(signatures);
+  return TransformedCode{.ptx = ptx::PrintModule(module),
+                         .forms = std::move(report.kernels),
+                         .variant_signatures = *std::move(signatures)};
+}
+
+// The kernel `name` of `module` with everything else it may use (the module's functions,
+// variables and directives; the other kernels left out), transformed as TransformForms does.
+std::optional<TransformedCode> TransformKernel(const ptx::Module& module, const std::string& name,
+                                               const ptx::TransformOptions& options) {
+  ptx::Module alone{.version_major = module.version_major,
+                    .version_minor = module.version_minor,
+                    .targets = module.targets,
+                    .address_size = module.address_size,
+                    .has_address_size = module.has_address_size,
+                    .items = {}};
+  for (const ptx::TopLevel& item : module.items) {
+    const auto* function = std::get_if<ptx::Function>(&item.value);
+    if (function == nullptr || !function->is_entry || function->name == name) {
+      alone.items.push_back(item);
+    }
+  }
+  return TransformForms(alone, false, options);
 }
 
 const ptx::KernelSignature* FindSignature(const std::vector<ptx::KernelSignature>& signatures,
@@ -114,10 +134,10 @@ const ptx::KernelSignature* FindSignature(const std::vector<ptx::KernelSignature
 // original kernel is (48 KiB less the static size, the default without opt-in); nullopt when it
 // was not made.
 std::optional<KernelVariant> LoadVariant(const DriverApi& api, CUdevice device, CUmodule module,
-                                         const ParsedImage& parsed, const std::string& name,
+                                         const TransformedCode& code, const std::string& name,
                                          CUfunction original) {
   if (name.empty()) return std::nullopt;
-  const ptx::KernelSignature* signature = FindSignature(parsed.variant_signatures, name);
+  const ptx::KernelSignature* signature = FindSignature(code.variant_signatures, name);
   KernelVariant variant;
   int static_shared = 0;
   int max_threads = 0;
@@ -138,6 +158,20 @@ std::optional<KernelVariant> LoadVariant(const DriverApi& api, CUdevice device, 
   variant.max_threads_per_block = static_cast<uint32_t>(std::max(max_threads, 0));
   AllowDynamicShared(api, device, variant, original_dynamic);
   return variant;
+}
+
+// Gives `kernel` its variants from `module`, loaded from `code`; how many it got.
+uint64_t AttachForms(const DriverApi& api, CUdevice device, CUmodule module,
+                     const TransformedCode& code, Kernel& kernel) {
+  const std::string& name = kernel.signature.name;
+  auto forms = std::ranges::find(code.forms, name,
+                                 [](const ptx::KernelForms& f) { return f.analysis.kernel; });
+  if (forms == code.forms.end()) return 0;
+  kernel.sliced = LoadVariant(api, device, module, code, forms->sliced, kernel.function);
+  kernel.preemptible = LoadVariant(api, device, module, code, forms->preemptible, kernel.function);
+  kernel.fenced = forms->fenced;
+  kernel.fence_refusal = forms->fence_refusal;
+  return uint64_t{kernel.sliced.has_value()} + uint64_t{kernel.preemptible.has_value()};
 }
 
 // cuModuleLoadDataEx with the JIT error log (CUDA Driver API, CUjit_option
@@ -235,8 +269,32 @@ void AllowDynamicShared(const DriverApi& api, CUdevice device, const KernelVaria
 }
 
 SharedModule::~SharedModule() {
+  for (CUmodule forms : form_modules_) api_.cuModuleUnload(forms);
   const CUresult result = api_.cuModuleUnload(module_);
   if (result != CUDA_SUCCESS) TALLY_LOG_WARN("cuModuleUnload failed with CUresult {}", +result);
+}
+
+void SharedModule::PrepareForms(const Kernel& kernel) {
+  if (!parsed_->lazy_forms) return;
+  std::lock_guard lock(forms_mutex_);
+  Kernel& mine = kernels_.at(kernel.signature.name);
+  if (!mine.forms_pending) return;
+  mine.forms_pending = false;
+  const std::optional<TransformedCode> code =
+      TransformKernel(parsed_->module, mine.signature.name, {.slice = true, .preemptible = true});
+  if (!code) return;
+  ++counters_->kernels_transformed;
+  CUmodule forms = nullptr;
+  const LoadOutcome loaded = LoadModule(api_, &forms, code->ptx.c_str());
+  if (loaded.result != CUDA_SUCCESS) {
+    TALLY_LOG_WARN(
+        "the transformed forms of kernel {} did not load ({}: {}): it runs in its "
+        "original form",
+        mine.signature.name, CuResultText(loaded.result), loaded.log);
+    return;
+  }
+  form_modules_.push_back(forms);
+  counters_->forms_loaded += AttachForms(api_, device_, forms, *code, mine);
 }
 
 absl::StatusOr<const Kernel*> SharedModule::FindKernel(const std::string& mangled_name) const {
@@ -336,9 +394,13 @@ absl::StatusOr<std::shared_ptr<SharedModule>> ModuleRegistry::Register(
     entry->parsed = parsed;
     entry->shared.reset();
   }
-  if (std::shared_ptr<SharedModule> shared = entry->shared.lock()) return shared;
+  if (std::shared_ptr<SharedModule> shared = entry->shared.lock()) {
+    ++counters_->modules_registered;
+    return shared;
+  }
   TALLY_ASSIGN_OR_RETURN(std::shared_ptr<SharedModule> module, Load(parsed));
   if (parsed->state_variables.empty() && !parsed->machine_code) entry->shared = module;
+  ++counters_->modules_registered;
   std::lock_guard registry(mutex_);
   loaded_.push_back(module);
   return module;
@@ -384,22 +446,31 @@ absl::StatusOr<std::shared_ptr<const ParsedImage>> ModuleRegistry::Parse(
   parsed->ptx_arch = code.arch;
   parsed->unresolved_functions = std::move(code.unresolved_functions);
   parsed->signatures = *std::move(signatures);
+  counters_->kernels_indexed += parsed->signatures.size();
   const bool redirect_output = redirect_device_output_ && ptx::UsesDeviceOutput(code.module);
+  // A kernel's variants can be made alone, in a module of their own, unless they must share
+  // module state with the originals (variables, the device output binding) or are fenced (the
+  // fenced kernels are the originals; strict refuses a module with an unfenceable one at load).
+  parsed->lazy_forms =
+      build_forms_ && !fence_ && !redirect_output && StateVariables(code.module).empty();
+  const bool transform_now = (build_forms_ || fence_) && !parsed->lazy_forms;
   if (redirect_output) {
     // The transformation takes the module before the rewrite; the module loaded for the original
     // forms gets it too.
-    if (build_forms_ || fence_) {
+    if (transform_now) {
       ptx::Module forms = code.module;
-      AddTransformedForms(forms, *parsed, true, FormOptions());
+      parsed->transformed = TransformForms(forms, true, FormOptions());
     }
     parsed->redirects_device_output = RedirectOutput(code.module);
     if (parsed->redirects_device_output) code.ptx = ptx::PrintModule(code.module);
   }
   parsed->ptx = std::move(code.ptx);
   parsed->state_variables = StateVariables(code.module);
-  if ((build_forms_ || fence_) && !redirect_output) {
-    AddTransformedForms(code.module, *parsed, false, FormOptions());
+  if (transform_now && !redirect_output) {
+    parsed->transformed = TransformForms(code.module, false, FormOptions());
   }
+  if (parsed->transformed) counters_->kernels_transformed += parsed->transformed->forms.size();
+  if (parsed->lazy_forms) parsed->module = std::move(code.module);
   return parsed;
 }
 
@@ -443,7 +514,7 @@ absl::StatusOr<std::shared_ptr<SharedModule>> ModuleRegistry::LoadMachineCode(
       "loaded a module ({}-byte image of machine code: its kernels run in their original form "
       "only)",
       parsed->image.size());
-  return std::make_shared<SharedModule>(backend_.api(), module, std::move(parsed),
+  return std::make_shared<SharedModule>(backend_, counters_, module, std::move(parsed),
                                         absl::flat_hash_map<std::string, Kernel>{});
 }
 
@@ -454,8 +525,8 @@ absl::StatusOr<std::shared_ptr<SharedModule>> ModuleRegistry::Load(
   const CUdevice device = backend_.device();
   CUmodule module = nullptr;
   bool transformed = false;
-  if (!parsed->transformed_ptx.empty()) {
-    const LoadOutcome loaded = LoadModule(api, &module, parsed->transformed_ptx.c_str());
+  if (parsed->transformed) {
+    const LoadOutcome loaded = LoadModule(api, &module, parsed->transformed->ptx.c_str());
     transformed = loaded.result == CUDA_SUCCESS;
     if (!transformed) {
       TALLY_LOG_WARN(
@@ -497,15 +568,11 @@ absl::StatusOr<std::shared_ptr<SharedModule>> ModuleRegistry::Load(
     }
     kernel.signature = signature;
     kernel.identity = KernelIdentity(*parsed, signature.name);
-    auto forms = std::ranges::find(parsed->forms, signature.name,
-                                   [](const ptx::KernelForms& f) { return f.analysis.kernel; });
-    if (transformed && forms != parsed->forms.end()) {
-      kernel.sliced = LoadVariant(api, device, module, *parsed, forms->sliced, kernel.function);
-      kernel.preemptible =
-          LoadVariant(api, device, module, *parsed, forms->preemptible, kernel.function);
-      kernel.fenced = forms->fenced;
-      kernel.fence_refusal = forms->fence_refusal;
-    } else if (fence_) {
+    kernel.forms_pending = parsed->lazy_forms;
+    if (transformed) {
+      counters_->forms_loaded += AttachForms(api, device, module, *parsed->transformed, kernel);
+    }
+    if (fence_ && !kernel.fenced && kernel.fence_refusal.empty()) {
       kernel.fence_refusal = "its module's fenced forms were not made or did not load";
     }
     kernels.emplace(signature.name, std::move(kernel));
@@ -520,9 +587,11 @@ absl::StatusOr<std::shared_ptr<SharedModule>> ModuleRegistry::Load(
   TALLY_LOG_INFO("loaded a module ({}-byte {}, sm_{} PTX, {} kernel(s){}{})", parsed->image.size(),
                  parsed->ptx_arch != 0 ? "fatbin" : "PTX image", parsed->ptx_arch, kernels.size(),
                  !parsed->state_variables.empty() ? ", per-client module state" : "",
-                 transformed ? ", with transformed forms" : "");
-  return std::make_shared<SharedModule>(api, module, std::move(parsed), std::move(kernels),
-                                        *variables);
+                 transformed          ? ", with transformed forms"
+                 : parsed->lazy_forms ? ", transformed forms made per kernel at its first launch"
+                                      : "");
+  return std::make_shared<SharedModule>(backend_, counters_, module, std::move(parsed),
+                                        std::move(kernels), *variables);
 }
 
 }  // namespace tally::server

@@ -13,6 +13,7 @@
 
 #include <cuda.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -69,6 +70,25 @@ struct Kernel {
   // (they take ptx::FenceParams after the original parameters), or else why not.
   bool fenced = false;
   std::string fence_refusal;
+  // The variants are still to be made (SharedModule::PrepareForms, at the kernel's first launch).
+  // Read and written under its module's forms mutex.
+  bool forms_pending = false;
+};
+
+// What the registry did since the server started (tally-ctl status, "modules").
+struct ModuleCounters {
+  std::atomic<uint64_t> modules_registered{0};   // Register calls answered with a module
+  std::atomic<uint64_t> kernels_indexed{0};      // kernels of the images parsed
+  std::atomic<uint64_t> kernels_transformed{0};  // kernels whose variants were made
+  std::atomic<uint64_t> forms_loaded{0};         // variants loaded on the device
+};
+
+// Transformed code as the device loads it: the variants (ptx_transform/transform.h) and the
+// originals they were made from, in one module.
+struct TransformedCode {
+  std::string ptx;
+  std::vector<ptx::KernelForms> forms;
+  std::vector<ptx::KernelSignature> variant_signatures;
 };
 
 // A fatbin as parsed: what every module loaded from it shares.
@@ -89,10 +109,13 @@ struct ParsedImage {
   // the client's session points the module at.
   bool redirects_device_output = false;
   std::vector<std::string> unresolved_functions;  // linked programs: left to the driver
-  // With transformed forms: the module with every kernel's variants added, and their names.
-  std::string transformed_ptx;
-  std::vector<ptx::KernelForms> forms;
-  std::vector<ptx::KernelSignature> variant_signatures;
+  // Made at the parse (with the fence, or when the variants share module state with the
+  // originals): the module with every kernel's variants added.
+  std::optional<TransformedCode> transformed;
+  // Otherwise, where the policy uses transformed forms, each kernel's variants are made at its
+  // first launch, in a module of their own, from the parsed PTX kept here.
+  bool lazy_forms = false;
+  ptx::Module module;
 };
 
 // A loaded CUmodule with its kernels; unloaded when the last holder lets go.
@@ -105,9 +128,12 @@ struct ModuleVariableRange {
 
 class SharedModule {
  public:
-  SharedModule(const DriverApi& api, CUmodule module, std::shared_ptr<const ParsedImage> parsed,
+  SharedModule(const Backend& backend, std::shared_ptr<ModuleCounters> counters, CUmodule module,
+               std::shared_ptr<const ParsedImage> parsed,
                absl::flat_hash_map<std::string, Kernel> kernels, ModuleVariableRange variables = {})
-      : api_(api),
+      : api_(backend.api()),
+        device_(backend.device()),
+        counters_(std::move(counters)),
         module_(module),
         parsed_(std::move(parsed)),
         kernels_(std::move(kernels)),
@@ -119,6 +145,11 @@ class SharedModule {
   // CUDA_ERROR_NOT_FOUND for a name the module has no kernel of. A machine-code module's
   // kernels are looked up in the driver on first use (the pointer stays valid with the module).
   absl::StatusOr<const Kernel*> FindKernel(const std::string& mangled_name) const;
+  // Makes `kernel`'s variants if its module makes them per kernel and they are not made yet:
+  // called before a launch of it is queued (and before its variants are set attributes), so
+  // that whoever reads them later finds them made. One kernel at a time per module; a kernel
+  // whose variants cannot be made or loaded runs in its original form (the log says why).
+  void PrepareForms(const Kernel& kernel);
   // Address and size of a module-scope variable; CUDA_ERROR_NOT_FOUND when there is none.
   absl::StatusOr<std::pair<CUdeviceptr, size_t>> FindGlobal(const std::string& mangled_name) const;
   const ParsedImage& parsed() const { return *parsed_; }
@@ -133,10 +164,15 @@ class SharedModule {
 
  private:
   const DriverApi& api_;
+  CUdevice device_;
+  std::shared_ptr<ModuleCounters> counters_;
   CUmodule module_;
   std::shared_ptr<const ParsedImage> parsed_;
   absl::flat_hash_map<std::string, Kernel> kernels_;
   ModuleVariableRange variables_;
+  // The modules of the variants made per kernel, unloaded with this one.
+  std::mutex forms_mutex_;
+  std::vector<CUmodule> form_modules_;
   // A machine-code module's kernels and variables as they are asked for.
   mutable std::mutex found_mutex_;
   mutable absl::node_hash_map<std::string, Kernel> found_kernels_;
@@ -145,9 +181,12 @@ class SharedModule {
 
 class ModuleRegistry {
  public:
-  // With `build_forms`, every module also gets the sliced and preemptible forms of its kernels
-  // (for a scheduling policy that uses them); with `fence`, every kernel that can be is fenced
-  // (--isolation fenced|strict), its variants too.
+  // With `build_forms`, kernels also get sliced and preemptible forms (for a scheduling policy
+  // that uses them): each kernel's at its first launch (SharedModule::PrepareForms), or every
+  // kernel's at the parse for a module with state its variants must share (module variables,
+  // the device output binding); with `fence`, every kernel that can be is fenced
+  // (--isolation fenced|strict), its variants too, all at the parse (strict refuses a module
+  // with an unfenceable kernel at its load).
   ModuleRegistry(const Backend& backend, bool build_forms, bool fence = false);
 
   // A module of this fatbin, cubin or NUL-terminated PTX text (cuModuleLoadData's images) for
@@ -160,6 +199,7 @@ class ModuleRegistry {
 
   // Modules currently loaded on the device.
   size_t loaded_count();
+  const ModuleCounters& counters() const { return *counters_; }
 
  private:
   // One content hash. Its mutex is held while its image is parsed and its module loaded.
@@ -193,6 +233,8 @@ class ModuleRegistry {
   std::mutex mutex_;  // entries_ and loaded_, never held while parsing or loading
   absl::flat_hash_map<uint64_t, std::shared_ptr<Entry>> entries_;  // by content hash
   std::vector<std::weak_ptr<SharedModule>> loaded_;
+  // Shared with the modules, which may outlive the registry (abandoned clients').
+  std::shared_ptr<ModuleCounters> counters_ = std::make_shared<ModuleCounters>();
 };
 
 }  // namespace tally::server

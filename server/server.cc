@@ -657,6 +657,9 @@ void Server::AnswerStatus(ipc::ControlConnection& control) {
   ipc::CopyText(backend_.description(), reply.backend_description,
                 sizeof(reply.backend_description));
   reply.departed = sessions_.Departed();
+  const ModuleCounters& modules = modules_.counters();
+  reply.modules = {modules.modules_registered, modules.kernels_indexed, modules.kernels_transformed,
+                   modules.forms_loaded};
   for (const ipc::PriorityClass c : ipc::kPriorityClasses) {
     if (dispatcher_ != nullptr) {
       reply.latencies[static_cast<size_t>(c)] = dispatcher_->latencies(c).Snapshot();

@@ -54,6 +54,8 @@ absl::Status Handle(Session& session, const ipc::Decoded<ipc::LaunchKernelReques
   launch.cooperative = (r.flags & ipc::kLaunchCooperative) != 0;
   launch.cluster = {r.cluster.x, r.cluster.y, r.cluster.z};
   TALLY_RETURN_IF_ERROR(session.Fence(launch));
+  // On the client's own thread: the dispatcher never waits for a kernel's transformation.
+  entry->module->PrepareForms(*kernel);
   session.EnqueueKernel(std::move(launch));
   session.CountLibraryCall(*library);
   return absl::OkStatus();

@@ -181,6 +181,11 @@ std::string FormatStatusText(const ipc::StatusReport& report, const std::string&
       gone.kernels_preemptible, gone.kernels_preempted, gone.preemptions, gone.resumes,
       gone.risky_launches, gone.unfit_launches, LibraryCallsText(gone.library_calls),
       LibraryCallsText(gone.vendor_library_calls));
+  const ipc::ModuleStatus& modules = server.modules;
+  out +=
+      fmt::format("modules: {} registered; kernels: {} indexed, {} transformed ({} forms loaded)\n",
+                  modules.modules_registered, modules.kernels_indexed, modules.kernels_transformed,
+                  modules.forms_loaded);
   out += GrantsText(report.grants);
   out += fmt::format("clients: {}\n", report.clients.size());
   if (report.clients.empty()) return out;
@@ -255,6 +260,12 @@ std::string FormatStatusJson(const ipc::StatusReport& report, const std::string&
       gone.kernels_preemptible, gone.kernels_preempted, gone.preemptions, gone.resumes,
       gone.risky_launches, gone.unfit_launches, LibraryCallsJson(gone.library_calls),
       LibraryCallsJson(gone.vendor_library_calls));
+  const ipc::ModuleStatus& modules = server.modules;
+  out += fmt::format(
+      "  \"modules\": {{\"registered\": {}, \"kernels_indexed\": {}, "
+      "\"kernels_transformed\": {}, \"forms_loaded\": {}}},\n",
+      modules.modules_registered, modules.kernels_indexed, modules.kernels_transformed,
+      modules.forms_loaded);
   out += "  \"clients\": [";
   for (size_t i = 0; i < report.clients.size(); ++i) {
     const ipc::ClientStatus& c = report.clients[i];
