@@ -89,6 +89,11 @@ struct StatusReply {
   uint64_t free_memory;   // cuMemGetInfo at the time of the answer
   char device_name[kControlTextSize];          // NUL-terminated
   char backend_description[kControlTextSize];  // NUL-terminated: which library and why
+  int32_t device_ordinal;                      // on the driver (tally-server --device)
+  uint8_t device_uuid[16];                     // cuDeviceGetUuid
+  uint32_t max_clients;                        // tally-server --max-clients, now
+  uint32_t draining;                           // 1 after tally-ctl drain: no new clients
+  uint32_t admission_waiting;  // clients waiting for memory (tally-server --admission wait)
   DepartedStatus departed;
   ClassLatencies latencies[kPriorityClassCount];  // since the server started, by PriorityClass
 };

@@ -4,15 +4,21 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <filesystem>
 
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "common/status.h"
 #include "ipc/syscall.h"
 
 namespace tally::ipc {
 namespace {
+
+// The one socket of the days before one server per device (still found by clients).
+constexpr char kLegacySocket[] = "server.sock";
 
 std::string Env(const char* name) {
   const char* value = std::getenv(name);
@@ -53,8 +59,45 @@ absl::StatusOr<std::string> ResolveSocketPath(DirectoryMode mode) {
   if (std::string explicit_path = Env("TALLY_SERVER"); !explicit_path.empty()) {
     return explicit_path;
   }
-  TALLY_ASSIGN_OR_RETURN(std::string dir, RuntimeDirectory(mode));
-  return dir + "/server.sock";
+  TALLY_ASSIGN_OR_RETURN(const std::string dir, RunDirectory(mode));
+  std::vector<std::string> devices;
+  for (std::string& socket : ServerSockets(dir)) {
+    if (socket != dir + "/" + kLegacySocket) devices.push_back(std::move(socket));
+  }
+  if (devices.size() == 1) return devices.front();
+  if (devices.size() > 1) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "%d tally-servers run in %s (%s): pick one with tally-run --device INDEX|UUID|auto, or "
+        "name its socket with TALLY_SERVER (tally-ctl, tally-exporter: --server)",
+        devices.size(), dir, absl::StrJoin(devices, ", ")));
+  }
+  return dir + "/" + kLegacySocket;
+}
+
+absl::StatusOr<std::string> RunDirectory(DirectoryMode mode) {
+  if (std::string dir = Env("TALLY_RUN_DIR"); !dir.empty()) {
+    TALLY_RETURN_IF_ERROR(EnsurePrivateDirectory(dir, mode));
+    return dir;
+  }
+  return RuntimeDirectory(mode);
+}
+
+std::string DeviceSocketPath(const std::string& run_dir, const std::string& device_uuid) {
+  return run_dir + "/" + device_uuid + ".sock";
+}
+
+std::vector<std::string> ServerSockets(const std::string& run_dir) {
+  std::vector<std::string> sockets;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(run_dir, error)) {
+    const std::string name = entry.path().filename();
+    const bool device_socket = name.starts_with("GPU-") && name.ends_with(".sock");
+    if ((device_socket || name == kLegacySocket) && entry.is_socket(error)) {
+      sockets.push_back(entry.path());
+    }
+  }
+  std::sort(sockets.begin(), sockets.end());
+  return sockets;
 }
 
 absl::StatusOr<std::string> RuntimeDirectory(DirectoryMode mode) {

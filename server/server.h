@@ -14,6 +14,7 @@
 #include "ipc/connection.h"
 #include "ipc/cuda_calls.h"
 #include "profiler/profiler.h"
+#include "server/admission_queue.h"
 #include "server/backend/backend.h"
 #include "server/dispatcher.h"
 #include "server/module_registry.h"
@@ -57,6 +58,13 @@ class Server {
   // Runs on the peer's own thread, so that a peer that is slow to speak holds no one else up.
   void Converse(ipc::PendingPeer peer);
   void Serve(std::unique_ptr<ipc::ServerConnection> connection);
+  // Admission (the handshake's, on the peer's thread): a place among --max-clients ("") or why
+  // not; then, under --admission wait, the client's memory (AdmissionQueue).
+  std::string TakeClientPlace();
+  std::string AwaitMemory(const ipc::ClientInfo& client, const ipc::AdmissionWait& wait);
+  // Device memory neither allocated by the connected clients nor promised to them (their
+  // memory limits), as --admission wait counts it.
+  uint64_t UnpromisedMemory();
   void AnswerControl(ipc::ControlConnection& control);
   void AnswerStatus(ipc::ControlConnection& control);
   void AnswerPriority(ipc::ControlConnection& control);
@@ -95,6 +103,7 @@ class Server {
   std::atomic<int> handshakes_{0};  // peers whose handshake is under way
   std::atomic<int> abandoned_{0};   // sessions whose work outlived the teardown timeout
   std::atomic<int> clients_{0};     // admitted, session not yet ended
+  std::unique_ptr<AdmissionQueue> admission_;  // under --admission wait
   std::list<PeerThread> peers_;     // the accept loop's thread only
   std::chrono::steady_clock::time_point profiles_saved_ = std::chrono::steady_clock::now();
   const ServiceNotifier notifier_ = ServiceNotifier::FromEnvironment();

@@ -28,7 +28,7 @@
 namespace {
 
 constexpr char kUsage[] =
-    "Usage: tally-ctl status [--json] [--server PATH]\n"
+    "Usage: tally-ctl status [--json] [--server PATH | --all]\n"
     "       tally-ctl priority CLIENT LEVEL [--server PATH]\n"
     "       tally-ctl limit CLIENT SIZE|none [--server PATH]\n"
     "       tally-ctl profiles [--json] [--server PATH]\n"
@@ -36,7 +36,9 @@ constexpr char kUsage[] =
     "       tally-ctl top [--batch] [-n N] [--interval SECONDS] [--sort KEY] [--server PATH]\n"
     "       tally-ctl drain [--server PATH]\n"
     "Inspects and steers a running tally-server.\n\n"
-    "  status         its device (name, total and free memory), its backend (the emulator or\n"
+    "  status         its device (name, total and free memory, ordinal, UUID), whether it\n"
+    "                 accepts clients (draining, --max-clients) and how many wait for memory\n"
+    "                 (--admission wait), its backend (the emulator or\n"
     "                 NVIDIA's driver) and each connected client: id, pid, priority, device\n"
     "                 memory it has allocated and its limit (in bytes), page-locked memory and\n"
     "                 its limit, streams, events, modules, commands queued but not yet issued,\n"
@@ -73,8 +75,14 @@ constexpr char kUsage[] =
     "                 not a terminal) prints N samples (default 1) one after another\n"
     "  drain          the server takes no new clients (they are refused, saying why) and\n"
     "                 exits once the clients connected now have left (for upgrades)\n\n"
+    "  --all          status of every server in the run directory (TALLY_RUN_DIR, else\n"
+    "                 $XDG_RUNTIME_DIR/tally, else /tmp/tally-$UID), one per GPU: one section\n"
+    "                 each, or with --json an array of status objects; a socket nobody answers\n"
+    "                 on is shown as not running ({socket, running: false, error})\n"
     "  --json         print JSON instead of a table. status: an object with the keys socket,\n"
-    "                 server_pid, device {name, total_memory_bytes, free_memory_bytes},\n"
+    "                 server_pid, device {name, ordinal, uuid, total_memory_bytes,\n"
+    "                 free_memory_bytes}, max_clients, draining, admission_waiting (clients\n"
+    "                 waiting for memory under tally-server --admission wait),\n"
     "                 backend {kind: \"emulator\"|\"nvidia-driver\", description}, departed\n"
     "                 {clients, scheduling {...}, library_calls {...}, vendor_library_calls\n"
     "                 {...}: the counters below,\n"
@@ -95,10 +103,11 @@ constexpr char kUsage[] =
     "                 {cublas, cublaslt, cudnn}: its calls run in the vendor library inside\n"
     "                 the server (tally-server --library-kernels), counted when queued}];\n"
     "                 profiles: an array of objects, one per launch configuration\n"
-    "  --server PATH  the server's socket (default: TALLY_SERVER, else the server's default)\n"
+    "  --server PATH  the server's socket (default: TALLY_SERVER, else the one server socket\n"
+    "                 in the run directory)\n"
     "  --help         show this help\n\n"
     "Exit status: 0 done, 1 no server answered (or it answered with an error, or has no such\n"
-    "client), 2 usage.\n";
+    "client; --all: none answered), 2 usage.\n";
 
 int Usage(const std::string& message) {
   std::fprintf(stderr, "tally-ctl: %s (see --help)\n", message.c_str());
@@ -143,6 +152,30 @@ std::string ParseTopOption(std::string_view option, const std::string& value, To
   return "";
 }
 
+// status --all: every server socket in the run directory.
+int RunStatusAll(bool json) {
+  auto run_dir = tally::ipc::RunDirectory(tally::ipc::DirectoryMode::kCheckIfPresent);
+  if (!run_dir.ok()) {
+    std::fprintf(stderr, "tally-ctl: no run directory: %s\n",
+                 std::string(run_dir.status().message()).c_str());
+    return 1;
+  }
+  std::vector<tally::tools::SocketStatus> servers;
+  bool any_answered = false;
+  for (const std::string& socket : tally::ipc::ServerSockets(*run_dir)) {
+    servers.push_back({socket, tally::ipc::QueryStatus(socket)});
+    any_answered |= servers.back().report.ok();
+  }
+  if (servers.empty()) {
+    std::fprintf(stderr, "tally-ctl: no tally-server socket in %s\n", run_dir->c_str());
+    return 1;
+  }
+  const std::string out = json ? tally::tools::FormatAllStatusJson(servers)
+                               : tally::tools::FormatAllStatusText(servers);
+  std::fputs(out.c_str(), stdout);
+  return any_answered ? 0 : 1;
+}
+
 // Samples the server's status every interval and prints each sample's rates.
 int RunTop(const std::string& server, const TopOptions& top) {
   const bool batch = top.batch || isatty(STDOUT_FILENO) == 0;
@@ -171,6 +204,7 @@ int RunTop(const std::string& server, const TopOptions& top) {
 
 int main(int argc, char** argv) {
   bool json = false;
+  bool all = false;
   TopOptions top;
   bool top_option = false;  // one of top's options was given
   std::string server;
@@ -183,6 +217,8 @@ int main(int argc, char** argv) {
     }
     if (arg == "--json") {
       json = true;
+    } else if (arg == "--all") {
+      all = true;
     } else if (arg == "--batch") {
       top.batch = top_option = true;
     } else if ((arg == "-n" || arg == "--interval" || arg == "--sort") && i + 1 < argc) {
@@ -221,6 +257,10 @@ int main(int argc, char** argv) {
     return Usage(command + " has no --json");
   }
   if (top_option && command != "top") return Usage("--batch, -n, --interval and --sort are top's");
+  if (all && (command != "status" || !server.empty())) {
+    return Usage("--all is status's, without --server");
+  }
+  if (all) return RunStatusAll(json);
   tally::ClientId client_id;
   tally::ClientPriority level = tally::ClientPriority::Unset();
   uint64_t memory_limit = tally::ipc::kNoLimit;

@@ -3,7 +3,9 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "absl/status/statusor.h"
 #include "ipc/control.h"
 
 namespace tally::tools {
@@ -13,6 +15,16 @@ std::string PriorityName(const ipc::ClientStatus& client);
 
 std::string FormatStatusText(const ipc::StatusReport& report, const std::string& socket);
 std::string FormatStatusJson(const ipc::StatusReport& report, const std::string& socket);
+
+// tally-ctl status --all: each server's status, or for a socket nobody answers on, that it is
+// not running and why. Text: one section per server; JSON: an array of FormatStatusJson's
+// objects and, for those not running, {"socket", "running": false, "error"}.
+struct SocketStatus {
+  std::string socket;
+  absl::StatusOr<ipc::StatusReport> report;
+};
+std::string FormatAllStatusText(const std::vector<SocketStatus>& servers);
+std::string FormatAllStatusJson(const std::vector<SocketStatus>& servers);
 
 // `text` with each byte that is not part of well-formed UTF-8 replaced by U+FFFD.
 std::string WellFormedUtf8(std::string_view text);
