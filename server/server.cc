@@ -449,6 +449,7 @@ void Server::JoinFinishedClients() {
 
 void Server::Converse(ipc::PendingPeer peer) {
   const std::string who = absl::StrFormat("pid %d", peer.pid);
+  const ClientId peer_id = peer.client_id;  // its name once it turns out to be a client
   absl::StatusOr<std::variant<ipc::ServerConnection, ipc::ControlConnection>> accepted =
       absl::InternalError("no handshake");
   // A client is admitted while fewer than --max-clients are; its place is taken at once, so
@@ -467,6 +468,8 @@ void Server::Converse(ipc::PendingPeer peer) {
   --handshakes_;
   const bool is_client = accepted.ok() && std::holds_alternative<ipc::ServerConnection>(*accepted);
   if (admitted && !is_client) --clients_;  // the handshake failed after admission
+  // The session settles its promise of memory; one that never began must too.
+  const absl::Cleanup settle = [&] { SettlePromise(peer_id); };
   if (!handshake.ok()) accepted = handshake;
   if (!accepted.ok()) {
     TALLY_LOG_WARN("tally-server: refused a client: {}", accepted.status().ToString());
@@ -512,18 +515,34 @@ std::string Server::AwaitMemory(const ipc::ClientInfo& client, const ipc::Admiss
   --handshakes_;
   absl::Cleanup handshake_again = [this] { ++handshakes_; };
   const absl::Duration timeout = admission_->timeout();
-  return admission_->Await({client.memory_limit, [this] { return UnpromisedMemory(); },
-                            [&](const std::string& why) {
-                              TALLY_LOG_INFO("tally-server: client {} (pid {}): {}",
-                                             client.client_id, client.pid, why);
-                              wait.tell(why, timeout).IgnoreError();
-                            },
-                            wait.gone},
-                           listener_.path());
+  std::string refusal = admission_->Await(
+      {client.memory_limit, [this] { return UnpromisedMemory(); },
+       [&](const std::string& why) {
+         TALLY_LOG_INFO("tally-server: client {} (pid {}): {}", client.client_id, client.pid, why);
+         wait.tell(why, timeout).IgnoreError();
+       },
+       wait.gone},
+      listener_.path());
+  // Promised until its session counts what it holds, so that the next waiter does not count
+  // the same memory as free.
+  if (refusal.empty()) {
+    std::lock_guard lock(promises_mutex_);
+    promises_[client.client_id] = client.memory_limit;
+  }
+  return refusal;
+}
+
+void Server::SettlePromise(ClientId client) {
+  std::lock_guard lock(promises_mutex_);
+  promises_.erase(client);
 }
 
 uint64_t Server::UnpromisedMemory() {
   uint64_t promised = 0;
+  {
+    std::lock_guard lock(promises_mutex_);
+    for (const auto& [client, bytes] : promises_) promised += bytes;
+  }
   for (const ipc::ClientStatus& client : sessions_.Report()) {
     promised += client.memory_limit == ipc::kNoLimit
                     ? client.memory_bytes
@@ -760,6 +779,7 @@ void Server::Serve(std::unique_ptr<ipc::ServerConnection> connection) {
             session, Session::Create(*context_, client, connection->bulk(),
                                      connection->host_region().value_or(std::span<std::byte>{}),
                                      generation, settings.limits));
+        SettlePromise(client.client_id);  // the session counts the client's memory now
         session->host_callbacks().Attach(&connection->callbacks(), wait);
         session->set_client_alive([&wait] { return wait.liveness().ok(); });
         return ServeRequests(*session, *connection, wait, *responses, *failed);
