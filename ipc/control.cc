@@ -105,6 +105,12 @@ absl::StatusOr<Reply> ChangeClient(const std::string& path, const ControlRequest
 
 }  // namespace
 
+DeviceUuid DeviceUuidOf(const StatusReply& reply) {
+  DeviceUuid uuid{};
+  std::memcpy(uuid.data(), reply.device_uuid, uuid.size());
+  return uuid;
+}
+
 void CopyText(const std::string& text, char* field, size_t field_size) {
   const size_t n = std::min(text.size(), field_size - 1);
   std::memcpy(field, text.data(), n);

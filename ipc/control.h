@@ -16,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/device_uuid.h"
 #include "ipc/handshake.h"
 #include "ipc/latency_histograms.h"
 #include "ipc/library_calls.h"
@@ -230,6 +231,9 @@ class ControlConnection {
   ControlRequest request_;
   pid_t pid_;
 };
+
+// The device's UUID a status reply carries.
+DeviceUuid DeviceUuidOf(const StatusReply& reply);
 
 // Copies `text` into a fixed NUL-terminated field, truncating it.
 void CopyText(const std::string& text, char* field, size_t field_size);

@@ -3,7 +3,6 @@
 
 #include <cctype>
 #include <cstdint>
-#include <cstring>
 #include <vector>
 
 #include "common/client_priority.h"
@@ -25,12 +24,6 @@ std::string_view BackendName(uint32_t backend) {
 
 std::string Mebibytes(uint64_t bytes) {
   return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
-}
-
-std::string DeviceUuidText(const ipc::StatusReply& server) {
-  DeviceUuid uuid{};
-  std::memcpy(uuid.data(), server.device_uuid, uuid.size());
-  return FormatDeviceUuid(uuid);
 }
 
 // "yes", or why not.
@@ -173,7 +166,7 @@ std::string FormatStatusText(const ipc::StatusReport& report, const std::string&
   std::string out = fmt::format("tally-server pid {} on {}\n", server.server_pid, socket);
   out += fmt::format("device:  {} ({} total, {} free), device {}, {}\n", server.device_name,
                      Mebibytes(server.total_memory), Mebibytes(server.free_memory),
-                     server.device_ordinal, DeviceUuidText(server));
+                     server.device_ordinal, FormatDeviceUuid(ipc::DeviceUuidOf(server)));
   out += fmt::format("accepting clients: {}; {} waiting for memory (--admission wait)\n",
                      AcceptingText(server, report.clients.size()), server.admission_waiting);
   out += fmt::format("backend: {} ({})\n", BackendName(server.backend),
@@ -245,8 +238,9 @@ std::string FormatStatusJson(const ipc::StatusReport& report, const std::string&
   out += fmt::format(
       "  \"device\": {{\"name\": {}, \"ordinal\": {}, \"uuid\": {}, \"total_memory_bytes\": {}, "
       "\"free_memory_bytes\": {}}},\n",
-      JsonString(server.device_name), server.device_ordinal, JsonString(DeviceUuidText(server)),
-      server.total_memory, server.free_memory);
+      JsonString(server.device_name), server.device_ordinal,
+      JsonString(FormatDeviceUuid(ipc::DeviceUuidOf(server))), server.total_memory,
+      server.free_memory);
   out += fmt::format("  \"max_clients\": {},\n  \"draining\": {},\n  \"admission_waiting\": {},\n",
                      server.max_clients, server.draining != 0, server.admission_waiting);
   out += fmt::format("  \"backend\": {{\"kind\": {}, \"description\": {}}},\n",

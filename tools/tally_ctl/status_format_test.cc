@@ -239,7 +239,8 @@ TEST_CASE("status as Prometheus metrics: each server, each client's series and t
   CheckExposition(FormatMetrics({{"/tmp/s.sock", Report(false)}}));
   for (const char* line : {
            "tally_server_info{server=\"/tmp/s.sock\",backend=\"emulator\",device=\"Tally "
-           "\\\"Emulated\\\" GPU\"} 1\n",
+           "\\\"Emulated\\\" GPU\",device_ordinal=\"1\","
+           "device_uuid=\"GPU-00010203-0405-0607-0809-0a0b0c0d0e0f\"} 1\n",
            "tally_device_memory_bytes{server=\"/tmp/s.sock\"} 4294967296\n",
            "tally_device_memory_free_bytes{server=\"/tmp/s.sock\"} 3221225472\n",
            "tally_clients{server=\"/tmp/s.sock\"} 1\n",

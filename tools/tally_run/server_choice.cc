@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstring>
 #include <tuple>
 
 #include "absl/strings/str_format.h"
@@ -13,15 +12,9 @@
 namespace tally::tools {
 namespace {
 
-DeviceUuid UuidOf(const ipc::StatusReply& server) {
-  DeviceUuid uuid{};
-  std::memcpy(uuid.data(), server.device_uuid, uuid.size());
-  return uuid;
-}
-
 std::string DeviceOf(const ServerCandidate& server) {
   return absl::StrFormat("device %d, %s", server.status.server.device_ordinal,
-                         FormatDeviceUuid(UuidOf(server.status.server)));
+                         FormatDeviceUuid(ipc::DeviceUuidOf(server.status.server)));
 }
 
 bool Accepts(const ipc::StatusReply& server, size_t clients) {
@@ -47,7 +40,7 @@ absl::StatusOr<ServerChoice> FindServerOfDevice(const std::vector<ServerCandidat
   std::vector<std::string> served;
   for (size_t i = 0; i < servers.size(); ++i) {
     const ipc::StatusReply& server = servers[i].status.server;
-    const bool match = device.uuid ? UuidOf(server) == *device.uuid
+    const bool match = device.uuid ? ipc::DeviceUuidOf(server) == *device.uuid
                                    : server.device_ordinal == device.ordinal.value_or(-1);
     if (match) return ServerChoice{i, absl::StrFormat("it serves %s", DeviceOf(servers[i]))};
     served.push_back(absl::StrFormat("%s (%s)", servers[i].socket, DeviceOf(servers[i])));
