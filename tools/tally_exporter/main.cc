@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
@@ -25,6 +26,8 @@ constexpr char kDescription[] =
 struct Options {
   std::string listen = "127.0.0.1:9410";
   std::vector<std::string> servers;
+  // Without --server and TALLY_SERVER: every server socket here, listed again at each scrape.
+  std::string run_dir;
   double timeout_seconds = 2;
 };
 
@@ -45,7 +48,8 @@ bool SplitAddress(const std::string& address, std::string* host, int* port) {
 
 std::string Scrape(const Options& options) {
   std::vector<tally::tools::ServerStatus> servers;
-  for (const std::string& socket : options.servers) {
+  for (const std::string& socket :
+       options.servers.empty() ? tally::ipc::ServerSockets(options.run_dir) : options.servers) {
     auto report = tally::ipc::QueryStatus(socket, absl::Seconds(options.timeout_seconds));
     servers.push_back({socket, report.ok() ? std::optional(*std::move(report)) : std::nullopt});
   }
@@ -60,8 +64,9 @@ int main(int argc, char** argv) {
   app.add_option("--listen", options.listen, "HOST:PORT to serve on (port 0: any free one)")
       ->capture_default_str();
   app.add_option("--server", options.servers,
-                 "a tally-server's socket; repeat for several (default: TALLY_SERVER, else the "
-                 "server's default socket)");
+                 "a tally-server's socket; repeat for several (default: TALLY_SERVER, else "
+                 "every server socket in the run directory, TALLY_RUN_DIR or "
+                 "$XDG_RUNTIME_DIR/tally or /tmp/tally-$UID, listed at each scrape)");
   app.add_option("--timeout", options.timeout_seconds,
                  "seconds to wait for each server's answer at a scrape")
       ->capture_default_str()
@@ -74,14 +79,17 @@ int main(int argc, char** argv) {
                  options.listen.c_str());
     return 2;
   }
+  if (const char* named = std::getenv("TALLY_SERVER"); options.servers.empty() && named && *named) {
+    options.servers.push_back(named);
+  }
   if (options.servers.empty()) {
-    auto path = tally::ipc::ResolveSocketPath(tally::ipc::DirectoryMode::kCheckIfPresent);
-    if (!path.ok()) {
-      std::fprintf(stderr, "tally-exporter: no server socket: %s\n",
-                   std::string(path.status().message()).c_str());
+    auto run_dir = tally::ipc::RunDirectory(tally::ipc::DirectoryMode::kCheckIfPresent);
+    if (!run_dir.ok()) {
+      std::fprintf(stderr, "tally-exporter: no run directory: %s\n",
+                   std::string(run_dir.status().message()).c_str());
       return 1;
     }
-    options.servers.push_back(*path);
+    options.run_dir = *run_dir;
   }
 
   // Signals are taken by this thread with sigwait; the HTTP threads never see them.
@@ -104,8 +112,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "tally-exporter: cannot listen on %s\n", options.listen.c_str());
     return 1;
   }
-  std::printf("tally-exporter: serving http://%s:%d/metrics for %zu server(s)\n", host.c_str(),
-              bound, options.servers.size());
+  const std::string whose = options.servers.empty()
+                                ? "the servers in " + options.run_dir
+                                : std::to_string(options.servers.size()) + " server(s)";
+  std::printf("tally-exporter: serving http://%s:%d/metrics for %s\n", host.c_str(), bound,
+              whose.c_str());
   std::fflush(stdout);
   std::thread serving([&] { http.listen_after_bind(); });
   int signal = 0;

@@ -68,6 +68,18 @@ all_status "$work/spread.json"
 json_check "$work/spread.json" \
   "{d['device']['ordinal']: sorted(c['pid'] for c in d['clients']) for d in s} == {0: sorted([${hog_pids[0]}, ${hog_pids[2]}]), 1: sorted([${hog_pids[1]}, ${hog_pids[3]}])}"
 
+# tally-exporter given no server serves every server of the run directory.
+coproc EXPORTER { exec "$TALLY_EXPORTER" --listen 127.0.0.1:0 --timeout 1; }
+background_pids+=("$EXPORTER_PID")
+read -r -t 30 line <&"${EXPORTER[0]}" || fail "tally-exporter never said where it serves"
+url=${line#*serving }
+url=${url%% *}
+curl -sf "$url" > "$work/metrics" || fail "GET $url failed"
+for socket in "${sockets[@]}"; do
+  grep -qx "tally_server_up{server=\"$socket\"} 1" "$work/metrics" ||
+    fail "tally-exporter did not serve $socket: $(grep server_up "$work/metrics")"
+done
+
 # A server that is gone (its socket left behind) is shown as not running; the other still is.
 kill -KILL "$second_pid"
 wait "$second_pid" 2>/dev/null
