@@ -73,6 +73,9 @@ absl::StatusOr<Channel*> Channel::Connect() {
   TALLY_ASSIGN_OR_RETURN(options.trust, ipc::ServerTrust::FromEnvironment());
   options.schema_version = ipc::kCudaCallsSchemaVersion;
   options.command = CommandLine();
+  options.on_wait = [](const std::string& reason) {
+    std::fprintf(stderr, "tally: %s\n", reason.c_str());
+  };
   // Registered once, before the connection exists: a child forked from then on would inherit
   // it. The handler runs in the child alone, before fork() returns there.
   if (const int error = pthread_atfork(nullptr, nullptr,

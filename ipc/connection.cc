@@ -4,7 +4,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -21,8 +23,10 @@ namespace tally::ipc {
 namespace {
 
 absl::Status SendReply(int socket, HelloStatus status, uint32_t schema_version, ClientId client_id,
-                       const SegmentLayout& layout, int segment_fd, std::string_view reason = {}) {
+                       const SegmentLayout& layout, int segment_fd, std::string_view reason = {},
+                       absl::Duration wait = absl::ZeroDuration()) {
   HelloReply reply{};
+  reply.wait_ms = static_cast<uint64_t>(absl::ToInt64Milliseconds(wait));
   reply.prefix = {kReplyMagic, kProtocolVersion, sizeof(HelloReply), 0};
   reply.status = static_cast<uint32_t>(status);
   reply.schema_version = schema_version;
@@ -256,7 +260,12 @@ absl::StatusOr<std::variant<ServerConnection, ControlConnection>> Listener::Hand
   const std::string notice =
       options_.ceiling ? ApplyCeiling(*options_.ceiling, client) : std::string();
   if (admit) {
-    if (const std::string refusal = admit(client); !refusal.empty()) {
+    const AdmissionWait wait{[&](const std::string& reason, absl::Duration at_most) {
+                               return SendReply(socket.get(), HelloStatus::kWaiting, schema,
+                                                client_id, {}, -1, reason, at_most);
+                             },
+                             [&] { return !CheckPeerAlive(socket.get()).ok(); }};
+    if (const std::string refusal = admit(client, wait); !refusal.empty()) {
       SendReply(socket.get(), HelloStatus::kServerFull, schema, client_id, {}, -1, refusal)
           .IgnoreError();
       return absl::ResourceExhaustedError(
@@ -309,6 +318,11 @@ absl::StatusOr<HelloReply> ReceiveReply(int socket, const std::string& path, abs
   return reply;
 }
 
+// The reply's reason, NUL-terminated whatever the peer sent.
+std::string ReasonOf(const HelloReply& reply) {
+  return std::string(reply.reason, strnlen(reply.reason, sizeof(reply.reason)));
+}
+
 absl::Status CheckAccepted(const HelloReply& reply, const std::string& path,
                            uint32_t schema_version) {
   switch (static_cast<HelloStatus>(reply.status)) {
@@ -325,6 +339,7 @@ absl::Status CheckAccepted(const HelloReply& reply, const std::string& path,
       return absl::ResourceExhaustedError(
           absl::StrFormat("the Tally server on %s refused us: %s", path, ReasonOf(reply)));
     case HelloStatus::kVersionMismatch:
+    case HelloStatus::kWaiting:  // a second one
       break;  // impossible with equal versions: the server is broken
   }
   return absl::InvalidArgumentError(
@@ -352,6 +367,14 @@ absl::StatusOr<ClientConnection> ClientConnection::Connect(const ConnectOptions&
   absl::StatusOr<HelloReply> reply =
       ReceiveReply(socket.get(), options.path, deadline, &segment_fd);
   if (!reply.ok()) return sent.ok() ? reply.status() : sent;
+  if (reply->status == static_cast<uint32_t>(HelloStatus::kWaiting)) {
+    if (options.on_wait) options.on_wait(ReasonOf(*reply));
+    // At most an hour, whatever the peer says (tally-server bounds its timeout so).
+    const absl::Duration wait = absl::Milliseconds(std::min<uint64_t>(reply->wait_ms, 3'600'000));
+    reply = ReceiveReply(socket.get(), options.path, absl::Now() + wait + options.handshake_timeout,
+                         &segment_fd);
+    if (!reply.ok()) return reply.status();
+  }
   TALLY_RETURN_IF_ERROR(CheckAccepted(*reply, options.path, options.schema_version));
   if (!segment_fd.valid()) {
     return absl::InvalidArgumentError(absl::StrFormat(

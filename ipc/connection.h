@@ -103,9 +103,17 @@ struct PendingPeer {
   ClientId client_id;  // the name the peer gets if it turns out to be a client
 };
 
+// What an admission decision may do with a client that has to wait for its place.
+struct AdmissionWait {
+  // Tells the client what it waits for and for how long at most (HelloStatus::kWaiting; once).
+  std::function<absl::Status(const std::string& reason, absl::Duration at_most)> tell;
+  std::function<bool()> gone;  // whether the client has hung up
+};
+
 // Decides whether a client whose hello was valid may connect: an empty string admits it, any
-// other text refuses it with that reason (HelloStatus::kServerFull), which the client prints.
-using Admission = std::function<std::string(const ClientInfo&)>;
+// other text refuses it with that reason (HelloStatus::kServerFull), which the client prints. It
+// may block while the client waits (telling it so first).
+using Admission = std::function<std::string(const ClientInfo&, const AdmissionWait&)>;
 
 class Listener {
  public:
@@ -160,6 +168,9 @@ struct ConnectOptions {
   // Who may run the server: our calls and data must not go to another user's process unless
   // we were told to trust it.
   ServerTrust trust;
+  // Called with what the server makes us wait for before admitting us (HelloStatus::kWaiting);
+  // the wait is bounded by what the server says plus handshake_timeout.
+  std::function<void(const std::string&)> on_wait;
 };
 
 // The client's end. Not thread-safe: the shim serialises its host threads around the rings (the

@@ -117,6 +117,12 @@ absl::StatusOr<GrantReply> AskAboutGrant(const std::string& path, const ControlR
 
 }  // namespace
 
+DeviceUuid DeviceUuidOf(const StatusReply& reply) {
+  DeviceUuid uuid{};
+  std::memcpy(uuid.data(), reply.device_uuid, uuid.size());
+  return uuid;
+}
+
 void CopyText(const std::string& text, char* field, size_t field_size) {
   const size_t n = std::min(text.size(), field_size - 1);
   std::memcpy(field, text.data(), n);

@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/client_priority.h"
+#include "common/device_uuid.h"
 #include "ipc/handshake.h"
 #include "ipc/latency_histograms.h"
 #include "ipc/library_calls.h"
@@ -115,6 +116,11 @@ struct StatusReply {
   uint64_t free_memory;   // cuMemGetInfo at the time of the answer
   char device_name[kControlTextSize];          // NUL-terminated
   char backend_description[kControlTextSize];  // NUL-terminated: which library and why
+  int32_t device_ordinal;                      // on the driver (tally-server --device)
+  uint8_t device_uuid[16];                     // cuDeviceGetUuid
+  uint32_t max_clients;                        // tally-server --max-clients, now
+  uint32_t draining;                           // 1 after tally-ctl drain: no new clients
+  uint32_t admission_waiting;  // clients waiting for memory (tally-server --admission wait)
   DepartedStatus departed;
   ClassLatencies latencies[kPriorityClassCount];  // since the server started, by PriorityClass
   ModuleStatus modules;
@@ -288,6 +294,9 @@ class ControlConnection {
   pid_t pid_;
   uid_t uid_;
 };
+
+// The device's UUID a status reply carries.
+DeviceUuid DeviceUuidOf(const StatusReply& reply);
 
 // Copies `text` into a fixed NUL-terminated field, truncating it.
 void CopyText(const std::string& text, char* field, size_t field_size);

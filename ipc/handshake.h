@@ -59,6 +59,9 @@ enum class HelloStatus : uint32_t {
   kSchemaMismatch = 2,
   kRefused = 3,     // the client runs as another user
   kServerFull = 4,  // the server serves as many clients as it may (`reason` says how many)
+  // The client waits to be admitted (tally-server --admission wait), `reason` says for what; the
+  // final reply follows within `wait_ms`.
+  kWaiting = 5,
 };
 inline constexpr size_t kReasonSize = 256;
 
@@ -68,6 +71,7 @@ struct HelloReply {
   uint32_t schema_version;  // the server's
   ClientId client_id;       // the server's name for this client (tally-ctl, logs)
   SegmentLayout layout;     // when accepted; the segment's memfd comes with the reply
+  uint64_t wait_ms;         // kWaiting: how long the client may have to wait
   // When refused: why; when accepted: what the client should know (a grant lowered what it
   // asked for), or nothing. NUL-terminated; the client prints it.
   char reason[kReasonSize];

@@ -2,7 +2,9 @@
 // refused when someone else could have planted or can read them.
 #include "ipc/socket_path.h"
 
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -43,6 +45,18 @@ class ScopedEnv {
   bool had_ = false;
 };
 
+// A socket file bound at `path` (nobody listens: only its presence matters here).
+void MakeSocketFile(const std::string& path) {
+  const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  REQUIRE(path.size() < sizeof(address.sun_path));
+  path.copy(address.sun_path, path.size());
+  REQUIRE(bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) == 0);
+  close(fd);
+}
+
 mode_t ModeOf(const std::string& path) {
   struct stat st {};
   REQUIRE(lstat(path.c_str(), &st) == 0);
@@ -59,6 +73,7 @@ TEST_CASE("TALLY_SERVER names the socket as given") {
 TEST_CASE("the default socket lives in a private directory under XDG_RUNTIME_DIR") {
   TempDir runtime;
   ScopedEnv server("TALLY_SERVER", nullptr);
+  ScopedEnv run_dir("TALLY_RUN_DIR", nullptr);
   ScopedEnv xdg("XDG_RUNTIME_DIR", runtime.path().c_str());
   const std::string dir = runtime.File("tally");
 
@@ -90,8 +105,49 @@ TEST_CASE("the default socket lives in a private directory under XDG_RUNTIME_DIR
   }
 }
 
+TEST_CASE("in a run directory of servers per device, clients take the only one or ask") {
+  TempDir runtime;
+  const std::string dir = runtime.File("run");
+  ScopedEnv server("TALLY_SERVER", nullptr);
+  ScopedEnv run_dir("TALLY_RUN_DIR", dir.c_str());
+  REQUIRE(RunDirectory(DirectoryMode::kCreate).value() == dir);
+  CHECK(ModeOf(dir) == 0700);
+  CHECK(ResolveSocketPath(DirectoryMode::kCheckIfPresent).value() == dir + "/server.sock");
+
+  const std::string first = DeviceSocketPath(dir, "GPU-00000000-0000-0000-0000-000000000001");
+  MakeSocketFile(first);
+  MakeSocketFile(dir + "/GPU-not-a-socket.sock.tmp");
+  CHECK(ResolveSocketPath(DirectoryMode::kCheckIfPresent).value() == first);
+
+  const std::string second = DeviceSocketPath(dir, "GPU-00000000-0000-0000-0000-000000000000");
+  MakeSocketFile(second);
+  CHECK(ServerSockets(dir) == std::vector<std::string>{second, first});
+  auto ambiguous = ResolveSocketPath(DirectoryMode::kCheckIfPresent);
+  REQUIRE(absl::IsFailedPrecondition(ambiguous.status()));
+  CHECK_THAT(std::string(ambiguous.status().message()),
+             Catch::Contains(second) && Catch::Contains("tally-run --device"));
+}
+
+TEST_CASE("a shared run directory may be searched by others, never written") {
+  TempDir runtime;
+  const std::string dir = runtime.File("run");
+  ScopedEnv run_dir("TALLY_RUN_DIR", dir.c_str());
+  ScopedEnv trusted("TALLY_SERVER_UID", nullptr);
+  REQUIRE(mkdir(dir.c_str(), 0750) == 0);
+  REQUIRE(chmod(dir.c_str(), 0750) == 0);
+  CHECK(EnsureRunDirectory(dir, DirectoryMode::kCreate).ok());  // the service's /run/tally
+  CHECK(RunDirectory(DirectoryMode::kCheckIfPresent).value() == dir);
+  CHECK_FALSE(EnsurePrivateDirectory(dir, DirectoryMode::kCheckIfPresent).ok());
+  REQUIRE(chmod(dir.c_str(), 0770) == 0);
+  auto writable = RunDirectory(DirectoryMode::kCheckIfPresent);
+  REQUIRE(absl::IsFailedPrecondition(writable.status()));
+  CHECK_THAT(std::string(writable.status().message()),
+             Catch::Contains("writable by its owner alone"));
+}
+
 TEST_CASE("without XDG_RUNTIME_DIR the socket goes to /tmp/tally-UID") {
   ScopedEnv server("TALLY_SERVER", nullptr);
+  ScopedEnv run_dir("TALLY_RUN_DIR", nullptr);
   ScopedEnv xdg("XDG_RUNTIME_DIR", nullptr);
   auto path = ResolveSocketPath(DirectoryMode::kCheckIfPresent);
   if (!path.ok()) {  // someone else's /tmp/tally-UID on this machine: the refusal is the point

@@ -29,10 +29,16 @@ struct Flag {
 constexpr Flag kFlags[] = {
     {"emulate", "TALLY_EMULATE", nullptr,
      "use the emulated GPU (libtally_emu.so) even when an NVIDIA GPU is present"},
-    {"device", "TALLY_DEVICE", "N", "device ordinal to serve (default 0)"},
+    {"device", "TALLY_DEVICE", "INDEX|UUID",
+     "the device to serve: its ordinal, or its UUID as nvidia-smi -L prints it "
+     "(GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx, GPU- optional; default 0)"},
+    {"run-dir", "TALLY_RUN_DIR", "DIR",
+     "the directory of the servers' sockets, one per device, named by its UUID "
+     "(GPU-<uuid>.sock), where clients, tally-run --device and tally-ctl status --all look "
+     "(default $XDG_RUNTIME_DIR/tally, else /tmp/tally-$UID; created with mode 0700, and "
+     "refused unless it is ours and private)"},
     {"socket", "TALLY_SERVER", "PATH",
-     "Unix socket to listen on (default $XDG_RUNTIME_DIR/tally/server.sock, else "
-     "/tmp/tally-$UID/server.sock)"},
+     "Unix socket to listen on, instead of the one named by the device's UUID in --run-dir"},
     {"emulator-library", "TALLY_EMU_LIBRARY", "PATH", "libtally_emu.so to load when emulating"},
     {"validate", "TALLY_VALIDATE", "FORM",
      "run every transformable kernel in one form, to check that programs compute the same "
@@ -74,6 +80,14 @@ constexpr Flag kFlags[] = {
     {"max-clients", "TALLY_MAX_CLIENTS", "N",
      "clients served at once; further ones are refused at connection with a message that says "
      "so (default 64)"},
+    {"admission", "TALLY_ADMISSION", "fail|wait",
+     "what happens to a client whose tally-run --memory-limit exceeds the device memory that "
+     "the connected clients have not allocated or been promised (by their own --memory-limit): "
+     "fail (it is admitted, and its allocations fail once the device is full; default) or wait "
+     "(it waits its turn, first come first served, saying on its stderr what for, until that "
+     "much is free, and is refused after --admission-timeout-ms)"},
+    {"admission-timeout-ms", "TALLY_ADMISSION_TIMEOUT_MS", "MS",
+     "how long a client may wait to be admitted under --admission wait (default 60000)"},
     {"max-queued-commands", "TALLY_MAX_QUEUED_COMMANDS", "N",
      "stream work (launches, copies, ...) a client may have accepted and not yet issued; while "
      "its queue is full the server reads no more of its requests, so the client blocks as on a "
@@ -229,11 +243,15 @@ absl::Status Apply(const Flag& flag, std::string_view value, ServerOptions& opti
   } else if (name == "shape-alone") {
     TALLY_ASSIGN_OR_RETURN(options.shape_alone, ParseBoolFlag(flag, value));
   } else if (name == "device") {
-    if (!absl::SimpleAtoi(absl::string_view(value.data(), value.size()), &options.device) ||
-        options.device < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("--device wants a device ordinal, not '%s'", value));
+    absl::StatusOr<DeviceSelector> device = ParseDeviceSelector(value);
+    if (!device.ok()) {
+      return absl::InvalidArgumentError(absl::StrFormat("--device: %s", device.status().message()));
     }
+    options.device = device->ordinal.value_or(0);
+    options.device_uuid = device->uuid;
+  } else if (name == "run-dir") {
+    if (value.empty()) return absl::InvalidArgumentError("--run-dir wants a directory");
+    options.run_dir = value;
   } else if (name == "socket") {
     options.socket_path = value;
   } else if (name == "emulator-library") {
@@ -268,6 +286,14 @@ absl::Status Apply(const Flag& flag, std::string_view value, ServerOptions& opti
     TALLY_ASSIGN_OR_RETURN(options.handshake_timeout_ms, ParseMilliseconds(flag, value));
   } else if (name == "max-clients") {
     TALLY_ASSIGN_OR_RETURN(options.max_clients, ParseCountFlag<int>(flag, value));
+  } else if (name == "admission") {
+    if (value != "fail" && value != "wait") {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("--admission wants fail or wait, not '%s'", value));
+    }
+    options.admission_wait = value == "wait";
+  } else if (name == "admission-timeout-ms") {
+    TALLY_ASSIGN_OR_RETURN(options.admission_timeout_ms, ParseMilliseconds(flag, value));
   } else if (name == "max-queued-commands") {
     TALLY_ASSIGN_OR_RETURN(options.limits.max_queued_commands,
                            ParseCountFlag<size_t>(flag, value));

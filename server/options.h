@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "common/device_uuid.h"
 #include "scheduler/policy.h"
 #include "server/isolation.h"
 #include "server/libraries/vendor_libraries.h"
@@ -35,7 +36,11 @@ inline constexpr SchedulingTimes kEmulatorDefaults{2, 2000, 1};
 struct ServerOptions {
   bool emulate = false;
   int device = 0;
-  std::string socket_path;  // empty: ipc::ResolveSocketPath's default
+  std::optional<DeviceUuid> device_uuid;  // --device UUID: replaces `device`
+  // Without --socket the server listens on RUN_DIR/GPU-<uuid>.sock; empty: the per-user
+  // default (ipc::RunDirectory).
+  std::string run_dir;
+  std::string socket_path;  // empty: in the run directory, named by the device's UUID
   std::string emulator_library;
   std::optional<ValidateMode> validate;  // replaces the policy
   std::string policy = "priority";
@@ -57,6 +62,10 @@ struct ServerOptions {
   double handshake_timeout_ms = 5000;
   // Clients served at once; more are refused at the handshake with a message they print.
   int max_clients = 64;
+  // --admission wait: a client asking for more memory than is free waits (AdmissionQueue)
+  // instead of being admitted to fail its allocations.
+  bool admission_wait = false;
+  double admission_timeout_ms = 60000;
   // What each client may hold (session.h).
   SessionLimits limits;
   LibraryKernelRule library_kernels = LibraryKernelRule::kByPriority;

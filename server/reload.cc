@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "absl/strings/str_format.h"
+#include "common/device_uuid.h"
 
 namespace tally::server {
 namespace {
@@ -29,7 +30,11 @@ struct Setting {
 constexpr Setting kSettings[] = {
     {"emulate", false,
      [](const ServerOptions& o) { return std::string(o.emulate ? "on" : "off"); }},
-    {"device", false, [](const ServerOptions& o) { return absl::StrFormat("%d", o.device); }},
+    {"device", false,
+     [](const ServerOptions& o) {
+       return o.device_uuid ? FormatDeviceUuid(*o.device_uuid) : absl::StrFormat("%d", o.device);
+     }},
+    {"run-dir", false, [](const ServerOptions& o) { return o.run_dir; }},
     {"socket", false, [](const ServerOptions& o) { return o.socket_path; }},
     {"emulator-library", false, [](const ServerOptions& o) { return o.emulator_library; }},
     {"validate", false,
@@ -50,6 +55,10 @@ constexpr Setting kSettings[] = {
      [](const ServerOptions& o) { return fmt::format("{}", o.handshake_timeout_ms); }},
     {"max-clients", true,
      [](const ServerOptions& o) { return absl::StrFormat("%d", o.max_clients); }},
+    {"admission", false,
+     [](const ServerOptions& o) { return std::string(o.admission_wait ? "wait" : "fail"); }},
+    {"admission-timeout-ms", false,
+     [](const ServerOptions& o) { return fmt::format("{}", o.admission_timeout_ms); }},
     {"max-queued-commands", true,
      [](const ServerOptions& o) { return Text(o.limits.max_queued_commands); }},
     {"max-streams", true, [](const ServerOptions& o) { return Text(o.limits.max_streams); }},

@@ -17,6 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/byte_size.h"
+#include "common/device_uuid.h"
 #include "common/exception_barrier.h"
 #include "common/log.h"
 #include "common/status.h"
@@ -168,6 +169,25 @@ absl::StatusOr<profiler::DeviceIdentity> IdentifyDevice(const Backend& backend,
                                   ptx::FormsVersion(isolation != Isolation::kNone)};
 }
 
+DeviceUuid DeviceUuidOf(const ipc::GetDeviceInfoResponse& info) {
+  DeviceUuid uuid{};
+  std::memcpy(uuid.data(), info.uuid, uuid.size());
+  return uuid;
+}
+
+// --socket, else the device's socket in the run directory (made if missing).
+absl::StatusOr<std::string> SocketPath(const ServerOptions& options,
+                                       const ipc::GetDeviceInfoResponse& info) {
+  if (!options.socket_path.empty()) return options.socket_path;
+  std::string run_dir = options.run_dir;
+  if (run_dir.empty()) {
+    TALLY_ASSIGN_OR_RETURN(run_dir, ipc::RuntimeDirectory(ipc::DirectoryMode::kCreate));
+  } else {
+    TALLY_RETURN_IF_ERROR(ipc::EnsureRunDirectory(run_dir, ipc::DirectoryMode::kCreate));
+  }
+  return ipc::DeviceSocketPath(run_dir, FormatDeviceUuid(DeviceUuidOf(info)));
+}
+
 // --isolation fenced|strict places each client's memory with the driver's virtual memory
 // management and passes host addresses of its page-locked memory to fenced kernels.
 absl::Status CheckIsolationSupport(const Backend& backend) {
@@ -209,24 +229,22 @@ void WarnIfUnreachable(const ipc::PeerAccess& access, const std::string& socket)
 absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& options,
                                                        Reread reread) {
   TALLY_ASSIGN_OR_RETURN(
-      Backend backend, Backend::Load({options.emulate, options.device, options.emulator_library,
-                                       std::getenv(kNoEmulatorTenantsEnv) == nullptr}));
+      Backend backend,
+      Backend::Load({options.emulate, options.device, options.emulator_library,
+                     std::getenv(kNoEmulatorTenantsEnv) == nullptr, options.device_uuid}));
   TALLY_LOG_INFO("tally-server: device backend is the {}", backend.description());
   TALLY_RETURN_IF_ERROR(backend.MakeCurrent());
   TALLY_ASSIGN_OR_RETURN(const ipc::GetDeviceInfoResponse info, QueryDeviceInfo(backend));
-  std::string path = options.socket_path;
-  if (path.empty()) {
-    TALLY_ASSIGN_OR_RETURN(path, ipc::ResolveSocketPath(ipc::DirectoryMode::kCreate));
-  }
   ipc::ListenerOptions listen;
-  listen.path = path;
+  TALLY_ASSIGN_OR_RETURN(listen.path, SocketPath(options, info));
   listen.schema_version = ipc::kCudaCallsSchemaVersion;
   listen.handshake_timeout = absl::Milliseconds(options.handshake_timeout_ms);
   TALLY_ASSIGN_OR_RETURN(listen.access, ipc::PeerAccess::Parse(options.access));
   listen.next_client_id = std::make_shared<std::atomic<uint64_t>>(1);
   auto grants = std::make_unique<Grants>(listen, Grants::DirectoryFor(path));
   TALLY_ASSIGN_OR_RETURN(ipc::Listener listener, ipc::Listener::Listen(std::move(listen)));
-  TALLY_LOG_INFO("tally-server: serving '{}' on {} for {}", info.name, listener.path(),
+  TALLY_LOG_INFO("tally-server: serving '{}' (device {}, {}) on {} for {}", info.name,
+                 backend.ordinal(), FormatDeviceUuid(DeviceUuidOf(info)), listener.path(),
                  grants->access().Describe());
   WarnIfUnreachable(grants->access(), listener.path());
 
@@ -276,7 +294,16 @@ Server::Server(Backend backend, ipc::GetDeviceInfoResponse device_info, ipc::Lis
       settings_(options),
       modules_(backend_, build_forms, options.isolation != Isolation::kNone),
       listener_(std::move(listener)),
-      grants_(std::move(grants)) {}
+      grants_(std::move(grants)) {
+  if (options.admission_wait) {
+    admission_ = std::make_unique<AdmissionQueue>(absl::Milliseconds(options.admission_timeout_ms),
+                                                  stopping_);
+    TALLY_LOG_INFO(
+        "tally-server: admission wait: clients asking for more memory than is free "
+        "wait up to {} ms",
+        options.admission_timeout_ms);
+  }
+}
 
 absl::Status Server::Start(std::unique_ptr<scheduler::Policy> policy,
                            const SessionLimits& limits) {
@@ -462,23 +489,17 @@ void Server::JoinFinishedClients() {
 void Server::Converse(ipc::PendingPeer peer, const std::shared_ptr<Grant>& grant) {
   const ipc::Listener& listener = grant != nullptr ? grant->listener : listener_;
   const std::string who = absl::StrFormat("pid %d", peer.pid);
+  const ClientId peer_id = peer.client_id;  // its name once it turns out to be a client
   absl::StatusOr<std::variant<ipc::ServerConnection, ipc::ControlConnection>> accepted =
       absl::InternalError("no handshake");
   // A client is admitted while fewer than --max-clients are; its place is taken at once, so
   // that handshakes running side by side cannot admit one too many.
   bool admitted = false;
-  const ipc::Admission admit = [&](const ipc::ClientInfo&) -> std::string {
-    if (draining_) return "it is draining (tally-ctl drain) and takes no new clients";
-    const int max_clients = Settings().max_clients;
-    int current = clients_.load();
-    while (current < max_clients) {
-      if (clients_.compare_exchange_weak(current, current + 1)) {
-        admitted = true;
-        return {};
-      }
-    }
-    return absl::StrFormat("it serves %d clients, its maximum (tally-server --max-clients)",
-                           max_clients);
+  const ipc::Admission admit = [&](const ipc::ClientInfo& client, const ipc::AdmissionWait& wait) {
+    std::string refusal = TakeClientPlace();
+    if (!refusal.empty()) return refusal;
+    admitted = true;
+    return AwaitMemory(client, wait);
   };
   const absl::Status handshake = CatchExceptions(who, [&] {
     accepted = listener.Handshake(std::move(peer), admit);
@@ -487,6 +508,8 @@ void Server::Converse(ipc::PendingPeer peer, const std::shared_ptr<Grant>& grant
   --handshakes_;
   const bool is_client = accepted.ok() && std::holds_alternative<ipc::ServerConnection>(*accepted);
   if (admitted && !is_client) --clients_;  // the handshake failed after admission
+  // The session settles its promise of memory; one that never began must too.
+  const absl::Cleanup settle = [&] { SettlePromise(peer_id); };
   if (!handshake.ok()) accepted = handshake;
   if (!accepted.ok()) {
     TALLY_LOG_WARN("tally-server: refused a client: {}", accepted.status().ToString());
@@ -509,6 +532,65 @@ void Server::Converse(ipc::PendingPeer peer, const std::shared_ptr<Grant>& grant
   });
   --clients_;
   if (!served.ok()) TALLY_LOG_ERROR("tally-server: {}", served.ToString());
+}
+
+std::string Server::TakeClientPlace() {
+  if (draining_) return "it is draining (tally-ctl drain) and takes no new clients";
+  const int max_clients = Settings().max_clients;
+  int current = clients_.load();
+  while (current < max_clients) {
+    if (clients_.compare_exchange_weak(current, current + 1)) return {};
+  }
+  return absl::StrFormat("it serves %d clients, its maximum (tally-server --max-clients)",
+                         max_clients);
+}
+
+std::string Server::AwaitMemory(const ipc::ClientInfo& client, const ipc::AdmissionWait& wait) {
+  if (admission_ == nullptr || client.memory_limit == 0) return {};
+  if (client.memory_limit > device_info_.total_memory) {
+    return absl::StrFormat("it asks for %s of device memory, more than the device's %s",
+                           FormatByteSize(client.memory_limit),
+                           FormatByteSize(device_info_.total_memory));
+  }
+  // A waiter holds a client's place, not one of the handshakes', which stay for peers to come.
+  --handshakes_;
+  absl::Cleanup handshake_again = [this] { ++handshakes_; };
+  const absl::Duration timeout = admission_->timeout();
+  std::string refusal = admission_->Await(
+      {client.memory_limit, [this] { return UnpromisedMemory(); },
+       [&](const std::string& why) {
+         TALLY_LOG_INFO("tally-server: client {} (pid {}): {}", client.client_id, client.pid, why);
+         wait.tell(why, timeout).IgnoreError();
+       },
+       wait.gone},
+      listener_.path());
+  // Promised until its session counts what it holds, so that the next waiter does not count
+  // the same memory as free.
+  if (refusal.empty()) {
+    std::lock_guard lock(promises_mutex_);
+    promises_[client.client_id] = client.memory_limit;
+  }
+  return refusal;
+}
+
+void Server::SettlePromise(ClientId client) {
+  std::lock_guard lock(promises_mutex_);
+  promises_.erase(client);
+}
+
+uint64_t Server::UnpromisedMemory() {
+  uint64_t promised = 0;
+  {
+    std::lock_guard lock(promises_mutex_);
+    for (const auto& [client, bytes] : promises_) promised += bytes;
+  }
+  for (const ipc::ClientStatus& client : sessions_.Report()) {
+    promised += client.memory_limit == ipc::kNoLimit
+                    ? client.memory_bytes
+                    : std::max(client.memory_limit, client.memory_bytes);
+  }
+  const uint64_t total = device_info_.total_memory;
+  return total > promised ? total - promised : 0;
 }
 
 void Server::AnswerControl(ipc::ControlConnection& control) {
@@ -654,6 +736,11 @@ void Server::AnswerStatus(ipc::ControlConnection& control) {
     reply.free_memory = free_bytes;
   }
   ipc::CopyText(device_info_.name, reply.device_name, sizeof(reply.device_name));
+  reply.device_ordinal = backend_.ordinal();
+  std::memcpy(reply.device_uuid, device_info_.uuid, sizeof(reply.device_uuid));
+  reply.max_clients = static_cast<uint32_t>(Settings().max_clients);
+  reply.draining = draining_ ? 1 : 0;
+  reply.admission_waiting = admission_ != nullptr ? admission_->waiting() : 0;
   ipc::CopyText(backend_.description(), reply.backend_description,
                 sizeof(reply.backend_description));
   reply.departed = sessions_.Departed();
@@ -818,6 +905,7 @@ void Server::Serve(std::unique_ptr<ipc::ServerConnection> connection, Grant* gra
             session, Session::Create(*context_, client, connection->bulk(),
                                      connection->host_region().value_or(std::span<std::byte>{}),
                                      generation, settings.limits));
+        SettlePromise(client.client_id);  // the session counts the client's memory now
         session->host_callbacks().Attach(&connection->callbacks(), wait);
         session->set_client_alive([&wait] { return wait.liveness().ok(); });
         return ServeRequests(*session, *connection, wait, *responses, *failed);

@@ -10,10 +10,12 @@
 #include <mutex>
 #include <thread>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "ipc/connection.h"
 #include "ipc/cuda_calls.h"
 #include "profiler/profiler.h"
+#include "server/admission_queue.h"
 #include "server/backend/backend.h"
 #include "server/dispatcher.h"
 #include "server/grants.h"
@@ -62,6 +64,15 @@ class Server {
   // `grant`: the grant whose socket it came through, or null.
   void Converse(ipc::PendingPeer peer, const std::shared_ptr<Grant>& grant);
   void Serve(std::unique_ptr<ipc::ServerConnection> connection, Grant* grant);
+  // Admission (the handshake's, on the peer's thread): a place among --max-clients ("") or why
+  // not; then, under --admission wait, the client's memory (AdmissionQueue).
+  std::string TakeClientPlace();
+  std::string AwaitMemory(const ipc::ClientInfo& client, const ipc::AdmissionWait& wait);
+  // Device memory neither allocated by the connected clients nor promised to them (their
+  // memory limits), as --admission wait counts it.
+  uint64_t UnpromisedMemory();
+  // Forgets the memory promised to a client admitted by --admission wait (none: nothing).
+  void SettlePromise(ClientId client);
   void AnswerControl(ipc::ControlConnection& control);
   void AnswerStatus(ipc::ControlConnection& control);
   void AnswerPriority(ipc::ControlConnection& control);
@@ -103,6 +114,10 @@ class Server {
   std::atomic<int> handshakes_{0};  // peers whose handshake is under way
   std::atomic<int> abandoned_{0};   // sessions whose work outlived the teardown timeout
   std::atomic<int> clients_{0};     // admitted, session not yet ended
+  std::unique_ptr<AdmissionQueue> admission_;  // under --admission wait
+  std::mutex promises_mutex_;
+  // Memory of clients the queue admitted whose sessions do not count it yet.
+  absl::flat_hash_map<ClientId, uint64_t> promises_;
   std::list<PeerThread> peers_;     // the accept loop's thread only
   std::chrono::steady_clock::time_point profiles_saved_ = std::chrono::steady_clock::now();
   const ServiceNotifier notifier_ = ServiceNotifier::FromEnvironment();

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 
 #include "emulator/exec/occupancy.h"
 #include "emulator/internal/entry.h"
@@ -59,9 +60,9 @@ CUresult cuDeviceGet(CUdevice* device, int ordinal) {
 }
 
 CUresult cuDeviceGetCount(int* count) {
-  return Run([&](Driver&) {
+  return Run([&](Driver& driver) {
     TALLY_RETURN_IF_ERROR(CheckOut(count));
-    *count = 1;
+    *count = driver.config().device_count;
     return absl::OkStatus();
   });
 }
@@ -98,14 +99,20 @@ CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
 }
 
 // A stable UUID derived from the device name, so that tools that key caches by UUID see the
-// same device across runs with the same configuration.
+// same device across runs with the same configuration; ordinals after 0 (TALLY_EMU_DEVICE_COUNT)
+// mix their ordinal in, so that each has a UUID of its own.
 CUresult cuDeviceGetUuid_v2(CUuuid* uuid, CUdevice dev) {
   return Run([&](Driver& driver) {
     TALLY_RETURN_IF_ERROR(CheckOut(uuid));
     TALLY_RETURN_IF_ERROR(driver.CheckDevice(dev));
     uint64_t hash[2] = {0xcbf29ce484222325ull, 0x84222325cbf29ce4ull};  // FNV-1a, two seeds
-    for (unsigned char c : driver.config().name) {
+    const auto mix = [&hash](unsigned char c) {
       for (uint64_t& h : hash) h = (h ^ c) * 0x100000001b3ull;
+    };
+    for (unsigned char c : driver.config().name) mix(c);
+    if (dev > 0) {
+      mix('#');
+      for (unsigned char c : std::to_string(dev)) mix(c);
     }
     std::memcpy(uuid->bytes, hash, sizeof(uuid->bytes));
     return absl::OkStatus();

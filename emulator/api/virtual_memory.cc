@@ -17,12 +17,12 @@ using tally::emu::VirtualMemory;
 namespace tally::emu {
 namespace {
 
-// A location that the device's memory may be placed at or accessed from: device 0.
-absl::Status CheckLocation(const CUmemLocation& location) {
+// A location that the device's memory may be placed at or accessed from: a device ordinal
+// (TALLY_EMU_DEVICE_COUNT; all of them are views of the one emulated device).
+absl::Status CheckLocation(const Driver& driver, const CUmemLocation& location) {
   switch (location.type) {
     case CU_MEM_LOCATION_TYPE_DEVICE:
-      if (location.id != 0) return CudaError(CUDA_ERROR_INVALID_DEVICE, "no such device ordinal");
-      return absl::OkStatus();
+      return driver.CheckDevice(location.id);
     case CU_MEM_LOCATION_TYPE_HOST:
     case CU_MEM_LOCATION_TYPE_HOST_NUMA:
       // CU_DEVICE_ATTRIBUTE_HOST_(NUMA_)VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED are 0.
@@ -33,12 +33,12 @@ absl::Status CheckLocation(const CUmemLocation& location) {
 }
 
 // cuMemCreate's properties (also those cuMemGetAllocationGranularity is asked about).
-absl::Status CheckProperties(const CUmemAllocationProp* prop) {
+absl::Status CheckProperties(const Driver& driver, const CUmemAllocationProp* prop) {
   if (prop == nullptr) return CudaError(CUDA_ERROR_INVALID_VALUE, "null properties");
   if (prop->type != CU_MEM_ALLOCATION_TYPE_PINNED) {
     return CudaError(CUDA_ERROR_INVALID_VALUE, "type must be CU_MEM_ALLOCATION_TYPE_PINNED");
   }
-  TALLY_RETURN_IF_ERROR(CheckLocation(prop->location));
+  TALLY_RETURN_IF_ERROR(CheckLocation(driver, prop->location));
   constexpr unsigned kHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR |
                                     CU_MEM_HANDLE_TYPE_WIN32 | CU_MEM_HANDLE_TYPE_WIN32_KMT |
                                     CU_MEM_HANDLE_TYPE_FABRIC;
@@ -82,7 +82,8 @@ absl::StatusOr<MemoryAccess> AccessOf(CUmemAccess_flags flags) {
 }
 
 // The access that `count` descriptors give the device (the last one for it wins).
-absl::StatusOr<MemoryAccess> DeviceAccess(const CUmemAccessDesc* desc, size_t count) {
+absl::StatusOr<MemoryAccess> DeviceAccess(const Driver& driver, const CUmemAccessDesc* desc,
+                                          size_t count) {
   if (desc == nullptr || count == 0) {
     return CudaError(CUDA_ERROR_INVALID_VALUE, "no access descriptors");
   }
@@ -92,7 +93,7 @@ absl::StatusOr<MemoryAccess> DeviceAccess(const CUmemAccessDesc* desc, size_t co
     if (desc[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE) {
       return CudaError(CUDA_ERROR_INVALID_VALUE, "access can be set for device 0 only");
     }
-    TALLY_RETURN_IF_ERROR(CheckLocation(desc[i].location));
+    TALLY_RETURN_IF_ERROR(CheckLocation(driver, desc[i].location));
     TALLY_ASSIGN_OR_RETURN(access, AccessOf(desc[i].flags));
   }
   return access;
@@ -105,9 +106,9 @@ extern "C" {
 
 CUresult cuMemGetAllocationGranularity(size_t* granularity, const CUmemAllocationProp* prop,
                                        CUmemAllocationGranularity_flags option) {
-  return Run([&](Driver&) -> absl::Status {
+  return Run([&](Driver& driver) -> absl::Status {
     TALLY_RETURN_IF_ERROR(CheckOut(granularity));
-    TALLY_RETURN_IF_ERROR(tally::emu::CheckProperties(prop));
+    TALLY_RETURN_IF_ERROR(tally::emu::CheckProperties(driver, prop));
     if (option != CU_MEM_ALLOC_GRANULARITY_MINIMUM &&
         option != CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) {
       return CudaError(CUDA_ERROR_INVALID_VALUE, "unknown granularity option");
@@ -136,7 +137,7 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
   return Run([&](Driver& driver) -> absl::Status {
     TALLY_RETURN_IF_ERROR(CheckOut(handle));
     if (flags != 0) return CudaError(CUDA_ERROR_INVALID_VALUE, "flags must be 0");
-    TALLY_RETURN_IF_ERROR(tally::emu::CheckProperties(prop));
+    TALLY_RETURN_IF_ERROR(tally::emu::CheckProperties(driver, prop));
     TALLY_ASSIGN_OR_RETURN(*handle, driver.virtual_memory().Create(size));
     return absl::OkStatus();
   });
@@ -166,7 +167,7 @@ CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
 // (the device's queued work is waited for first); granting access needs no wait.
 CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc, size_t count) {
   return Run([&](Driver& driver) -> absl::Status {
-    TALLY_ASSIGN_OR_RETURN(MemoryAccess access, tally::emu::DeviceAccess(desc, count));
+    TALLY_ASSIGN_OR_RETURN(MemoryAccess access, tally::emu::DeviceAccess(driver, desc, count));
     VirtualMemory& memory = driver.virtual_memory();
     bool reduced = false;
     TALLY_RETURN_IF_ERROR(memory.SetAccess(ptr, size, access, false, &reduced));
@@ -182,7 +183,7 @@ CUresult cuMemGetAccess(unsigned long long* flags, const CUmemLocation* location
     if (location->type != CU_MEM_LOCATION_TYPE_DEVICE) {
       return CudaError(CUDA_ERROR_INVALID_VALUE, "access is kept for device 0 only");
     }
-    TALLY_RETURN_IF_ERROR(tally::emu::CheckLocation(*location));
+    TALLY_RETURN_IF_ERROR(tally::emu::CheckLocation(driver, *location));
     TALLY_ASSIGN_OR_RETURN(MemoryAccess access, driver.virtual_memory().GetAccess(ptr));
     constexpr CUmemAccess_flags kFlags[] = {CU_MEM_ACCESS_FLAGS_PROT_NONE,
                                             CU_MEM_ACCESS_FLAGS_PROT_READ,

@@ -33,6 +33,8 @@ DeviceConfig DeviceConfig::FromEnvironment() {
   if (ReadInt("TALLY_EMU_HOST_THREADS", 1, 1024, &value)) {
     config.host_threads = static_cast<int>(value);
   }
+  if (ReadInt("TALLY_EMU_DEVICE_COUNT", 1, 64, &value))
+    config.device_count = static_cast<int>(value);
   if (ReadInt("TALLY_EMU_MEMORY_MB", 1, 1 << 20, &value)) config.memory_bytes = value << 20;
   // Compute capabilities the PTX ISA knows targets for (sm_50 .. sm_120).
   if (ReadInt("TALLY_EMU_CC", 50, 129, &value)) {

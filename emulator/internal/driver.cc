@@ -90,7 +90,9 @@ void Driver::SynchronizeDevice() {
 }
 
 absl::Status Driver::CheckDevice(CUdevice device) const {
-  if (device != 0) return CudaError(CUDA_ERROR_INVALID_DEVICE, "no such device ordinal");
+  if (device < 0 || device >= config_.device_count) {
+    return CudaError(CUDA_ERROR_INVALID_DEVICE, "no such device ordinal");
+  }
   return absl::OkStatus();
 }
 

@@ -68,7 +68,7 @@ class Driver {
   exec::SmPool& sm_pool();
   uint64_t NextLaunchId() { return next_launch_id_++; }
 
-  // INVALID_DEVICE unless `device` is an ordinal of the emulated device.
+  // INVALID_DEVICE unless `device` is an ordinal of the emulated device (config().device_count).
   absl::Status CheckDevice(CUdevice device) const;
 
   // The calling thread's current context (INVALID_CONTEXT when there is none or it was

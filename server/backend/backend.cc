@@ -5,6 +5,7 @@
 
 #include <dlfcn.h>
 
+#include <cstring>
 #include <string>
 #include <utility>
 
@@ -48,17 +49,42 @@ absl::Status ResolveEntries(void* library, DriverApi& api) {
   return absl::OkStatus();
 }
 
-// A loaded, initialised driver with at least `device + 1` devices, or why not.
-absl::Status InitDriver(void* library, int device, DriverApi& api) {
+absl::StatusOr<DeviceUuid> UuidOf(const DriverApi& api, int ordinal) {
+  CUdevice device = 0;
+  TALLY_RETURN_IF_ERROR(CheckCu(api.cuDeviceGet(&device, ordinal), "cuDeviceGet"));
+  CUuuid uuid{};
+  TALLY_RETURN_IF_ERROR(CheckCu(api.cuDeviceGetUuid(&uuid, device), "cuDeviceGetUuid"));
+  DeviceUuid bytes{};
+  std::memcpy(bytes.data(), uuid.bytes, bytes.size());
+  return bytes;
+}
+
+// The ordinal of the device with `uuid` among `count`; NotFound listing the devices if none.
+absl::StatusOr<int> FindDevice(const DriverApi& api, int count, const DeviceUuid& uuid) {
+  std::string devices;
+  for (int ordinal = 0; ordinal < count; ++ordinal) {
+    TALLY_ASSIGN_OR_RETURN(const DeviceUuid candidate, UuidOf(api, ordinal));
+    if (candidate == uuid) return ordinal;
+    absl::StrAppendFormat(&devices, "%s%d: %s", devices.empty() ? "" : ", ", ordinal,
+                          FormatDeviceUuid(candidate));
+  }
+  return absl::NotFoundError(absl::StrFormat("no device has the UUID %s; the devices are %s",
+                                             FormatDeviceUuid(uuid), devices));
+}
+
+// Initialises a loaded driver and returns the ordinal of the device `options` selects, or why
+// there is none.
+absl::StatusOr<int> InitDriver(void* library, const BackendOptions& options, DriverApi& api) {
   TALLY_RETURN_IF_ERROR(ResolveEntries(library, api));
   TALLY_RETURN_IF_ERROR(CheckCu(api.cuInit(0), "cuInit"));
   int count = 0;
   TALLY_RETURN_IF_ERROR(CheckCu(api.cuDeviceGetCount(&count), "cuDeviceGetCount"));
-  if (device < 0 || device >= count) {
-    return absl::NotFoundError(
-        absl::StrFormat("device %d requested but the driver has %d device(s)", device, count));
+  if (options.device_uuid) return FindDevice(api, count, *options.device_uuid);
+  if (options.device < 0 || options.device >= count) {
+    return absl::NotFoundError(absl::StrFormat(
+        "device %d requested but the driver has %d device(s)", options.device, count));
   }
-  return absl::OkStatus();
+  return options.device;
 }
 
 template <typename T>
@@ -101,16 +127,17 @@ absl::StatusOr<Backend> Backend::Load(const BackendOptions& options) {
       backend.description_ = absl::StrFormat(
           "emulated GPU (%s) because no NVIDIA driver is installed (%s)",
           options.emulator_library, error);
-    } else if (const absl::Status usable = InitDriver(nvidia, options.device, backend.api_);
+    } else if (const absl::StatusOr<int> usable = InitDriver(nvidia, options, backend.api_);
                !usable.ok()) {
       return absl::FailedPreconditionError(absl::StrFormat(
           "the NVIDIA driver (%s) is installed but not usable: %s; fix the driver or the device "
           "selection, or start with --emulate to serve the emulated GPU instead",
-          kNvidiaDriver, usable.message()));
+          kNvidiaDriver, usable.status().message()));
     } else {
       backend.library_ = nvidia;
+      backend.ordinal_ = *usable;
       backend.description_ =
-          absl::StrFormat("NVIDIA driver (%s), device %d", kNvidiaDriver, options.device);
+          absl::StrFormat("NVIDIA driver (%s), device %d", kNvidiaDriver, *usable);
     }
   } else {
     backend.description_ =
@@ -119,11 +146,12 @@ absl::StatusOr<Backend> Backend::Load(const BackendOptions& options) {
   if (backend.library_ == nullptr) {
     TALLY_ASSIGN_OR_RETURN(backend.library_, OpenLibrary(options.emulator_library));
     backend.emulated_ = true;
-    TALLY_RETURN_IF_ERROR(InitDriver(backend.library_, options.device, backend.api_));
+    TALLY_ASSIGN_OR_RETURN(backend.ordinal_, InitDriver(backend.library_, options, backend.api_));
     ResolveExtensions(backend.library_, options.emulator_tenants, backend.extensions_);
   }
   const DriverApi& api = backend.api_;
-  TALLY_RETURN_IF_ERROR(CheckCu(api.cuDeviceGet(&backend.device_, options.device), "cuDeviceGet"));
+  TALLY_RETURN_IF_ERROR(
+      CheckCu(api.cuDeviceGet(&backend.device_, backend.ordinal_), "cuDeviceGet"));
   CUcontext context = nullptr;
   TALLY_RETURN_IF_ERROR(
       CheckCu(api.cuDevicePrimaryCtxRetain(&context, backend.device_), "cuDevicePrimaryCtxRetain"));
@@ -136,6 +164,7 @@ Backend::Backend(Backend&& other) noexcept
       api_(other.api_),
       extensions_(other.extensions_),
       device_(other.device_),
+      ordinal_(other.ordinal_),
       context_(other.context_.exchange(nullptr)),
       emulated_(other.emulated_),
       keep_context_(other.keep_context_),

@@ -6,9 +6,11 @@
 #include <cudaTypedefs.h>
 
 #include <atomic>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "common/device_uuid.h"
 #include "cuda_abi/driver_extensions.h"
 
 namespace tally::server {
@@ -44,6 +46,7 @@ struct BackendOptions {
   int device = 0;                // ordinal on the backend
   std::string emulator_library;  // path of libtally_emu.so
   bool emulator_tenants = true;  // resolve the emulator's tenant extensions
+  std::optional<DeviceUuid> device_uuid;  // when set, the device with this UUID, not `device`
 };
 
 // An initialised driver with the device's primary context retained. Lives for the whole server.
@@ -67,6 +70,7 @@ class Backend {
   DriverApi& api_for_testing() { return api_; }
   const EmulatorExtensions& extensions() const { return extensions_; }
   CUdevice device() const { return device_; }
+  int ordinal() const { return ordinal_; }  // the device's ordinal on the driver
   CUcontext context() const { return context_.load(std::memory_order_acquire); }
   bool emulated() const { return emulated_; }
   // Whether a fault in one client's kernel poisons the context for all (NVIDIA's driver, or the
@@ -90,6 +94,7 @@ class Backend {
   DriverApi api_;
   EmulatorExtensions extensions_;
   CUdevice device_ = 0;
+  int ordinal_ = 0;
   // Atomic: ResetContext may replace it while other threads read it to make it current.
   std::atomic<CUcontext> context_{nullptr};
   bool emulated_ = false;

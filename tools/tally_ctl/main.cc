@@ -29,7 +29,7 @@
 namespace {
 
 constexpr char kUsage[] =
-    "Usage: tally-ctl status [--json] [--server PATH]\n"
+    "Usage: tally-ctl status [--json] [--server PATH | --all]\n"
     "       tally-ctl priority CLIENT LEVEL [--server PATH]\n"
     "       tally-ctl limit CLIENT SIZE|none [--server PATH]\n"
     "       tally-ctl profiles [--json] [--server PATH]\n"
@@ -40,7 +40,9 @@ constexpr char kUsage[] =
     "                       [--name NAME] [--json] [--server PATH]\n"
     "       tally-ctl revoke NAME [--clients keep|end] [--server PATH]\n"
     "Inspects and steers a running tally-server.\n\n"
-    "  status         its device (name, total and free memory), its backend (the emulator or\n"
+    "  status         its device (name, total and free memory, ordinal, UUID), whether it\n"
+    "                 accepts clients (draining, --max-clients) and how many wait for memory\n"
+    "                 (--admission wait), its backend (the emulator or\n"
     "                 NVIDIA's driver) and each connected client: id, pid, priority, device\n"
     "                 memory it has allocated and its limit (in bytes), page-locked memory and\n"
     "                 its limit, streams, events, modules, commands queued but not yet issued,\n"
@@ -91,10 +93,16 @@ constexpr char kUsage[] =
     "  revoke NAME    removes the grant's socket: no new clients; those connected run on\n"
     "                 under its limits (--clients keep, default) or are ended now (--clients\n"
     "                 end: their next CUDA call fails)\n"
+    "  --all          status of every server in the run directory (TALLY_RUN_DIR, else\n"
+    "                 $XDG_RUNTIME_DIR/tally, else /tmp/tally-$UID), one per GPU: one section\n"
+    "                 each, or with --json an array of status objects; a socket nobody answers\n"
+    "                 on is shown as not running ({socket, running: false, error})\n"
     "  Only the server's own user and root may change clients, drain or grant; other users\n"
     "  the server admits (tally-server --access) may ask for status, profiles and metrics.\n\n"
     "  --json         print JSON instead of a table. status: an object with the keys socket,\n"
-    "                 server_pid, device {name, total_memory_bytes, free_memory_bytes},\n"
+    "                 server_pid, device {name, ordinal, uuid, total_memory_bytes,\n"
+    "                 free_memory_bytes}, max_clients, draining, admission_waiting (clients\n"
+    "                 waiting for memory under tally-server --admission wait),\n"
     "                 backend {kind: \"emulator\"|\"nvidia-driver\", description}, departed\n"
     "                 {clients, scheduling {...}, library_calls {...}, vendor_library_calls\n"
     "                 {...}: the counters below,\n"
@@ -121,10 +129,11 @@ constexpr char kUsage[] =
     "                 grants [{name, socket, priority, memory_limit_bytes,\n"
     "                 pinned_limit_bytes, clients}];\n"
     "                 profiles: an array of objects, one per launch configuration\n"
-    "  --server PATH  the server's socket (default: TALLY_SERVER, else the server's default)\n"
+    "  --server PATH  the server's socket (default: TALLY_SERVER, else the one server socket\n"
+    "                 in the run directory)\n"
     "  --help         show this help\n\n"
     "Exit status: 0 done, 1 no server answered (or it answered with an error, or has no such\n"
-    "client), 2 usage.\n";
+    "client; --all: none answered), 2 usage.\n";
 
 constexpr absl::Duration kTimeout = absl::Seconds(5);
 
@@ -169,6 +178,30 @@ std::string ParseTopOption(std::string_view option, const std::string& value, To
   }
   top.interval_seconds = seconds;
   return "";
+}
+
+// status --all: every server socket in the run directory.
+int RunStatusAll(bool json) {
+  auto run_dir = tally::ipc::RunDirectory(tally::ipc::DirectoryMode::kCheckIfPresent);
+  if (!run_dir.ok()) {
+    std::fprintf(stderr, "tally-ctl: no run directory: %s\n",
+                 std::string(run_dir.status().message()).c_str());
+    return 1;
+  }
+  std::vector<tally::tools::SocketStatus> servers;
+  bool any_answered = false;
+  for (const std::string& socket : tally::ipc::ServerSockets(*run_dir)) {
+    servers.push_back({socket, tally::ipc::QueryStatus(socket)});
+    any_answered |= servers.back().report.ok();
+  }
+  if (servers.empty()) {
+    std::fprintf(stderr, "tally-ctl: no tally-server socket in %s\n", run_dir->c_str());
+    return 1;
+  }
+  const std::string out = json ? tally::tools::FormatAllStatusJson(servers)
+                               : tally::tools::FormatAllStatusText(servers);
+  std::fputs(out.c_str(), stdout);
+  return any_answered ? 0 : 1;
 }
 
 // Samples the server's status every interval and prints each sample's rates.
@@ -230,6 +263,7 @@ int main(int argc, char** argv) {
     return tally::tools::RunGrantCommand(args);
   }
   bool json = false;
+  bool all = false;
   TopOptions top;
   bool top_option = false;  // one of top's options was given
   std::string server;
@@ -242,6 +276,8 @@ int main(int argc, char** argv) {
     }
     if (arg == "--json") {
       json = true;
+    } else if (arg == "--all") {
+      all = true;
     } else if (arg == "--batch") {
       top.batch = top_option = true;
     } else if ((arg == "-n" || arg == "--interval" || arg == "--sort") && i + 1 < argc) {
@@ -280,6 +316,10 @@ int main(int argc, char** argv) {
     return Usage(command + " has no --json");
   }
   if (top_option && command != "top") return Usage("--batch, -n, --interval and --sort are top's");
+  if (all && (command != "status" || !server.empty())) {
+    return Usage("--all is status's, without --server");
+  }
+  if (all) return RunStatusAll(json);
   tally::ClientId client_id;
   tally::ClientPriority level = tally::ClientPriority::Unset();
   uint64_t memory_limit = tally::ipc::kNoLimit;

@@ -188,10 +188,12 @@ void ServerFamilies(std::string& out, const std::vector<ServerStatus>& all,
   for (const Answered& server : servers) {
     const ipc::StatusReply& reply = server.report->server;
     const bool emulated = reply.backend == static_cast<uint32_t>(ipc::Backend::kEmulator);
-    info.push_back({Join(server.label, fmt::format("backend=\"{}\",device={}",
-                                                   emulated ? "emulator" : "nvidia-driver",
-                                                   LabelValue(reply.device_name))),
-                    "1"});
+    info.push_back(
+        {Join(server.label,
+              fmt::format("backend=\"{}\",device={},device_ordinal=\"{}\",device_uuid=\"{}\"",
+                          emulated ? "emulator" : "nvidia-driver", LabelValue(reply.device_name),
+                          reply.device_ordinal, FormatDeviceUuid(ipc::DeviceUuidOf(reply)))),
+         "1"});
   }
   Family(out, "tally_server_info", "gauge", "The server's device and backend.", info);
   Family(out, "tally_device_memory_bytes", "gauge", "Memory of the device.",

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/client_priority.h"
+#include "common/device_uuid.h"
 #include "fmt/format.h"
 
 namespace tally::tools {
@@ -23,6 +24,15 @@ std::string_view BackendName(uint32_t backend) {
 
 std::string Mebibytes(uint64_t bytes) {
   return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+}
+
+// "yes", or why not.
+std::string AcceptingText(const ipc::StatusReply& server, size_t clients) {
+  if (server.draining != 0) return "no, draining (tally-ctl drain)";
+  if (clients >= server.max_clients) {
+    return fmt::format("no, {} clients, its maximum (--max-clients)", clients);
+  }
+  return fmt::format("yes ({} of at most {} clients)", clients, server.max_clients);
 }
 
 // A limit for the table: bytes, or "none".
@@ -167,8 +177,11 @@ std::string PriorityName(const ipc::ClientStatus& client) {
 std::string FormatStatusText(const ipc::StatusReport& report, const std::string& socket) {
   const ipc::StatusReply& server = report.server;
   std::string out = fmt::format("tally-server pid {} on {}\n", server.server_pid, socket);
-  out += fmt::format("device:  {} ({} total, {} free)\n", server.device_name,
-                     Mebibytes(server.total_memory), Mebibytes(server.free_memory));
+  out += fmt::format("device:  {} ({} total, {} free), device {}, {}\n", server.device_name,
+                     Mebibytes(server.total_memory), Mebibytes(server.free_memory),
+                     server.device_ordinal, FormatDeviceUuid(ipc::DeviceUuidOf(server)));
+  out += fmt::format("accepting clients: {}; {} waiting for memory (--admission wait)\n",
+                     AcceptingText(server, report.clients.size()), server.admission_waiting);
   out += fmt::format("backend: {} ({})\n", BackendName(server.backend),
                      server.backend_description);
   out += fmt::format("isolation: {}\n", ipc::IsolationName(server.isolation));
@@ -243,8 +256,13 @@ std::string FormatStatusJson(const ipc::StatusReport& report, const std::string&
   out += fmt::format("  \"socket\": {},\n", JsonString(socket));
   out += fmt::format("  \"server_pid\": {},\n", server.server_pid);
   out += fmt::format(
-      "  \"device\": {{\"name\": {}, \"total_memory_bytes\": {}, \"free_memory_bytes\": {}}},\n",
-      JsonString(server.device_name), server.total_memory, server.free_memory);
+      "  \"device\": {{\"name\": {}, \"ordinal\": {}, \"uuid\": {}, \"total_memory_bytes\": {}, "
+      "\"free_memory_bytes\": {}}},\n",
+      JsonString(server.device_name), server.device_ordinal,
+      JsonString(FormatDeviceUuid(ipc::DeviceUuidOf(server))), server.total_memory,
+      server.free_memory);
+  out += fmt::format("  \"max_clients\": {},\n  \"draining\": {},\n  \"admission_waiting\": {},\n",
+                     server.max_clients, server.draining != 0, server.admission_waiting);
   out += fmt::format("  \"backend\": {{\"kind\": {}, \"description\": {}}},\n",
                      JsonString(BackendName(server.backend)),
                      JsonString(server.backend_description));
@@ -307,6 +325,34 @@ std::string FormatGrantJson(const ipc::GrantStatus& grant) {
       "\"pinned_limit_bytes\": {}, \"clients\": {}}}",
       JsonString(grant.name), JsonString(grant.socket), grant.client_priority_level,
       LimitJson(grant.memory_limit), LimitJson(grant.pinned_limit), grant.clients);
+}
+
+std::string FormatAllStatusText(const std::vector<SocketStatus>& servers) {
+  std::string out;
+  for (const SocketStatus& server : servers) {
+    if (!out.empty()) out += "\n";
+    out += server.report.ok() ? FormatStatusText(*server.report, server.socket)
+                              : fmt::format("{}: not running ({})\n", server.socket,
+                                            std::string(server.report.status().message()));
+  }
+  return out;
+}
+
+std::string FormatAllStatusJson(const std::vector<SocketStatus>& servers) {
+  std::string out = "[";
+  for (const SocketStatus& server : servers) {
+    out += out.size() > 1 ? ",\n" : "\n";
+    if (server.report.ok()) {
+      std::string object = FormatStatusJson(*server.report, server.socket);
+      object.pop_back();  // its newline: the array's comma comes first
+      out += object;
+    } else {
+      out += fmt::format("{{\"socket\": {}, \"running\": false, \"error\": {}}}",
+                         JsonString(server.socket),
+                         JsonString(std::string(server.report.status().message())));
+    }
+  }
+  return out + "\n]\n";
 }
 
 }  // namespace tally::tools

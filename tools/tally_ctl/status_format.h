@@ -3,7 +3,9 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "absl/status/statusor.h"
 #include "ipc/control.h"
 
 namespace tally::tools {
@@ -15,6 +17,16 @@ std::string FormatStatusText(const ipc::StatusReport& report, const std::string&
 std::string FormatStatusJson(const ipc::StatusReport& report, const std::string& socket);
 // One grant as a JSON object (status's "grants", tally-ctl grant --json).
 std::string FormatGrantJson(const ipc::GrantStatus& grant);
+
+// tally-ctl status --all: each server's status, or for a socket nobody answers on, that it is
+// not running and why. Text: one section per server; JSON: an array of FormatStatusJson's
+// objects and, for those not running, {"socket", "running": false, "error"}.
+struct SocketStatus {
+  std::string socket;
+  absl::StatusOr<ipc::StatusReport> report;
+};
+std::string FormatAllStatusText(const std::vector<SocketStatus>& servers);
+std::string FormatAllStatusJson(const std::vector<SocketStatus>& servers);
 
 // `text` with each byte that is not part of well-formed UTF-8 replaced by U+FFFD.
 std::string WellFormedUtf8(std::string_view text);

@@ -23,6 +23,9 @@ ipc::StatusReport Report(bool with_client) {
                 sizeof(report.server.device_name));
   ipc::CopyText("emulator (--emulate)", report.server.backend_description,
                 sizeof(report.server.backend_description));
+  report.server.device_ordinal = 1;
+  for (uint8_t i = 0; i < 16; ++i) report.server.device_uuid[i] = i;
+  report.server.max_clients = 64;
   report.server.departed.clients = 3;
   report.server.departed.kernels_preemptible = 9;
   report.server.departed.preemptions = 4;
@@ -81,8 +84,12 @@ TEST_CASE("status as JSON has every key, with and without clients") {
         "{\n"
         "  \"socket\": \"/tmp/s.sock\",\n"
         "  \"server_pid\": 42,\n"
-        "  \"device\": {\"name\": \"Tally \\\"Emulated\\\" GPU\", \"total_memory_bytes\": "
+        "  \"device\": {\"name\": \"Tally \\\"Emulated\\\" GPU\", \"ordinal\": 1, "
+        "\"uuid\": \"GPU-00010203-0405-0607-0809-0a0b0c0d0e0f\", \"total_memory_bytes\": "
         "4294967296, \"free_memory_bytes\": 3221225472},\n"
+        "  \"max_clients\": 64,\n"
+        "  \"draining\": false,\n"
+        "  \"admission_waiting\": 0,\n"
         "  \"backend\": {\"kind\": \"emulator\", \"description\": \"emulator (--emulate)\"},\n"
         "  \"isolation\": \"fenced\",\n"
         "  \"departed\": {\"clients\": 3, \"scheduling\": {\"kernels_original\": 0, "
@@ -138,11 +145,29 @@ TEST_CASE("status shows the grants and each client's grant") {
   CHECK(text.find("/run/tally/gpu0.grants/job-1/server.sock") != std::string::npos);
 }
 
+TEST_CASE("status --all: every server, those not running with why") {
+  const std::vector<SocketStatus> servers = {
+      {"/run/GPU-a.sock", Report(false)},
+      {"/run/GPU-b.sock", absl::UnavailableError("connection refused")}};
+  const std::string json = FormatAllStatusJson(servers);
+  CHECK(json.starts_with("[\n{\n  \"socket\": \"/run/GPU-a.sock\","));
+  CHECK(
+      json.ends_with("\n},\n{\"socket\": \"/run/GPU-b.sock\", \"running\": false, "
+                     "\"error\": \"connection refused\"}\n]\n"));
+  const std::string text = FormatAllStatusText(servers);
+  CHECK(text.starts_with("tally-server pid 42 on /run/GPU-a.sock\n"));
+  CHECK(text.ends_with("\n\n/run/GPU-b.sock: not running (connection refused)\n"));
+}
+
 TEST_CASE("status as text lists the clients") {
   const std::string text = FormatStatusText(Report(true), "/tmp/s.sock");
   CHECK(text.find("tally-server pid 42 on /tmp/s.sock") != std::string::npos);
   CHECK(text.find("backend: emulator (emulator (--emulate))") != std::string::npos);
   CHECK(text.find("clients: 1") != std::string::npos);
+  CHECK(text.find("free), device 1, GPU-00010203-0405-0607-0809-0a0b0c0d0e0f\n") !=
+        std::string::npos);
+  CHECK(text.find("accepting clients: yes (1 of at most 64 clients); 0 waiting for memory") !=
+        std::string::npos);
   CHECK(text.find(
             "departed: 3 client(s); their kernels: 0 original, 0 sliced (0 slices), 9 "
             "preemptible (0 preempted, 4 preemptions, 0 resumes), 0 risky, 0 unfit; their "
@@ -244,7 +269,8 @@ TEST_CASE("status as Prometheus metrics: each server, each client's series and t
   CheckExposition(FormatMetrics({{"/tmp/s.sock", Report(false)}}));
   for (const char* line : {
            "tally_server_info{server=\"/tmp/s.sock\",backend=\"emulator\",device=\"Tally "
-           "\\\"Emulated\\\" GPU\"} 1\n",
+           "\\\"Emulated\\\" GPU\",device_ordinal=\"1\","
+           "device_uuid=\"GPU-00010203-0405-0607-0809-0a0b0c0d0e0f\"} 1\n",
            "tally_device_memory_bytes{server=\"/tmp/s.sock\"} 4294967296\n",
            "tally_device_memory_free_bytes{server=\"/tmp/s.sock\"} 3221225472\n",
            "tally_clients{server=\"/tmp/s.sock\"} 1\n",

@@ -5,8 +5,8 @@
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
-#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -21,30 +21,19 @@ namespace {
 constexpr char kDescription[] =
     "Serves the metrics of tally-servers over HTTP for Prometheus: GET /metrics answers, in\n"
     "Prometheus's text format, what `tally-ctl metrics` prints for every server given (and\n"
-    "every socket in --run-dir), each asked at the scrape (tally_server_up says which\n"
+    "every server socket in the run directory), each asked at the scrape (tally_server_up says "
+    "which\n"
     "answered). Prints the address it serves once it listens; ends on SIGINT or SIGTERM.";
 
 struct Options {
   std::string listen = "127.0.0.1:9410";
   std::vector<std::string> servers;
+  // --run-dir, else (without --server and TALLY_SERVER) the run directory: every server
+  // socket there, listed again at each scrape.
   std::string run_dir;
   double timeout_seconds = 2;
   tally::ipc::ServerTrust trust;  // TALLY_SERVER_UID, as for every client of a server
 };
-
-// The servers' sockets (*.sock) in the folder, sorted; none when it is missing. Listed again at
-// every scrape, as servers start and stop.
-std::vector<std::string> SocketsIn(const std::string& dir) {
-  std::vector<std::string> sockets;
-  if (dir.empty()) return sockets;
-  std::error_code error;
-  for (std::filesystem::directory_iterator it(dir, error), end; !error && it != end;
-       it.increment(error)) {
-    if (it->path().extension() == ".sock" && it->is_socket(error)) sockets.push_back(it->path());
-  }
-  std::sort(sockets.begin(), sockets.end());
-  return sockets;
-}
 
 std::string ServedDescription(const Options& options) {
   std::string servers = std::to_string(options.servers.size()) + " server(s)";
@@ -70,7 +59,8 @@ bool SplitAddress(const std::string& address, std::string* host, int* port) {
 
 std::string Scrape(const Options& options) {
   std::vector<std::string> sockets = options.servers;
-  for (std::string& socket : SocketsIn(options.run_dir)) sockets.push_back(std::move(socket));
+  for (std::string& socket : tally::ipc::ServerSockets(options.run_dir))
+    sockets.push_back(std::move(socket));
   std::vector<tally::tools::ServerStatus> servers;
   for (const std::string& socket : sockets) {
     auto report =
@@ -88,11 +78,12 @@ int main(int argc, char** argv) {
   app.add_option("--listen", options.listen, "HOST:PORT to serve on (port 0: any free one)")
       ->capture_default_str();
   app.add_option("--server", options.servers,
-                 "a tally-server's socket; repeat for several (default: TALLY_SERVER, else the "
-                 "server's default socket, unless --run-dir is given)");
+                 "a tally-server's socket; repeat for several (default: TALLY_SERVER, else "
+                 "every server socket in the run directory, listed at each scrape)");
   app.add_option("--run-dir", options.run_dir,
-                 "a folder of tally-servers' sockets: every *.sock in it, listed at each scrape "
-                 "(tally-server --run-dir)");
+                 "a folder of tally-servers' sockets to serve, listed at each scrape (default "
+                 "without --server: TALLY_RUN_DIR, else $XDG_RUNTIME_DIR/tally, else "
+                 "/tmp/tally-$UID)");
   app.add_option("--timeout", options.timeout_seconds,
                  "seconds to wait for each server's answer at a scrape")
       ->capture_default_str()
@@ -105,14 +96,18 @@ int main(int argc, char** argv) {
                  options.listen.c_str());
     return 2;
   }
+  if (const char* named = std::getenv("TALLY_SERVER");
+      options.servers.empty() && options.run_dir.empty() && named != nullptr && *named != '\0') {
+    options.servers.push_back(named);
+  }
   if (options.servers.empty() && options.run_dir.empty()) {
-    auto path = tally::ipc::ResolveSocketPath(tally::ipc::DirectoryMode::kCheckIfPresent);
-    if (!path.ok()) {
-      std::fprintf(stderr, "tally-exporter: no server socket: %s\n",
-                   std::string(path.status().message()).c_str());
+    auto run_dir = tally::ipc::RunDirectory(tally::ipc::DirectoryMode::kCheckIfPresent);
+    if (!run_dir.ok()) {
+      std::fprintf(stderr, "tally-exporter: no run directory: %s\n",
+                   std::string(run_dir.status().message()).c_str());
       return 1;
     }
-    options.servers.push_back(*path);
+    options.run_dir = *run_dir;
   }
   auto trust = tally::ipc::ServerTrust::FromEnvironment();
   if (!trust.ok()) {

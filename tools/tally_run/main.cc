@@ -19,12 +19,13 @@
 #include "common/client_priority.h"
 #include "tools/tally_run/cudart_linkage.h"
 #include "tools/tally_run/driver_library.h"
+#include "tools/tally_run/server_choice.h"
 
 namespace {
 
 constexpr char kUsage[] =
-    "Usage: tally-run [--priority high|best-effort|N] [--memory-limit SIZE] [--server PATH]\n"
-    "                 -- program [args...]\n"
+    "Usage: tally-run [--priority high|best-effort|N] [--memory-limit SIZE]\n"
+    "                 [--server PATH | --device auto|INDEX|UUID [--verbose]] -- program [args...]\n"
     "Runs a CUDA program (built with nvcc -cudart shared) on the GPU shared by tally-server.\n\n"
     "  --priority P   high, best-effort (default) or an integer; higher is more important\n"
     "                 [sets TALLY_PRIORITY]\n"
@@ -33,7 +34,18 @@ constexpr char kUsage[] =
     "                 looks that large to it (cudaMemGetInfo, the device's total memory). Only\n"
     "                 lowers the server's limit for the program (tally-server\n"
     "                 --client-memory-limit), never raises it [sets TALLY_MEMORY_LIMIT]\n"
-    "  --server PATH  the server's socket (default: TALLY_SERVER, else the server's default)\n"
+    "  --server PATH  the server's socket (default: TALLY_SERVER, else the one server socket\n"
+    "                 in the run directory: TALLY_RUN_DIR, else $XDG_RUNTIME_DIR/tally, else\n"
+    "                 /tmp/tally-$UID) [sets TALLY_SERVER]\n"
+    "  --device auto|INDEX|UUID\n"
+    "                 picks one of the servers in the run directory (one per GPU): the one\n"
+    "                 serving that device ordinal or UUID (GPU-..., as nvidia-smi -L prints it),\n"
+    "                 or with auto by this rule: among the servers that accept clients (not\n"
+    "                 draining, below their --max-clients) and have the job's --memory-limit\n"
+    "                 free (if none has, among all that accept clients), the one with the\n"
+    "                 fewest clients at or above the job's priority, then the most free device\n"
+    "                 memory, then the lowest device ordinal [sets TALLY_SERVER]\n"
+    "  --verbose      says on stderr which server --device chose and why\n"
     "  --help         show this help\n\n"
     "The shim loaded is TALLY_CLIENT_LIBRARY when set, else the libtally_client.so installed\n"
     "with tally-run (in a build tree, the build's). Tally's stand-ins for cuBLAS, cuBLASLt\n"
@@ -86,12 +98,33 @@ bool CheckLinkage(const std::string& program) {
   return false;
 }
 
+// What the job asks for, as --device auto weighs it: the flags, else the environment the
+// program would see.
+tally::tools::JobDemand JobOf(const std::string& priority, const std::string& memory_limit) {
+  const auto flag_or_variable = [](const std::string& flag, const char* variable) {
+    const char* set = std::getenv(variable);
+    return flag.empty() && set != nullptr ? std::string(set) : flag;
+  };
+  tally::tools::JobDemand job;
+  if (auto parsed = tally::ClientPriority::Parse(flag_or_variable(priority, "TALLY_PRIORITY"));
+      parsed.ok()) {
+    job.priority = *parsed;
+  }
+  if (auto bytes = tally::ParseByteSize(flag_or_variable(memory_limit, "TALLY_MEMORY_LIMIT"));
+      bytes.ok()) {
+    job.memory_bytes = *bytes;
+  }
+  return job;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string priority;
   std::string memory_limit;
   std::string server;
+  std::string device;
+  bool verbose = false;
   int i = 1;
   for (; i < argc; ++i) {
     const std::string_view arg = argv[i];
@@ -103,8 +136,12 @@ int main(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       return 0;
     }
-    if ((arg == "--priority" || arg == "--server") && i + 1 < argc) {
-      (arg == "--priority" ? priority : server) = argv[++i];
+    if ((arg == "--priority" || arg == "--server" || arg == "--device") && i + 1 < argc) {
+      (arg == "--priority" ? priority : arg == "--server" ? server : device) = argv[++i];
+    } else if (arg.starts_with("--device=")) {
+      device = arg.substr(9);
+    } else if (arg == "--verbose") {
+      verbose = true;
     } else if (arg == "--memory-limit" && i + 1 < argc) {
       memory_limit = argv[++i];
     } else if (arg.starts_with("--memory-limit=")) {
@@ -131,6 +168,14 @@ int main(int argc, char** argv) {
       return Fail("--memory-limit: " + (bytes.ok() ? std::string("must be more than 0 bytes")
                                                    : std::string(bytes.status().message())));
     }
+  }
+  if (verbose && device.empty()) return Fail("--verbose explains --device's choice; give --device");
+  if (!device.empty()) {
+    if (!server.empty()) return Fail("--server and --device name the server twice; give one");
+    absl::StatusOr<std::string> chosen =
+        tally::tools::SelectServer(device, JobOf(priority, memory_limit), verbose);
+    if (!chosen.ok()) return Fail(std::string(chosen.status().message()));
+    server = *chosen;
   }
   if (!CheckLinkage(argv[i])) return 3;
 
