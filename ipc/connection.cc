@@ -318,11 +318,6 @@ absl::StatusOr<HelloReply> ReceiveReply(int socket, const std::string& path, abs
   return reply;
 }
 
-// The reply's reason, NUL-terminated whatever the peer sent.
-std::string ReasonOf(const HelloReply& reply) {
-  return std::string(reply.reason, strnlen(reply.reason, sizeof(reply.reason)));
-}
-
 absl::Status CheckAccepted(const HelloReply& reply, const std::string& path,
                            uint32_t schema_version) {
   switch (static_cast<HelloStatus>(reply.status)) {

@@ -241,7 +241,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   listen.handshake_timeout = absl::Milliseconds(options.handshake_timeout_ms);
   TALLY_ASSIGN_OR_RETURN(listen.access, ipc::PeerAccess::Parse(options.access));
   listen.next_client_id = std::make_shared<std::atomic<uint64_t>>(1);
-  auto grants = std::make_unique<Grants>(listen, Grants::DirectoryFor(path));
+  auto grants = std::make_unique<Grants>(listen, Grants::DirectoryFor(listen.path));
   TALLY_ASSIGN_OR_RETURN(ipc::Listener listener, ipc::Listener::Listen(std::move(listen)));
   TALLY_LOG_INFO("tally-server: serving '{}' (device {}, {}) on {} for {}", info.name,
                  backend.ordinal(), FormatDeviceUuid(DeviceUuidOf(info)), listener.path(),

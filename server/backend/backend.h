@@ -46,7 +46,7 @@ struct BackendOptions {
   int device = 0;                // ordinal on the backend
   std::string emulator_library;  // path of libtally_emu.so
   bool emulator_tenants = true;  // resolve the emulator's tenant extensions
-  std::optional<DeviceUuid> device_uuid;  // when set, the device with this UUID, not `device`
+  std::optional<DeviceUuid> device_uuid{};  // when set, the device with this UUID, not `device`
 };
 
 // An initialised driver with the device's primary context retained. Lives for the whole server.
