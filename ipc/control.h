@@ -90,6 +90,7 @@ struct DepartedStatus {
   uint64_t unfit_launches;
   LibraryCalls library_calls;
   LibraryCalls vendor_library_calls;
+  uint64_t faulted_clients;  // of them, those whose CUDA context had a sticky error
 };
 
 // What the server's module registry did since it started (server/module_registry.h,
@@ -112,6 +113,9 @@ struct StatusReply {
   Isolation isolation;
   uint32_t grant_count;  // GrantStatus records after the clients'
   uint32_t reserved;
+  // Faults of the device context every client shares (NVIDIA's driver) since the server
+  // started; each was recovered from by resetting the context.
+  uint64_t context_faults;
   uint64_t total_memory;  // bytes on the device
   uint64_t free_memory;   // cuMemGetInfo at the time of the answer
   char device_name[kControlTextSize];          // NUL-terminated
@@ -164,6 +168,10 @@ struct ClientStatus {
   LibraryCalls vendor_library_calls;
   // Launches refused because the kernel cannot be fenced (--isolation fenced|strict).
   uint64_t unfenced_refused;
+  // Its sticky error (a CUresult: a kernel of it faulted, it reached outside its fence, or the
+  // shared context faulted); 0 while it has none.
+  uint32_t sticky_error;
+  uint32_t reserved_fault;
   char command[kCommandSize];  // NUL-terminated
   char grant[kGrantNameSize];  // the grant it connected through; empty: the server's socket
 };

@@ -112,6 +112,11 @@ bool ContextFaults::ResetDue() const {
   return fault_ != CUDA_SUCCESS && attributed_ && sessions_ == 0;
 }
 
+uint64_t ContextFaults::recovered() const {
+  std::lock_guard lock(mutex_);
+  return generation_ - 1;
+}
+
 void ContextFaults::Recovered() {
   {
     std::lock_guard lock(mutex_);

@@ -69,6 +69,8 @@ class ContextFaults {
   bool ResetDue() const;
   // The context was reset: a new generation starts and waiting sessions go on.
   void Recovered();
+  // Faults recovered from since the server started.
+  uint64_t recovered() const;
 
  private:
   const std::chrono::milliseconds grace_;

@@ -744,6 +744,7 @@ void Server::AnswerStatus(ipc::ControlConnection& control) {
   ipc::CopyText(backend_.description(), reply.backend_description,
                 sizeof(reply.backend_description));
   reply.departed = sessions_.Departed();
+  if (faults_ != nullptr) reply.context_faults = faults_->recovered();
   const ModuleCounters& modules = modules_.counters();
   reply.modules = {modules.modules_registered, modules.kernels_indexed, modules.kernels_transformed,
                    modules.forms_loaded};

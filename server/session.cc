@@ -468,7 +468,7 @@ CUresult Session::StickyError() {
   if (fence_ != nullptr && fence_->violation()->Set()) {
     sticky_error_ = CUDA_ERROR_ILLEGAL_ADDRESS;
     fence_violated_.store(true, std::memory_order_relaxed);
-    LogStickyError(
+    RecordStickyError(
         "a kernel of it reached for memory that is not its own (the fence sent the "
         "access to the client's own partition); other clients are not affected");
     return sticky_error_;
@@ -477,7 +477,7 @@ CUresult Session::StickyError() {
     if (!faults->faulted()) return CUDA_SUCCESS;
     sticky_error_ = faults->ErrorFor(client_.client_id, context_generation_);
     if (sticky_error_ != CUDA_SUCCESS) {
-      LogStickyError("the device context it shares with every client faulted");
+      RecordStickyError("the device context it shares with every client faulted");
     }
     return sticky_error_;
   }
@@ -485,12 +485,13 @@ CUresult Session::StickyError() {
   if (get_error == nullptr) return CUDA_SUCCESS;
   sticky_error_ = get_error(tenant());
   if (sticky_error_ != CUDA_SUCCESS) {
-    LogStickyError("a kernel of it faulted; other clients are not affected");
+    RecordStickyError("a kernel of it faulted; other clients are not affected");
   }
   return sticky_error_;
 }
 
-void Session::LogStickyError(std::string_view cause) const {
+void Session::RecordStickyError(std::string_view cause) {
+  reported_sticky_error_.store(sticky_error_, std::memory_order_relaxed);
   TALLY_LOG_WARN("client {} (pid {}, '{}'): {} ({}); every later call of this client fails "
                  "with that error",
                  client_.client_id, client_.pid, client_.command, cause,
@@ -628,6 +629,7 @@ ipc::ClientStatus Session::Status() {
   status.queued_commands = server_.dispatcher.queued(*queue_);  // any thread: not the batch
   status.fence_violated = fence_violated_.load(std::memory_order_relaxed) ? 1 : 0;
   status.unfenced_refused = unfenced_refused_.load(std::memory_order_relaxed);
+  status.sticky_error = reported_sticky_error_.load(std::memory_order_relaxed);
   ipc::CopyText(client_.command, status.command, sizeof(status.command));
   ipc::CopyText(client_.grant, status.grant, sizeof(status.grant));
   return status;

@@ -320,9 +320,9 @@ class Session {
   Session(ServerContext& server, const ipc::ClientInfo& client, ipc::BulkArea bulk,
           std::span<std::byte> host_region, uint64_t context_generation,
           const SessionLimits& limits);
-  // Logs the client's new sticky error.
   void BindDeviceOutput(const SharedModule& module);
-  void LogStickyError(std::string_view cause) const;
+  // Logs the client's new sticky error and keeps it for Status().
+  void RecordStickyError(std::string_view cause);
 
   ServerContext& server_;
   ipc::ClientInfo client_;
@@ -373,6 +373,7 @@ class Session {
   std::shared_ptr<ClientFence> fence_;
   std::atomic<uint64_t> unfenced_refused_{0};  // launches Fence refused
   std::atomic<bool> fence_violated_{false};    // StickyError found the violation word set
+  std::atomic<uint32_t> reported_sticky_error_{CUDA_SUCCESS};  // sticky_error_, for Status()
   std::shared_ptr<DeviceOutput> device_output_ = std::make_shared<DeviceOutput>();
   bool closed_ = false;
 };

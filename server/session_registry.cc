@@ -26,6 +26,7 @@ void SessionRegistry::Remove(Session* session) {
   departed_.unfit_launches += status.unfit_launches;
   departed_.library_calls += status.library_calls;
   departed_.vendor_library_calls += status.vendor_library_calls;
+  if (status.sticky_error != 0) ++departed_.faulted_clients;
 }
 
 ipc::DepartedStatus SessionRegistry::Departed() {

@@ -92,6 +92,17 @@ await_status() {
   json_check "$1" "$2"
 }
 
+# await_metric LINE: polls tally-ctl metrics (bounded) until it has the line; the server notices
+# a client's exit on its own time.
+await_metric() {
+  for _ in $(seq 200); do
+    timeout 30 "$TALLY_CTL" metrics --server "$socket" > "$work/metrics.txt" 2>&1 || true
+    grep -qxF -- "$1" "$work/metrics.txt" && return
+    sleep 0.05
+  done
+  fail "the metrics never said $1: $(cat "$work/metrics.txt")"
+}
+
 # start_hog [tally-run options]: a client holding 256 MiB, waiting to be killed; sets hog_pid.
 start_hog() {
   # exec: the coprocess's pid is then the hog's own (tally-run execs it too).
@@ -674,6 +685,8 @@ s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); time.sleep(600)' "$so
     grep -qx COMPUTED "$work/survivor.out" || fail "the survivor: $(cat "$work/survivor.out")"
     run tenant compute 2 || fail "a client after the fault was not served"
     grep -q "a kernel of it faulted" "$work/server.log" || fail "the fault was not logged"
+    await_metric "tally_departed_faulted_clients_total{server=\"$socket\"} 1"
+    await_metric "tally_device_context_faults_total{server=\"$socket\"} 0"
     kill -0 "$server_pid" || fail "the server died"
     ;;
   shared_fault)
@@ -697,6 +710,8 @@ s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); time.sleep(600)' "$so
     grep -q "attributed to the client(s) whose kernels were on the device: \[$faulting\]" \
       "$work/server.log" || fail "the fault was not attributed to client '$faulting' alone"
     grep -q "context was reset" "$work/server.log" || fail "the context was not reset"
+    await_metric "tally_device_context_faults_total{server=\"$socket\"} 1"
+    await_metric "tally_departed_faulted_clients_total{server=\"$socket\"} 2"
     kill -0 "$server_pid" || fail "the server died"
     ;;
   isolation)

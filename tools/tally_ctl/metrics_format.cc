@@ -208,6 +208,14 @@ void ServerFamilies(std::string& out, const std::vector<ServerStatus>& all,
   Family(
       out, "tally_departed_clients_total", "counter", "Clients that have left the server.",
       PerServer(servers, [](const auto& r) { return std::to_string(r.server.departed.clients); }));
+  Family(out, "tally_departed_faulted_clients_total", "counter",
+         "Clients that have left the server with a sticky error (a fault).",
+         PerServer(servers, [](const auto& r) {
+           return std::to_string(r.server.departed.faulted_clients);
+         }));
+  Family(out, "tally_device_context_faults_total", "counter",
+         "Faults of the device context all clients share, each recovered from by a reset.",
+         PerServer(servers, [](const auto& r) { return std::to_string(r.server.context_faults); }));
 }
 
 // The per-client families that are one field of ClientStatus each.
@@ -256,15 +264,21 @@ void ClientFamilies(std::string& out, const std::vector<Answered>& servers) {
   Samples info;
   for (const Answered& server : servers) {
     for (const Client& client : server.report->clients) {
-      info.push_back(
-          {Join(ClientLabel(server, client),
-                fmt::format("pid=\"{}\",priority={},command={}", client.pid,
-                            LabelValue(PriorityName(client)), LabelValue(client.command))),
-           "1"});
+      info.push_back({Join(ClientLabel(server, client),
+                           fmt::format("pid=\"{}\",priority={},command={},grant={}", client.pid,
+                                       LabelValue(PriorityName(client)), LabelValue(client.command),
+                                       LabelValue(client.grant))),
+                      "1"});
     }
   }
-  Family(out, "tally_client_info", "gauge", "A connected client: its pid, priority and command.",
-         info);
+  Family(out, "tally_client_info", "gauge",
+         "A connected client: its pid, priority, command and grant (empty: none).", info);
+  Family(out, "tally_client_faulted", "gauge",
+         "1 once the client has a sticky error (a fault of its kernels, of its fence or of the "
+         "shared context): its later calls fail.",
+         PerClient(servers, [](const Client& c) -> std::optional<std::string> {
+           return c.sticky_error != 0 ? "1" : "0";
+         }));
   Family(out, "tally_client_priority_level", "gauge",
          "The client's priority level; higher is more important (best-effort 0, high 1).",
          PerClient(servers, [](const Client& c) -> std::optional<std::string> {

@@ -257,10 +257,10 @@ std::string FormatStatusJson(const ipc::StatusReport& report, const std::string&
   out += fmt::format("  \"server_pid\": {},\n", server.server_pid);
   out += fmt::format(
       "  \"device\": {{\"name\": {}, \"ordinal\": {}, \"uuid\": {}, \"total_memory_bytes\": {}, "
-      "\"free_memory_bytes\": {}}},\n",
+      "\"free_memory_bytes\": {}, \"context_faults\": {}}},\n",
       JsonString(server.device_name), server.device_ordinal,
       JsonString(FormatDeviceUuid(ipc::DeviceUuidOf(server))), server.total_memory,
-      server.free_memory);
+      server.free_memory, server.context_faults);
   out += fmt::format("  \"max_clients\": {},\n  \"draining\": {},\n  \"admission_waiting\": {},\n",
                      server.max_clients, server.draining != 0, server.admission_waiting);
   out += fmt::format("  \"backend\": {{\"kind\": {}, \"description\": {}}},\n",
@@ -273,11 +273,11 @@ std::string FormatStatusJson(const ipc::StatusReport& report, const std::string&
       "\"kernels_sliced\": {}, \"slices\": {}, \"kernels_preemptible\": {}, "
       "\"kernels_preempted\": {}, \"preemptions\": {}, \"resumes\": {}, "
       "\"risky_launches\": {}, \"unfit_launches\": {}}}, \"library_calls\": {}, "
-      "\"vendor_library_calls\": {}}},\n",
+      "\"vendor_library_calls\": {}, \"faulted_clients\": {}}},\n",
       gone.clients, gone.kernels_original, gone.kernels_sliced, gone.slices,
       gone.kernels_preemptible, gone.kernels_preempted, gone.preemptions, gone.resumes,
       gone.risky_launches, gone.unfit_launches, LibraryCallsJson(gone.library_calls),
-      LibraryCallsJson(gone.vendor_library_calls));
+      LibraryCallsJson(gone.vendor_library_calls), gone.faulted_clients);
   const ipc::ModuleStatus& modules = server.modules;
   out += fmt::format(
       "  \"modules\": {{\"registered\": {}, \"kernels_indexed\": {}, "
@@ -299,7 +299,7 @@ std::string FormatStatusJson(const ipc::StatusReport& report, const std::string&
         "\"preemption_latencies\": {}, "
         "\"preemption_latency_ns_total\": {}, \"preemption_latency_ns_max\": {}}}, "
         "\"library_calls\": {}, \"vendor_library_calls\": {}, \"unfenced_refused\": {}, "
-        "\"fence_violated\": {}, \"grant\": {}}}",
+        "\"fence_violated\": {}, \"sticky_error\": {}, \"grant\": {}}}",
         i == 0 ? "" : ",", c.client_id, c.pid, JsonString(c.command), c.client_priority.level,
         c.client_priority.is_set != 0, c.memory_bytes, c.allocations, LimitJson(c.memory_limit),
         c.pinned_bytes, LimitJson(c.pinned_limit), c.streams, c.events, c.modules,
@@ -308,7 +308,7 @@ std::string FormatStatusJson(const ipc::StatusReport& report, const std::string&
         c.held_ns, c.preemption_latencies, c.preemption_latency_ns_total,
         c.preemption_latency_ns_max, LibraryCallsJson(c.library_calls),
         LibraryCallsJson(c.vendor_library_calls), c.unfenced_refused, c.fence_violated != 0,
-        c.grant[0] != '\0' ? JsonString(c.grant) : std::string("null"));
+        c.sticky_error, c.grant[0] != '\0' ? JsonString(c.grant) : std::string("null"));
   }
   out += report.clients.empty() ? "],\n" : "\n  ],\n";
   out += "  \"grants\": [";

@@ -27,6 +27,8 @@ ipc::StatusReport Report(bool with_client) {
   for (uint8_t i = 0; i < 16; ++i) report.server.device_uuid[i] = i;
   report.server.max_clients = 64;
   report.server.departed.clients = 3;
+  report.server.departed.faulted_clients = 1;
+  report.server.context_faults = 2;
   report.server.departed.kernels_preemptible = 9;
   report.server.departed.preemptions = 4;
   report.server.departed.library_calls[ipc::Library::kCublasLt] = 6;
@@ -61,6 +63,7 @@ ipc::StatusReport Report(bool with_client) {
     client.vendor_library_calls[ipc::Library::kCublas] = 4;
     client.unfenced_refused = 6;
     client.fence_violated = 1;
+    client.sticky_error = 700;  // CUDA_ERROR_ILLEGAL_ADDRESS
     ipc::CopyText("./app --name=a\\b", client.command, sizeof(client.command));
     report.clients.push_back(client);
   }
@@ -86,7 +89,7 @@ TEST_CASE("status as JSON has every key, with and without clients") {
         "  \"server_pid\": 42,\n"
         "  \"device\": {\"name\": \"Tally \\\"Emulated\\\" GPU\", \"ordinal\": 1, "
         "\"uuid\": \"GPU-00010203-0405-0607-0809-0a0b0c0d0e0f\", \"total_memory_bytes\": "
-        "4294967296, \"free_memory_bytes\": 3221225472},\n"
+        "4294967296, \"free_memory_bytes\": 3221225472, \"context_faults\": 2},\n"
         "  \"max_clients\": 64,\n"
         "  \"draining\": false,\n"
         "  \"admission_waiting\": 0,\n"
@@ -97,7 +100,8 @@ TEST_CASE("status as JSON has every key, with and without clients") {
         "\"kernels_preempted\": 0, \"preemptions\": 4, \"resumes\": 0, \"risky_launches\": 0, "
         "\"unfit_launches\": 0}, "
         "\"library_calls\": {\"cublas\": 0, \"cublaslt\": 6, \"cudnn\": 0}, "
-        "\"vendor_library_calls\": {\"cublas\": 8, \"cublaslt\": 0, \"cudnn\": 0}},\n"
+        "\"vendor_library_calls\": {\"cublas\": 8, \"cublaslt\": 0, \"cudnn\": 0}, "
+        "\"faulted_clients\": 1},\n"
         "  \"modules\": {\"registered\": 2, \"kernels_indexed\": 300, "
         "\"kernels_transformed\": 1, \"forms_loaded\": 2},\n"
         "  \"clients\": [],\n"
@@ -119,7 +123,8 @@ TEST_CASE("status as JSON has every key, with and without clients") {
                "\"preemption_latency_ns_max\": 2000000}, "
                "\"library_calls\": {\"cublas\": 11, \"cublaslt\": 0, \"cudnn\": 2}, "
                "\"vendor_library_calls\": {\"cublas\": 4, \"cublaslt\": 0, \"cudnn\": 0}, "
-               "\"unfenced_refused\": 6, \"fence_violated\": true, \"grant\": null}"
+               "\"unfenced_refused\": 6, \"fence_violated\": true, \"sticky_error\": 700, "
+               "\"grant\": null}"
                "\n  ],\n  \"grants\": []\n}\n") != std::string::npos);
 }
 
@@ -277,7 +282,10 @@ TEST_CASE("status as Prometheus metrics: each server, each client's series and t
            "tally_departed_clients_total{server=\"/tmp/s.sock\"} 3\n",
            "tally_client_info{server=\"/tmp/"
            "s.sock\",client=\"7\",pid=\"1234\",priority=\"-1\",command=\"./app "
-           "--name=a\\\\b\"} 1\n",
+           "--name=a\\\\b\",grant=\"\"} 1\n",
+           "tally_client_faulted{server=\"/tmp/s.sock\",client=\"7\"} 1\n",
+           "tally_departed_faulted_clients_total{server=\"/tmp/s.sock\"} 1\n",
+           "tally_device_context_faults_total{server=\"/tmp/s.sock\"} 2\n",
            "tally_client_priority_level{server=\"/tmp/s.sock\",client=\"7\"} -1\n",
            "tally_client_memory_bytes{server=\"/tmp/s.sock\",client=\"7\"} 268435456\n",
            "tally_client_memory_limit_bytes{server=\"/tmp/s.sock\",client=\"7\"} 268435457\n",
