@@ -29,11 +29,12 @@ refused_grant "--memory-limit SIZE" --priority high --name nolimit
 refused_grant "--priority wants" --priority urgent --memory-limit 1M
 
 # A job asking for more than its grant gets the grant's, and is told.
-socket=$job1 start_job greedy high priority_jobs serve --kernels 4 --blocks 2 --work 10 \
-  --handshake
+# (Its priority by tally-run's option, its memory limit by the environment.)
+TALLY_MEMORY_LIMIT=1G socket=$job1 start_job greedy high priority_jobs serve --kernels 4 \
+  --blocks 2 --work 10 --handshake
 await_line greedy READY
-grep -q "grant 'job1' gives this job priority best-effort, not high" "$work/greedy.out" ||
-  fail "the job was not told what its grant lowered: $(cat "$work/greedy.out")"
+grep -q "grant 'job1' gives this job priority best-effort, not high and a device-memory limit of 67108864 bytes, not 1073741824" \
+  "$work/greedy.out" || fail "the job was not told what its grant lowered: $(cat "$work/greedy.out")"
 await_status "$work/granted.json" \
   "len(s['clients']) == 1 and s['grants'][0]['clients'] == 1"
 json_check "$work/granted.json" "s['clients'][0]['grant'] == 'job1'"
