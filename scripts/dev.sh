@@ -134,15 +134,17 @@ build_and_test() {
 # build-fuzz/. The nvcc-built end-to-end programs are not instrumented; the shim inside them is
 # (tests/e2e/CMakeLists.txt preloads the sanitizer's runtime for it). Left out: e2e_gpu_check_dry
 # (it checks the bundle made for a GPU machine, which would carry the sanitizer's runtime), the
-# benchmarks' tests (label bench: the harness's own, and its live smoke run), and e2e_priority
+# benchmarks' tests (label bench: the harness's own, and its live smoke run), e2e_priority
 # and e2e_priority_swapped: a minute each here, for scheduling outcomes over many kernel runs,
 # where the code they run (preemption, resumption, the priority policy) is also that of
-# server_dispatcher_test and e2e_validate_preempt, which run here.
+# server_dispatcher_test and e2e_validate_preempt, which run here; and the e2e_fenced_* runs
+# of whole programs fenced (three and a half minutes here), whose server code is that of the
+# e2e_fence_* and e2e_fence_strict_refuses tests, which run here.
 asan() {
   main_targets e2e_programs tally_conformance_ptx tally_catch_main
   configure_fuzz 30 1
   build_and_test "$build_dir-fuzz" "tally-ptx emu_deinit_probe e2e_programs" \
-    -L "^(unit|e2e)\$" -LE "^bench\$" -E "^(e2e_gpu_check_dry|e2e_priority|e2e_priority_swapped)\$"
+    -L "^(unit|e2e)\$" -LE "^bench\$" -E "^(e2e_gpu_check_dry|e2e_priority|e2e_priority_swapped|e2e_fenced_.*)\$"
 }
 
 # The unit tests of the modules that run threads of their own (ipc, server, client) under
