@@ -35,8 +35,9 @@ constexpr Flag kFlags[] = {
     {"run-dir", "TALLY_RUN_DIR", "DIR",
      "the directory of the servers' sockets, one per device, named by its UUID "
      "(GPU-<uuid>.sock), where clients, tally-run --device and tally-ctl status --all look "
-     "(default $XDG_RUNTIME_DIR/tally, else /tmp/tally-$UID; created with mode 0700, and "
-     "refused unless it is ours and private)"},
+     "(default $XDG_RUNTIME_DIR/tally, else /tmp/tally-$UID, which must be ours and private; "
+     "created with mode 0700 when missing; a DIR given must be ours and writable by us alone, "
+     "e.g. the service's /run/tally, mode 0750 for group tally)"},
     {"socket", "TALLY_SERVER", "PATH",
      "Unix socket to listen on, instead of the one named by the device's UUID in --run-dir"},
     {"emulator-library", "TALLY_EMU_LIBRARY", "PATH", "libtally_emu.so to load when emulating"},
