@@ -7,16 +7,11 @@
 #include "common/byte_size.h"
 #include "common/client_priority.h"
 #include "ipc/control.h"
-#include "ipc/socket_path.h"
+#include "tools/tally_ctl/command_line.h"
 #include "tools/tally_ctl/status_format.h"
 
 namespace tally::tools {
 namespace {
-
-int Usage(const std::string& message) {
-  std::fprintf(stderr, "tally-ctl: %s (see --help)\n", message.c_str());
-  return 2;
-}
 
 struct GrantArgs {
   std::string command;  // grant or revoke
@@ -61,11 +56,7 @@ bool Takes(const GrantArgs& args, const std::string& option) {
 }
 
 int Print(const std::string& server, const absl::StatusOr<ipc::GrantReply>& reply, bool json) {
-  if (!reply.ok()) {
-    std::fprintf(stderr, "tally-ctl: no answer from a tally-server on %s: %s\n", server.c_str(),
-                 std::string(reply.status().message()).c_str());
-    return 1;
-  }
+  if (!reply.ok()) return Fail(server, reply.status());
   if (reply->ok == 0) {
     std::fprintf(stderr, "tally-ctl: %s\n", reply->message);
     return 1;
@@ -119,26 +110,17 @@ int RunGrantCommand(const std::vector<std::string>& words) {
   } else {
     args.name = operands[0];
   }
-  if (args.server.empty()) {
-    auto path = ipc::ResolveSocketPath(ipc::DirectoryMode::kCheckIfPresent);
-    if (!path.ok()) {
-      std::fprintf(stderr, "tally-ctl: no tally-server: %s\n",
-                   std::string(path.status().message()).c_str());
-      return 1;
-    }
-    args.server = *path;
-  }
-  const auto trust = ipc::ServerTrust::FromEnvironment();
-  if (!trust.ok()) return Print(args.server, trust.status(), false);
-  constexpr absl::Duration kTimeout = absl::Seconds(5);
+  const std::optional<Target> target = ResolveTarget(args.server);
+  if (!target) return 1;
   if (args.command == "revoke") {
-    return Print(args.server,
-                 ipc::RevokeGrant(args.server, args.name, args.end_clients.value_or(false),
-                                  kTimeout, *trust),
+    return Print(target->server,
+                 ipc::RevokeGrant(target->server, args.name, args.end_clients.value_or(false),
+                                  kAnswerTimeout, target->trust),
                  false);
   }
   const ipc::ClientCeiling terms{args.name, *args.priority, *args.memory_limit, args.pinned_limit};
-  return Print(args.server, ipc::MakeGrant(args.server, terms, kTimeout, *trust), args.json);
+  return Print(target->server, ipc::MakeGrant(target->server, terms, kAnswerTimeout, target->trust),
+               args.json);
 }
 
 }  // namespace tally::tools

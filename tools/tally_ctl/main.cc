@@ -20,6 +20,7 @@
 #include "common/client_priority.h"
 #include "ipc/control.h"
 #include "ipc/socket_path.h"
+#include "tools/tally_ctl/command_line.h"
 #include "tools/tally_ctl/grant_command.h"
 #include "tools/tally_ctl/metrics_format.h"
 #include "tools/tally_ctl/profiles_format.h"
@@ -138,18 +139,9 @@ constexpr char kUsage[] =
     "Exit status: 0 done, 1 no server answered (or it answered with an error, or has no such\n"
     "client; --all: none answered), 2 usage.\n";
 
-constexpr absl::Duration kTimeout = absl::Seconds(5);
-
-int Usage(const std::string& message) {
-  std::fprintf(stderr, "tally-ctl: %s (see --help)\n", message.c_str());
-  return 2;
-}
-
-int Fail(const std::string& server, const absl::Status& status) {
-  std::fprintf(stderr, "tally-ctl: no answer from a tally-server on %s: %s\n", server.c_str(),
-               std::string(status.message()).c_str());
-  return 1;
-}
+using tally::tools::Fail;
+using tally::tools::kAnswerTimeout;
+using tally::tools::Usage;
 
 struct TopOptions {
   bool batch = false;
@@ -211,12 +203,12 @@ int RunStatusAll(bool json) {
 int RunTop(const std::string& server, const tally::ipc::ServerTrust& trust, const TopOptions& top) {
   const bool batch = top.batch || isatty(STDOUT_FILENO) == 0;
   const long samples = top.samples.value_or(batch ? 1 : std::numeric_limits<long>::max());
-  auto before = tally::ipc::QueryStatus(server, kTimeout, trust);
+  auto before = tally::ipc::QueryStatus(server, kAnswerTimeout, trust);
   if (!before.ok()) return Fail(server, before.status());
   auto taken = std::chrono::steady_clock::now();
   for (long sample = 0; sample < samples; ++sample) {
     std::this_thread::sleep_for(std::chrono::duration<double>(top.interval_seconds));
-    auto now = tally::ipc::QueryStatus(server, kTimeout, trust);
+    auto now = tally::ipc::QueryStatus(server, kAnswerTimeout, trust);
     if (!now.ok()) return Fail(server, now.status());
     const auto at = std::chrono::steady_clock::now();
     const std::string text = tally::tools::FormatTop(
@@ -347,46 +339,40 @@ int main(int argc, char** argv) {
     }
     level = *parsed;
   }
-  if (server.empty()) {
-    auto path = tally::ipc::ResolveSocketPath(tally::ipc::DirectoryMode::kCheckIfPresent);
-    if (!path.ok()) {
-      std::fprintf(stderr, "tally-ctl: no tally-server: %s\n",
-                   std::string(path.status().message()).c_str());
-      return 1;
-    }
-    server = *path;
-  }
-  const auto trust = tally::ipc::ServerTrust::FromEnvironment();
-  if (!trust.ok()) return Fail(server, trust.status());
+  const std::optional<tally::tools::Target> target = tally::tools::ResolveTarget(server);
+  if (!target) return 1;
+  server = target->server;
+  const tally::ipc::ServerTrust& trust = target->trust;
   if (command == "priority") {
-    auto reply = tally::ipc::SetClientPriority(server, client_id, level.level(), kTimeout, *trust);
+    auto reply =
+        tally::ipc::SetClientPriority(server, client_id, level.level(), kAnswerTimeout, trust);
     if (!reply.ok()) return Fail(server, reply.status());
     std::printf("%s\n", reply->message);
     return reply->found != 0 ? 0 : 1;
   }
   if (command == "limit") {
     auto reply =
-        tally::ipc::SetClientMemoryLimit(server, client_id, memory_limit, kTimeout, *trust);
+        tally::ipc::SetClientMemoryLimit(server, client_id, memory_limit, kAnswerTimeout, trust);
     if (!reply.ok()) return Fail(server, reply.status());
     std::printf("%s\n", reply->message);
     return reply->found != 0 ? 0 : 1;
   }
   if (command == "profiles") {
-    auto profiles = tally::ipc::QueryProfiles(server, kTimeout, *trust);
+    auto profiles = tally::ipc::QueryProfiles(server, kAnswerTimeout, trust);
     if (!profiles.ok()) return Fail(server, profiles.status());
     const std::string out = json ? tally::tools::FormatProfilesJson(*profiles)
                                  : tally::tools::FormatProfilesText(*profiles);
     std::fputs(out.c_str(), stdout);
     return 0;
   }
-  if (command == "top") return RunTop(server, *trust, top);
+  if (command == "top") return RunTop(server, trust, top);
   if (command == "drain") {
-    auto reply = tally::ipc::DrainServer(server, kTimeout, *trust);
+    auto reply = tally::ipc::DrainServer(server, kAnswerTimeout, trust);
     if (!reply.ok()) return Fail(server, reply.status());
     std::printf("%s\n", reply->message);
     return 0;
   }
-  auto report = tally::ipc::QueryStatus(server, kTimeout, *trust);
+  auto report = tally::ipc::QueryStatus(server, kAnswerTimeout, trust);
   if (!report.ok()) return Fail(server, report.status());
   const std::string out = command == "metrics" ? tally::tools::FormatMetrics({{server, *report}})
                           : json ? tally::tools::FormatStatusJson(*report, server)
