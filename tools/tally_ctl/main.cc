@@ -183,10 +183,12 @@ int RunStatusAll(bool json) {
                  std::string(run_dir.status().message()).c_str());
     return 1;
   }
+  const auto trust = tally::ipc::ServerTrust::FromEnvironment();
+  if (!trust.ok()) return Fail(*run_dir, trust.status());
   std::vector<tally::tools::SocketStatus> servers;
   bool any_answered = false;
   for (const std::string& socket : tally::ipc::ServerSockets(*run_dir)) {
-    servers.push_back({socket, tally::ipc::QueryStatus(socket)});
+    servers.push_back({socket, tally::ipc::QueryStatus(socket, kAnswerTimeout, *trust)});
     any_answered |= servers.back().report.ok();
   }
   if (servers.empty()) {

@@ -88,13 +88,14 @@ absl::StatusOr<ServerChoice> ChooseServer(const std::vector<ServerCandidate>& se
 
 namespace {
 
-// Asks each socket for its status (briefly): those that answer; for the others a line saying
-// why in `silent`.
+// Asks each socket for its status (briefly), trusting whom the job's shim will trust: those that
+// answer; for the others a line saying why in `silent`.
 std::vector<ServerCandidate> AskServers(const std::vector<std::string>& sockets,
+                                        const ipc::ServerTrust& trust,
                                         std::vector<std::string>& silent) {
   std::vector<ServerCandidate> servers;
   for (const std::string& socket : sockets) {
-    absl::StatusOr<ipc::StatusReport> status = ipc::QueryStatus(socket, absl::Seconds(2));
+    absl::StatusOr<ipc::StatusReport> status = ipc::QueryStatus(socket, absl::Seconds(2), trust);
     if (status.ok()) {
       servers.push_back({socket, *std::move(status)});
     } else {
@@ -119,8 +120,11 @@ absl::StatusOr<std::string> SelectServer(std::string_view device, const JobDeman
   }
   absl::StatusOr<std::string> run_dir = ipc::RunDirectory(ipc::DirectoryMode::kCheckIfPresent);
   if (!run_dir.ok()) return run_dir.status();
+  absl::StatusOr<ipc::ServerTrust> trust = ipc::ServerTrust::FromEnvironment();
+  if (!trust.ok()) return trust.status();
   std::vector<std::string> silent;
-  const std::vector<ServerCandidate> servers = AskServers(ipc::ServerSockets(*run_dir), silent);
+  const std::vector<ServerCandidate> servers =
+      AskServers(ipc::ServerSockets(*run_dir), *trust, silent);
   if (servers.empty()) {
     return absl::UnavailableError(absl::StrFormat(
         "no tally-server answers in %s%s; start one per GPU with tally-server --device INDEX",

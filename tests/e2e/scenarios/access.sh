@@ -74,3 +74,11 @@ restart_server --access any
 # A client does not connect to a server of another user unless told to trust it.
 expect_refused untrusted "runs as uid 0, not as us" tally-e2e-out
 expect_served anyone tally-e2e-out TALLY_SERVER_UID=0
+# tally-run --device and tally-ctl status --all look for servers in the run directory (here the
+# test's, owned by root) and trust the same uid as the job.
+as tally-e2e-out TALLY_SERVER_UID=0 TALLY_RUN_DIR="$work" -- "$run_bin" --device auto -- \
+  "$programs/vector_add" > "$work/auto.out" 2>&1 || fail "--device auto as another user: $(cat "$work/auto.out")"
+grep -q "sums correct" "$work/auto.out" || fail "--device auto: $(cat "$work/auto.out")"
+as tally-e2e-out TALLY_SERVER_UID=0 TALLY_RUN_DIR="$work" -- "$TALLY_CTL" status --all \
+  > "$work/all.out" 2>&1 || fail "status --all as another user: $(cat "$work/all.out")"
+grep -q "^tally-server pid $server_pid" "$work/all.out" || fail "status --all: $(cat "$work/all.out")"
