@@ -10,11 +10,12 @@
 #include <string>
 #include <variant>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "cuda_abi/device_output_ring.h"
 #include "common/log.h"
 #include "common/status.h"
+#include "cuda_abi/device_output_ring.h"
 #include "ipc/content_hash.h"
 #include "ptx_transform/device_output.h"
 #include "ptx_transform/fatbin.h"
@@ -275,11 +276,13 @@ SharedModule::~SharedModule() {
 }
 
 void SharedModule::PrepareForms(const Kernel& kernel) {
-  if (!parsed_->lazy_forms) return;
+  if (!kernel.forms_pending.get()) return;  // every launch but the first: no lock, no lookup
   std::lock_guard lock(forms_mutex_);
   Kernel& mine = kernels_.at(kernel.signature.name);
-  if (!mine.forms_pending) return;
-  mine.forms_pending = false;
+  if (!mine.forms_pending.get()) return;  // made by another thread meanwhile
+  // Cleared once the variants are in place (or will not be), so that a launch that sees it
+  // cleared finds them.
+  absl::Cleanup made = [&mine] { mine.forms_pending.Clear(); };
   const std::optional<TransformedCode> code =
       TransformKernel(parsed_->module, mine.signature.name, {.slice = true, .preemptible = true});
   if (!code) return;
@@ -568,7 +571,7 @@ absl::StatusOr<std::shared_ptr<SharedModule>> ModuleRegistry::Load(
     }
     kernel.signature = signature;
     kernel.identity = KernelIdentity(*parsed, signature.name);
-    kernel.forms_pending = parsed->lazy_forms;
+    kernel.forms_pending = FormsPending(parsed->lazy_forms);
     if (transformed) {
       counters_->forms_loaded += AttachForms(api, device, module, *parsed->transformed, kernel);
     }

@@ -56,6 +56,24 @@ struct KernelVariant {
 void AllowDynamicShared(const DriverApi& api, CUdevice device, const KernelVariant& variant,
                         int bytes);
 
+// Whether a kernel's variants are still to be made: read without a lock at every launch of it,
+// cleared under its module's forms mutex once they are made (or cannot be), after which the
+// variants are what a reader sees. Copies take the value (while a module's kernels are built).
+class FormsPending {
+ public:
+  explicit FormsPending(bool pending = false) : pending_(pending) {}
+  FormsPending(const FormsPending& other) : pending_(other.get()) {}
+  FormsPending& operator=(const FormsPending& other) {
+    pending_.store(other.get(), std::memory_order_relaxed);
+    return *this;
+  }
+  bool get() const { return pending_.load(std::memory_order_acquire); }
+  void Clear() { pending_.store(false, std::memory_order_release); }
+
+ private:
+  std::atomic<bool> pending_;
+};
+
 struct Kernel {
   // The kernel across servers and runs (the profiler's key): its module's content hash
   // continued with its name.
@@ -71,8 +89,7 @@ struct Kernel {
   bool fenced = false;
   std::string fence_refusal;
   // The variants are still to be made (SharedModule::PrepareForms, at the kernel's first launch).
-  // Read and written under its module's forms mutex.
-  bool forms_pending = false;
+  FormsPending forms_pending;
 };
 
 // What the registry did since the server started (tally-ctl status, "modules").
