@@ -25,11 +25,13 @@ jobs=${TALLY_JOBS:-$(nproc)}
 # libraries, the fuzzer runtime; tally-bench's CLI, scenario, JSON and plotting libraries;
 # promtool, which checks tally-ctl metrics; cpp-httplib for tally-exporter, curl to test it;
 # systemd-analyze and systemd-sysusers, which check the units and the tally user; help2man, which
-# makes the man pages from --help, and groff, which checks that they render).
+# makes the man pages from --help, and groff, which checks that they render; gRPC and protobuf for
+# tally-device-plugin and the exporter's pod labels, and Python's gRPC for the tests' kubelet).
 packages=(cmake ninja-build g++ pkgconf python3 clang llvm libclang-rt-14-dev
           libabsl-dev libfmt-dev catch2 libzstd-dev liblz4-dev libboost-dev
           libcli11-dev libtoml11-dev nlohmann-json3-dev python3-matplotlib prometheus
-          libcpp-httplib-dev curl systemd help2man groff-base)
+          libcpp-httplib-dev curl systemd help2man groff-base
+          libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc python3-grpcio)
 
 setup() {
   local missing=()
@@ -101,7 +103,7 @@ export ASAN_OPTIONS=intercept_tls_get_addr=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}
 configure_fuzz() {
   setup
   CC=clang CXX=clang++ cmake -S "$root" -B "$build_dir-fuzz" -G Ninja \
-    -DTALLY_CUDA_ROOT="$cuda_root" -DTALLY_FUZZ=ON -DTALLY_SANITIZE=address,undefined \
+    -DTALLY_CUDA_ROOT="$cuda_root" -DTALLY_FUZZ=ON -DTALLY_SANITIZE=address,undefined -DTALLY_KUBERNETES=OFF \
     -DTALLY_FUZZ_SECONDS="$1" -DTALLY_FUZZ_SEED="$2" \
     -DTALLY_E2E_PROGRAMS_FROM="$build_dir/tests/e2e" -DTALLY_CATCH_MAIN_FROM="$catch_main_from" \
     -DTALLY_CONFORMANCE_PTX_FROM="$build_dir/emulator/tests/conformance/ptx" >/dev/null
@@ -154,7 +156,7 @@ asan() {
 tsan() {
   main_targets tally_catch_main
   CC=gcc CXX=g++ cmake -S "$root" -B "$build_dir-tsan" -G Ninja \
-    -DTALLY_CUDA_ROOT="$cuda_root" -DTALLY_SANITIZE=thread \
+    -DTALLY_CUDA_ROOT="$cuda_root" -DTALLY_SANITIZE=thread -DTALLY_KUBERNETES=OFF \
     -DTALLY_E2E_PROGRAMS_FROM="$build_dir/tests/e2e" -DTALLY_CATCH_MAIN_FROM="$catch_main_from" \
     >/dev/null
   TSAN_OPTIONS="suppressions=$root/scripts/tsan.supp second_deadlock_stack=1 ${TSAN_OPTIONS:-}" \
