@@ -142,11 +142,54 @@ build_and_test() {
 # server_dispatcher_test and e2e_validate_preempt, which run here; and the e2e_fenced_* runs
 # of whole programs fenced (three and a half minutes here), whose server code is that of the
 # e2e_fence_* and e2e_fence_strict_refuses tests, which run here.
+asan_selection=(-L "^(unit|e2e)\$" -LE "^bench\$"
+                -E "^(e2e_gpu_check_dry|e2e_priority|e2e_priority_swapped|e2e_fenced_.*)\$")
 asan() {
   main_targets e2e_programs tally_conformance_ptx tally_catch_main
   configure_fuzz 30 1
-  build_and_test "$build_dir-fuzz" "tally-ptx emu_deinit_probe e2e_programs" \
-    -L "^(unit|e2e)\$" -LE "^bench\$" -E "^(e2e_gpu_check_dry|e2e_priority|e2e_priority_swapped|e2e_fenced_.*)\$"
+  build_and_test "$build_dir-fuzz" "tally-ptx emu_deinit_probe e2e_programs" "${asan_selection[@]}"
+}
+
+# tests_of DIR CTEST-SELECTION...: the names of the tests ctest selects.
+tests_of() {
+  local dir=$1
+  shift
+  ctest --test-dir "$dir" -N "$@" | awk '/Test +#[0-9]+:/ {print $3}'
+}
+
+# all_targets_but DIR NAME...: what DIR's `all` builds (ninja's per-folder `all` targets
+# expanded), less the targets named NAME (by file name).
+all_targets_but() {
+  local dir=$1 target dep
+  shift
+  local -A skip=()
+  for target; do skip[$target]=1; done
+  local queue=(all)
+  while ((${#queue[@]})); do
+    target=${queue[0]}
+    queue=("${queue[@]:1}")
+    for dep in $(ninja -C "$dir" -t query "$target" |
+                 awk '/^  input:/ {f = 1; next} /^  [a-z-]+:/ {f = 0} f {print $1}'); do
+      if [[ $dep == all || $dep == */all ]]; then
+        queue+=("$dep")
+      elif [[ -z ${skip[${dep##*/}]:-} ]]; then
+        echo "$dep"
+      fi
+    done
+  done
+}
+
+# The full run's main build leaves out the unit tests that the asan stage builds and runs again
+# under AddressSanitizer and UBSan (a sixth of the main build's compile, otherwise spent twice):
+# they run unoptimized only; the end-to-end tests still run optimized in the main build.
+left_to_asan=()
+build_for_full_run() {
+  configure_main
+  configure_fuzz 30 1
+  mapfile -t left_to_asan < <(sort <(tests_of "$build_dir" -L '^unit$') \
+                                   <(tests_of "$build_dir-fuzz" "${asan_selection[@]}") | uniq -d)
+  mapfile -t targets < <(all_targets_but "$build_dir" "${left_to_asan[@]}")
+  cmake --build "$build_dir" -j "$jobs" --target "${targets[@]}"
 }
 
 # The unit tests of the modules that run threads of their own (ipc, server, client) under
@@ -172,9 +215,13 @@ stage() {
 }
 
 run_tests() {
-  stage build build
-  stage tests ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" -LE fuzz "$@"
-  if [ $# -eq 0 ]; then
+  if [ $# -gt 0 ]; then
+    stage build build
+    stage tests ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" -LE fuzz "$@"
+  else
+    stage build build_for_full_run
+    stage tests ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" -LE fuzz \
+      -E "^($(IFS='|'; echo "${left_to_asan[*]}"))\$"
     stage asan asan
     # After asan, which has built the instrumented server and emulated GPU session_fuzz drives.
     stage fuzz fuzz 30 1 ptx_parser_fuzz fatbin_fuzz session_fuzz
