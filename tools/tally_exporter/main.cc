@@ -112,7 +112,11 @@ int main(int argc, char** argv) {
   app.add_option("--resource-prefix", options.resource_prefix,
                  "the prefix of the device plugin's resources (PREFIX/gpu-high, "
                  "PREFIX/gpu-best-effort)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check([](const std::string& prefix) -> std::string {
+        if (!prefix.empty() && prefix.find('/') == std::string::npos) return "";
+        return "a resource prefix is a domain such as tally.dev, not '" + prefix + "'";
+      });
 #endif
   CLI11_PARSE(app, argc, argv);
   std::string host;

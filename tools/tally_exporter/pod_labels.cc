@@ -35,7 +35,7 @@ std::string FormatMetricsWithPods(const std::vector<ServerStatus>& servers,
   // Said once each time the kubelet stops answering, not at every scrape.
   static std::atomic<bool> answered{true};
   if (!containers.ok() && answered.exchange(false)) {
-    std::fprintf(stderr, "tally-exporter: no pod labels while this lasts: %s\n",
+    std::fprintf(stderr, "tally-exporter: no pod labels until the kubelet answers again: %s\n",
                  std::string(containers.status().message()).c_str());
   }
   std::string out;

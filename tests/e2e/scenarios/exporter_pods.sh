@@ -43,6 +43,11 @@ await_status "$work/clients.json" "len(s['clients']) == 2"
 podded_id=$(client_id "$work/clients.json" "$podded_pid")
 plain_id=$(client_id "$work/clients.json" "$plain_pid")
 
+if "$TALLY_EXPORTER" --pod-resources-socket "$kubelet" --resource-prefix tally.dev/gpu-high \
+  > "$work/prefix.out" 2>&1; then
+  fail "tally-exporter took a resource name for a prefix"
+fi
+grep -qF "a resource prefix is a domain" "$work/prefix.out" || fail "$(cat "$work/prefix.out")"
 coproc EXPORTER { exec "$TALLY_EXPORTER" --listen 127.0.0.1:0 --server "$socket" \
   --pod-resources-socket "$kubelet" --timeout 1; }
 exporter_pid=$EXPORTER_PID
