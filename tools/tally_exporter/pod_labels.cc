@@ -13,14 +13,16 @@ namespace tally::tools {
 
 PodLabels::PodLabels(const std::vector<kubelet::ContainerDevices>& containers) {
   for (const kubelet::ContainerDevices& container : containers) {
-    by_grant_.emplace(kubelet::GrantNameOf(container.device_ids), container);
+    if (!container.device_ids.empty()) {
+      by_grant_.emplace(kubelet::GrantNameOf(container.device_ids), container);
+    }
   }
 }
 
 std::string PodLabels::Of(std::string_view device_uuid, std::string_view grant) const {
   const auto found = by_grant_.find(grant);
   // A grant of the container's devices on another GPU's server is not this client's.
-  const bool ours = found != by_grant_.end() && !grant.empty() && grant.starts_with(device_uuid) &&
+  const bool ours = found != by_grant_.end() && grant.starts_with(device_uuid) &&
                     grant.size() > device_uuid.size() && grant[device_uuid.size()] == '-';
   const kubelet::ContainerDevices none;
   const kubelet::ContainerDevices& container = ours ? found->second : none;

@@ -45,6 +45,8 @@ TEST_CASE("clients of no container's grant get the labels, empty") {
   CHECK(pods.Of(kGpuA, std::string(kGpuA) + "-high-1") == empty);  // not the smallest ID
   CHECK(pods.Of(kGpuB, std::string(kGpuA) + "-high-0") == empty);  // another GPU's devices
   CHECK(PodLabels({}).Of(kGpuA, std::string(kGpuA) + "-high-0") == empty);
+  // A container listed without device IDs names no grant, not the server's socket's.
+  CHECK(PodLabels({{"ml", "idle", "main", "tally.dev/gpu-high", {}}}).Of(kGpuA, "") == empty);
 }
 
 }  // namespace
