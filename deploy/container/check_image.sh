@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# What can be checked of the Dockerfile without building it (no container runtime here): every
+# file it copies from the repository exists; the tree it copies from the build stage is the
+# install prefix; and its runtime stage installs the Debian package of every shared library that
+# the installed tree (staged by `cmake --install` under ROOT/PREFIX) links outside itself, but
+# for those of debian:bookworm-slim itself and NVIDIA's driver, which the NVIDIA container
+# runtime brings.
+# Usage: check_image.sh ROOT PREFIX (deploy_install runs it on its staged install)
+set -uo pipefail
+root=$1 prefix=$2
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+dockerfile=$here/Dockerfile
+fail() { echo "FAIL: check_image: $*" >&2; exit 1; }
+
+# Paths copied from the build context exist; from the build stage, only the install prefix.
+image_prefix=/opt/tally
+while read -r from source _; do
+  if [[ $from == --from=build ]]; then
+    [[ $source == "$image_prefix" ]] || fail "COPY --from=build $source: not the install prefix"
+  elif [[ $from != . ]]; then
+    [[ -e $repo/$from ]] || fail "COPY $from: not in the repository"
+  fi
+done < <(sed -n 's/^COPY //p' "$dockerfile")
+grep -q -- "-DCMAKE_INSTALL_PREFIX=$image_prefix" "$dockerfile" ||
+  fail "the build stage does not install into $image_prefix"
+
+# The runtime stage's packages: the apt-get install after the last FROM.
+runtime=$(sed -n '/^FROM /h; /^FROM /!H; ${x; p}' "$dockerfile" | tr '\\\n' '  ')
+read -ra packages <<< "$(sed -n 's/.*--no-install-recommends \([^&]*\)&&.*/\1/p' <<< "$runtime")"
+((${#packages[@]})) || fail "no apt-get install in the runtime stage"
+base=(libc6 libgcc-s1 libstdc++6)  # in debian:bookworm-slim
+driver='^(libcuda\.so|libnvidia-ml\.so)'
+
+# The node's files (not the stand-ins, which jobs load beside their own CUDA runtime).
+tree=$root$prefix
+mapfile -t elves < <(find "$tree" -type f ! -path "*/stand-ins/*" -exec sh -c \
+  'head -c 4 "$1" | grep -q ELF' _ {} \; -print)
+((${#elves[@]})) || fail "no binaries under $tree"
+declare -A needed=()
+for elf in "${elves[@]}"; do
+  while read -r name arrow path _; do
+    [[ $arrow == "=>" ]] || continue
+    [[ $name =~ $driver ]] && continue
+    [[ $path == not ]] && fail "${elf#"$root"} needs $name, which is not found"
+    [[ $path == "$tree"/* ]] && continue
+    needed[$path]+=" ${elf##*/}"
+  done < <(LD_LIBRARY_PATH= ldd "$elf" 2>/dev/null)
+done
+# One dpkg -S for all (each reads the whole database); /lib is /usr/lib on Debian 12.
+declare -A owner_of=()
+while read -r owner path; do
+  owner_of[${path#/usr}]=${owner%%:*}
+done < <(dpkg -S "${!needed[@]}" $(printf '/usr%s ' "${!needed[@]}") 2>/dev/null | tr -d ,)
+for library in "${!needed[@]}"; do
+  owner=${owner_of[${library#/usr}]:-}
+  [[ -n $owner ]] || fail "$library (needed by${needed[$library]}) belongs to no Debian package"
+  [[ " ${packages[*]} ${base[*]} " == *" $owner "* ]] ||
+    fail "the runtime stage lacks $owner, for $library (needed by${needed[$library]})"
+done
+echo "Dockerfile: copies exist; runtime packages cover ${#needed[@]} libraries of ${#elves[@]} files"
