@@ -38,6 +38,9 @@ setup() {
   for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
+  # Node.js with npm for the Kubernetes manifests' validator (tests/kubernetes): Debian's, unless
+  # one is installed already (NodeSource's nodejs brings npm and conflicts with Debian's npm).
+  command -v npm >/dev/null || missing+=(nodejs npm)
   if ((${#missing[@]})); then
     echo "setup: installing ${missing[*]}"
     local sudo=()
