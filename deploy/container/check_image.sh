@@ -45,13 +45,15 @@ for elf in "${elves[@]}"; do
     [[ $path == not ]] && fail "${elf#"$root"} needs $name, which is not found"
     [[ $path == "$tree"/* ]] && continue
     needed[$path]+=" ${elf##*/}"
-  done < <(LD_LIBRARY_PATH= ldd "$elf" 2>/dev/null)
+  done < <(LD_LIBRARY_PATH='' ldd "$elf" 2>/dev/null)
 done
 # One dpkg -S for all (each reads the whole database); /lib is /usr/lib on Debian 12.
+candidates=()
+for library in "${!needed[@]}"; do candidates+=("$library" "/usr$library"); done
 declare -A owner_of=()
 while read -r owner path; do
   owner_of[${path#/usr}]=${owner%%:*}
-done < <(dpkg -S "${!needed[@]}" $(printf '/usr%s ' "${!needed[@]}") 2>/dev/null | tr -d ,)
+done < <(dpkg -S "${candidates[@]}" 2>/dev/null | tr -d ,)
 for library in "${!needed[@]}"; do
   owner=${owner_of[${library#/usr}]:-}
   [[ -n $owner ]] || fail "$library (needed by${needed[$library]}) belongs to no Debian package"

@@ -6,9 +6,11 @@
 export TALLY_EMU_DEVICE_COUNT=2 TALLY_RUN_DIR=$work/run TALLY_SERVER_BIN=$server_bin
 mkdir -m 0700 "$TALLY_RUN_DIR"
 
-# start_node_servers LOG: the entrypoint for devices 0 and 1; sets entrypoint_pid and sockets.
+# start_node_servers LOG: the entrypoint for the devices TALLY_NODE_DEVICES names (0 and 1, or
+# none: those nvidia-smi lists); sets entrypoint_pid and sockets.
+node_devices="0 1"
 start_node_servers() {
-  TALLY_NODE_DEVICES="0 1" "$TALLY_NODE_SERVERS" --emulate --run-dir="$TALLY_RUN_DIR" \
+  TALLY_NODE_DEVICES=$node_devices "$TALLY_NODE_SERVERS" --emulate --run-dir="$TALLY_RUN_DIR" \
     --profile-cache=none 2>"$1" &
   entrypoint_pid=$!
   background_pids+=("$entrypoint_pid")
@@ -61,19 +63,32 @@ await_exit "$entrypoint_pid"
 survivor=$(server_pid_of 1 "$work/node2.log")
 kill -0 "$survivor" 2>/dev/null && fail "device 1's server (pid $survivor) outlived the entrypoint"
 
-# SIGTERM stops every server; the entrypoint exits 0.
+# The devices nvidia-smi lists (a stand-in printing the emulated devices' UUIDs, as
+# `nvidia-smi --query-gpu=uuid --format=csv,noheader` does); SIGTERM stops every server and
+# the entrypoint exits 0.
+mkdir "$work/bin"
+python3 -c 'import json, sys; print("\n".join(d["device"]["uuid"] for d in json.load(open(sys.argv[1]))))' \
+  "$work/all.json" > "$work/uuids"
+printf '#!/bin/sh\n[ "$*" = "--query-gpu=uuid --format=csv,noheader" ] && exec cat %s\nexit 9\n' \
+  "$work/uuids" > "$work/bin/nvidia-smi"
+chmod +x "$work/bin/nvidia-smi"
 rm -f "$TALLY_RUN_DIR"/GPU-*.sock
-start_node_servers "$work/node3.log"
+node_devices='' PATH=$work/bin:$PATH start_node_servers "$work/node3.log"
+mapfile -t uuids < "$work/uuids"
+for uuid in "${uuids[@]}"; do
+  grep -q "tally-server --device=$uuid: pid" "$work/node3.log" ||
+    fail "no server for $uuid: $(cat "$work/node3.log")"
+done
 kill -TERM "$entrypoint_pid"
 await_exit "$entrypoint_pid"
 ((exit_status == 0)) || fail "the entrypoint exited with $exit_status on SIGTERM: $(cat "$work/node3.log")"
-for device in 0 1; do
+for device in "${uuids[@]}"; do
   pid=$(server_pid_of "$device" "$work/node3.log")
   kill -0 "$pid" 2>/dev/null && fail "device $device's server (pid $pid) outlived SIGTERM"
 done
 
 # No devices named and no nvidia-smi: refused, saying why.
-PATH=/nonexistent TALLY_NODE_DEVICES= /bin/bash "$TALLY_NODE_SERVERS" > "$work/none.log" 2>&1 &&
+PATH=/nonexistent TALLY_NODE_DEVICES='' /bin/bash "$TALLY_NODE_SERVERS" > "$work/none.log" 2>&1 &&
   fail "the entrypoint started without devices"
 grep -q "nvidia-smi cannot list the GPUs" "$work/none.log" || fail "no devices: $(cat "$work/none.log")"
 echo "tally-node-servers: one server per device, drain, failure and SIGTERM as documented"
