@@ -4,7 +4,7 @@
 # install prefix; and its runtime stage installs the Debian package of every shared library that
 # the installed tree (staged by `cmake --install` under ROOT/PREFIX) links outside itself, but
 # for those of debian:bookworm-slim itself and NVIDIA's driver, which the NVIDIA container
-# runtime brings.
+# runtime brings; and the shim with its libraries bundled loads them from the bundle.
 # Usage: check_image.sh ROOT PREFIX (deploy_install runs it on its staged install)
 set -uo pipefail
 root=$1 prefix=$2
@@ -60,4 +60,22 @@ for library in "${!needed[@]}"; do
   [[ " ${packages[*]} ${base[*]} " == *" $owner "* ]] ||
     fail "the runtime stage lacks $owner, for $library (needed by${needed[$library]})"
 done
-echo "Dockerfile: copies exist; runtime packages cover ${#needed[@]} libraries of ${#elves[@]} files"
+# The shim, bundled as the build stage bundles it, finds every library but the system's in the
+# bundle (before the system's folders, where this machine has them too).
+grep -q "^RUN deploy/container/bundle_shim_libraries $image_prefix/lib/tally$" "$dockerfile" ||
+  fail "the build stage does not bundle the shim's libraries"
+shim_dir=$(dirname "$(find "$tree" -name libtally_client.so -print -quit)")
+bundled=$(mktemp -d /tmp/tally-shim-XXXXXX)
+trap 'rm -rf "$bundled"' EXIT
+cp -a "$shim_dir/libtally_client.so" "$bundled/"
+"$here/bundle_shim_libraries" "$bundled" > /dev/null || fail "bundle_shim_libraries failed"
+system='^(linux-vdso|libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|/lib64/ld-linux-x86-64)\.so'
+for elf in "$bundled"/libtally_client.so "$bundled"/shim-libs/*; do
+  while read -r name arrow path _; do
+    [[ $name =~ $system || $name == statically ]] && continue  # "statically linked": no needs
+    [[ $arrow == "=>" && $path == "$bundled/shim-libs/"* ]] ||
+      fail "${elf##*/} loads $name from ${path:-nowhere}, not from the bundle"
+  done < <(LD_LIBRARY_PATH='' ldd "$elf")
+done
+echo "Dockerfile: copies exist; runtime packages cover ${#needed[@]} libraries of ${#elves[@]} files;" \
+  "the bundled shim loads $(find "$bundled/shim-libs" -type f | wc -l) libraries from its bundle"
