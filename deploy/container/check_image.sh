@@ -37,15 +37,22 @@ tree=$root$prefix
 mapfile -t elves < <(find "$tree" -type f ! -path "*/stand-ins/*" -exec sh -c \
   'head -c 4 "$1" | grep -q ELF' _ {} \; -print)
 ((${#elves[@]})) || fail "no binaries under $tree"
+# What each file links directly (readelf's NEEDED), where ldd finds it: the packages of those
+# bring the rest (apt installs their dependencies).
 declare -A needed=()
 for elf in "${elves[@]}"; do
+  declare -A found=()
   while read -r name arrow path _; do
-    [[ $arrow == "=>" ]] || continue
-    [[ $name =~ $driver ]] && continue
+    [[ $arrow == "=>" ]] && found[$name]=$path
+  done < <(LD_LIBRARY_PATH='' ldd "$elf" 2>/dev/null)
+  for name in $(readelf -d "$elf" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
+    [[ $name =~ $driver || $name == ld-linux-* ]] && continue  # the loader is glibc's
+    path=${found[$name]:-not}
     [[ $path == not ]] && fail "${elf#"$root"} needs $name, which is not found"
     [[ $path == "$tree"/* ]] && continue
     needed[$path]+=" ${elf##*/}"
-  done < <(LD_LIBRARY_PATH='' ldd "$elf" 2>/dev/null)
+  done
+  unset found
 done
 # One dpkg -S for all (each reads the whole database); /lib is /usr/lib on Debian 12.
 candidates=()
