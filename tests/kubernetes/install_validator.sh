@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the validator's npm packages, exactly as package-lock.json pins them (npm ci), into
-# DIR (the build folder's tests/kubernetes), once per version of the lockfile.
+# DIR (the build folder's tests/kubernetes), once per version of the lockfile; npm's own cache
+# (~/.npm) spares the downloads of a fresh build folder.
 # Usage: install_validator.sh DIR
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -15,5 +16,5 @@ if cmp -s "$here/package-lock.json" "$dir/installed.lock"; then
 fi
 cp "$here/package.json" "$here/package-lock.json" "$dir/"
 rm -f "$dir/installed.lock"
-(cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+(cd "$dir" && npm ci --prefer-offline --no-audit --no-fund --loglevel=error)
 cp "$here/package-lock.json" "$dir/installed.lock"
