@@ -7,20 +7,14 @@ export TALLY_EMU_DEVICE_COUNT=2 TALLY_RUN_DIR=$work/run TALLY_SERVER_BIN=$server
 mkdir -m 0700 "$TALLY_RUN_DIR"
 
 # start_node_servers LOG: the entrypoint for the devices TALLY_NODE_DEVICES names (0 and 1, or
-# none: those nvidia-smi lists); sets entrypoint_pid and sockets.
+# none: those nvidia-smi lists); sets entrypoint_pid.
 node_devices="0 1"
 start_node_servers() {
   TALLY_NODE_DEVICES=$node_devices "$TALLY_NODE_SERVERS" --emulate --run-dir="$TALLY_RUN_DIR" \
     --profile-cache=none 2>"$1" &
   entrypoint_pid=$!
   background_pids+=("$entrypoint_pid")
-  sockets=()
-  for _ in $(seq 200); do
-    mapfile -t sockets < <(compgen -G "$TALLY_RUN_DIR/GPU-*.sock")
-    ((${#sockets[@]} == 2)) && break
-    sleep 0.05
-  done
-  ((${#sockets[@]} == 2)) || fail "two servers did not make two sockets: $(cat "$1")"
+  await_sockets 2 || fail "two servers did not make two sockets: $(cat "$1")"
 }
 # server_pid_of DEVICE LOG: the pid the entrypoint logged for the device's server.
 server_pid_of() { sed -n "s/^tally-node-servers: tally-server --device=$1: pid //p" "$2"; }
