@@ -76,7 +76,8 @@ bundled=$(mktemp -d /tmp/tally-shim-XXXXXX)
 trap 'rm -rf "$bundled"' EXIT
 cp -a "$shim_dir/libtally_client.so" "$bundled/"
 "$here/bundle_shim_libraries" "$bundled" > /dev/null || fail "bundle_shim_libraries failed"
-system='^(linux-vdso|libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|/lib64/ld-linux-x86-64)\.so'
+system='^(linux-vdso|libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|/lib64/ld-linux-x86-64)'
+system+='\.so'
 for elf in "$bundled"/libtally_client.so "$bundled"/shim-libs/*; do
   while read -r name arrow path _; do
     [[ $name =~ $system || $name == statically ]] && continue  # "statically linked": no needs
@@ -84,5 +85,6 @@ for elf in "$bundled"/libtally_client.so "$bundled"/shim-libs/*; do
       fail "${elf##*/} loads $name from ${path:-nowhere}, not from the bundle"
   done < <(LD_LIBRARY_PATH='' ldd "$elf")
 done
-echo "Dockerfile: copies exist; runtime packages cover ${#needed[@]} libraries of ${#elves[@]} files;" \
+echo "Dockerfile: copies exist; runtime packages cover ${#needed[@]} libraries of" \
+  "${#elves[@]} files;" \
   "the bundled shim loads $(find "$bundled/shim-libs" -type f | wc -l) libraries from its bundle"

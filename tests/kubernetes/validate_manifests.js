@@ -124,7 +124,9 @@ function checkRendered(kubectl, dir, sourceObjects, errors) {
   const expected = sourceObjects.map(key).sort().join(", ");
   const got = objects.map(key).sort().join(", ");
   if (expected !== got) errors.push(`${where}: renders ${got}, the resources hold ${expected}`);
-  const [kustomization] = parseDocuments(fs.readFileSync(path.join(dir, "kustomization.yaml"), "utf8"));
+  const kustomizationFile = path.join(dir, "kustomization.yaml");
+  const text = fs.readFileSync(kustomizationFile, "utf8");
+  const [kustomization] = parseDocuments(text, kustomizationFile);
   if (kustomization.namespace) {
     for (const object of objects) {
       if (clusterScoped.has(object.kind)) continue;
@@ -166,7 +168,8 @@ function main(argv) {
 }
 
 function usage(problem) {
-  console.error(`validate_manifests.js: ${problem}\nUsage: node validate_manifests.js [--kubectl PATH] DIR|FILE...`);
+  console.error(`validate_manifests.js: ${problem}`);
+  console.error("Usage: node validate_manifests.js [--kubectl PATH] DIR|FILE...");
   return 2;
 }
 

@@ -28,10 +28,17 @@ await_exit() {
 answers() { timeout 30 "$TALLY_CTL" status --server "$1" > /dev/null 2>&1; }
 
 start_node_servers "$work/node.log"
-timeout 30 "$TALLY_CTL" status --all --json > "$work/all.json" || fail "tally-ctl status --all failed"
+timeout 30 "$TALLY_CTL" status --all --json > "$work/all.json" ||
+  fail "tally-ctl status --all failed"
 json_check "$work/all.json" "sorted(d['device']['ordinal'] for d in s) == [0, 1]"
-first=$(python3 -c 'import json, sys; print(next(d["socket"] for d in json.load(open(sys.argv[1])) if d["device"]["ordinal"] == 0))' "$work/all.json")
-second=$(python3 -c 'import json, sys; print(next(d["socket"] for d in json.load(open(sys.argv[1])) if d["device"]["ordinal"] == 1))' "$work/all.json")
+# socket_of ORDINAL: the socket of that device's server, from status --all.
+socket_of() {
+  python3 -c 'import json, sys
+print(next(d["socket"] for d in json.load(open(sys.argv[1])) if d["device"]["ordinal"] == int(sys.argv[2])))' \
+    "$work/all.json" "$1"
+}
+first=$(socket_of 0)
+second=$(socket_of 1)
 
 # A drained server leaves; the other serves on, and the entrypoint waits for it.
 timeout 30 "$TALLY_CTL" drain --server "$first" > /dev/null || fail "tally-ctl drain failed"
