@@ -4,7 +4,8 @@
 # install prefix; and its runtime stage installs the Debian package of every shared library that
 # the installed tree (staged by `cmake --install` under ROOT/PREFIX) links outside itself, but
 # for those of debian:bookworm-slim itself and NVIDIA's driver, which the NVIDIA container
-# runtime brings; and the shim with its libraries bundled loads them from the bundle.
+# runtime brings; and the shim with its libraries bundled loads them from the bundle, beside a
+# libcuda.so.1 that is the shim.
 # Usage: check_image.sh ROOT PREFIX (deploy_install runs it on its staged install)
 set -uo pipefail
 root=$1 prefix=$2
@@ -85,6 +86,8 @@ for elf in "$bundled"/libtally_client.so "$bundled"/shim-libs/*; do
       fail "${elf##*/} loads $name from ${path:-nowhere}, not from the bundle"
   done < <(LD_LIBRARY_PATH='' ldd "$elf")
 done
+[[ $(realpath "$bundled/driver/libcuda.so.1") == "$(realpath "$bundled/libtally_client.so")" ]] ||
+  fail "driver/libcuda.so.1 is not the shim"
 echo "Dockerfile: copies exist; runtime packages cover ${#needed[@]} libraries of" \
   "${#elves[@]} files;" \
   "the bundled shim loads $(find "$bundled/shim-libs" -type f | wc -l) libraries from its bundle"
