@@ -26,18 +26,23 @@ jobs=${TALLY_JOBS:-$(nproc)}
 # promtool, which checks tally-ctl metrics; cpp-httplib for tally-exporter, curl to test it;
 # systemd-analyze and systemd-sysusers, which check the units and the tally user; help2man, which
 # makes the man pages from --help, and groff, which checks that they render; gRPC and protobuf for
-# tally-device-plugin and the exporter's pod labels, and Python's gRPC for the tests' kubelet).
+# tally-device-plugin and the exporter's pod labels, and Python's gRPC for the tests' kubelet;
+# patchelf, which the container recipe's shim bundle needs and deploy_install checks).
 packages=(cmake ninja-build g++ pkgconf python3 clang llvm libclang-rt-14-dev
           libabsl-dev libfmt-dev catch2 libzstd-dev liblz4-dev libboost-dev
           libcli11-dev libtoml11-dev nlohmann-json3-dev python3-matplotlib prometheus
           libcpp-httplib-dev curl systemd help2man groff-base
-          libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc python3-grpcio)
+          libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc python3-grpcio
+          patchelf)
 
 setup() {
   local missing=()
   for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
+  # Node.js with npm for the Kubernetes manifests' validator (tests/kubernetes): Debian's, unless
+  # one is installed already (NodeSource's nodejs brings npm and conflicts with Debian's npm).
+  command -v npm >/dev/null || missing+=(nodejs npm)
   if ((${#missing[@]})); then
     echo "setup: installing ${missing[*]}"
     local sudo=()

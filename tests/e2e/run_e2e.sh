@@ -39,6 +39,17 @@ start_server() {
   fail "the server did not create $socket"
 }
 
+# await_sockets N: waits (bounded) until TALLY_RUN_DIR holds N servers' sockets; sets sockets.
+await_sockets() {
+  sockets=()
+  for _ in $(seq 200); do
+    mapfile -t sockets < <(compgen -G "$TALLY_RUN_DIR/GPU-*.sock")
+    ((${#sockets[@]} == $1)) && return 0
+    sleep 0.05
+  done
+  return 1
+}
+
 # await_log TEXT: until the server's log has a line containing TEXT (ten seconds at most).
 await_log() {
   for _ in $(seq 200); do

@@ -15,13 +15,7 @@ server_pid=$started  # stopped by run_e2e.sh's cleanup
 start_device_server 1 "$work/server1.log"
 second_pid=$started
 background_pids+=("$second_pid")
-sockets=()
-for _ in $(seq 200); do
-  mapfile -t sockets < <(compgen -G "$TALLY_RUN_DIR/GPU-*.sock")
-  ((${#sockets[@]} == 2)) && break
-  sleep 0.05
-done
-((${#sockets[@]} == 2)) || fail "two servers did not make two sockets: $(ls "$TALLY_RUN_DIR")"
+await_sockets 2 || fail "two servers did not make two sockets: $(ls "$TALLY_RUN_DIR")"
 
 all_status() {  # all_status FILE: tally-ctl status --all --json, checked to be JSON
   timeout 30 "$TALLY_CTL" status --all --json > "$1" || fail "tally-ctl status --all failed"

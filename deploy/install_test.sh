@@ -2,7 +2,8 @@
 # Installs the build into a staging folder (DESTDIR) and checks what an operator gets: the files
 # where Debian expects them, units that name the installed binaries and that systemd-analyze
 # passes without a warning, a sysusers entry that makes the tally user, man pages that render
-# without a warning. (tests/e2e/scenarios/installed.sh runs the installed binaries.)
+# without a warning, a container recipe whose runtime stage has the libraries the tree links.
+# (tests/e2e/scenarios/installed.sh runs the installed binaries.)
 # Usage: install_test.sh BUILD_DIR BINDIR TALLY_LIBDIR MANDIR SYSCONFDIR PREFIX STAND_INS
 # (the full install paths CMake chose; STAND_INS: 1 when the library stand-ins are built)
 set -uo pipefail
@@ -54,6 +55,9 @@ systemd-sysusers --root="$stage/sysroot" "$root$prefix/lib/sysusers.d/tally.conf
   > "$stage/sysusers.log" 2>&1 || fail "systemd-sysusers: $(cat "$stage/sysusers.log")"
 grep -q "^tally:x:[0-9]*:[0-9]*:" "$stage/sysroot/etc/passwd" || fail "no tally user"
 grep -q "^tally:x:" "$stage/sysroot/etc/group" || fail "no tally group"
+
+# The container recipe (deploy/container/Dockerfile) against the same tree.
+"$here/container/check_image.sh" "$root" "$prefix" || fail "the container recipe"
 
 for page in "$root$mandir"/man1/tally-*.1; do
   warnings=$(groff -man -Tutf8 -ww -z "$page" 2>&1)
