@@ -26,6 +26,17 @@ def cdf(ax, samples, label, style="-"):
 BUDGET = "priority-budget "
 
 
+def save(fig, ax, title, legend_size, path):
+    """Finishes a plot the way all of them look and writes it to `path`."""
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=legend_size)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
 def tradeoff(name, load, out_dir):
     """p99 overhead (as a ratio to alone, log) against system throughput: each policy a point,
     the runs of priority-budget at its budgets one curve."""
@@ -47,14 +58,8 @@ def tradeoff(name, load, out_dir):
     ax.set_yscale("log")
     ax.set_xlabel("system throughput (sum of normalised)")
     ax.set_ylabel("foreground p99 / alone p99 (log)")
-    ax.set_title(f"{name}, load {load['load']:.2f}")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=6)
-    fig.tight_layout()
-    path = os.path.join(out_dir, f"tradeoff_load{load['load']:.2f}.png")
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return save(fig, ax, f"{name}, load {load['load']:.2f}", 6,
+                os.path.join(out_dir, f"tradeoff_load{load['load']:.2f}.png"))
 
 
 def main(result_path, out_dir):
@@ -74,14 +79,8 @@ def main(result_path, out_dir):
         ax.set_xscale("log")
         ax.set_xlabel("foreground request latency (ms, log)")
         ax.set_ylabel("fraction of requests")
-        ax.set_title(f"{name}, load {load['load']:.2f}")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=7)
-        fig.tight_layout()
-        path = os.path.join(out_dir, f"latency_cdf_load{load['load']:.2f}.png")
-        fig.savefig(path)
-        plt.close(fig)
-        written.append(path)
+        written.append(save(fig, ax, f"{name}, load {load['load']:.2f}", 7,
+                            os.path.join(out_dir, f"latency_cdf_load{load['load']:.2f}.png")))
         written.append(tradeoff(name, load, out_dir))
     if len(result["loads"]) > 1:
         loads = [l["load"] for l in result["loads"]]
@@ -102,14 +101,7 @@ def main(result_path, out_dir):
                 ax.set_yscale("log")
             ax.set_xlabel("foreground load (fraction of its capacity)")
             ax.set_ylabel(label)
-            ax.set_title(name)
-            ax.grid(True, which="both", alpha=0.3)
-            ax.legend(fontsize=7)
-            fig.tight_layout()
-            path = os.path.join(out_dir, file)
-            fig.savefig(path)
-            plt.close(fig)
-            written.append(path)
+            written.append(save(fig, ax, name, 7, os.path.join(out_dir, file)))
     for path in written:
         print("plot:", path)
 

@@ -14,8 +14,6 @@ namespace {
 using namespace testing;
 using Actions = std::vector<Action>;
 
-constexpr auto kHigh = ClientPriority::High();
-constexpr auto kBestEffort = ClientPriority::BestEffort();
 const PriorityOptions kOptions{std::chrono::microseconds(100), std::chrono::milliseconds(10)};
 // Kernel(): 4 resident PTB workers per SM on 8 SMs, so one step of the bound is one worker.
 LaunchForm Ptb(uint32_t workers) { return LaunchForm::Preemptible(workers); }

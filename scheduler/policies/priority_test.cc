@@ -11,8 +11,6 @@ namespace {
 using namespace testing;
 using Actions = std::vector<Action>;
 
-constexpr auto kHigh = ClientPriority::High();
-constexpr auto kBestEffort = ClientPriority::BestEffort();
 const LaunchForm kPtb = LaunchForm::Preemptible();
 
 struct Fixture {
