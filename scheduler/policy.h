@@ -70,6 +70,13 @@ struct PriorityOptions {
   uint32_t unshaped_in_flight = 2;
 };
 
+// Settings of `priority-budget`: how much slower than alone the foreground's kernels may run
+// because background work runs beside them.
+struct BudgetOptions {
+  double slowdown = 0;       // 0.1: 10% longer than alone; 0 holds as `priority` does
+  double percentile = 0.99;  // of the foreground kernels' slowdowns, in (0, 1]
+};
+
 // Every head issued as soon as it arrives, in its original form, whatever its client's
 // priority: the device alone orders the work (first come, first served).
 std::unique_ptr<Policy> MakeFifoPolicy();
@@ -84,6 +91,14 @@ std::unique_ptr<Policy> MakeValidationPolicy(LaunchForm form, bool preempt);
 // important ones only after min_idle of idleness above them, in the form `advisor` chooses,
 // preempted when more important work arrives. `advisor` must outlive the policy.
 std::unique_ptr<Policy> MakePriorityPolicy(const PriorityOptions& options, FormAdvisor& advisor);
+
+// `priority`, except that while the foreground has work, background kernels may run beside it
+// as PTB kernels with a bounded number of workers, the bound grown while the foreground kernels'
+// measured slowdown (at `budget.percentile`) is within `budget.slowdown`, halved when over, and
+// zero (running ones preempted) when a kernel runs more than twice the budget over its time
+// alone. `advisor` must outlive the policy.
+std::unique_ptr<Policy> MakePriorityBudgetPolicy(const PriorityOptions& options,
+                                                 const BudgetOptions& budget, FormAdvisor& advisor);
 
 // The same holding, without transformations: background kernels in their original form, so
 // they cannot be preempted (the baseline that shows what the transformations buy).
@@ -126,6 +141,7 @@ struct PolicyConfig {
   PriorityOptions priority;
   TimeSliceOptions time_slice = {};  // "= {}": callers may leave it out of designated initializers
   TgsOptions tgs = {};
+  BudgetOptions budget = {};
   FormAdvisor* advisor = nullptr;  // for the policies that shape kernels; outlives the policy
 };
 

@@ -26,6 +26,27 @@ JobRun ToJobRun(const sim::JobOutcome& outcome, sim::Duration window) {
   return run;
 }
 
+// One run per policy, and one per budget for priority-budget, labelled "priority-budget 5%".
+struct Variant {
+  std::string label;
+  std::string policy;
+  double budget = 0;
+};
+
+std::vector<Variant> Variants(const Scenario& scenario, const std::vector<std::string>& policies) {
+  std::vector<Variant> variants;
+  for (const std::string& name : policies) {
+    if (name != "priority-budget") {
+      variants.push_back({name, name});
+      continue;
+    }
+    for (double budget : scenario.slowdown_budgets) {
+      variants.push_back({fmt::format("{} {:g}%", name, budget * 100), name, budget});
+    }
+  }
+  return variants;
+}
+
 }  // namespace
 
 std::vector<bool> ForegroundJobs(const Scenario& scenario) {
@@ -41,7 +62,8 @@ absl::StatusOr<BenchResult> RunSimulated(
     const std::function<void(int, int, const std::string&)>& progress) {
   BenchResult result;
   result.scenario = scenario;
-  result.policies = policies;
+  const std::vector<Variant> variants = Variants(scenario, policies);
+  for (const Variant& variant : variants) result.policies.push_back(variant.label);
   result.device = scenario.device.name;
   const sim::SimOptions options{
       .device = scenario.device,
@@ -70,7 +92,7 @@ absl::StatusOr<BenchResult> RunSimulated(
                                  .time_slice = scenario.time_slice,
                                  .tgs = scenario.tgs,
                                  .advisor = &advisor};
-  const int steps = static_cast<int>(scenario.loads.size() * (policies.size() + 1));
+  const int steps = static_cast<int>(scenario.loads.size() * (variants.size() + 1));
   int step = 0;
   std::vector<std::optional<JobRun>> closed_alone(base.size());
   for (double load : scenario.loads) {
@@ -97,14 +119,15 @@ absl::StatusOr<BenchResult> RunSimulated(
       run.alone.push_back(ToJobRun(alone.jobs[0], scenario.duration));
       if (!jobs[j].open_loop) closed_alone[j] = run.alone.back();
     }
-    for (const std::string& name : policies) {
-      progress(++step, steps, fmt::format("load {:.2f}: {}", load, name));
+    for (const Variant& variant : variants) {
+      progress(++step, steps, fmt::format("load {:.2f}: {}", load, variant.label));
+      config.budget.slowdown = variant.budget;
       TALLY_ASSIGN_OR_RETURN(std::unique_ptr<scheduler::Policy> policy,
-                             scheduler::MakePolicy(name, config));
+                             scheduler::MakePolicy(variant.policy, config));
       const auto start = std::chrono::steady_clock::now();
       TALLY_ASSIGN_OR_RETURN(const sim::SimOutcome outcome, sim::Simulate(options, jobs, *policy));
       PolicyRun policy_run;
-      policy_run.policy = name;
+      policy_run.policy = variant.label;
       policy_run.wall_s =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       for (const sim::JobOutcome& job : outcome.jobs) {

@@ -70,10 +70,11 @@ absl::Status ReadDevice(const Table& t, sim::DeviceSpec& d) {
 }
 
 absl::Status ReadPolicySettings(const Table& t, Scenario& s) {
-  TALLY_RETURN_IF_ERROR(CheckKeys(t,
-                                  {"min_idle_us", "long_idle_ms", "turnaround_us", "time_slice_ms",
-                                   "time_slice_in_flight", "tgs_sample_ms", "tgs_budget_ms"},
-                                  "[policy]"));
+  TALLY_RETURN_IF_ERROR(
+      CheckKeys(t,
+                {"min_idle_us", "long_idle_ms", "turnaround_us", "time_slice_ms",
+                 "time_slice_in_flight", "tgs_sample_ms", "tgs_budget_ms", "slowdown_budgets"},
+                "[policy]"));
   TALLY_RETURN_IF_ERROR(ReadDuration(t, "min_idle_us", 1, s.priority.min_idle));
   TALLY_RETURN_IF_ERROR(ReadDuration(t, "long_idle_ms", 1000, s.priority.long_idle));
   TALLY_RETURN_IF_ERROR(ReadDuration(t, "turnaround_us", 1, s.turnaround_threshold));
@@ -84,6 +85,18 @@ absl::Status ReadPolicySettings(const Table& t, Scenario& s) {
                          Number(t, "time_slice_in_flight", s.time_slice.max_in_flight));
   if (!(in_flight >= 1)) return absl::InvalidArgumentError("'time_slice_in_flight' must be >= 1");
   s.time_slice.max_in_flight = static_cast<uint32_t>(in_flight);
+  if (t.contains("slowdown_budgets")) {
+    s.slowdown_budgets = toml::find<std::vector<double>>(t, "slowdown_budgets");
+    if (s.slowdown_budgets.empty()) {
+      return absl::InvalidArgumentError("'slowdown_budgets' must not be empty");
+    }
+    for (double budget : s.slowdown_budgets) {
+      if (!(budget >= 0 && budget <= 10)) {
+        return absl::InvalidArgumentError(
+            fmt::format("'slowdown_budgets': {} is not between 0 and 10 (1000%)", budget));
+      }
+    }
+  }
   return absl::OkStatus();
 }
 

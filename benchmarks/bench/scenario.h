@@ -39,6 +39,8 @@ struct Scenario {
   scheduler::PriorityOptions priority;
   scheduler::TimeSliceOptions time_slice;
   scheduler::TgsOptions tgs;
+  // priority-budget runs once per budget (0.05: the foreground may run 5% slower than alone).
+  std::vector<double> slowdown_budgets = {0, 0.05, 0.10, 0.20};
   std::vector<ScenarioJob> jobs;
 };
 

@@ -34,6 +34,7 @@ launch_latency_us = 2.5
 [policy]
 min_idle_us = 50
 time_slice_ms = 4
+slowdown_budgets = [0.0, 0.1]
 [[jobs]]
 name = "infer"
 priority = "high"
@@ -56,6 +57,7 @@ command = ["priority_jobs", "train"]
   CHECK(s->device.launch_latency == std::chrono::nanoseconds(2500));
   CHECK(s->priority.min_idle == std::chrono::microseconds(50));
   CHECK(s->time_slice.slice == std::chrono::milliseconds(4));
+  CHECK(s->slowdown_budgets == std::vector<double>{0.0, 0.1});
   REQUIRE(s->jobs.size() == 2);
   CHECK(s->jobs[0].priority == ClientPriority::High());
   CHECK(s->jobs[0].trace == (fs::path(path).parent_path() / "traces/infer.json").string());
@@ -90,6 +92,8 @@ TEST_CASE("Scenario mistakes are named") {
       "job x: 'command' must be a non-empty array of strings: the program and its arguments";
   CHECK(message("f.toml", "[[jobs]]\nname = \"x\"\ncommand = \"serve\"\n") == bad_command);
   CHECK(message("g.toml", "[[jobs]]\nname = \"x\"\ncommand = []\n") == bad_command);
+  CHECK(message("i.toml", "[policy]\nslowdown_budgets = [-0.1]\n[[jobs]]\nname = \"x\"\n") ==
+        "'slowdown_budgets': -0.1 is not between 0 and 10 (1000%)");
   CHECK(message("h.toml", "[[jobs]]\nname = \"x\"\ncommand = [\"a\", 1]\n") == bad_command);
 }
 

@@ -114,6 +114,7 @@ void Gpu::Place(uint64_t id, LaunchState& launch) {
     Sm& sm = sms_[s];
     sm.blocks += take[s];
     sm.warps += take[s] * f.warps;
+    warps_in_use_ += uint64_t{take[s]} * f.warps;
     sm.registers += take[s] * f.registers;
     sm.shared += take[s] * f.shared;
     group.placement.emplace_back(static_cast<uint32_t>(s), take[s]);
@@ -126,8 +127,18 @@ void Gpu::Place(uint64_t id, LaunchState& launch) {
   if (launch.spec.persistent) {
     StartRound(group_id);
   } else {
-    events_.At(events_.now() + launch.spec.unit_time, [this, group_id] { EndGroup(group_id); });
+    events_.At(events_.now() + UnitTime(launch), [this, group_id] { EndGroup(group_id); });
   }
+}
+
+Duration Gpu::UnitTime(const LaunchState& launch) const {
+  if (launch.spec.interference <= 0) return launch.spec.unit_time;
+  const uint64_t own = launch.on_device * launch.footprint.warps;
+  const double device_warps =
+      static_cast<double>(device_.max_threads_per_sm / device_.warp_size) * device_.sm_count;
+  const double others = static_cast<double>(warps_in_use_ - own) / device_warps;
+  return std::chrono::duration_cast<Duration>(launch.spec.unit_time *
+                                              (1 + launch.spec.interference * others));
 }
 
 void Gpu::StartRound(uint64_t group_id) {
@@ -149,7 +160,7 @@ void Gpu::StartRound(uint64_t group_id) {
     MaybeEnd(id);
     return;
   }
-  events_.At(events_.now() + launch.spec.unit_time, [this, group_id] { EndGroup(group_id); });
+  events_.At(events_.now() + UnitTime(launch), [this, group_id] { EndGroup(group_id); });
 }
 
 void Gpu::EndGroup(uint64_t group_id) {
@@ -176,6 +187,7 @@ void Gpu::Release(Group& group, LaunchState& launch, uint64_t count) {
     Sm& sm = sms_[s];
     sm.blocks -= n;
     sm.warps -= n * f.warps;
+    warps_in_use_ -= uint64_t{n} * f.warps;
     sm.registers -= n * f.registers;
     sm.shared -= n * f.shared;
     placed -= n;

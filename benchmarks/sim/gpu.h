@@ -24,7 +24,10 @@ struct LaunchSpec {
   uint64_t units = 0;
   bool persistent = false;  // PTB: `workers` workers run the `units` tasks
   uint64_t workers = 0;
-  Duration unit_time{0};  // one block, or one task on a worker
+  Duration unit_time{0};  // one block, or one task on a worker, alone on the device
+  // A block (or a PTB round) takes unit_time x (1 + interference x the share of the device's
+  // warp slots other launches hold when it starts).
+  double interference = 0;
 };
 
 // The end of a launch on the device.
@@ -83,6 +86,8 @@ class Gpu {
   void Place(uint64_t id, LaunchState& launch);
   uint32_t Fits(const Sm& sm, const Footprint& f) const;
   void StartRound(uint64_t group_id);
+  // unit_time slowed by what other launches hold of the device now.
+  Duration UnitTime(const LaunchState& launch) const;
   void EndGroup(uint64_t group_id);
   // Frees `count` of the group's blocks or workers, from its last SMs.
   void Release(Group& group, LaunchState& launch, uint64_t count);
@@ -100,6 +105,7 @@ class Gpu {
   uint64_t next_launch_ = 1;
   uint64_t next_group_ = 1;
   bool dispatch_pending_ = false;
+  uint64_t warps_in_use_ = 0;  // over all SMs
 };
 
 }  // namespace tally::sim

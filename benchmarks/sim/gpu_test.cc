@@ -66,6 +66,20 @@ TEST_CASE_METHOD(Fixture, "Two kernels share the SMs: the later one takes the fr
   CHECK(EndOf(b) == At(13));  // waves at 1, 5 and 9 (4 us each)
 }
 
+TEST_CASE_METHOD(Fixture, "Interference: a block starting beside other kernels' blocks is slower") {
+  LaunchSpec b = Blocks(1, 4, 30);
+  b.interference = 1.0;
+  LaunchSpec a = Blocks(0, 24, 10);
+  a.interference = 1.0;
+  const uint64_t first = gpu.Launch(b);
+  const uint64_t second = gpu.Launch(a);
+  Run();
+  // B started alone: 30 us. A's two waves of 12 each start beside B's 4 blocks, a quarter of
+  // the device's warps: 10 us x 1.25 each.
+  CHECK(EndOf(first) == At(31));
+  CHECK(EndOf(second) == Time{microseconds(1) + 2 * std::chrono::nanoseconds(12'500)});
+}
+
 TEST_CASE_METHOD(Fixture, "Launches of one stream run one after the other") {
   const uint64_t a = gpu.Launch(Blocks(0, 4, 10));
   const uint64_t b = gpu.Launch(Blocks(0, 4, 10));

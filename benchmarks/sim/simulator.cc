@@ -178,7 +178,8 @@ class Simulation {
                       .high_priority = action.foreground,
                       .resources = kernel.resources(),
                       .units = kernel.grid.Count(),
-                      .unit_time = kernel.block_time};
+                      .unit_time = kernel.block_time,
+                      .interference = kernel.interference};
       pieces_[gpu_.Launch(spec)] = {index, PieceKind::kOriginal, action.notify};
       if (action.risky) ++outcome_.risky_launches;
       c.head.reset();
@@ -196,7 +197,10 @@ class Simulation {
     const TraceKernel& kernel = KernelOf(c, *c.head);
     const uint64_t total = kernel.grid.Count();
     const uint64_t remaining = total - c.next_block;
-    LaunchSpec spec{.stream = index, .high_priority = foreground, .resources = kernel.resources()};
+    LaunchSpec spec{.stream = index,
+                    .high_priority = foreground,
+                    .resources = kernel.resources(),
+                    .interference = kernel.interference};
     PieceKind kind;
     if (c.form.kind == FormKind::kSliced) {
       const uint64_t slices = std::max<uint32_t>(c.form.slices, 1);

@@ -55,7 +55,7 @@ absl::StatusOr<TraceKernel> KernelFromJson(const json& j, size_t index) {
   TALLY_RETURN_IF_ERROR(
       CheckFields(j,
                   {"name", "grid", "block", "registers", "shared_bytes", "block_us", "ptb_slowdown",
-                   "sliced_slowdown", "transformable"},
+                   "sliced_slowdown", "transformable", "interference"},
                   what));
   if (!j.contains("grid") || !j.contains("block") || !j.contains("block_us")) {
     return absl::InvalidArgumentError(what + ": grid, block and block_us are required");
@@ -75,6 +75,10 @@ absl::StatusOr<TraceKernel> KernelFromJson(const json& j, size_t index) {
     return absl::InvalidArgumentError(what + ": slowdowns are factors of at least 1");
   }
   k.transformable = j.value("transformable", true);
+  k.interference = j.value("interference", TraceKernel::kDefaultInterference);
+  if (!(k.interference >= 0 && k.interference <= 10)) {
+    return absl::InvalidArgumentError(what + ": interference is between 0 and 10");
+  }
   return k;
 }
 
@@ -122,7 +126,8 @@ std::string TraceToJson(const JobTrace& trace) {
                        {"block_us", std::round(ToMicros(k.block_time) * 1000) / 1000},
                        {"ptb_slowdown", k.ptb_slowdown},
                        {"sliced_slowdown", k.sliced_slowdown},
-                       {"transformable", k.transformable}});
+                       {"transformable", k.transformable},
+                       {"interference", k.interference}});
   }
   json j = {{"name", trace.name},
             {"kind", trace.kind},

@@ -24,6 +24,11 @@ struct TraceKernel {
   double ptb_slowdown = 1.05;
   double sliced_slowdown = 1.0;
   bool transformable = true;  // has sliced and PTB forms
+  // How much a block slows down beside other kernels' blocks (memory bandwidth and cache
+  // contention): its time is multiplied by 1 + interference x the share of the device's warp
+  // slots other kernels hold when it starts (sim/README.md, "Interference").
+  double interference = kDefaultInterference;
+  static constexpr double kDefaultInterference = 0.5;
 
   BlockResources resources() const {
     return {static_cast<uint32_t>(block.Count()), registers_per_thread, shared_bytes};

@@ -36,6 +36,7 @@ void HoldingPolicy::RunEnded(Time now, ClientId id, const RunEnd& end, Decisions
     Client& client = it->second;
     if (end.form == FormKind::kOriginal) {
       if (client.originals_running > 0) --client.originals_running;
+      OriginalEnded(now, id);
     } else {
       client.in_flight = false;
       client.preempt_sent = false;
@@ -85,10 +86,11 @@ void HoldingPolicy::Decide(Time now, Decisions& out) {
   UpdateLevels(now);
   const std::optional<int32_t> top = TopLevel();
   if (!top) return;
-  // More important work waits or runs: running PTB kernels below it give their SMs back.
+  // More important work waits or runs: running PTB kernels below it give their SMs back, unless
+  // they are narrow enough to stay beside it.
   for (auto& [id, client] : clients_) {
     if (client.in_flight && client.form.kind == FormKind::kPreemptible && !client.preempt_sent &&
-        BusyAbove(client.level)) {
+        BusyAbove(client.level) && !MayRunBeside(client)) {
       out.Preempt(id);
       client.preempt_sent = true;
     }
@@ -96,15 +98,25 @@ void HoldingPolicy::Decide(Time now, Decisions& out) {
   const bool lower_exists = std::any_of(clients_.begin(), clients_.end(),
                                         [&](const auto& entry) { return entry.second.level < *top; });
   for (auto& [id, client] : clients_) {
-    if (client.level == *top) IssueForeground(id, client, lower_exists, out);
+    if (client.level == *top) IssueForeground(now, id, client, lower_exists, out);
   }
   for (auto& [id, client] : clients_) {
     if (client.level < *top) IssueBackground(now, id, client, out);
   }
   UpdateLevels(now);
+  Decided(now, std::any_of(clients_.begin(), clients_.end(), [&](const auto& entry) {
+            return entry.second.level < *top &&
+                   (entry.second.in_flight || entry.second.originals_running > 0);
+          }));
 }
 
-void HoldingPolicy::IssueForeground(ClientId id, Client& client, bool notify, Decisions& out) {
+bool HoldingPolicy::MayRunBeside(const Client& client) const {
+  return client.head && client.form.kind == FormKind::kPreemptible && client.form.workers > 0 &&
+         client.form.workers <= BesideWorkers(client.head->kernel);
+}
+
+void HoldingPolicy::IssueForeground(Time now, ClientId id, Client& client, bool notify,
+                                    Decisions& out) {
   if (!client.head) return;
   if (client.started) {
     // Became the most important while a transformed run was under way: it goes on unheld.
@@ -131,6 +143,7 @@ void HoldingPolicy::IssueForeground(ClientId id, Client& client, bool notify, De
   const bool tracked = kernel && (notify || bounded);
   out.Issue(id, LaunchForm::Original(), tracked, /*foreground=*/true);
   if (tracked) ++client.originals_running;
+  if (kernel && notify) ForegroundTracked(now, id, client.head->kernel);
   client.head.reset();
 }
 
@@ -142,11 +155,15 @@ void HoldingPolicy::IssueBackground(Time now, ClientId id, Client& client, Decis
     client.head.reset();
     return;
   }
-  if (BusyAbove(client.level)) return;  // its arrival or end decides again
+  if (BusyAbove(client.level)) {  // its arrival or end decides again
+    IssueBeside(id, client, out);
+    return;
+  }
   const Time idle_since = IdleAboveSince(client.level, now);
   // Sums, not differences: idle_since may be Time::min() (never busy).
   if (now < idle_since + options_.min_idle) {
     out.WakeAt(idle_since + options_.min_idle);
+    IssueBeside(id, client, out);
     return;
   }
   if (client.started) {
@@ -169,6 +186,29 @@ void HoldingPolicy::IssueBackground(Time now, ClientId id, Client& client, Decis
   out.Issue(id, choice.form);
   client.started = true;
   client.form = choice.form;
+  client.in_flight = true;
+}
+
+void HoldingPolicy::IssueBeside(ClientId id, Client& client, Decisions& out) {
+  const uint32_t allowed = BesideWorkers(client.head->kernel);
+  if (allowed == 0) return;
+  if (client.started) {
+    if (MayRunBeside(client)) {
+      out.Issue(id, client.form);  // the resumption, as narrow as it started
+      client.in_flight = true;
+    }
+    return;
+  }
+  const KernelInfo& kernel = client.head->kernel;
+  const FormChoice choice = BackgroundForm(kernel);
+  if (choice.form.kind != FormKind::kPreemptible) return;
+  const uint32_t full =
+      choice.form.workers > 0 ? choice.form.workers : kernel.resident_per_sm * kernel.sm_count;
+  const LaunchForm form = LaunchForm::Preemptible(std::min(allowed, full));
+  if (form.workers == 0) return;
+  out.Issue(id, form);
+  client.started = true;
+  client.form = form;
   client.in_flight = true;
 }
 

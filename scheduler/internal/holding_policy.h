@@ -29,6 +29,16 @@ class HoldingPolicy : public Policy {
  protected:
   // The form of a kernel launched while more important clients are connected.
   virtual FormChoice BackgroundForm(const KernelInfo& kernel) = 0;
+  // How many PTB workers a background kernel of `kernel` may keep on the device while more
+  // important work is queued or runs (or has been idle for less than min_idle); 0 holds it.
+  virtual uint32_t BesideWorkers(const KernelInfo&) const { return 0; }
+  // A most-important client's kernel issued in its original form with its end reported (a less
+  // important client is connected).
+  virtual void ForegroundTracked(Time, ClientId, const KernelInfo&) {}
+  // The end of a client's original-form kernel, reported before the decision it causes.
+  virtual void OriginalEnded(Time, ClientId) {}
+  // After each decision: whether work of a level below the top one is on the device.
+  virtual void Decided(Time, bool /*lower_running*/) {}
 
  private:
   struct Client {
@@ -46,8 +56,11 @@ class HoldingPolicy : public Policy {
   };
 
   void Decide(Time now, Decisions& out);
-  void IssueForeground(ClientId id, Client& client, bool notify, Decisions& out);
+  void IssueForeground(Time now, ClientId id, Client& client, bool notify, Decisions& out);
   void IssueBackground(Time now, ClientId id, Client& client, Decisions& out);
+  // While more important work is not idle long enough: a PTB kernel within BesideWorkers.
+  void IssueBeside(ClientId id, Client& client, Decisions& out);
+  bool MayRunBeside(const Client& client) const;
   // Records which levels are busy, and when each busy level became idle.
   void UpdateLevels(Time now);
   static bool Busy(const Client& client) {

@@ -11,8 +11,6 @@ namespace {
 using namespace testing;
 using Actions = std::vector<Action>;
 
-constexpr auto kHigh = ClientPriority::High();
-constexpr auto kBestEffort = ClientPriority::BestEffort();
 const LaunchForm kPtb = LaunchForm::Preemptible();
 
 struct Fixture {
@@ -206,13 +204,14 @@ TEST_CASE_METHOD(Fixture, "An unshaped background kernel runs only if short, or 
 TEST_CASE("Registry: names, and the errors for unknown names and a missing advisor") {
   std::vector<std::string_view> names;
   for (const PolicyDescription& d : PolicyDescriptions()) names.push_back(d.name);
-  CHECK(names == std::vector<std::string_view>{"priority", "priority-no-transform", "fifo",
-                                               "time-slice", "mps", "mps-priority", "tgs"});
+  CHECK(names == std::vector<std::string_view>{"priority", "priority-budget",
+                                               "priority-no-transform", "fifo", "time-slice", "mps",
+                                               "mps-priority", "tgs"});
   auto unknown = MakePolicy("lottery", {});
   REQUIRE_FALSE(unknown.ok());
   CHECK(unknown.status().message() ==
-        "unknown policy 'lottery' (known: priority, priority-no-transform, fifo, time-slice, "
-        "mps, mps-priority, tgs)");
+        "unknown policy 'lottery' (known: priority, priority-budget, priority-no-transform, fifo, "
+        "time-slice, mps, mps-priority, tgs)");
   CHECK_FALSE(MakePolicy("priority", {}).ok());
   FakeAdvisor advisor;
   auto made = MakePolicy("priority", {.priority = {}, .advisor = &advisor});

@@ -23,11 +23,27 @@ absl::StatusOr<std::unique_ptr<Policy>> NeedsAdvisor(std::string_view name) {
 }
 
 constexpr std::array kPolicies = {
-    Entry{{"priority",
-           "Tally: higher-priority clients first; lower ones in idle time, preemptible"},
+    Entry{
+        {"priority", "Tally: higher-priority clients first; lower ones in idle time, preemptible"},
+        [](const PolicyConfig& config) -> absl::StatusOr<std::unique_ptr<Policy>> {
+          if (config.advisor == nullptr) return NeedsAdvisor("priority");
+          return MakePriorityPolicy(config.priority, *config.advisor);
+        }},
+    Entry{{"priority-budget",
+           "priority, but lower priorities may run beside the foreground within a slowdown "
+           "budget"},
           [](const PolicyConfig& config) -> absl::StatusOr<std::unique_ptr<Policy>> {
-            if (config.advisor == nullptr) return NeedsAdvisor("priority");
-            return MakePriorityPolicy(config.priority, *config.advisor);
+            if (config.advisor == nullptr) return NeedsAdvisor("priority-budget");
+            const BudgetOptions& budget = config.budget;
+            if (!(budget.slowdown >= 0 && budget.slowdown <= 10)) {
+              return absl::InvalidArgumentError(fmt::format(
+                  "slowdown budget {} is not between 0 and 10 (1000%)", budget.slowdown));
+            }
+            if (!(budget.percentile > 0 && budget.percentile <= 1)) {
+              return absl::InvalidArgumentError(
+                  fmt::format("slowdown percentile {} is not in (0, 1]", budget.percentile));
+            }
+            return MakePriorityBudgetPolicy(config.priority, budget, *config.advisor);
           }},
     Entry{{"priority-no-transform",
            "lower priorities held until idle time, then run unmodified (not preemptible)"},
@@ -46,8 +62,9 @@ constexpr std::array kPolicies = {
           [](const PolicyConfig&) -> absl::StatusOr<std::unique_ptr<Policy>> {
             return MakeMpsPolicy(/*priority_streams=*/false);
           }},
-    Entry{{"mps-priority", "everything concurrent; the most important clients on high-priority "
-                           "streams"},
+    Entry{{"mps-priority",
+           "everything concurrent; the most important clients on high-priority "
+           "streams"},
           [](const PolicyConfig&) -> absl::StatusOr<std::unique_ptr<Policy>> {
             return MakeMpsPolicy(/*priority_streams=*/true);
           }},

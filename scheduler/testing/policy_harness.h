@@ -12,6 +12,8 @@
 namespace tally::scheduler::testing {
 
 inline Time Us(int64_t micros) { return std::chrono::microseconds(micros); }
+inline constexpr ClientPriority kHigh = ClientPriority::High();
+inline constexpr ClientPriority kBestEffort = ClientPriority::BestEffort();
 inline ClientId Client(uint64_t id) { return ClientId(id); }
 
 // A kernel of `blocks` blocks with both transformed forms unless told otherwise.
