@@ -39,14 +39,18 @@ std::string Join(const std::string& a, const std::string& b) {
   return a + "," + b;
 }
 
-// A server that answered, with its label (server="SOCKET").
+// A server that answered, with its label (server="SOCKET") and the labels its clients get
+// besides their id.
 struct Answered {
   std::string label;
   const ipc::StatusReport* report;
+  const ClientLabels* client_labels;  // none where empty
 };
 
 std::string ClientLabel(const Answered& server, const Client& client) {
-  return Join(server.label, fmt::format("client=\"{}\"", client.client_id));
+  const std::string id = Join(server.label, fmt::format("client=\"{}\"", client.client_id));
+  if (!*server.client_labels) return id;
+  return Join(id, (*server.client_labels)(*server.report, client));
 }
 std::string DepartedLabel(const Answered& server) {
   return Join(server.label, "client=\"departed\"");
@@ -362,10 +366,12 @@ std::string LabelValue(const std::string& text) {
   return out + "\"";
 }
 
-std::string FormatMetrics(const std::vector<ServerStatus>& all) {
+std::string FormatMetrics(const std::vector<ServerStatus>& all, const ClientLabels& client_labels) {
   std::vector<Answered> servers;
   for (const ServerStatus& server : all) {
-    if (server.report) servers.push_back({"server=" + LabelValue(server.socket), &*server.report});
+    if (server.report) {
+      servers.push_back({"server=" + LabelValue(server.socket), &*server.report, &client_labels});
+    }
   }
   std::string out;
   ServerFamilies(out, all, servers);

@@ -319,5 +319,28 @@ TEST_CASE("status as Prometheus metrics: each server, each client's series and t
   CHECK(with_client.find("tally_client_pinned_limit_bytes{") == std::string::npos);
 }
 
+TEST_CASE("labels given for clients follow the id on every series of a connected client") {
+  const ipc::StatusReport report = Report(true);
+  const std::string text = FormatMetrics(
+      {{"/tmp/s.sock", report}},
+      [&](const ipc::StatusReport& server, const ipc::ClientStatus& client) {
+        CHECK(server.clients.size() == report.clients.size());  // the client's own server's
+        return client.client_id == ClientId(7) ? std::string("pod=\"p\"") : std::string();
+      });
+  CheckExposition(text);
+  std::istringstream lines(text);
+  int labelled = 0;
+  for (std::string line; std::getline(lines, line);) {
+    INFO(line);
+    CHECK(line.find("client=\"7\"") == line.find("client=\"7\",pod=\"p\""));
+    CHECK(line.find("client=\"departed\",pod=") == std::string::npos);
+    labelled += line.find(",pod=\"p\"") != std::string::npos;
+  }
+  CHECK(labelled > 20);
+  // No labels given: the text of FormatMetrics without them.
+  CHECK(FormatMetrics({{"/tmp/s.sock", report}}, nullptr) ==
+        FormatMetrics({{"/tmp/s.sock", report}}));
+}
+
 }  // namespace
 }  // namespace tally::tools

@@ -15,6 +15,9 @@
 #include "ipc/control.h"
 #include "ipc/socket_path.h"
 #include "tools/tally_ctl/metrics_format.h"
+#ifdef TALLY_EXPORTER_POD_LABELS
+#include "tools/tally_exporter/pod_labels.h"
+#endif
 
 namespace {
 
@@ -32,6 +35,10 @@ struct Options {
   // socket there, listed again at each scrape.
   std::string run_dir;
   double timeout_seconds = 2;
+  // --pod-resources-socket: the kubelet's, asked at each scrape for the clients' pods (none:
+  // no pod labels).
+  std::string pod_resources_socket;
+  std::string resource_prefix = "tally.dev";
   tally::ipc::ServerTrust trust;  // TALLY_SERVER_UID, as for every client of a server
 };
 
@@ -67,6 +74,13 @@ std::string Scrape(const Options& options) {
         tally::ipc::QueryStatus(socket, absl::Seconds(options.timeout_seconds), options.trust);
     servers.push_back({socket, report.ok() ? std::optional(*std::move(report)) : std::nullopt});
   }
+#ifdef TALLY_EXPORTER_POD_LABELS
+  if (!options.pod_resources_socket.empty()) {
+    return tally::tools::FormatMetricsWithPods(servers, options.pod_resources_socket,
+                                               options.resource_prefix,
+                                               absl::Seconds(options.timeout_seconds));
+  }
+#endif
   return tally::tools::FormatMetrics(servers);
 }
 
@@ -88,6 +102,22 @@ int main(int argc, char** argv) {
                  "seconds to wait for each server's answer at a scrape")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+#ifdef TALLY_EXPORTER_POD_LABELS
+  app.add_option("--pod-resources-socket", options.pod_resources_socket,
+                 "the kubelet's pod-resources socket (e.g. "
+                 "/var/lib/kubelet/pod-resources/kubelet.sock): every client's series get the "
+                 "namespace, pod and container of the grant it connected through, asked at each "
+                 "scrape within --timeout (tally_exporter_pod_resources_up says whether the "
+                 "kubelet answered)");
+  app.add_option("--resource-prefix", options.resource_prefix,
+                 "the prefix of the device plugin's resources (PREFIX/gpu-high, "
+                 "PREFIX/gpu-best-effort)")
+      ->capture_default_str()
+      ->check([](const std::string& prefix) -> std::string {
+        if (!prefix.empty() && prefix.find('/') == std::string::npos) return "";
+        return "a resource prefix is a domain such as tally.dev, not '" + prefix + "'";
+      });
+#endif
   CLI11_PARSE(app, argc, argv);
   std::string host;
   int port = 0;
