@@ -4,7 +4,8 @@ it; GetDevicePluginOptions, ListAndWatch, GetPreferredAllocation, Allocate; the 
 and environment applied in a private mount namespace (unshare -m, as root: else skipped with
 77) where an nvcc-built program runs through them, its priority and memory limit the grant's;
 the grant of a container the pod-resources API does not list revoked; registration again after
-the kubelet's socket is made anew; a drained server's replicas Unhealthy on the stream; SIGTERM.
+the kubelet's socket is made anew; a drained server's replicas Unhealthy on the stream; SIGTERM
+keeping a running pod's grant; --preload ld-so-preload's file and mount.
 
 Usage: device_plugin_e2e.py PLUGIN SERVER CTL CLIENT_LIBRARY PROGRAM_DIR PROTO_DIR"""
 import json
@@ -76,16 +77,25 @@ class Test:
         self.servers = {self.status(socket)["device"]["uuid"]: socket for socket in sockets}
         self.device_memory = self.status(sockets[0])["device"]["total_memory_bytes"]
 
-    def start_plugin(self):
+    def start_plugin(self, *flags):
         # An installation as the plugin mounts it: the shim where CMake installs it.
         library_dir = os.path.join(self.install_dir, "lib", "tally")
-        os.makedirs(library_dir)
+        os.makedirs(library_dir, exist_ok=True)
         shutil.copy(self.client_library, library_dir)
         self.plugin = self.start([
             self.plugin_bin, "--run-dir", self.run_dir, "--kubelet-dir", self.kubelet_dir,
             "--install-dir", self.install_dir, "--pod-resources-socket",
             self.kubelet.pod_resources_socket, "--poll-interval", "0.2", "--cleanup-interval",
-            "0.3"], "plugin.log")
+            "0.3", *flags], "plugin.log")
+
+    def stop_plugin(self):
+        """SIGTERM: a clean exit, its files in the kubelet's directory gone."""
+        self.plugin.send_signal(signal.SIGTERM)
+        if self.plugin.wait(10) != 0:
+            fail(f"the plugin exited with {self.plugin.returncode}")
+        left = [n for n in os.listdir(self.kubelet_dir) if n.startswith("tally-")]
+        if left:
+            fail(f"the plugin left {left}")
 
     def check_registrations(self):
         """Both resources register, each with its own socket; returns {resource: socket}."""
@@ -268,15 +278,23 @@ class Test:
             fail(f"after the drain: {update}")
         stream.cancel()
 
-        # SIGTERM: a clean exit, its sockets gone, the running pod's grant kept.
-        self.plugin.send_signal(signal.SIGTERM)
-        if self.plugin.wait(10) != 0:
-            fail(f"the plugin exited with {self.plugin.returncode}")
-        left = [n for n in os.listdir(self.kubelet_dir) if n.startswith("tally-")]
-        if left:
-            fail(f"the plugin left {left}")
+        # SIGTERM: the running pod's grant is kept.
+        self.stop_plugin()
         if self.grant_of(gpu, chosen[0]) is None:
             fail("the plugin's exit revoked a running pod's grant")
+
+        # --preload ld-so-preload: a file naming the shim, mounted at /etc/ld.so.preload.
+        self.start_plugin("--preload", "ld-so-preload")
+        sockets = self.check_registrations()
+        high = self.stubs_of(sockets["tally.dev/gpu-high"])
+        response = self.allocate(high["path"], [f"{gpu}-high-1"])
+        mounts = {m.container_path: m.host_path for m in response.mounts}
+        preload = mounts.get("/etc/ld.so.preload")
+        if preload is None or "LD_PRELOAD" in response.envs:
+            fail(f"ld-so-preload's answer: {response}")
+        if open(preload).read() != "/opt/tally/lib/tally/libtally_client.so\n":
+            fail(f"{preload} holds {open(preload).read()!r}")
+        self.stop_plugin()
         print("device plugin: registered, served, granted, re-registered, drained, stopped")
         return 0
 
