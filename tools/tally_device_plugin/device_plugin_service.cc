@@ -105,7 +105,8 @@ grpc::Status DevicePluginService::AllocateContainer(
   if (!gpu || !gpu->healthy) {
     return grpc::Status(
         grpc::StatusCode::UNAVAILABLE,
-        absl::StrFormat("the Tally server of %s is gone or draining", plan->gpu_uuid));
+        absl::StrFormat("no Tally server serves %s now (gone, draining or never seen)",
+                        plan->gpu_uuid));
   }
   const ipc::ClientCeiling terms{
       plan->grant_name,

@@ -28,7 +28,6 @@ struct GpuState {
   uint64_t total_memory = 0;  // bytes
   int high_clients = 0;       // connected at level high or above
   uid_t server_uid = 0;       // who runs the server (owns its socket)
-  friend bool operator==(const GpuState&, const GpuState&) = default;
 };
 
 class GpuFleet {

@@ -30,7 +30,6 @@ class PluginEndpoint {
   absl::Status Start();
   // Ends the streams and the server (within a few seconds) and removes the socket.
   void Stop();
-  bool serving() const { return server_ != nullptr; }
 
   // Registers the resource with the kubelet (Registration.Register on kubelet.sock).
   absl::Status Register() const;
