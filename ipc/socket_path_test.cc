@@ -1,5 +1,5 @@
 // Socket path resolution: TALLY_SERVER wins, default directories are created private and
-// refused when someone else could have planted or can read them.
+// refused when someone else could have planted or can read them; paths longer than sun_path.
 #include "ipc/socket_path.h"
 
 #include <sys/socket.h>
@@ -11,6 +11,7 @@
 #include <cstdlib>
 
 #include "ipc/testing/temp_dir.h"
+#include "ipc/unix_socket.h"
 
 namespace tally::ipc {
 namespace {
@@ -155,6 +156,32 @@ TEST_CASE("without XDG_RUNTIME_DIR the socket goes to /tmp/tally-UID") {
     return;
   }
   CHECK(*path == "/tmp/tally-" + std::to_string(geteuid()) + "/server.sock");
+}
+
+}  // namespace
+}  // namespace tally::ipc
+
+namespace tally::ipc {
+namespace {
+
+TEST_CASE("a socket whose path is longer than sun_path is listened and connected on") {
+  TempDir dir;
+  // As a grant's socket: <run dir>/GPU-<uuid>.grants/<device ID>/server.sock.
+  std::string path = dir.path() + "/GPU-00000000-1111-2222-3333-444444444444.grants";
+  REQUIRE(mkdir(path.c_str(), 0700) == 0);
+  path += "/GPU-00000000-1111-2222-3333-444444444444-best-effort-0";
+  REQUIRE(mkdir(path.c_str(), 0700) == 0);
+  path += "/server.sock";
+  REQUIRE(path.size() >= sizeof(sockaddr_un::sun_path));
+  auto listener = ListenUnix(path);
+  REQUIRE(listener.ok());
+  struct stat st {};
+  REQUIRE(lstat(path.c_str(), &st) == 0);  // the socket is at the path itself
+  CHECK(S_ISSOCK(st.st_mode));
+  auto connected = ConnectUnix(path);
+  CHECK(connected.ok());
+  CHECK(AcceptUnix(listener->get()).ok());
+  CHECK_FALSE(ListenUnix(dir.path() + "/" + std::string(120, 'x')).ok());
 }
 
 }  // namespace

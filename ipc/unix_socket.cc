@@ -1,6 +1,7 @@
 // Unix stream socket operations of the handshake, each system call through RetryEintr.
 #include "ipc/unix_socket.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -18,15 +19,35 @@
 namespace tally::ipc {
 namespace {
 
-absl::StatusOr<sockaddr_un> MakeAddress(const std::string& path) {
+// A socket's address. sun_path holds 107 characters; a longer path (a grant's socket in a deep
+// run directory) is reached through its directory, opened with O_PATH and named
+// /proc/self/fd/N/, which the kernel resolves like any path (unix(7) only bounds the name).
+struct SocketAddress {
   sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  if (path.empty() || path.size() >= sizeof(address.sun_path)) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "socket path '%s' must have 1 to %d characters", path, sizeof(address.sun_path) - 1));
+  UniqueFd directory;  // held open while the address is in use
+};
+
+absl::StatusOr<SocketAddress> MakeAddress(const std::string& path) {
+  SocketAddress result;
+  result.address.sun_family = AF_UNIX;
+  std::string name = path;
+  const size_t slash = path.rfind('/');
+  if (path.size() >= sizeof(result.address.sun_path) && slash != std::string::npos && slash > 0) {
+    const std::string directory = path.substr(0, slash);
+    TALLY_ASSIGN_OR_RETURN(const int fd, RetryEintr(absl::StrFormat("open(%s)", directory), [&] {
+                             return open(directory.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+                           }));
+    result.directory = UniqueFd(fd);
+    name = absl::StrFormat("/proc/self/fd/%d/%s", fd, path.substr(slash + 1));
   }
-  std::memcpy(address.sun_path, path.data(), path.size());
-  return address;
+  if (name.empty() || name.size() >= sizeof(result.address.sun_path)) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("socket path '%s' must have 1 to %d characters (or its file name that "
+                        "many with /proc/self/fd/N/ before it)",
+                        path, sizeof(result.address.sun_path) - 1));
+  }
+  std::memcpy(result.address.sun_path, name.data(), name.size());
+  return result;
 }
 
 absl::StatusOr<UniqueFd> NewSocket() {
@@ -76,7 +97,8 @@ absl::Status RemoveStaleSocket(const std::string& path, const sockaddr_un& addre
 }  // namespace
 
 absl::StatusOr<UniqueFd> ListenUnix(const std::string& path) {
-  TALLY_ASSIGN_OR_RETURN(const sockaddr_un address, MakeAddress(path));
+  TALLY_ASSIGN_OR_RETURN(const SocketAddress socket_address, MakeAddress(path));
+  const sockaddr_un& address = socket_address.address;
   TALLY_ASSIGN_OR_RETURN(UniqueFd fd, NewSocket());
   absl::Status bound = Bind(fd.get(), path, address);
   if (ErrnoOf(bound) == EADDRINUSE) {
@@ -91,7 +113,8 @@ absl::StatusOr<UniqueFd> ListenUnix(const std::string& path) {
 }
 
 absl::StatusOr<UniqueFd> ConnectUnix(const std::string& path) {
-  TALLY_ASSIGN_OR_RETURN(const sockaddr_un address, MakeAddress(path));
+  TALLY_ASSIGN_OR_RETURN(const SocketAddress socket_address, MakeAddress(path));
+  const sockaddr_un& address = socket_address.address;
   TALLY_ASSIGN_OR_RETURN(UniqueFd fd, NewSocket());
   absl::Status connected = Connect(fd.get(), path, address);
   if (ErrnoOf(connected) == EACCES) {

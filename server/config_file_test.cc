@@ -1,6 +1,6 @@
 // tally-server's configuration file: the parser (comments, quotes, errors with the file and
 // line), the file between environment and flags in ParseOptions, and what a reload compares.
-#include "server/config_file.h"
+#include "common/config_file.h"
 
 #include <stdlib.h>
 #include <unistd.h>

@@ -12,9 +12,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "common/byte_size.h"
+#include "common/config_file.h"
 #include "common/status.h"
 #include "ipc/peer_access.h"
-#include "server/config_file.h"
 
 namespace tally::server {
 namespace {

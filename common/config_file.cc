@@ -1,5 +1,5 @@
-// tally-server's configuration file (config_file.h).
-#include "server/config_file.h"
+// Configuration files of NAME=VALUE lines (config_file.h).
+#include "common/config_file.h"
 
 #include <cerrno>
 #include <cstring>
@@ -10,7 +10,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_format.h"
 
-namespace tally::server {
+namespace tally {
 namespace {
 
 bool IsName(absl::string_view name) {
@@ -58,4 +58,4 @@ absl::StatusOr<std::vector<ConfigEntry>> ReadConfigFile(const std::string& path)
   return ParseConfig(path, text);
 }
 
-}  // namespace tally::server
+}  // namespace tally

@@ -1,7 +1,7 @@
-// tally-server's configuration file (--config): lines of NAME=VALUE with the names of the
-// server's environment variables (TALLY_MAX_CLIENTS=32), as systemd's EnvironmentFile= reads
-// them, so that one file can serve both; blank lines and lines starting with # are skipped, and
-// a value may be quoted with " or '.
+// Configuration files (tally-server --config, tally-device-plugin --config): lines of NAME=VALUE
+// with the names of the program's environment variables (TALLY_MAX_CLIENTS=32), as systemd's
+// EnvironmentFile= reads them, so that one file can serve both; blank lines and lines starting
+// with # are skipped, and a value may be quoted with " or '.
 #pragma once
 
 #include <string>
@@ -9,7 +9,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace tally::server {
+namespace tally {
 
 struct ConfigEntry {
   int line = 0;  // 1-based, for messages
@@ -23,4 +23,4 @@ absl::StatusOr<std::vector<ConfigEntry>> ParseConfig(const std::string& path,
 // Reads and parses the file at `path`.
 absl::StatusOr<std::vector<ConfigEntry>> ReadConfigFile(const std::string& path);
 
-}  // namespace tally::server
+}  // namespace tally
