@@ -274,7 +274,8 @@ size_t Dispatcher::queued(ClientQueue& queue) {
 const SchedulingStats& Dispatcher::stats(ClientQueue& queue) { return queue.stats; }
 
 RunOwner Dispatcher::OwnerOf(ClientQueue& queue) {
-  return {queue.client, &queue.stats, &latencies_[static_cast<size_t>(queue.latency_class)]};
+  return {queue.client, &queue.stats, &latencies_[static_cast<size_t>(queue.latency_class)],
+          queue.latency_class == ipc::PriorityClass::kHigh ? &high_busy_ : nullptr};
 }
 
 const ClassLatencyHistograms& Dispatcher::latencies(ipc::PriorityClass c) const {

@@ -28,6 +28,7 @@
 #include "profiler/profiler.h"
 #include "scheduler/policy.h"
 #include "server/backend/backend.h"
+#include "server/busy_time.h"
 #include "server/context_faults.h"
 #include "server/host_callbacks.h"
 #include "server/kernel_forms.h"
@@ -131,6 +132,9 @@ class Dispatcher {
   const SchedulingStats& stats(ClientQueue& queue);
   // Any thread.
   const ClassLatencyHistograms& latencies(ipc::PriorityClass c) const;
+  // Any thread: the time during which a run of a client above best-effort was on the device
+  // since the dispatcher started (each such run is followed to its end with an event).
+  uint64_t HighBusyNs() const { return high_busy_.TotalNs(BusyTime::Now()); }
   bool UsesTransformedForms() const { return uses_transformed_forms_; }
 
  private:
@@ -185,6 +189,7 @@ class Dispatcher {
   std::unique_ptr<KernelRuns> runs_;
   scheduler::Decisions decisions_;
   std::array<ClassLatencyHistograms, ipc::kPriorityClassCount> latencies_;
+  BusyTime high_busy_;                   // outlives the kernel runs of a context reset
   std::optional<scheduler::Time> wake_;  // the policy's earliest pending WakeAt
   std::vector<ClientQueue*> clients_;     // joined, not yet left (dispatch thread's view)
   std::vector<std::shared_ptr<ClientQueue>> leaving_;  // left; their runs are still on the device

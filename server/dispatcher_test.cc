@@ -2,7 +2,8 @@
 // grid exactly once with the original block indices (also when preempted and resumed); a kernel
 // the analysis refuses runs in its original form; under the priority policy a high-priority
 // client's kernel stops a best-effort PTB kernel, runs while it is held, and the stopped kernel
-// later resumes and completes, its client's later work waiting for it; a client removed during
+// later resumes and completes, its client's later work waiting for it; the runs of a client
+// above best-effort count as busy time, a best-effort client's do not; a client removed during
 // a PTB run is stopped and never resumed; where a fault poisons the shared context, a run whose
 // launch went out but could not be followed counts for the fault's attribution. A kernel's
 // transformed forms are made at its first launch, once, whichever clients' threads ask.
@@ -341,6 +342,44 @@ TEST_CASE("A best-effort vendor library call waits while a high-priority kernel 
   CHECK(dispatcher->TakeDeferredError(*background).result == CUDA_SUCCESS);
   dispatcher->RemoveClient(*foreground);
   dispatcher->RemoveClient(*background);
+}
+
+TEST_CASE("Busy time counts the runs of clients above best-effort while they are on the device") {
+  // Alone, the high-priority client's kernels are issued without notify: they are followed to
+  // their end all the same. A best-effort client's runs count nothing.
+  scheduler::testing::FakeAdvisor advisor;
+  advisor.fallback = {LaunchForm::Preemptible(4), true};
+  auto dispatcher = MakeDispatcher(scheduler::MakePriorityPolicy(
+      {std::chrono::milliseconds(1), std::chrono::milliseconds(10)}, advisor));
+  const auto settled = [&] {  // the runs' ends were polled: the total no longer grows
+    const uint64_t before = dispatcher->HighBusyNs();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    return dispatcher->HighBusyNs() == before;
+  };
+  constexpr uint32_t kBlocks = 8;
+  Stream stream;
+  Ints runs(kBlocks), ids(kBlocks);
+  auto background = dispatcher->AddClient(ClientId(1), ClientPriority::BestEffort());
+  dispatcher->EnqueueKernel(*background, TwoBufferLaunch("SlowRecordBlocks", {kBlocks, 1, 1}, runs,
+                                                         ids, stream.get(), 20'000));
+  dispatcher->WaitIssued(*background, 1);
+  REQUIRE(Api().cuStreamSynchronize(stream.get()) == CUDA_SUCCESS);
+  CHECK(dispatcher->HighBusyNs() == 0u);
+  dispatcher->RemoveClient(*background);
+
+  auto foreground = dispatcher->AddClient(ClientId(2), ClientPriority::High());
+  const auto start = std::chrono::steady_clock::now();
+  dispatcher->EnqueueKernel(*foreground, TwoBufferLaunch("SlowRecordBlocks", {kBlocks, 1, 1}, runs,
+                                                         ids, stream.get(), 20'000));
+  dispatcher->WaitIssued(*foreground, 1);
+  REQUIRE(Api().cuStreamSynchronize(stream.get()) == CUDA_SUCCESS);
+  REQUIRE(Eventually(settled));
+  const uint64_t busy = dispatcher->HighBusyNs();
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  CHECK(busy > 0u);
+  CHECK(busy <= static_cast<uint64_t>(std::chrono::nanoseconds(elapsed).count()));
+  CHECK(dispatcher->stats(*foreground).original == 1u);
+  dispatcher->RemoveClient(*foreground);
 }
 
 TEST_CASE("A client removed while its PTB kernel runs is stopped and never resumed") {

@@ -267,6 +267,7 @@ CUresult KernelRuns::Track(DeviceRun run, const KernelLaunch& launch) {
     return result;
   }
   run.done = *done;
+  if (run.owner.busy != nullptr) run.owner.busy->Started(BusyTime::Now());
   runs_.push_back(std::move(run));
   return CUDA_SUCCESS;
 }
@@ -288,7 +289,7 @@ CUresult KernelRuns::IssueOriginal(const RunOwner& owner, const KernelLaunch& la
     }
   }
   const CUresult launched = LaunchOriginal(api_, launch);
-  if (launched != CUDA_SUCCESS || (!notify && !measured && !track_all_)) {
+  if (launched != CUDA_SUCCESS || (!notify && !measured && !track_all_ && owner.busy == nullptr)) {
     ReleaseEvent(start);
     return launched;
   }
@@ -528,6 +529,7 @@ bool KernelRuns::HasRuns(ClientId client) const {
 }
 
 void KernelRuns::Poll(std::vector<EndedRun>& ended) {
+  std::optional<scheduler::Time> now;  // read once, at the first measured run that ended
   size_t kept = 0;
   for (size_t i = 0; i < runs_.size(); ++i) {
     DeviceRun& run = runs_[i];
@@ -540,6 +542,10 @@ void KernelRuns::Poll(std::vector<EndedRun>& ended) {
     if (ContextFaults::Poisons(state)) {
       faulted_clients_.insert(run.owner.client);
       if (first_fault_ == CUDA_SUCCESS) first_fault_ = state;
+    }
+    if (run.owner.busy != nullptr) {
+      if (!now) now = BusyTime::Now();
+      run.owner.busy->Ended(*now);
     }
     if (std::optional<EndedRun> end = Finish(run, state)) ended.push_back(std::move(*end));
   }

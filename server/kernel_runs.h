@@ -28,6 +28,7 @@
 #include "profiler/profiler.h"
 #include "scheduler/types.h"
 #include "server/backend/backend.h"
+#include "server/busy_time.h"
 #include "server/kernel_forms.h"
 #include "server/latency_histograms.h"
 #include "server/scheduling_stats.h"
@@ -39,6 +40,9 @@ struct RunOwner {
   ClientId client;
   SchedulingStats* stats = nullptr;  // outlives the client's runs (Dispatcher keeps it)
   ClassLatencyHistograms* latencies = nullptr;  // the client's class's; the Dispatcher's
+  // Where the client's class's busy time is measured (the Dispatcher's), or null: every run is
+  // then followed to its end, reported or not.
+  BusyTime* busy = nullptr;
 };
 
 // A run that ended, as Poll reports it.
