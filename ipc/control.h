@@ -128,6 +128,9 @@ struct StatusReply {
   DepartedStatus departed;
   ClassLatencies latencies[kPriorityClassCount];  // since the server started, by PriorityClass
   ModuleStatus modules;
+  // Nanoseconds since the server started during which a kernel or library call of a client
+  // above best-effort was on the device (at least one; overlapping ones count once): a counter.
+  uint64_t high_busy_ns;
 };
 
 struct ClientStatus {

@@ -748,6 +748,7 @@ void Server::AnswerStatus(ipc::ControlConnection& control) {
   const ModuleCounters& modules = modules_.counters();
   reply.modules = {modules.modules_registered, modules.kernels_indexed, modules.kernels_transformed,
                    modules.forms_loaded};
+  if (dispatcher_ != nullptr) reply.high_busy_ns = dispatcher_->HighBusyNs();
   for (const ipc::PriorityClass c : ipc::kPriorityClasses) {
     if (dispatcher_ != nullptr) {
       reply.latencies[static_cast<size_t>(c)] = dispatcher_->latencies(c).Snapshot();

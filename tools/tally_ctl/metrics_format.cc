@@ -220,6 +220,13 @@ void ServerFamilies(std::string& out, const std::vector<ServerStatus>& all,
   Family(out, "tally_device_context_faults_total", "counter",
          "Faults of the device context all clients share, each recovered from by a reset.",
          PerServer(servers, [](const auto& r) { return std::to_string(r.server.context_faults); }));
+  Samples busy;
+  for (const Answered& server : servers) {
+    busy.push_back(
+        {Join(server.label, "level=\"high\""), Seconds(server.report->server.high_busy_ns)});
+  }
+  Family(out, "tally_device_busy_seconds_total", "counter",
+         "Time during which work of a client above best-effort was on the device.", busy);
 }
 
 // The per-client families that are one field of ClientStatus each.

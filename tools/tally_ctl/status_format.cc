@@ -182,6 +182,8 @@ std::string FormatStatusText(const ipc::StatusReport& report, const std::string&
                      server.device_ordinal, FormatDeviceUuid(ipc::DeviceUuidOf(server)));
   out += fmt::format("accepting clients: {}; {} waiting for memory (--admission wait)\n",
                      AcceptingText(server, report.clients.size()), server.admission_waiting);
+  out += fmt::format("busy: {:.3f} s with high-priority work on the device\n",
+                     server.high_busy_ns / 1e9);
   out += fmt::format("backend: {} ({})\n", BackendName(server.backend),
                      server.backend_description);
   out += fmt::format("isolation: {}\n", ipc::IsolationName(server.isolation));
@@ -257,10 +259,10 @@ std::string FormatStatusJson(const ipc::StatusReport& report, const std::string&
   out += fmt::format("  \"server_pid\": {},\n", server.server_pid);
   out += fmt::format(
       "  \"device\": {{\"name\": {}, \"ordinal\": {}, \"uuid\": {}, \"total_memory_bytes\": {}, "
-      "\"free_memory_bytes\": {}, \"context_faults\": {}}},\n",
+      "\"free_memory_bytes\": {}, \"context_faults\": {}, \"busy_ns\": {{\"high\": {}}}}},\n",
       JsonString(server.device_name), server.device_ordinal,
       JsonString(FormatDeviceUuid(ipc::DeviceUuidOf(server))), server.total_memory,
-      server.free_memory, server.context_faults);
+      server.free_memory, server.context_faults, server.high_busy_ns);
   out += fmt::format("  \"max_clients\": {},\n  \"draining\": {},\n  \"admission_waiting\": {},\n",
                      server.max_clients, server.draining != 0, server.admission_waiting);
   out += fmt::format("  \"backend\": {{\"kind\": {}, \"description\": {}}},\n",

@@ -29,6 +29,7 @@ ipc::StatusReport Report(bool with_client) {
   report.server.departed.clients = 3;
   report.server.departed.faulted_clients = 1;
   report.server.context_faults = 2;
+  report.server.high_busy_ns = 1'500'000'000;
   report.server.departed.kernels_preemptible = 9;
   report.server.departed.preemptions = 4;
   report.server.departed.library_calls[ipc::Library::kCublasLt] = 6;
@@ -89,7 +90,8 @@ TEST_CASE("status as JSON has every key, with and without clients") {
         "  \"server_pid\": 42,\n"
         "  \"device\": {\"name\": \"Tally \\\"Emulated\\\" GPU\", \"ordinal\": 1, "
         "\"uuid\": \"GPU-00010203-0405-0607-0809-0a0b0c0d0e0f\", \"total_memory_bytes\": "
-        "4294967296, \"free_memory_bytes\": 3221225472, \"context_faults\": 2},\n"
+        "4294967296, \"free_memory_bytes\": 3221225472, \"context_faults\": 2, "
+        "\"busy_ns\": {\"high\": 1500000000}},\n"
         "  \"max_clients\": 64,\n"
         "  \"draining\": false,\n"
         "  \"admission_waiting\": 0,\n"
@@ -168,6 +170,7 @@ TEST_CASE("status as text lists the clients") {
   const std::string text = FormatStatusText(Report(true), "/tmp/s.sock");
   CHECK(text.find("tally-server pid 42 on /tmp/s.sock") != std::string::npos);
   CHECK(text.find("backend: emulator (emulator (--emulate))") != std::string::npos);
+  CHECK(text.find("busy: 1.500 s with high-priority work on the device\n") != std::string::npos);
   CHECK(text.find("clients: 1") != std::string::npos);
   CHECK(text.find("free), device 1, GPU-00010203-0405-0607-0809-0a0b0c0d0e0f\n") !=
         std::string::npos);
@@ -286,6 +289,7 @@ TEST_CASE("status as Prometheus metrics: each server, each client's series and t
            "tally_client_faulted{server=\"/tmp/s.sock\",client=\"7\"} 1\n",
            "tally_departed_faulted_clients_total{server=\"/tmp/s.sock\"} 1\n",
            "tally_device_context_faults_total{server=\"/tmp/s.sock\"} 2\n",
+           "tally_device_busy_seconds_total{server=\"/tmp/s.sock\",level=\"high\"} 1.5\n",
            "tally_client_priority_level{server=\"/tmp/s.sock\",client=\"7\"} -1\n",
            "tally_client_memory_bytes{server=\"/tmp/s.sock\",client=\"7\"} 268435456\n",
            "tally_client_memory_limit_bytes{server=\"/tmp/s.sock\",client=\"7\"} 268435457\n",

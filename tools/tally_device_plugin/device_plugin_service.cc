@@ -64,8 +64,10 @@ grpc::Status DevicePluginService::ListAndWatch(
 grpc::Status DevicePluginService::GetPreferredAllocation(
     grpc::ServerContext*, const v1beta1::PreferredAllocationRequest* request,
     v1beta1::PreferredAllocationResponse* response) {
-  std::map<std::string, int> high_clients;
-  for (const GpuState& gpu : fleet_.Snapshot()) high_clients[gpu.uuid] = gpu.high_clients;
+  std::map<std::string, GpuLoad> loads;
+  for (const GpuState& gpu : fleet_.Snapshot()) {
+    loads[gpu.uuid] = {gpu.high_clients, gpu.high_busy_fraction};
+  }
   for (const auto& container : request->container_requests()) {
     const std::vector<std::string> available(container.available_deviceids().begin(),
                                              container.available_deviceids().end());
@@ -73,7 +75,7 @@ grpc::Status DevicePluginService::GetPreferredAllocation(
                                         container.must_include_deviceids().end());
     auto* chosen = response->add_container_responses();
     for (std::string& id :
-         PreferredAllocation(available, must, container.allocation_size(), high_clients)) {
+         PreferredAllocation(available, must, container.allocation_size(), kind_, loads)) {
       *chosen->add_deviceids() = std::move(id);
     }
   }

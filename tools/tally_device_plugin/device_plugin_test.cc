@@ -1,6 +1,7 @@
 // tally-device-plugin's pure parts: replica IDs, the device list, the preferred allocation,
 // the settings (flags and file), Allocate's plan and answer, which grants are orphaned.
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <string>
@@ -9,6 +10,7 @@
 #include "tools/tally_device_plugin/container_allocation.h"
 #include "tools/tally_device_plugin/container_grants.h"
 #include "tools/tally_device_plugin/device_plugin_service.h"
+#include "tools/tally_device_plugin/gpu_fleet.h"
 #include "tools/tally_device_plugin/plugin_config.h"
 #include "tools/tally_device_plugin/preferred_allocation.h"
 #include "tools/tally_device_plugin/replica_id.h"
@@ -59,26 +61,79 @@ TEST_CASE("the device list: every GPU's replicas of the resource, healthy as its
 TEST_CASE("preferred allocation: one GPU, the fewest high-priority clients, then the freest") {
   const std::vector<std::string> available = {High(kGpuA, 0), High(kGpuA, 1), High(kGpuB, 1),
                                               High(kGpuB, 0), High(kGpuB, 2)};
+  const auto prefer = [&](std::vector<std::string> must, int size,
+                          const std::map<std::string, GpuLoad>& loads) {
+    return PreferredAllocation(available, must, size, ReplicaKind::kHigh, loads);
+  };
   SECTION("the GPU whose server has fewer high-priority clients") {
-    CHECK(PreferredAllocation(available, {}, 2, {{kGpuA, 1}, {kGpuB, 0}}) ==
+    CHECK(prefer({}, 2, {{kGpuA, {1}}, {kGpuB, {0}}}) ==
           std::vector<std::string>{High(kGpuB, 0), High(kGpuB, 1)});
-    CHECK(PreferredAllocation(available, {}, 2, {{kGpuA, 0}, {kGpuB, 3}}) ==
+    CHECK(prefer({}, 2, {{kGpuA, {0}}, {kGpuB, {3}}}) ==
+          std::vector<std::string>{High(kGpuA, 0), High(kGpuA, 1)});
+  }
+  SECTION("for gpu-high, the clients count before the busy fraction") {
+    CHECK(prefer({}, 2, {{kGpuA, {0, 0.9}}, {kGpuB, {1, 0.0}}}) ==
           std::vector<std::string>{High(kGpuA, 0), High(kGpuA, 1)});
   }
   SECTION("as loaded: the one with more replicas free") {
-    CHECK(PreferredAllocation(available, {}, 1, {}) == std::vector<std::string>{High(kGpuB, 0)});
+    CHECK(prefer({}, 1, {}) == std::vector<std::string>{High(kGpuB, 0)});
   }
   SECTION("only a GPU with enough replicas, whatever its load") {
-    CHECK(PreferredAllocation(available, {}, 3, {{kGpuB, 5}}) ==
+    CHECK(prefer({}, 3, {{kGpuB, {5, 1.0}}}) ==
           std::vector<std::string>{High(kGpuB, 0), High(kGpuB, 1), High(kGpuB, 2)});
   }
   SECTION("the GPU of the replicas the kubelet requires") {
-    CHECK(PreferredAllocation(available, {High(kGpuA, 1)}, 2, {{kGpuA, 9}}) ==
+    CHECK(prefer({High(kGpuA, 1)}, 2, {{kGpuA, {9, 1.0}}}) ==
           std::vector<std::string>{High(kGpuA, 1), High(kGpuA, 0)});
   }
   SECTION("none has enough: the most available, the kubelet completes it") {
-    CHECK(PreferredAllocation(available, {}, 4, {}).size() == 3);
+    CHECK(prefer({}, 4, {}).size() == 3);
   }
+}
+
+TEST_CASE("preferred allocation for best-effort: the GPU its high-priority work leaves most idle") {
+  const std::vector<std::string> available = {BestEffort(kGpuA, 0), BestEffort(kGpuA, 1),
+                                              BestEffort(kGpuB, 0), BestEffort(kGpuB, 1),
+                                              BestEffort(kGpuB, 2)};
+  const auto prefer = [&](int size, const std::map<std::string, GpuLoad>& loads) {
+    return PreferredAllocation(available, {}, size, ReplicaKind::kBestEffort, loads);
+  };
+  const std::vector<std::string> on_a = {BestEffort(kGpuA, 0), BestEffort(kGpuA, 1)};
+  const std::vector<std::string> on_b = {BestEffort(kGpuB, 0), BestEffort(kGpuB, 1)};
+  SECTION("the lower busy fraction, whatever the clients connected") {
+    CHECK(prefer(2, {{kGpuA, {3, 0.10}}, {kGpuB, {1, 0.60}}}) == on_a);
+    CHECK(prefer(2, {{kGpuA, {0, 0.30}}, {kGpuB, {2, 0.05}}}) == on_b);
+  }
+  SECTION("fractions equal in whole percents: as for gpu-high (clients, then free replicas)") {
+    CHECK(prefer(2, {{kGpuA, {0, 0.201}}, {kGpuB, {1, 0.199}}}) == on_a);
+    CHECK(prefer(2, {{kGpuA, {0, 0.0}}, {kGpuB, {0, 0.004}}}) == on_b);  // more free on B
+  }
+  SECTION("only a GPU with enough replicas, however busy") {
+    CHECK(
+        prefer(3, {{kGpuA, {0, 0.0}}, {kGpuB, {0, 1.0}}}) ==
+        std::vector<std::string>{BestEffort(kGpuB, 0), BestEffort(kGpuB, 1), BestEffort(kGpuB, 2)});
+  }
+}
+
+TEST_CASE("the busy fraction between two answers of a server") {
+  GpuState before{kGpuA, "/a.sock", true};
+  before.server_pid = 10;
+  before.high_busy_ns = 1'000'000'000;
+  before.answered_at = std::chrono::steady_clock::time_point(std::chrono::seconds(100));
+  GpuState now = before;
+  now.answered_at += std::chrono::seconds(2);
+  now.high_busy_ns += 500'000'000;
+  CHECK(BusyFraction(before, now) == Approx(0.25));
+  now.high_busy_ns = before.high_busy_ns + 3'000'000'000;  // past the interval: at most all
+  CHECK(BusyFraction(before, now) == 1.0);
+  now.high_busy_ns = 10;  // a server started anew
+  CHECK(BusyFraction(before, now) == 0.0);
+  now = before;
+  now.server_pid = 11;
+  now.high_busy_ns += 1'000'000'000;
+  now.answered_at += std::chrono::seconds(2);
+  CHECK(BusyFraction(before, now) == 0.0);
+  CHECK(BusyFraction(before, before) == 0.0);  // no time between
 }
 
 TEST_CASE("settings: defaults, the file, flags over the file, clear errors") {

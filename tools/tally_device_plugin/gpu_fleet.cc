@@ -32,12 +32,25 @@ std::optional<GpuState> AskServer(const std::string& socket, const ipc::ServerTr
       std::count_if(report->clients.begin(), report->clients.end(), [](const auto& client) {
         return client.client_priority.level >= ClientPriority::kHighLevel;
       }));
+  gpu.server_pid = report->server.server_pid;
+  gpu.high_busy_ns = report->server.high_busy_ns;
+  gpu.answered_at = std::chrono::steady_clock::now();
   struct stat info {};
   if (stat(socket.c_str(), &info) == 0) gpu.server_uid = info.st_uid;
   return gpu;
 }
 
 }  // namespace
+
+double BusyFraction(const GpuState& before, const GpuState& now) {
+  const std::chrono::duration<double, std::nano> interval = now.answered_at - before.answered_at;
+  if (before.server_pid != now.server_pid || now.high_busy_ns < before.high_busy_ns ||
+      interval.count() <= 0) {
+    return 0.0;
+  }
+  const double busy = static_cast<double>(now.high_busy_ns - before.high_busy_ns);
+  return std::clamp(busy / interval.count(), 0.0, 1.0);
+}
 
 GpuFleet::GpuFleet(std::string run_dir, ipc::ServerTrust trust, absl::Duration poll_interval)
     : run_dir_(std::move(run_dir)), trust_(std::move(trust)), poll_interval_(poll_interval) {}
@@ -81,6 +94,7 @@ void GpuFleet::PollOnce() {
   }
   for (auto& [uuid, gpu] : answered) {
     const auto known = gpus_.find(uuid);
+    if (known != gpus_.end()) gpu.high_busy_fraction = BusyFraction(known->second, gpu);
     if (known == gpus_.end() || known->second.healthy != gpu.healthy) {
       TALLY_LOG_INFO("tally-device-plugin: {} ({}) is {}", uuid, gpu.socket,
                      gpu.healthy ? "healthy" : "draining");

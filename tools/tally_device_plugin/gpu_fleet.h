@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <map>
@@ -28,7 +29,18 @@ struct GpuState {
   uint64_t total_memory = 0;  // bytes
   int high_clients = 0;       // connected at level high or above
   uid_t server_uid = 0;       // who runs the server (owns its socket)
+  // The server's high-priority busy time (StatusReply::high_busy_ns) when it answered, and the
+  // fraction of the time since its previous answer that it grew by (BusyFraction).
+  int32_t server_pid = 0;
+  uint64_t high_busy_ns = 0;
+  std::chrono::steady_clock::time_point answered_at{};
+  double high_busy_fraction = 0.0;
 };
+
+// The fraction of the time between two answers of a GPU's server that its high-priority work
+// kept the device busy, 0 to 1; 0 when `before` is not an earlier answer of the same server
+// (the first answer, or a server started anew).
+double BusyFraction(const GpuState& before, const GpuState& now);
 
 class GpuFleet {
  public:

@@ -2,9 +2,8 @@
 #include "tools/tally_device_plugin/preferred_allocation.h"
 
 #include <algorithm>
+#include <cmath>
 #include <tuple>
-
-#include "tools/tally_device_plugin/replica_id.h"
 
 namespace tally::device_plugin {
 namespace {
@@ -24,17 +23,20 @@ std::map<std::string, std::vector<ReplicaId>> ByGpu(const std::vector<std::strin
 }
 
 std::string ChooseGpu(const std::map<std::string, std::vector<ReplicaId>>& by_gpu, size_t size,
-                      const std::map<std::string, int>& high_clients) {
-  const auto high = [&](const std::string& gpu) {
-    const auto it = high_clients.find(gpu);
-    return it == high_clients.end() ? 0 : it->second;
+                      ReplicaKind kind, const std::map<std::string, GpuLoad>& loads) {
+  const auto load = [&](const std::string& gpu) {
+    const auto it = loads.find(gpu);
+    return it == loads.end() ? GpuLoad{} : it->second;
   };
-  // Smaller is better: does not fit, high-priority clients, fewer available; the map's order
-  // (the UUID) breaks ties.
+  // Smaller is better: does not fit, busy percent (best-effort only), high-priority clients,
+  // fewer available; the map's order (the UUID) breaks ties.
   const auto rank = [&](const auto& entry) {
     const size_t available = entry.second.size();
     const bool fits = available >= size;
-    return std::make_tuple(!fits, fits ? high(entry.first) : 0, -static_cast<long>(available));
+    const GpuLoad gpu = fits ? load(entry.first) : GpuLoad{};
+    const long busy_percent =
+        kind == ReplicaKind::kBestEffort ? std::lround(gpu.high_busy_fraction * 100) : 0;
+    return std::make_tuple(!fits, busy_percent, gpu.high_clients, -static_cast<long>(available));
   };
   const auto best =
       std::min_element(by_gpu.begin(), by_gpu.end(),
@@ -46,7 +48,8 @@ std::string ChooseGpu(const std::map<std::string, std::vector<ReplicaId>>& by_gp
 
 std::vector<std::string> PreferredAllocation(const std::vector<std::string>& available,
                                              const std::vector<std::string>& must_include, int size,
-                                             const std::map<std::string, int>& high_clients) {
+                                             ReplicaKind kind,
+                                             const std::map<std::string, GpuLoad>& loads) {
   std::vector<std::string> chosen(must_include.begin(), must_include.end());
   if (size <= 0 || chosen.size() >= static_cast<size_t>(size)) return chosen;
   const std::map<std::string, std::vector<ReplicaId>> by_gpu = ByGpu(available);
@@ -54,7 +57,7 @@ std::vector<std::string> PreferredAllocation(const std::vector<std::string>& ava
   if (!must_include.empty()) {
     if (auto id = ParseReplicaId(must_include.front()); id.ok()) gpu = id->gpu_uuid;
   } else {
-    gpu = ChooseGpu(by_gpu, static_cast<size_t>(size), high_clients);
+    gpu = ChooseGpu(by_gpu, static_cast<size_t>(size), kind, loads);
   }
   const auto replicas = by_gpu.find(gpu);
   if (replicas == by_gpu.end()) return chosen;

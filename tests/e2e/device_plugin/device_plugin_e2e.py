@@ -2,7 +2,9 @@
 GPUs' tally-servers. Registration of both resources; each plugin socket dialed as kubelets dial
 it; GetDevicePluginOptions, ListAndWatch, GetPreferredAllocation, Allocate; the answer's mounts
 and environment applied in a private mount namespace (unshare -m, as root: else skipped with
-77) where an nvcc-built program runs through them, its priority and memory limit the grant's;
+77) where an nvcc-built program runs through them, its priority and memory limit the grant's,
+and while it works its server's high-priority busy time grows (the other server's stays 0) and
+best-effort replicas are preferred on the other GPU;
 the grant of a container the pod-resources API does not list revoked; registration again after
 the kubelet's socket is made anew; a drained server's replicas Unhealthy on the stream; SIGTERM
 keeping a running pod's grant; --preload ld-so-preload's file and mount.
@@ -164,8 +166,9 @@ class Test:
         script.append('exec "$@"')
         # The mounts are made with the host's environment, the program runs with the answer's.
         env = ["env", "-i", "PATH=/usr/bin:/bin"] + [f"{k}={v}" for k, v in response.envs.items()]
-        program = [os.path.join(self.programs, "priority_jobs"), "serve", "--kernels", "4",
-                   "--blocks", "2", "--work", "10", "--handshake"]
+        # Busy for a while after "go": rounds of a kernel, for the servers' busy time.
+        program = [os.path.join(self.programs, "priority_jobs"), "train", "--kernels", "2",
+                   "--blocks", "2", "--work", "10", "--duration-ms", "1500", "--handshake"]
         return self.start(["unshare", "-m", "sh", "-c", "\n".join(script), "container", *env,
                            *program], f"{name}.log", stdin=subprocess.PIPE,
                           stdout=subprocess.PIPE, text=True)
@@ -180,7 +183,6 @@ class Test:
     def check_container(self, gpu, grant, response, while_running):
         job = self.run_in_container(response, "container")
         self.await_line(job, "READY")
-        while_running()
         clients = self.status(self.servers[gpu])["clients"]
         mine = [c for c in clients if c["grant"] == grant["name"]]
         if len(mine) != 1:
@@ -190,6 +192,7 @@ class Test:
             fail(f"the client {mine[0]} has not the grant's terms {grant}")
         job.stdin.write("go\n")
         job.stdin.flush()
+        while_running()
         self.await_line(job, "FINISHED")
         job.stdin.write("bye\n")
         job.stdin.close()
@@ -229,13 +232,20 @@ class Test:
             fail(f"the gpu-high grant: {grant}")
         if response.envs["TALLY_SERVER"] != "/run/tally/server.sock":
             fail(f"the answer's environment {dict(response.envs)}")
-        # While it runs, best-effort replicas are preferred on the other GPU (no high-priority
-        # client there), once the plugin's poll saw it.
+        # While it works, its server counts high-priority busy time (the other's does not), and
+        # best-effort replicas are preferred on the other GPU, once the plugin's poll saw it.
         other_gpu = [g for g in gpus if g != gpu][0]
-        self.check_container(gpu, grant, response, lambda: wait_until(
-            "best-effort replicas preferred away from the high-priority client", lambda: all(
-                i.startswith(other_gpu) for i in self.preferred(
-                    best_effort["path"], sorted(best_devices), 2)), timeout=5))
+
+        def while_running():
+            wait_until("high-priority busy time on the client's GPU", lambda: self.status(
+                self.servers[gpu])["device"]["busy_ns"]["high"] > 0, timeout=5)
+            wait_until("best-effort replicas preferred away from the high-priority client",
+                       lambda: all(i.startswith(other_gpu) for i in self.preferred(
+                           best_effort["path"], sorted(best_devices), 2)), timeout=5)
+            idle = self.status(self.servers[other_gpu])["device"]["busy_ns"]["high"]
+            if idle != 0:
+                fail(f"high-priority busy time {idle} ns on the GPU without such a client")
+        self.check_container(gpu, grant, response, while_running)
 
         # Two best-effort replicas, on one GPU; their grant, which no pod lists, is revoked by
         # the clean-up, the listed container's is kept.
