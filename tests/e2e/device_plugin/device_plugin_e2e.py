@@ -168,7 +168,7 @@ class Test:
         env = ["env", "-i", "PATH=/usr/bin:/bin"] + [f"{k}={v}" for k, v in response.envs.items()]
         # Busy for a while after "go": rounds of a kernel, for the servers' busy time.
         program = [os.path.join(self.programs, "priority_jobs"), "train", "--kernels", "2",
-                   "--blocks", "2", "--work", "10", "--duration-ms", "1500", "--handshake"]
+                   "--blocks", "2", "--work", "10", "--duration-ms", "1000", "--handshake"]
         return self.start(["unshare", "-m", "sh", "-c", "\n".join(script), "container", *env,
                            *program], f"{name}.log", stdin=subprocess.PIPE,
                           stdout=subprocess.PIPE, text=True)
