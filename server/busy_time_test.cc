@@ -9,6 +9,12 @@ namespace {
 
 scheduler::Time At(int64_t ns) { return scheduler::Time(ns); }
 
+// A run alone on the device from `start` to `end`.
+void Run(BusyTime& busy, int64_t start, int64_t end) {
+  busy.Started(At(start));
+  busy.Ended(At(end));
+}
+
 TEST_CASE("Busy time is the union of the runs' intervals") {
   BusyTime busy;
   CHECK(busy.TotalNs(At(100)) == 0);
@@ -18,8 +24,7 @@ TEST_CASE("Busy time is the union of the runs' intervals") {
   CHECK(busy.TotalNs(At(250)) == 150);  // still running: up to the reader's time
   busy.Ended(At(300));
   CHECK(busy.TotalNs(At(1000)) == 200);  // idle since 300
-  busy.Started(At(1000));
-  busy.Ended(At(1050));
+  Run(busy, 1000, 1050);
   CHECK(busy.TotalNs(At(5000)) == 250);
 }
 
@@ -29,8 +34,7 @@ TEST_CASE("A reader's answers never go back") {
   CHECK(busy.TotalNs(At(500)) == 500);  // a reader ahead of the end the dispatcher sees
   busy.Ended(At(400));
   CHECK(busy.TotalNs(At(600)) == 500);
-  busy.Started(At(700));
-  busy.Ended(At(900));
+  Run(busy, 700, 900);
   CHECK(busy.TotalNs(At(900)) == 600);
 }
 
