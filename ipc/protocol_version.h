@@ -7,6 +7,6 @@
 
 namespace tally::ipc {
 
-inline constexpr uint32_t kProtocolVersion = 10;
+inline constexpr uint32_t kProtocolVersion = 11;
 
 }  // namespace tally::ipc
