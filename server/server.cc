@@ -785,10 +785,12 @@ void Server::AnswerPriority(ipc::ControlConnection& control) {
 void Server::AnswerBudget(ipc::ControlConnection& control) {
   const ipc::ControlRequest& request = control.request();
   ipc::BudgetReply reply{};
-  const SlowdownBudget budget =
-      request.slowdown_budget.ToBudget().value_or(SlowdownBudget{-1, 0});  // unset: refused
+  const std::optional<SlowdownBudget> asked = request.slowdown_budget.ToBudget();
+  const absl::Status valid =
+      asked ? asked->Validate() : absl::InvalidArgumentError("the request carries no budget");
+  const SlowdownBudget budget = asked.value_or(SlowdownBudget{});
   std::string message;
-  if (const absl::Status valid = budget.Validate(); !valid.ok()) {
+  if (!valid.ok()) {
     message = absl::StrFormat("budget refused: %s", valid.message());
   } else if (!sessions_.SetBudget(request.client_id, budget)) {
     message = absl::StrFormat("no client %d is connected", request.client_id.value());
