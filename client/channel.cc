@@ -1,4 +1,5 @@
-// Connecting to the server (TALLY_SERVER, TALLY_PRIORITY, TALLY_MEMORY_LIMIT) and waiting for
+// Connecting to the server (TALLY_SERVER, TALLY_PRIORITY, TALLY_MEMORY_LIMIT,
+// TALLY_SLOWDOWN_BUDGET) and waiting for
 // responses.
 #include "client/channel.h"
 
@@ -11,11 +12,13 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/strings/str_format.h"
 #include "common/byte_size.h"
 #include "common/log.h"
+#include "common/slowdown_budget.h"
 #include "ipc/socket_path.h"
 
 namespace tally::client {
@@ -45,6 +48,19 @@ absl::StatusOr<uint64_t> MemoryLimitFromEnvironment() {
   return limit;
 }
 
+// TALLY_SLOWDOWN_BUDGET (tally-run --slowdown-budget): "10%" or "10%@p95"; none when absent or
+// empty (the server's default applies).
+absl::StatusOr<std::optional<SlowdownBudget>> SlowdownBudgetFromEnvironment() {
+  const char* value = std::getenv("TALLY_SLOWDOWN_BUDGET");
+  if (value == nullptr || *value == '\0') return std::nullopt;
+  absl::StatusOr<SlowdownBudget> budget = SlowdownBudget::Parse(value);
+  if (!budget.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("TALLY_SLOWDOWN_BUDGET: %s", budget.status().message()));
+  }
+  return *budget;
+}
+
 std::string CommandLine() {
   std::ifstream file("/proc/self/cmdline", std::ios::binary);
   std::string command((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
@@ -70,6 +86,7 @@ absl::StatusOr<Channel*> Channel::Connect() {
   TALLY_ASSIGN_OR_RETURN(options.path, ipc::ResolveSocketPath(ipc::DirectoryMode::kCheckIfPresent));
   TALLY_ASSIGN_OR_RETURN(options.priority, PriorityFromEnvironment());
   TALLY_ASSIGN_OR_RETURN(options.memory_limit, MemoryLimitFromEnvironment());
+  TALLY_ASSIGN_OR_RETURN(options.slowdown_budget, SlowdownBudgetFromEnvironment());
   TALLY_ASSIGN_OR_RETURN(options.trust, ipc::ServerTrust::FromEnvironment());
   options.schema_version = ipc::kCudaCallsSchemaVersion;
   options.command = CommandLine();

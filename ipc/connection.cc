@@ -122,6 +122,7 @@ absl::StatusOr<ControlConnection> AcceptControl(UniqueFd socket, const Handshake
     case ControlKind::kDrain:
     case ControlKind::kGrant:
     case ControlKind::kRevoke:
+    case ControlKind::kSetBudget:
       return ControlConnection(std::move(socket), request, peer.pid, peer.uid);
   }
   return absl::InvalidArgumentError(
@@ -249,6 +250,12 @@ absl::StatusOr<std::variant<ServerConnection, ControlConnection>> Listener::Hand
         absl::StrFormat("client pid %d uses message schema %d but this server uses schema %d",
                         peer.pid, hello.schema_version, schema));
   }
+  const std::optional<SlowdownBudget> budget = hello.slowdown_budget.ToBudget();
+  if (const absl::Status valid = budget ? budget->Validate() : absl::OkStatus(); !valid.ok()) {
+    const std::string reason = absl::StrFormat("its slowdown budget: %s", valid.message());
+    SendReply(socket.get(), HelloStatus::kInvalid, schema, client_id, {}, -1, reason).IgnoreError();
+    return absl::InvalidArgumentError(absl::StrFormat("client pid %d: %s", peer.pid, reason));
+  }
   ClientInfo client{client_id,
                     peer.pid,
                     peer.uid,
@@ -256,7 +263,8 @@ absl::StatusOr<std::variant<ServerConnection, ControlConnection>> Listener::Hand
                     std::string(hello.command, strnlen(hello.command, kCommandSize)),
                     hello.memory_limit,
                     kNoLimit,
-                    ""};
+                    "",
+                    budget};
   const std::string notice =
       options_.ceiling ? ApplyCeiling(*options_.ceiling, client) : std::string();
   if (admit) {
@@ -333,6 +341,9 @@ absl::Status CheckAccepted(const HelloReply& reply, const std::string& path,
     case HelloStatus::kServerFull:
       return absl::ResourceExhaustedError(
           absl::StrFormat("the Tally server on %s refused us: %s", path, ReasonOf(reply)));
+    case HelloStatus::kInvalid:
+      return absl::InvalidArgumentError(
+          absl::StrFormat("the Tally server on %s refused us: %s", path, ReasonOf(reply)));
     case HelloStatus::kVersionMismatch:
     case HelloStatus::kWaiting:  // a second one
       break;  // impossible with equal versions: the server is broken
@@ -353,6 +364,7 @@ absl::StatusOr<ClientConnection> ClientConnection::Connect(const ConnectOptions&
   hello.pid = getpid();
   hello.client_priority = WireClientPriority::From(options.priority);
   hello.memory_limit = options.memory_limit;
+  hello.slowdown_budget = WireSlowdownBudget::From(options.slowdown_budget);
   std::memcpy(hello.command, options.command.data(),
               std::min(options.command.size(), kCommandSize - 1));
   const absl::Time deadline = absl::Now() + options.handshake_timeout;

@@ -42,6 +42,8 @@ struct ClientInfo {
   uint64_t memory_limit = 0;
   uint64_t pinned_limit = kNoLimit;  // its grant's, kNoLimit without one
   std::string grant;                 // the name of the grant it connected through, or empty
+  // As the client asked (checked); none: the server's default applies.
+  std::optional<SlowdownBudget> slowdown_budget = std::nullopt;
 };
 
 // Applies the ceiling to what the client asked; the text says what was lowered and why (empty
@@ -164,6 +166,7 @@ struct ConnectOptions {
   ClientPriority priority = ClientPriority::Unset();
   std::string command;  // truncated to kCommandSize - 1 bytes
   uint64_t memory_limit = 0;  // Hello::memory_limit
+  std::optional<SlowdownBudget> slowdown_budget;  // Hello::slowdown_budget
   absl::Duration handshake_timeout = absl::Seconds(5);
   // Who may run the server: our calls and data must not go to another user's process unless
   // we were told to trust it.

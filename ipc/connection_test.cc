@@ -284,6 +284,33 @@ TEST_CASE("a message schema mismatch is named on both sides") {
              Catch::Contains("schema 3") && Catch::Contains("schema 4"));
 }
 
+TEST_CASE("a client's slowdown budget reaches the server, one out of range is refused clearly") {
+  TempDir dir;
+  auto listener = Listener::Listen(Options(dir.File("server.sock")));
+  REQUIRE(listener.ok());
+  ConnectOptions client_options = Client(listener->path());
+  client_options.slowdown_budget = SlowdownBudget{0.15, 0.95};
+  {
+    absl::StatusOr<ServerConnection> accepted = absl::UnknownError("not run");
+    std::jthread server([&] { accepted = listener->Accept(); });
+    auto client = ClientConnection::Connect(client_options);
+    server.join();
+    REQUIRE(client.ok());
+    REQUIRE(accepted.ok());
+    CHECK(accepted->client().slowdown_budget == SlowdownBudget{0.15, 0.95});
+  }
+  client_options.slowdown_budget = SlowdownBudget{-0.5, 0.99};  // a peer that skipped Parse
+  absl::Status refused;
+  std::jthread server([&] { refused = listener->Accept().status(); });
+  auto client = ClientConnection::Connect(client_options);
+  server.join();
+  REQUIRE_FALSE(client.ok());
+  CHECK(absl::IsInvalidArgument(client.status()));
+  CHECK_THAT(std::string(client.status().message()),
+             Catch::Contains("its slowdown budget: a slowdown budget is between 0% and 1000%"));
+  CHECK(absl::IsInvalidArgument(refused));
+}
+
 // Both sides read the peer's uid with SO_PEERCRED. Connecting as another user needs root (to
 // change uid); without it the same code path runs with the accepted uid set to one we are not.
 TEST_CASE("a peer running as another user is refused") {

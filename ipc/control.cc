@@ -169,6 +169,8 @@ absl::Status ControlConnection::SendPriority(PriorityReply reply) { return Send(
 
 absl::Status ControlConnection::SendLimit(LimitReply reply) { return Send(Encode(reply)); }
 
+absl::Status ControlConnection::SendBudget(BudgetReply reply) { return Send(Encode(reply)); }
+
 absl::Status ControlConnection::SendDrain(DrainReply reply) { return Send(Encode(reply)); }
 
 absl::Status ControlConnection::SendProfiles(std::span<const ProfileStatus> profiles) {
@@ -209,6 +211,16 @@ absl::StatusOr<PriorityReply> SetClientPriority(const std::string& path, ClientI
   request.client_id = client_id;
   request.client_priority_level = priority;
   return ChangeClient<PriorityReply>(path, request, timeout, trust);
+}
+
+absl::StatusOr<BudgetReply> SetClientBudget(const std::string& path, ClientId client_id,
+                                            const SlowdownBudget& budget, absl::Duration timeout,
+                                            const ServerTrust& trust) {
+  ControlRequest request{};
+  request.kind = static_cast<uint32_t>(ControlKind::kSetBudget);
+  request.client_id = client_id;
+  request.slowdown_budget = WireSlowdownBudget::From(budget);
+  return ChangeClient<BudgetReply>(path, request, timeout, trust);
 }
 
 absl::StatusOr<LimitReply> SetClientMemoryLimit(const std::string& path, ClientId client_id,

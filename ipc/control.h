@@ -41,6 +41,7 @@ enum class ControlKind : uint32_t {
   kDrain = 5,           // DrainReply, no records
   kGrant = 6,           // GrantReply, no records
   kRevoke = 7,          // GrantReply, no records
+  kSetBudget = 8,       // BudgetReply, no records
 };
 
 inline constexpr size_t kGrantNameSize = 64;  // NUL included
@@ -61,6 +62,7 @@ struct ControlRequest {
   char grant_name[kGrantNameSize];  // kGrant (empty: the server names it), kRevoke
   uint32_t end_clients;             // kRevoke: 1 ends the grant's clients, 0 lets them finish
   uint32_t reserved3;
+  WireSlowdownBudget slowdown_budget;  // kSetBudget (client_id: whose); checked by the server
 };
 
 enum class Backend : uint32_t { kEmulator = 0, kNvidiaDriver = 1 };
@@ -177,6 +179,11 @@ struct ClientStatus {
   uint32_t reserved_fault;
   char command[kCommandSize];  // NUL-terminated
   char grant[kGrantNameSize];  // the grant it connected through; empty: the server's socket
+  // Its slowdown budget (its own, else the server's default; used by `priority-budget`), and
+  // the policy's latest measured slowdown of its kernels at the budget's percentile (0.12: 12%
+  // longer than alone; negative while unmeasured).
+  WireSlowdownBudget slowdown_budget;
+  double measured_slowdown;
 };
 
 // A grant (tally-ctl grant): a socket of its own whose clients get its ceiling.
@@ -214,6 +221,15 @@ struct PriorityReply {
   uint32_t found;                  // 0: no client with that id
   int32_t client_priority_level;   // the client's level now
   char message[kControlTextSize];  // NUL-terminated: what happened
+};
+
+// The answer to kSetBudget.
+struct BudgetReply {
+  HandshakePrefix prefix;  // kControlReplyMagic; size = sizeof(BudgetReply)
+  uint32_t found;          // 0: no client with that id, or the budget was refused
+  uint32_t reserved;
+  WireSlowdownBudget slowdown_budget;  // the client's budget now
+  char message[kControlTextSize];      // NUL-terminated: what happened
 };
 
 // The answer to kSetMemoryLimit.
@@ -269,6 +285,7 @@ static_assert(std::is_trivially_copyable_v<ClientStatus> &&
               std::is_standard_layout_v<ClientStatus>);
 static_assert(std::is_trivially_copyable_v<PriorityReply> &&
               std::is_standard_layout_v<PriorityReply>);
+static_assert(std::is_trivially_copyable_v<BudgetReply> && std::is_standard_layout_v<BudgetReply>);
 static_assert(std::is_trivially_copyable_v<LimitReply> && std::is_standard_layout_v<LimitReply>);
 static_assert(std::is_trivially_copyable_v<DrainReply> && std::is_standard_layout_v<DrainReply>);
 static_assert(std::is_trivially_copyable_v<GrantReply> && std::is_standard_layout_v<GrantReply>);
@@ -294,6 +311,7 @@ class ControlConnection {
   absl::Status SendGrant(GrantReply reply);
   absl::Status SendPriority(PriorityReply reply);
   absl::Status SendLimit(LimitReply reply);
+  absl::Status SendBudget(BudgetReply reply);
   absl::Status SendDrain(DrainReply reply);
   absl::Status SendProfiles(std::span<const ProfileStatus> profiles);
 
@@ -328,6 +346,11 @@ absl::StatusOr<PriorityReply> SetClientPriority(const std::string& path, ClientI
                                                 int32_t priority,
                                                 absl::Duration timeout = absl::Seconds(5),
                                                 const ServerTrust& trust = ServerTrust());
+// Sets a client's slowdown budget (tally-ctl budget); the reply says whether the server took it.
+absl::StatusOr<BudgetReply> SetClientBudget(const std::string& path, ClientId client_id,
+                                            const SlowdownBudget& budget,
+                                            absl::Duration timeout = absl::Seconds(5),
+                                            const ServerTrust& trust = ServerTrust());
 // Sets a client's device-memory limit (tally-ctl limit; kNoLimit removes it); the reply says
 // whether the client exists.
 absl::StatusOr<LimitReply> SetClientMemoryLimit(const std::string& path, ClientId client_id,

@@ -5,11 +5,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <span>
 #include <string>
 #include <type_traits>
 
 #include "common/client_priority.h"
+#include "common/slowdown_budget.h"
 #include "common/strong_id.h"
 #include "ipc/segment.h"
 
@@ -41,6 +43,24 @@ struct WireClientPriority {
   }
 };
 
+// A SlowdownBudget as the wire carries it (Hello, ControlRequest, ClientStatus). Its numbers are
+// the peer's: check them (SlowdownBudget::Validate) before use.
+struct WireSlowdownBudget {
+  uint32_t is_set;  // 0: none given (the server's default applies)
+  uint32_t reserved;
+  double slowdown;
+  double percentile;
+
+  static WireSlowdownBudget From(const std::optional<SlowdownBudget>& budget) {
+    if (!budget) return {0, 0, 0, 0};
+    return {1, 0, budget->slowdown, budget->percentile};
+  }
+  std::optional<SlowdownBudget> ToBudget() const {
+    if (is_set == 0) return std::nullopt;
+    return SlowdownBudget{slowdown, percentile};
+  }
+};
+
 struct Hello {
   HandshakePrefix prefix;
   uint32_t schema_version;  // of the message table above the IPC layer (the CUDA calls)
@@ -51,6 +71,8 @@ struct Hello {
   // Device memory the client asks to be limited to (tally-run --memory-limit); 0: no wish. It
   // can only lower the server's limit for the client, never raise it.
   uint64_t memory_limit;
+  // TALLY_SLOWDOWN_BUDGET's (tally-run --slowdown-budget); the server refuses one out of range.
+  WireSlowdownBudget slowdown_budget;
 };
 
 enum class HelloStatus : uint32_t {
@@ -62,6 +84,7 @@ enum class HelloStatus : uint32_t {
   // The client waits to be admitted (tally-server --admission wait), `reason` says for what; the
   // final reply follows within `wait_ms`.
   kWaiting = 5,
+  kInvalid = 6,  // the hello carries a value the server does not accept (`reason` says which)
 };
 inline constexpr size_t kReasonSize = 256;
 

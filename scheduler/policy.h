@@ -18,11 +18,13 @@
 
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/slowdown_budget.h"
 #include "scheduler/form_advisor.h"
 #include "scheduler/types.h"
 
@@ -43,6 +45,12 @@ class Policy {
   virtual void HeadArrived(Time now, ClientId client, const Head& head, Decisions& out) = 0;
   virtual void RunEnded(Time now, ClientId client, const RunEnd& end, Decisions& out) = 0;
   virtual void Woken(Time now, Decisions& out) = 0;
+  // The client's slowdown budget (its own, or the server's default), told after ClientJoined
+  // and at each change; effective at once. Only `priority-budget` has budgets.
+  virtual void BudgetChanged(Time, ClientId, const SlowdownBudget&, Decisions&) {}
+  // The client's latest measured slowdown at its budget's percentile (0.12: 12% longer than
+  // alone); none while unmeasured, and for policies without budgets.
+  virtual std::optional<double> MeasuredSlowdown(ClientId) const { return std::nullopt; }
 
   // Whether the policy may issue transformed forms: only then does the server build them.
   virtual bool UsesTransformedForms() const = 0;
@@ -71,11 +79,8 @@ struct PriorityOptions {
 };
 
 // Settings of `priority-budget`: how much slower than alone the foreground's kernels may run
-// because background work runs beside them.
-struct BudgetOptions {
-  double slowdown = 0;       // 0.1: 10% longer than alone; 0 holds as `priority` does
-  double percentile = 0.99;  // of the foreground kernels' slowdowns, in (0, 1]
-};
+// because background work runs beside them, for clients that have no budget of their own.
+using BudgetOptions = SlowdownBudget;
 
 // Every head issued as soon as it arrives, in its original form, whatever its client's
 // priority: the device alone orders the work (first come, first served).
@@ -93,10 +98,12 @@ std::unique_ptr<Policy> MakeValidationPolicy(LaunchForm form, bool preempt);
 std::unique_ptr<Policy> MakePriorityPolicy(const PriorityOptions& options, FormAdvisor& advisor);
 
 // `priority`, except that while the foreground has work, background kernels may run beside it
-// as PTB kernels with a bounded number of workers, the bound grown while the foreground kernels'
-// measured slowdown (at `budget.percentile`) is within `budget.slowdown`, halved when over, and
-// zero (running ones preempted) when a kernel runs more than twice the budget over its time
-// alone. `advisor` must outlive the policy.
+// as PTB kernels with a bounded number of workers. Each foreground client has a bound of its own,
+// grown while its kernels' measured slowdown (at its budget's percentile) is within its budget,
+// halved when over, and zero (running ones preempted) when a kernel runs more than twice the
+// budget over its time alone; the background runs within the smallest bound of the foreground
+// clients. A client without a budget of its own (BudgetChanged) has `budget`. `advisor` must
+// outlive the policy.
 std::unique_ptr<Policy> MakePriorityBudgetPolicy(const PriorityOptions& options,
                                                  const BudgetOptions& budget, FormAdvisor& advisor);
 

@@ -61,6 +61,7 @@ struct Dispatcher::ClientQueue {
   size_t max_queued = SIZE_MAX;
   // Under mutex_.
   ClientPriority priority = ClientPriority::Unset();
+  SlowdownBudget budget;
   std::deque<QueuedCommand> commands;
   uint64_t enqueued = 0;  // commands ever enqueued
   uint64_t issued = 0;    // commands issued (transformed kernels: finished), in order
@@ -70,6 +71,8 @@ struct Dispatcher::ClientQueue {
   // command of a long queue.
   uint64_t wake_at = UINT64_MAX;
   DeferredError deferred_error;
+  // Written by the dispatch thread, read by any: MeasuredSlowdown, negative for none.
+  std::atomic<double> measured_slowdown{-1};
   // Dispatch thread only.
   // The class whose latency histograms its kernels' latencies go to (as the policy last heard).
   ipc::PriorityClass latency_class = ipc::PriorityClass::kBestEffort;
@@ -180,6 +183,28 @@ void Dispatcher::SetPriority(ClientQueue& queue, ClientPriority priority) {
 ClientPriority Dispatcher::priority(ClientQueue& queue) {
   std::lock_guard lock(mutex_);
   return queue.priority;
+}
+
+void Dispatcher::SetBudget(ClientQueue& queue, const SlowdownBudget& budget) {
+  {
+    std::lock_guard lock(mutex_);
+    if (queue.removed) return;
+    queue.budget = budget;
+    auto it = std::find_if(queues_.begin(), queues_.end(),
+                           [&](const auto& q) { return q.get() == &queue; });
+    control_.push_back({Control::Kind::kBudget, *it, queue.priority, budget});
+  }
+  work_.notify_one();
+}
+
+SlowdownBudget Dispatcher::budget(ClientQueue& queue) {
+  std::lock_guard lock(mutex_);
+  return queue.budget;
+}
+
+std::optional<double> Dispatcher::measured_slowdown(ClientQueue& queue) const {
+  const double measured = queue.measured_slowdown.load(std::memory_order_relaxed);
+  return measured < 0 ? std::nullopt : std::optional<double>(measured);
 }
 
 void Dispatcher::Enqueue(ClientQueue& queue, Command command) {
@@ -376,6 +401,10 @@ void Dispatcher::HandleControl(Time now) {
         queue.latency_class = ClassOf(event.priority);
         policy_->PriorityChanged(now, queue.client, event.priority, decisions_);
         break;
+      case Control::Kind::kBudget:
+        if (Find(queue.client) == nullptr) continue;
+        policy_->BudgetChanged(now, queue.client, event.budget, decisions_);
+        break;
       case Control::Kind::kLeave: {
         {
           std::lock_guard lock(mutex_);
@@ -425,6 +454,8 @@ void Dispatcher::EndRun(Time now, EndedRun& ended) {
   }
   decisions_.Clear();
   policy_->RunEnded(now, ended.client, ended.end, decisions_);
+  queue->measured_slowdown.store(policy_->MeasuredSlowdown(ended.client).value_or(-1),
+                                 std::memory_order_relaxed);
   Apply(now);
 }
 

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "common/client_priority.h"
+#include "common/slowdown_budget.h"
 #include "common/strong_id.h"
 #include "profiler/profiler.h"
 #include "scheduler/policy.h"
@@ -102,6 +103,13 @@ class Dispatcher {
   // Effective at the policy's next decision.
   void SetPriority(ClientQueue& queue, ClientPriority priority);
   ClientPriority priority(ClientQueue& queue);
+  // The client's slowdown budget (the policy hears of it after the client's join, and at each
+  // change): effective at the policy's next decision.
+  void SetBudget(ClientQueue& queue, const SlowdownBudget& budget);
+  SlowdownBudget budget(ClientQueue& queue);
+  // The policy's latest measured slowdown of the client at its budget's percentile (any
+  // thread); none while unmeasured.
+  std::optional<double> measured_slowdown(ClientQueue& queue) const;
 
   void Enqueue(ClientQueue& queue, Command command);
   void EnqueueKernel(ClientQueue& queue, KernelLaunch launch);
@@ -217,9 +225,10 @@ class Dispatcher {
   std::vector<std::shared_ptr<ClientQueue>> queues_;
   // Joins, leaves and priority changes, for the dispatch thread (mutex_).
   struct Control {
-    enum class Kind : uint8_t { kJoin, kLeave, kPriority } kind;
+    enum class Kind : uint8_t { kJoin, kLeave, kPriority, kBudget } kind;
     std::shared_ptr<ClientQueue> queue;
     ClientPriority priority;
+    SlowdownBudget budget = {};  // kBudget
   };
   std::vector<Control> control_;
   bool pending_work_ = false;  // commands arrived since the dispatch thread last looked

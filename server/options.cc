@@ -50,6 +50,11 @@ constexpr Flag kFlags[] = {
      "and cooperative launches run unchanged; the log says how each client's launches ran. "
      "Replaces --policy"},
     {"policy", "TALLY_POLICY", "NAME", "the scheduling policy (default priority; see below)"},
+    {"slowdown-budget", "TALLY_DEFAULT_SLOWDOWN_BUDGET", "PCT[@pN]",
+     "with --policy priority-budget, the slowdown budget of foreground clients that give none "
+     "(tally-run --slowdown-budget): how much longer than alone their kernels may take at the "
+     "percentile (p99 unless given) while background work runs beside them, e.g. 10% or "
+     "20%@p95 (default 0%: the background is held as by --policy priority)"},
     {"min-idle-ms", "TALLY_MIN_IDLE_MS", "MS",
      "a lower priority level's kernels wait until every higher level has been idle this long "
      "(default 0.1; on the emulated GPU 2)"},
@@ -268,6 +273,13 @@ absl::Status Apply(const Flag& flag, std::string_view value, ServerOptions& opti
           absl::StrFormat("--policy: unknown policy '%s' (see --help)", value));
     }
     options.policy = value;
+  } else if (name == "slowdown-budget") {
+    absl::StatusOr<SlowdownBudget> budget = SlowdownBudget::Parse(value);
+    if (!budget.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("--slowdown-budget: %s", budget.status().message()));
+    }
+    options.slowdown_budget = *budget;
   } else if (name == "min-idle-ms") {
     TALLY_ASSIGN_OR_RETURN(options.min_idle_ms, ParseMilliseconds(flag, value));
   } else if (name == "long-idle-ms") {

@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/device_uuid.h"
+#include "common/slowdown_budget.h"
 #include "scheduler/policy.h"
 #include "server/isolation.h"
 #include "server/libraries/vendor_libraries.h"
@@ -44,6 +45,8 @@ struct ServerOptions {
   std::string emulator_library;
   std::optional<ValidateMode> validate;  // replaces the policy
   std::string policy = "priority";
+  // priority-budget: the budget of clients that give none.
+  SlowdownBudget slowdown_budget;
   // Clients below high run shaped even with no more important client connected.
   bool shape_alone = false;
   // Unset: the backend's default (kGpuDefaults or kEmulatorDefaults).

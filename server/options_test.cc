@@ -86,6 +86,15 @@ TEST_CASE("Scheduling flags: policy names, times in milliseconds, the priority c
   }
 }
 
+TEST_CASE("--slowdown-budget: 0% by default, a budget at a percentile, clear errors") {
+  unsetenv("TALLY_DEFAULT_SLOWDOWN_BUDGET");
+  CHECK((*Parse({}))->slowdown_budget == SlowdownBudget{0, 0.99});
+  CHECK((*Parse({"--slowdown-budget", "10%@p95"}))->slowdown_budget == SlowdownBudget{0.1, 0.95});
+  auto bad = Parse({"--slowdown-budget", "10"});
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message().find("--slowdown-budget: a slowdown budget is a percentage") == 0);
+}
+
 TEST_CASE("Library kernels: by-priority by default, a named rule, a vendor folder") {
   CHECK((*Parse({}))->library_kernels == LibraryKernelRule::kByPriority);
   CHECK((*Parse({}))->vendor_libraries.empty());

@@ -42,6 +42,7 @@ constexpr Setting kSettings[] = {
        return o.validate ? DescribeValidateMode(*o.validate) : std::string("off");
      }},
     {"policy", false, [](const ServerOptions& o) { return o.policy; }},
+    {"slowdown-budget", false, [](const ServerOptions& o) { return o.slowdown_budget.ToString(); }},
     {"shape-alone", false,
      [](const ServerOptions& o) { return std::string(o.shape_alone ? "on" : "off"); }},
     {"min-idle-ms", false, [](const ServerOptions& o) { return Text(o.min_idle_ms); }},

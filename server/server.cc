@@ -267,6 +267,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
     config.priority.long_idle = std::chrono::duration_cast<scheduler::Duration>(
         std::chrono::duration<double, std::milli>(times.long_idle_ms));
     if (options.shape_alone) config.priority.always_shape_below = ClientPriority::kHighLevel;
+    config.budget = options.slowdown_budget;
     config.advisor = profiler.get();
     TALLY_ASSIGN_OR_RETURN(policy, scheduler::MakePolicy(options.policy, config));
     TALLY_LOG_INFO(
@@ -339,9 +340,9 @@ absl::Status Server::Start(std::unique_ptr<scheduler::Policy> policy,
     vendor_ = LoadVendorLibraries(settings_.vendor_libraries, settings_.library_kernels,
                                   backend_.emulated());
   }
-  context_ = std::make_unique<ServerContext>(ServerContext{backend_, modules_, *dispatcher_,
-                                                           device_info_, &sessions_, faults_.get(),
-                                                           limits, &vendor_, isolation});
+  context_ = std::make_unique<ServerContext>(
+      ServerContext{backend_, modules_, *dispatcher_, device_info_, &sessions_, faults_.get(),
+                    limits, &vendor_, isolation, settings_.slowdown_budget});
   return absl::OkStatus();
 }
 
@@ -603,6 +604,8 @@ void Server::AnswerControl(ipc::ControlConnection& control) {
       return AnswerProfiles(control);
     case ipc::ControlKind::kSetMemoryLimit:
       return AnswerMemoryLimit(control);
+    case ipc::ControlKind::kSetBudget:
+      return AnswerBudget(control);
     case ipc::ControlKind::kDrain:
       return AnswerDrain(control);
     case ipc::ControlKind::kGrant:
@@ -775,6 +778,32 @@ void Server::AnswerPriority(ipc::ControlConnection& control) {
   if (reply.found != 0) TALLY_LOG_INFO("tally-ctl (pid {}): {}", control.pid(), message);
   ipc::CopyText(message, reply.message, sizeof(reply.message));
   const absl::Status sent = control.SendPriority(reply);
+  if (!sent.ok()) {
+    TALLY_LOG_WARN("tally-server: answer for pid {} not sent: {}", control.pid(), sent.ToString());
+  }
+}
+
+void Server::AnswerBudget(ipc::ControlConnection& control) {
+  const ipc::ControlRequest& request = control.request();
+  ipc::BudgetReply reply{};
+  const std::optional<SlowdownBudget> asked = request.slowdown_budget.ToBudget();
+  const absl::Status valid =
+      asked ? asked->Validate() : absl::InvalidArgumentError("the request carries no budget");
+  const SlowdownBudget budget = asked.value_or(SlowdownBudget{});
+  std::string message;
+  if (!valid.ok()) {
+    message = absl::StrFormat("budget refused: %s", valid.message());
+  } else if (!sessions_.SetBudget(request.client_id, budget)) {
+    message = absl::StrFormat("no client %d is connected", request.client_id.value());
+  } else {
+    reply.found = 1;
+    reply.slowdown_budget = ipc::WireSlowdownBudget::From(budget);
+    message = absl::StrFormat("client %d now has slowdown budget %s", request.client_id.value(),
+                              budget.ToString());
+    TALLY_LOG_INFO("tally-ctl (pid {}): {}", control.pid(), message);
+  }
+  ipc::CopyText(message, reply.message, sizeof(reply.message));
+  const absl::Status sent = control.SendBudget(reply);
   if (!sent.ok()) {
     TALLY_LOG_WARN("tally-server: answer for pid {} not sent: {}", control.pid(), sent.ToString());
   }

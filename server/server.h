@@ -77,6 +77,7 @@ class Server {
   void AnswerStatus(ipc::ControlConnection& control);
   void AnswerPriority(ipc::ControlConnection& control);
   void AnswerMemoryLimit(ipc::ControlConnection& control);
+  void AnswerBudget(ipc::ControlConnection& control);
   void AnswerProfiles(ipc::ControlConnection& control);
   void AnswerDrain(ipc::ControlConnection& control);
   void AnswerGrant(ipc::ControlConnection& control);

@@ -54,7 +54,9 @@ Session::Session(ServerContext& server, const ipc::ClientInfo& client, ipc::Bulk
         const absl::Status current = backend.MakeCurrent();
         if (!current.ok()) TALLY_LOG_ERROR("waiter thread: {}", current.ToString());
       })),
-      host_callbacks_(std::make_shared<HostCallbacks>(server.backend.api())) {}
+      host_callbacks_(std::make_shared<HostCallbacks>(server.backend.api())) {
+  server.dispatcher.SetBudget(*queue_, client.slowdown_budget.value_or(server.slowdown_budget));
+}
 
 absl::StatusOr<std::unique_ptr<Session>> Session::Create(ServerContext& server,
                                                          const ipc::ClientInfo& client,
@@ -598,6 +600,8 @@ ipc::ClientStatus Session::Status() {
   status.pid = client_.pid;
   const ClientPriority priority = server_.dispatcher.priority(*queue_);
   status.client_priority = ipc::WireClientPriority::From(priority);
+  status.slowdown_budget = ipc::WireSlowdownBudget::From(server_.dispatcher.budget(*queue_));
+  status.measured_slowdown = server_.dispatcher.measured_slowdown(*queue_).value_or(-1);
   const SchedulingStats& stats = server_.dispatcher.stats(*queue_);
   status.kernels_original = stats.original;
   status.kernels_sliced = stats.sliced;

@@ -73,6 +73,8 @@ struct ServerContext {
   const VendorLibraries* vendor = nullptr;
   // --isolation: with fenced or strict, each session has a ClientFence.
   Isolation isolation = Isolation::kNone;
+  // The slowdown budget of clients that give none (tally-server --slowdown-budget).
+  SlowdownBudget slowdown_budget = {};
 };
 
 // A client stream. Blocking streams (all but cudaStreamNonBlocking ones) and the client's
@@ -315,6 +317,8 @@ class Session {
   const std::shared_ptr<Dispatcher::ClientQueue>& queue() const { return queue_; }
   // tally-ctl priority: effective at the scheduler's next decision (any thread).
   void SetPriority(ClientPriority priority) { server_.dispatcher.SetPriority(*queue_, priority); }
+  // tally-ctl budget: effective at the scheduler's next decision (any thread).
+  void SetBudget(const SlowdownBudget& budget) { server_.dispatcher.SetBudget(*queue_, budget); }
 
  private:
   Session(ServerContext& server, const ipc::ClientInfo& client, ipc::BulkArea bulk,

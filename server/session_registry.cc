@@ -34,15 +34,23 @@ ipc::DepartedStatus SessionRegistry::Departed() {
   return departed_;
 }
 
-bool SessionRegistry::SetPriority(ClientId client_id, ClientPriority priority) {
+bool SessionRegistry::Change(ClientId client_id, const std::function<void(Session&)>& change) {
   std::lock_guard lock(mutex_);
   for (Session* session : sessions_) {
     if (session->client().client_id == client_id) {
-      session->SetPriority(priority);
+      change(*session);
       return true;
     }
   }
   return false;
+}
+
+bool SessionRegistry::SetPriority(ClientId client_id, ClientPriority priority) {
+  return Change(client_id, [&](Session& session) { session.SetPriority(priority); });
+}
+
+bool SessionRegistry::SetBudget(ClientId client_id, const SlowdownBudget& budget) {
+  return Change(client_id, [&](Session& session) { session.SetBudget(budget); });
 }
 
 std::optional<uint64_t> SessionRegistry::SetMemoryLimit(ClientId client_id, uint64_t limit) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <algorithm>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -21,6 +22,8 @@ class SessionRegistry {
   void Remove(Session* session);
   // Sets the priority of the session of `client_id`; false when there is none.
   bool SetPriority(ClientId client_id, ClientPriority priority);
+  // Sets the slowdown budget of the session of `client_id`; false when there is none.
+  bool SetBudget(ClientId client_id, const SlowdownBudget& budget);
   // Sets the device-memory limit of the session of `client_id` and returns what it holds; none
   // when there is no such session.
   std::optional<uint64_t> SetMemoryLimit(ClientId client_id, uint64_t limit);
@@ -30,6 +33,9 @@ class SessionRegistry {
   ipc::DepartedStatus Departed();
 
  private:
+  // Calls `change` on the session of `client_id` under the lock; false when there is none.
+  bool Change(ClientId client_id, const std::function<void(Session&)>& change);
+
   std::mutex mutex_;
   std::vector<Session*> sessions_;
   ipc::DepartedStatus departed_{};

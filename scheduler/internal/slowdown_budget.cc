@@ -25,6 +25,7 @@ SlowdownBudget::Verdict SlowdownBudget::Record(Time now, const KernelShape& shap
   const double slowdown =
       static_cast<double>(duration.count()) / static_cast<double>(it->second.count()) - 1;
   if (slowdown > 2 * budget_) {
+    measured_ = slowdown;
     bound_ = 0;
     slowdowns_.clear();
     hold_until_ = now + kBackoff;
@@ -32,7 +33,8 @@ SlowdownBudget::Verdict SlowdownBudget::Record(Time now, const KernelShape& shap
   }
   slowdowns_.push_back(slowdown);
   if (slowdowns_.size() > kWindow) slowdowns_.pop_front();
-  if (Percentile() > budget_) {
+  measured_ = Percentile();
+  if (*measured_ > budget_) {
     bound_ = bound_ / 2 < kStep ? 0 : bound_ / 2;
     slowdowns_.clear();  // the next verdict is about the new bound
     return Verdict::kShrank;
@@ -40,6 +42,13 @@ SlowdownBudget::Verdict SlowdownBudget::Record(Time now, const KernelShape& shap
   if (now < hold_until_) return Verdict::kNone;
   bound_ = std::min(1.0, bound_ + kStep);
   return Verdict::kGrew;
+}
+
+void SlowdownBudget::SetBudget(double budget, double percentile) {
+  budget_ = budget;
+  percentile_ = percentile;
+  slowdowns_.clear();
+  if (budget_ <= 0) bound_ = 0;
 }
 
 double SlowdownBudget::Percentile() const {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <deque>
+#include <optional>
 
 #include "absl/container/flat_hash_map.h"
 #include "scheduler/types.h"
@@ -17,6 +18,10 @@ class SlowdownBudget {
   // `budget`: the slowdown allowed (0.1: 10% longer than alone) at `percentile` (0.99: p99).
   SlowdownBudget(double budget, double percentile) : budget_(budget), percentile_(percentile) {}
 
+  // A new budget (tally-ctl budget): the durations alone are kept, the slowdowns measured
+  // against the old budget are not; a budget of 0 drops the bound to zero at once.
+  void SetBudget(double budget, double percentile);
+
   enum class Verdict { kNone, kGrew, kShrank, kFarOver };
   // One foreground kernel's run: its duration, and whether background work was on the device at
   // any time during it.
@@ -25,6 +30,9 @@ class SlowdownBudget {
   // The share of the device's PTB worker slots a background kernel may hold beside the
   // foreground, in [0, 1].
   double bound() const { return bound_; }
+  // The percentile of the latest slowdowns beside background work, as last computed (a run far
+  // over the budget: its slowdown); none before the first such run.
+  std::optional<double> measured() const { return measured_; }
   // The bound for a kernel of `kernel`: its resident workers per SM times the SMs, scaled.
   uint32_t Workers(const KernelInfo& kernel) const;
 
@@ -38,9 +46,10 @@ class SlowdownBudget {
  private:
   double Percentile() const;
 
-  const double budget_;
-  const double percentile_;
+  double budget_;
+  double percentile_;
   double bound_ = 0;
+  std::optional<double> measured_;
   Time hold_until_ = Time::min();
   absl::flat_hash_map<KernelShape, Duration> alone_;  // smoothed duration alone per shape
   std::deque<double> slowdowns_;                      // the latest runs beside, newest last

@@ -1,11 +1,14 @@
 // `priority-budget`: Tally's hold, shape, preempt (internal/holding_policy.h), except that while
 // the foreground has work, background kernels may run beside it as PTB kernels of a bounded
 // number of workers; the bound follows the foreground kernels' measured slowdown against their
-// time alone (internal/slowdown_budget.h). With a budget of 0 it decides as `priority`.
+// time alone (internal/slowdown_budget.h). Each foreground client has its own budget and
+// bound; the background runs within the smallest bound of the foreground clients, so a client
+// with a budget of 0 is served as `priority` serves it.
 //
 // A foreground kernel's duration is measured from the policy's own events: from its issue (or
 // its predecessor's reported end, if later: one client's kernels run in order) to its reported
 // end. It ran "beside" background work if any ran at any decision in between.
+#include <algorithm>
 #include <deque>
 #include <map>
 
@@ -19,12 +22,28 @@ class PriorityBudgetPolicy final : public internal::HoldingPolicy {
  public:
   PriorityBudgetPolicy(const PriorityOptions& options, const BudgetOptions& budget,
                        FormAdvisor& advisor)
-      : HoldingPolicy(options), advisor_(advisor), budget_(budget.slowdown, budget.percentile) {}
+      : HoldingPolicy(options), advisor_(advisor), default_budget_(budget) {}
   bool UsesTransformedForms() const override { return true; }
 
   void ClientLeft(Time now, ClientId client, Decisions& out) override {
     foreground_.erase(client);
+    budgets_.erase(client);
     HoldingPolicy::ClientLeft(now, client, out);
+  }
+  void PriorityChanged(Time now, ClientId client, ClientPriority priority,
+                       Decisions& out) override {
+    foreground_.erase(client);  // tracked again from its next kernel if still in the foreground
+    HoldingPolicy::PriorityChanged(now, client, priority, out);
+  }
+  void BudgetChanged(Time, ClientId client, const SlowdownBudget& budget, Decisions&) override {
+    budgets_[client] = budget;
+    if (auto it = foreground_.find(client); it != foreground_.end()) {
+      it->second.budget.SetBudget(budget.slowdown, budget.percentile);
+    }
+  }
+  std::optional<double> MeasuredSlowdown(ClientId client) const override {
+    auto it = foreground_.find(client);
+    return it == foreground_.end() ? std::nullopt : it->second.budget.measured();
   }
 
  private:
@@ -34,16 +53,28 @@ class PriorityBudgetPolicy final : public internal::HoldingPolicy {
     bool beside = false;
   };
   struct Foreground {
+    internal::SlowdownBudget budget;
     std::deque<Run> running;  // in issue order, which is the order they end in
     Time last_end = Time::min();
   };
 
   FormChoice BackgroundForm(const KernelInfo& kernel) override { return advisor_.Choose(kernel); }
   uint32_t BesideWorkers(const KernelInfo& kernel) const override {
-    return budget_.Workers(kernel);
+    if (foreground_.empty()) return 0;
+    uint32_t workers = UINT32_MAX;
+    for (const auto& [id, fg] : foreground_) workers = std::min(workers, fg.budget.Workers(kernel));
+    return workers;
   }
   void ForegroundTracked(Time now, ClientId client, const KernelInfo& kernel) override {
-    foreground_[client].running.push_back({kernel.shape, now, lower_running_});
+    auto it = foreground_.find(client);
+    if (it == foreground_.end()) {
+      const auto own = budgets_.find(client);
+      const SlowdownBudget& budget = own != budgets_.end() ? own->second : default_budget_;
+      it = foreground_
+               .emplace(client, Foreground{{budget.slowdown, budget.percentile}, {}, Time::min()})
+               .first;
+    }
+    it->second.running.push_back({kernel.shape, now, lower_running_});
   }
   void OriginalEnded(Time now, ClientId client) override {
     auto it = foreground_.find(client);
@@ -53,7 +84,7 @@ class PriorityBudgetPolicy final : public internal::HoldingPolicy {
     fg.running.pop_front();
     const Time start = std::max(run.issued, fg.last_end);
     fg.last_end = now;
-    budget_.Record(now, run.shape, now - start, run.beside);
+    fg.budget.Record(now, run.shape, now - start, run.beside);
   }
   void Decided(Time, bool lower_running) override {
     lower_running_ = lower_running;
@@ -64,7 +95,8 @@ class PriorityBudgetPolicy final : public internal::HoldingPolicy {
   }
 
   FormAdvisor& advisor_;
-  internal::SlowdownBudget budget_;
+  const SlowdownBudget default_budget_;
+  std::map<ClientId, SlowdownBudget> budgets_;  // the clients' own (BudgetChanged)
   std::map<ClientId, Foreground> foreground_;
   bool lower_running_ = false;
 };

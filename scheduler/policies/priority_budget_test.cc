@@ -75,6 +75,28 @@ TEST_CASE_METHOD(Fixture, "Over the budget the bound halves, far over it drops t
   CHECK(p.Arrive(21'101, 2, Head::Kernel(Kernel(7))) == Actions{IssueOf(2, Ptb(1))});
 }
 
+TEST_CASE_METHOD(Fixture, "Each foreground client measures against its own budget") {
+  GrowToTwo();
+  CHECK(p.policy().MeasuredSlowdown(Client(1)) == Approx(0.05));
+  CHECK_FALSE(p.policy().MeasuredSlowdown(Client(2)).has_value());  // the background
+  // A second foreground client whose budget is 0: nothing may run beside it. Once its first
+  // kernel is on the device, the next foreground kernel preempts the background kernel that
+  // the first client's bound let run two workers wide.
+  p.Join(262, 3, kHigh);
+  p.Budget(262, 3, {.slowdown = 0});
+  CHECK(p.Arrive(300, 3, Head::Kernel(Kernel(1))) == Actions{Foreground(3, true)});
+  CHECK(p.Arrive(301, 1, Head::Kernel(Kernel(1))) == Actions{PreemptOf(2), Foreground(1, true)});
+  CHECK(p.End(305, 2, Stopped(10)).empty());  // and it stays held
+  CHECK_FALSE(p.policy().MeasuredSlowdown(Client(3)).has_value());
+}
+
+TEST_CASE_METHOD(Fixture, "A client's budget of 0 holds the background as priority does") {
+  p.Budget(0, 1, {.slowdown = 0});
+  CHECK(p.Arrive(0, 1, Head::Kernel(Kernel(1))) == Actions{Foreground(1, true)});
+  CHECK(p.Arrive(1, 2, Head::Kernel(Kernel(7))).empty());
+  CHECK(p.End(100, 1, Finished(FormKind::kOriginal)).empty());  // no first, narrow bound
+}
+
 TEST_CASE("The percentile tolerates the rare slow run the budget's percentile allows") {
   internal::SlowdownBudget budget(0.10, 0.99);
   const KernelShape shape = Kernel(1).shape;

@@ -55,6 +55,9 @@ class PolicyHarness {
   std::vector<Action> Change(int64_t us, uint64_t client, ClientPriority priority) {
     return Deliver([&] { policy_->PriorityChanged(Us(us), Client(client), priority, out_); });
   }
+  std::vector<Action> Budget(int64_t us, uint64_t client, const SlowdownBudget& budget) {
+    return Deliver([&] { policy_->BudgetChanged(Us(us), Client(client), budget, out_); });
+  }
   std::vector<Action> Arrive(int64_t us, uint64_t client, const Head& head) {
     return Deliver([&] { policy_->HeadArrived(Us(us), Client(client), head, out_); });
   }

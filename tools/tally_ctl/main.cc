@@ -1,7 +1,8 @@
 // tally-ctl: inspects and steers a running tally-server over its socket, with control requests
 // that never count as a client: `status` (device, backend, clients and what the scheduler did
 // for each), `priority CLIENT LEVEL` (a client's priority, while it runs), `limit CLIENT SIZE`
-// (a client's device-memory limit, while it runs), `profiles` (what the profiler knows) and
+// (a client's device-memory limit, while it runs), `budget CLIENT PCT[@pN]` (a client's slowdown
+// budget, while it runs), `profiles` (what the profiler knows) and
 // `metrics` (the status for Prometheus), `top` (a live view of the clients and their rates) and
 // `drain` (no new clients; the server exits once the last has left).
 #include <unistd.h>
@@ -18,6 +19,7 @@
 
 #include "common/byte_size.h"
 #include "common/client_priority.h"
+#include "common/slowdown_budget.h"
 #include "ipc/control.h"
 #include "ipc/socket_path.h"
 #include "tools/tally_ctl/command_line.h"
@@ -33,6 +35,7 @@ constexpr char kUsage[] =
     "Usage: tally-ctl status [--json] [--server PATH | --all]\n"
     "       tally-ctl priority CLIENT LEVEL [--server PATH]\n"
     "       tally-ctl limit CLIENT SIZE|none [--server PATH]\n"
+    "       tally-ctl budget CLIENT PCT[@pN] [--server PATH]\n"
     "       tally-ctl profiles [--json] [--server PATH]\n"
     "       tally-ctl metrics [--server PATH]\n"
     "       tally-ctl top [--batch] [-n N] [--interval SECONDS] [--sort KEY] [--server PATH]\n"
@@ -62,6 +65,11 @@ constexpr char kUsage[] =
     "                 sets the device-memory limit of the client with that id to SIZE (512M, 4G,\n"
     "                 1.5GiB, bytes) or removes it; effective at its next allocation and\n"
     "                 cudaMemGetInfo (what it holds beyond a lowered limit stays)\n"
+    "  budget CLIENT PCT[@pN]\n"
+    "                 sets the slowdown budget of the client with that id (as tally-run\n"
+    "                 --slowdown-budget: 10%, 20%@p95; 0% holds the background beside it);\n"
+    "                 effective at the scheduler's next decision, under --policy\n"
+    "                 priority-budget\n"
     "  profiles       the launch configurations the profiler knows: kernel, grid, block, shared\n"
     "                 memory, chosen form, original time, normalised speed, turnaround\n"
     "  metrics        the status in Prometheus's text format (every series labelled\n"
@@ -139,11 +147,20 @@ constexpr char kUsage[] =
     "                 in the run directory)\n"
     "  --help         show this help\n\n"
     "Exit status: 0 done, 1 no server answered (or it answered with an error, or has no such\n"
-    "client; --all: none answered), 2 usage.\n";
+    "client, or refused the budget; --all: none answered), 2 usage.\n";
 
 using tally::tools::Fail;
 using tally::tools::kAnswerTimeout;
 using tally::tools::Usage;
+
+// A change to one client: prints what the server says; 0 when it found the client and took the
+// change.
+template <typename Reply>
+int Answered(const std::string& server, const absl::StatusOr<Reply>& reply) {
+  if (!reply.ok()) return Fail(server, reply.status());
+  std::printf("%s\n", reply->message);
+  return reply->found != 0 ? 0 : 1;
+}
 
 struct TopOptions {
   bool batch = false;
@@ -296,11 +313,11 @@ int main(int argc, char** argv) {
   }
   if (words.empty()) {
     return Usage(
-        "no command given; the commands are status, priority, limit, profiles, metrics, top, "
-        "drain");
+        "no command given; the commands are status, priority, limit, budget, profiles, metrics, "
+        "top, drain");
   }
   const std::string& command = words[0];
-  const bool targets_client = command == "priority" || command == "limit";
+  const bool targets_client = command == "priority" || command == "limit" || command == "budget";
   const size_t operands = targets_client ? 2 : 0;
   if (command != "status" && !targets_client && command != "profiles" && command != "metrics" &&
       command != "top" && command != "drain") {
@@ -309,6 +326,7 @@ int main(int argc, char** argv) {
   if (words.size() != operands + 1) {
     return Usage(command == "priority" ? "priority wants CLIENT and LEVEL"
                  : command == "limit"  ? "limit wants CLIENT and SIZE (or none)"
+                 : command == "budget" ? "budget wants CLIENT and PCT[@pN]"
                                        : "unexpected argument '" + words.back() + "'");
   }
   if (json && (targets_client || command == "metrics" || command == "top" || command == "drain")) {
@@ -322,6 +340,7 @@ int main(int argc, char** argv) {
   tally::ClientId client_id;
   tally::ClientPriority level = tally::ClientPriority::Unset();
   uint64_t memory_limit = tally::ipc::kNoLimit;
+  tally::SlowdownBudget budget;
   if (targets_client) {
     const std::string& id = words[1];
     if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos ||
@@ -334,6 +353,11 @@ int main(int argc, char** argv) {
     auto bytes = tally::ParseByteSize(words[2]);
     if (!bytes.ok()) return Usage("SIZE: " + std::string(bytes.status().message()));
     memory_limit = *bytes;
+  }
+  if (command == "budget") {
+    auto parsed = tally::SlowdownBudget::Parse(words[2]);
+    if (!parsed.ok()) return Usage("PCT[@pN]: " + std::string(parsed.status().message()));
+    budget = *parsed;
   }
   if (command == "priority") {
     auto parsed = tally::ClientPriority::Parse(words[2]);
@@ -348,18 +372,16 @@ int main(int argc, char** argv) {
   server = target->server;
   const tally::ipc::ServerTrust& trust = target->trust;
   if (command == "priority") {
-    auto reply =
-        tally::ipc::SetClientPriority(server, client_id, level.level(), kAnswerTimeout, trust);
-    if (!reply.ok()) return Fail(server, reply.status());
-    std::printf("%s\n", reply->message);
-    return reply->found != 0 ? 0 : 1;
+    return Answered(server, tally::ipc::SetClientPriority(server, client_id, level.level(),
+                                                          kAnswerTimeout, trust));
   }
   if (command == "limit") {
-    auto reply =
-        tally::ipc::SetClientMemoryLimit(server, client_id, memory_limit, kAnswerTimeout, trust);
-    if (!reply.ok()) return Fail(server, reply.status());
-    std::printf("%s\n", reply->message);
-    return reply->found != 0 ? 0 : 1;
+    return Answered(server, tally::ipc::SetClientMemoryLimit(server, client_id, memory_limit,
+                                                             kAnswerTimeout, trust));
+  }
+  if (command == "budget") {
+    return Answered(server,
+                    tally::ipc::SetClientBudget(server, client_id, budget, kAnswerTimeout, trust));
   }
   if (command == "profiles") {
     auto profiles = tally::ipc::QueryProfiles(server, kAnswerTimeout, trust);

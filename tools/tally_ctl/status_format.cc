@@ -3,6 +3,7 @@
 
 #include <cctype>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "common/client_priority.h"
@@ -174,6 +175,32 @@ std::string PriorityName(const ipc::ClientStatus& client) {
   return std::to_string(priority.level);
 }
 
+namespace {
+
+// The client's slowdown budget ("15%@p99"), "-" for none (a server that sent none).
+std::string BudgetText(const ipc::ClientStatus& client) {
+  const std::optional<SlowdownBudget> budget = client.slowdown_budget.ToBudget();
+  return budget ? budget->ToString() : "-";
+}
+
+// The measured slowdown at the budget's percentile ("12.5%"), "-" while unmeasured.
+std::string MeasuredText(const ipc::ClientStatus& client) {
+  return client.measured_slowdown < 0 ? "-"
+                                      : fmt::format("{:.1f}%", client.measured_slowdown * 100);
+}
+
+std::string BudgetJson(const ipc::ClientStatus& client) {
+  const std::optional<SlowdownBudget> budget = client.slowdown_budget.ToBudget();
+  if (!budget) return "null";
+  return fmt::format(
+      "{{\"text\": {}, \"slowdown\": {}, \"percentile\": {}, \"measured_slowdown\": {}}}",
+      JsonString(budget->ToString()), budget->slowdown, budget->percentile,
+      client.measured_slowdown < 0 ? std::string("null")
+                                   : fmt::format("{}", client.measured_slowdown));
+}
+
+}  // namespace
+
 std::string FormatStatusText(const ipc::StatusReport& report, const std::string& socket) {
   const ipc::StatusReply& server = report.server;
   std::string out = fmt::format("tally-server pid {} on {}\n", server.server_pid, socket);
@@ -242,6 +269,11 @@ std::string FormatStatusText(const ipc::StatusReport& report, const std::string&
                                          c.preemption_latency_ns_max / 1e6));
   }
   out += LibraryCallsTable(report.clients);
+  // Used by --policy priority-budget; MEASURED is its latest slowdown at the budget's percentile.
+  out += fmt::format("budgets:\n  {:>4} {:>14} {:>9}\n", "ID", "BUDGET", "MEASURED");
+  for (const ipc::ClientStatus& c : report.clients) {
+    out += fmt::format("  {:>4} {:>14} {:>9}\n", c.client_id, BudgetText(c), MeasuredText(c));
+  }
   if (server.isolation == ipc::Isolation::kNone) return out;
   out += fmt::format("isolation:\n  {:>4} {:>16} {:>14}\n", "ID", "UNFENCED REFUSED",
                      "FENCE VIOLATED");
@@ -301,7 +333,8 @@ std::string FormatStatusJson(const ipc::StatusReport& report, const std::string&
         "\"preemption_latencies\": {}, "
         "\"preemption_latency_ns_total\": {}, \"preemption_latency_ns_max\": {}}}, "
         "\"library_calls\": {}, \"vendor_library_calls\": {}, \"unfenced_refused\": {}, "
-        "\"fence_violated\": {}, \"sticky_error\": {}, \"grant\": {}}}",
+        "\"fence_violated\": {}, \"sticky_error\": {}, \"grant\": {}, "
+        "\"slowdown_budget\": {}}}",
         i == 0 ? "" : ",", c.client_id, c.pid, JsonString(c.command), c.client_priority.level,
         c.client_priority.is_set != 0, c.memory_bytes, c.allocations, LimitJson(c.memory_limit),
         c.pinned_bytes, LimitJson(c.pinned_limit), c.streams, c.events, c.modules,
@@ -310,7 +343,8 @@ std::string FormatStatusJson(const ipc::StatusReport& report, const std::string&
         c.held_ns, c.preemption_latencies, c.preemption_latency_ns_total,
         c.preemption_latency_ns_max, LibraryCallsJson(c.library_calls),
         LibraryCallsJson(c.vendor_library_calls), c.unfenced_refused, c.fence_violated != 0,
-        c.sticky_error, c.grant[0] != '\0' ? JsonString(c.grant) : std::string("null"));
+        c.sticky_error, c.grant[0] != '\0' ? JsonString(c.grant) : std::string("null"),
+        BudgetJson(c));
   }
   out += report.clients.empty() ? "],\n" : "\n  ],\n";
   out += "  \"grants\": [";

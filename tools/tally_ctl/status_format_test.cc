@@ -65,6 +65,8 @@ ipc::StatusReport Report(bool with_client) {
     client.unfenced_refused = 6;
     client.fence_violated = 1;
     client.sticky_error = 700;  // CUDA_ERROR_ILLEGAL_ADDRESS
+    client.slowdown_budget = ipc::WireSlowdownBudget::From(SlowdownBudget{0.15, 0.95});
+    client.measured_slowdown = 0.125;
     ipc::CopyText("./app --name=a\\b", client.command, sizeof(client.command));
     report.clients.push_back(client);
   }
@@ -126,8 +128,15 @@ TEST_CASE("status as JSON has every key, with and without clients") {
                "\"library_calls\": {\"cublas\": 11, \"cublaslt\": 0, \"cudnn\": 2}, "
                "\"vendor_library_calls\": {\"cublas\": 4, \"cublaslt\": 0, \"cudnn\": 0}, "
                "\"unfenced_refused\": 6, \"fence_violated\": true, \"sticky_error\": 700, "
-               "\"grant\": null}"
+               "\"grant\": null, \"slowdown_budget\": {\"text\": \"15%@p95\", "
+               "\"slowdown\": 0.15, \"percentile\": 0.95, \"measured_slowdown\": 0.125}}"
                "\n  ],\n  \"grants\": []\n}\n") != std::string::npos);
+  ipc::StatusReport unmeasured = Report(true);
+  unmeasured.clients[0].measured_slowdown = -1;
+  CHECK(FormatStatusJson(unmeasured, "/s").find("\"measured_slowdown\": null}") !=
+        std::string::npos);
+  unmeasured.clients[0].slowdown_budget = {};  // a server that sent none
+  CHECK(FormatStatusJson(unmeasured, "/s").find("\"slowdown_budget\": null}") != std::string::npos);
 }
 
 TEST_CASE("status shows the grants and each client's grant") {
@@ -141,7 +150,7 @@ TEST_CASE("status shows the grants and each client's grant") {
   grant.memory_limit = 1 << 20;
   grant.pinned_limit = ipc::kNoLimit;
   const std::string json = FormatStatusJson(report, "/tmp/s.sock");
-  CHECK(json.find("\"grant\": \"job-1\"}") != std::string::npos);
+  CHECK(json.find("\"grant\": \"job-1\", ") != std::string::npos);
   CHECK(json.find("\"grants\": [\n    {\"name\": \"job-1\", \"socket\": "
                   "\"/run/tally/gpu0.grants/job-1/server.sock\", \"priority\": 0, "
                   "\"memory_limit_bytes\": 1048576, \"pinned_limit_bytes\": null, "
@@ -195,6 +204,8 @@ TEST_CASE("status as text lists the clients") {
   CHECK(text.find("library calls, served by Tally's kernels / run in the vendor library:\n"
                   "    ID          CUBLAS        CUBLASLT           CUDNN\n"
                   "     7            11/4             0/0             2/0\n") != std::string::npos);
+  CHECK(text.find("budgets:\n    ID         BUDGET  MEASURED\n"
+                  "     7        15%@p95     12.5%\n") != std::string::npos);
   CHECK(text.find("isolation: fenced\n") != std::string::npos);
   CHECK(text.find("isolation:\n    ID UNFENCED REFUSED FENCE VIOLATED\n"
                   "     7                6            yes\n") != std::string::npos);

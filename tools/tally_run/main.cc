@@ -1,7 +1,8 @@
 // tally-run: runs a CUDA program with its runtime calls served by tally-server. Sets LD_PRELOAD
-// to libtally_client.so, TALLY_PRIORITY and TALLY_SERVER (and, without an NVIDIA driver, puts a
-// libcuda.so.1 that is the shim on LD_LIBRARY_PATH: driver_library.h), then execs the program;
-// refuses programs whose CUDA runtime is linked statically, which the shim could not intercept.
+// to libtally_client.so, TALLY_PRIORITY, TALLY_SLOWDOWN_BUDGET and TALLY_SERVER (and, without an
+// NVIDIA driver, puts a libcuda.so.1 that is the shim on LD_LIBRARY_PATH: driver_library.h), then
+// execs the program; refuses programs whose CUDA runtime is linked statically, which the shim could
+// not intercept.
 #include <unistd.h>
 
 #include <cerrno>
@@ -17,6 +18,7 @@
 #include "common/built_file.h"
 #include "common/byte_size.h"
 #include "common/client_priority.h"
+#include "common/slowdown_budget.h"
 #include "tools/tally_run/cudart_linkage.h"
 #include "tools/tally_run/driver_library.h"
 #include "tools/tally_run/server_choice.h"
@@ -25,6 +27,7 @@ namespace {
 
 constexpr char kUsage[] =
     "Usage: tally-run [--priority high|best-effort|N] [--memory-limit SIZE]\n"
+    "                 [--slowdown-budget PCT[@pN]]\n"
     "                 [--server PATH | --device auto|INDEX|UUID [--verbose]] -- program [args...]\n"
     "Runs a CUDA program (built with nvcc -cudart shared) on the GPU shared by tally-server.\n\n"
     "  --priority P   high, best-effort (default) or an integer; higher is more important\n"
@@ -34,6 +37,13 @@ constexpr char kUsage[] =
     "                 looks that large to it (cudaMemGetInfo, the device's total memory). Only\n"
     "                 lowers the server's limit for the program (tally-server\n"
     "                 --client-memory-limit), never raises it [sets TALLY_MEMORY_LIMIT]\n"
+    "  --slowdown-budget PCT[@pN]\n"
+    "                 under tally-server --policy priority-budget, how much longer than alone\n"
+    "                 the program's kernels may take at a percentile of them (p99 unless\n"
+    "                 given) while it is in the foreground, so that background work may run\n"
+    "                 beside it: 10%, 20%@p95; 0% holds the background as --policy priority\n"
+    "                 does (default: the server's --slowdown-budget) [sets\n"
+    "                 TALLY_SLOWDOWN_BUDGET]\n"
     "  --server PATH  the server's socket (default: TALLY_SERVER, else the one server socket\n"
     "                 in the run directory: TALLY_RUN_DIR, else $XDG_RUNTIME_DIR/tally, else\n"
     "                 /tmp/tally-$UID) [sets TALLY_SERVER]\n"
@@ -122,6 +132,7 @@ tally::tools::JobDemand JobOf(const std::string& priority, const std::string& me
 int main(int argc, char** argv) {
   std::string priority;
   std::string memory_limit;
+  std::string slowdown_budget;
   std::string server;
   std::string device;
   bool verbose = false;
@@ -146,6 +157,10 @@ int main(int argc, char** argv) {
       memory_limit = argv[++i];
     } else if (arg.starts_with("--memory-limit=")) {
       memory_limit = arg.substr(15);
+    } else if (arg == "--slowdown-budget" && i + 1 < argc) {
+      slowdown_budget = argv[++i];
+    } else if (arg.starts_with("--slowdown-budget=")) {
+      slowdown_budget = arg.substr(18);
     } else if (arg.starts_with("--priority=")) {
       priority = arg.substr(11);
     } else if (arg.starts_with("--server=")) {
@@ -167,6 +182,11 @@ int main(int argc, char** argv) {
     if (!bytes.ok() || *bytes == 0) {
       return Fail("--memory-limit: " + (bytes.ok() ? std::string("must be more than 0 bytes")
                                                    : std::string(bytes.status().message())));
+    }
+  }
+  if (!slowdown_budget.empty()) {
+    if (auto parsed = tally::SlowdownBudget::Parse(slowdown_budget); !parsed.ok()) {
+      return Fail("--slowdown-budget: " + std::string(parsed.status().message()));
     }
   }
   if (verbose && device.empty()) return Fail("--verbose explains --device's choice; give --device");
@@ -200,6 +220,7 @@ int main(int argc, char** argv) {
   PrependToVariable("LD_PRELOAD", shim_path);
   if (!priority.empty()) setenv("TALLY_PRIORITY", priority.c_str(), 1);
   if (!memory_limit.empty()) setenv("TALLY_MEMORY_LIMIT", memory_limit.c_str(), 1);
+  if (!slowdown_budget.empty()) setenv("TALLY_SLOWDOWN_BUDGET", slowdown_budget.c_str(), 1);
   if (!server.empty()) setenv("TALLY_SERVER", server.c_str(), 1);
   execvp(argv[i], argv + i);
   return Fail(std::string("cannot run ") + argv[i] + ": " + std::strerror(errno));
