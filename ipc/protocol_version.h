@@ -7,6 +7,6 @@
 
 namespace tally::ipc {
 
-inline constexpr uint32_t kProtocolVersion = 11;
+inline constexpr uint32_t kProtocolVersion = 12;
 
 }  // namespace tally::ipc
