@@ -147,13 +147,9 @@ std::shared_ptr<Dispatcher::ClientQueue> Dispatcher::AddClient(ClientId client,
 
 bool Dispatcher::RemoveClient(ClientQueue& queue, std::chrono::steady_clock::time_point deadline) {
   std::unique_lock lock(mutex_);
-  const auto find = [&] {
-    return std::find_if(queues_.begin(), queues_.end(),
-                        [&](const auto& q) { return q.get() == &queue; });
-  };
   if (!queue.removed) {
     queue.removed = true;
-    control_.push_back({Control::Kind::kLeave, *find(), queue.priority});
+    control_.push_back({Control::Kind::kLeave, *Owner(queue), queue.priority});
     work_.notify_one();
     issued_.notify_all();  // waiters for commands that will never be issued
     room_.notify_all();
@@ -164,8 +160,14 @@ bool Dispatcher::RemoveClient(ClientQueue& queue, std::chrono::steady_clock::tim
   } else if (!gone_.wait_until(lock, deadline, ended)) {
     return false;  // the dispatch thread keeps the queue until its runs end
   }
-  if (const auto it = find(); it != queues_.end()) queues_.erase(it);
+  if (const auto it = Owner(queue); it != queues_.end()) queues_.erase(it);
   return true;
+}
+
+std::vector<std::shared_ptr<Dispatcher::ClientQueue>>::iterator Dispatcher::Owner(
+    const ClientQueue& queue) {
+  return std::find_if(queues_.begin(), queues_.end(),
+                      [&](const auto& q) { return q.get() == &queue; });
 }
 
 void Dispatcher::SetPriority(ClientQueue& queue, ClientPriority priority) {
@@ -173,9 +175,7 @@ void Dispatcher::SetPriority(ClientQueue& queue, ClientPriority priority) {
     std::lock_guard lock(mutex_);
     if (queue.removed) return;
     queue.priority = priority;
-    auto it = std::find_if(queues_.begin(), queues_.end(),
-                           [&](const auto& q) { return q.get() == &queue; });
-    control_.push_back({Control::Kind::kPriority, *it, priority});
+    control_.push_back({Control::Kind::kPriority, *Owner(queue), priority});
   }
   work_.notify_one();
 }
@@ -190,9 +190,7 @@ void Dispatcher::SetBudget(ClientQueue& queue, const SlowdownBudget& budget) {
     std::lock_guard lock(mutex_);
     if (queue.removed) return;
     queue.budget = budget;
-    auto it = std::find_if(queues_.begin(), queues_.end(),
-                           [&](const auto& q) { return q.get() == &queue; });
-    control_.push_back({Control::Kind::kBudget, *it, queue.priority, budget});
+    control_.push_back({Control::Kind::kBudget, *Owner(queue), queue.priority, budget});
   }
   work_.notify_one();
 }

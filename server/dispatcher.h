@@ -153,6 +153,8 @@ class Dispatcher {
 
   // mutex_ held.
   void RecordFailure(ClientQueue& queue, CUresult result, std::string what);
+  // The entry of queues_ that owns `queue` (end() once it has left).
+  std::vector<std::shared_ptr<ClientQueue>>::iterator Owner(const ClientQueue& queue);
   void DispatchLoop(const std::function<void()>& thread_setup);
 
   // Dispatch thread only, without mutex_.
