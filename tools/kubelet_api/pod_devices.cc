@@ -73,6 +73,17 @@ absl::StatusOr<std::vector<ContainerDevices>> ListContainerDevices(const std::st
   return ContainerDevicesOf(response, resource_prefix);
 }
 
+absl::Status CheckResourcePrefix(std::string_view prefix) {
+  if (!prefix.empty() &&
+      prefix.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789.-") == std::string::npos) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "a resource prefix is a domain of lowercase letters, digits, '.' and '-' (such as "
+      "tally.dev), not '",
+      std::string(prefix), "'"));
+}
+
 std::string GrantNameOf(std::vector<std::string> device_ids) {
   if (device_ids.empty()) return "";
   return *std::min_element(device_ids.begin(), device_ids.end());

@@ -37,6 +37,11 @@ absl::StatusOr<std::vector<ContainerDevices>> ListContainerDevices(const std::st
 std::vector<ContainerDevices> ContainerDevicesOf(const v1::ListPodResourcesResponse& response,
                                                  std::string_view resource_prefix);
 
+// Whether `prefix` can be the domain of our resources' names (PREFIX/gpu-high): lowercase
+// letters, digits, '.' and '-'. InvalidArgument saying so otherwise. The device plugin and the
+// exporter check their --resource-prefix with it, so that they agree on what they accept.
+absl::Status CheckResourcePrefix(std::string_view prefix);
+
 // The name of the grant that serves these devices: the smallest ID, sorted as strings (empty
 // for no IDs). Both the device plugin and the exporter derive it, so neither stores it.
 std::string GrantNameOf(std::vector<std::string> device_ids);

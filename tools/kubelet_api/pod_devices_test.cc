@@ -34,6 +34,16 @@ TEST_CASE("GrantNameOf is the smallest device ID as strings") {
   CHECK(GrantNameOf({}).empty());
 }
 
+TEST_CASE("a resource prefix is a domain of lowercase letters, digits, '.' and '-'") {
+  CHECK(CheckResourcePrefix("tally.dev").ok());
+  CHECK(CheckResourcePrefix("gpu-share.example.com").ok());
+  for (const char* bad : {"", "tally.dev/gpu-high", "Tally.dev", "tally dev", "tally_dev"}) {
+    const absl::Status status = CheckResourcePrefix(bad);
+    CHECK(status.code() == absl::StatusCode::kInvalidArgument);
+    CHECK(status.message().find("a resource prefix is a domain") != std::string_view::npos);
+  }
+}
+
 TEST_CASE("only resources under the prefix are kept, per container") {
   v1::ListPodResourcesResponse response;
   v1::ContainerResources* trainer = AddContainer(&response, "ml", "trainer-0", "main");

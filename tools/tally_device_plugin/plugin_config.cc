@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "common/byte_size.h"
 #include "common/status.h"
+#include "tools/kubelet_api/pod_devices.h"
 
 namespace tally::device_plugin {
 namespace {
@@ -58,11 +59,7 @@ absl::Status SetInterval(absl::Duration& field, const std::string& value) {
 }
 
 absl::Status SetPrefix(PluginConfig& config, const std::string& value) {
-  // A resource name's domain part: DNS characters only.
-  if (value.empty() ||
-      value.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789.-") != std::string::npos) {
-    return Bad(value, "a domain of lowercase letters, digits, '.' and '-'");
-  }
+  TALLY_RETURN_IF_ERROR(kubelet::CheckResourcePrefix(value));
   config.resource_prefix = value;
   return absl::OkStatus();
 }

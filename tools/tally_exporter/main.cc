@@ -113,9 +113,8 @@ int main(int argc, char** argv) {
                  "the prefix of the device plugin's resources (PREFIX/gpu-high, "
                  "PREFIX/gpu-best-effort)")
       ->capture_default_str()
-      ->check([](const std::string& prefix) -> std::string {
-        if (!prefix.empty() && prefix.find('/') == std::string::npos) return "";
-        return "a resource prefix is a domain such as tally.dev, not '" + prefix + "'";
+      ->check([](const std::string& prefix) {
+        return std::string(tally::kubelet::CheckResourcePrefix(prefix).message());
       });
 #endif
   CLI11_PARSE(app, argc, argv);
