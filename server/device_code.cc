@@ -44,7 +44,6 @@ absl::StatusOr<DeviceCode> SelectDeviceCode(std::span<const ptx::FatbinEntry> en
   if (fatbins.size() <= 1) {
     const ptx::FatbinEntry* ptx = ptx::SelectPtxForArch(entries, device_arch);
     if (ptx == nullptr) return NoPtxFor(device_arch, "the fatbin");
-    TALLY_ASSIGN_OR_RETURN(code.module, ParsePtx(*ptx));
     code.ptx = ptx->payload;
     code.arch = ptx->arch;
     return code;
@@ -69,8 +68,8 @@ absl::StatusOr<DeviceCode> SelectDeviceCode(std::span<const ptx::FatbinEntry> en
                        absl::StrFormat("cannot link the program's device code (-rdc=true): %s",
                                        linked.status().message()));
   }
+  code.ptx = ptx::PrintModule(linked->module);
   code.module = std::move(linked->module);
-  code.ptx = ptx::PrintModule(code.module);
   code.unresolved_functions = std::move(linked->unresolved_functions);
   return code;
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -15,7 +16,9 @@
 namespace tally::server {
 
 struct DeviceCode {
-  ptx::Module module;
+  // The parsed program, for a linked one; a single unit's PTX is left to the caller to parse
+  // (or only to index: ptx_transform/module_index.h).
+  std::optional<ptx::Module> module;
   std::string ptx;  // the text to load
   uint32_t arch = 0;
   // Functions left for the driver to resolve (linked programs only), for load errors.
@@ -25,8 +28,9 @@ struct DeviceCode {
 // `entries` of one image: one fatbin (a normal program) or several back to back (the client
 // sends a linked program's fatbin followed by each translation unit's; fatbins without PTX,
 // such as the device-linked cubin, are skipped). ClientErrors: CUDA_ERROR_NO_BINARY_FOR_GPU
-// when a fatbin has no PTX the device can run, CUDA_ERROR_INVALID_PTX for PTX that does not
-// parse, CUDA_ERROR_NOT_FOUND for units that do not link (naming the symbol).
+// when a fatbin has no PTX the device can run, CUDA_ERROR_INVALID_PTX for a linked program's
+// unit whose PTX does not parse, CUDA_ERROR_NOT_FOUND for units that do not link (naming the
+// symbol).
 absl::StatusOr<DeviceCode> SelectDeviceCode(std::span<const ptx::FatbinEntry> entries,
                                             uint32_t device_arch);
 

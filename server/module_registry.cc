@@ -48,9 +48,10 @@ std::vector<std::string> StateVariables(const ptx::Module& module) {
 // a module whose uses of them the rewrite cannot follow is refused, saying why: its kernels and
 // the program would not see the same variable.
 absl::Status RedirectManagedVariables(DeviceCode& code) {
-  absl::StatusOr<std::vector<std::string>> redirected = ptx::RedirectManagedVariables(code.module);
+  absl::StatusOr<std::vector<std::string>> redirected =
+      ptx::RedirectManagedVariables(*code.module);
   if (!redirected.ok()) return ClientError(CUDA_ERROR_NOT_SUPPORTED, redirected.status().message());
-  if (!redirected->empty()) code.ptx = ptx::PrintModule(code.module);
+  if (!redirected->empty()) code.ptx = ptx::PrintModule(*code.module);
   return absl::OkStatus();
 }
 
@@ -106,23 +107,22 @@ std::optional<TransformedCode> TransformForms(ptx::Module& module, bool redirect
                          .variant_signatures = *std::move(signatures)};
 }
 
-// The kernel `name` of `module` with everything else it may use (the module's functions,
-// variables and directives; the other kernels left out), transformed as TransformForms does.
-std::optional<TransformedCode> TransformKernel(const ptx::Module& module, const std::string& name,
+// The kernel `name` of an image whose forms are made per kernel, with everything else it may use
+// (the module's functions, variables and directives; the other kernels left out), parsed alone
+// and transformed as TransformForms does.
+std::optional<TransformedCode> TransformKernel(const ParsedImage& parsed, const std::string& name,
                                                const ptx::TransformOptions& options) {
-  ptx::Module alone{.version_major = module.version_major,
-                    .version_minor = module.version_minor,
-                    .targets = module.targets,
-                    .address_size = module.address_size,
-                    .has_address_size = module.has_address_size,
-                    .items = {}};
-  for (const ptx::TopLevel& item : module.items) {
-    const auto* function = std::get_if<ptx::Function>(&item.value);
-    if (function == nullptr || !function->is_entry || function->name == name) {
-      alone.items.push_back(item);
-    }
+  auto entry = std::ranges::find(parsed.index.entries, name, &ptx::EntryText::name);
+  if (entry == parsed.index.entries.end()) return std::nullopt;  // declared, never defined
+  const size_t position = entry - parsed.index.entries.begin();
+  absl::StatusOr<ptx::Module> alone =
+      ptx::ParseModuleOrError(ptx::KernelText(parsed.ptx, parsed.index, position));
+  if (!alone.ok()) {
+    TALLY_LOG_WARN("kernel {} runs in its original form: its text alone does not parse: {}", name,
+                   std::string(alone.status().message()));
+    return std::nullopt;
   }
-  return TransformForms(alone, false, options);
+  return TransformForms(*alone, false, options);
 }
 
 const ptx::KernelSignature* FindSignature(const std::vector<ptx::KernelSignature>& signatures,
@@ -284,7 +284,7 @@ void SharedModule::PrepareForms(const Kernel& kernel) {
   // cleared finds them.
   absl::Cleanup made = [&mine] { mine.forms_pending.Clear(); };
   const std::optional<TransformedCode> code =
-      TransformKernel(parsed_->module, mine.signature.name, {.slice = true, .preemptible = true});
+      TransformKernel(*parsed_, mine.signature.name, {.slice = true, .preemptible = true});
   if (!code) return;
   ++counters_->kernels_transformed;
   CUmodule forms = nullptr;
@@ -443,38 +443,75 @@ absl::StatusOr<std::shared_ptr<const ParsedImage>> ModuleRegistry::Parse(
     return parsed;
   }
   DeviceCode& code = *read;
-  TALLY_RETURN_IF_ERROR(RedirectManagedVariables(code));
-  auto signatures = ptx::ComputeSignatures(code.module);
-  if (!signatures.ok()) return ClientError(CUDA_ERROR_INVALID_PTX, signatures.status().message());
   parsed->ptx_arch = code.arch;
+  if (!code.module) {
+    if (ReadDeclarationsOnly(code.ptx, *parsed)) return parsed;
+    auto module = ptx::ParseModuleOrError(code.ptx, "<module ptx>");
+    if (!module.ok()) return ClientError(CUDA_ERROR_INVALID_PTX, module.status().message());
+    code.module = *std::move(module);
+  }
+  ptx::Module& module = *code.module;
+  TALLY_RETURN_IF_ERROR(RedirectManagedVariables(code));
+  auto signatures = ptx::ComputeSignatures(module);
+  if (!signatures.ok()) return ClientError(CUDA_ERROR_INVALID_PTX, signatures.status().message());
   parsed->unresolved_functions = std::move(code.unresolved_functions);
   parsed->signatures = *std::move(signatures);
   counters_->kernels_indexed += parsed->signatures.size();
-  const bool redirect_output = redirect_device_output_ && ptx::UsesDeviceOutput(code.module);
+  const bool redirect_output = redirect_device_output_ && ptx::UsesDeviceOutput(module);
   // A kernel's variants can be made alone, in a module of their own, unless they must share
   // module state with the originals (variables, the device output binding) or are fenced (the
   // fenced kernels are the originals; strict refuses a module with an unfenceable one at load).
-  parsed->lazy_forms =
-      build_forms_ && !fence_ && !redirect_output && StateVariables(code.module).empty();
+  parsed->lazy_forms = build_forms_ && !fence_ && !redirect_output && StateVariables(module).empty();
   const bool transform_now = (build_forms_ || fence_) && !parsed->lazy_forms;
   if (redirect_output) {
     // The transformation takes the module before the rewrite; the module loaded for the original
     // forms gets it too.
     if (transform_now) {
-      ptx::Module forms = code.module;
+      ptx::Module forms = module;
       parsed->transformed = TransformForms(forms, true, FormOptions());
     }
-    parsed->redirects_device_output = RedirectOutput(code.module);
-    if (parsed->redirects_device_output) code.ptx = ptx::PrintModule(code.module);
+    parsed->redirects_device_output = RedirectOutput(module);
+    if (parsed->redirects_device_output) code.ptx = ptx::PrintModule(module);
   }
   parsed->ptx = std::move(code.ptx);
-  parsed->state_variables = StateVariables(code.module);
+  parsed->state_variables = StateVariables(module);
   if (transform_now && !redirect_output) {
-    parsed->transformed = TransformForms(code.module, false, FormOptions());
+    parsed->transformed = TransformForms(module, false, FormOptions());
   }
   if (parsed->transformed) counters_->kernels_transformed += parsed->transformed->forms.size();
-  if (parsed->lazy_forms) parsed->module = std::move(code.module);
+  if (parsed->lazy_forms) {
+    // The text parsed whole, so the scan follows it (a linked program's is printed by Tally).
+    absl::StatusOr<ptx::ModuleIndex> index = ptx::IndexModule(parsed->ptx);
+    if (index.ok()) {
+      parsed->index = *std::move(index);
+    } else {
+      TALLY_LOG_WARN("a module's kernels run in their original form only: {}",
+                     std::string(index.status().message()));
+      parsed->lazy_forms = false;
+    }
+  }
   return parsed;
+}
+
+bool ModuleRegistry::ReadDeclarationsOnly(std::string& ptx, ParsedImage& parsed) {
+  if (fence_) return false;
+  absl::StatusOr<ptx::ModuleIndex> index = ptx::IndexModule(ptx);
+  if (!index.ok()) return false;
+  absl::StatusOr<ptx::Module> declarations =
+      ptx::ParseModuleOrError(ptx::DeclarationsText(ptx, *index));
+  if (!declarations.ok() || !StateVariables(*declarations).empty() ||
+      (redirect_device_output_ && ptx::UsesDeviceOutput(*declarations))) {
+    return false;
+  }
+  absl::StatusOr<std::vector<ptx::KernelSignature>> signatures =
+      ptx::ComputeSignatures(*declarations);
+  if (!signatures.ok() || signatures->size() != index->entries.size()) return false;
+  parsed.signatures = *std::move(signatures);
+  counters_->kernels_indexed += parsed.signatures.size();
+  parsed.ptx = std::move(ptx);
+  parsed.lazy_forms = build_forms_;
+  parsed.index = *std::move(index);
+  return true;
 }
 
 absl::StatusOr<DeviceCode> ModuleRegistry::ImageCode(std::span<const std::byte> image) {
@@ -496,9 +533,6 @@ absl::StatusOr<DeviceCode> ModuleRegistry::ImageCode(std::span<const std::byte> 
   }
   DeviceCode code;
   code.ptx.assign(reinterpret_cast<const char*>(image.data()), image.size() - 1);
-  auto module = ptx::ParseModuleOrError(code.ptx, "<module ptx>");
-  if (!module.ok()) return ClientError(CUDA_ERROR_INVALID_PTX, module.status().message());
-  code.module = *std::move(module);
   return code;
 }
 

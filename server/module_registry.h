@@ -30,6 +30,7 @@
 #include "absl/status/statusor.h"
 #include "common/strong_id.h"
 #include "ptx_transform/kernel_signature.h"
+#include "ptx_transform/module_index.h"
 #include "ptx_transform/transform.h"
 #include "server/backend/backend.h"
 #include "server/device_code.h"
@@ -130,9 +131,10 @@ struct ParsedImage {
   // originals): the module with every kernel's variants added.
   std::optional<TransformedCode> transformed;
   // Otherwise, where the policy uses transformed forms, each kernel's variants are made at its
-  // first launch, in a module of their own, from the parsed PTX kept here.
+  // first launch, in a module of their own, from that kernel's text alone (`index`: where each
+  // kernel is in `ptx`).
   bool lazy_forms = false;
-  ptx::Module module;
+  ptx::ModuleIndex index;
 };
 
 // A loaded CUmodule with its kernels; unloaded when the last holder lets go.
@@ -228,6 +230,10 @@ class ModuleRegistry {
 
   absl::StatusOr<std::shared_ptr<const ParsedImage>> Parse(std::span<const std::byte> image,
                                                             uint64_t content_hash);
+  // Reads a single unit's kernels from its declarations alone (ptx_transform/module_index.h),
+  // when nothing else of the module must be parsed now: no variables, no fence, no device
+  // output to redirect. False when the module needs a whole parse.
+  bool ReadDeclarationsOnly(std::string& ptx, ParsedImage& parsed);
   // The PTX of a fatbin image (device_code.h) or of PTX text.
   absl::StatusOr<DeviceCode> ImageCode(std::span<const std::byte> image);
   absl::StatusOr<std::shared_ptr<SharedModule>> Load(std::shared_ptr<const ParsedImage> parsed);
