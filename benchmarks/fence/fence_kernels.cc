@@ -126,13 +126,6 @@ class Context {
   CUdeviceptr flag_ = 0;
 };
 
-// [begin, end) widened to 256-byte multiples, as FenceParams wants: {base, size}.
-std::pair<uint64_t, uint64_t> FenceRange(std::pair<uint64_t, uint64_t> span) {
-  if (span.second == 0) return {0, 0};
-  uint64_t begin = span.first & ~uint64_t{255}, end = (span.second + 255) & ~uint64_t{255};
-  return {begin, end - begin};
-}
-
 // Runs `function` g_options.runs times from the same initial memory; empty when a run fails or
 // raises the fence's violation flag.
 std::optional<Cost> Measure(CUfunction function, const Dim3& block, uint32_t shared,
@@ -189,8 +182,8 @@ void MeasureModule(const std::string& name, const std::string& text, Summary& su
     for (const corpus::ArgStrategy& strategy : corpus::kArgStrategies) {
       std::optional<Arguments> args;
       args.emplace(kernel, plain.Signature(kernel_name), strategy);
-      auto [base0, size0] = FenceRange(args->Span());
-      auto [base2, size2] = FenceRange(context.globals(true).Span());
+      auto [base0, size0] = corpus::FenceRange(args->Span());
+      auto [base2, size2] = corpus::FenceRange(context.globals(true).Span());
       FenceParams fence{{base0, 0, base2}, {size0, 0, size2}, context.flag()};
       std::vector<const void*> params = args->pointers();
       std::optional<Cost> plain_cost =
