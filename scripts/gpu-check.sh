@@ -78,7 +78,8 @@ bundle() {
   for name in "${!excluded[@]}"; do
     printf '%s\t%s\n' "$name" "${excluded[$name]}"
   done | sort > "$out/programs/EXCLUDED"
-  cp "$root/benchmarks/priority/priority_bench.py" "$out/bench/"
+  cp "$root/benchmarks/priority/priority_bench.py" "$root/benchmarks/fence/run_fence_cost.sh" \
+     "$out/bench/"
   cp "$here/gpu_check_torch.py" "$out/bench/"
   cp "$root/benchmarks/bench/check_result.py" "$root/benchmarks/scenarios/live_smoke.toml" \
      "$root/benchmarks/scenarios/gpu_pair.toml" "$out/bench/"
@@ -343,8 +344,8 @@ run_shared_fault() {
 
 # --isolation fenced on this device (docs/isolation.md): a client that reads and overwrites
 # another's buffer, and one that overruns its own as far as another's, get
-# cudaErrorIllegalAddress and the owner finds its data intact; then a few end-to-end programs
-# run fenced and unfenced, each timed (the fence's cost, seconds of whole programs).
+# cudaErrorIllegalAddress and the owner finds its data intact; then the end-to-end programs run
+# fenced and unfenced, timed (run_fence_cost).
 run_fence() {
   note "## Fenced kernels (--isolation fenced)"
   note ""
@@ -374,31 +375,34 @@ run_fence() {
       failures=$((failures + 1))
     fi
   done
-  note ""
-  note "| program | unfenced s | fenced s |"
-  note "|---|---|---|"
-  local name times=()
-  for name in vector_add memory graphs cublas_calls cudnn_calls; do
-    [[ -x $bundle_dir/programs/$name ]] || continue
-    times=()
-    for flags in fenced plain; do
-      stop_server
-      server_flags=("${plain_flags[@]}")
-      [[ $flags == fenced ]] && server_flags+=(--isolation fenced)
-      start_server "fence-$flags.log" || break
-      local began=$EPOCHREALTIME
-      if TALLY_E2E_NO_ASSERT=1 bounded 120 "$bin/tally-run" --server "$socket" -- \
-          "$bundle_dir/programs/$name" > "$work/$name-$flags.out" 2>&1; then
-        times+=("$(python3 -c "print(f'{$EPOCHREALTIME - $began:.2f}')")")
-      else
-        times+=("**FAIL**: $(reason "$work/$name-$flags.out")")
-        failures=$((failures + 1))
-      fi
-    done
-    note "| $name | ${times[1]:-} | ${times[0]:-} |"
-  done
   stop_server
   server_flags=("${plain_flags[@]}")
+  note ""
+  run_fence_cost
+}
+
+# The fence's cost to whole end-to-end programs (benchmarks/fence/run_fence_cost.sh): two servers,
+# unfenced and fenced, warm runs (the first of each, which transforms the modules, left out),
+# medians of alternating rounds.
+run_fence_cost() {
+  local rounds=3 name programs=() backend=(--gpu)
+  [[ $small -eq 1 ]] && rounds=1
+  [[ $emulate -eq 1 ]] && backend=(--server-arg "--emulator-library=$bundle_dir/lib/libtally_emu.so")
+  for name in vector_add memory params graphs threads warp_groups managed cublas_calls \
+      cudnn_calls cudnn_rnn; do
+    [[ -x $bundle_dir/programs/$name ]] && programs+=("$name")
+    [[ $small -eq 1 && ${#programs[@]} -eq 2 ]] && break
+  done
+  note "Whole programs (\`run_fence_cost.sh\`, medians of $rounds alternating warm rounds):"
+  note ""
+  if bounded 240 "$bundle_dir/bench/run_fence_cost.sh" "${backend[@]}" "$bin/tally-server" \
+      "$bin/tally-run" "$bundle_dir/programs" "$rounds" "${programs[@]}" \
+      > "$work/fence-cost.out" 2> "$out/fence-cost.log"; then
+    cat "$work/fence-cost.out" >> "$summary"
+  else
+    note "**FAIL** (exit $?): $(reason "$out/fence-cost.log" 5)"
+    failures=$((failures + 1))
+  fi
   note ""
 }
 
@@ -406,34 +410,43 @@ run_bench() {
   note "## Priority benchmark (benchmarks/priority/priority_bench.py)"
   note ""
   local serve=(--serve "--kernels 300 --blocks 8 --work 20000 --per-request 3 --max-gap-ms 5")
+  local fenced
   if [[ $1 -eq 1 ]]; then
-    bench_case small --warm-kernels 2 --policies fifo,priority --warmup 0.2 \
-      --train "--kernels 3 --blocks 128 --work 100" \
-      --serve "--kernels 4 --blocks 4 --work 50 --per-request 1 --max-gap-ms 5"
+    for fenced in "" "--isolation fenced"; do
+      bench_case small "$fenced" --warm-kernels 2 --policies fifo,priority --warmup 0.2 \
+        --train "--kernels 3 --blocks 128 --work 100" \
+        --serve "--kernels 4 --blocks 4 --work 50 --per-request 1 --max-gap-ms 5"
+    done
     return
   fi
   # On an H100, requests of three ~50 us kernels every ~2.5 ms, beside a trainer that keeps
   # the device busy for 5 s (an LCG step is a dependent multiply-add of ~0.9 ns). Its blocks:
   # ~50 us, as a training step's kernels have, then ~180 us, longer than the 0.1 ms turnaround
-  # threshold.
-  bench_case "blocks of ~50 us" --warm-kernels 48 --warmup 0.3 \
+  # threshold. The first case again with every kernel fenced: the fence's cost to both jobs.
+  bench_case "blocks of ~50 us" "" --warm-kernels 48 --warmup 0.3 \
     --policies fifo,priority-no-transform,priority,priority+shape-alone \
     --train "--kernels 50 --blocks 65536 --work 55000 --duration-ms 5000" "${serve[@]}"
-  bench_case "blocks of ~180 us" --warm-kernels 48 --warmup 0.3 --policies fifo,priority \
+  bench_case "blocks of ~50 us" "--isolation fenced" --warm-kernels 48 --warmup 0.3 \
+    --policies fifo,priority \
+    --train "--kernels 50 --blocks 65536 --work 55000 --duration-ms 5000" "${serve[@]}"
+  bench_case "blocks of ~180 us" "" --warm-kernels 48 --warmup 0.3 --policies fifo,priority \
     --train "--kernels 20 --blocks 65536 --work 200000 --duration-ms 5000" "${serve[@]}"
 }
 
-# bench_case LABEL ARGS...: one run of the benchmark, its table in the summary.
+# bench_case LABEL SERVER_ARGS ARGS...: one run of the benchmark, its table in the summary;
+# SERVER_ARGS (such as "--isolation fenced", or nothing) go to its servers.
 bench_case() {
-  local label=$1 file
-  shift
+  local label=$1 server_args=$2 file
+  shift 2
+  [[ -n $server_args ]] && label="$label, $server_args"
   file=$out/priority-$(echo "$label" | tr -c 'a-z0-9\n' '-' | tr -s '-').json
   local args=("$@")
   if [[ $emulate -eq 1 ]]; then
-    args+=(--server-args="--emulator-library=$bundle_dir/lib/libtally_emu.so")
+    server_args+=" --emulator-library=$bundle_dir/lib/libtally_emu.so"
   else
     args+=(--gpu)
   fi
+  [[ -n $server_args ]] && args+=("--server-args=$server_args")
   note "### Trainer with $label"
   note ""
   if bounded 200 python3 "$bundle_dir/bench/priority_bench.py" --server "$bin/tally-server" \

@@ -1,11 +1,22 @@
 #!/usr/bin/env bash
-# What the fence (tally-server --isolation fenced) costs whole programs on the emulated GPU
-# configured as NVIDIA's driver (one address space, TALLY_EMU_NO_TENANTS): each program through
+# What the fence (tally-server --isolation fenced) costs whole programs: each program through
 # tally-run against two private servers, one without and one with the fence, after a first run
 # through each (module transformation, left out), ROUNDS rounds alternating between them, the
 # median wall time of each. Prints one Markdown row per program and the geometric mean of the
-# ratios. Usage: run_fence_cost.sh TALLY_SERVER TALLY_RUN PROGRAM_DIR ROUNDS PROGRAMS...
+# ratios. By default on the emulated GPU configured as NVIDIA's driver (one address space,
+# TALLY_EMU_NO_TENANTS); --gpu: on NVIDIA's driver; --server-arg ARG (repeatable): one more
+# argument for both servers (scripts/gpu-check.sh passes the bundle's emulator library).
+# Usage: run_fence_cost.sh [--gpu] [--server-arg ARG]... TALLY_SERVER TALLY_RUN PROGRAM_DIR
+#        ROUNDS PROGRAMS...
 set -euo pipefail
+backend=(--emulate)
+while [[ $# -gt 0 && $1 == --* ]]; do
+  case $1 in
+    --gpu) backend=(); shift ;;
+    --server-arg) backend+=("$2"); shift 2 ;;
+    *) echo "run_fence_cost.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+done
 server=$1 run=$2 programs=$3 rounds=$4
 shift 4
 work=$(mktemp -d /tmp/tally-fence-XXXXXX)
@@ -15,7 +26,7 @@ trap 'kill -TERM "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm 
 start_server() {
   local mode=$1
   shift
-  TALLY_EMU_NO_TENANTS=1 "$server" --emulate --socket "$work/$mode.sock" --profile-cache none \
+  TALLY_EMU_NO_TENANTS=1 "$server" "${backend[@]}" --socket "$work/$mode.sock" --profile-cache none \
     "$@" 2>>"$work/$mode.log" &
   pids+=($!)
   for _ in $(seq 200); do [[ -S $work/$mode.sock ]] && return; sleep 0.05; done

@@ -358,6 +358,8 @@ struct MemoryFencer::Registers {
   // When the function has wmma.load/store: the tile's last byte (b64), its stride (b32) and
   // whether it leaves one range (pred).
   std::string end, stride, outside;
+  // b64: the checked bases of span groups (fence_spans.h), as many as the groups need at once.
+  std::vector<std::string> span_bases;
 };
 
 MemoryFencer::MemoryFencer(Module& module, NameAllocator& names)
@@ -512,16 +514,43 @@ void MemoryFencer::FenceFunction(Function& function, const std::string& param,
   const FunctionNames names(function);
   auto& body = function.body->statements;
   FenceStatements(body, regs, names, local_names);
+  if (!regs.span_bases.empty()) prologue.push_back(DeclareRegisters("b64", regs.span_bases));
   body.insert(body.begin() + static_cast<std::ptrdiff_t>(FirstExecutableIndex(body)),
               std::make_move_iterator(prologue.begin()), std::make_move_iterator(prologue.end()));
 }
 
-void MemoryFencer::FenceStatements(std::vector<Statement>& statements, const Registers& regs,
+void MemoryFencer::FenceStatements(std::vector<Statement>& statements, Registers& regs,
                                    const FunctionNames& names, NameAllocator& local_names) {
   const std::set<std::string> pointer_params = PointerParams(statements);
+  // Unguarded global data accesses through a register may share one check (fence_spans.h).
+  const SpanPlan spans =
+      PlanSpans(statements, [&](const Instruction& inst) -> std::optional<size_t> {
+        if (!inst.guard.empty() || StoresPointerArgument(inst, pointer_params)) return std::nullopt;
+        const Access access = Classify(inst, names, module_variables_);
+        if (access.check != Access::Check::kData || access.generic || access.tile)
+          return std::nullopt;
+        const Operand& base = inst.operands[access.operand].elements[0];
+        if (base.kind != Operand::Kind::kName || names.RegisterType(base.name).empty()) {
+          return std::nullopt;
+        }
+        return access.operand;
+      });
+  while (regs.span_bases.size() < spans.slots) {
+    regs.span_bases.push_back(local_names.Fresh("%__tally_fence_span"));
+  }
   std::vector<Statement> out;
   out.reserve(statements.size());
-  for (Statement& statement : statements) {
+  for (size_t index = 0; index < statements.size(); ++index) {
+    Statement& statement = statements[index];
+    if (spans.group_of[index] != SpanPlan::kNone) {
+      const SpanGroup& group = spans.groups[spans.group_of[index]];
+      if (group.members[0] == index) CheckSpan(group, regs, out);
+      auto& inst = std::get<Instruction>(statement.value);
+      const Access access = Classify(inst, names, module_variables_);
+      inst.operands[access.operand].elements[0].name = regs.span_bases[group.slot];
+      out.push_back(std::move(statement));
+      continue;
+    }
     if (auto* block = std::get_if<Block>(&statement.value)) {
       FenceStatements(block->statements, regs, names, local_names);
       out.push_back(std::move(statement));
@@ -643,6 +672,46 @@ void MemoryFencer::FenceStatements(std::vector<Statement>& statements, const Reg
     out.push_back(std::move(statement));
   }
   statements = std::move(out);
+}
+
+// One check for the accesses of `group`, before its first member (fence_spans.h says why it
+// suffices): bad = the highest start H = base + max_offset lies, for every range i, outside
+// [base_i + D, base_i + size_i) (D the span), i.e. H - base_i >= size_i or H - base_i < D. The
+// group's span register gets the base or, when bad, base[0] + (base mod 256) - (the lowest
+// offset rounded down to 256): each member then lands in base[0]'s first kMaxSpanBytes + 768
+// bytes at an address congruent to its own modulo 256, so its alignment is kept.
+void MemoryFencer::CheckSpan(const SpanGroup& group, const Registers& regs,
+                             std::vector<Statement>& out) {
+  const std::string& checked = regs.span_bases[group.slot];
+  const int64_t span = group.max_offset - group.min_offset;
+  out.push_back(
+      Stmt(Inst("add", {"s64"}, {Reg(regs.address), Reg(group.base), Imm(group.max_offset)})));
+  for (int i = 0; i < 3; ++i) {
+    // regs.global is free: a group's accesses are global, never generic.
+    const std::string& outside = i == 0 ? regs.bad : regs.global;
+    out.push_back(
+        Stmt(Inst("sub", {"s64"}, {Reg(regs.difference), Reg(regs.address), Reg(regs.base[i])})));
+    out.push_back(
+        Stmt(Inst("setp", {"ge", "u64"}, {Reg(outside), Reg(regs.difference), Reg(regs.size[i])})));
+    if (span > 0) {
+      out.push_back(Stmt(Inst("setp", {"lt", "or", "u64"},
+                              {Reg(outside), Reg(regs.difference), Imm(span), Reg(outside)})));
+    }
+    if (i > 0) {
+      out.push_back(Stmt(Inst("and", {"pred"}, {Reg(regs.bad), Reg(regs.bad), Reg(outside)})));
+    }
+  }
+  const int64_t lowest_block = group.min_offset >= 0 ? group.min_offset / 256 * 256
+                                                     : -((-group.min_offset + 255) / 256 * 256);
+  out.push_back(Stmt(Inst("and", {"b64"}, {Reg(checked), Reg(group.base), Imm(255)})));
+  out.push_back(Stmt(Inst("add", {"s64"}, {Reg(checked), Reg(checked), Reg(regs.base[0])})));
+  if (lowest_block != 0) {
+    out.push_back(Stmt(Inst("sub", {"s64"}, {Reg(checked), Reg(checked), Imm(lowest_block)})));
+  }
+  out.push_back(
+      Stmt(Inst("selp", {"b64"}, {Reg(checked), Reg(checked), Reg(group.base), Reg(regs.bad)})));
+  out.push_back(
+      Stmt(Guard(Inst("st", {"global", "u32"}, {Addr(regs.flag), Reg(regs.one)}), regs.bad)));
 }
 
 // A wmma tile: its first byte `address` and its last byte must lie in the same range (a range

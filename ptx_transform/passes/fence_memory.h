@@ -15,10 +15,12 @@
 //   selp.b64 %fa, %base0, %fa, %bad;
 //   @%bad st.global.u32 [%flag], %one;
 //   ld.global.u32 %r1, [%fa];
-// A generic access adds `isspacep.global %g, %fa;` and ANDs %g into %bad, so that generic
-// addresses of shared and local memory pass unchanged; in a module that makes generic addresses
-// of kernel parameters (cvta.param), `isspacep.param` exempts those too. Generic addresses of
-// `.const` variables lie in the global window: the server's range 2 must cover them.
+// Unguarded global accesses through one unchanged base register in straight-line code share one
+// check of their span (fence_spans.h). A generic access adds `isspacep.global %g, %fa;` and ANDs
+// %g into %bad, so that generic addresses of shared and local memory pass unchanged; in a module
+// that makes generic addresses of kernel parameters (cvta.param), `isspacep.param` exempts those
+// too. Generic addresses of `.const` variables lie in the global window: the server's range 2
+// must cover them.
 //
 // Why only the start address is checked: PTX requires every access to be naturally aligned
 // (PTX ISA "Addresses as Operands": the address must be a multiple of the access size, else the
@@ -52,6 +54,7 @@
 
 #include "ptx_transform/ir.h"
 #include "ptx_transform/passes/builder.h"
+#include "ptx_transform/passes/fence_spans.h"
 #include "ptx_transform/passes/function_clones.h"
 #include "ptx_transform/passes/ir_walk.h"
 
@@ -89,8 +92,9 @@ class MemoryFencer {
  private:
   struct Registers;
   void FenceFunction(Function& function, const std::string& param, NameAllocator& local_names);
-  void FenceStatements(std::vector<Statement>& statements, const Registers& regs,
+  void FenceStatements(std::vector<Statement>& statements, Registers& regs,
                        const FunctionNames& names, NameAllocator& local_names);
+  void CheckSpan(const SpanGroup& group, const Registers& regs, std::vector<Statement>& out);
   void FenceTile(Instruction& inst, const WmmaTile& tile, size_t operand,
                  const std::string& address, const Registers& regs, std::vector<Statement>& out);
   const std::string& CloneOf(const std::string& function);

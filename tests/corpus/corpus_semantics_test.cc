@@ -605,13 +605,6 @@ Bytes Relocated(Bytes bytes, const Session& session) {
   return bytes;
 }
 
-// [begin, end) widened to 256-byte multiples, as FenceParams wants: {base, size}.
-std::pair<uint64_t, uint64_t> FenceRange(std::pair<uint64_t, uint64_t> span) {
-  if (span.second == 0) return {0, 0};
-  uint64_t begin = span.first & ~uint64_t{255}, end = (span.second + 255) & ~uint64_t{255};
-  return {begin, end - begin};
-}
-
 // Every fenced corpus kernel, in its fenced original, sliced and PTB forms, against the same
 // form of the unfenced module, with range 0 covering the argument buffers and range 2 the
 // module's variables: identical bytes in every buffer and variable, and the violation flag
@@ -656,8 +649,8 @@ TEST_CASE("every fenced corpus kernel computes the same as its unfenced forms") 
         if (done) break;
         std::optional<Arguments> args;
         args.emplace(kernel, plain.Signature(name), strategy);
-        auto [base0, size0] = FenceRange(args->Span());
-        auto [base2, size2] = FenceRange(session.globals(kFenced).Span());
+        auto [base0, size0] = corpus::FenceRange(args->Span());
+        auto [base2, size2] = corpus::FenceRange(session.globals(kFenced).Span());
         FenceParams fence{{base0, 0, base2}, {size0, 0, size2}, session.flag()};
         std::vector<const void*> plain_args = args->pointers();
         std::vector<const void*> fenced_args = plain_args;

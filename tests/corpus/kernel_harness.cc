@@ -151,6 +151,12 @@ Bytes ModuleGlobals::Snapshot() const {
   return bytes;
 }
 
+std::pair<uint64_t, uint64_t> FenceRange(std::pair<uint64_t, uint64_t> span) {
+  if (span.second == 0) return {0, 0};
+  uint64_t begin = span.first & ~uint64_t{255}, end = (span.second + 255) & ~uint64_t{255};
+  return {begin, end - begin};
+}
+
 Dim3 BlockShape(const Function& kernel) {
   Dim3 shape{64, 1, 1};
   for (const Directive& d : kernel.performance_directives) {

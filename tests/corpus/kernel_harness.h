@@ -85,6 +85,10 @@ class ModuleGlobals {
   std::pair<CUdeviceptr, CUdeviceptr> span_{0, 0};
 };
 
+// [begin, end) widened to 256-byte multiples, as FenceParams wants: {base, size}; {0, 0} for
+// an empty span.
+std::pair<uint64_t, uint64_t> FenceRange(std::pair<uint64_t, uint64_t> span);
+
 // The block shape the harness launches `kernel` with: 64 threads, or what `.reqntid` demands
 // or `.maxntid` allows.
 Dim3 BlockShape(const Function& kernel);

@@ -119,12 +119,13 @@ constexpr size_t kBytes = 4096;
 // A device buffer of u32 words.
 struct Buffer {
   CUdeviceptr address = 0;
-  Buffer() {
-    EMU_OK(Emu().cuMemAlloc_v2(&address, kBytes));
+  size_t bytes;
+  explicit Buffer(size_t size = kBytes) : bytes(size) {
+    EMU_OK(Emu().cuMemAlloc_v2(&address, bytes));
     REQUIRE(address % 256 == 0);  // FenceParams wants 256-byte multiples
   }
   ~Buffer() { Emu().cuMemFree_v2(address); }
-  void Fill(uint32_t value) const { EMU_OK(Emu().cuMemsetD32_v2(address, value, kBytes / 4)); }
+  void Fill(uint32_t value) const { EMU_OK(Emu().cuMemsetD32_v2(address, value, bytes / 4)); }
   uint32_t At(size_t word) const {
     uint32_t v = 0;
     EMU_OK(Emu().cuMemcpyDtoH_v2(&v, address + word * 4, 4));
@@ -240,6 +241,127 @@ TEST_CASE("fenced kernels cannot reach memory outside their ranges, in every for
     Run(module, "bump", form, {&inside, &fence});
     CHECK(own.At(16) == 0x5151 + 3 * 32);
     CHECK(flag.At(0) == 0);
+  }
+}
+
+// Accesses that share one check of their span (ptx_transform/passes/fence_spans.h), attacked:
+// a constant offset from a base inside the range reaching outside it (pair), negative offsets
+// (around: a store 8 bytes below the base, an 8-byte load after it), a base redefined between
+// two stores (moved) and in a loop (walk).
+constexpr char kSpanAttacks[] = R"(
+.version 7.0
+.target sm_80
+.address_size 64
+
+.visible .entry pair(.param .u64 p)
+{
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [p];
+  st.global.u32 [%rd1], 0xa1;
+  st.global.u32 [%rd1+2048], 0xa2;
+  ret;
+}
+
+.visible .entry around(.param .u64 p)
+{
+  .reg .b64 %rd<3>;
+  ld.param.u64 %rd1, [p];
+  st.global.u32 [%rd1+-8], 0xc1;
+  st.global.u32 [%rd1+8], 0xc2;
+  ld.global.u64 %rd2, [%rd1+16];
+  st.global.u64 [%rd1+24], %rd2;
+  ret;
+}
+
+.visible .entry moved(.param .u64 p)
+{
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [p];
+  st.global.u32 [%rd1], 0xb1;
+  add.s64 %rd1, %rd1, 4096;
+  st.global.u32 [%rd1], 0xb2;
+  ret;
+}
+
+.visible .entry walk(.param .u64 p)
+{
+  .reg .pred %p1;
+  .reg .b32 %r<2>;
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [p];
+  mov.u32 %r1, 0;
+LOOP:
+  st.global.u32 [%rd1], %r1;
+  st.global.u32 [%rd1+8], %r1;
+  add.s64 %rd1, %rd1, 2048;
+  add.u32 %r1, %r1, 1;
+  setp.lt.u32 %p1, %r1, 4;
+  @%p1 bra LOOP;
+  ret;
+}
+)";
+
+TEST_CASE("accesses checked together cannot reach outside their range, in every form") {
+  emu::testing::EnsureContext();
+  TransformOptions options;
+  options.fence = true;
+  TransformedModule module(kSpanAttacks, options);
+  EMU_OK(module.Load());
+  // One allocation: its first half is the range, its second the victim.
+  Buffer memory(2 * kBytes), flag;
+  FenceParams fence{{memory.address, 0, 0}, {kBytes, 0, 0}, flag.address};
+  auto word = [&](uint64_t address) { return static_cast<size_t>(address - memory.address) / 4; };
+  auto victim_intact = [&] {
+    for (size_t w = kBytes / 4; w < 2 * kBytes / 4; w += 7) {
+      if (memory.At(w) != 0x7777) return false;
+    }
+    return memory.At(2 * kBytes / 4 - 1) == 0x7777;
+  };
+  for (Form form : {Form::kOriginal, Form::kSliced, Form::kPtb}) {
+    INFO("form " << static_cast<int>(form));
+    auto run = [&](const char* kernel, uint64_t p) {
+      INFO(kernel << " at +" << p - memory.address);
+      memory.Fill(0x7777);
+      flag.Fill(0);
+      Run(module, kernel, form, {&p, &fence});
+    };
+    // Inside: what the original does, nothing flagged.
+    const uint64_t inside = memory.address + 64;
+    run("pair", inside);
+    CHECK(memory.At(word(inside)) == 0xa1);
+    CHECK(memory.At(word(inside + 2048)) == 0xa2);
+    CHECK(flag.At(0) == 0);
+    run("around", inside);
+    CHECK(memory.At(word(inside - 8)) == 0xc1);
+    CHECK(memory.At(word(inside + 8)) == 0xc2);
+    CHECK(flag.At(0) == 0);
+
+    // The highest store outside: both go to the sink at base[0], the victim stays intact.
+    run("pair", memory.address + kBytes - 256);
+    CHECK(victim_intact());
+    CHECK(memory.At(0) == 0xa1);
+    CHECK(memory.At(2048 / 4) == 0xa2);
+    CHECK(flag.At(0) == 1);
+    // The lowest store below the range: all redirected with their alignment (the u64 load and
+    // store stay 8-byte aligned), nothing below the range written.
+    run("around", memory.address);
+    CHECK(memory.At(word(memory.address + 256 - 8)) == 0xc1);
+    CHECK(memory.At(word(memory.address + 256 + 8)) == 0xc2);
+    CHECK(flag.At(0) == 1);
+    run("around", memory.address + kBytes);
+    CHECK(victim_intact());
+    CHECK(flag.At(0) == 1);
+    // A base moved past the range between two stores, or by a loop: each value checked.
+    run("moved", memory.address + kBytes - 4);
+    CHECK(memory.At(kBytes / 4 - 1) == 0xb1);
+    CHECK(memory.At(0) == 0xb2);
+    CHECK(victim_intact());
+    CHECK(flag.At(0) == 1);
+    run("walk", memory.address);
+    CHECK(memory.At(2048 / 4) == 1);
+    CHECK(memory.At(0) == 3);
+    CHECK(victim_intact());
+    CHECK(flag.At(0) == 1);
   }
 }
 
