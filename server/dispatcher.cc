@@ -780,9 +780,8 @@ bool Dispatcher::AdmitAlone(ClientQueue& queue, const KernelLaunch& launch, Time
   queue.stats.unfenced_waiting = 0;
   ++queue.stats.unfenced_refused;
   Consume(queue, CUDA_ERROR_NOT_SUPPORTED,
-          fmt::format("kernel {} cannot be fenced ({}), and other clients held device memory "
-                      "for the {} ms that tally-server --unfenceable alone waits for it to run "
-                      "alone",
+          fmt::format("kernel {} (it cannot be fenced: {}; other clients held device memory for "
+                      "the {} ms that tally-server --unfenceable alone waits for it to run alone)",
                       launch.kernel->signature.name, launch.kernel->fence_refusal,
                       unfenced_->wait().count()));
   return false;

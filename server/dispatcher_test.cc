@@ -563,7 +563,7 @@ TEST_CASE("An unfenced kernel that waits past the gate's wait fails, and the que
   t.dispatcher->WaitIssued(*t.queue, 2);
   const DeferredError error = t.dispatcher->TakeDeferredError(*t.queue);
   CHECK(error.result == CUDA_ERROR_NOT_SUPPORTED);
-  CHECK(error.what.find("kernel RecordBlocks cannot be fenced") != std::string::npos);
+  CHECK(error.what.find("kernel RecordBlocks (it cannot be fenced") != std::string::npos);
   CHECK(error.what.find("20 ms") != std::string::npos);
   CHECK(t.runs.Download(t.stream.get()) == std::vector<int>(t.kBlocks, 0));  // it never ran
   CHECK(t.stats().unfenced_refused == 1);

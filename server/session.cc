@@ -415,10 +415,11 @@ absl::Status Session::Fence(KernelLaunch& launch) {
     unfenced_refused_.fetch_add(1, std::memory_order_relaxed);
     return ClientError(
         CUDA_ERROR_NOT_SUPPORTED,
-        fmt::format("kernel {} cannot be fenced ({}), and tally-server --isolation {} runs no "
+        fmt::format("kernel {} cannot be fenced ({}), and tally-server --isolation {}{} runs no "
                     "kernel unfenced",
                     launch.kernel->signature.name, launch.kernel->fence_refusal,
-                    IsolationName(server_.isolation)));
+                    IsolationName(server_.isolation),
+                    server_.isolation == Isolation::kFenced ? " --unfenceable refuse" : ""));
   }
   launch.fence = fence_->ParamsFor(*launch.module);
   return absl::OkStatus();

@@ -5,12 +5,15 @@
 # runs and checks its results; while another client holds memory the launch waits (tally-ctl
 # status says so), the other finds its data intact, and once it has left the program runs.
 rule=$1
-TALLY_EMU_NO_TENANTS=1 start_server --isolation fenced --unfenceable "$rule"
+# A long wait: the launch must outwait the other client, however slow the machine.
+TALLY_EMU_NO_TENANTS=1 start_server --isolation fenced --unfenceable "$rule" --unfenceable-wait-ms 60000
 if [[ $rule == refuse ]]; then
-  if run cooperative > "$work/refused.out" 2>&1; then
+  # The shim logs why a call failed at debug level.
+  if TALLY_LOG_LEVEL=debug run cooperative > "$work/refused.out" 2>&1; then
     fail "a kernel that cannot be fenced was run: $(cat "$work/refused.out")"
   fi
-  grep -Eq "kernel .*RotateAcrossBlocks.* cannot be fenced \(.*%envreg" "$work/refused.out" ||
+  grep -Eq "kernel .*RotateAcrossBlocks.* cannot be fenced \(.*%envreg.*--unfenceable refuse" \
+    "$work/refused.out" ||
     fail "the refusal did not say why: $(cat "$work/refused.out")"
   status_json "$work/status.json"
   json_check "$work/status.json" "s['isolation'] == 'fenced' and s['unfenceable'] == 'refuse'"
