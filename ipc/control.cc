@@ -141,6 +141,16 @@ std::string_view IsolationName(Isolation isolation) {
   return "unknown";
 }
 
+std::string_view UnfenceableName(Unfenceable unfenceable) {
+  switch (unfenceable) {
+    case Unfenceable::kRefuse:
+      return "refuse";
+    case Unfenceable::kAlone:
+      return "alone";
+  }
+  return "unknown";
+}
+
 absl::Status ControlConnection::Send(std::span<const std::byte> bytes) {
   const timeval limit{.tv_sec = 1, .tv_usec = 0};
   TALLY_RETURN_IF_ERROR(RetryEintr("setsockopt(SO_SNDTIMEO)", [&] {

@@ -70,11 +70,20 @@ enum class Backend : uint32_t { kEmulator = 0, kNvidiaDriver = 1 };
 // tally-server --isolation: how clients are kept out of each other's device memory.
 enum class Isolation : uint32_t {
   kNone = 0,    // kernels run as they are
-  kFenced = 1,  // kernels fenced into their client's partition; unfenceable launches refused
+  kFenced = 1,  // kernels fenced into their client's partition; unfenceable ones: Unfenceable
   kStrict = 2,  // as kFenced, and modules with unfenceable code refused at load
 };
 // "none", "fenced", "strict"; "unknown" for a value that is none of them.
 std::string_view IsolationName(Isolation isolation);
+
+// tally-server --unfenceable: what --isolation fenced does with a launch of a kernel that cannot
+// be fenced.
+enum class Unfenceable : uint32_t {
+  kRefuse = 0,  // fails with cudaErrorNotSupported
+  kAlone = 1,   // runs while no other client holds memory on the device
+};
+// "refuse", "alone"; "unknown" for a value that is neither.
+std::string_view UnfenceableName(Unfenceable unfenceable);
 
 // The answer to kStatus, followed by client_count ClientStatus records.
 // What the scheduler did for the clients that have left the server, and their library calls,
@@ -114,7 +123,7 @@ struct StatusReply {
   uint32_t client_count;
   Isolation isolation;
   uint32_t grant_count;  // GrantStatus records after the clients'
-  uint32_t reserved;
+  Unfenceable unfenceable;  // meaningful under Isolation::kFenced
   // Faults of the device context every client shares (NVIDIA's driver) since the server
   // started; each was recovered from by resetting the context.
   uint64_t context_faults;
@@ -171,8 +180,13 @@ struct ClientStatus {
   // Its calls run in the vendor library inside the server (ipc/vendor_calls.h), counted when
   // the server queued them.
   LibraryCalls vendor_library_calls;
-  // Launches refused because the kernel cannot be fenced (--isolation fenced|strict).
+  // Launches refused because the kernel cannot be fenced (--isolation fenced|strict; under
+  // --unfenceable alone: those that waited too long to run alone).
   uint64_t unfenced_refused;
+  // --unfenceable alone: launches of unfenceable kernels that ran alone, and those waiting now
+  // for the other clients' memory to go (0 or 1: the queue's head).
+  uint64_t unfenced_alone;
+  uint64_t unfenced_waiting;
   // Its sticky error (a CUresult: a kernel of it faulted, it reached outside its fence, or the
   // shared context faulted); 0 while it has none.
   uint32_t sticky_error;

@@ -82,6 +82,10 @@ struct Dispatcher::ClientQueue {
   // placeholder that keeps the client's later work behind it.
   std::unique_ptr<KernelLaunch> started;
   scheduler::FormKind started_form = scheduler::FormKind::kOriginal;
+  // --unfenceable alone: the head (an unfenced kernel) is admitted by the gate; or since when it
+  // waits to be.
+  bool alone = false;
+  std::optional<Time> alone_waiting_since;
   // The device window: commands issued per stream since its last fence, and the fences on
   // the device, oldest first.
   absl::flat_hash_map<CUstream, uint32_t> unfenced;
@@ -89,19 +93,19 @@ struct Dispatcher::ClientQueue {
 };
 
 absl::StatusOr<std::unique_ptr<Dispatcher>> Dispatcher::Create(
-    const Backend& backend, std::unique_ptr<scheduler::Policy> policy,
-    profiler::Profiler* profiler, scheduler::Duration max_poll,
-    std::function<void()> thread_setup, ContextRecovery recovery) {
+    const Backend& backend, std::unique_ptr<scheduler::Policy> policy, profiler::Profiler* profiler,
+    scheduler::Duration max_poll, std::function<void()> thread_setup, ContextRecovery recovery,
+    UnfencedGate* unfenced) {
   TALLY_ASSIGN_OR_RETURN(std::unique_ptr<KernelRuns> runs, KernelRuns::Create(backend, profiler));
-  return std::unique_ptr<Dispatcher>(new Dispatcher(backend, std::move(policy), profiler,
-                                                    std::move(runs), max_poll,
-                                                    std::move(thread_setup), std::move(recovery)));
+  return std::unique_ptr<Dispatcher>(
+      new Dispatcher(backend, std::move(policy), profiler, std::move(runs), max_poll,
+                     std::move(thread_setup), std::move(recovery), unfenced));
 }
 
 Dispatcher::Dispatcher(const Backend& backend, std::unique_ptr<scheduler::Policy> policy,
                        profiler::Profiler* profiler, std::unique_ptr<KernelRuns> runs,
                        scheduler::Duration max_poll, std::function<void()> thread_setup,
-                       ContextRecovery recovery)
+                       ContextRecovery recovery, UnfencedGate* unfenced)
     : backend_(backend),
       api_(backend.api()),
       profiler_(profiler),
@@ -111,12 +115,14 @@ Dispatcher::Dispatcher(const Backend& backend, std::unique_ptr<scheduler::Policy
       runs_(std::move(runs)),
       max_poll_(std::max(max_poll, kMinPoll)),
       poll_interval_(kMinPoll),
+      unfenced_(unfenced),
       thread_([this, setup = std::move(thread_setup)] { DispatchLoop(setup); }) {}
 
 Dispatcher::~Dispatcher() {
   Stop();
   for (const std::shared_ptr<ClientQueue>& queue : queues_) ReleaseFences(*queue);
   for (const std::shared_ptr<ClientQueue>& queue : leaving_) ReleaseFences(*queue);
+  for (const AloneEnd& end : alone_ends_) free_fences_.push_back(end.event);
   DestroyFreeFences();
 }
 
@@ -341,6 +347,7 @@ void Dispatcher::DispatchLoop(const std::function<void()>& thread_setup) {
       HandleControl(now);
       PollRuns(now);
       PollHostFunctions();
+      PollAloneEnds();
       if (wake_ && *wake_ <= now) {
         wake_.reset();
         decisions_.Clear();
@@ -357,7 +364,8 @@ void Dispatcher::DispatchLoop(const std::function<void()>& thread_setup) {
     if (stopping_ || pending_work_ || !control_.empty()) continue;
     // Sleep until work arrives, the policy wants to decide again, or runs are due a poll.
     std::optional<Time> deadline = wake_;
-    if (!runs_->empty() || !host_functions_.empty() || throttled_) {
+    if (!runs_->empty() || !host_functions_.empty() || throttled_ || alone_waiting_ ||
+        !alone_ends_.empty()) {
       poll_interval_ = activity_ ? kMinPoll : std::min(poll_interval_ * 2, max_poll_);
       deadline = std::min(deadline.value_or(Time::max()), now + poll_interval_);
     }
@@ -409,6 +417,9 @@ void Dispatcher::HandleControl(Time now) {
           queue.commands.clear();  // `started` (a kernel's runs may still use it) stays
         }
         std::erase(clients_, &queue);
+        EndAlone(queue);
+        queue.alone_waiting_since.reset();
+        queue.stats.unfenced_waiting = 0;
         DropHostFunctions(queue.client);
         ReleaseFences(queue);
         runs_->Forget(queue.client);
@@ -459,6 +470,7 @@ void Dispatcher::EndRun(Time now, EndedRun& ended) {
 
 void Dispatcher::AnnounceHeads(Time now) {
   throttled_ = false;
+  alone_waiting_ = false;
   for (size_t i = 0; i < clients_.size(); ++i) {
     ClientQueue& queue = *clients_[i];
     // A head issued at once is consumed, and the next one is announced in this same loop.
@@ -473,6 +485,11 @@ void Dispatcher::AnnounceHeads(Time now) {
         if (!queue.commands.empty()) front = &queue.commands.front();
       }
       if (front == nullptr) break;
+      if (front->kernel != nullptr && front->kernel->unfenced && !queue.alone) {
+        if (AdmitAlone(queue, *front->kernel, now)) continue;  // announced in the next pass
+        if (queue.alone_waiting_since) break;
+        continue;  // refused and consumed: the next head
+      }
       queue.head_announced = true;
       queue.announced_at = now;
       const RunOwner owner = OwnerOf(queue);
@@ -529,6 +546,7 @@ void Dispatcher::Apply(Time now) {
       });
       std::string what = result != CUDA_SUCCESS ? DescribeLaunch(*front->kernel) : std::string();
       NoteIssued(*queue, front->kernel->stream);
+      FollowAlone(*queue, *front->kernel);
       Consume(*queue, result, std::move(what));
       if (result != CUDA_SUCCESS && action.notify) {
         ended_now.push_back(
@@ -546,6 +564,7 @@ void Dispatcher::Apply(Time now) {
           queue->client, [&] { return runs_->IssueOriginal(owner, *queue->started, false); });
       if (result != CUDA_SUCCESS) DeferError(*queue, result, DescribeLaunch(*queue->started));
       NoteIssued(*queue, queue->started->stream);
+      FollowAlone(*queue, *queue->started);
       ended_now.push_back({queue->client, {action.form.kind, true, 0, 0}, {}, {}});
       continue;
     }
@@ -556,6 +575,7 @@ void Dispatcher::Apply(Time now) {
     const CUresult result = Guarded(queue->client, [&] {
       return runs_->IssueTransformed(owner, *queue->started, action.form);
     });
+    FollowAlone(*queue, *queue->started);
     if (result != CUDA_SUCCESS) {
       // Given up: reported now, and its end told to the policy as if it had finished.
       DeferError(*queue, result, DescribeLaunch(*queue->started));
@@ -624,13 +644,8 @@ void Dispatcher::NoteIssued(ClientQueue& queue, CUstream stream) {
   uint32_t& count = queue.unfenced[stream];
   if (++count < kFenceEvery) return;
   queue.unfenced.erase(stream);
-  CUevent event = nullptr;
-  if (!free_fences_.empty()) {
-    event = free_fences_.back();
-    free_fences_.pop_back();
-  } else if (api_.cuEventCreate(&event, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
-    return;  // an unfenced stretch only widens the window
-  }
+  CUevent event = TakeFreeEvent();
+  if (event == nullptr) return;  // an unfenced stretch only widens the window
   if (api_.cuEventRecord(event, stream) == CUDA_SUCCESS) {
     queue.fences.push_back(event);
   } else {
@@ -655,6 +670,17 @@ void Dispatcher::ReleaseFences(ClientQueue& queue) {
   queue.unfenced.clear();
 }
 
+CUevent Dispatcher::TakeFreeEvent() {
+  CUevent event = nullptr;
+  if (!free_fences_.empty()) {
+    event = free_fences_.back();
+    free_fences_.pop_back();
+  } else if (api_.cuEventCreate(&event, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
+    return nullptr;
+  }
+  return event;
+}
+
 void Dispatcher::DestroyFreeFences() {
   for (CUevent event : free_fences_) api_.cuEventDestroy(event);
   free_fences_.clear();
@@ -662,6 +688,7 @@ void Dispatcher::DestroyFreeFences() {
 
 void Dispatcher::Consume(ClientQueue& queue, CUresult result, std::string what) {
   queue.head_announced = false;
+  EndAlone(queue);
   std::lock_guard lock(mutex_);
   if (queue.commands.empty()) return;  // cleared by the client's removal
   queue.commands.pop_front();
@@ -701,7 +728,7 @@ void Dispatcher::RecoverFromFault() {
     faults->Attribute(culprits);
   }
   if (faults->ResetDue() && clients_.empty() && leaving_.empty() && runs_->empty() &&
-      host_functions_.empty()) {
+      host_functions_.empty() && alone_ends_.empty()) {
     ResetContext();
   }
 }
@@ -727,6 +754,70 @@ void Dispatcher::ResetContext() {
     std::_Exit(EXIT_FAILURE);
   }
   recovery_.faults->Recovered();
+}
+
+}  // namespace tally::server
+
+namespace tally::server {
+
+bool Dispatcher::AdmitAlone(ClientQueue& queue, const KernelLaunch& launch, Time now) {
+  if (unfenced_->TryAdmit(queue.client)) {
+    queue.alone = true;
+    queue.alone_waiting_since.reset();
+    queue.stats.unfenced_waiting = 0;
+    ++queue.stats.unfenced_alone;
+    return true;
+  }
+  if (!queue.alone_waiting_since) {
+    queue.alone_waiting_since = now;
+    queue.stats.unfenced_waiting = 1;
+  }
+  if (now - *queue.alone_waiting_since < unfenced_->wait()) {
+    alone_waiting_ = true;
+    return false;
+  }
+  queue.alone_waiting_since.reset();
+  queue.stats.unfenced_waiting = 0;
+  ++queue.stats.unfenced_refused;
+  Consume(queue, CUDA_ERROR_NOT_SUPPORTED,
+          fmt::format("kernel {} (it cannot be fenced: {}; other clients held device memory for "
+                      "the {} ms that tally-server --unfenceable alone waits for it to run alone)",
+                      launch.kernel->signature.name, launch.kernel->fence_refusal,
+                      unfenced_->wait().count()));
+  return false;
+}
+
+void Dispatcher::FollowAlone(ClientQueue& queue, const KernelLaunch& launch) {
+  if (!launch.unfenced) return;
+  unfenced_->Extend(queue.client);
+  CUevent event = TakeFreeEvent();
+  if (event != nullptr && api_.cuEventRecord(event, launch.stream) == CUDA_SUCCESS) {
+    alone_ends_.push_back({queue.client, event});
+    return;
+  }
+  if (event != nullptr) free_fences_.push_back(event);
+  // Without an event its end is unknown: the admission lasts until the client has left.
+  TALLY_LOG_WARN(
+      "client {}: the end of kernel {} cannot be followed; no other client gets "
+      "device memory until it leaves",
+      queue.client.value(), launch.kernel->signature.name);
+}
+
+void Dispatcher::PollAloneEnds() {
+  // A failed event counts as passed: the kernel is no longer running either way.
+  std::erase_if(alone_ends_, [&](const AloneEnd& end) {
+    if (api_.cuEventQuery(end.event) == CUDA_ERROR_NOT_READY) return false;
+    free_fences_.push_back(end.event);
+    unfenced_->End(end.client);
+    activity_ = true;
+    return true;
+  });
+}
+
+void Dispatcher::EndAlone(ClientQueue& queue) {
+  if (!queue.alone) return;
+  queue.alone = false;
+  unfenced_->End(queue.client);
 }
 
 }  // namespace tally::server

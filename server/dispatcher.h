@@ -35,6 +35,7 @@
 #include "server/kernel_forms.h"
 #include "server/kernel_runs.h"
 #include "server/scheduling_stats.h"
+#include "server/unfenced_gate.h"
 
 namespace tally::server {
 
@@ -74,10 +75,15 @@ class Dispatcher {
   // With `recovery` (a backend whose faults poison the shared context), the dispatch thread
   // attributes such a fault and, once no client of the faulted context is left, resets the
   // context and starts over with new kernel runs.
+  // With `unfenced` (--unfenceable alone; must outlive the dispatcher), a launch marked
+  // KernelLaunch::unfenced is told to the policy only once the gate admits its client, and the
+  // admission lasts until the kernel has ended on the device; a launch not admitted within the
+  // gate's wait fails with CUDA_ERROR_NOT_SUPPORTED.
   static absl::StatusOr<std::unique_ptr<Dispatcher>> Create(
       const Backend& backend, std::unique_ptr<scheduler::Policy> policy,
       profiler::Profiler* profiler, scheduler::Duration max_poll,
-      std::function<void()> thread_setup, ContextRecovery recovery = {});
+      std::function<void()> thread_setup, ContextRecovery recovery = {},
+      UnfencedGate* unfenced = nullptr);
   Dispatcher(const Dispatcher&) = delete;
   Dispatcher& operator=(const Dispatcher&) = delete;
   // Stop, then frees what the device used (sessions are closed first).
@@ -149,7 +155,7 @@ class Dispatcher {
   Dispatcher(const Backend& backend, std::unique_ptr<scheduler::Policy> policy,
              profiler::Profiler* profiler, std::unique_ptr<KernelRuns> runs,
              scheduler::Duration max_poll, std::function<void()> thread_setup,
-             ContextRecovery recovery);
+             ContextRecovery recovery, UnfencedGate* unfenced);
 
   // mutex_ held.
   void RecordFailure(ClientQueue& queue, CUresult result, std::string what);
@@ -167,6 +173,16 @@ class Dispatcher {
   bool Throttled(ClientQueue& queue);
   void ReleaseFences(ClientQueue& queue);
   void DestroyFreeFences();
+  // An event without timing, from free_fences_ or new; null when none can be made.
+  CUevent TakeFreeEvent();
+  // --unfenceable alone, for the queue's head, an unfenced kernel: admits it (true), or it
+  // waits, or it has waited past the gate's wait and is consumed as refused (false both).
+  bool AdmitAlone(ClientQueue& queue, const KernelLaunch& launch, scheduler::Time now);
+  // After a run of an unfenced kernel was issued: its end keeps the client admitted.
+  void FollowAlone(ClientQueue& queue, const KernelLaunch& launch);
+  void PollAloneEnds();
+  // The queue's admitted head is gone (issued in its original form, finished, or dropped).
+  void EndAlone(ClientQueue& queue);
   scheduler::Time Now() const;
   // The owner of the queue's runs, with its class's latency histograms (dispatch thread).
   RunOwner OwnerOf(ClientQueue& queue);
@@ -218,6 +234,14 @@ class Dispatcher {
   std::vector<PendingHostFunction> host_functions_;
   bool throttled_ = false;  // a client waits for its fences: poll soon again
   std::vector<CUevent> free_fences_;
+  UnfencedGate* const unfenced_;
+  // Events behind runs of unfenced kernels on the device, each holding an admission.
+  struct AloneEnd {
+    ClientId client;
+    CUevent event = nullptr;
+  };
+  std::vector<AloneEnd> alone_ends_;
+  bool alone_waiting_ = false;  // a head waits to run alone: poll soon again
 
   std::mutex mutex_;
   std::condition_variable work_;    // dispatch thread: commands or control events arrived

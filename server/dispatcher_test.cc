@@ -2,7 +2,9 @@
 // grid exactly once with the original block indices (also when preempted and resumed); a kernel
 // the analysis refuses runs in its original form; under the priority policy a high-priority
 // client's kernel stops a best-effort PTB kernel, runs while it is held, and the stopped kernel
-// later resumes and completes, its client's later work waiting for it; the runs of a client
+// later resumes and completes, its client's later work waiting for it; under --unfenceable alone
+// an unfenced kernel waits while another client holds memory (and fails after the gate's wait),
+// runs once it left, and keeps other clients from memory until it has ended; the runs of a client
 // above best-effort count as busy time, a best-effort client's do not; a client removed during
 // a PTB run is stopped and never resumed; where a fault poisons the shared context, a run whose
 // launch went out but could not be followed counts for the fault's attribution. A kernel's
@@ -68,10 +70,11 @@ const Kernel* PreparedKernel(SharedModule& module, const std::string& name) {
   return *kernel;
 }
 
-std::unique_ptr<Dispatcher> MakeDispatcher(std::unique_ptr<scheduler::Policy> policy) {
-  auto dispatcher = Dispatcher::Create(TheDevice().backend, std::move(policy), nullptr,
-                                       std::chrono::milliseconds(1),
-                                       [] { TheDevice().backend.MakeCurrent().IgnoreError(); });
+std::unique_ptr<Dispatcher> MakeDispatcher(std::unique_ptr<scheduler::Policy> policy,
+                                           UnfencedGate* unfenced = nullptr) {
+  auto dispatcher = Dispatcher::Create(
+      TheDevice().backend, std::move(policy), nullptr, std::chrono::milliseconds(1),
+      [] { TheDevice().backend.MakeCurrent().IgnoreError(); }, {}, unfenced);
   REQUIRE(dispatcher.ok());
   return *std::move(dispatcher);
 }
@@ -475,6 +478,99 @@ TEST_CASE("Where faults are shared, a run launched but not followed names its cl
     CHECK(culprits.empty());
     CHECK((*runs)->first_fault() == CUDA_SUCCESS);
   }
+}
+
+// A page-locked word that a stream can be made to wait for (cuStreamWaitValue32), so that the
+// kernel behind it cannot end before the test says so.
+class HostGate {
+ public:
+  HostGate() {
+    REQUIRE(Api().cuMemHostAlloc(reinterpret_cast<void**>(&word_), sizeof(uint32_t),
+                                 CU_MEMHOSTALLOC_DEVICEMAP) == CUDA_SUCCESS);
+    *word_ = 0;
+    REQUIRE(Api().cuMemHostGetDevicePointer(&device_, word_, 0) == CUDA_SUCCESS);
+  }
+  ~HostGate() { Api().cuMemFreeHost(word_); }
+  Command Wait(CUstream stream) const {
+    return [stream, device = device_] {
+      return Api().cuStreamWaitValue32(stream, device, 1, CU_STREAM_WAIT_VALUE_GEQ);
+    };
+  }
+  void Open() { __atomic_store_n(word_, 1u, __ATOMIC_RELEASE); }
+
+ private:
+  uint32_t* word_ = nullptr;
+  CUdeviceptr device_ = 0;
+};
+
+// Client A's queue on a dispatcher with an unfenced gate, client B holding memory, and A's launch
+// of RecordBlocks marked as a kernel that cannot be fenced.
+struct UnfencedSetup {
+  UnfencedSetup(std::chrono::milliseconds wait, std::unique_ptr<scheduler::Policy> policy)
+      : gate(wait), dispatcher(MakeDispatcher(std::move(policy), &gate)) {
+    queue = dispatcher->AddClient(a, ClientPriority::Unset());
+    REQUIRE(gate.HoldMemory(b));
+  }
+  ~UnfencedSetup() { dispatcher->RemoveClient(*queue); }
+  KernelLaunch Launch() const {
+    KernelLaunch launch = TwoBufferLaunch("RecordBlocks", {kBlocks, 1, 1}, runs, ids, stream.get());
+    launch.unfenced = true;
+    return launch;
+  }
+  const SchedulingStats& stats() const { return dispatcher->stats(*queue); }
+
+  static constexpr uint32_t kBlocks = 8;
+  const ClientId a{1}, b{2};
+  UnfencedGate gate;
+  std::unique_ptr<Dispatcher> dispatcher;
+  std::shared_ptr<Dispatcher::ClientQueue> queue;
+  Stream stream;
+  Ints runs{kBlocks}, ids{kBlocks}, copy{kBlocks};
+};
+
+TEST_CASE("An unfenced kernel runs alone: after other clients' memory, before any new memory") {
+  struct Case {
+    const char* name;
+    LaunchForm form;
+  };
+  for (const Case& c : {Case{"original", LaunchForm::Original()},
+                        Case{"preemptible", LaunchForm::Preemptible(2)}}) {
+    INFO(c.name);
+    UnfencedSetup t(std::chrono::milliseconds(50), scheduler::MakeValidationPolicy(c.form, false));
+    HostGate held;
+    t.dispatcher->Enqueue(*t.queue, held.Wait(t.stream.get()));
+    t.dispatcher->EnqueueKernel(*t.queue, t.Launch());
+    t.dispatcher->Enqueue(*t.queue, CopyInts(t.copy, t.runs, t.kBlocks, t.stream.get()));
+    REQUIRE(Eventually([&] { return t.stats().unfenced_waiting == 1; }));
+    CHECK_FALSE(t.dispatcher->Issued(*t.queue, 2));  // B holds memory: the kernel and the rest wait
+    t.gate.ClientLeft(t.b);
+    // Admitted: B's memory now waits for the kernel, which cannot end before the word is set.
+    REQUIRE(Eventually([&] { return t.stats().unfenced_alone == 1; }));
+    CHECK(t.stats().unfenced_waiting == 0);
+    CHECK_FALSE(t.gate.HoldMemory(t.b));
+    held.Open();
+    t.dispatcher->WaitIssued(*t.queue, 3);
+    CHECK(t.copy.Download(t.stream.get()) == std::vector<int>(t.kBlocks, 1));
+    CHECK(Eventually([&] { return t.gate.HoldMemory(t.b); }));  // once the kernel has ended
+    CHECK(t.dispatcher->TakeDeferredError(*t.queue).result == CUDA_SUCCESS);
+  }
+}
+
+TEST_CASE("An unfenced kernel that waits past the gate's wait fails, and the queue goes on") {
+  UnfencedSetup t(std::chrono::milliseconds(20), scheduler::MakeFifoPolicy());
+  t.dispatcher->EnqueueKernel(*t.queue, t.Launch());
+  t.dispatcher->Enqueue(*t.queue, CopyInts(t.copy, t.ids, t.kBlocks, t.stream.get()));
+  t.dispatcher->WaitIssued(*t.queue, 2);
+  const DeferredError error = t.dispatcher->TakeDeferredError(*t.queue);
+  CHECK(error.result == CUDA_ERROR_NOT_SUPPORTED);
+  CHECK(error.what.find("kernel RecordBlocks (it cannot be fenced") != std::string::npos);
+  CHECK(error.what.find("20 ms") != std::string::npos);
+  CHECK(t.runs.Download(t.stream.get()) == std::vector<int>(t.kBlocks, 0));  // it never ran
+  CHECK(t.stats().unfenced_refused == 1);
+  CHECK(t.stats().unfenced_alone == 0);
+  CHECK(t.stats().unfenced_waiting == 0);
+  CHECK(t.gate.TryAdmit(t.b));  // A was never admitted
+  t.gate.End(t.b);
 }
 
 }  // namespace

@@ -41,6 +41,9 @@ struct KernelLaunch {
   // A fenced kernel's last parameter (--isolation fenced|strict; Kernel::fenced): the ranges of
   // the launching client's memory.
   std::optional<ptx::FenceParams> fence;
+  // --isolation fenced --unfenceable alone: a kernel that cannot be fenced, which the dispatcher
+  // issues only while its client is alone with memory on the device (server/unfenced_gate.h).
+  bool unfenced = false;
   ptx::Dim3 grid;
   ptx::Dim3 block;
   uint32_t shared_bytes = 0;

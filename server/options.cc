@@ -143,9 +143,20 @@ constexpr Flag kFlags[] = {
      "(each client's memory lives in an address partition of its own and every kernel runs "
      "fenced into it: an access outside goes to the client's own partition instead and the "
      "client gets cudaErrorIllegalAddress; launches of kernels that cannot be fenced, such as "
-     "machine code without PTX, fail with cudaErrorNotSupported) or strict (as fenced, and a "
+     "machine code without PTX: see --unfenceable) or strict (as fenced, and a "
      "module with a kernel that cannot be fenced fails to load). fenced and strict need the "
      "driver's virtual memory management, and run cuBLAS calls in Tally's kernels"},
+    {"unfenceable", "TALLY_UNFENCEABLE", "RULE",
+     "under --isolation fenced, what a launch of a kernel that cannot be fenced gets: refuse (it "
+     "fails with cudaErrorNotSupported, naming the kernel and why; default) or alone (it runs "
+     "once no other client holds device memory, page-locked memory or module variables, and "
+     "until it has ended no other client gets any: their allocations wait, at most "
+     "--unfenceable-wait-ms, then fail with cudaErrorMemoryAllocation; a launch that waited "
+     "that long for the others' memory to go fails as under refuse). alone needs --isolation "
+     "fenced (strict refuses such code when it is loaded)"},
+    {"unfenceable-wait-ms", "TALLY_UNFENCEABLE_WAIT_MS", "MS",
+     "--unfenceable alone: how long a launch waits to run alone, and another client's "
+     "allocation waits for such a kernel to end (default 10000)"},
     {"access", "TALLY_ACCESS", "WHO",
      "who may connect: user (the server's own user; default), group:NAME (members of the "
      "group, by primary or supplementary group) or any (every local user). The socket's group "
@@ -338,6 +349,10 @@ absl::Status Apply(const Flag& flag, std::string_view value, ServerOptions& opti
     options.vendor_libraries = value;
   } else if (name == "isolation") {
     TALLY_ASSIGN_OR_RETURN(options.isolation, ParseIsolation(value));
+  } else if (name == "unfenceable") {
+    TALLY_ASSIGN_OR_RETURN(options.unfenceable, ParseUnfenceable(value));
+  } else if (name == "unfenceable-wait-ms") {
+    TALLY_ASSIGN_OR_RETURN(options.unfenceable_wait_ms, ParseMilliseconds(flag, value));
   } else if (name == "access") {
     TALLY_RETURN_IF_ERROR(ipc::PeerAccess::Parse(value).status());
     options.access = value;
@@ -482,6 +497,10 @@ absl::StatusOr<std::optional<ServerOptions>> ParseOptions(
     }
   }
   for (const auto& [flag, value] : *flags) TALLY_RETURN_IF_ERROR(Apply(*flag, value, options));
+  if (options.unfenceable == Unfenceable::kAlone && options.isolation != Isolation::kFenced) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--unfenceable alone needs --isolation fenced, not %s", IsolationName(options.isolation)));
+  }
   return options;
 }
 

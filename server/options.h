@@ -73,6 +73,8 @@ struct ServerOptions {
   SessionLimits limits;
   LibraryKernelRule library_kernels = LibraryKernelRule::kByPriority;
   Isolation isolation = Isolation::kNone;
+  Unfenceable unfenceable = Unfenceable::kRefuse;  // under Isolation::kFenced
+  double unfenceable_wait_ms = 10000;
   // --access: who may connect (ipc::PeerAccess::Parse's text, checked when parsed).
   std::string access = "user";
   // Where the vendor libraries are (libcublas.so.13); empty: the dynamic loader's search path,

@@ -1,5 +1,5 @@
-// tally-server's options: --validate's forms, the scheduling flags, and clear errors for bad
-// values.
+// tally-server's options: --validate's forms, the scheduling flags, --unfenceable, and clear
+// errors for bad values.
 #include "server/options.h"
 
 #include <stdlib.h>
@@ -123,6 +123,28 @@ TEST_CASE("--shape-alone: off by default, on bare or from TALLY_SHAPE_ALONE") {
   unsetenv("TALLY_SHAPE_ALONE");
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.status().message().find("TALLY_SHAPE_ALONE") != absl::string_view::npos);
+}
+
+TEST_CASE("--unfenceable: refuse by default; alone only under --isolation fenced") {
+  const ServerOptions defaults = **Parse({});
+  CHECK(defaults.unfenceable == Unfenceable::kRefuse);
+  CHECK(defaults.unfenceable_wait_ms == 10000);
+  auto alone = Parse({"--isolation=fenced", "--unfenceable=alone", "--unfenceable-wait-ms=250"});
+  REQUIRE(alone.ok());
+  CHECK((*alone)->unfenceable == Unfenceable::kAlone);
+  CHECK((*alone)->unfenceable_wait_ms == 250);
+  setenv("TALLY_UNFENCEABLE", "alone", 1);
+  auto from_env = Parse({"--isolation=fenced"});
+  auto without_fence = Parse({"--isolation=strict"});
+  unsetenv("TALLY_UNFENCEABLE");
+  REQUIRE(from_env.ok());
+  CHECK((*from_env)->unfenceable == Unfenceable::kAlone);
+  REQUIRE_FALSE(without_fence.ok());
+  CHECK(without_fence.status().message() ==
+        "--unfenceable alone needs --isolation fenced, not strict");
+  auto bad = Parse({"--unfenceable=sometimes"});
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message() == "--unfenceable wants refuse or alone, not 'sometimes'");
 }
 
 }  // namespace

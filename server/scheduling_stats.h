@@ -27,6 +27,11 @@ struct SchedulingStats {
   std::atomic<uint64_t> preemption_latency_ns_total{0};
   std::atomic<uint64_t> preemption_latency_ns_max{0};
   std::atomic<uint64_t> preemption_latencies{0};
+  // --unfenceable alone: kernels that could not be fenced, run alone on the device; refused after
+  // waiting too long to; waiting now (0 or 1: the client's queue head).
+  std::atomic<uint64_t> unfenced_alone{0};
+  std::atomic<uint64_t> unfenced_refused{0};
+  std::atomic<uint64_t> unfenced_waiting{0};
 
   uint64_t kernels() const { return original + sliced + preemptible; }
   void AddPreemptionLatency(uint64_t ns) {

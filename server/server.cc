@@ -315,16 +315,19 @@ absl::Status Server::Start(std::unique_ptr<scheduler::Policy> policy,
     faults_ = std::make_unique<ContextFaults>(kFaultGrace);
     recovery = {faults_.get(), [this] { return backend_.ResetContext(); }};
   }
-  TALLY_ASSIGN_OR_RETURN(dispatcher_,
-                         Dispatcher::Create(backend_, std::move(policy), profiler_.get(), max_poll,
-                                            [this] {
-                                              const absl::Status current = backend_.MakeCurrent();
-                                              if (!current.ok()) {
-                                                TALLY_LOG_ERROR("dispatcher: {}",
-                                                                current.ToString());
-                                              }
-                                            },
-                                            std::move(recovery)));
+  if (settings_.unfenceable == Unfenceable::kAlone) {
+    unfenced_gate_ = std::make_unique<UnfencedGate>(
+        std::chrono::milliseconds(static_cast<int64_t>(settings_.unfenceable_wait_ms)));
+  }
+  TALLY_ASSIGN_OR_RETURN(dispatcher_, Dispatcher::Create(
+                                          backend_, std::move(policy), profiler_.get(), max_poll,
+                                          [this] {
+                                            const absl::Status current = backend_.MakeCurrent();
+                                            if (!current.ok()) {
+                                              TALLY_LOG_ERROR("dispatcher: {}", current.ToString());
+                                            }
+                                          },
+                                          std::move(recovery), unfenced_gate_.get()));
   if (faults_ != nullptr) faults_->set_wake([this] { dispatcher_->Wake(); });
   // Rounds often enough that a live dispatcher is seen between two watchdog notifications.
   if (notifier_.watchdog()) dispatcher_->KeepRounding(*notifier_.watchdog() / 4);
@@ -336,13 +339,21 @@ absl::Status Server::Start(std::unique_ptr<scheduler::Policy> policy,
         "tally-server: isolation {}: every client's memory in its own address "
         "partition, kernels fenced into it; library calls run in Tally's kernels",
         IsolationName(isolation));
+    if (isolation == Isolation::kFenced) {
+      TALLY_LOG_INFO("tally-server: kernels that cannot be fenced: {}",
+                     unfenced_gate_ != nullptr
+                         ? fmt::format("run alone (once no other client holds memory; waits up "
+                                       "to {} ms)",
+                                       settings_.unfenceable_wait_ms)
+                         : std::string("refused"));
+    }
   } else {
     vendor_ = LoadVendorLibraries(settings_.vendor_libraries, settings_.library_kernels,
                                   backend_.emulated());
   }
   context_ = std::make_unique<ServerContext>(
       ServerContext{backend_, modules_, *dispatcher_, device_info_, &sessions_, faults_.get(),
-                    limits, &vendor_, isolation, settings_.slowdown_budget});
+                    limits, &vendor_, isolation, unfenced_gate_.get(), settings_.slowdown_budget});
   return absl::OkStatus();
 }
 
@@ -732,6 +743,8 @@ void Server::AnswerStatus(ipc::ControlConnection& control) {
   reply.backend = static_cast<uint32_t>(backend_.emulated() ? ipc::Backend::kEmulator
                                                             : ipc::Backend::kNvidiaDriver);
   reply.isolation = context_->isolation;
+  reply.unfenceable =
+      context_->unfenced_gate != nullptr ? Unfenceable::kAlone : Unfenceable::kRefuse;
   reply.total_memory = device_info_.total_memory;
   size_t free_bytes = 0;
   size_t total_bytes = 0;

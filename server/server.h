@@ -106,6 +106,8 @@ class Server {
   std::unique_ptr<ContextFaults> faults_;
   // Set by Start; its library runs calls on the dispatch thread, so it outlives the dispatcher.
   VendorLibraries vendor_;
+  // --unfenceable alone (set by Start): used by the dispatcher and the sessions.
+  std::unique_ptr<UnfencedGate> unfenced_gate_;
   std::unique_ptr<Dispatcher> dispatcher_;  // set by Start
   std::unique_ptr<ServerContext> context_;  // set by Start
   ipc::Listener listener_;

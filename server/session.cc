@@ -167,6 +167,7 @@ bool Session::Close(std::chrono::steady_clock::time_point deadline) {
         device_output_->ReleaseRing();
         functions_.Clear([](FunctionEntry&) {});
         modules_.Clear([](std::shared_ptr<SharedModule>&) {});
+        if (server_.unfenced_gate != nullptr) server_.unfenced_gate->ClientLeft(client_.client_id);
       },
       deadline);
   if (!released) {
@@ -383,6 +384,7 @@ absl::StatusOr<CUdeviceptr> Session::Allocate(uint64_t size) {
                                    "limit of {} bytes ({} in use)",
                                    size, limit, used));
   }
+  TALLY_RETURN_IF_ERROR(HoldMemory("device memory"));
   CUdeviceptr pointer = 0;
   if (fence_ != nullptr) {
     // The partition's chunks were given to the client as they were mapped.
@@ -405,17 +407,33 @@ absl::Status Session::FreeDeviceMemory(uint64_t base) {
 
 absl::Status Session::Fence(KernelLaunch& launch) {
   if (fence_ == nullptr) return absl::OkStatus();
+  if (!launch.kernel->fenced && server_.unfenced_gate != nullptr) {
+    launch.unfenced = true;
+    return absl::OkStatus();
+  }
   if (!launch.kernel->fenced) {
     unfenced_refused_.fetch_add(1, std::memory_order_relaxed);
     return ClientError(
         CUDA_ERROR_NOT_SUPPORTED,
-        fmt::format("kernel {} cannot be fenced ({}), and tally-server --isolation {} runs no "
+        fmt::format("kernel {} cannot be fenced ({}), and tally-server --isolation {}{} runs no "
                     "kernel unfenced",
                     launch.kernel->signature.name, launch.kernel->fence_refusal,
-                    IsolationName(server_.isolation)));
+                    IsolationName(server_.isolation),
+                    server_.isolation == Isolation::kFenced ? " --unfenceable refuse" : ""));
   }
   launch.fence = fence_->ParamsFor(*launch.module);
   return absl::OkStatus();
+}
+
+absl::Status Session::HoldMemory(std::string_view what) const {
+  UnfencedGate* const gate = server_.unfenced_gate;
+  if (gate == nullptr || gate->HoldMemory(client_.client_id)) return absl::OkStatus();
+  return ClientError(
+      CUDA_ERROR_OUT_OF_MEMORY,
+      fmt::format("no {} for this client while another client's kernel that cannot be fenced "
+                  "runs alone on the device (tally-server --unfenceable alone), which it did "
+                  "for longer than {} ms",
+                  what, gate->wait().count()));
 }
 
 absl::Status Session::ClaimMemory(CUdeviceptr base) const {
@@ -446,6 +464,9 @@ absl::Status RefuseUnfenced(const SharedModule& module) {
 
 absl::Status Session::ClaimModule(const SharedModule& module) {
   if (server_.isolation == Isolation::kStrict) TALLY_RETURN_IF_ERROR(RefuseUnfenced(module));
+  if (!module.parsed().state_variables.empty() || module.parsed().redirects_device_output) {
+    TALLY_RETURN_IF_ERROR(HoldMemory("module variables"));
+  }
   if (module.parsed().redirects_device_output) BindDeviceOutput(module);
   const auto set_tenant = server_.backend.extensions().module_set_tenant;
   if (set_tenant == nullptr || module.parsed().state_variables.empty()) return absl::OkStatus();
@@ -536,6 +557,7 @@ absl::Status Session::AddHostBlock(uint64_t address, uint64_t size) {
     return ClientError(CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
                        absl::StrFormat("[0x%x, +%d) overlaps a page-locked block", address, size));
   }
+  TALLY_RETURN_IF_ERROR(HoldMemory("page-locked memory"));
   void* const pointer = reinterpret_cast<void*>(address);
   TALLY_RETURN_IF_ERROR(
       CheckCu(api().cuMemHostRegister(pointer, size,
@@ -632,7 +654,10 @@ ipc::ClientStatus Session::Status() {
   status.modules = modules_.count();
   status.queued_commands = server_.dispatcher.queued(*queue_);  // any thread: not the batch
   status.fence_violated = fence_violated_.load(std::memory_order_relaxed) ? 1 : 0;
-  status.unfenced_refused = unfenced_refused_.load(std::memory_order_relaxed);
+  status.unfenced_refused =
+      unfenced_refused_.load(std::memory_order_relaxed) + stats.unfenced_refused;
+  status.unfenced_alone = stats.unfenced_alone;
+  status.unfenced_waiting = stats.unfenced_waiting;
   status.sticky_error = reported_sticky_error_.load(std::memory_order_relaxed);
   ipc::CopyText(client_.command, status.command, sizeof(status.command));
   ipc::CopyText(client_.grant, status.grant, sizeof(status.grant));

@@ -35,6 +35,7 @@
 #include "server/libraries/vendor_libraries.h"
 #include "server/mem_pools.h"
 #include "server/module_registry.h"
+#include "server/unfenced_gate.h"
 #include "server/waiter_pool.h"
 
 namespace tally::server {
@@ -73,6 +74,8 @@ struct ServerContext {
   const VendorLibraries* vendor = nullptr;
   // --isolation: with fenced or strict, each session has a ClientFence.
   Isolation isolation = Isolation::kNone;
+  // --isolation fenced --unfenceable alone: where unfenced kernels are admitted (null otherwise).
+  UnfencedGate* unfenced_gate = nullptr;
   // The slowdown budget of clients that give none (tally-server --slowdown-budget).
   SlowdownBudget slowdown_budget = {};
 };
@@ -284,7 +287,8 @@ class Session {
             fence_ != nullptr ? fence_->violation() : nullptr};
   }
   // Under --isolation fenced|strict: gives a launch of a fenced kernel the client's ranges, and
-  // refuses one of a kernel that cannot be fenced (CUDA_ERROR_NOT_SUPPORTED). Nothing otherwise.
+  // refuses one of a kernel that cannot be fenced (CUDA_ERROR_NOT_SUPPORTED), or under
+  // --unfenceable alone marks it for the dispatcher to run alone. Nothing otherwise.
   absl::Status Fence(KernelLaunch& launch);
   // Gives device memory of the client (Allocate's, out of its allocation table already) back.
   absl::Status FreeDeviceMemory(uint64_t base);
@@ -354,6 +358,9 @@ class Session {
   // On the emulated GPU, makes the allocation at `base` the client's: only its kernels may
   // touch it (cuda_abi/driver_extensions.h); nothing elsewhere.
   absl::Status ClaimMemory(CUdeviceptr base) const;
+  // Under --unfenceable alone, before the client acquires memory a kernel could reach: waits
+  // (bounded) while another client's unfenced kernel runs alone; CUDA_ERROR_OUT_OF_MEMORY then.
+  absl::Status HoldMemory(std::string_view what) const;
   // Appends to the batch, numbering the command and noting it as its stream's last work.
   void Batch(QueuedCommand command);
   absl::StatusOr<StreamRef*> FindEntry(uint64_t handle);

@@ -289,6 +289,27 @@ TEST_CASE("device and page-locked memory beyond a client's limits is refused") {
   CHECK(client.session().Status().pinned_bytes == 2 * 4096);
 }
 
+TEST_CASE("Under --unfenceable alone no memory while another's unfenced kernel runs, none after") {
+  UnfencedGate gate(std::chrono::milliseconds(20));
+  ServerContext alone = TheDevice().context;
+  alone.unfenced_gate = &gate;
+  HostRegion region;
+  TestClient client(1, region.span(), alone);
+  const ClientId other(2);
+  REQUIRE(gate.TryAdmit(other));
+  CHECK(client.Result(ipc::MemAllocRequest{.size = 4096}) == CUDA_ERROR_OUT_OF_MEMORY);
+  CHECK(client.last_reason().find("runs alone on the device (tally-server --unfenceable alone), "
+                                  "which it did for longer than 20 ms") != std::string::npos);
+  CHECK(client.Result(ipc::HostAllocRequest{.address = region.at(0), .size = 4096}) ==
+        CUDA_ERROR_OUT_OF_MEMORY);
+  gate.End(other);
+  client.Malloc(4096);
+  CHECK_FALSE(gate.TryAdmit(other));  // the client holds memory
+  client.End();
+  CHECK(gate.TryAdmit(other));  // it left, its memory freed
+  gate.End(other);
+}
+
 TEST_CASE("a client's own memory-limit wish only lowers the server's limit") {
   ServerContext limited = TheDevice().context;
   limited.limits.memory_limit = 4 << 20;

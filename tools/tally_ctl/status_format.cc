@@ -213,7 +213,11 @@ std::string FormatStatusText(const ipc::StatusReport& report, const std::string&
                      server.high_busy_ns / 1e9);
   out += fmt::format("backend: {} ({})\n", BackendName(server.backend),
                      server.backend_description);
-  out += fmt::format("isolation: {}\n", ipc::IsolationName(server.isolation));
+  out += fmt::format(
+      "isolation: {}{}\n", ipc::IsolationName(server.isolation),
+      server.isolation == ipc::Isolation::kFenced
+          ? fmt::format(" (unfenceable kernels: {})", ipc::UnfenceableName(server.unfenceable))
+          : std::string());
   const ipc::DepartedStatus& gone = server.departed;
   out += fmt::format(
       "departed: {} client(s); their kernels: {} original, {} sliced ({} slices), {} preemptible "
@@ -275,11 +279,11 @@ std::string FormatStatusText(const ipc::StatusReport& report, const std::string&
     out += fmt::format("  {:>4} {:>14} {:>9}\n", c.client_id, BudgetText(c), MeasuredText(c));
   }
   if (server.isolation == ipc::Isolation::kNone) return out;
-  out += fmt::format("isolation:\n  {:>4} {:>16} {:>14}\n", "ID", "UNFENCED REFUSED",
-                     "FENCE VIOLATED");
+  out += fmt::format("isolation:\n  {:>4} {:>16} {:>14} {:>16} {:>14}\n", "ID", "UNFENCED REFUSED",
+                     "UNFENCED ALONE", "UNFENCED WAITING", "FENCE VIOLATED");
   for (const ipc::ClientStatus& c : report.clients) {
-    out += fmt::format("  {:>4} {:>16} {:>14}\n", c.client_id, c.unfenced_refused,
-                       c.fence_violated != 0 ? "yes" : "no");
+    out += fmt::format("  {:>4} {:>16} {:>14} {:>16} {:>14}\n", c.client_id, c.unfenced_refused,
+                       c.unfenced_alone, c.unfenced_waiting, c.fence_violated != 0 ? "yes" : "no");
   }
   return out;
 }
@@ -301,6 +305,10 @@ std::string FormatStatusJson(const ipc::StatusReport& report, const std::string&
                      JsonString(BackendName(server.backend)),
                      JsonString(server.backend_description));
   out += fmt::format("  \"isolation\": {},\n", JsonString(ipc::IsolationName(server.isolation)));
+  out += fmt::format("  \"unfenceable\": {},\n",
+                     server.isolation == ipc::Isolation::kFenced
+                         ? JsonString(ipc::UnfenceableName(server.unfenceable))
+                         : std::string("null"));
   const ipc::DepartedStatus& gone = server.departed;
   out += fmt::format(
       "  \"departed\": {{\"clients\": {}, \"scheduling\": {{\"kernels_original\": {}, "
@@ -333,7 +341,8 @@ std::string FormatStatusJson(const ipc::StatusReport& report, const std::string&
         "\"preemption_latencies\": {}, "
         "\"preemption_latency_ns_total\": {}, \"preemption_latency_ns_max\": {}}}, "
         "\"library_calls\": {}, \"vendor_library_calls\": {}, \"unfenced_refused\": {}, "
-        "\"fence_violated\": {}, \"sticky_error\": {}, \"grant\": {}, "
+        "\"unfenced_alone\": {}, \"unfenced_waiting\": {}, \"fence_violated\": {}, "
+        "\"sticky_error\": {}, \"grant\": {}, "
         "\"slowdown_budget\": {}}}",
         i == 0 ? "" : ",", c.client_id, c.pid, JsonString(c.command), c.client_priority.level,
         c.client_priority.is_set != 0, c.memory_bytes, c.allocations, LimitJson(c.memory_limit),
@@ -342,9 +351,9 @@ std::string FormatStatusJson(const ipc::StatusReport& report, const std::string&
         c.kernels_preempted, c.preemptions, c.resumes, c.risky_launches, c.unfit_launches,
         c.held_ns, c.preemption_latencies, c.preemption_latency_ns_total,
         c.preemption_latency_ns_max, LibraryCallsJson(c.library_calls),
-        LibraryCallsJson(c.vendor_library_calls), c.unfenced_refused, c.fence_violated != 0,
-        c.sticky_error, c.grant[0] != '\0' ? JsonString(c.grant) : std::string("null"),
-        BudgetJson(c));
+        LibraryCallsJson(c.vendor_library_calls), c.unfenced_refused, c.unfenced_alone,
+        c.unfenced_waiting, c.fence_violated != 0, c.sticky_error,
+        c.grant[0] != '\0' ? JsonString(c.grant) : std::string("null"), BudgetJson(c));
   }
   out += report.clients.empty() ? "],\n" : "\n  ],\n";
   out += "  \"grants\": [";

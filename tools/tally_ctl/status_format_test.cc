@@ -35,6 +35,7 @@ ipc::StatusReport Report(bool with_client) {
   report.server.departed.library_calls[ipc::Library::kCublasLt] = 6;
   report.server.departed.vendor_library_calls[ipc::Library::kCublas] = 8;
   report.server.isolation = ipc::Isolation::kFenced;
+  report.server.unfenceable = ipc::Unfenceable::kAlone;
   report.server.modules = {
       .modules_registered = 2, .kernels_indexed = 300, .kernels_transformed = 1, .forms_loaded = 2};
   if (with_client) {
@@ -63,6 +64,8 @@ ipc::StatusReport Report(bool with_client) {
     client.library_calls[ipc::Library::kCudnn] = 2;
     client.vendor_library_calls[ipc::Library::kCublas] = 4;
     client.unfenced_refused = 6;
+    client.unfenced_alone = 9;
+    client.unfenced_waiting = 1;
     client.fence_violated = 1;
     client.sticky_error = 700;  // CUDA_ERROR_ILLEGAL_ADDRESS
     client.slowdown_budget = ipc::WireSlowdownBudget::From(SlowdownBudget{0.15, 0.95});
@@ -99,6 +102,7 @@ TEST_CASE("status as JSON has every key, with and without clients") {
         "  \"admission_waiting\": 0,\n"
         "  \"backend\": {\"kind\": \"emulator\", \"description\": \"emulator (--emulate)\"},\n"
         "  \"isolation\": \"fenced\",\n"
+        "  \"unfenceable\": \"alone\",\n"
         "  \"departed\": {\"clients\": 3, \"scheduling\": {\"kernels_original\": 0, "
         "\"kernels_sliced\": 0, \"slices\": 0, \"kernels_preemptible\": 9, "
         "\"kernels_preempted\": 0, \"preemptions\": 4, \"resumes\": 0, \"risky_launches\": 0, "
@@ -127,7 +131,8 @@ TEST_CASE("status as JSON has every key, with and without clients") {
                "\"preemption_latency_ns_max\": 2000000}, "
                "\"library_calls\": {\"cublas\": 11, \"cublaslt\": 0, \"cudnn\": 2}, "
                "\"vendor_library_calls\": {\"cublas\": 4, \"cublaslt\": 0, \"cudnn\": 0}, "
-               "\"unfenced_refused\": 6, \"fence_violated\": true, \"sticky_error\": 700, "
+               "\"unfenced_refused\": 6, \"unfenced_alone\": 9, \"unfenced_waiting\": 1, "
+               "\"fence_violated\": true, \"sticky_error\": 700, "
                "\"grant\": null, \"slowdown_budget\": {\"text\": \"15%@p95\", "
                "\"slowdown\": 0.15, \"percentile\": 0.95, \"measured_slowdown\": 0.125}}"
                "\n  ],\n  \"grants\": []\n}\n") != std::string::npos);
@@ -206,9 +211,11 @@ TEST_CASE("status as text lists the clients") {
                   "     7            11/4             0/0             2/0\n") != std::string::npos);
   CHECK(text.find("budgets:\n    ID         BUDGET  MEASURED\n"
                   "     7        15%@p95     12.5%\n") != std::string::npos);
-  CHECK(text.find("isolation: fenced\n") != std::string::npos);
-  CHECK(text.find("isolation:\n    ID UNFENCED REFUSED FENCE VIOLATED\n"
-                  "     7                6            yes\n") != std::string::npos);
+  CHECK(text.find("isolation: fenced (unfenceable kernels: alone)\n") != std::string::npos);
+  CHECK(text.find("isolation:\n    ID UNFENCED REFUSED UNFENCED ALONE UNFENCED WAITING FENCE "
+                  "VIOLATED\n"
+                  "     7                6              9                1            yes\n") !=
+        std::string::npos);
   CHECK(FormatStatusText(Report(false), "/s").find("clients: 0\n") != std::string::npos);
 }
 
