@@ -73,8 +73,8 @@ class Scanner {
     while (!AtEnd()) {
       if (IsSpace(text_[pos_])) {
         ++pos_;
-      } else if (text_[pos_] == '/' && (text_.substr(pos_).starts_with("//") ||
-                                        text_.substr(pos_).starts_with("/*"))) {
+      } else if (text_[pos_] == '/' &&
+                 (text_.substr(pos_).starts_with("//") || text_.substr(pos_).starts_with("/*"))) {
         if (!SkipCommentOrString()->ok()) return;  // the caller meets the end
       } else {
         return;

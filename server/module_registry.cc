@@ -48,8 +48,7 @@ std::vector<std::string> StateVariables(const ptx::Module& module) {
 // a module whose uses of them the rewrite cannot follow is refused, saying why: its kernels and
 // the program would not see the same variable.
 absl::Status RedirectManagedVariables(DeviceCode& code) {
-  absl::StatusOr<std::vector<std::string>> redirected =
-      ptx::RedirectManagedVariables(*code.module);
+  absl::StatusOr<std::vector<std::string>> redirected = ptx::RedirectManagedVariables(*code.module);
   if (!redirected.ok()) return ClientError(CUDA_ERROR_NOT_SUPPORTED, redirected.status().message());
   if (!redirected->empty()) code.ptx = ptx::PrintModule(*code.module);
   return absl::OkStatus();
@@ -461,7 +460,8 @@ absl::StatusOr<std::shared_ptr<const ParsedImage>> ModuleRegistry::Parse(
   // A kernel's variants can be made alone, in a module of their own, unless they must share
   // module state with the originals (variables, the device output binding) or are fenced (the
   // fenced kernels are the originals; strict refuses a module with an unfenceable one at load).
-  parsed->lazy_forms = build_forms_ && !fence_ && !redirect_output && StateVariables(module).empty();
+  parsed->lazy_forms =
+      build_forms_ && !fence_ && !redirect_output && StateVariables(module).empty();
   const bool transform_now = (build_forms_ || fence_) && !parsed->lazy_forms;
   if (redirect_output) {
     // The transformation takes the module before the rewrite; the module loaded for the original
