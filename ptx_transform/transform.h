@@ -18,6 +18,10 @@ struct TransformOptions {
   // Fence every kernel that can be fenced, in place (passes/fence_memory.h), before making the
   // sliced and PTB forms from the fenced kernels.
   bool fence = false;
+  // With `fence`, where RedirectDeviceOutput (device_output.h) follows: fenced code's printf and
+  // assert pass the fence on, so that the strings Tally's output functions read are checked too
+  // (passes/fence_memory.h, FenceTarget). The module is valid PTX only once that rewrite is done.
+  bool fence_device_output = false;
 };
 
 // What a fenced kernel takes after its own parameters, as one `.param .align 8 .b8 [56]`. Every
