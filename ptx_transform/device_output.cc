@@ -354,8 +354,9 @@ void FenceOutputCalls(Module& module, passes::NameAllocator& names) {
       if (inst.opcode != "call" || target == inst.operands.size()) return;
       const std::string callee = inst.operands[target].name;
       if (callee != kOutputVprintf && callee != kOutputAssertfail) return;
+      const Function* function = functions.Find(callee);  // absent: the runtime's undeclared
       const Operand& args = passes::CallArgumentList(inst, target);
-      if (args.elements.size() != functions.Find(callee)->params.size() + 1) return;
+      if (function == nullptr || args.elements.size() != function->params.size() + 1) return;
       if (!fencer) fencer.emplace(module, names, passes::FenceTarget::kDeviceOutput);
       inst.operands[target].name = fencer->CloneOf(callee);
     });

@@ -173,6 +173,17 @@ TEST_CASE("Without fenced output calls, the fenced module's printf is the unfenc
   CHECK(*fenced.FindFunction("__tally_assertfail") == *plain.FindFunction("__tally_assertfail"));
 }
 
+TEST_CASE("A call of an undeclared __assertfail is left for the driver to refuse") {
+  Module module = ParseText(
+      ".version 8.0\n.target sm_80\n.address_size 64\n"
+      ".extern .func (.param .b32 r) vprintf(.param .b64 f, .param .b64 a);\n"
+      ".visible .entry k() {\n.param .b64 a;\ncall.uni __assertfail, (a, a, a, a, a, "
+      "a);\nret;\n}\n");
+  auto redirected = RedirectDeviceOutput(module);
+  REQUIRE(redirected.ok());
+  CHECK(module.FindFunction("__tally_assertfail__tally_fence") == nullptr);
+}
+
 TEST_CASE("A module without printf or assert is left as it is") {
   Module module = ParseText(
       ".version 8.0\n.target sm_80\n.address_size 64\n"
