@@ -14,6 +14,8 @@
 #include "cuda_abi/device_printf.h"
 #include "ptx_transform/parser.h"
 #include "ptx_transform/passes/builder.h"
+#include "ptx_transform/passes/fence_memory.h"
+#include "ptx_transform/passes/function_clones.h"
 #include "ptx_transform/passes/ir_walk.h"
 
 namespace tally::ptx {
@@ -338,6 +340,30 @@ std::vector<std::string> NamesOf(const std::vector<TopLevel>& items) {
   return names;
 }
 
+// Calls of the library's functions that pass the fence (one argument more than the function
+// takes: fenced code, TransformOptions::fence_device_output) go to fenced clones, whose reads
+// of the client's memory are checked (passes/fence_memory.h, FenceTarget::kDeviceOutput).
+void FenceOutputCalls(Module& module, passes::NameAllocator& names) {
+  std::optional<passes::MemoryFencer> fencer;
+  const passes::FunctionIndex functions(module);
+  for (TopLevel& item : module.items) {
+    auto* caller = std::get_if<Function>(&item.value);
+    if (caller == nullptr || !caller->body) continue;
+    passes::ForEachInstruction(caller->body->statements, [&](Instruction& inst) {
+      const size_t target = passes::CallTargetIndex(inst);
+      if (inst.opcode != "call" || target == inst.operands.size()) return;
+      const std::string callee = inst.operands[target].name;
+      if (callee != kOutputVprintf && callee != kOutputAssertfail) return;
+      const Function* function = functions.Find(callee);  // absent: the runtime's undeclared
+      const Operand& args = passes::CallArgumentList(inst, target);
+      if (function == nullptr || args.elements.size() != function->params.size() + 1) return;
+      if (!fencer) fencer.emplace(module, names, passes::FenceTarget::kDeviceOutput);
+      inst.operands[target].name = fencer->CloneOf(callee);
+    });
+  }
+  if (fencer) fencer->Finish();
+}
+
 }  // namespace
 
 bool UsesDeviceOutput(const Module& module) {
@@ -391,6 +417,7 @@ absl::StatusOr<bool> RedirectDeviceOutput(Module& module) {
   items.insert(items.begin() + static_cast<std::ptrdiff_t>(*position),
                std::make_move_iterator(library->begin()), std::make_move_iterator(library->end()));
   module.items = std::move(items);
+  FenceOutputCalls(module, names);
   return true;
 }
 

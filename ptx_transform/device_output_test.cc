@@ -1,6 +1,7 @@
 // The device-output redirection: nvcc's calls to vprintf go to the added __tally_vprintf, a failed
 // assert's message is written before the runtime's __assertfail still runs, the result is PTX
-// ptxas accepts, and modules it cannot or need not rewrite are left as they are. (What the added
+// ptxas accepts, and modules it cannot or need not rewrite are left as they are. In fenced code
+// both go to fenced forms that read the client's memory only inside the fence. (What the added
 // code writes is checked by running it: server/device_output_ring_test.cc.)
 #include "ptx_transform/device_output.h"
 
@@ -16,6 +17,8 @@
 #include "cuda_abi/device_output_ring.h"
 #include "ptx_transform/parser.h"
 #include "ptx_transform/printer.h"
+#include "ptx_transform/test_util.h"
+#include "ptx_transform/transform.h"
 
 namespace tally::ptx {
 namespace {
@@ -100,6 +103,85 @@ TEST_CASE("printf alone: the assert function is not added") {
   INFO(text);
   CHECK(text.find("__assertfail") == std::string::npos);
   CHECK(PtxasAccepts(text));
+}
+
+// device_output.ptx fenced (as the server fences under --isolation fenced), then redirected.
+Module FencedAndRedirected(bool fence_device_output) {
+  Module module = ParseText(ReadTestdata("device_output.ptx"));
+  TransformOptions options;
+  options.fence = true;
+  options.fence_device_output = fence_device_output;
+  const TransformReport report = TransformModule(module, options);
+  REQUIRE(report.kernels.size() == 1);
+  REQUIRE(report.kernels[0].fenced);
+  auto redirected = RedirectDeviceOutput(module);
+  REQUIRE(redirected.ok());
+  REQUIRE(*redirected);
+  return module;
+}
+
+TEST_CASE("Fenced code's printf and assert read the client's memory only inside the fence") {
+  const Module module = FencedAndRedirected(true);
+  std::string text = PrintModule(module);
+  std::ranges::replace(text, '\t', ' ');
+  INFO(text);
+  const std::string printf_clone = "__tally_vprintf__tally_fence";
+  const std::string assert_clone = "__tally_assertfail__tally_fence";
+  const Function* fenced_printf = module.FindFunction(printf_clone);
+  REQUIRE(fenced_printf != nullptr);
+  REQUIRE(module.FindFunction(assert_clone) != nullptr);
+  const Function& unfenced = *module.FindFunction("__tally_vprintf");
+  // Every kernel form calls the fenced functions only.
+  for (const TopLevel& item : module.items) {
+    const auto* kernel = std::get_if<Function>(&item.value);
+    if (kernel == nullptr || !kernel->is_entry) continue;
+    passes::ForEachInstruction(kernel->body->statements, [&](const Instruction& inst) {
+      if (inst.opcode != "call") return;
+      const std::string& callee = passes::CallTarget(inst)->name;
+      CHECK((callee == printf_clone || callee == assert_clone));
+    });
+  }
+  // The fenced assert prints through the fenced printf, then calls the runtime's __assertfail.
+  CHECK(testing::CountInstructions(*module.FindFunction(assert_clone), "call.uni") == 2);
+  CHECK(Count(text, "call.uni (taken), " + printf_clone + ", (format, arguments, ") == 1);
+  CHECK(Count(text, " __assertfail,") == 2);
+  // Each of the five generic loads (format, arguments, strings) is checked, and reads 0 from
+  // outside the ranges; the ring's .global accesses are as they were.
+  using testing::CountInstructions;
+  CHECK(CountInstructions(*fenced_printf, "isspacep.global") == 5);
+  CHECK(CountInstructions(*fenced_printf, "st.global.u32") == 5);  // the violation flag
+  int zeroed = 0;  // `@bad mov %value, 0` after a load
+  passes::ForEachInstruction(fenced_printf->body->statements, [&](const Instruction& inst) {
+    zeroed += inst.opcode == "mov" && inst.guard.starts_with("%__tally_fence_bad");
+  });
+  CHECK(zeroed == 5);
+  for (const char* ring : {"ld.global.u64", "ld.volatile.global.u64", "atom.global.cas.b64",
+                           "st.global.u8", "st.global.u64", "st.volatile.global.u64"}) {
+    INFO(ring);
+    CHECK(CountInstructions(*fenced_printf, ring) == CountInstructions(unfenced, ring));
+    CHECK(CountInstructions(*fenced_printf, ring) > 0);
+  }
+  CHECK(PtxasAccepts(text));
+}
+
+TEST_CASE("Without fenced output calls, the fenced module's printf is the unfenced one") {
+  const Module fenced = FencedAndRedirected(false);
+  CHECK(fenced.FindFunction("__tally_vprintf__tally_fence") == nullptr);
+  Module plain = ParseText(ReadTestdata("device_output.ptx"));
+  REQUIRE(RedirectDeviceOutput(plain).ok());
+  CHECK(*fenced.FindFunction("__tally_vprintf") == *plain.FindFunction("__tally_vprintf"));
+  CHECK(*fenced.FindFunction("__tally_assertfail") == *plain.FindFunction("__tally_assertfail"));
+}
+
+TEST_CASE("A call of an undeclared __assertfail is left for the driver to refuse") {
+  Module module = ParseText(
+      ".version 8.0\n.target sm_80\n.address_size 64\n"
+      ".extern .func (.param .b32 r) vprintf(.param .b64 f, .param .b64 a);\n"
+      ".visible .entry k() {\n.param .b64 a;\ncall.uni __assertfail, (a, a, a, a, a, "
+      "a);\nret;\n}\n");
+  auto redirected = RedirectDeviceOutput(module);
+  REQUIRE(redirected.ok());
+  CHECK(module.FindFunction("__tally_assertfail__tally_fence") == nullptr);
 }
 
 TEST_CASE("A module without printf or assert is left as it is") {

@@ -24,23 +24,9 @@ struct Fenced {
   }
   // How many instructions of `function` have this opcode and modifiers (`st.global.u32`).
   int Count(const std::string& function, const std::string& spelling) const {
-    int n = 0;
     const Function* f = module.FindFunction(function);
     REQUIRE(f != nullptr);
-    std::vector<const std::vector<Statement>*> lists = {&f->body->statements};
-    while (!lists.empty()) {
-      const auto* list = lists.back();
-      lists.pop_back();
-      for (const auto& s : *list) {
-        if (const auto* b = std::get_if<Block>(&s.value)) lists.push_back(&b->statements);
-        const auto* inst = std::get_if<Instruction>(&s.value);
-        if (inst == nullptr) continue;
-        std::string text = inst->opcode;
-        for (const auto& m : inst->modifiers) text += "." + m;
-        n += text == spelling;
-      }
-    }
-    return n;
+    return testing::CountInstructions(*f, spelling);
   }
 };
 

@@ -1,5 +1,5 @@
 // Helpers of the ptx_transform tests: read a test file, analyse one kernel of a hand-written
-// module.
+// module, count a function's instructions.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -10,6 +10,7 @@
 
 #include "ptx_transform/kernel_analysis.h"
 #include "ptx_transform/parser.h"
+#include "ptx_transform/passes/ir_walk.h"
 
 namespace tally::ptx::testing {
 
@@ -35,6 +36,18 @@ inline bool Mentions(const std::vector<std::string>& reasons, const std::string&
   for (const auto& r : reasons)
     if (r.find(text) != std::string::npos) return true;
   return false;
+}
+
+// How many instructions of `function` (nested blocks included) are spelled `spelling`: the
+// opcode and its modifiers (`st.global.u32`).
+inline int CountInstructions(const Function& function, const std::string& spelling) {
+  int n = 0;
+  passes::ForEachInstruction(function.body->statements, [&](const Instruction& inst) {
+    std::string text = inst.opcode;
+    for (const auto& m : inst.modifiers) text += "." + m;
+    n += text == spelling;
+  });
+  return n;
 }
 
 }  // namespace tally::ptx::testing

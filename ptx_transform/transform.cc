@@ -18,7 +18,10 @@ TransformReport TransformModule(Module& module, const TransformOptions& options)
   // parameters follow the fence parameter. kernel -> why not fenced ("" when fenced).
   std::map<std::string, std::string> fence_refusals;
   if (options.fence) {
-    passes::MemoryFencer fencer(module, names);
+    passes::MemoryFencer fencer(module, names,
+                                options.fence_device_output
+                                    ? passes::FenceTarget::kKernelsBeforeDeviceOutput
+                                    : passes::FenceTarget::kKernels);
     for (auto& item : module.items) {
       auto* kernel = std::get_if<Function>(&item.value);
       if (kernel == nullptr || !kernel->is_entry || !kernel->body) continue;

@@ -18,6 +18,10 @@ struct TransformOptions {
   // Fence every kernel that can be fenced, in place (passes/fence_memory.h), before making the
   // sliced and PTB forms from the fenced kernels.
   bool fence = false;
+  // With `fence`, where RedirectDeviceOutput (device_output.h) follows: fenced code's printf and
+  // assert pass the fence on, so that the strings Tally's output functions read are checked too
+  // (passes/fence_memory.h, FenceTarget). The module is valid PTX only once that rewrite is done.
+  bool fence_device_output = false;
 };
 
 // What a fenced kernel takes after its own parameters, as one `.param .align 8 .b8 [56]`. Every
@@ -41,10 +45,13 @@ static_assert(alignof(FenceParams) == 8);
 // The version of the transformations: bumped whenever the variants they produce change, so that
 // measurements of older variants (the profiler's cache) are not reused.
 inline constexpr uint32_t kTransformVersion = 1;
+// The version of the fence (passes/fence_memory.h), bumped whenever fenced code changes (2: one
+// check for a span of accesses through one base, fenced printf and assert).
+inline constexpr uint32_t kFenceVersion = 2;
 // The version of the forms made with or without the fence: fenced forms run other code, so their
-// measurements are kept apart from the unfenced forms' (a bit above any kTransformVersion).
+// measurements are kept apart from the unfenced forms' (kFenceVersion above any kTransformVersion).
 constexpr uint32_t FormsVersion(bool fenced) {
-  return fenced ? kTransformVersion | (uint32_t{1} << 16) : kTransformVersion;
+  return fenced ? kTransformVersion | (kFenceVersion << 16) : kTransformVersion;
 }
 
 struct PtbState {

@@ -3,18 +3,22 @@
 // zeroed and handed back, and a malformed one ending the reading. Then kernels on the emulated GPU
 // (its tenants off, as NVIDIA's driver has none) whose printf the module registry redirected:
 // every kind of argument formatted as the host's printf does, records wrapping around a small
-// ring, and a full ring dropping text (printf returns -1) until the server reads it.
+// ring, and a full ring dropping text (printf returns -1) until the server reads it. Fenced, the
+// same kernels print what they printed, but nothing of memory outside the client's ranges.
 #include "server/device_output_ring.h"
 
 #include <catch2/catch.hpp>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cuda_abi/device_output_ring.h"
+#include "ptx_transform/transform.h"
 #include "server/module_registry.h"
 
 namespace tally::server {
@@ -122,12 +126,14 @@ struct SharedDevice {
                                 .device = 0,
                                 .emulator_library = TALLY_TEST_EMULATOR_LIBRARY,
                                 .emulator_tenants = false})),
-        modules(backend, /*build_forms=*/false) {
+        modules(backend, /*build_forms=*/false),
+        fenced_modules(backend, /*build_forms=*/false, /*fence=*/true) {
     backend.MakeCurrent().IgnoreError();
   }
   const DriverApi& api() const { return backend.api(); }
   Backend backend;
   ModuleRegistry modules;
+  ModuleRegistry fenced_modules;  // --isolation fenced's
 };
 
 SharedDevice& TheDevice() {
@@ -135,13 +141,12 @@ SharedDevice& TheDevice() {
   return *device;
 }
 
-std::shared_ptr<SharedModule> LoadPrintfModule() {
+std::shared_ptr<SharedModule> LoadPrintfModule(ModuleRegistry& registry = TheDevice().modules) {
   std::ifstream file(std::string(TALLY_TEST_FATBIN_DIR) + "/printf_kernel.fatbin",
                      std::ios::binary);
   const std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
   REQUIRE(!bytes.empty());
-  auto module = TheDevice().modules.Register(
-      {reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()});
+  auto module = registry.Register({reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()});
   REQUIRE(module.ok());
   REQUIRE((*module)->parsed().redirects_device_output);
   return *module;
@@ -157,16 +162,14 @@ std::unique_ptr<DeviceOutputRing> BoundRing(const SharedModule& module, uint64_t
   return *std::move(ring);
 }
 
-// Runs `kernel` with `threads` threads and the device array of their printf results first among
-// its parameters; returns the results.
+// Runs `kernel` with `threads` threads and `returned`, the device array of their printf results,
+// first among its parameters; returns the results.
 template <typename... Args>
-std::vector<int> Launch(const SharedModule& module, const char* kernel, unsigned threads,
-                        Args... args) {
+std::vector<int> LaunchWith(const SharedModule& module, const char* kernel, CUdeviceptr returned,
+                            unsigned threads, Args... args) {
   const DriverApi& api = TheDevice().api();
   auto found = module.FindKernel(kernel);
   REQUIRE(found.ok());
-  CUdeviceptr returned = 0;
-  REQUIRE(api.cuMemAlloc(&returned, threads * sizeof(int)) == CUDA_SUCCESS);
   void* params[] = {&returned, &args...};
   CUstream stream = nullptr;
   REQUIRE(api.cuStreamCreateWithPriority(&stream, CU_STREAM_NON_BLOCKING, 0) == CUDA_SUCCESS);
@@ -177,8 +180,29 @@ std::vector<int> Launch(const SharedModule& module, const char* kernel, unsigned
           CUDA_SUCCESS);
   REQUIRE(api.cuStreamSynchronize(stream) == CUDA_SUCCESS);
   api.cuStreamDestroy(stream);
+  return results;
+}
+
+// LaunchWith an array of its own.
+template <typename... Args>
+std::vector<int> Launch(const SharedModule& module, const char* kernel, unsigned threads,
+                        Args... args) {
+  const DriverApi& api = TheDevice().api();
+  CUdeviceptr returned = 0;
+  REQUIRE(api.cuMemAlloc(&returned, threads * sizeof(int)) == CUDA_SUCCESS);
+  std::vector<int> results = LaunchWith(module, kernel, returned, threads, args...);
   api.cuMemFree(returned);
   return results;
+}
+
+// PrintEverything's line for thread `t`, whose second %s is `string`.
+Line EverythingLine(unsigned t, int i, unsigned u, long long l, double d, const char* string) {
+  char text[512];
+  std::snprintf(text, sizeof(text),
+                "t%u: %d %u %x %lld %llu %c %5.2f %e %s %s %% [%*d] [%-*d] %hd %zu %.*f\n", t, i, u,
+                u, l, static_cast<unsigned long long>(l), 'A' + t, d, d, "word", string, 6, i, 4, i,
+                static_cast<short>(i), sizeof(double), 3, d);
+  return {1, text};
 }
 
 TEST_CASE("Redirected printf formats every kind of argument as the host's printf") {
@@ -193,16 +217,8 @@ TEST_CASE("Redirected printf formats every kind of argument as the host's printf
   CHECK(returned == std::vector<int>{19, 19});  // the arguments each call took
   std::vector<Line> lines = Drain(*ring);
   std::ranges::sort(lines, {}, &Line::text);
-  std::vector<Line> want;
-  for (unsigned t = 0; t < 2; ++t) {
-    char text[512];
-    std::snprintf(text, sizeof(text),
-                  "t%u: %d %u %x %lld %llu %c %5.2f %e %s %s %% [%*d] [%-*d] %hd %zu %.*f\n", t, i,
-                  u, u, l, static_cast<unsigned long long>(l), 'A' + t, d, d, "word", "(null)", 6,
-                  i, 4, i, static_cast<short>(i), sizeof(double), 3, d);
-    want.push_back({1, text});
-  }
-  CHECK(lines == want);
+  CHECK(lines == std::vector<Line>{EverythingLine(0, i, u, l, d, "(null)"),
+                                   EverythingLine(1, i, u, l, d, "(null)")});
 }
 
 TEST_CASE("Records wrap around a small ring; a full ring drops text until it is read") {
@@ -228,6 +244,80 @@ TEST_CASE("Records wrap around a small ring; a full ring drops text until it is 
   CHECK(Drain(*ring).size() == 4);
   CHECK(Launch(*module, "PrintLine", 4, 101) == std::vector<int>(4, 2));
   CHECK(Drain(*ring).size() == 4);
+}
+
+// Device memory of `bytes` bytes holding `text` at `offset` (its NUL only if `text` has one).
+CUdeviceptr DeviceText(size_t bytes, size_t offset, std::string_view text) {
+  const DriverApi& api = TheDevice().api();
+  CUdeviceptr memory = 0;
+  REQUIRE(api.cuMemAlloc(&memory, bytes) == CUDA_SUCCESS);
+  REQUIRE(api.cuMemsetD8Async(memory, 0, bytes, nullptr) == CUDA_SUCCESS);
+  if (!text.empty()) {
+    REQUIRE(api.cuMemcpyHtoDAsync(memory + offset, text.data(), text.size(), nullptr) ==
+            CUDA_SUCCESS);
+  }
+  REQUIRE(api.cuCtxSynchronize() == CUDA_SUCCESS);
+  return memory;
+}
+
+// The fence's violation flag at `flag`, cleared for the next launch.
+uint32_t TakeFlag(CUdeviceptr flag) {
+  const DriverApi& api = TheDevice().api();
+  uint32_t value = 0;
+  REQUIRE(api.cuMemcpyDtoHAsync(&value, flag, sizeof(value), nullptr) == CUDA_SUCCESS);
+  REQUIRE(api.cuMemsetD32Async(flag, 0, 1, nullptr) == CUDA_SUCCESS);
+  REQUIRE(api.cuCtxSynchronize() == CUDA_SUCCESS);
+  return value;
+}
+
+TEST_CASE("Fenced printf prints the client's own strings, and nothing of anyone else's") {
+  const std::shared_ptr<SharedModule> fenced = LoadPrintfModule(TheDevice().fenced_modules);
+  REQUIRE(fenced->kernels().at("PrintEverything").fenced);
+  const std::shared_ptr<SharedModule> plain = LoadPrintfModule();
+  const std::unique_ptr<DeviceOutputRing> fenced_ring =
+      BoundRing(*fenced, DeviceOutputRing::kCapacity);
+  const std::unique_ptr<DeviceOutputRing> plain_ring =
+      BoundRing(*plain, DeviceOutputRing::kCapacity);
+  // The client's range: 256 bytes (the printf results first), whose last 8 hold text that goes
+  // on, without its NUL, into the next 256, which are not the client's.
+  const CUdeviceptr own = DeviceText(512, 248, "[mine]->theirs\n");
+  const CUdeviceptr foreign = DeviceText(256, 0, std::string_view("another's secret", 17));
+  const CUdeviceptr flag = DeviceText(sizeof(uint32_t), 0, "");
+  ptx::FenceParams fence = {};
+  fence.base[0] = own;
+  fence.size[0] = 256;
+  fence.base[2] = fenced->variable_range().base;
+  fence.size[2] = fenced->variable_range().size;
+  fence.violation_flag = flag;
+  const int i = 7;
+  const unsigned u = 8;
+  const long long l = 9;
+  const double d = 0.5;
+
+  // Its own strings (the format and "word" are the module's variables) print as they did.
+  CHECK(LaunchWith(*fenced, "PrintEverything", own, 2, i, u, l, d, uint64_t{0}, fence) ==
+        std::vector<int>{19, 19});
+  std::vector<Line> lines = Drain(*fenced_ring);
+  std::ranges::sort(lines, {}, &Line::text);
+  CHECK(lines == std::vector<Line>{EverythingLine(0, i, u, l, d, "(null)"),
+                                   EverythingLine(1, i, u, l, d, "(null)")});
+  CHECK(TakeFlag(flag) == 0);
+
+  // A %s of another's memory prints as an empty string, and the violation is raised; unfenced,
+  // the secret is printed (what the fence prevents).
+  LaunchWith(*fenced, "PrintEverything", own, 1, i, u, l, d, foreign, fence);
+  CHECK(Drain(*fenced_ring) == std::vector<Line>{EverythingLine(0, i, u, l, d, "")});
+  CHECK(TakeFlag(flag) == 1);
+  Launch(*plain, "PrintEverything", 1, i, u, l, d, foreign);
+  CHECK(Drain(*plain_ring) == std::vector<Line>{EverythingLine(0, i, u, l, d, "another's secret")});
+
+  // A format that runs out of the client's range ends where the range does.
+  CHECK(LaunchWith(*fenced, "PrintFormat", own, 1, own + 248, fence) == std::vector<int>{0});
+  CHECK(Drain(*fenced_ring) == std::vector<Line>{{1, "[mine]->"}});
+  CHECK(TakeFlag(flag) == 1);
+  Launch(*plain, "PrintFormat", 1, own + 248);
+  CHECK(Drain(*plain_ring) == std::vector<Line>{{1, "[mine]->theirs\n"}});
+  for (const CUdeviceptr memory : {own, foreign, flag}) TheDevice().api().cuMemFree(memory);
 }
 
 }  // namespace

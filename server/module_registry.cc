@@ -71,9 +71,10 @@ bool RedirectOutput(ptx::Module& module) {
 // place; nullopt when the transformed module is unusable (the log says why). Why a kernel keeps
 // its original form, or stays unfenced, is logged here, once per kernel transformed. With
 // `redirect_output`, device output is redirected after the transformation, which knows vprintf
-// and __assertfail as the runtime's functions.
+// and __assertfail as the runtime's functions (and has fenced code pass its fence to them).
 std::optional<TransformedCode> TransformForms(ptx::Module& module, bool redirect_output,
-                                              const ptx::TransformOptions& options) {
+                                              ptx::TransformOptions options) {
+  options.fence_device_output = options.fence && redirect_output;
   ptx::TransformReport report = ptx::TransformModule(module, options);
   for (const ptx::KernelForms& forms : report.kernels) {
     if (options.fence && !forms.fenced) {

@@ -10,6 +10,7 @@
 #include <iterator>
 #include <optional>
 
+#include "common/status.h"
 #include "ptx_transform/kernel_signature.h"
 #include "ptx_transform/passes/passes.h"
 
@@ -275,7 +276,8 @@ Access Classify(const Instruction& inst, const FunctionNames& names,
 // The CUDA runtime's device functions a fenced kernel may call, and which of their arguments
 // are pointers the callee reads: __assertfail(message, file, line, function, char_size) and
 // vprintf(format, arguments). vprintf's argument buffer is the caller's local memory; the
-// pointers inside it (`%s` arguments) are not checked.
+// pointers inside it (`%s` arguments) are checked where Tally's functions read them
+// (FenceTarget::kDeviceOutput), not here.
 std::vector<size_t> PointerArguments(std::string_view callee) {
   if (callee == "__assertfail") return {0, 1, 3};
   if (callee == "vprintf") return {0};
@@ -362,11 +364,12 @@ struct MemoryFencer::Registers {
   std::vector<std::string> span_bases;
 };
 
-MemoryFencer::MemoryFencer(Module& module, NameAllocator& names)
+MemoryFencer::MemoryFencer(Module& module, NameAllocator& names, FenceTarget target)
     : module_(module),
       clones_(module, names, "__tally_fence"),
       functions_(clones_.functions()),
-      names_(names) {
+      names_(names),
+      target_(target) {
   for (const TopLevel& item : module.items) {
     if (const auto* var = std::get_if<VarDecl>(&item.value)) {
       module_variables_[var->name] = var->state_space;
@@ -566,12 +569,13 @@ void MemoryFencer::FenceStatements(std::vector<Statement>& statements, Registers
       const Function* callee = target_index < inst->operands.size()
                                    ? functions_.Find(inst->operands[target_index].name)
                                    : nullptr;
-      if (callee == nullptr || !callee->body) {  // __assertfail, vprintf (Refusal vetted them)
+      const bool runtime = callee == nullptr || !callee->body;  // __assertfail, vprintf
+      if (runtime && target_ != FenceTarget::kKernelsBeforeDeviceOutput) {
         out.push_back(std::move(statement));
         continue;
       }
       // `{ .param .align 8 .b8 a[56]; st.param.b64 [a+0], %base0; ...; call f, (args..., a); }`
-      inst->operands[target_index].name = CloneOf(inst->operands[target_index].name);
+      if (!runtime) inst->operands[target_index].name = CloneOf(inst->operands[target_index].name);
       Operand& args = CallArgumentList(*inst, target_index);
       std::string arg = local_names.Fresh("__tally_fence_arg");
       VarDecl decl = Param("b8", arg);
@@ -601,6 +605,9 @@ void MemoryFencer::FenceStatements(std::vector<Statement>& statements, Registers
       inst->operands[1] = Addr(inst->operands[1].name);
     } else {
       access = Classify(*inst, names, module_variables_);
+    }
+    if (target_ == FenceTarget::kDeviceOutput && !access.generic) {
+      access.check = Access::Check::kNone;  // Tally's own memory (fence_memory.h)
     }
     if (access.check == Access::Check::kNone) {
       out.push_back(std::move(statement));
@@ -669,6 +676,16 @@ void MemoryFencer::FenceStatements(std::vector<Statement>& statements, Registers
     }
     operand.elements[0] = Reg(regs.address);
     if (pointer_argument) operand = Reg(regs.address);
+    if (target_ == FenceTarget::kDeviceOutput && inst->opcode == "ld") {
+      // What was loaded from outside reads 0 (Tally's code loads into one register).
+      const Operand& value = inst->operands[0];
+      const std::string type = names.RegisterType(value.name);
+      TALLY_CHECK(value.kind == Operand::Kind::kName && !type.empty());
+      Instruction zero = Guard(Inst("mov", {type}, {value, Imm(0)}), regs.bad);
+      out.push_back(std::move(statement));
+      out.push_back(Stmt(std::move(zero)));
+      continue;
+    }
     out.push_back(std::move(statement));
   }
   statements = std::move(out);

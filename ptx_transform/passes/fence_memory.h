@@ -34,9 +34,10 @@
 // wmma.load/store reach a strided tile: its first and last byte must lie in the same range, else
 // it goes to base[0] with the dense stride (FenceTile in fence_memory.cc says why that is sound).
 // __assertfail and vprintf read strings through their pointer arguments: each is checked like a
-// generic access before its st.param and replaced by base[0] when outside. What still leaks:
-// printf's `%s` arguments are pointers inside vprintf's argument buffer (local memory), which
-// the fence does not check, so a kernel can print a string from another client's memory.
+// generic access before its st.param and replaced by base[0] when outside. Where device output
+// is redirected (device_output.h) the strings are read by Tally's own functions, which the fence
+// also checks byte by byte (FenceTarget below): printf's `%s` arguments too, pointers inside its
+// argument buffer that no check at the call can see.
 //
 // Why the called functions get the fence values as a parameter (a clone `f__tally_fence` per
 // function, as the virtual grid's clones get the grid) rather than through a module-scope
@@ -65,6 +66,21 @@ inline constexpr uint64_t kFenceParamBytes = 56;
 
 class FunctionNames;
 
+// What a MemoryFencer fences.
+enum class FenceTarget {
+  // A program's kernels and the functions they call.
+  kKernels,
+  // The same where device output is redirected after the fence: calls of vprintf and
+  // __assertfail pass the fence as one more argument, from which RedirectDeviceOutput
+  // (device_output.h) knows to call its fenced functions. Until then the module is no valid PTX.
+  kKernelsBeforeDeviceOutput,
+  // Tally's device output functions (RedirectDeviceOutput). Their `.global` accesses reach
+  // Tally's memory (the output ring) and stay unchecked; their generic ones reach the client's
+  // (the format, the arguments, the strings) and are checked, and a load outside the ranges
+  // reads 0, which ends a string at the fence (base[0]'s byte, read again and again, might not).
+  kDeviceOutput,
+};
+
 // A wmma.load/store tile: `lines` lines of `line_elements` elements of `element_bytes` bytes,
 // line r at address + r * stride * element_bytes, the stride (in elements) in operand `stride`.
 struct WmmaTile {
@@ -74,7 +90,7 @@ struct WmmaTile {
 
 class MemoryFencer {
  public:
-  MemoryFencer(Module& module, NameAllocator& names);
+  MemoryFencer(Module& module, NameAllocator& names, FenceTarget target = FenceTarget::kKernels);
 
   // Why `kernel` (an entry of the module) cannot be fenced, following its calls; empty when it
   // can. Every reason, separated by "; ".
@@ -83,6 +99,10 @@ class MemoryFencer {
   // Fences `kernel` in place (its Refusal must be empty): appends the fence parameter, checks
   // every access and redirects calls to fenced clones.
   void Fence(Function& kernel);
+
+  // The name of the fenced clone of `function` (a function of the module with a body), made at
+  // the first request: it takes the fence as its last parameter.
+  const std::string& CloneOf(const std::string& function);
 
   // Adds the fenced clones to the module: their prototypes before its first function (the
   // fenced kernels call them where they stand), their bodies at the end. Call once, after the
@@ -97,7 +117,6 @@ class MemoryFencer {
   void CheckSpan(const SpanGroup& group, const Registers& regs, std::vector<Statement>& out);
   void FenceTile(Instruction& inst, const WmmaTile& tile, size_t operand,
                  const std::string& address, const Registers& regs, std::vector<Statement>& out);
-  const std::string& CloneOf(const std::string& function);
   // What one function's own instructions refuse, and the functions it calls (with bodies):
   // computed once per function, shared by every kernel that reaches it.
   struct OwnFacts {
@@ -115,6 +134,7 @@ class MemoryFencer {
   std::map<std::string, std::string, std::less<>> module_variables_;  // name -> state space
   std::map<std::string, OwnFacts> facts_;
   bool generic_params_ = false;  // the module makes generic addresses of parameters
+  FenceTarget target_;
 };
 
 }  // namespace tally::ptx::passes

@@ -15,3 +15,8 @@ extern "C" __global__ void PrintEverything(int* returned, int i, unsigned u, lon
 extern "C" __global__ void PrintLine(int* returned, int round) {
   returned[threadIdx.x] = printf("round %d thread %u of the ring test\n", round, threadIdx.x);
 }
+
+// A format of the caller's choosing: printf reads its bytes wherever it points.
+extern "C" __global__ void PrintFormat(int* returned, const char* format) {
+  returned[threadIdx.x] = printf(format);
+}

@@ -740,8 +740,9 @@ s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); time.sleep(600)' "$so
     ;;
   fence)  # fence ISOLATION ATTACK INTRUDER OWNER: on the emulated GPU configured as NVIDIA's
     # driver (one address space, no tenants), under tally-server --isolation ISOLATION, a client
-    # that goes for another's buffer (tenant ATTACK: intruder or overrun) says INTRUDER (REFUSED
-    # or REACHED), and the owner then finds its buffer OWNER (INTACT or CHANGED).
+    # that goes for another's memory (tenant ATTACK: intruder, overrun or printer) says INTRUDER
+    # (REFUSED or REACHED), and the owner then finds its buffer OWNER (INTACT or CHANGED). The
+    # printer's kernel prints the owner's string: all of it unfenced, none of it fenced.
     TALLY_EMU_NO_TENANTS=1 start_server --isolation "$5"
     coproc OWNER { exec "$run_bin" --server "$socket" -- "$programs/tenant" owner "$work/pointer"; }
     owner_pid=$OWNER_PID
@@ -751,6 +752,12 @@ s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); time.sleep(600)' "$so
     status_json "$work/status.json"
     json_check "$work/status.json" "s['isolation'] == '$5'"
     run_expecting "$7" attacker tenant "$6" "$work/pointer"
+    if [[ $6 == printer && $5 == none ]]; then
+      grep -qx "printed: \[the owner's secret\]" "$work/attacker.out" ||
+        fail "the owner's string was not printed unfenced: $(cat "$work/attacker.out")"
+    elif [[ $6 == printer ]] && grep -q "owner's secret" "$work/attacker.out"; then
+      fail "a fenced kernel printed the owner's string: $(cat "$work/attacker.out")"
+    fi
     ask OWNER check "$8"
     wait "$owner_pid" || fail "the owner failed"
     if [[ $5 != none ]]; then

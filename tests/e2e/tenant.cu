@@ -20,14 +20,18 @@
 //                      fail with cudaErrorDevicesUnavailable (another client faulted the
 //                      context they shared, or the server disconnected it since) and says LOST;
 //                      ends after the line "exit"
-//   owner FILE         fills a buffer, writes its device pointer to FILE, says READY, waits for
-//                      a line on stdin, then says INTACT if the buffer is unchanged, else CHANGED
+//   owner FILE         fills a buffer, writes its device pointer to FILE and on the next line
+//                      that of a string (kSecret), says READY, waits for a line on stdin, then
+//                      says INTACT if the buffer is unchanged, else CHANGED
 //   intruder FILE      reads another client's device pointer from FILE and launches a kernel
 //                      that reads and overwrites it: says REFUSED if the launch fails with
 //                      cudaErrorIllegalAddress, REACHED if it ran and read the other's data
 //   overrun FILE       the same through its own buffer: a kernel indexes past the end of it as
 //                      far as the other client's buffer (the distance from FILE's pointer); says
 //                      REFUSED or REACHED as the intruder does
+//   printer FILE       a kernel prints the other client's string (FILE's second pointer) with
+//                      printf's %s: says REFUSED if it fails with cudaErrorIllegalAddress,
+//                      REACHED if it ran (what it printed is for the test to read)
 #include <unistd.h>
 
 #include <cassert>
@@ -260,6 +264,7 @@ int Bystander() {
 }
 
 constexpr int kOwned = 4096;
+constexpr char kSecret[] = "the owner's secret";
 
 int Owner(const char* file) {
   int* data;
@@ -267,7 +272,11 @@ int Owner(const char* file) {
   std::vector<int> host(kOwned);
   for (int i = 0; i < kOwned; ++i) host[i] = i * 3 + 1;
   CHECK_CUDA(cudaMemcpy(data, host.data(), kOwned * sizeof(int), cudaMemcpyHostToDevice));
-  std::ofstream(file) << reinterpret_cast<uintptr_t>(data) << "\n";
+  char* secret;
+  CHECK_CUDA(cudaMalloc(&secret, sizeof(kSecret)));
+  CHECK_CUDA(cudaMemcpy(secret, kSecret, sizeof(kSecret), cudaMemcpyHostToDevice));
+  std::ofstream(file) << reinterpret_cast<uintptr_t>(data) << "\n"
+                      << reinterpret_cast<uintptr_t>(secret) << "\n";
   std::printf("READY\n");
   std::fflush(stdout);
   char line[64];
@@ -296,16 +305,22 @@ __global__ void Overrun(int* mine, long long distance, int* loot, int n) {
   }
 }
 
-// Another client's device pointer, from the file its owner wrote.
-int* ForeignPointer(const char* file) {
+// Prints `text`, which may be another client's.
+__global__ void PrintString(const char* text) { printf("printed: [%s]\n", text); }
+
+// Another client's device pointer, from the file its owner wrote: its buffer (line 0) or its
+// string (line 1).
+template <typename T>
+T* ForeignPointer(const char* file, int line = 0) {
+  std::ifstream in(file);
   uintptr_t address = 0;
-  std::ifstream(file) >> address;
-  EXPECT(address != 0);
-  return reinterpret_cast<int*>(address);
+  for (int i = 0; i <= line; ++i) in >> address;
+  EXPECT(in && address != 0);
+  return reinterpret_cast<T*>(address);
 }
 
 // After a kernel that went for another client's memory: REFUSED if CUDA reported an illegal
-// address, REACHED if it ran and `loot` holds the owner's data.
+// address, REACHED if it ran and `loot` (where there is one) holds the owner's data.
 int Report(const int* loot) {
   const cudaError_t synced = cudaDeviceSynchronize();
   if (synced == cudaErrorIllegalAddress) {
@@ -317,6 +332,10 @@ int Report(const int* loot) {
                  cudaGetErrorName(synced));
     return 1;
   }
+  if (loot == nullptr) {
+    std::printf("REACHED\n");
+    return 0;
+  }
   std::vector<int> host(kOwned);
   CHECK_CUDA(cudaMemcpy(host.data(), loot, kOwned * sizeof(int), cudaMemcpyDeviceToHost));
   for (int i = 0; i < kOwned; ++i) EXPECT(host[i] == i * 3 + 1);  // Owner's data
@@ -325,7 +344,7 @@ int Report(const int* loot) {
 }
 
 int Intruder(const char* file) {
-  int* foreign = ForeignPointer(file);
+  int* foreign = ForeignPointer<int>(file);
   int* loot;
   CHECK_CUDA(cudaMalloc(&loot, kOwned * sizeof(int)));
   // Copies are checked by the server against the client's own allocations.
@@ -339,7 +358,7 @@ int Intruder(const char* file) {
 }
 
 int Overrunner(const char* file) {
-  const int* foreign = ForeignPointer(file);
+  const int* foreign = ForeignPointer<int>(file);
   int* mine;
   int* loot;
   CHECK_CUDA(cudaMalloc(&mine, 1024 * sizeof(int)));
@@ -348,6 +367,12 @@ int Overrunner(const char* file) {
   Overrun<<<kOwned / 128, 128>>>(mine, distance, loot, kOwned);
   CHECK_CUDA(cudaGetLastError());
   return Report(loot);
+}
+
+int Printer(const char* file) {
+  PrintString<<<1, 1>>>(ForeignPointer<const char>(file, 1));
+  CHECK_CUDA(cudaGetLastError());
+  return Report(nullptr);
 }
 
 }  // namespace
@@ -366,8 +391,10 @@ int main(int argc, char** argv) {
   if (mode == "owner" && argc >= 3) return Owner(argv[2]);
   if (mode == "intruder" && argc >= 3) return Intruder(argv[2]);
   if (mode == "overrun" && argc >= 3) return Overrunner(argv[2]);
+  if (mode == "printer" && argc >= 3) return Printer(argv[2]);
   std::fprintf(stderr,
                "usage: tenant runaway | compute [ROUNDS] | flood | quota MIB [RAISED] | "
-               "fault KIND | bystander | owner FILE | intruder FILE | overrun FILE\n");
+               "fault KIND | bystander | owner FILE | intruder FILE | overrun FILE | "
+               "printer FILE\n");
   return 2;
 }
