@@ -123,6 +123,8 @@ absl::StatusOr<ControlConnection> AcceptControl(UniqueFd socket, const Handshake
     case ControlKind::kGrant:
     case ControlKind::kRevoke:
     case ControlKind::kSetBudget:
+    case ControlKind::kCodeCache:
+    case ControlKind::kClearCodeCache:
       return ControlConnection(std::move(socket), request, peer.pid, peer.uid);
   }
   return absl::InvalidArgumentError(
@@ -134,6 +136,7 @@ bool Changes(ControlKind kind) {
   switch (kind) {
     case ControlKind::kStatus:
     case ControlKind::kProfiles:
+    case ControlKind::kCodeCache:
       return false;
     default:
       return true;

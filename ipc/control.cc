@@ -183,6 +183,8 @@ absl::Status ControlConnection::SendBudget(BudgetReply reply) { return Send(Enco
 
 absl::Status ControlConnection::SendDrain(DrainReply reply) { return Send(Encode(reply)); }
 
+absl::Status ControlConnection::SendCodeCache(CodeCacheReply reply) { return Send(Encode(reply)); }
+
 absl::Status ControlConnection::SendProfiles(std::span<const ProfileStatus> profiles) {
   ProfilesReply reply{};
   reply.count = static_cast<uint32_t>(std::min<size_t>(profiles.size(), kMaxReportedProfiles));
@@ -199,6 +201,7 @@ absl::StatusOr<StatusReport> QueryStatus(const std::string& path, absl::Duration
   TALLY_ASSIGN_OR_RETURN(report.server, Ask<StatusReply>(path, request, deadline, trust, socket));
   Terminate(report.server.device_name, sizeof(report.server.device_name));
   Terminate(report.server.backend_description, sizeof(report.server.backend_description));
+  Terminate(report.server.code_cache.dir, sizeof(report.server.code_cache.dir));
   TALLY_ASSIGN_OR_RETURN(report.clients,
                          ReceiveRecords<ClientStatus>(socket.get(), report.server.client_count,
                                                       kMaxReportedClients, path, deadline));
@@ -248,6 +251,17 @@ absl::StatusOr<DrainReply> DrainServer(const std::string& path, absl::Duration t
   ControlRequest request{};
   request.kind = static_cast<uint32_t>(ControlKind::kDrain);
   return ChangeClient<DrainReply>(path, request, timeout, trust);
+}
+
+absl::StatusOr<CodeCacheReply> QueryCodeCache(const std::string& path, bool clear,
+                                              absl::Duration timeout, const ServerTrust& trust) {
+  ControlRequest request{};
+  request.kind =
+      static_cast<uint32_t>(clear ? ControlKind::kClearCodeCache : ControlKind::kCodeCache);
+  TALLY_ASSIGN_OR_RETURN(CodeCacheReply reply,
+                         ChangeClient<CodeCacheReply>(path, request, timeout, trust));
+  Terminate(reply.cache.dir, sizeof(reply.cache.dir));
+  return reply;
 }
 
 absl::StatusOr<GrantReply> MakeGrant(const std::string& path, const ClientCeiling& terms,

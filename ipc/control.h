@@ -34,14 +34,16 @@ inline constexpr uint32_t kMaxReportedGrants = 4096;
 inline constexpr size_t kControlTextSize = 256;
 
 enum class ControlKind : uint32_t {
-  kStatus = 1,          // StatusReply + ClientStatus records
-  kSetPriority = 2,     // PriorityReply, no records
-  kProfiles = 3,        // ProfilesReply + ProfileStatus records
-  kSetMemoryLimit = 4,  // LimitReply, no records
-  kDrain = 5,           // DrainReply, no records
-  kGrant = 6,           // GrantReply, no records
-  kRevoke = 7,          // GrantReply, no records
-  kSetBudget = 8,       // BudgetReply, no records
+  kStatus = 1,           // StatusReply + ClientStatus records
+  kSetPriority = 2,      // PriorityReply, no records
+  kProfiles = 3,         // ProfilesReply + ProfileStatus records
+  kSetMemoryLimit = 4,   // LimitReply, no records
+  kDrain = 5,            // DrainReply, no records
+  kGrant = 6,            // GrantReply, no records
+  kRevoke = 7,           // GrantReply, no records
+  kSetBudget = 8,        // BudgetReply, no records
+  kCodeCache = 9,        // CodeCacheReply, no records
+  kClearCodeCache = 10,  // CodeCacheReply (after clearing), no records
 };
 
 inline constexpr size_t kGrantNameSize = 64;  // NUL included
@@ -116,6 +118,22 @@ struct ModuleStatus {
   uint64_t forms_loaded;
 };
 
+// The server's code cache (server/code_cache.h): its folder now and its counters since the server
+// started.
+struct CodeCacheStatus {
+  uint32_t enabled;  // 0: --code-cache none (or the default folder could not be used)
+  uint32_t reserved;
+  uint64_t entries;
+  uint64_t bytes;
+  uint64_t limit_bytes;
+  uint64_t hits;
+  uint64_t misses;
+  uint64_t stored;
+  uint64_t evicted;
+  uint64_t corrupt;            // entries found damaged or of another key, and removed
+  char dir[kControlTextSize];  // NUL-terminated
+};
+
 struct StatusReply {
   HandshakePrefix prefix;  // kControlReplyMagic; size = sizeof(StatusReply)
   int32_t server_pid;
@@ -142,6 +160,7 @@ struct StatusReply {
   // Nanoseconds since the server started during which a kernel or library call of a client
   // above best-effort was on the device (at least one; overlapping ones count once): a counter.
   uint64_t high_busy_ns;
+  CodeCacheStatus code_cache;
 };
 
 struct ClientStatus {
@@ -265,6 +284,15 @@ struct DrainReply {
   char message[kControlTextSize];  // NUL-terminated: what happens now
 };
 
+// The answer to kCodeCache and kClearCodeCache.
+struct CodeCacheReply {
+  HandshakePrefix prefix;  // kControlReplyMagic; size = sizeof(CodeCacheReply)
+  uint32_t ok;             // 0: the cache could not be cleared, or there is none; message: why
+  uint32_t reserved;
+  CodeCacheStatus cache;           // after clearing, for kClearCodeCache
+  char message[kControlTextSize];  // NUL-terminated: what happened
+};
+
 // The answer to kProfiles, followed by `count` ProfileStatus records.
 struct ProfilesReply {
   HandshakePrefix prefix;  // kControlReplyMagic; size = sizeof(ProfilesReply)
@@ -303,6 +331,8 @@ static_assert(std::is_trivially_copyable_v<BudgetReply> && std::is_standard_layo
 static_assert(std::is_trivially_copyable_v<LimitReply> && std::is_standard_layout_v<LimitReply>);
 static_assert(std::is_trivially_copyable_v<DrainReply> && std::is_standard_layout_v<DrainReply>);
 static_assert(std::is_trivially_copyable_v<GrantReply> && std::is_standard_layout_v<GrantReply>);
+static_assert(std::is_trivially_copyable_v<CodeCacheReply> &&
+              std::is_standard_layout_v<CodeCacheReply>);
 static_assert(std::is_trivially_copyable_v<ProfilesReply> &&
               std::is_standard_layout_v<ProfilesReply>);
 static_assert(std::is_trivially_copyable_v<ProfileStatus> &&
@@ -327,6 +357,7 @@ class ControlConnection {
   absl::Status SendLimit(LimitReply reply);
   absl::Status SendBudget(BudgetReply reply);
   absl::Status SendDrain(DrainReply reply);
+  absl::Status SendCodeCache(CodeCacheReply reply);
   absl::Status SendProfiles(std::span<const ProfileStatus> profiles);
 
  private:
@@ -375,6 +406,10 @@ absl::StatusOr<LimitReply> SetClientMemoryLimit(const std::string& path, ClientI
 absl::StatusOr<DrainReply> DrainServer(const std::string& path,
                                        absl::Duration timeout = absl::Seconds(5),
                                        const ServerTrust& trust = ServerTrust());
+// The server's code cache (tally-ctl cache), cleared first with `clear` (tally-ctl cache clear).
+absl::StatusOr<CodeCacheReply> QueryCodeCache(const std::string& path, bool clear,
+                                              absl::Duration timeout = absl::Seconds(5),
+                                              const ServerTrust& trust = ServerTrust());
 // Makes a grant (tally-ctl grant; an empty name lets the server choose one); the reply says
 // whether the server made it, and where its socket is.
 absl::StatusOr<GrantReply> MakeGrant(const std::string& path, const ClientCeiling& terms,

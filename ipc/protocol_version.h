@@ -7,6 +7,6 @@
 
 namespace tally::ipc {
 
-inline constexpr uint32_t kProtocolVersion = 12;
+inline constexpr uint32_t kProtocolVersion = 13;
 
 }  // namespace tally::ipc

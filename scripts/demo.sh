@@ -33,7 +33,7 @@ trap 'stop_server; rm -rf "$work"' EXIT
 # start_server POLICY: a fresh server, so that each case starts from the same state.
 start_server() {
   socket=$work/$1.sock
-  "$server" --emulate --socket "$socket" --policy="$1" --profile-cache=none \
+  "$server" --emulate --socket "$socket" --policy="$1" --profile-cache=none --code-cache=none \
     2>"$work/$1.log" &
   server_pid=$!
   for _ in $(seq 100); do [[ -S $socket ]] && return; sleep 0.05; done

@@ -138,7 +138,8 @@ run() {
   export LD_LIBRARY_PATH=$bundle_dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   export TALLY_CLIENT_LIBRARY=$bundle_dir/lib/libtally_client.so
   export TALLY_LIBRARY_DIR=$bundle_dir/stand-ins
-  server_flags=(--socket "$socket" --profile-cache "$work/profiles.json")
+  server_flags=(--socket "$socket" --profile-cache "$work/profiles.json"
+                --code-cache "$work/code-cache")
   if [[ $emulate -eq 1 ]]; then
     server_flags+=(--emulate --emulator-library "$bundle_dir/lib/libtally_emu.so")
     # For the servers that tally-bench starts.

@@ -255,6 +255,19 @@ absl::StatusOr<ModuleVariableRange> VariableRangeOf(const DriverApi& api, CUmodu
   return ModuleVariableRange{low, high - low};
 }
 
+// The device as the code cache's keys name it: its name and compute capability.
+std::string DeviceName(const Backend& backend, uint32_t arch) {
+  char name[256] = {};
+  backend.api().cuDeviceGetName(name, sizeof(name), backend.device());
+  return absl::StrFormat("%s sm_%u", name, arch);
+}
+
+int DriverVersion(const DriverApi& api) {
+  int version = 0;
+  api.cuDriverGetVersion(&version);
+  return version;
+}
+
 }  // namespace
 
 void AllowDynamicShared(const DriverApi& api, CUdevice device, const KernelVariant& variant,
@@ -283,8 +296,10 @@ void SharedModule::PrepareForms(const Kernel& kernel) {
   // Cleared once the variants are in place (or will not be), so that a launch that sees it
   // cleared finds them.
   absl::Cleanup made = [&mine] { mine.forms_pending.Clear(); };
-  const std::optional<TransformedCode> code =
-      TransformKernel(*parsed_, mine.signature.name, {.slice = true, .preemptible = true});
+  const ptx::TransformOptions options{.slice = true, .preemptible = true};
+  const std::optional<TransformedCode> code = forms_cache_->FindOrMake(
+      parsed_->ptx_hash, mine.signature.name, options, /*redirect_output=*/false,
+      [&] { return TransformKernel(*parsed_, mine.signature.name, options); });
   if (!code) return;
   ++counters_->kernels_transformed;
   CUmodule forms = nullptr;
@@ -363,7 +378,8 @@ absl::Status SharedModule::ResetVariables(CUstream stream) const {
   return CheckCu(result, "resetting module variables");
 }
 
-ModuleRegistry::ModuleRegistry(const Backend& backend, bool build_forms, bool fence)
+ModuleRegistry::ModuleRegistry(const Backend& backend, bool build_forms, bool fence,
+                               std::shared_ptr<CodeCache> code_cache)
     : backend_(backend),
       build_forms_(build_forms),
       fence_(fence),
@@ -375,6 +391,8 @@ ModuleRegistry::ModuleRegistry(const Backend& backend, bool build_forms, bool fe
   backend.api().cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
                                      backend.device());
   device_arch_ = static_cast<uint32_t>(major * 10 + minor);
+  forms_cache_ = std::make_shared<const FormsCache>(
+      std::move(code_cache), DeviceName(backend, device_arch_), DriverVersion(backend.api()));
 }
 
 absl::StatusOr<std::shared_ptr<SharedModule>> ModuleRegistry::Register(
@@ -443,6 +461,9 @@ absl::StatusOr<std::shared_ptr<const ParsedImage>> ModuleRegistry::Parse(
     return parsed;
   }
   DeviceCode& code = *read;
+  if (forms_cache_->cache() != nullptr) {
+    parsed->ptx_hash = ipc::ContentHash(std::as_bytes(std::span(code.ptx)));
+  }
   parsed->ptx_arch = code.arch;
   if (!code.module) {
     if (ReadDeclarationsOnly(code.ptx, *parsed)) return parsed;
@@ -468,8 +489,7 @@ absl::StatusOr<std::shared_ptr<const ParsedImage>> ModuleRegistry::Parse(
     // The transformation takes the module before the rewrite; the module loaded for the original
     // forms gets it too.
     if (transform_now) {
-      ptx::Module forms = module;
-      parsed->transformed = TransformForms(forms, true, FormOptions());
+      parsed->transformed = TransformModuleForms(*parsed, module, /*redirect_output=*/true);
     }
     parsed->redirects_device_output = RedirectOutput(module);
     if (parsed->redirects_device_output) code.ptx = ptx::PrintModule(module);
@@ -477,7 +497,8 @@ absl::StatusOr<std::shared_ptr<const ParsedImage>> ModuleRegistry::Parse(
   parsed->ptx = std::move(code.ptx);
   parsed->state_variables = StateVariables(module);
   if (transform_now && !redirect_output) {
-    parsed->transformed = TransformForms(module, false, FormOptions());
+    parsed->transformed =
+        TransformModuleForms(*parsed, std::move(module), /*redirect_output=*/false);
   }
   if (parsed->transformed) counters_->kernels_transformed += parsed->transformed->forms.size();
   if (parsed->lazy_forms) {
@@ -513,6 +534,14 @@ bool ModuleRegistry::ReadDeclarationsOnly(std::string& ptx, ParsedImage& parsed)
   parsed.lazy_forms = build_forms_;
   parsed.index = *std::move(index);
   return true;
+}
+
+std::optional<TransformedCode> ModuleRegistry::TransformModuleForms(const ParsedImage& parsed,
+                                                                    ptx::Module module,
+                                                                    bool redirect_output) const {
+  return forms_cache_->FindOrMake(
+      parsed.ptx_hash, /*kernel=*/"", FormOptions(), redirect_output,
+      [&] { return TransformForms(module, redirect_output, FormOptions()); });
 }
 
 absl::StatusOr<DeviceCode> ModuleRegistry::ImageCode(std::span<const std::byte> image) {
@@ -552,7 +581,8 @@ absl::StatusOr<std::shared_ptr<SharedModule>> ModuleRegistry::LoadMachineCode(
       "loaded a module ({}-byte image of machine code: its kernels run in their original form "
       "only)",
       parsed->image.size());
-  return std::make_shared<SharedModule>(backend_, counters_, module, std::move(parsed),
+  return std::make_shared<SharedModule>(backend_, counters_, forms_cache_, module,
+                                        std::move(parsed),
                                         absl::flat_hash_map<std::string, Kernel>{});
 }
 
@@ -628,8 +658,8 @@ absl::StatusOr<std::shared_ptr<SharedModule>> ModuleRegistry::Load(
                  transformed          ? ", with transformed forms"
                  : parsed->lazy_forms ? ", transformed forms made per kernel at its first launch"
                                       : "");
-  return std::make_shared<SharedModule>(backend_, counters_, module, std::move(parsed),
-                                        std::move(kernels), *variables);
+  return std::make_shared<SharedModule>(backend_, counters_, forms_cache_, module,
+                                        std::move(parsed), std::move(kernels), *variables);
 }
 
 }  // namespace tally::server

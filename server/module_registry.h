@@ -34,6 +34,7 @@
 #include "ptx_transform/transform.h"
 #include "server/backend/backend.h"
 #include "server/device_code.h"
+#include "server/forms_cache.h"
 
 namespace tally::server {
 
@@ -97,16 +98,9 @@ struct Kernel {
 struct ModuleCounters {
   std::atomic<uint64_t> modules_registered{0};   // Register calls answered with a module
   std::atomic<uint64_t> kernels_indexed{0};      // kernels of the images parsed
-  std::atomic<uint64_t> kernels_transformed{0};  // kernels whose variants were made
+  std::atomic<uint64_t> kernels_transformed{0};  // kernels whose variants were made (or found
+                                                 // in the code cache)
   std::atomic<uint64_t> forms_loaded{0};         // variants loaded on the device
-};
-
-// Transformed code as the device loads it: the variants (ptx_transform/transform.h) and the
-// originals they were made from, in one module.
-struct TransformedCode {
-  std::string ptx;
-  std::vector<ptx::KernelForms> forms;
-  std::vector<ptx::KernelSignature> variant_signatures;
 };
 
 // A fatbin as parsed: what every module loaded from it shares.
@@ -115,6 +109,7 @@ struct ParsedImage {
   uint64_t content_hash = 0;  // of `image` (ipc/content_hash.h)
   std::string ptx;        // the entry selected for the device, a linked program's units linked, or
                           // the image itself (PTX text)
+  uint64_t ptx_hash = 0;  // of that PTX as read, before any rewrite: the code cache's key
   uint32_t ptx_arch = 0;  // 0 for a PTX image
   // No PTX for the device: the image is loaded as the driver's own machine code, and `refusal`
   // is why Tally could not read it, the error when the driver cannot load it either.
@@ -147,12 +142,14 @@ struct ModuleVariableRange {
 
 class SharedModule {
  public:
-  SharedModule(const Backend& backend, std::shared_ptr<ModuleCounters> counters, CUmodule module,
+  SharedModule(const Backend& backend, std::shared_ptr<ModuleCounters> counters,
+               std::shared_ptr<const FormsCache> forms_cache, CUmodule module,
                std::shared_ptr<const ParsedImage> parsed,
                absl::flat_hash_map<std::string, Kernel> kernels, ModuleVariableRange variables = {})
       : api_(backend.api()),
         device_(backend.device()),
         counters_(std::move(counters)),
+        forms_cache_(std::move(forms_cache)),
         module_(module),
         parsed_(std::move(parsed)),
         kernels_(std::move(kernels)),
@@ -185,6 +182,7 @@ class SharedModule {
   const DriverApi& api_;
   CUdevice device_;
   std::shared_ptr<ModuleCounters> counters_;
+  std::shared_ptr<const FormsCache> forms_cache_;
   CUmodule module_;
   std::shared_ptr<const ParsedImage> parsed_;
   absl::flat_hash_map<std::string, Kernel> kernels_;
@@ -205,8 +203,10 @@ class ModuleRegistry {
   // kernel's at the parse for a module with state its variants must share (module variables,
   // the device output binding); with `fence`, every kernel that can be is fenced
   // (--isolation fenced|strict), its variants too, all at the parse (strict refuses a module
-  // with an unfenceable kernel at its load).
-  ModuleRegistry(const Backend& backend, bool build_forms, bool fence = false);
+  // with an unfenceable kernel at its load). Transformed forms are looked for in `code_cache`
+  // first, and stored there when made (null: none).
+  ModuleRegistry(const Backend& backend, bool build_forms, bool fence = false,
+                 std::shared_ptr<CodeCache> code_cache = nullptr);
 
   // A module of this fatbin, cubin or NUL-terminated PTX text (cuModuleLoadData's images) for
   // one client. CUDA_ERROR_INVALID_IMAGE for bytes that are none of these,
@@ -219,6 +219,8 @@ class ModuleRegistry {
   // Modules currently loaded on the device.
   size_t loaded_count();
   const ModuleCounters& counters() const { return *counters_; }
+  // Null without a code cache.
+  CodeCache* code_cache() const { return forms_cache_->cache(); }
 
  private:
   // One content hash. Its mutex is held while its image is parsed and its module loaded.
@@ -237,6 +239,10 @@ class ModuleRegistry {
   // The PTX of a fatbin image (device_code.h) or of PTX text.
   absl::StatusOr<DeviceCode> ImageCode(std::span<const std::byte> image);
   absl::StatusOr<std::shared_ptr<SharedModule>> Load(std::shared_ptr<const ParsedImage> parsed);
+  // Every kernel's forms of `module` (parsed from `parsed`'s PTX) in one module, with the fence
+  // where the registry fences: from the code cache, else made from `module`.
+  std::optional<TransformedCode> TransformModuleForms(const ParsedImage& parsed, ptx::Module module,
+                                                      bool redirect_output) const;
   // An image without PTX for the device, as the driver loads it.
   absl::StatusOr<std::shared_ptr<SharedModule>> LoadMachineCode(
       std::shared_ptr<const ParsedImage> parsed);
@@ -258,6 +264,7 @@ class ModuleRegistry {
   std::vector<std::weak_ptr<SharedModule>> loaded_;
   // Shared with the modules, which may outlive the registry (abandoned clients').
   std::shared_ptr<ModuleCounters> counters_ = std::make_shared<ModuleCounters>();
+  std::shared_ptr<const FormsCache> forms_cache_;
 };
 
 }  // namespace tally::server

@@ -169,6 +169,13 @@ constexpr Flag kFlags[] = {
      "the profiler's cache (default $XDG_CACHE_HOME/tally/profiles-<device>.json, else "
      "~/.cache/tally/profiles-<device>.json, <device> a hash of the device's name, SMs, compute "
      "capability, driver and transformation version; none: no cache)"},
+    {"code-cache", "TALLY_CODE_CACHE", "DIR",
+     "the folder of the cache of kernels' transformed forms, shared by servers and kept across "
+     "restarts (default $XDG_CACHE_HOME/tally/code, else ~/.cache/tally/code; none: no cache, "
+     "every server transforms every kernel it launches)"},
+    {"code-cache-size", "TALLY_CODE_CACHE_SIZE", "BYTES",
+     "the most the code cache's entries may take (e.g. 512M, 4G; default 1G); the least "
+     "recently used entries are removed beyond it"},
 };
 
 void PrintUsage() {
@@ -361,6 +368,15 @@ absl::Status Apply(const Flag& flag, std::string_view value, ServerOptions& opti
       return absl::InvalidArgumentError("--profile-cache wants a path, or none");
     }
     options.profile_cache = value;
+  } else if (name == "code-cache") {
+    if (value.empty()) return absl::InvalidArgumentError("--code-cache wants a folder, or none");
+    options.code_cache = value;
+  } else if (name == "code-cache-size") {
+    TALLY_ASSIGN_OR_RETURN(options.code_cache_size, ParseSizeFlag(flag, value));
+    if (options.code_cache_size == 0) {
+      return absl::InvalidArgumentError(
+          "--code-cache-size wants a size above 0 (or --code-cache none)");
+    }
   }
   return absl::OkStatus();
 }

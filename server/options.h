@@ -58,6 +58,10 @@ struct ServerOptions {
   // The profiler's cache file; empty: $XDG_CACHE_HOME/tally/profiles-<device>.json (default
   // ~/.cache/tally; server.cc, ProfileCachePath); "none": nothing is read or written.
   std::string profile_cache;
+  // The code cache's folder (server/code_cache.h); empty: $XDG_CACHE_HOME/tally/code (default
+  // ~/.cache/tally/code; server.cc, CodeCacheDir); "none": no code cache.
+  std::string code_cache;
+  uint64_t code_cache_size = uint64_t{1} << 30;  // bytes the folder's entries may take
   // How long a leaving client's work may still run before its resources are abandoned (left
   // allocated, with a log line) so that the server never hangs on a kernel that does not end.
   double teardown_timeout_ms = 10000;

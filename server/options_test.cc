@@ -86,6 +86,28 @@ TEST_CASE("Scheduling flags: policy names, times in milliseconds, the priority c
   }
 }
 
+TEST_CASE("--code-cache: a folder or none, bounded by --code-cache-size (1 GiB by default)") {
+  unsetenv("TALLY_CODE_CACHE");
+  unsetenv("TALLY_CODE_CACHE_SIZE");
+  const ServerOptions defaults = **Parse({});
+  CHECK(defaults.code_cache.empty());
+  CHECK(defaults.code_cache_size == uint64_t{1} << 30);
+  auto parsed = Parse({"--code-cache=/tmp/cc", "--code-cache-size=64M"});
+  REQUIRE(parsed.ok());
+  CHECK((*parsed)->code_cache == "/tmp/cc");
+  CHECK((*parsed)->code_cache_size == uint64_t{64} << 20);
+  setenv("TALLY_CODE_CACHE", "none", 1);
+  CHECK((*Parse({}))->code_cache == "none");
+  unsetenv("TALLY_CODE_CACHE");
+  for (const char* bad : {"--code-cache=", "--code-cache-size=0", "--code-cache-size=lots"}) {
+    INFO(bad);
+    auto result = Parse({bad});
+    REQUIRE_FALSE(result.ok());
+    CHECK(result.status().message().find(std::string(bad).substr(0, std::string(bad).find('='))) !=
+          absl::string_view::npos);
+  }
+}
+
 TEST_CASE("--slowdown-budget: 0% by default, a budget at a percentile, clear errors") {
   unsetenv("TALLY_DEFAULT_SLOWDOWN_BUDGET");
   CHECK((*Parse({}))->slowdown_budget == SlowdownBudget{0, 0.99});

@@ -78,6 +78,8 @@ constexpr Setting kSettings[] = {
      [](const ServerOptions& o) { return std::string(IsolationName(o.isolation)); }},
     {"access", false, [](const ServerOptions& o) { return o.access; }},
     {"profile-cache", false, [](const ServerOptions& o) { return o.profile_cache; }},
+    {"code-cache", false, [](const ServerOptions& o) { return o.code_cache; }},
+    {"code-cache-size", false, [](const ServerOptions& o) { return Text(o.code_cache_size); }},
 };
 
 }  // namespace

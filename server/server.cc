@@ -153,6 +153,35 @@ std::string ProfileCachePath(const ServerOptions& options,
   return {};
 }
 
+// The code cache's folder: the option, else code under $XDG_CACHE_HOME/tally, else
+// ~/.cache/tally; empty for none. Its keys name the device, so servers of different GPUs share it.
+std::string CodeCacheDir(const ServerOptions& options) {
+  if (options.code_cache == "none") return {};
+  if (!options.code_cache.empty()) return options.code_cache;
+  if (const char* cache = std::getenv("XDG_CACHE_HOME"); cache != nullptr && *cache == '/') {
+    return std::string(cache) + "/tally/code";
+  }
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home == '/') {
+    return std::string(home) + "/.cache/tally/code";
+  }
+  return {};
+}
+
+// Null for none. A folder that cannot be used is an error when it was asked for, and a server
+// without the cache (the log says why) when it was the default.
+absl::StatusOr<std::shared_ptr<CodeCache>> OpenCodeCache(const ServerOptions& options) {
+  const std::string dir = CodeCacheDir(options);
+  if (dir.empty()) return nullptr;
+  absl::StatusOr<std::unique_ptr<CodeCache>> cache = CodeCache::Open(dir, options.code_cache_size);
+  if (cache.ok()) {
+    TALLY_LOG_INFO("tally-server: code cache {} (at most {} bytes)", dir, options.code_cache_size);
+    return std::shared_ptr<CodeCache>(*std::move(cache));
+  }
+  if (!options.code_cache.empty()) return cache.status();
+  TALLY_LOG_WARN("tally-server: no code cache: {}", cache.status().ToString());
+  return nullptr;
+}
+
 absl::StatusOr<profiler::DeviceIdentity> IdentifyDevice(const Backend& backend,
                                                         const ipc::GetDeviceInfoResponse& info,
                                                         Isolation isolation) {
@@ -278,22 +307,24 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   }
   // The profiler only where a policy shapes kernels: elsewhere its timing would be wasted.
   if (!policy->UsesTransformedForms() || options.validate) profiler.reset();
-  std::unique_ptr<Server> server(
-      new Server(std::move(backend), info, std::move(listener), std::move(grants),
-                 std::move(profiler), policy->UsesTransformedForms(), options, std::move(reread)));
+  TALLY_ASSIGN_OR_RETURN(std::shared_ptr<CodeCache> code_cache, OpenCodeCache(options));
+  std::unique_ptr<Server> server(new Server(
+      std::move(backend), info, std::move(listener), std::move(grants), std::move(profiler),
+      std::move(code_cache), policy->UsesTransformedForms(), options, std::move(reread)));
   TALLY_RETURN_IF_ERROR(server->Start(std::move(policy), options.limits));
   return server;
 }
 
 Server::Server(Backend backend, ipc::GetDeviceInfoResponse device_info, ipc::Listener listener,
                std::unique_ptr<Grants> grants, std::unique_ptr<profiler::Profiler> profiler,
-               bool build_forms, const ServerOptions& options, Reread reread)
+               std::shared_ptr<CodeCache> code_cache, bool build_forms,
+               const ServerOptions& options, Reread reread)
     : backend_(std::move(backend)),
       device_info_(device_info),
       profiler_(std::move(profiler)),
       reread_(std::move(reread)),
       settings_(options),
-      modules_(backend_, build_forms, options.isolation != Isolation::kNone),
+      modules_(backend_, build_forms, options.isolation != Isolation::kNone, std::move(code_cache)),
       listener_(std::move(listener)),
       grants_(std::move(grants)) {
   if (options.admission_wait) {
@@ -623,6 +654,56 @@ void Server::AnswerControl(ipc::ControlConnection& control) {
       return AnswerGrant(control);
     case ipc::ControlKind::kRevoke:
       return AnswerRevoke(control);
+    case ipc::ControlKind::kCodeCache:
+    case ipc::ControlKind::kClearCodeCache:
+      return AnswerCodeCache(control);
+  }
+}
+
+namespace {
+
+ipc::CodeCacheStatus CodeCacheStatusOf(const CodeCache* cache) {
+  ipc::CodeCacheStatus status{};
+  if (cache == nullptr) return status;
+  const CodeCacheUsage usage = cache->Usage();
+  const CodeCacheCounters& counters = cache->counters();
+  status = {.enabled = 1,
+            .reserved = 0,
+            .entries = usage.entries,
+            .bytes = usage.bytes,
+            .limit_bytes = cache->limit_bytes(),
+            .hits = counters.hits,
+            .misses = counters.misses,
+            .stored = counters.stored,
+            .evicted = counters.evicted,
+            .corrupt = counters.corrupt,
+            .dir = {}};
+  ipc::CopyText(cache->dir().string(), status.dir, sizeof(status.dir));
+  return status;
+}
+
+}  // namespace
+
+void Server::AnswerCodeCache(ipc::ControlConnection& control) {
+  CodeCache* cache = modules_.code_cache();
+  ipc::CodeCacheReply reply{};
+  // Asking about no cache is answered; clearing none is refused.
+  reply.ok = control.kind() == ipc::ControlKind::kCodeCache ? 1 : 0;
+  std::string message = "the server has no code cache (--code-cache none)";
+  if (cache != nullptr && control.kind() == ipc::ControlKind::kClearCodeCache) {
+    const absl::Status cleared = cache->Clear();
+    reply.ok = cleared.ok() ? 1 : 0;
+    message = cleared.ok() ? "cleared" : std::string(cleared.message());
+    TALLY_LOG_INFO("tally-ctl (pid {}): code cache {}: {}", control.pid(), cache->dir().string(),
+                   message);
+  } else if (cache != nullptr) {
+    message = "";
+  }
+  reply.cache = CodeCacheStatusOf(cache);
+  ipc::CopyText(message, reply.message, sizeof(reply.message));
+  const absl::Status sent = control.SendCodeCache(reply);
+  if (!sent.ok()) {
+    TALLY_LOG_WARN("tally-server: answer for pid {} not sent: {}", control.pid(), sent.ToString());
   }
 }
 
@@ -765,6 +846,7 @@ void Server::AnswerStatus(ipc::ControlConnection& control) {
   reply.modules = {modules.modules_registered, modules.kernels_indexed, modules.kernels_transformed,
                    modules.forms_loaded};
   if (dispatcher_ != nullptr) reply.high_busy_ns = dispatcher_->HighBusyNs();
+  reply.code_cache = CodeCacheStatusOf(modules_.code_cache());
   for (const ipc::PriorityClass c : ipc::kPriorityClasses) {
     if (dispatcher_ != nullptr) {
       reply.latencies[static_cast<size_t>(c)] = dispatcher_->latencies(c).Snapshot();

@@ -54,7 +54,8 @@ class Server {
 
   Server(Backend backend, ipc::GetDeviceInfoResponse device_info, ipc::Listener listener,
          std::unique_ptr<Grants> grants, std::unique_ptr<profiler::Profiler> profiler,
-         bool build_forms, const ServerOptions& options, Reread reread);
+         std::shared_ptr<CodeCache> code_cache, bool build_forms, const ServerOptions& options,
+         Reread reread);
   // The dispatcher and what sessions share, once the backend is where it stays.
   absl::Status Start(std::unique_ptr<scheduler::Policy> policy, const SessionLimits& limits);
   // On the accepting thread: the next peer of the server's socket (grant null) or of a grant's,
@@ -80,6 +81,8 @@ class Server {
   void AnswerBudget(ipc::ControlConnection& control);
   void AnswerProfiles(ipc::ControlConnection& control);
   void AnswerDrain(ipc::ControlConnection& control);
+  // kCodeCache and kClearCodeCache.
+  void AnswerCodeCache(ipc::ControlConnection& control);
   void AnswerGrant(ipc::ControlConnection& control);
   void AnswerRevoke(ipc::ControlConnection& control);
   void JoinFinishedClients();

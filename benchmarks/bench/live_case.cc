@@ -38,7 +38,8 @@ absl::StatusOr<ChildProcess> StartServer(const LiveOptions& options, const std::
   if (!options.gpu) argv.push_back("--emulate");
   const std::string cache =
       options.profile_cache.empty() ? (dir / "profiles.json").string() : options.profile_cache;
-  argv.insert(argv.end(), {"--socket", socket, "--policy=" + policy, "--profile-cache=" + cache});
+  argv.insert(argv.end(), {"--socket", socket, "--policy=" + policy, "--profile-cache=" + cache,
+                           "--code-cache=none"});
   TALLY_ASSIGN_OR_RETURN(ChildProcess server,
                          ChildProcess::Start(argv, (dir / "server.log").string(), false));
   const absl::Time deadline = absl::Now() + absl::Seconds(30);

@@ -170,7 +170,8 @@ int main(int argc, char** argv) {
   run->add_flag("--gpu", live.gpu, "live: servers on NVIDIA's driver instead of --emulate");
   run->footer(
       "Live mode (benchmarks/README.md): each run gets its own tally-server --policy NAME "
-      "(--emulate unless --gpu) with a private socket and an empty private --profile-cache. "
+      "(--emulate unless --gpu) with a private socket, an empty private --profile-cache and "
+      "--code-cache none. "
       "First each open-loop job alone with 10 requests at once measures one request's service "
       "time (a load is a fraction of 1 / it); then per load each job alone under fifo, and all "
       "jobs together under each policy, started together for duration_s. tally-bench appends "

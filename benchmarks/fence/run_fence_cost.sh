@@ -26,7 +26,7 @@ trap 'kill -TERM "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm 
 start_server() {
   local mode=$1
   shift
-  TALLY_EMU_NO_TENANTS=1 "$server" "${backend[@]}" --socket "$work/$mode.sock" --profile-cache none \
+  TALLY_EMU_NO_TENANTS=1 "$server" "${backend[@]}" --socket "$work/$mode.sock" --profile-cache none --code-cache none \
     "$@" 2>>"$work/$mode.log" &
   pids+=($!)
   for _ in $(seq 200); do [[ -S $work/$mode.sock ]] && return; sleep 0.05; done

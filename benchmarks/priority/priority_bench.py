@@ -51,7 +51,7 @@ class Server:
         self.process = subprocess.Popen(
             [args.server, *emulate, "--socket", self.socket, f"--policy={policy}",
              *[f"--{flag}" for flag in flags],
-             f"--profile-cache={os.path.join(work, 'profiles.json')}",
+             f"--profile-cache={os.path.join(work, 'profiles.json')}", "--code-cache=none",
              *shlex.split(args.server_args)], stderr=self.log)
         for _ in range(200):
             if os.path.exists(self.socket):

@@ -9,7 +9,7 @@ shift 3
 work=$(mktemp -d /tmp/tally-bench-XXXXXX)
 socket=$work/server.sock
 # shellcheck disable=SC2086
-"$server" --emulate --socket "$socket" ${TALLY_BENCH_SERVER_FLAGS:-} 2>"$work/server.log" &
+"$server" --emulate --socket "$socket" --code-cache none ${TALLY_BENCH_SERVER_FLAGS:-} 2>"$work/server.log" &
 server_pid=$!
 trap 'kill -TERM $server_pid 2>/dev/null; wait $server_pid 2>/dev/null; rm -rf "$work"' EXIT
 for _ in $(seq 100); do [[ -S $socket ]] && break; sleep 0.05; done

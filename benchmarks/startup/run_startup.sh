@@ -3,6 +3,8 @@
 # directly on the emulator's driver library (the floor: what loading costs without Tally), and
 # through tally-run against a private tally-server: the first process after the server started
 # (cold), a second process of the same program (warm) and the first after a server restart.
+# Each round's server starts with an empty code cache of its own (TALLY_CODE_CACHE, which a
+# server without the code cache ignores), kept across the restart.
 # Prints one Markdown row per size, medians of ROUNDS rounds (milliseconds).
 # Usage: run_startup.sh TALLY_SERVER TALLY_RUN STARTUP LIBTALLY_EMU ROUNDS SIZES...
 set -euo pipefail
@@ -19,7 +21,8 @@ stop_server() {
 }
 trap 'stop_server; rm -rf "$work"' EXIT
 start_server() {
-  "$server" --emulate --socket "$socket" --profile-cache none 2>>"$work/server.log" &
+  TALLY_CODE_CACHE=$work/code-cache \
+    "$server" --emulate --socket "$socket" --profile-cache none 2>>"$work/server.log" &
   server_pid=$!
   for _ in $(seq 200); do [[ -S $socket ]] && return; sleep 0.05; done
   cat "$work/server.log" >&2
@@ -41,6 +44,7 @@ for size in "$@"; do
   floor=() cold=() warm=() restarted=()
   for _ in $(seq "$rounds"); do
     floor+=("$(direct "$size")")
+    rm -rf "$work/code-cache"
     start_server
     cold+=("$(tally "$size")")
     warm+=("$(tally "$size")")

@@ -6,6 +6,9 @@ set -u
 server_bin=$1 run_bin=$2 programs=$3 scenario=$4
 
 work=$(mktemp -d /tmp/tally-e2e-XXXXXX)
+# A private code cache for every server the scenario starts (--code-cache's environment
+# fallback): tests never read or write the user's.
+export TALLY_CODE_CACHE=$work/code-cache-default
 socket=$work/server.sock
 server_pid=
 background_pids=()  # helpers that must not outlive the test, whatever happens

@@ -35,7 +35,8 @@ def run(server, work, address, env_extra, expect_watchdog):
     server_socket = os.path.join(work, "server.sock")
     env = dict(os.environ, NOTIFY_SOCKET=address if address[0] != "\0" else "@" + address[1:],
                **env_extra)
-    process = subprocess.Popen([server, "--emulate", "--socket", server_socket], env=env,
+    process = subprocess.Popen([server, "--emulate", "--socket", server_socket,
+                                "--code-cache", "none"], env=env,
                                stderr=subprocess.DEVNULL)
     try:
         ready = receive(notify, 60)

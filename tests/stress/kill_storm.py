@@ -84,7 +84,7 @@ class Server:
         self.log = open(self.log_path, "w")
         self.process = subprocess.Popen(
             [args.server, "--emulate", "--socket", str(self.socket),
-             "--profile-cache", str(work / "profiles.json")],
+             "--profile-cache", str(work / "profiles.json"), "--code-cache", "none"],
             stdout=subprocess.DEVNULL, stderr=self.log)
         deadline = time.monotonic() + 5
         while not self.socket.exists():

@@ -4,7 +4,8 @@
 // (a client's device-memory limit, while it runs), `budget CLIENT PCT[@pN]` (a client's slowdown
 // budget, while it runs), `profiles` (what the profiler knows) and
 // `metrics` (the status for Prometheus), `top` (a live view of the clients and their rates) and
-// `drain` (no new clients; the server exits once the last has left).
+// `drain` (no new clients; the server exits once the last has left) and `cache [clear]` (the
+// server's code cache).
 #include <unistd.h>
 
 #include <chrono>
@@ -40,6 +41,7 @@ constexpr char kUsage[] =
     "       tally-ctl metrics [--server PATH]\n"
     "       tally-ctl top [--batch] [-n N] [--interval SECONDS] [--sort KEY] [--server PATH]\n"
     "       tally-ctl drain [--server PATH]\n"
+    "       tally-ctl cache [clear] [--json] [--server PATH]\n"
     "       tally-ctl grant --priority LEVEL --memory-limit SIZE [--pinned-limit SIZE]\n"
     "                       [--name NAME] [--json] [--server PATH]\n"
     "       tally-ctl revoke NAME [--clients keep|end] [--server PATH]\n"
@@ -88,6 +90,12 @@ constexpr char kUsage[] =
     "                 not a terminal) prints N samples (default 1) one after another\n"
     "  drain          the server takes no new clients (they are refused, saying why) and\n"
     "                 exits once the clients connected now have left (for upgrades)\n"
+    "  cache [clear]  the server's code cache of kernels' transformed forms (tally-server\n"
+    "                 --code-cache): its folder, entries, bytes and bound, and its hits,\n"
+    "                 misses, entries stored, evicted and found corrupt since the server\n"
+    "                 started (--json: an object with dir, entries, bytes, limit_bytes,\n"
+    "                 hits, misses, stored, evicted, corrupt; null without a cache); clear\n"
+    "                 removes every entry first\n"
     "  grant          makes a socket of the server's own for one job (what a batch system or\n"
     "                 a device plugin hands to it), in a directory of its own next to the\n"
     "                 server's socket (SOCKET-without-.sock.grants/NAME/server.sock): its\n"
@@ -106,8 +114,9 @@ constexpr char kUsage[] =
     "                 $XDG_RUNTIME_DIR/tally, else /tmp/tally-$UID), one per GPU: one section\n"
     "                 each, or with --json an array of status objects; a socket nobody answers\n"
     "                 on is shown as not running ({socket, running: false, error})\n"
-    "  Only the server's own user and root may change clients, drain or grant; other users\n"
-    "  the server admits (tally-server --access) may ask for status, profiles and metrics.\n\n"
+    "  Only the server's own user and root may change clients, drain, grant or clear the\n"
+    "  cache; other users the server admits (tally-server --access) may ask for status,\n"
+    "  profiles, metrics and the cache.\n\n"
     "  --json         print JSON instead of a table. status: an object with the keys socket,\n"
     "                 server_pid, device {name, ordinal, uuid, total_memory_bytes,\n"
     "                 free_memory_bytes, context_faults (faults of the context all clients\n"
@@ -125,7 +134,8 @@ constexpr char kUsage[] =
     "                 error}, modules {registered, kernels_indexed,\n"
     "                 kernels_transformed, forms_loaded: the server's module registrations,\n"
     "                 the kernels of the images it parsed, those whose transformed forms it\n"
-    "                 made (at their first launch) and the forms it loaded} and clients\n"
+    "                 made or read from the code cache (at their first launch) and the\n"
+    "                 forms it loaded}, code_cache (as tally-ctl cache --json) and clients\n"
     "                 [{id, pid, command, priority, priority_set, memory_bytes, allocations,\n"
     "                 memory_limit_bytes (null: none), pinned_bytes, pinned_limit_bytes,\n"
     "                 streams, events, modules, queued_commands, scheduling {kernels_original,\n"
@@ -248,6 +258,18 @@ int RunTop(const std::string& server, const tally::ipc::ServerTrust& trust, cons
   return 0;
 }
 
+// tally-ctl cache [clear]: the server's code cache, cleared first with `clear`.
+int RunCache(const std::string& server, const tally::ipc::ServerTrust& trust, bool clear,
+             bool json) {
+  auto reply = tally::ipc::QueryCodeCache(server, clear, kAnswerTimeout, trust);
+  if (!reply.ok()) return Fail(server, reply.status());
+  if (reply->message[0] != '\0') std::fprintf(json ? stderr : stdout, "%s\n", reply->message);
+  const std::string out = json ? tally::tools::FormatCodeCacheJson(reply->cache) + "\n"
+                               : tally::tools::FormatCodeCacheText(reply->cache);
+  std::fputs(out.c_str(), stdout);
+  return reply->ok != 0 ? 0 : 1;
+}
+
 // The command word when it is grant or revoke, whose options are their own: the first argument
 // that is neither an option nor --server's value.
 std::optional<std::string> GrantCommand(int argc, char** argv) {
@@ -318,13 +340,14 @@ int main(int argc, char** argv) {
   if (words.empty()) {
     return Usage(
         "no command given; the commands are status, priority, limit, budget, profiles, metrics, "
-        "top, drain");
+        "top, drain, cache");
   }
   const std::string& command = words[0];
   const bool targets_client = command == "priority" || command == "limit" || command == "budget";
-  const size_t operands = targets_client ? 2 : 0;
+  const bool clear_cache = command == "cache" && words.size() == 2 && words[1] == "clear";
+  const size_t operands = targets_client ? 2 : clear_cache ? 1 : 0;
   if (command != "status" && !targets_client && command != "profiles" && command != "metrics" &&
-      command != "top" && command != "drain") {
+      command != "top" && command != "drain" && command != "cache") {
     return Usage("unknown command '" + command + "'");
   }
   if (words.size() != operands + 1) {
@@ -396,6 +419,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (command == "top") return RunTop(server, trust, top);
+  if (command == "cache") return RunCache(server, trust, clear_cache, json);
   if (command == "drain") {
     auto reply = tally::ipc::DrainServer(server, kAnswerTimeout, trust);
     if (!reply.ok()) return Fail(server, reply.status());

@@ -201,6 +201,24 @@ std::string BudgetJson(const ipc::ClientStatus& client) {
 
 }  // namespace
 
+std::string FormatCodeCacheText(const ipc::CodeCacheStatus& cache) {
+  if (cache.enabled == 0) return "code cache: none\n";
+  return fmt::format(
+      "code cache: {} ({} entries, {} of {} bytes); since the server started: {} hits, {} "
+      "misses, {} stored, {} evicted, {} corrupt\n",
+      cache.dir, cache.entries, cache.bytes, cache.limit_bytes, cache.hits, cache.misses,
+      cache.stored, cache.evicted, cache.corrupt);
+}
+
+std::string FormatCodeCacheJson(const ipc::CodeCacheStatus& cache) {
+  if (cache.enabled == 0) return "null";
+  return fmt::format(
+      "{{\"dir\": {}, \"entries\": {}, \"bytes\": {}, \"limit_bytes\": {}, \"hits\": {}, "
+      "\"misses\": {}, \"stored\": {}, \"evicted\": {}, \"corrupt\": {}}}",
+      JsonString(cache.dir), cache.entries, cache.bytes, cache.limit_bytes, cache.hits,
+      cache.misses, cache.stored, cache.evicted, cache.corrupt);
+}
+
 std::string FormatStatusText(const ipc::StatusReport& report, const std::string& socket) {
   const ipc::StatusReply& server = report.server;
   std::string out = fmt::format("tally-server pid {} on {}\n", server.server_pid, socket);
@@ -232,6 +250,7 @@ std::string FormatStatusText(const ipc::StatusReport& report, const std::string&
       fmt::format("modules: {} registered; kernels: {} indexed, {} transformed ({} forms loaded)\n",
                   modules.modules_registered, modules.kernels_indexed, modules.kernels_transformed,
                   modules.forms_loaded);
+  out += FormatCodeCacheText(server.code_cache);
   out += GrantsText(report.grants);
   out += fmt::format("clients: {}\n", report.clients.size());
   if (report.clients.empty()) return out;
@@ -326,6 +345,7 @@ std::string FormatStatusJson(const ipc::StatusReport& report, const std::string&
       "\"kernels_transformed\": {}, \"forms_loaded\": {}}},\n",
       modules.modules_registered, modules.kernels_indexed, modules.kernels_transformed,
       modules.forms_loaded);
+  out += fmt::format("  \"code_cache\": {},\n", FormatCodeCacheJson(server.code_cache));
   out += "  \"clients\": [";
   for (size_t i = 0; i < report.clients.size(); ++i) {
     const ipc::ClientStatus& c = report.clients[i];

@@ -15,6 +15,10 @@ std::string PriorityName(const ipc::ClientStatus& client);
 
 std::string FormatStatusText(const ipc::StatusReport& report, const std::string& socket);
 std::string FormatStatusJson(const ipc::StatusReport& report, const std::string& socket);
+// The server's code cache: one line ("code cache: ..."), or a JSON object (status's
+// "code_cache", tally-ctl cache --json).
+std::string FormatCodeCacheText(const ipc::CodeCacheStatus& cache);
+std::string FormatCodeCacheJson(const ipc::CodeCacheStatus& cache);
 // One grant as a JSON object (status's "grants", tally-ctl grant --json).
 std::string FormatGrantJson(const ipc::GrantStatus& grant);
 

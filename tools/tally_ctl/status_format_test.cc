@@ -112,6 +112,7 @@ TEST_CASE("status as JSON has every key, with and without clients") {
         "\"faulted_clients\": 1},\n"
         "  \"modules\": {\"registered\": 2, \"kernels_indexed\": 300, "
         "\"kernels_transformed\": 1, \"forms_loaded\": 2},\n"
+        "  \"code_cache\": null,\n"
         "  \"clients\": [],\n"
         "  \"grants\": []\n"
         "}\n");
@@ -142,6 +143,34 @@ TEST_CASE("status as JSON has every key, with and without clients") {
         std::string::npos);
   unmeasured.clients[0].slowdown_budget = {};  // a server that sent none
   CHECK(FormatStatusJson(unmeasured, "/s").find("\"slowdown_budget\": null}") != std::string::npos);
+}
+
+TEST_CASE("the code cache: none, or its folder and counters, as text and as JSON") {
+  ipc::CodeCacheStatus cache{};
+  CHECK(FormatCodeCacheText(cache) == "code cache: none\n");
+  CHECK(FormatCodeCacheJson(cache) == "null");
+  cache = {.enabled = 1,
+           .reserved = 0,
+           .entries = 3,
+           .bytes = 4096,
+           .limit_bytes = 1 << 30,
+           .hits = 5,
+           .misses = 2,
+           .stored = 2,
+           .evicted = 1,
+           .corrupt = 1,
+           .dir = {}};
+  ipc::CopyText("/cache/\"code\"", cache.dir, sizeof(cache.dir));
+  CHECK(FormatCodeCacheText(cache) ==
+        "code cache: /cache/\"code\" (3 entries, 4096 of 1073741824 bytes); since the server "
+        "started: 5 hits, 2 misses, 2 stored, 1 evicted, 1 corrupt\n");
+  CHECK(FormatCodeCacheJson(cache) ==
+        "{\"dir\": \"/cache/\\\"code\\\"\", \"entries\": 3, \"bytes\": 4096, "
+        "\"limit_bytes\": 1073741824, \"hits\": 5, \"misses\": 2, \"stored\": 2, "
+        "\"evicted\": 1, \"corrupt\": 1}");
+  ipc::StatusReport report = Report(false);
+  report.server.code_cache = cache;
+  CHECK(FormatStatusText(report, "/s").find("code cache: /cache/") != std::string::npos);
 }
 
 TEST_CASE("status shows the grants and each client's grant") {

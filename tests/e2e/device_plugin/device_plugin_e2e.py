@@ -71,7 +71,8 @@ class Test:
         for device in ("0", "1"):
             self.start([self.server_bin, "--emulate", "--device", device, "--run-dir",
                         self.run_dir, "--profile-cache",
-                        os.path.join(self.work, f"profiles-{device}.json")],
+                        os.path.join(self.work, f"profiles-{device}.json"),
+                        "--code-cache", "none"],
                        f"server{device}.log", env=env)
         sockets = wait_until("two servers' sockets", lambda: sorted(
             os.path.join(self.run_dir, name) for name in os.listdir(self.run_dir)

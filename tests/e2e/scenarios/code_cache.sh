@@ -1,0 +1,83 @@
+# code_cache [server flags...]: the code cache (tally-server --code-cache) across processes and
+# restarts. many_kernels's launched kernel runs in its sliced form (--validate=slice:2), so its
+# result comes from forms that were made, or read from the cache:
+# - the first process makes the kernel's forms and stores them (a miss); a second process of the
+#   same server finds them (a hit), and so does the first after a restart on the same folder;
+# - an entry damaged on disk is detected (corrupt), made again, and the program still right;
+# - tally-ctl cache shows the folder and clears it;
+# - two servers filling one empty folder at once leave whole entries only.
+cache=$work/code-cache
+start_cached() { start_server --code-cache "$cache" --validate=slice:2 "$@"; }
+stop_server() {
+  kill -TERM "$server_pid"
+  wait "$server_pid" 2>/dev/null
+  server_pid=
+}
+# expect_cache <expression over `c`, status's code_cache>
+expect_cache() {
+  status_json "$work/status.json"
+  json_check "$work/status.json" "(lambda c: $1)(s['code_cache'])"
+}
+# many <name>: many_kernels, right, and gone from the server (its module with it, so that the
+# next process's module is its own and looks for the forms again).
+many() {
+  run_expecting "many_kernels: kernel 7 of 300 ran twice, correctly" "$1" many_kernels
+  await_status "$work/gone.json" "s['clients'] == []"
+}
+
+start_cached "$@"
+many first
+expect_cache "c['misses'] == 1 and c['stored'] == 1 and c['hits'] == 0 and c['entries'] == 1"
+many second
+expect_cache "c['hits'] == 1 and c['misses'] == 1 and c['stored'] == 1"
+stop_server
+
+start_cached "$@"
+many restarted
+expect_cache "c['hits'] == 1 and c['misses'] == 0 and c['corrupt'] == 0"
+stop_server
+
+# Damage the entry: its payload's last bytes.
+entry=$(compgen -G "$cache/*.tcc") || fail "no entry in $cache: $(ls -A "$cache")"
+printf 'XXXX' | dd of="$entry" bs=1 seek=$(($(stat -c %s "$entry") - 4)) conv=notrunc status=none
+start_cached "$@"
+many damaged
+expect_cache "c['corrupt'] == 1 and c['hits'] == 0 and c['stored'] == 1 and c['entries'] == 1"
+grep -q "is damaged" "$work/server.log" || fail "the server did not say the entry was damaged"
+
+timeout 30 "$TALLY_CTL" cache --json --server "$socket" > "$work/cache.json" ||
+  fail "tally-ctl cache failed"
+json_check "$work/cache.json" "s['dir'] == '$cache' and s['entries'] == 1 and s['bytes'] > 0 and \
+s['limit_bytes'] == 1 << 30"
+timeout 30 "$TALLY_CTL" cache clear --server "$socket" > "$work/clear.out" ||
+  fail "tally-ctl cache clear failed: $(cat "$work/clear.out")"
+grep -q "^code cache: $cache (0 entries" "$work/clear.out" ||
+  fail "tally-ctl cache clear said: $(cat "$work/clear.out")"
+[[ -z $(ls -A "$cache") ]] || fail "the folder is not empty after clearing: $(ls -A "$cache")"
+stop_server
+
+# Two servers filling the empty folder at once, each with two programs at once.
+second=$work/second.sock
+"$server_bin" --emulate --socket "$second" --profile-cache none --code-cache "$cache" \
+  --validate=slice:2 "$@" 2>"$work/second.log" &
+second_pid=$!
+background_pids+=("$second_pid")
+start_cached "$@"
+for _ in $(seq 100); do [[ -S $second ]] && break; sleep 0.05; done
+[[ -S $second ]] || fail "the second server did not create $second"
+pids=()
+for i in 1 2; do
+  run many_kernels > "$work/one-$i.out" 2>&1 &
+  pids+=($!)
+  timeout 120 "$run_bin" --server "$second" -- "$programs/many_kernels" > "$work/two-$i.out" 2>&1 &
+  pids+=($!)
+done
+for pid in "${pids[@]}"; do wait "$pid" || fail "a program beside the other server failed"; done
+kill -TERM "$second_pid"
+wait "$second_pid" 2>/dev/null
+[[ $(ls -A "$cache") == *.tcc && $(ls -A "$cache" | wc -l) == 1 ]] ||
+  fail "the shared folder holds more than the one entry: $(ls -A "$cache")"
+stop_server
+start_cached "$@"
+many shared
+expect_cache "c['hits'] == 1 and c['corrupt'] == 0"
