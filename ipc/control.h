@@ -108,14 +108,19 @@ struct DepartedStatus {
 
 // What the server's module registry did since it started (server/module_registry.h,
 // ModuleCounters): registrations answered with a module, kernels of the images parsed (their
-// names and parameter layouts), kernels whose transformed forms were made (each at its first
+// names and parameter layouts), kernels whose transformed forms were made (each after its first
 // launch, or its whole module's at the parse where they share module state or are fenced) and
-// the transformed forms loaded on the device.
+// the transformed forms loaded on the device; of the kernels made after their first launch, those
+// queued for the background worker and those it finished, and the launches the dispatcher held
+// until their kernel's forms were made.
 struct ModuleStatus {
   uint64_t modules_registered;
   uint64_t kernels_indexed;
   uint64_t kernels_transformed;
   uint64_t forms_loaded;
+  uint64_t forms_queued;
+  uint64_t forms_made;
+  uint64_t forms_waited;
 };
 
 // The server's code cache (server/code_cache.h): its folder now and its counters since the server

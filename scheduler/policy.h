@@ -54,6 +54,11 @@ class Policy {
 
   // Whether the policy may issue transformed forms: only then does the server build them.
   virtual bool UsesTransformedForms() const = 0;
+  // Whether a kernel of `client` whose transformed forms are still being made waits for them
+  // before it is announced (the driver holds it, for a bounded time) rather than being decided
+  // on as a kernel that has none (KernelInfo's sliceable and preemptible false). A kernel that
+  // would run in its original form anyway never waits.
+  virtual bool WaitsForForms(ClientId) const { return false; }
 };
 
 // Settings of the policies that hold background work (SCHEDULING.md, "hold, shape, preempt").

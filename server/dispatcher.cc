@@ -78,6 +78,8 @@ struct Dispatcher::ClientQueue {
   ipc::PriorityClass latency_class = ipc::PriorityClass::kBestEffort;
   bool head_announced = false;
   Time announced_at{0};
+  // Since when the head kernel waits for its transformed forms (HoldForForms).
+  std::optional<Time> forms_wait_since;
   // The head kernel while it runs in a transformed form; the queue's front is then an empty
   // placeholder that keeps the client's later work behind it.
   std::unique_ptr<KernelLaunch> started;
@@ -95,17 +97,18 @@ struct Dispatcher::ClientQueue {
 absl::StatusOr<std::unique_ptr<Dispatcher>> Dispatcher::Create(
     const Backend& backend, std::unique_ptr<scheduler::Policy> policy, profiler::Profiler* profiler,
     scheduler::Duration max_poll, std::function<void()> thread_setup, ContextRecovery recovery,
-    UnfencedGate* unfenced) {
+    UnfencedGate* unfenced, scheduler::Duration forms_wait) {
   TALLY_ASSIGN_OR_RETURN(std::unique_ptr<KernelRuns> runs, KernelRuns::Create(backend, profiler));
   return std::unique_ptr<Dispatcher>(
       new Dispatcher(backend, std::move(policy), profiler, std::move(runs), max_poll,
-                     std::move(thread_setup), std::move(recovery), unfenced));
+                     std::move(thread_setup), std::move(recovery), unfenced, forms_wait));
 }
 
 Dispatcher::Dispatcher(const Backend& backend, std::unique_ptr<scheduler::Policy> policy,
                        profiler::Profiler* profiler, std::unique_ptr<KernelRuns> runs,
                        scheduler::Duration max_poll, std::function<void()> thread_setup,
-                       ContextRecovery recovery, UnfencedGate* unfenced)
+                       ContextRecovery recovery, UnfencedGate* unfenced,
+                       scheduler::Duration forms_wait)
     : backend_(backend),
       api_(backend.api()),
       profiler_(profiler),
@@ -114,6 +117,7 @@ Dispatcher::Dispatcher(const Backend& backend, std::unique_ptr<scheduler::Policy
       uses_transformed_forms_(policy_->UsesTransformedForms()),
       runs_(std::move(runs)),
       max_poll_(std::max(max_poll, kMinPoll)),
+      forms_wait_(forms_wait),
       poll_interval_(kMinPoll),
       unfenced_(unfenced),
       thread_([this, setup = std::move(thread_setup)] { DispatchLoop(setup); }) {}
@@ -373,6 +377,7 @@ void Dispatcher::DispatchLoop(const std::function<void()>& thread_setup) {
       deadline = std::min(deadline.value_or(Time::max()),
                           now + std::chrono::duration_cast<Time>(std::chrono::nanoseconds(bound)));
     }
+    if (forms_deadline_) deadline = std::min(deadline.value_or(Time::max()), *forms_deadline_);
     // While the context is faulted, the clients leaving are waited for by polling.
     if (recovery_.faults != nullptr && recovery_.faults->faulted()) {
       deadline = std::min(deadline.value_or(Time::max()), now + kFaultPoll);
@@ -471,6 +476,7 @@ void Dispatcher::EndRun(Time now, EndedRun& ended) {
 void Dispatcher::AnnounceHeads(Time now) {
   throttled_ = false;
   alone_waiting_ = false;
+  forms_deadline_.reset();
   for (size_t i = 0; i < clients_.size(); ++i) {
     ClientQueue& queue = *clients_[i];
     // A head issued at once is consumed, and the next one is announced in this same loop.
@@ -490,6 +496,7 @@ void Dispatcher::AnnounceHeads(Time now) {
         if (queue.alone_waiting_since) break;
         continue;  // refused and consumed: the next head
       }
+      if (front->kernel != nullptr && HoldForForms(queue, *front->kernel, now)) break;
       queue.head_announced = true;
       queue.announced_at = now;
       const RunOwner owner = OwnerOf(queue);
@@ -501,6 +508,33 @@ void Dispatcher::AnnounceHeads(Time now) {
       Apply(now);
     }
   }
+}
+
+bool Dispatcher::HoldForForms(ClientQueue& queue, const KernelLaunch& launch, Time now) {
+  // A vendor library call has no kernel, and a kernel without pending forms has all it gets.
+  const bool pending = launch.kernel != nullptr && launch.kernel->forms_pending.get();
+  if (!pending || !policy_->WaitsForForms(queue.client)) {
+    queue.forms_wait_since.reset();
+    return false;
+  }
+  if (!queue.forms_wait_since) {
+    queue.forms_wait_since = now;
+    launch.module->NoteFormsWaited();
+  }
+  const Time until = *queue.forms_wait_since + forms_wait_;
+  if (now >= until) {
+    TALLY_LOG_WARN(
+        "{}: its transformed forms were not made within {} ms: it is scheduled "
+        "without them",
+        DescribeLaunch(launch),
+        std::chrono::duration_cast<std::chrono::milliseconds>(forms_wait_).count());
+    queue.forms_wait_since.reset();
+    return false;
+  }
+  // Asked again in case the worker's full queue refused the launch handler's request.
+  launch.module->RequestForms(*launch.kernel);
+  forms_deadline_ = std::min(forms_deadline_.value_or(Time::max()), until);
+  return true;
 }
 
 void Dispatcher::Apply(Time now) {

@@ -79,11 +79,17 @@ class Dispatcher {
   // KernelLaunch::unfenced is told to the policy only once the gate admits its client, and the
   // admission lasts until the kernel has ended on the device; a launch not admitted within the
   // gate's wait fails with CUDA_ERROR_NOT_SUPPORTED.
+  // A kernel whose transformed forms the background worker is still making (Kernel::
+  // forms_pending) is held at its queue's head, unannounced, while the policy wants its client
+  // to wait for them (Policy::WaitsForForms), for at most `forms_wait`; then, or as soon as the
+  // policy no longer wants that, it is announced as a kernel without transformed forms. Wake
+  // the dispatcher when forms are made (ModuleRegistry::SetFormsDone).
+  static constexpr scheduler::Duration kFormsWait = std::chrono::seconds(10);
   static absl::StatusOr<std::unique_ptr<Dispatcher>> Create(
       const Backend& backend, std::unique_ptr<scheduler::Policy> policy,
       profiler::Profiler* profiler, scheduler::Duration max_poll,
       std::function<void()> thread_setup, ContextRecovery recovery = {},
-      UnfencedGate* unfenced = nullptr);
+      UnfencedGate* unfenced = nullptr, scheduler::Duration forms_wait = kFormsWait);
   Dispatcher(const Dispatcher&) = delete;
   Dispatcher& operator=(const Dispatcher&) = delete;
   // Stop, then frees what the device used (sessions are closed first).
@@ -100,7 +106,8 @@ class Dispatcher {
   // returns from the start of the call on.
   bool RemoveClient(ClientQueue& queue, std::chrono::steady_clock::time_point deadline =
                                             std::chrono::steady_clock::time_point::max());
-  // Makes the dispatch thread look at the context's faults soon (any thread, no lock held).
+  // Makes the dispatch thread look at the context's faults and the heads held for their
+  // forms soon (any thread, no lock held).
   void Wake();
   // The dispatch thread's heartbeat (a service watchdog's): when its latest round began, and a
   // bound on how long it sleeps between rounds with nothing to do (none: until work arrives).
@@ -155,7 +162,7 @@ class Dispatcher {
   Dispatcher(const Backend& backend, std::unique_ptr<scheduler::Policy> policy,
              profiler::Profiler* profiler, std::unique_ptr<KernelRuns> runs,
              scheduler::Duration max_poll, std::function<void()> thread_setup,
-             ContextRecovery recovery, UnfencedGate* unfenced);
+             ContextRecovery recovery, UnfencedGate* unfenced, scheduler::Duration forms_wait);
 
   // mutex_ held.
   void RecordFailure(ClientQueue& queue, CUresult result, std::string what);
@@ -189,6 +196,8 @@ class Dispatcher {
   void HandleControl(scheduler::Time now);
   void PollRuns(scheduler::Time now);
   void AnnounceHeads(scheduler::Time now);
+  // Whether the queue's head kernel stays unannounced this round, waiting for its forms.
+  bool HoldForForms(ClientQueue& queue, const KernelLaunch& launch, scheduler::Time now);
   void Apply(scheduler::Time now);
   // A host function at the head: an event and the wait on its gate go on its stream, the head
   // is consumed, and once the event completed (PollHostFunctions) the client is asked to run it.
@@ -221,6 +230,9 @@ class Dispatcher {
   std::vector<std::shared_ptr<ClientQueue>> leaving_;  // left; their runs are still on the device
   std::vector<EndedRun> ended_;           // reused by PollRuns
   const scheduler::Duration max_poll_;
+  const scheduler::Duration forms_wait_;
+  // The earliest end of a hold for forms (AnnounceHeads): the dispatch thread wakes then.
+  std::optional<scheduler::Time> forms_deadline_;
   scheduler::Duration poll_interval_;
   bool activity_ = false;  // something was issued or ended: poll soon again
   std::atomic<int64_t> last_round_ns_{0};     // steady clock

@@ -8,7 +8,10 @@
 // above best-effort count as busy time, a best-effort client's do not; a client removed during
 // a PTB run is stopped and never resumed; where a fault poisons the shared context, a run whose
 // launch went out but could not be followed counts for the fault's attribution. A kernel's
-// transformed forms are made at its first launch, once, whichever clients' threads ask.
+// transformed forms are made once, whichever clients' threads ask; made on the background
+// worker, a best-effort launch waits for them (bounded) while a more important client is
+// connected and in validation, and runs at once in its original form alone; a high-priority
+// launch never waits; a module unloaded while its job is queued is left alone by the job.
 #include "server/dispatcher.h"
 
 #include <algorithm>
@@ -17,6 +20,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <future>
 #include <iterator>
 #include <memory>
 #include <string>
@@ -52,15 +56,50 @@ Device& TheDevice() {
 
 const DriverApi& Api() { return TheDevice().backend.api(); }
 
-std::shared_ptr<SharedModule> LoadTestModule() {
+std::shared_ptr<SharedModule> LoadTestModule(ModuleRegistry& modules = TheDevice().modules) {
   std::ifstream file(std::string(TALLY_TEST_FATBIN_DIR) + "/forms_kernel.fatbin", std::ios::binary);
   const std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
   REQUIRE(!bytes.empty());
   const auto* data = reinterpret_cast<const std::byte*>(bytes.data());
-  auto module = TheDevice().modules.Register({data, bytes.size()});
+  auto module = modules.Register({data, bytes.size()});
   REQUIRE(module.ok());
   return *module;
 }
+
+// A registry whose background worker the test holds up: its first job waits until Release (at
+// most 30 s). Declared after the dispatcher that it wakes, so that it stops first.
+class HeldForms {
+ public:
+  explicit HeldForms(Dispatcher* wake = nullptr)
+      : worker_(std::make_shared<FormsWorker>(
+            1, 16, [] { TheDevice().backend.MakeCurrent().IgnoreError(); })),
+        modules_(TheDevice().backend, /*build_forms=*/true, /*fence=*/false, /*code_cache=*/nullptr,
+                 worker_) {
+    REQUIRE(worker_->Submit(
+        [gate = gate_.get_future().share()] { gate.wait_for(std::chrono::seconds(30)); }));
+    if (wake != nullptr) modules_.SetFormsDone([wake] { wake->Wake(); });
+  }
+  ~HeldForms() { Release(); }
+  void Release() {
+    if (released_) return;
+    released_ = true;
+    gate_.set_value();
+  }
+  ModuleRegistry& modules() { return modules_; }
+  const ModuleCounters& counters() const { return modules_.counters(); }
+  // Waits (bounded) until the worker has run every job queued before this call.
+  bool Drain() {
+    auto done = std::make_shared<std::promise<void>>();
+    if (!worker_->Submit([done] { done->set_value(); })) return false;
+    return done->get_future().wait_for(std::chrono::seconds(30)) == std::future_status::ready;
+  }
+
+ private:
+  std::promise<void> gate_;
+  bool released_ = false;
+  std::shared_ptr<FormsWorker> worker_;
+  ModuleRegistry modules_;
+};
 
 // The module's kernel `name` with its transformed forms made, as at its first launch.
 const Kernel* PreparedKernel(SharedModule& module, const std::string& name) {
@@ -115,13 +154,14 @@ class Stream {
   CUstream stream_ = nullptr;
 };
 
-// `kernel_name(a, b[, iterations])` on `grid` blocks of 32 threads; `kernel_name(a)` for a
+// `kernel(a, b[, iterations])` of `module` on `grid` blocks of 32 threads; `kernel(a)` for a
 // kernel with one parameter (b unused).
-KernelLaunch TwoBufferLaunch(const std::string& kernel_name, ptx::Dim3 grid, const Ints& a,
-                             const Ints& b, CUstream stream, uint32_t iterations = 0) {
+KernelLaunch TwoBufferLaunch(std::shared_ptr<SharedModule> module, const Kernel* kernel,
+                             ptx::Dim3 grid, const Ints& a, const Ints& b, CUstream stream,
+                             uint32_t iterations = 0) {
   KernelLaunch launch;
-  launch.module = LoadTestModule();
-  launch.kernel = PreparedKernel(*launch.module, kernel_name);
+  launch.module = std::move(module);
+  launch.kernel = kernel;
   const CUdeviceptr args[2] = {a.address(), b.address()};
   launch.params.resize(launch.kernel->signature.param_buffer_size);
   std::memcpy(launch.params.data(), args, std::min(sizeof(args), launch.params.size()));
@@ -130,6 +170,14 @@ KernelLaunch TwoBufferLaunch(const std::string& kernel_name, ptx::Dim3 grid, con
   launch.block = {32, 1, 1};
   launch.stream = stream;
   return launch;
+}
+
+// The same with the test module's `kernel_name`, its transformed forms made.
+KernelLaunch TwoBufferLaunch(const std::string& kernel_name, ptx::Dim3 grid, const Ints& a,
+                             const Ints& b, CUstream stream, uint32_t iterations = 0) {
+  std::shared_ptr<SharedModule> module = LoadTestModule();
+  const Kernel* kernel = PreparedKernel(*module, kernel_name);
+  return TwoBufferLaunch(std::move(module), kernel, grid, a, b, stream, iterations);
 }
 
 Command CopyInts(const Ints& to, const Ints& from, size_t count, CUstream stream) {
@@ -186,6 +234,123 @@ TEST_CASE("Clients' threads launching a shared module's kernels at once transfor
   for (std::thread& thread : threads) thread.join();
   CHECK(counters.kernels_transformed.load() == transformed + 2);
   for (const char* name : names) CHECK((*module->FindKernel(name))->preemptible.has_value());
+}
+
+// Priority scheduling with short idle times, and a shape every kernel gets: PTB with 4 workers.
+std::unique_ptr<Dispatcher> MakePriorityDispatcher(
+    scheduler::testing::FakeAdvisor& advisor,
+    scheduler::Duration forms_wait = Dispatcher::kFormsWait) {
+  advisor.fallback = {LaunchForm::Preemptible(4), true};
+  auto dispatcher = Dispatcher::Create(
+      TheDevice().backend,
+      scheduler::MakePriorityPolicy({std::chrono::milliseconds(2), std::chrono::milliseconds(20)},
+                                    advisor),
+      nullptr, std::chrono::milliseconds(1),
+      [] { TheDevice().backend.MakeCurrent().IgnoreError(); }, {}, /*unfenced=*/nullptr,
+      forms_wait);
+  REQUIRE(dispatcher.ok());
+  return *std::move(dispatcher);
+}
+
+TEST_CASE("A best-effort launch waits for its forms beside a high client, which never waits") {
+  scheduler::testing::FakeAdvisor advisor;
+  auto dispatcher = MakePriorityDispatcher(advisor);
+  HeldForms held(dispatcher.get());
+  auto background = dispatcher->AddClient(ClientId(1), ClientPriority::BestEffort());
+  auto foreground = dispatcher->AddClient(ClientId(2), ClientPriority::High());
+  const auto module = LoadTestModule(held.modules());
+  const Kernel* kernel = *module->FindKernel("RecordBlocks");
+  module->RequestForms(*kernel);  // as the launch handler does
+  module->RequestForms(*kernel);  // queued once
+  CHECK(held.counters().forms_queued.load() == 1);
+  Stream stream, other;
+  Ints runs(4), ids(4), high_runs(4), high_ids(4);
+  dispatcher->EnqueueKernel(*background,
+                            TwoBufferLaunch(module, kernel, {4, 1, 1}, runs, ids, stream.get()));
+  dispatcher->EnqueueKernel(
+      *foreground, TwoBufferLaunch(module, kernel, {4, 1, 1}, high_runs, high_ids, other.get()));
+  // The high client's launch runs in its original form while the forms are still to be made.
+  REQUIRE(Eventually([&] { return dispatcher->Issued(*foreground, 1); }, std::chrono::seconds(30)));
+  CHECK(dispatcher->stats(*foreground).original == 1u);
+  CHECK(kernel->forms_pending.get());
+  // The best-effort launch is held, not run unshaped, until they are.
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  CHECK_FALSE(dispatcher->Issued(*background, 1));
+  CHECK(held.counters().forms_waited.load() == 1);
+  held.Release();
+  REQUIRE(Eventually([&] { return dispatcher->Issued(*background, 1); }, std::chrono::seconds(30)));
+  CHECK(held.counters().forms_made.load() == 1);
+  CHECK(dispatcher->stats(*background).preemptible == 1u);
+  CHECK(dispatcher->stats(*background).original == 0u);
+  CHECK(runs.Download(stream.get()) == std::vector<int>(4, 1));
+  CHECK(high_runs.Download(other.get()) == std::vector<int>(4, 1));
+  dispatcher->RemoveClient(*foreground);
+  dispatcher->RemoveClient(*background);
+}
+
+TEST_CASE("A best-effort client alone, or one held past the bound, runs without its forms") {
+  scheduler::testing::FakeAdvisor advisor;
+  const bool alone = GENERATE(true, false);
+  INFO("alone " << alone);
+  auto dispatcher = MakePriorityDispatcher(advisor, std::chrono::milliseconds(100));
+  HeldForms held(dispatcher.get());
+  auto background = dispatcher->AddClient(ClientId(1), ClientPriority::BestEffort());
+  std::shared_ptr<Dispatcher::ClientQueue> foreground;
+  if (!alone) foreground = dispatcher->AddClient(ClientId(2), ClientPriority::High());
+  const auto module = LoadTestModule(held.modules());
+  const Kernel* kernel = *module->FindKernel("RecordBlocks");
+  module->RequestForms(*kernel);
+  Stream stream;
+  Ints runs(4), ids(4);
+  const auto start = std::chrono::steady_clock::now();
+  dispatcher->EnqueueKernel(*background,
+                            TwoBufferLaunch(module, kernel, {4, 1, 1}, runs, ids, stream.get()));
+  REQUIRE(Eventually([&] { return dispatcher->Issued(*background, 1); }, std::chrono::seconds(30)));
+  const auto waited = std::chrono::steady_clock::now() - start;
+  CHECK(kernel->forms_pending.get());  // the worker is still held up
+  CHECK(dispatcher->stats(*background).original == 1u);
+  CHECK(runs.Download(stream.get()) == std::vector<int>(4, 1));
+  CHECK(held.counters().forms_waited.load() == (alone ? 0u : 1u));
+  if (!alone) CHECK(waited >= std::chrono::milliseconds(100));
+  if (foreground) dispatcher->RemoveClient(*foreground);
+  dispatcher->RemoveClient(*background);
+}
+
+TEST_CASE("Validation waits for a kernel's forms and runs it in the form under validation") {
+  auto dispatcher = MakeDispatcher(scheduler::MakeValidationPolicy(LaunchForm::Sliced(2), false));
+  HeldForms held(dispatcher.get());
+  auto queue = dispatcher->AddClient(ClientId(1), ClientPriority::Unset());
+  const auto module = LoadTestModule(held.modules());
+  const Kernel* kernel = *module->FindKernel("RecordBlocks");
+  module->RequestForms(*kernel);
+  Stream stream;
+  Ints runs(4), ids(4);
+  dispatcher->EnqueueKernel(*queue,
+                            TwoBufferLaunch(module, kernel, {4, 1, 1}, runs, ids, stream.get()));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  CHECK_FALSE(dispatcher->Issued(*queue, 1));
+  held.Release();
+  dispatcher->WaitIssued(*queue, 1);
+  CHECK(dispatcher->stats(*queue).sliced == 1u);
+  CHECK(runs.Download(stream.get()) == std::vector<int>(4, 1));
+  dispatcher->RemoveClient(*queue);
+}
+
+TEST_CASE("A module unloaded while its forms job is queued is left alone by the job") {
+  HeldForms held;
+  std::weak_ptr<SharedModule> unloaded;
+  {
+    const auto module = LoadTestModule(held.modules());
+    module->RequestForms(**module->FindKernel("RecordBlocks"));
+    unloaded = module;
+  }
+  CHECK(unloaded.expired());
+  CHECK(held.modules().loaded_count() == 0);
+  held.Release();
+  REQUIRE(held.Drain());
+  CHECK(held.counters().forms_queued.load() == 1);
+  CHECK(held.counters().forms_made.load() == 0);
+  CHECK(held.counters().kernels_transformed.load() == 0);
 }
 
 TEST_CASE("Every form runs every block of the grid once, with its original index") {

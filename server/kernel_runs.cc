@@ -159,6 +159,17 @@ std::string KernelRuns::Unfit(const KernelVariant& variant, const KernelLaunch& 
       variant.static_shared_bytes, allowed);
 }
 
+namespace {
+
+// Whether the launch's transformed forms may be read: not while the background worker may still
+// be writing them (Kernel::forms_pending), and a launch that only its original form can run
+// has none to read.
+bool FormsReadable(const KernelLaunch& launch) {
+  return !launch.OriginalOnly() && !launch.kernel->forms_pending.get();
+}
+
+}  // namespace
+
 scheduler::KernelInfo KernelRuns::Describe(const KernelLaunch& launch) {
   scheduler::KernelInfo info;
   info.shape.kernel = launch.vendor ? launch.vendor->identity : launch.kernel->identity;
@@ -167,7 +178,7 @@ scheduler::KernelInfo KernelRuns::Describe(const KernelLaunch& launch) {
   info.shape.shared_bytes = launch.shared_bytes;
   // Variants number blocks with 32-bit integers; cooperative grids must be resident at once;
   // clusters set at the launch keep their original form.
-  const bool transformable = !launch.OriginalOnly() && ptx::LinearBlockCount(launch.grid).ok();
+  const bool transformable = FormsReadable(launch) && ptx::LinearBlockCount(launch.grid).ok();
   info.sliceable = transformable && launch.kernel->sliced.has_value() &&
                    Unfit(*launch.kernel->sliced, launch).empty();
   info.preemptible = transformable && launch.kernel->preemptible.has_value() &&
@@ -180,7 +191,7 @@ scheduler::KernelInfo KernelRuns::Describe(const KernelLaunch& launch) {
 
 scheduler::KernelInfo KernelRuns::DescribeHead(const RunOwner& owner, const KernelLaunch& launch) {
   const scheduler::KernelInfo info = Describe(launch);
-  if (launch.OriginalOnly()) return info;
+  if (!FormsReadable(launch)) return info;
   bool unfit = false;
   for (const auto& [variant, form] :
        {std::pair{&launch.kernel->sliced, "sliced"}, {&launch.kernel->preemptible, "PTB"}}) {

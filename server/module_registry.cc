@@ -28,6 +28,13 @@
 namespace tally::server {
 namespace {
 
+// The background worker (FormsWorker): one thread, so that transformations take at most one core
+// from the serving threads; its queue holds as many jobs as a client's command queue holds
+// commands by default (--max-queued-commands), and a request it refuses is made again at the
+// kernel's next launch or by the dispatcher.
+constexpr size_t kFormsThreads = 1;
+constexpr size_t kFormsQueue = 1024;
+
 // Module-scope variables a program can write (PTX ISA, "State Spaces": .global is per-context
 // device memory, .const is written by the host through cudaMemcpyToSymbol).
 // The names of the module's own .global/.const variables (textures and surfaces are no memory).
@@ -315,6 +322,27 @@ void SharedModule::PrepareForms(const Kernel& kernel) {
   counters_->forms_loaded += AttachForms(api_, device_, forms, *code, mine);
 }
 
+void SharedModule::RequestForms(const Kernel& kernel) {
+  if (!kernel.forms_pending.get()) return;
+  if (worker_ == nullptr) {
+    PrepareForms(kernel);
+    return;
+  }
+  std::lock_guard lock(requested_mutex_);
+  if (requested_.contains(&kernel)) return;
+  // `kernel` is one of kernels_, which never moves: the job reaches it only while it holds the
+  // module.
+  const bool queued = worker_->Submit([module = weak_from_this(), kernel = &kernel] {
+    const std::shared_ptr<SharedModule> held = module.lock();
+    if (held == nullptr) return;  // unloaded while the job waited
+    held->PrepareForms(*kernel);
+    ++held->counters_->forms_made;
+  });
+  if (!queued) return;
+  requested_.insert(&kernel);
+  ++counters_->forms_queued;
+}
+
 absl::StatusOr<const Kernel*> SharedModule::FindKernel(const std::string& mangled_name) const {
   auto it = kernels_.find(mangled_name);
   if (it != kernels_.end()) return &it->second;
@@ -379,11 +407,13 @@ absl::Status SharedModule::ResetVariables(CUstream stream) const {
 }
 
 ModuleRegistry::ModuleRegistry(const Backend& backend, bool build_forms, bool fence,
-                               std::shared_ptr<CodeCache> code_cache)
+                               std::shared_ptr<CodeCache> code_cache,
+                               std::shared_ptr<FormsWorker> forms_worker)
     : backend_(backend),
       build_forms_(build_forms),
       fence_(fence),
-      redirect_device_output_(backend.extensions().tenant_take_output == nullptr) {
+      redirect_device_output_(backend.extensions().tenant_take_output == nullptr),
+      forms_worker_(std::move(forms_worker)) {
   int major = 0;
   int minor = 0;
   backend.api().cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
@@ -393,6 +423,23 @@ ModuleRegistry::ModuleRegistry(const Backend& backend, bool build_forms, bool fe
   device_arch_ = static_cast<uint32_t>(major * 10 + minor);
   forms_cache_ = std::make_shared<const FormsCache>(
       std::move(code_cache), DeviceName(backend, device_arch_), DriverVersion(backend.api()));
+  if (build_forms_ && forms_worker_ == nullptr) {
+    forms_worker_ = std::make_shared<FormsWorker>(kFormsThreads, kFormsQueue, [&backend] {
+      if (const absl::Status current = backend.MakeCurrent(); !current.ok()) {
+        TALLY_LOG_ERROR("forms worker: {}", current.ToString());
+      }
+    });
+  }
+}
+
+ModuleRegistry::~ModuleRegistry() { StopForms(); }
+
+void ModuleRegistry::SetFormsDone(std::function<void()> on_done) {
+  if (forms_worker_ != nullptr) forms_worker_->SetOnDone(std::move(on_done));
+}
+
+void ModuleRegistry::StopForms() {
+  if (forms_worker_ != nullptr) forms_worker_->Stop();
 }
 
 absl::StatusOr<std::shared_ptr<SharedModule>> ModuleRegistry::Register(
@@ -656,10 +703,11 @@ absl::StatusOr<std::shared_ptr<SharedModule>> ModuleRegistry::Load(
                  parsed->ptx_arch != 0 ? "fatbin" : "PTX image", parsed->ptx_arch, kernels.size(),
                  !parsed->state_variables.empty() ? ", per-client module state" : "",
                  transformed          ? ", with transformed forms"
-                 : parsed->lazy_forms ? ", transformed forms made per kernel at its first launch"
+                 : parsed->lazy_forms ? ", transformed forms made per kernel after its first launch"
                                       : "");
   return std::make_shared<SharedModule>(backend_, counters_, forms_cache_, module,
-                                        std::move(parsed), std::move(kernels), *variables);
+                                        std::move(parsed), std::move(kernels), *variables,
+                                        forms_worker_);
 }
 
 }  // namespace tally::server

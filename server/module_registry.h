@@ -16,6 +16,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -35,6 +36,7 @@
 #include "server/backend/backend.h"
 #include "server/device_code.h"
 #include "server/forms_cache.h"
+#include "server/forms_worker.h"
 
 namespace tally::server {
 
@@ -90,7 +92,8 @@ struct Kernel {
   // (they take ptx::FenceParams after the original parameters), or else why not.
   bool fenced = false;
   std::string fence_refusal;
-  // The variants are still to be made (SharedModule::PrepareForms, at the kernel's first launch).
+  // The variants are still to be made (SharedModule::RequestForms, at the kernel's first launch):
+  // until this is cleared, only the original form may be read or run.
   FormsPending forms_pending;
 };
 
@@ -101,6 +104,9 @@ struct ModuleCounters {
   std::atomic<uint64_t> kernels_transformed{0};  // kernels whose variants were made (or found
                                                  // in the code cache)
   std::atomic<uint64_t> forms_loaded{0};         // variants loaded on the device
+  std::atomic<uint64_t> forms_queued{0};  // kernels whose variants were queued for the worker
+  std::atomic<uint64_t> forms_made{0};    // ... and the worker made (or found it could not)
+  std::atomic<uint64_t> forms_waited{0};  // launches the dispatcher held for their variants
 };
 
 // A fatbin as parsed: what every module loaded from it shares.
@@ -140,14 +146,18 @@ struct ModuleVariableRange {
   uint64_t size = 0;
 };
 
-class SharedModule {
+class SharedModule : public std::enable_shared_from_this<SharedModule> {
  public:
+  // `worker` makes the variants of a module that makes them per kernel (RequestForms); null:
+  // they are made on the thread that requests them.
   SharedModule(const Backend& backend, std::shared_ptr<ModuleCounters> counters,
                std::shared_ptr<const FormsCache> forms_cache, CUmodule module,
                std::shared_ptr<const ParsedImage> parsed,
-               absl::flat_hash_map<std::string, Kernel> kernels, ModuleVariableRange variables = {})
+               absl::flat_hash_map<std::string, Kernel> kernels, ModuleVariableRange variables = {},
+               std::shared_ptr<FormsWorker> worker = nullptr)
       : api_(backend.api()),
         device_(backend.device()),
+        worker_(std::move(worker)),
         counters_(std::move(counters)),
         forms_cache_(std::move(forms_cache)),
         module_(module),
@@ -166,6 +176,14 @@ class SharedModule {
   // that whoever reads them later finds them made. One kernel at a time per module; a kernel
   // whose variants cannot be made or loaded runs in its original form (the log says why).
   void PrepareForms(const Kernel& kernel);
+  // Queues PrepareForms(kernel) for the background worker, once, if its variants are still to be
+  // made: the original form is ready meanwhile. Cheap and non-blocking: called at every launch
+  // of the kernel while its variants are pending (a request the full queue refused is made
+  // again), and by the dispatcher while it holds a launch for them. A module unloaded before its
+  // job runs is not touched by it.
+  void RequestForms(const Kernel& kernel);
+  // A launch of one of the module's kernels waited for its variants (tally-ctl status).
+  void NoteFormsWaited() { ++counters_->forms_waited; }
   // Address and size of a module-scope variable; CUDA_ERROR_NOT_FOUND when there is none.
   absl::StatusOr<std::pair<CUdeviceptr, size_t>> FindGlobal(const std::string& mangled_name) const;
   const ParsedImage& parsed() const { return *parsed_; }
@@ -181,6 +199,7 @@ class SharedModule {
  private:
   const DriverApi& api_;
   CUdevice device_;
+  std::shared_ptr<FormsWorker> worker_;
   std::shared_ptr<ModuleCounters> counters_;
   std::shared_ptr<const FormsCache> forms_cache_;
   CUmodule module_;
@@ -190,6 +209,9 @@ class SharedModule {
   // The modules of the variants made per kernel, unloaded with this one.
   std::mutex forms_mutex_;
   std::vector<CUmodule> form_modules_;
+  // The kernels whose variants the worker has been asked for.
+  std::mutex requested_mutex_;
+  absl::flat_hash_set<const Kernel*> requested_;
   // A machine-code module's kernels and variables as they are asked for.
   mutable std::mutex found_mutex_;
   mutable absl::node_hash_map<std::string, Kernel> found_kernels_;
@@ -199,14 +221,18 @@ class SharedModule {
 class ModuleRegistry {
  public:
   // With `build_forms`, kernels also get sliced and preemptible forms (for a scheduling policy
-  // that uses them): each kernel's at its first launch (SharedModule::PrepareForms), or every
+  // that uses them): each kernel's after its first launch on a background worker
+  // (SharedModule::RequestForms; FormsWorker, one thread at a lower OS priority), or every
   // kernel's at the parse for a module with state its variants must share (module variables,
   // the device output binding); with `fence`, every kernel that can be is fenced
   // (--isolation fenced|strict), its variants too, all at the parse (strict refuses a module
   // with an unfenceable kernel at its load). Transformed forms are looked for in `code_cache`
-  // first, and stored there when made (null: none).
+  // first, and stored there when made (null: none). The background worker is `forms_worker` (a
+  // test's), else, with `build_forms`, one of the registry's own.
   ModuleRegistry(const Backend& backend, bool build_forms, bool fence = false,
-                 std::shared_ptr<CodeCache> code_cache = nullptr);
+                 std::shared_ptr<CodeCache> code_cache = nullptr,
+                 std::shared_ptr<FormsWorker> forms_worker = nullptr);
+  ~ModuleRegistry();  // StopForms
 
   // A module of this fatbin, cubin or NUL-terminated PTX text (cuModuleLoadData's images) for
   // one client. CUDA_ERROR_INVALID_IMAGE for bytes that are none of these,
@@ -218,6 +244,10 @@ class ModuleRegistry {
 
   // Modules currently loaded on the device.
   size_t loaded_count();
+  // Called whenever the worker finished a kernel's variants (the dispatcher's wake-up).
+  void SetFormsDone(std::function<void()> on_done);
+  // Stops the worker before what its wake-up reaches goes: variants not yet made stay pending.
+  void StopForms();
   const ModuleCounters& counters() const { return *counters_; }
   // Null without a code cache.
   CodeCache* code_cache() const { return forms_cache_->cache(); }
@@ -265,6 +295,7 @@ class ModuleRegistry {
   // Shared with the modules, which may outlive the registry (abandoned clients').
   std::shared_ptr<ModuleCounters> counters_ = std::make_shared<ModuleCounters>();
   std::shared_ptr<const FormsCache> forms_cache_;
+  std::shared_ptr<FormsWorker> forms_worker_;  // with build_forms
 };
 
 }  // namespace tally::server

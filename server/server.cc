@@ -360,6 +360,8 @@ absl::Status Server::Start(std::unique_ptr<scheduler::Policy> policy,
                                           },
                                           std::move(recovery), unfenced_gate_.get()));
   if (faults_ != nullptr) faults_->set_wake([this] { dispatcher_->Wake(); });
+  // A launch held for its transformed forms is announced as soon as they are made.
+  modules_.SetFormsDone([this] { dispatcher_->Wake(); });
   // Rounds often enough that a live dispatcher is seen between two watchdog notifications.
   if (notifier_.watchdog()) dispatcher_->KeepRounding(*notifier_.watchdog() / 4);
   const Isolation isolation = settings_.isolation;
@@ -391,6 +393,7 @@ absl::Status Server::Start(std::unique_ptr<scheduler::Policy> policy,
 Server::~Server() {
   stopping_ = true;
   for (PeerThread& peer : peers_) peer.thread.join();
+  modules_.StopForms();  // its wake-up reaches the dispatcher
   if (abandoned_ > 0) {
     // Kernels of abandoned clients may still run: freeing anything the device might use, or
     // releasing the context, could wait for them without end. The process's exit reclaims all.
@@ -844,7 +847,8 @@ void Server::AnswerStatus(ipc::ControlConnection& control) {
   if (faults_ != nullptr) reply.context_faults = faults_->recovered();
   const ModuleCounters& modules = modules_.counters();
   reply.modules = {modules.modules_registered, modules.kernels_indexed, modules.kernels_transformed,
-                   modules.forms_loaded};
+                   modules.forms_loaded,       modules.forms_queued,    modules.forms_made,
+                   modules.forms_waited};
   if (dispatcher_ != nullptr) reply.high_busy_ns = dispatcher_->HighBusyNs();
   reply.code_cache = CodeCacheStatusOf(modules_.code_cache());
   for (const ipc::PriorityClass c : ipc::kPriorityClasses) {

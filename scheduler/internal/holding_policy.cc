@@ -51,6 +51,13 @@ void HoldingPolicy::RunEnded(Time now, ClientId id, const RunEnd& end, Decisions
 
 void HoldingPolicy::Woken(Time now, Decisions& out) { Decide(now, out); }
 
+bool HoldingPolicy::WaitsForForms(ClientId id) const {
+  auto it = clients_.find(id);
+  if (it == clients_.end() || !UsesTransformedForms()) return false;
+  const int32_t level = it->second.level;
+  return level < TopLevel().value_or(level) || level < options_.always_shape_below;
+}
+
 std::optional<int32_t> HoldingPolicy::TopLevel() const {
   std::optional<int32_t> top;
   for (const auto& [id, client] : clients_) top = std::max(top.value_or(client.level), client.level);

@@ -25,6 +25,10 @@ class HoldingPolicy : public Policy {
   void HeadArrived(Time now, ClientId client, const Head& head, Decisions& out) override;
   void RunEnded(Time now, ClientId client, const RunEnd& end, Decisions& out) override;
   void Woken(Time now, Decisions& out) override;
+  // A client below the top connected level (more important work exists), or one shaped even
+  // alone (always_shape_below): its kernels would run in a transformed form. The top level's
+  // run in their original form at once and never wait.
+  bool WaitsForForms(ClientId client) const override;
 
  protected:
   // The form of a kernel launched while more important clients are connected.

@@ -160,6 +160,28 @@ TEST_CASE_METHOD(Fixture, "Shaping alone: a best-effort client alone runs preemp
   CHECK(high.Arrive(0, 1, Head::Kernel(Kernel(1))) == Actions{Foreground(1)});
 }
 
+TEST_CASE_METHOD(Fixture, "Only a client below the top level (or shaped alone) waits for forms") {
+  const Policy& policy = p.policy();
+  p.Join(0, 2, kBestEffort);
+  CHECK_FALSE(policy.WaitsForForms(Client(2)));  // alone: it runs unshaped
+  p.Join(1, 1, kHigh);
+  CHECK(policy.WaitsForForms(Client(2)));
+  CHECK_FALSE(policy.WaitsForForms(Client(1)));  // the top level never waits
+  p.Leave(2, 1);
+  CHECK_FALSE(policy.WaitsForForms(Client(2)));
+  CHECK_FALSE(policy.WaitsForForms(Client(9)));  // unknown
+  PolicyHarness alone{
+      MakePriorityPolicy({.always_shape_below = ClientPriority::kHighLevel}, advisor)};
+  alone.Join(0, 2, kBestEffort);
+  CHECK(alone.policy().WaitsForForms(Client(2)));  // its kernels run shaped even alone
+  alone.Join(0, 1, kHigh);
+  CHECK_FALSE(alone.policy().WaitsForForms(Client(1)));
+  PolicyHarness unshaped{MakePriorityNoTransformPolicy({})};
+  unshaped.Join(0, 2, kBestEffort);
+  unshaped.Join(0, 1, kHigh);
+  CHECK_FALSE(unshaped.policy().WaitsForForms(Client(2)));  // it has no forms to wait for
+}
+
 TEST_CASE_METHOD(Fixture, "Slices are issued one at a time, and not while the foreground runs") {
   advisor.choices[KernelId(9)] = {LaunchForm::Sliced(4), true};
   p.Join(0, 1, kHigh);

@@ -55,6 +55,8 @@ class ValidationPolicy final : public Policy {
   }
 
   bool UsesTransformedForms() const override { return form_.kind != FormKind::kOriginal; }
+  // Every kernel that can be transformed is to run in the form under validation.
+  bool WaitsForForms(ClientId) const override { return UsesTransformedForms(); }
 
  private:
   struct TransformedRun {

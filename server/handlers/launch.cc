@@ -54,8 +54,9 @@ absl::Status Handle(Session& session, const ipc::Decoded<ipc::LaunchKernelReques
   launch.cooperative = (r.flags & ipc::kLaunchCooperative) != 0;
   launch.cluster = {r.cluster.x, r.cluster.y, r.cluster.z};
   TALLY_RETURN_IF_ERROR(session.Fence(launch));
-  // On the client's own thread: the dispatcher never waits for a kernel's transformation.
-  entry->module->PrepareForms(*kernel);
+  // Its transformed forms are made on the background worker; the launch is queued at once
+  // (the dispatcher holds it while the policy wants it to wait for them).
+  entry->module->RequestForms(*kernel);
   session.EnqueueKernel(std::move(launch));
   session.CountLibraryCall(*library);
   return absl::OkStatus();

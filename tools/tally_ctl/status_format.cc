@@ -246,10 +246,11 @@ std::string FormatStatusText(const ipc::StatusReport& report, const std::string&
       gone.risky_launches, gone.unfit_launches, LibraryCallsText(gone.library_calls),
       LibraryCallsText(gone.vendor_library_calls));
   const ipc::ModuleStatus& modules = server.modules;
-  out +=
-      fmt::format("modules: {} registered; kernels: {} indexed, {} transformed ({} forms loaded)\n",
-                  modules.modules_registered, modules.kernels_indexed, modules.kernels_transformed,
-                  modules.forms_loaded);
+  out += fmt::format(
+      "modules: {} registered; kernels: {} indexed, {} transformed ({} forms loaded); "
+      "forms in the background: {} queued, {} made, {} launches waited for them\n",
+      modules.modules_registered, modules.kernels_indexed, modules.kernels_transformed,
+      modules.forms_loaded, modules.forms_queued, modules.forms_made, modules.forms_waited);
   out += FormatCodeCacheText(server.code_cache);
   out += GrantsText(report.grants);
   out += fmt::format("clients: {}\n", report.clients.size());
@@ -342,9 +343,10 @@ std::string FormatStatusJson(const ipc::StatusReport& report, const std::string&
   const ipc::ModuleStatus& modules = server.modules;
   out += fmt::format(
       "  \"modules\": {{\"registered\": {}, \"kernels_indexed\": {}, "
-      "\"kernels_transformed\": {}, \"forms_loaded\": {}}},\n",
+      "\"kernels_transformed\": {}, \"forms_loaded\": {}, \"forms_queued\": {}, "
+      "\"forms_made\": {}, \"forms_waited\": {}}},\n",
       modules.modules_registered, modules.kernels_indexed, modules.kernels_transformed,
-      modules.forms_loaded);
+      modules.forms_loaded, modules.forms_queued, modules.forms_made, modules.forms_waited);
   out += fmt::format("  \"code_cache\": {},\n", FormatCodeCacheJson(server.code_cache));
   out += "  \"clients\": [";
   for (size_t i = 0; i < report.clients.size(); ++i) {

@@ -36,8 +36,13 @@ ipc::StatusReport Report(bool with_client) {
   report.server.departed.vendor_library_calls[ipc::Library::kCublas] = 8;
   report.server.isolation = ipc::Isolation::kFenced;
   report.server.unfenceable = ipc::Unfenceable::kAlone;
-  report.server.modules = {
-      .modules_registered = 2, .kernels_indexed = 300, .kernels_transformed = 1, .forms_loaded = 2};
+  report.server.modules = {.modules_registered = 2,
+                           .kernels_indexed = 300,
+                           .kernels_transformed = 1,
+                           .forms_loaded = 2,
+                           .forms_queued = 3,
+                           .forms_made = 1,
+                           .forms_waited = 4};
   if (with_client) {
     ipc::ClientStatus client{};
     client.client_id = ClientId(7);
@@ -111,7 +116,8 @@ TEST_CASE("status as JSON has every key, with and without clients") {
         "\"vendor_library_calls\": {\"cublas\": 8, \"cublaslt\": 0, \"cudnn\": 0}, "
         "\"faulted_clients\": 1},\n"
         "  \"modules\": {\"registered\": 2, \"kernels_indexed\": 300, "
-        "\"kernels_transformed\": 1, \"forms_loaded\": 2},\n"
+        "\"kernels_transformed\": 1, \"forms_loaded\": 2, \"forms_queued\": 3, "
+        "\"forms_made\": 1, \"forms_waited\": 4},\n"
         "  \"code_cache\": null,\n"
         "  \"clients\": [],\n"
         "  \"grants\": []\n"
@@ -224,9 +230,9 @@ TEST_CASE("status as text lists the clients") {
             "preemptible (0 preempted, 4 preemptions, 0 resumes), 0 risky, 0 unfit; their "
             "library calls served by Tally's kernels: cublas 0, cublaslt 6, cudnn 0; run in the "
             "vendor library: cublas 8, cublaslt 0, cudnn 0\n") != std::string::npos);
-  CHECK(
-      text.find("modules: 2 registered; kernels: 300 indexed, 1 transformed (2 forms loaded)\n") !=
-      std::string::npos);
+  CHECK(text.find("modules: 2 registered; kernels: 300 indexed, 1 transformed (2 forms loaded); "
+                  "forms in the background: 3 queued, 1 made, 4 launches waited for them\n") !=
+        std::string::npos);
   CHECK(text.find("256.0 MiB") != std::string::npos);
   CHECK(text.find("./app --name=a\\b") != std::string::npos);
   CHECK(text.find("          -1") != std::string::npos);  // the priority level

@@ -1,10 +1,13 @@
-# lazy_forms KERNELS TRANSFORMED [server flags...]: many_kernels (a module of KERNELS kernels)
-# launches one of them twice; then the server's module counters (tally-ctl status --json) say
-# that one module was registered, every kernel indexed, and TRANSFORMED kernels transformed,
-# each with its two forms (sliced and PTB) loaded.
-kernels=$1 transformed=$2
-start_server "${@:3}"
+# lazy_forms KERNELS TRANSFORMED QUEUED WAITED [server flags...]: many_kernels (a module of
+# KERNELS kernels) launches one of them twice; then the server's module counters (tally-ctl
+# status --json) say that one module was registered, every kernel indexed, and TRANSFORMED
+# kernels transformed, each with its two forms (sliced and PTB) loaded; QUEUED of them made by
+# the background worker (awaited: it may still be at work when the program has ended), and
+# WAITED launches held until their kernel's forms were made.
+kernels=$1 transformed=$2 queued=$3 waited=$4
+start_server "${@:5}"
 run many_kernels > "$work/many_kernels.out" 2>&1 || fail "many_kernels: $(cat "$work/many_kernels.out")"
-status_json "$work/status.json"
+await_status "$work/status.json" "s['modules']['forms_made'] == $queued"
 json_check "$work/status.json" "s['modules'] == {'registered': 1, 'kernels_indexed': $kernels, \
-'kernels_transformed': $transformed, 'forms_loaded': 2 * $transformed}"
+'kernels_transformed': $transformed, 'forms_loaded': 2 * $transformed, 'forms_queued': $queued, \
+'forms_made': $queued, 'forms_waited': $waited}"
