@@ -127,9 +127,14 @@ void HoldingPolicy::WidenWhenIdle(Time now, Decisions& out) {
   }
 }
 
+uint32_t HoldingPolicy::WorkersOf(const LaunchForm& form, const KernelInfo& kernel) {
+  return form.workers > 0 ? form.workers : kernel.resident_per_sm * kernel.sm_count;
+}
+
 bool HoldingPolicy::MayRunBeside(const Client& client) const {
-  return client.head && client.form.kind == FormKind::kPreemptible && client.form.workers > 0 &&
-         client.form.workers <= BesideWorkers(client.head->kernel);
+  if (!client.head || client.form.kind != FormKind::kPreemptible) return false;
+  const uint32_t workers = WorkersOf(client.form, client.head->kernel);
+  return workers > 0 && workers <= BesideWorkers(client.head->kernel);
 }
 
 void HoldingPolicy::IssueForeground(Time now, ClientId id, Client& client, bool notify,
@@ -218,11 +223,9 @@ void HoldingPolicy::IssueBeside(ClientId id, Client& client, Decisions& out) {
   if (!client.started && full.kind != FormKind::kPreemptible && kernel.preemptible) {
     full = LaunchForm::Preemptible();
   }
-  if (full.kind != FormKind::kPreemptible) return;
-  const uint32_t full_workers =
-      full.workers > 0 ? full.workers : kernel.resident_per_sm * kernel.sm_count;
-  const LaunchForm form = LaunchForm::Preemptible(std::min(allowed, full_workers));
-  if (form.workers == 0) return;
+  if (full.kind != FormKind::kPreemptible || WorkersOf(full, kernel) == 0) return;
+  const LaunchForm form =
+      allowed >= WorkersOf(full, kernel) ? full : LaunchForm::Preemptible(allowed);
   out.Issue(id, form);  // a start, or a resumption, as narrow as the bound is now
   client.started = true;
   client.form = form;

@@ -62,6 +62,8 @@ class HoldingPolicy : public Policy {
   // While more important work is not idle long enough: a PTB kernel within BesideWorkers.
   void IssueBeside(ClientId id, Client& client, Decisions& out);
   bool MayRunBeside(const Client& client) const;
+  // The PTB workers `form` runs `kernel` with (0 in a form: as many as can be resident).
+  static uint32_t WorkersOf(const LaunchForm& form, const KernelInfo& kernel);
   // A PTB kernel that runs narrower than its full form (started or resumed beside more important
   // work) is preempted once everything above it has been idle for min_idle, to resume at full
   // width.

@@ -61,6 +61,22 @@ TEST_CASE_METHOD(Fixture, "The bound grows after each period within the budget")
   CHECK(p.policy().MeasuredSlowdown(Client(1)) == Approx(0.08));
 }
 
+TEST_CASE_METHOD(Fixture, "At a full bound a kernel runs beside the foreground at full width") {
+  GrowToTwo();
+  CHECK(p.End(700, 1, Finished(FormKind::kOriginal)).empty());  // alone's time: three next
+  CHECK(p.Wake(800) == Actions{PreemptOf(2)});
+  CHECK(p.End(805, 2, Stopped(40)) == Actions{IssueOf(2, Ptb(0))});
+  for (uint32_t workers = 3; workers < 32; ++workers) Period(1'000 * workers, workers, 100);
+  // The bound is the whole device: resumed in its full form, it is neither preempted by the
+  // foreground's next kernel nor widened when the foreground is idle.
+  CHECK(p.Arrive(32'000, 1, Head::Kernel(Kernel(1))) == Actions{PreemptOf(2), Foreground(1, true)});
+  CHECK(p.End(32'005, 2, Stopped(50)) == Actions{IssueOf(2, Ptb(0))});
+  CHECK(p.Arrive(32'050, 1, Head::Kernel(Kernel(1))) == Actions{Foreground(1, true)});
+  CHECK(p.End(32'100, 1, Finished(FormKind::kOriginal)).empty());
+  CHECK(p.End(32'150, 1, Finished(FormKind::kOriginal)).empty());
+  CHECK(p.Wake(32'250).empty());
+}
+
 TEST_CASE_METHOD(Fixture,
                  "A period over the budget stops what runs beside it, then halves the bound") {
   GrowToTwo();
