@@ -103,12 +103,13 @@ std::unique_ptr<Policy> MakeValidationPolicy(LaunchForm form, bool preempt);
 std::unique_ptr<Policy> MakePriorityPolicy(const PriorityOptions& options, FormAdvisor& advisor);
 
 // `priority`, except that while the foreground has work, background kernels may run beside it
-// as PTB kernels with a bounded number of workers. Each foreground client has a bound of its own,
-// grown while its kernels' measured slowdown (at its budget's percentile) is within its budget,
-// halved when over, and zero (running ones preempted) when a kernel runs more than twice the
-// budget over its time alone; the background runs within the smallest bound of the foreground
-// clients. A client without a budget of its own (BudgetChanged) has `budget`. `advisor` must
-// outlive the policy.
+// as PTB kernels with a bounded number of workers (started so, or resumed so after a preemption,
+// and widened again once the foreground is idle). Each foreground client has a bound of its own,
+// judged per busy period (a request, as the server sees it): grown while the periods' measured
+// slowdown (at its budget's percentile) is within its budget, halved when over, and zero (running
+// ones preempted) for the rest of a period whose extra time passes a typical period's budget;
+// the background runs within the smallest bound of the foreground clients. A client without a
+// budget of its own (BudgetChanged) has `budget`. `advisor` must outlive the policy.
 std::unique_ptr<Policy> MakePriorityBudgetPolicy(const PriorityOptions& options,
                                                  const BudgetOptions& budget, FormAdvisor& advisor);
 

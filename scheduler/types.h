@@ -92,7 +92,7 @@ struct Action {
   enum class Kind : uint8_t {
     // Issue the client's head: other work, or a kernel in `form`. A kernel already started
     // (sliced, or a preempted PTB kernel) goes on in the form it started with: its next slice,
-    // or its resumption from the task counter.
+    // or its resumption from the task counter, with the workers of this `form` when it is PTB.
     kIssue,
     // Raise the preemption flag of the client's running PTB kernel.
     kPreempt,

@@ -473,6 +473,59 @@ TEST_CASE("A high-priority kernel stops a best-effort PTB kernel, which resumes 
   dispatcher->RemoveClient(*background);
 }
 
+// Records the grid width of every launch, forwarding each to the driver.
+struct CountingLaunch {
+  static CUresult Call(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                       unsigned by, unsigned bz, unsigned shared, CUstream stream, void** params,
+                       void** extra) {
+    widths.push_back(gx);
+    return real(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra);
+  }
+  static inline PFN_cuLaunchKernel_v4000 real = nullptr;
+  static inline std::vector<unsigned> widths;
+};
+
+TEST_CASE("A preempted PTB kernel resumes with the workers its resumption asks for") {
+  // priority-budget starts a kernel narrow beside the foreground and resumes it at full width.
+  auto backend = Backend::Load(
+      {.emulate = true, .device = 0, .emulator_library = TALLY_TEST_EMULATOR_LIBRARY});
+  REQUIRE(backend.ok());
+  REQUIRE(backend->MakeCurrent().ok());
+  DriverApi& api = backend->api_for_testing();
+  CountingLaunch::real = api.cuLaunchKernel;
+  CountingLaunch::widths.clear();
+  api.cuLaunchKernel = &CountingLaunch::Call;
+  auto runs = KernelRuns::Create(*backend, nullptr);
+  REQUIRE(runs.ok());
+  constexpr uint32_t kBlocks = 16;
+  Stream stream;
+  Ints done(kBlocks), ids(kBlocks);
+  const KernelLaunch launch =
+      TwoBufferLaunch("SlowRecordBlocks", {kBlocks, 1, 1}, done, ids, stream.get(), 200'000);
+  SchedulingStats stats;
+  ClassLatencyHistograms latencies;
+  const RunOwner owner{ClientId(3), &stats, &latencies};
+  const auto run_ends = [&] {
+    std::vector<EndedRun> ended;
+    REQUIRE(Eventually([&] {
+      (*runs)->Poll(ended);
+      return !ended.empty();
+    }));
+    return ended.front().end;
+  };
+  REQUIRE((*runs)->IssueTransformed(owner, launch, LaunchForm::Preemptible(1)) == CUDA_SUCCESS);
+  (*runs)->Preempt(ClientId(3));
+  const scheduler::RunEnd stopped = run_ends();
+  REQUIRE_FALSE(stopped.finished);
+  REQUIRE((*runs)->IssueTransformed(owner, launch, LaunchForm::Preemptible(4)) == CUDA_SUCCESS);
+  CHECK(run_ends().finished);
+  CHECK(done.Download(stream.get()) == std::vector<int>(kBlocks, 1));
+  const std::vector<unsigned> ptb_runs(CountingLaunch::widths.end() - 2,
+                                       CountingLaunch::widths.end());
+  CHECK(ptb_runs == std::vector<unsigned>{1, 4});
+  CHECK(stats.resumes == 1u);
+}
+
 TEST_CASE("A best-effort vendor library call waits while a high-priority kernel runs") {
   // A vendor call cannot be transformed: it runs once every higher level has been idle for
   // long_idle, in its original form, as one unit of its client's queue.

@@ -326,6 +326,13 @@ CUresult KernelRuns::IssueTransformed(const RunOwner& owner, const KernelLaunch&
   }
   if (kernel.form.kind == FormKind::kSliced) return IssueSlice(kernel);
   ++owner.stats->resumes;
+  if (form.kind == FormKind::kPreemptible) {
+    // A resumption as wide as the policy says now (priority-budget narrows a kernel beside more
+    // important work and widens it when that is idle): the task counter goes on either way.
+    kernel.form = form;
+    kernel.workers =
+        ptx::PtbWorkerCount(kernel.info.resident_per_sm, sm_count_, kernel.total, form.workers);
+  }
   return IssuePtbRun(kernel);
 }
 

@@ -52,8 +52,9 @@ constexpr Flag kFlags[] = {
     {"policy", "TALLY_POLICY", "NAME", "the scheduling policy (default priority; see below)"},
     {"slowdown-budget", "TALLY_DEFAULT_SLOWDOWN_BUDGET", "PCT[@pN]",
      "with --policy priority-budget, the slowdown budget of foreground clients that give none "
-     "(tally-run --slowdown-budget): how much longer than alone their kernels may take at the "
-     "percentile (p99 unless given) while background work runs beside them, e.g. 10% or "
+     "(tally-run --slowdown-budget): how much longer than alone their busy periods (from work "
+     "arriving to the queue going idle: a request) may take at the percentile (p99 unless "
+     "given) while background work runs beside them, e.g. 10% or "
      "20%@p95 (default 0%: the background is held as by --policy priority)"},
     {"min-idle-ms", "TALLY_MIN_IDLE_MS", "MS",
      "a lower priority level's kernels wait until every higher level has been idle this long "

@@ -169,6 +169,10 @@ class Simulation {
     }
     if (!c.head) return;
     if (c.started) {
+      // A PTB kernel resumes with the workers the policy gives it now.
+      if (c.form.kind == FormKind::kPreemptible && action.form.kind == FormKind::kPreemptible) {
+        c.form.workers = action.form.workers;
+      }
       if (!c.in_flight) LaunchPiece(index, action.foreground);
       return;
     }

@@ -1,7 +1,8 @@
 // The simulator as a driver of the policy contract, against hand-computed timelines on a two-SM
 // device (16 slots for 256-thread blocks; 1 us launch and preemption latencies, 5 us from a
 // kernel's end to the driver knowing): a job alone; a sliced kernel; a foreground request
-// preempting a background PTB kernel under the priority policy with the oracle advisor.
+// preempting a background PTB kernel under the priority policy with the oracle advisor; a PTB
+// kernel resumed narrower than it started.
 #include "benchmarks/sim/simulator.h"
 
 #include <catch2/catch.hpp>
@@ -89,6 +90,41 @@ TEST_CASE("A foreground request preempts the background PTB kernel at a task bou
   CHECK(outcome->jobs[0].latencies == std::vector<Duration>{microseconds(21)});
   CHECK(outcome->jobs[1].completed_in_window > 0);
   CHECK(outcome->risky_launches == 0);
+}
+
+// Issues its one client's kernel as PTB with 16 workers, preempts it at 15 us and resumes it
+// with 2: the resumption's width is the policy's, not the start's.
+class NarrowingPolicy final : public scheduler::Policy {
+ public:
+  void ClientJoined(Time, ClientId, ClientPriority, scheduler::Decisions&) override {}
+  void ClientLeft(Time, ClientId, scheduler::Decisions&) override {}
+  void PriorityChanged(Time, ClientId, ClientPriority, scheduler::Decisions&) override {}
+  void HeadArrived(Time, ClientId client, const scheduler::Head&,
+                   scheduler::Decisions& out) override {
+    client_ = client;
+    out.Issue(client, scheduler::LaunchForm::Preemptible(16));
+    out.WakeAt(microseconds(15));
+  }
+  void RunEnded(Time, ClientId client, const scheduler::RunEnd& end,
+                scheduler::Decisions& out) override {
+    if (!end.finished) out.Issue(client, scheduler::LaunchForm::Preemptible(2));
+  }
+  void Woken(Time, scheduler::Decisions& out) override { out.Preempt(client_); }
+  bool UsesTransformedForms() const override { return true; }
+
+ private:
+  ClientId client_;
+};
+
+TEST_CASE("A PTB kernel resumes with the workers its resumption is issued with") {
+  NarrowingPolicy policy;
+  auto outcome = Simulate(
+      Options(), {Request(OneKernel("train", 64, 10), 0, ClientPriority::BestEffort())}, policy);
+  REQUIRE(outcome.ok());
+  // 16 workers run 1-11 and 11-21 (the flag raised at 15 is seen at 16): 32 tasks, known at 26.
+  // Resumed at 27 with 2 workers: 16 rounds of the 32 tasks left, to 187, known at 192.
+  CHECK(outcome->preemptions == 1);
+  CHECK(outcome->jobs[0].latencies == std::vector<Duration>{microseconds(192)});
 }
 
 }  // namespace

@@ -102,6 +102,7 @@ void HoldingPolicy::Decide(Time now, Decisions& out) {
       client.preempt_sent = true;
     }
   }
+  WidenWhenIdle(now, out);
   const bool lower_exists = std::any_of(clients_.begin(), clients_.end(),
                                         [&](const auto& entry) { return entry.second.level < *top; });
   for (auto& [id, client] : clients_) {
@@ -117,9 +118,30 @@ void HoldingPolicy::Decide(Time now, Decisions& out) {
           }));
 }
 
+void HoldingPolicy::WidenWhenIdle(Time now, Decisions& out) {
+  for (auto& [id, client] : clients_) {
+    if (!client.in_flight || client.preempt_sent || client.form == client.full_form ||
+        client.form.kind != FormKind::kPreemptible || BusyAbove(client.level)) {
+      continue;
+    }
+    const Time idle_since = IdleAboveSince(client.level, now);
+    if (now < idle_since + options_.min_idle) {
+      out.WakeAt(idle_since + options_.min_idle);
+      continue;
+    }
+    out.Preempt(id);  // resumed at full width (IssueBackground)
+    client.preempt_sent = true;
+  }
+}
+
+uint32_t HoldingPolicy::WorkersOf(const LaunchForm& form, const KernelInfo& kernel) {
+  return form.workers > 0 ? form.workers : kernel.resident_per_sm * kernel.sm_count;
+}
+
 bool HoldingPolicy::MayRunBeside(const Client& client) const {
-  return client.head && client.form.kind == FormKind::kPreemptible && client.form.workers > 0 &&
-         client.form.workers <= BesideWorkers(client.head->kernel);
+  if (!client.head || client.form.kind != FormKind::kPreemptible) return false;
+  const uint32_t workers = WorkersOf(client.form, client.head->kernel);
+  return workers > 0 && workers <= BesideWorkers(client.head->kernel);
 }
 
 void HoldingPolicy::IssueForeground(Time now, ClientId id, Client& client, bool notify,
@@ -128,6 +150,7 @@ void HoldingPolicy::IssueForeground(Time now, ClientId id, Client& client, bool 
   if (client.started) {
     // Became the most important while a transformed run was under way: it goes on unheld.
     if (!client.in_flight) {
+      client.form = client.full_form;
       out.Issue(id, client.form, false, /*foreground=*/true);
       client.in_flight = true;
     }
@@ -142,7 +165,7 @@ void HoldingPolicy::IssueForeground(Time now, ClientId id, Client& client, bool 
     if (choice.form.kind != FormKind::kOriginal) {
       out.Issue(id, choice.form, false, /*foreground=*/true);
       client.started = true;
-      client.form = choice.form;
+      client.form = client.full_form = choice.form;
       client.in_flight = true;
       return;
     }
@@ -174,7 +197,9 @@ void HoldingPolicy::IssueBackground(Time now, ClientId id, Client& client, Decis
     return;
   }
   if (client.started) {
-    out.Issue(id, client.form);  // the next slice, or the resumption
+    // The next slice, or the resumption: at full width again if it was started narrow.
+    client.form = client.full_form;
+    out.Issue(id, client.form);
     client.in_flight = true;
     return;
   }
@@ -192,30 +217,26 @@ void HoldingPolicy::IssueBackground(Time now, ClientId id, Client& client, Decis
   }
   out.Issue(id, choice.form);
   client.started = true;
-  client.form = choice.form;
+  client.form = client.full_form = choice.form;
   client.in_flight = true;
 }
 
 void HoldingPolicy::IssueBeside(ClientId id, Client& client, Decisions& out) {
   const uint32_t allowed = BesideWorkers(client.head->kernel);
   if (allowed == 0) return;
-  if (client.started) {
-    if (MayRunBeside(client)) {
-      out.Issue(id, client.form);  // the resumption, as narrow as it started
-      client.in_flight = true;
-    }
-    return;
-  }
   const KernelInfo& kernel = client.head->kernel;
-  const FormChoice choice = BackgroundForm(kernel);
-  if (choice.form.kind != FormKind::kPreemptible) return;
-  const uint32_t full =
-      choice.form.workers > 0 ? choice.form.workers : kernel.resident_per_sm * kernel.sm_count;
-  const LaunchForm form = LaunchForm::Preemptible(std::min(allowed, full));
-  if (form.workers == 0) return;
-  out.Issue(id, form);
+  LaunchForm full = client.started ? client.full_form : BackgroundForm(kernel).form;
+  // Beside more important work only PTB runs: its width is what the bound limits.
+  if (!client.started && full.kind != FormKind::kPreemptible && kernel.preemptible) {
+    full = LaunchForm::Preemptible();
+  }
+  if (full.kind != FormKind::kPreemptible || WorkersOf(full, kernel) == 0) return;
+  const LaunchForm form =
+      allowed >= WorkersOf(full, kernel) ? full : LaunchForm::Preemptible(allowed);
+  out.Issue(id, form);  // a start, or a resumption, as narrow as the bound is now
   client.started = true;
   client.form = form;
+  client.full_form = full;
   client.in_flight = true;
 }
 

@@ -49,7 +49,8 @@ class HoldingPolicy : public Policy {
     int32_t level = 0;
     std::optional<Head> head;  // announced and not yet consumed
     bool started = false;      // the head kernel runs in a transformed form, not finished yet
-    LaunchForm form;           // ... this one
+    LaunchForm form;           // ... this one (its latest run's)
+    LaunchForm full_form;      // ... the one it runs in without more important work beside it
     bool in_flight = false;    // a run (slice or PTB run) of it is on the device
     bool preempt_sent = false;
     uint32_t originals_running = 0;  // original-form kernels issued with notify, not ended
@@ -65,6 +66,12 @@ class HoldingPolicy : public Policy {
   // While more important work is not idle long enough: a PTB kernel within BesideWorkers.
   void IssueBeside(ClientId id, Client& client, Decisions& out);
   bool MayRunBeside(const Client& client) const;
+  // The PTB workers `form` runs `kernel` with (0 in a form: as many as can be resident).
+  static uint32_t WorkersOf(const LaunchForm& form, const KernelInfo& kernel);
+  // A PTB kernel that runs narrower than its full form (started or resumed beside more important
+  // work) is preempted once everything above it has been idle for min_idle, to resume at full
+  // width.
+  void WidenWhenIdle(Time now, Decisions& out);
   // Records which levels are busy, and when each busy level became idle.
   void UpdateLevels(Time now);
   static bool Busy(const Client& client) {

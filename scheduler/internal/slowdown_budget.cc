@@ -5,41 +5,58 @@
 #include <vector>
 
 namespace tally::scheduler::internal {
+namespace {
 
-SlowdownBudget::Verdict SlowdownBudget::Record(Time now, const KernelShape& shape,
-                                               Duration duration, bool beside) {
+// A smoothed mean: one odd value moves it by an eighth of its difference.
+void Smooth(Duration& mean, Duration value) {
+  mean = mean == Duration::zero() ? value : mean + (value - mean) / 8;
+}
+
+}  // namespace
+
+SlowdownBudget::Verdict SlowdownBudget::KernelEnded(const KernelShape& shape, Duration duration,
+                                                    bool beside) {
   if (budget_ <= 0) return Verdict::kNone;  // nothing ever runs beside: `priority` exactly
+  auto it = alone_.find(shape);
   if (!beside) {
-    // A smoothed mean: one odd run moves it by an eighth of its difference.
-    auto [it, inserted] = alone_.try_emplace(shape, duration);
-    if (!inserted) it->second += (duration - it->second) / 8;
-    // Nothing runs beside the foreground: try a first, narrow bound.
-    if (bound_ == 0 && now >= hold_until_) {
-      bound_ = kStep;
-      return Verdict::kGrew;
-    }
+    if (it == alone_.end()) it = alone_.emplace(shape, Duration::zero()).first;
+    Smooth(it->second, duration);
+    period_alone_ += it->second;
     return Verdict::kNone;
   }
-  auto it = alone_.find(shape);
-  if (it == alone_.end() || it->second <= Duration::zero()) return Verdict::kNone;
+  if (it == alone_.end()) return Verdict::kNone;  // no measure of it alone yet: not judged
+  period_beside_ = true;
+  period_alone_ += it->second;
+  period_extra_ += duration - it->second;
+  // Judged against a typical period, so that a period may spend its budget early.
+  const Duration allowed{static_cast<Duration::rep>(
+      budget_ * static_cast<double>(std::max(period_alone_, typical_alone_).count()))};
+  if (stopped_ || period_extra_ <= allowed) return Verdict::kNone;
+  stopped_ = true;
+  return Verdict::kStopped;
+}
+
+SlowdownBudget::Verdict SlowdownBudget::PeriodEnded() {
+  if (period_alone_ == Duration::zero()) return Verdict::kNone;  // nothing of it measured
+  const bool beside = period_beside_;
   const double slowdown =
-      static_cast<double>(duration.count()) / static_cast<double>(it->second.count()) - 1;
-  if (slowdown > 2 * budget_) {
-    measured_ = slowdown;
-    bound_ = 0;
-    slowdowns_.clear();
-    hold_until_ = now + kBackoff;
-    return Verdict::kFarOver;
+      static_cast<double>(period_extra_.count()) / static_cast<double>(period_alone_.count());
+  Smooth(typical_alone_, period_alone_);
+  period_alone_ = period_extra_ = Duration::zero();
+  period_beside_ = stopped_ = false;
+  if (budget_ <= 0) return Verdict::kNone;
+  if (beside) {
+    slowdowns_.push_back(slowdown);
+    if (slowdowns_.size() > kWindow) slowdowns_.pop_front();
+    measured_ = Percentile();
+    if (*measured_ > budget_) {
+      bound_ = bound_ / 2 < kStep ? 0 : bound_ / 2;
+      slowdowns_.clear();  // the next verdict is about the new bound
+      return Verdict::kShrank;
+    }
   }
-  slowdowns_.push_back(slowdown);
-  if (slowdowns_.size() > kWindow) slowdowns_.pop_front();
-  measured_ = Percentile();
-  if (*measured_ > budget_) {
-    bound_ = bound_ / 2 < kStep ? 0 : bound_ / 2;
-    slowdowns_.clear();  // the next verdict is about the new bound
-    return Verdict::kShrank;
-  }
-  if (now < hold_until_) return Verdict::kNone;
+  // Within the budget; with nothing beside, only a first, narrow bound to try.
+  if (bound_ >= 1.0 || (!beside && bound_ > 0)) return Verdict::kNone;
   bound_ = std::min(1.0, bound_ + kStep);
   return Verdict::kGrew;
 }
@@ -63,7 +80,7 @@ double SlowdownBudget::Percentile() const {
 
 uint32_t SlowdownBudget::Workers(const KernelInfo& kernel) const {
   const double slots = static_cast<double>(kernel.resident_per_sm) * kernel.sm_count;
-  return static_cast<uint32_t>(std::floor(bound_ * slots));
+  return static_cast<uint32_t>(std::floor(bound() * slots));
 }
 
 }  // namespace tally::scheduler::internal

@@ -1,8 +1,12 @@
 // The feedback loop of `priority-budget`: how wide the background may run beside the foreground.
-// It keeps each foreground kernel shape's duration alone (from runs with no background work on
-// the device) and the slowdowns of the latest runs beside background work, and adapts the bound:
-// grows while their percentile is within the budget, halves when it is over, drops to zero (and
-// stays there for a while) when a single run is more than twice the budget over its time alone.
+// The budget is judged per foreground busy period (from the client's first kernel after an idle
+// gap to its last one before the next gap: what a request looks like from the server), not per
+// kernel: a period's slowdown is the sum over its kernels of (measured - alone) over the sum of
+// their times alone, where "alone" is each kernel shape's smoothed duration in runs with no
+// background work on the device. The bound grows after each period while the percentile of the
+// latest periods' slowdowns is within the budget and halves when it is over; inside a period, the
+// moment the extra time so far passes the budget of a typical period, the bound is zero until
+// the period ends (what runs beside is preempted).
 #pragma once
 
 #include <deque>
@@ -22,26 +26,27 @@ class SlowdownBudget {
   // against the old budget are not; a budget of 0 drops the bound to zero at once.
   void SetBudget(double budget, double percentile);
 
-  enum class Verdict { kNone, kGrew, kShrank, kFarOver };
-  // One foreground kernel's run: its duration, and whether background work was on the device at
-  // any time during it.
-  Verdict Record(Time now, const KernelShape& shape, Duration duration, bool beside);
+  enum class Verdict { kNone, kGrew, kShrank, kStopped };
+  // One foreground kernel's run in the current busy period: its duration, and whether background
+  // work was on the device at any time during it. kStopped: the period's extra time just passed
+  // its budget, the bound is zero until the period ends.
+  Verdict KernelEnded(const KernelShape& shape, Duration duration, bool beside);
+  // The current busy period is over: judged, and the next one starts.
+  Verdict PeriodEnded();
 
   // The share of the device's PTB worker slots a background kernel may hold beside the
-  // foreground, in [0, 1].
-  double bound() const { return bound_; }
-  // The percentile of the latest slowdowns beside background work, as last computed (a run far
-  // over the budget: its slowdown); none before the first such run.
+  // foreground now, in [0, 1].
+  double bound() const { return stopped_ ? 0 : bound_; }
+  // The percentile of the latest periods' slowdowns (with background work beside them), as last
+  // computed; none before the first such period ended.
   std::optional<double> measured() const { return measured_; }
   // The bound for a kernel of `kernel`: its resident workers per SM times the SMs, scaled.
   uint32_t Workers(const KernelInfo& kernel) const;
 
-  // Growth per run within the budget, as a share of the device.
+  // Growth per period within the budget, as a share of the device.
   static constexpr double kStep = 1.0 / 32;
-  // Slowdowns the percentile is taken over (the latest ones since the bound last shrank).
+  // Periods the percentile is taken over (the latest ones since the bound last shrank).
   static constexpr size_t kWindow = 100;
-  // How long the bound stays zero after a run far over the budget.
-  static constexpr Duration kBackoff = std::chrono::milliseconds(20);
 
  private:
   double Percentile() const;
@@ -50,9 +55,14 @@ class SlowdownBudget {
   double percentile_;
   double bound_ = 0;
   std::optional<double> measured_;
-  Time hold_until_ = Time::min();
   absl::flat_hash_map<KernelShape, Duration> alone_;  // smoothed duration alone per shape
-  std::deque<double> slowdowns_;                      // the latest runs beside, newest last
+  std::deque<double> slowdowns_;                      // the latest periods' slowdowns, newest last
+  // The current period: its kernels' times alone and their extra time beside background work.
+  Duration period_alone_{0};
+  Duration period_extra_{0};
+  bool period_beside_ = false;
+  bool stopped_ = false;
+  Duration typical_alone_{0};  // smoothed time alone of the periods so far
 };
 
 }  // namespace tally::scheduler::internal

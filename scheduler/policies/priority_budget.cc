@@ -1,13 +1,16 @@
 // `priority-budget`: Tally's hold, shape, preempt (internal/holding_policy.h), except that while
 // the foreground has work, background kernels may run beside it as PTB kernels of a bounded
-// number of workers; the bound follows the foreground kernels' measured slowdown against their
-// time alone (internal/slowdown_budget.h). Each foreground client has its own budget and
+// number of workers; the bound follows the foreground's measured slowdown per busy period against
+// its time alone (internal/slowdown_budget.h). Each foreground client has its own budget and
 // bound; the background runs within the smallest bound of the foreground clients, so a client
 // with a budget of 0 is served as `priority` serves it.
 //
 // A foreground kernel's duration is measured from the policy's own events: from its issue (or
 // its predecessor's reported end, if later: one client's kernels run in order) to its reported
-// end. It ran "beside" background work if any ran at any decision in between.
+// end. It ran "beside" background work if any ran at any decision in between. A client's busy
+// period ends when none of its kernels is on the device and none is issued for min_idle (the
+// idleness after which `priority` lets the background run): it is judged when its next kernel
+// is issued.
 #include <algorithm>
 #include <deque>
 #include <map>
@@ -22,7 +25,10 @@ class PriorityBudgetPolicy final : public internal::HoldingPolicy {
  public:
   PriorityBudgetPolicy(const PriorityOptions& options, const BudgetOptions& budget,
                        FormAdvisor& advisor)
-      : HoldingPolicy(options), advisor_(advisor), default_budget_(budget) {}
+      : HoldingPolicy(options),
+        advisor_(advisor),
+        default_budget_(budget),
+        min_idle_(options.min_idle) {}
   bool UsesTransformedForms() const override { return true; }
 
   void ClientLeft(Time now, ClientId client, Decisions& out) override {
@@ -74,7 +80,9 @@ class PriorityBudgetPolicy final : public internal::HoldingPolicy {
                .emplace(client, Foreground{{budget.slowdown, budget.percentile}, {}, Time::min()})
                .first;
     }
-    it->second.running.push_back({kernel.shape, now, lower_running_});
+    Foreground& fg = it->second;
+    if (fg.running.empty() && now >= fg.last_end + min_idle_) fg.budget.PeriodEnded();
+    fg.running.push_back({kernel.shape, now, lower_running_});
   }
   void OriginalEnded(Time now, ClientId client) override {
     auto it = foreground_.find(client);
@@ -84,7 +92,7 @@ class PriorityBudgetPolicy final : public internal::HoldingPolicy {
     fg.running.pop_front();
     const Time start = std::max(run.issued, fg.last_end);
     fg.last_end = now;
-    fg.budget.Record(now, run.shape, now - start, run.beside);
+    fg.budget.KernelEnded(run.shape, now - start, run.beside);
   }
   void Decided(Time, bool lower_running) override {
     lower_running_ = lower_running;
@@ -96,6 +104,7 @@ class PriorityBudgetPolicy final : public internal::HoldingPolicy {
 
   FormAdvisor& advisor_;
   const SlowdownBudget default_budget_;
+  const Duration min_idle_;
   std::map<ClientId, SlowdownBudget> budgets_;  // the clients' own (BudgetChanged)
   std::map<ClientId, Foreground> foreground_;
   bool lower_running_ = false;

@@ -1,7 +1,8 @@
 // priority-budget on scripted events with a fake clock: the bound on background work beside the
-// foreground grows while the foreground's measured slowdown is within the budget, halves (and
-// preempts what is now too wide) when over, drops to zero when far over; at budget 0 every
-// decision is `priority`'s.
+// foreground grows after each busy period whose slowdown is within the budget, halves after one
+// over it, and drops to zero (preempting what runs beside) the moment a period's extra time passes
+// the budget; a kernel started or resumed narrow beside the foreground is widened once the
+// foreground is idle; at budget 0 every decision is `priority`'s.
 #include <catch2/catch.hpp>
 #include <functional>
 
@@ -25,54 +26,70 @@ struct Fixture {
     p.Join(0, 1, kHigh);
     p.Join(0, 2, kBestEffort);
   }
-  // The foreground's kernel 1 alone for 100 us; the background's kernel 7 then runs beside it,
-  // one worker wide; a foreground kernel beside it takes 105 us (5%): the bound grows to two.
+  // One busy period of the foreground (one kernel) from `at`, beside the background's kernel 7
+  // running at full width: it is preempted and resumed `workers` wide beside the foreground
+  // kernel, which ends `took` us after its issue; once the foreground has been idle for
+  // min_idle the background kernel is preempted again and resumes at full width.
+  void Period(int64_t at, uint32_t workers, int64_t took) {
+    CHECK(p.Arrive(at, 1, Head::Kernel(Kernel(1))) == Actions{PreemptOf(2), Foreground(1, true)});
+    CHECK(p.End(at + 5, 2, Stopped(10)) == Actions{IssueOf(2, Ptb(workers))});
+    CHECK(p.End(at + took, 1, Finished(FormKind::kOriginal)).empty());
+    CHECK(p.wake() == Us(at + took + 100));
+    CHECK(p.Wake(at + took + 100) == Actions{PreemptOf(2)});
+    CHECK(p.End(at + took + 105, 2, Stopped(20)) == Actions{IssueOf(2, Ptb(0))});
+  }
+  // The foreground's kernel 1 alone for 100 us, then the background's kernel 7 at full width
+  // (as `priority` runs it); the next period is the first one judged: it runs one worker beside
+  // the foreground and takes 105 us (5%), so the bound grows to two.
   void GrowToTwo() {
     CHECK(p.Arrive(0, 1, Head::Kernel(Kernel(1))) == Actions{Foreground(1, true)});
     CHECK(p.Arrive(1, 2, Head::Kernel(Kernel(7))).empty());  // held: no bound yet
-    CHECK(p.End(100, 1, Finished(FormKind::kOriginal)) == Actions{IssueOf(2, Ptb(1))});
-    CHECK(p.wake() == Us(200));
-    // The foreground's next kernel does not preempt the one-worker kernel beside it.
-    CHECK(p.Arrive(150, 1, Head::Kernel(Kernel(1))) == Actions{Foreground(1, true)});
-    CHECK(p.End(255, 1, Finished(FormKind::kOriginal)).empty());
-    CHECK(p.End(260, 2, Finished(FormKind::kPreemptible)).empty());
-    CHECK(p.Arrive(261, 2, Head::Kernel(Kernel(7))) == Actions{IssueOf(2, Ptb(2))});
+    CHECK(p.End(100, 1, Finished(FormKind::kOriginal)).empty());
+    CHECK(p.Wake(200) == Actions{IssueOf(2, Ptb(0))});
+    Period(300, 1, 105);
+    CHECK(p.Arrive(600, 1, Head::Kernel(Kernel(1))) == Actions{PreemptOf(2), Foreground(1, true)});
+    CHECK(p.End(605, 2, Stopped(30)) == Actions{IssueOf(2, Ptb(2))});
   }
 };
 
-TEST_CASE_METHOD(Fixture, "The bound grows while the slowdown stays within the budget") {
+TEST_CASE_METHOD(Fixture, "The bound grows after each period within the budget") {
   GrowToTwo();
-  CHECK(p.Arrive(300, 1, Head::Kernel(Kernel(1))) == Actions{Foreground(1, true)});
-  CHECK(p.End(408, 1, Finished(FormKind::kOriginal)).empty());  // 8%: three workers
-  CHECK(p.End(410, 2, Finished(FormKind::kPreemptible)).empty());
-  CHECK(p.Arrive(411, 2, Head::Kernel(Kernel(7))) == Actions{IssueOf(2, Ptb(3))});
+  CHECK(p.End(708, 1, Finished(FormKind::kOriginal)).empty());  // 8%: three workers next
+  CHECK(p.Wake(808) == Actions{PreemptOf(2)});
+  CHECK(p.End(810, 2, Stopped(40)) == Actions{IssueOf(2, Ptb(0))});
+  Period(900, 3, 100);
+  CHECK(p.policy().MeasuredSlowdown(Client(1)) == Approx(0.08));
 }
 
-TEST_CASE_METHOD(Fixture, "Over the budget the bound halves, far over it drops to zero") {
+TEST_CASE_METHOD(Fixture, "At a full bound a kernel runs beside the foreground at full width") {
   GrowToTwo();
-  CHECK(p.Arrive(300, 1, Head::Kernel(Kernel(1))) == Actions{Foreground(1, true)});
-  // 15% over alone: the bound halves to one worker; the foreground is idle, nothing to preempt.
-  CHECK(p.End(415, 1, Finished(FormKind::kOriginal)).empty());
-  // The next foreground kernel preempts the two-worker kernel, now too wide to stay beside it.
-  CHECK(p.Arrive(420, 1, Head::Kernel(Kernel(1))) == Actions{PreemptOf(2), Foreground(1, true)});
-  CHECK(p.End(425, 2, Stopped(10)).empty());  // and does not resume while it is too wide
-  // 30% over alone (more than twice the budget): no bound, for the back-off period.
-  CHECK(p.End(550, 1, Finished(FormKind::kOriginal)).empty());
-  CHECK(p.wake() == Us(650));
-  CHECK(p.Wake(650) == Actions{IssueOf(2, Ptb(2))});  // idle time: resumed as `priority` would
-  CHECK(p.Arrive(700, 1, Head::Kernel(Kernel(1))) == Actions{PreemptOf(2), Foreground(1, true)});
-  CHECK(p.End(705, 2, Stopped(20)).empty());
-  CHECK(p.End(800, 1, Finished(FormKind::kOriginal)).empty());  // within budget, in the back-off
-  CHECK(p.Wake(900) == Actions{IssueOf(2, Ptb(2))});
-  CHECK(p.Arrive(910, 1, Head::Kernel(Kernel(1))) == Actions{PreemptOf(2), Foreground(1, true)});
-  CHECK(p.End(915, 2, Stopped(30)).empty());
-  CHECK(p.End(1'010, 1, Finished(FormKind::kOriginal)).empty());
-  CHECK(p.Wake(1'110) == Actions{IssueOf(2, Ptb(2))});
-  CHECK(p.End(1'200, 2, Finished(FormKind::kPreemptible)).empty());
-  // After the back-off, a run alone tries a one-worker bound again: a new kernel runs beside.
-  CHECK(p.Arrive(21'000, 1, Head::Kernel(Kernel(1))) == Actions{Foreground(1, true)});
-  CHECK(p.End(21'100, 1, Finished(FormKind::kOriginal)).empty());
-  CHECK(p.Arrive(21'101, 2, Head::Kernel(Kernel(7))) == Actions{IssueOf(2, Ptb(1))});
+  CHECK(p.End(700, 1, Finished(FormKind::kOriginal)).empty());  // alone's time: three next
+  CHECK(p.Wake(800) == Actions{PreemptOf(2)});
+  CHECK(p.End(805, 2, Stopped(40)) == Actions{IssueOf(2, Ptb(0))});
+  for (uint32_t workers = 3; workers < 32; ++workers) Period(1'000 * workers, workers, 100);
+  // The bound is the whole device: resumed in its full form, it is neither preempted by the
+  // foreground's next kernel nor widened when the foreground is idle.
+  CHECK(p.Arrive(32'000, 1, Head::Kernel(Kernel(1))) == Actions{PreemptOf(2), Foreground(1, true)});
+  CHECK(p.End(32'005, 2, Stopped(50)) == Actions{IssueOf(2, Ptb(0))});
+  CHECK(p.Arrive(32'050, 1, Head::Kernel(Kernel(1))) == Actions{Foreground(1, true)});
+  CHECK(p.End(32'100, 1, Finished(FormKind::kOriginal)).empty());
+  CHECK(p.End(32'150, 1, Finished(FormKind::kOriginal)).empty());
+  CHECK(p.Wake(32'250).empty());
+}
+
+TEST_CASE_METHOD(Fixture,
+                 "A period over the budget stops what runs beside it, then halves the bound") {
+  GrowToTwo();
+  CHECK(p.Arrive(601, 1, Head::Kernel(Kernel(1))) == Actions{Foreground(1, true)});
+  // The first kernel ends 20 us over its 100 alone: past a typical period's budget (10 us), so
+  // nothing runs beside the rest of the period.
+  CHECK(p.End(720, 1, Finished(FormKind::kOriginal)) == Actions{PreemptOf(2)});
+  CHECK(p.End(725, 2, Stopped(40)).empty());
+  CHECK(p.End(830, 1, Finished(FormKind::kOriginal)).empty());  // 110 us: 10 more
+  CHECK(p.Wake(930) == Actions{IssueOf(2, Ptb(0))});
+  // The period took 30 us over its 200 alone (15%): the bound halves to one worker.
+  Period(1'000, 1, 100);
+  CHECK(p.policy().MeasuredSlowdown(Client(1)) == Approx(0.15));
 }
 
 TEST_CASE_METHOD(Fixture, "Each foreground client measures against its own budget") {
@@ -82,11 +99,11 @@ TEST_CASE_METHOD(Fixture, "Each foreground client measures against its own budge
   // A second foreground client whose budget is 0: nothing may run beside it. Once its first
   // kernel is on the device, the next foreground kernel preempts the background kernel that
   // the first client's bound let run two workers wide.
-  p.Join(262, 3, kHigh);
-  p.Budget(262, 3, {.slowdown = 0});
-  CHECK(p.Arrive(300, 3, Head::Kernel(Kernel(1))) == Actions{Foreground(3, true)});
-  CHECK(p.Arrive(301, 1, Head::Kernel(Kernel(1))) == Actions{PreemptOf(2), Foreground(1, true)});
-  CHECK(p.End(305, 2, Stopped(10)).empty());  // and it stays held
+  p.Join(606, 3, kHigh);
+  p.Budget(606, 3, {.slowdown = 0});
+  CHECK(p.Arrive(610, 3, Head::Kernel(Kernel(1))) == Actions{Foreground(3, true)});
+  CHECK(p.Arrive(611, 1, Head::Kernel(Kernel(1))) == Actions{PreemptOf(2), Foreground(1, true)});
+  CHECK(p.End(615, 2, Stopped(40)).empty());  // and it stays held
   CHECK_FALSE(p.policy().MeasuredSlowdown(Client(3)).has_value());
 }
 
@@ -94,20 +111,33 @@ TEST_CASE_METHOD(Fixture, "A client's budget of 0 holds the background as priori
   p.Budget(0, 1, {.slowdown = 0});
   CHECK(p.Arrive(0, 1, Head::Kernel(Kernel(1))) == Actions{Foreground(1, true)});
   CHECK(p.Arrive(1, 2, Head::Kernel(Kernel(7))).empty());
-  CHECK(p.End(100, 1, Finished(FormKind::kOriginal)).empty());  // no first, narrow bound
+  CHECK(p.End(100, 1, Finished(FormKind::kOriginal)).empty());
+  CHECK(p.Wake(200) == Actions{IssueOf(2, Ptb(0))});
+  CHECK(p.Arrive(300, 1, Head::Kernel(Kernel(1))) == Actions{PreemptOf(2), Foreground(1, true)});
+  CHECK(p.End(305, 2, Stopped(10)).empty());  // no first, narrow bound
 }
 
-TEST_CASE("The percentile tolerates the rare slow run the budget's percentile allows") {
+TEST_CASE(
+    "The percentile over periods tolerates the rare slow one the budget's percentile allows") {
+  using Verdict = internal::SlowdownBudget::Verdict;
   internal::SlowdownBudget budget(0.10, 0.99);
   const KernelShape shape = Kernel(1).shape;
-  const auto us = [](int64_t n) { return std::chrono::microseconds(n); };
-  CHECK(budget.Record(Us(0), shape, us(100), false) == internal::SlowdownBudget::Verdict::kGrew);
-  for (int i = 0; i < 99; ++i) budget.Record(Us(1), shape, us(105), true);
-  // One run in a hundred over the budget is within a p99 budget...
-  CHECK(budget.Record(Us(2), shape, us(115), true) == internal::SlowdownBudget::Verdict::kGrew);
+  const auto period = [&](int64_t us, bool beside) {
+    budget.KernelEnded(shape, std::chrono::microseconds(us), beside);
+    return budget.PeriodEnded();
+  };
+  CHECK(period(100, false) == Verdict::kGrew);  // a first, narrow bound
+  for (int i = 0; i < 99; ++i) period(105, true);
   CHECK(budget.bound() == 1.0);
+  // A period 15% over: its kernel stops what runs beside it at once...
+  CHECK(budget.KernelEnded(shape, std::chrono::microseconds(115), true) == Verdict::kStopped);
+  CHECK(budget.bound() == 0);
+  // ...but one period in a hundred over the budget is within a p99 budget...
+  CHECK(budget.PeriodEnded() == Verdict::kNone);
+  CHECK(budget.bound() == 1.0);
+  CHECK(*budget.measured() == Approx(0.05));
   // ...two are not.
-  CHECK(budget.Record(Us(3), shape, us(115), true) == internal::SlowdownBudget::Verdict::kShrank);
+  CHECK(period(115, true) == Verdict::kShrank);
   CHECK(budget.bound() == 0.5);
 }
 
