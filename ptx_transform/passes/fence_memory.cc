@@ -525,10 +525,14 @@ void MemoryFencer::FenceFunction(Function& function, const std::string& param,
 void MemoryFencer::FenceStatements(std::vector<Statement>& statements, Registers& regs,
                                    const FunctionNames& names, NameAllocator& local_names) {
   const std::set<std::string> pointer_params = PointerParams(statements);
-  // Unguarded global data accesses through a register may share one check (fence_spans.h).
+  // Unguarded global data accesses through a register may share one check (fence_spans.h); the
+  // device output functions' global accesses are to Tally's own memory and are not checked.
   const SpanPlan spans =
       PlanSpans(statements, [&](const Instruction& inst) -> std::optional<size_t> {
-        if (!inst.guard.empty() || StoresPointerArgument(inst, pointer_params)) return std::nullopt;
+        if (target_ == FenceTarget::kDeviceOutput || !inst.guard.empty() ||
+            StoresPointerArgument(inst, pointer_params)) {
+          return std::nullopt;
+        }
         const Access access = Classify(inst, names, module_variables_);
         if (access.check != Access::Check::kData || access.generic || access.tile)
           return std::nullopt;

@@ -409,7 +409,7 @@ PY
     json_check "$work/empty.json" "s['clients'] == [] and s['backend']['kind'] == 'emulator'"
     start_hog --priority 5
     status_json "$work/one.json"
-    json_check "$work/one.json" "set(s) == {'socket', 'server_pid', 'device', 'max_clients', 'draining', 'admission_waiting', 'backend', 'isolation', 'departed', 'modules', 'clients', 'grants'}"
+    json_check "$work/one.json" "set(s) == {'socket', 'server_pid', 'device', 'max_clients', 'draining', 'admission_waiting', 'backend', 'isolation', 'unfenceable', 'departed', 'modules', 'code_cache', 'clients', 'grants'}"
     json_check "$work/one.json" "s['isolation'] == 'none'"
     json_check "$work/one.json" "s['socket'] == '$socket' and s['server_pid'] == $server_pid"
     json_check "$work/one.json" \
