@@ -464,14 +464,37 @@ absl::StatusOr<std::shared_ptr<SharedModule>> ModuleRegistry::Register(
   }
   if (std::shared_ptr<SharedModule> shared = entry->shared.lock()) {
     ++counters_->modules_registered;
+    Keep(shared);
     return shared;
   }
   TALLY_ASSIGN_OR_RETURN(std::shared_ptr<SharedModule> module, Load(parsed));
-  if (parsed->state_variables.empty() && !parsed->machine_code) entry->shared = module;
+  const bool shared = parsed->state_variables.empty() && !parsed->machine_code;
+  if (shared) entry->shared = module;
   ++counters_->modules_registered;
-  std::lock_guard registry(mutex_);
-  loaded_.push_back(module);
+  {
+    std::lock_guard registry(mutex_);
+    loaded_.push_back(module);
+  }
+  if (shared) Keep(module);
   return module;
+}
+
+void ModuleRegistry::Keep(const std::shared_ptr<SharedModule>& module) {
+  if (kept_limit_ == 0) return;
+  std::shared_ptr<SharedModule> dropped;  // unloaded outside the lock
+  std::lock_guard lock(mutex_);
+  std::erase(kept_, module);
+  kept_.push_front(module);
+  if (kept_.size() > kept_limit_) {
+    dropped = std::move(kept_.back());
+    kept_.pop_back();
+  }
+}
+
+void ModuleRegistry::DropKeptModules() {
+  std::deque<std::shared_ptr<SharedModule>> dropped;
+  std::lock_guard lock(mutex_);
+  dropped.swap(kept_);
 }
 
 size_t ModuleRegistry::loaded_count() {

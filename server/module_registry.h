@@ -16,6 +16,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -242,6 +243,13 @@ class ModuleRegistry {
   // the same image wait for the one that parses it.
   absl::StatusOr<std::shared_ptr<SharedModule>> Register(std::span<const std::byte> image);
 
+  // Keeps the `count` most recently registered modules of images without module state loaded
+  // after their last client lets go (0, the default: none), so that the next registration of
+  // the same image finds them, forms and all. Call before serving.
+  void KeepModules(size_t count) { kept_limit_ = count; }
+  // Unloads the kept modules that no client holds (before the context is reset).
+  void DropKeptModules();
+
   // Modules currently loaded on the device.
   size_t loaded_count();
   // Called whenever the worker finished a kernel's variants (the dispatcher's wake-up).
@@ -292,6 +300,10 @@ class ModuleRegistry {
   std::mutex mutex_;  // entries_ and loaded_, never held while parsing or loading
   absl::flat_hash_map<uint64_t, std::shared_ptr<Entry>> entries_;  // by content hash
   std::vector<std::weak_ptr<SharedModule>> loaded_;
+  size_t kept_limit_ = 0;
+  std::deque<std::shared_ptr<SharedModule>> kept_;  // the most recently registered first
+  // Puts `module` first among the kept ones, and lets the least recent beyond the limit go.
+  void Keep(const std::shared_ptr<SharedModule>& module);
   // Shared with the modules, which may outlive the registry (abandoned clients').
   std::shared_ptr<ModuleCounters> counters_ = std::make_shared<ModuleCounters>();
   std::shared_ptr<const FormsCache> forms_cache_;

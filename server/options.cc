@@ -177,6 +177,10 @@ constexpr Flag kFlags[] = {
     {"code-cache-size", "TALLY_CODE_CACHE_SIZE", "BYTES",
      "the most the code cache's entries may take (e.g. 512M, 4G; default 1G); the least "
      "recently used entries are removed beyond it"},
+    {"kept-modules", "TALLY_KEPT_MODULES", "N",
+     "modules (of code without module variables) kept loaded, with their transformed forms, "
+     "after their last client left, the most recently used (default 16; 0: unloaded at once), "
+     "so that the next process of the same program does not load them again"},
 };
 
 void PrintUsage() {
@@ -230,6 +234,9 @@ absl::StatusOr<double> ParseMilliseconds(const Flag& flag, std::string_view valu
   }
   return ms;
 }
+
+// More kept modules would only hold the device's memory: a program loads a few modules.
+constexpr size_t kMaxKeptModules = 4096;
 
 // A positive count of things.
 template <typename T>
@@ -372,6 +379,12 @@ absl::Status Apply(const Flag& flag, std::string_view value, ServerOptions& opti
   } else if (name == "code-cache") {
     if (value.empty()) return absl::InvalidArgumentError("--code-cache wants a folder, or none");
     options.code_cache = value;
+  } else if (name == "kept-modules") {
+    if (!absl::SimpleAtoi(absl::string_view(value.data(), value.size()), &options.kept_modules) ||
+        options.kept_modules > kMaxKeptModules) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "--kept-modules wants a count from 0 to %d, not '%s'", kMaxKeptModules, value));
+    }
   } else if (name == "code-cache-size") {
     TALLY_ASSIGN_OR_RETURN(options.code_cache_size, ParseSizeFlag(flag, value));
     if (options.code_cache_size == 0) {

@@ -62,6 +62,10 @@ struct ServerOptions {
   // ~/.cache/tally/code; server.cc, CodeCacheDir); "none": no code cache.
   std::string code_cache;
   uint64_t code_cache_size = uint64_t{1} << 30;  // bytes the folder's entries may take
+  // Modules of images without module state kept loaded after their last client left, the most
+  // recently used first, so that the next process of the same program finds them loaded
+  // (ModuleRegistry::KeepModules); 0: unloaded at once.
+  size_t kept_modules = 16;
   // How long a leaving client's work may still run before its resources are abandoned (left
   // allocated, with a log line) so that the server never hangs on a kernel that does not end.
   double teardown_timeout_ms = 10000;

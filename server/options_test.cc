@@ -86,6 +86,21 @@ TEST_CASE("Scheduling flags: policy names, times in milliseconds, the priority c
   }
 }
 
+TEST_CASE("--kept-modules: 16 by default, 0 to unload at once, a bounded count") {
+  unsetenv("TALLY_KEPT_MODULES");
+  CHECK((*Parse({}))->kept_modules == 16);
+  CHECK((*Parse({"--kept-modules=0"}))->kept_modules == 0);
+  setenv("TALLY_KEPT_MODULES", "3", 1);
+  CHECK((*Parse({}))->kept_modules == 3);
+  unsetenv("TALLY_KEPT_MODULES");
+  for (const char* bad : {"--kept-modules=-1", "--kept-modules=many", "--kept-modules=100000"}) {
+    INFO(bad);
+    auto result = Parse({bad});
+    REQUIRE_FALSE(result.ok());
+    CHECK(result.status().message().find("--kept-modules") != absl::string_view::npos);
+  }
+}
+
 TEST_CASE("--code-cache: a folder or none, bounded by --code-cache-size (1 GiB by default)") {
   unsetenv("TALLY_CODE_CACHE");
   unsetenv("TALLY_CODE_CACHE_SIZE");

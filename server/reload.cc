@@ -80,6 +80,7 @@ constexpr Setting kSettings[] = {
     {"profile-cache", false, [](const ServerOptions& o) { return o.profile_cache; }},
     {"code-cache", false, [](const ServerOptions& o) { return o.code_cache; }},
     {"code-cache-size", false, [](const ServerOptions& o) { return Text(o.code_cache_size); }},
+    {"kept-modules", false, [](const ServerOptions& o) { return Text(o.kept_modules); }},
 };
 
 }  // namespace

@@ -327,6 +327,7 @@ Server::Server(Backend backend, ipc::GetDeviceInfoResponse device_info, ipc::Lis
       modules_(backend_, build_forms, options.isolation != Isolation::kNone, std::move(code_cache)),
       listener_(std::move(listener)),
       grants_(std::move(grants)) {
+  modules_.KeepModules(options.kept_modules);
   if (options.admission_wait) {
     admission_ = std::make_unique<AdmissionQueue>(absl::Milliseconds(options.admission_timeout_ms),
                                                   stopping_);
@@ -344,7 +345,11 @@ absl::Status Server::Start(std::unique_ptr<scheduler::Policy> policy,
   ContextRecovery recovery;
   if (backend_.FaultsAreShared()) {
     faults_ = std::make_unique<ContextFaults>(kFaultGrace);
-    recovery = {faults_.get(), [this] { return backend_.ResetContext(); }};
+    // Every module of the old context goes before it does: no client holds one by then.
+    recovery = {faults_.get(), [this] {
+                  modules_.DropKeptModules();
+                  return backend_.ResetContext();
+                }};
   }
   if (settings_.unfenceable == Unfenceable::kAlone) {
     unfenced_gate_ = std::make_unique<UnfencedGate>(

@@ -581,6 +581,41 @@ TEST_CASE("a fatbin is loaded once for all clients, and its kernels launch") {
   CHECK(TheDevice().modules.loaded_count() == loaded_before);
 }
 
+// NUL-terminated PTX text of one kernel named `name` (cuModuleLoadData's other image form).
+std::vector<std::byte> PtxImage(const std::string& name) {
+  const std::string text = ".version 7.0\n.target sm_75\n.address_size 64\n.visible .entry " +
+                           name + "(.param .u64 p) { ret; }\n";
+  std::vector<std::byte> image(text.size() + 1);
+  std::memcpy(image.data(), text.c_str(), text.size() + 1);
+  return image;
+}
+
+TEST_CASE("kept modules stay loaded after their last holder, the most recently used first") {
+  ModuleRegistry registry(TheDevice().backend, /*build_forms=*/false);
+  registry.KeepModules(1);
+  const std::vector<std::byte> first = PtxImage("first");
+  const std::vector<std::byte> second = PtxImage("second");
+  std::weak_ptr<SharedModule> kept;
+  {
+    auto module = registry.Register(first);
+    REQUIRE(module.ok());
+    kept = *module;
+  }
+  CHECK(registry.loaded_count() == 1);  // no holder but the registry
+  const uint64_t indexed = registry.counters().kernels_indexed;
+  {
+    auto again = registry.Register(first);
+    REQUIRE(again.ok());
+    CHECK(*again == kept.lock());  // the same module, not read again
+    CHECK(registry.counters().kernels_indexed == indexed);
+  }
+  REQUIRE(registry.Register(second).ok());  // the most recent now: the first goes
+  CHECK(kept.expired());
+  CHECK(registry.loaded_count() == 1);
+  registry.DropKeptModules();
+  CHECK(registry.loaded_count() == 0);
+}
+
 TEST_CASE("streams, events, modules and module sizes beyond a client's limits are refused") {
   ServerContext limited = TheDevice().context;
   limited.limits.max_streams = 2;

@@ -5,9 +5,12 @@
 #   same server finds them (a hit), and so does the first after a restart on the same folder;
 # - an entry damaged on disk is detected (corrupt), made again, and the program still right;
 # - tally-ctl cache shows the folder and clears it;
-# - two servers filling one empty folder at once leave whole entries only.
+# - two servers filling one empty folder at once leave whole entries only;
+# - with modules kept loaded after their last client (--kept-modules, on by default), a second
+#   process finds the module loaded with its forms: nothing is read again, not even the cache.
+# Every other part runs with --kept-modules 0, so that each process's module is its own.
 cache=$work/code-cache
-start_cached() { start_server --code-cache "$cache" --validate=slice:2 "$@"; }
+start_cached() { start_server --code-cache "$cache" --validate=slice:2 --kept-modules 0 "$@"; }
 stop_server() {
   kill -TERM "$server_pid"
   wait "$server_pid" 2>/dev/null
@@ -59,7 +62,7 @@ stop_server
 # Two servers filling the empty folder at once, each with two programs at once.
 second=$work/second.sock
 "$server_bin" --emulate --socket "$second" --profile-cache none --code-cache "$cache" \
-  --validate=slice:2 "$@" 2>"$work/second.log" &
+  --validate=slice:2 --kept-modules 0 "$@" 2>"$work/second.log" &
 second_pid=$!
 background_pids+=("$second_pid")
 start_cached "$@"
@@ -81,3 +84,13 @@ stop_server
 start_cached "$@"
 many shared
 expect_cache "c['hits'] == 1 and c['corrupt'] == 0"
+stop_server
+
+# Kept modules: the second process's module is the first's, forms and all.
+rm -rf "$cache"
+start_server --code-cache "$cache" --validate=slice:2 "$@"
+many kept-first
+many kept-second
+expect_cache "c['misses'] == 1 and c['stored'] == 1 and c['hits'] == 0"
+json_check "$work/status.json" "s['modules']['registered'] == 2 and \
+s['modules']['kernels_indexed'] == 300 and s['modules']['kernels_transformed'] == 1"
