@@ -1,4 +1,4 @@
-// The background worker's threads: nice, then the context, then jobs until stopped.
+// The background worker's threads: nice, then jobs (each with the context current) until stopped.
 #include "server/forms_worker.h"
 
 #include <sys/resource.h>
@@ -49,6 +49,20 @@ void FormsWorker::Stop() {
   }
 }
 
+void FormsWorker::Pause() {
+  std::unique_lock lock(mutex_);
+  paused_ = true;
+  idle_.wait(lock, [this] { return running_ == 0; });
+}
+
+void FormsWorker::Resume() {
+  {
+    std::lock_guard lock(mutex_);
+    paused_ = false;
+  }
+  work_.notify_all();
+}
+
 size_t FormsWorker::queued() {
   std::lock_guard lock(mutex_);
   return jobs_.size();
@@ -61,14 +75,15 @@ void FormsWorker::Run(const std::function<void()>& thread_setup) {
     TALLY_LOG_WARN("forms worker: setpriority: {}: it runs at the serving threads' priority",
                    std::strerror(errno));
   }
-  thread_setup();
   std::unique_lock lock(mutex_);
   while (true) {
-    work_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
+    work_.wait(lock, [this] { return stopping_ || (!paused_ && !jobs_.empty()); });
     if (stopping_) return;
     std::function<void()> job = std::move(jobs_.front());
     jobs_.pop_front();
+    ++running_;
     lock.unlock();
+    thread_setup();
     const absl::Status done = CatchExceptions("forms worker", [&] {
       job();
       return absl::OkStatus();
@@ -76,6 +91,7 @@ void FormsWorker::Run(const std::function<void()>& thread_setup) {
     if (!done.ok()) TALLY_LOG_ERROR("{}", done.ToString());
     job = nullptr;  // the module it held may be unloaded here, outside the lock
     lock.lock();
+    if (--running_ == 0) idle_.notify_all();
     if (on_done_) {
       const std::function<void()> on_done = on_done_;
       lock.unlock();

@@ -23,7 +23,8 @@ class FormsWorker {
   // kernel's scheduler gives them the cores the serving threads leave.
   static constexpr int kNice = 10;
 
-  // `thread_setup` runs first on each thread (making the device context current).
+  // `thread_setup` runs on each thread before each job (making the device context current: it
+  // may have been reset and replaced since the last one).
   FormsWorker(size_t threads, size_t capacity, std::function<void()> thread_setup);
   FormsWorker(const FormsWorker&) = delete;
   FormsWorker& operator=(const FormsWorker&) = delete;
@@ -39,6 +40,10 @@ class FormsWorker {
   // no. Never from a job.
   void Stop();
   size_t queued();
+  // Holds the queued jobs and waits for the running ones to end (a context reset: no job may use
+  // the context meanwhile); Resume lets them go on. Never from a job.
+  void Pause();
+  void Resume();
 
  private:
   void Run(const std::function<void()>& thread_setup);
@@ -49,6 +54,9 @@ class FormsWorker {
   std::deque<std::function<void()>> jobs_;
   std::function<void()> on_done_;
   bool stopping_ = false;
+  bool paused_ = false;
+  size_t running_ = 0;
+  std::condition_variable idle_;      // running_ fell to 0
   std::vector<std::thread> threads_;  // last: they start once everything above exists
 };
 

@@ -1,6 +1,7 @@
 // The background forms worker alone: jobs run in order on its thread, at its lower OS priority,
 // after the thread's setup; its queue is bounded; Stop drops what is queued, waits for the job
-// that runs, and refuses later jobs; the wake-up follows every job.
+// that runs, and refuses later jobs; the wake-up follows every job; Pause holds jobs while the
+// context is reset.
 #include "server/forms_worker.h"
 
 #include <sys/resource.h>
@@ -83,6 +84,39 @@ TEST_CASE("The queue is bounded, and Stop drops it, waits for the running job an
   stopper.join();
   CHECK(ran.load() == 0);
   CHECK_FALSE(worker.Submit([&] { ++ran; }));
+}
+
+TEST_CASE("Pause waits for the running job and holds the queued ones until Resume") {
+  std::atomic<int> setups{0};
+  FormsWorker worker(1, 8, [&] { ++setups; });
+  std::promise<void> release;
+  std::promise<void> started;
+  std::atomic<bool> first_done{false};
+  REQUIRE(worker.Submit([&, gate = Gate(release)] {
+    started.set_value();
+    gate();
+    first_done = true;
+  }));
+  REQUIRE(started.get_future().wait_for(kLimit) == std::future_status::ready);
+  std::promise<void> second_ran;
+  REQUIRE(worker.Submit([&] { second_ran.set_value(); }));
+  std::atomic<bool> paused{false};
+  std::thread pauser([&] {
+    worker.Pause();
+    paused = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  CHECK_FALSE(paused.load());  // the first job still runs
+  release.set_value();
+  pauser.join();
+  CHECK(first_done.load());
+  std::future<void> second = second_ran.get_future();
+  CHECK(second.wait_for(std::chrono::milliseconds(50)) == std::future_status::timeout);
+  CHECK(worker.queued() == 1);
+  worker.Resume();
+  REQUIRE(second.wait_for(kLimit) == std::future_status::ready);
+  worker.Stop();
+  CHECK(setups.load() == 2);  // the context made current before each job
 }
 
 }  // namespace

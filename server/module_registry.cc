@@ -438,6 +438,14 @@ void ModuleRegistry::SetFormsDone(std::function<void()> on_done) {
   if (forms_worker_ != nullptr) forms_worker_->SetOnDone(std::move(on_done));
 }
 
+void ModuleRegistry::PauseForms() {
+  if (forms_worker_ != nullptr) forms_worker_->Pause();
+}
+
+void ModuleRegistry::ResumeForms() {
+  if (forms_worker_ != nullptr) forms_worker_->Resume();
+}
+
 void ModuleRegistry::StopForms() {
   if (forms_worker_ != nullptr) forms_worker_->Stop();
 }

@@ -247,8 +247,11 @@ class ModuleRegistry {
   // after their last client lets go (0, the default: none), so that the next registration of
   // the same image finds them, forms and all. Call before serving.
   void KeepModules(size_t count) { kept_limit_ = count; }
-  // Unloads the kept modules that no client holds (before the context is reset).
+  // Before the context is reset: holds the forms worker (PauseForms waits for its running job)
+  // and unloads the kept modules that no client holds; ResumeForms after the reset.
+  void PauseForms();
   void DropKeptModules();
+  void ResumeForms();
 
   // Modules currently loaded on the device.
   size_t loaded_count();

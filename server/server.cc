@@ -345,10 +345,14 @@ absl::Status Server::Start(std::unique_ptr<scheduler::Policy> policy,
   ContextRecovery recovery;
   if (backend_.FaultsAreShared()) {
     faults_ = std::make_unique<ContextFaults>(kFaultGrace);
-    // Every module of the old context goes before it does: no client holds one by then.
+    // Every module of the old context goes before it does (no client holds one by then), and no
+    // job of the forms worker uses the context while it is reset.
     recovery = {faults_.get(), [this] {
+                  modules_.PauseForms();
                   modules_.DropKeptModules();
-                  return backend_.ResetContext();
+                  const absl::Status reset = backend_.ResetContext();
+                  modules_.ResumeForms();
+                  return reset;
                 }};
   }
   if (settings_.unfenceable == Unfenceable::kAlone) {
