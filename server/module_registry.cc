@@ -438,12 +438,12 @@ void ModuleRegistry::SetFormsDone(std::function<void()> on_done) {
   if (forms_worker_ != nullptr) forms_worker_->SetOnDone(std::move(on_done));
 }
 
-void ModuleRegistry::PauseForms() {
+absl::Status ModuleRegistry::ResetContext(const std::function<absl::Status()>& reset) {
   if (forms_worker_ != nullptr) forms_worker_->Pause();
-}
-
-void ModuleRegistry::ResumeForms() {
+  DropKeptModules();
+  const absl::Status status = reset();
   if (forms_worker_ != nullptr) forms_worker_->Resume();
+  return status;
 }
 
 void ModuleRegistry::StopForms() {

@@ -247,11 +247,10 @@ class ModuleRegistry {
   // after their last client lets go (0, the default: none), so that the next registration of
   // the same image finds them, forms and all. Call before serving.
   void KeepModules(size_t count) { kept_limit_ = count; }
-  // Before the context is reset: holds the forms worker (PauseForms waits for its running job)
-  // and unloads the kept modules that no client holds; ResumeForms after the reset.
-  void PauseForms();
-  void DropKeptModules();
-  void ResumeForms();
+  // Runs `reset` (the context's, after a fault, when no client is left) with the forms worker
+  // held (its running job ended first) and the kept modules unloaded: nothing of the registry
+  // uses the old context while it goes.
+  absl::Status ResetContext(const std::function<absl::Status()>& reset);
 
   // Modules currently loaded on the device.
   size_t loaded_count();
@@ -307,6 +306,8 @@ class ModuleRegistry {
   std::deque<std::shared_ptr<SharedModule>> kept_;  // the most recently registered first
   // Puts `module` first among the kept ones, and lets the least recent beyond the limit go.
   void Keep(const std::shared_ptr<SharedModule>& module);
+  // Unloads the kept modules that no client holds.
+  void DropKeptModules();
   // Shared with the modules, which may outlive the registry (abandoned clients').
   std::shared_ptr<ModuleCounters> counters_ = std::make_shared<ModuleCounters>();
   std::shared_ptr<const FormsCache> forms_cache_;

@@ -345,14 +345,8 @@ absl::Status Server::Start(std::unique_ptr<scheduler::Policy> policy,
   ContextRecovery recovery;
   if (backend_.FaultsAreShared()) {
     faults_ = std::make_unique<ContextFaults>(kFaultGrace);
-    // Every module of the old context goes before it does (no client holds one by then), and no
-    // job of the forms worker uses the context while it is reset.
     recovery = {faults_.get(), [this] {
-                  modules_.PauseForms();
-                  modules_.DropKeptModules();
-                  const absl::Status reset = backend_.ResetContext();
-                  modules_.ResumeForms();
-                  return reset;
+                  return modules_.ResetContext([this] { return backend_.ResetContext(); });
                 }};
   }
   if (settings_.unfenceable == Unfenceable::kAlone) {
