@@ -2,8 +2,9 @@
 """Checks that a tally-bench result is complete and consistent (the tally_bench_smoke and
 tally_bench_live_smoke tests): every policy at every load, every metric present, percentiles
 ordered, every sample kept, the throughput ratios and sums agreeing with their parts; in live
-mode also the server's preemption counters, every job's command, and every latency accounted
-for (completed or unfinished). Asserts no timing.
+mode also the server's preemption counters, every job's command, every latency accounted for
+(completed or unfinished), and the open-loop jobs' repeated runs alone (each one's p99, the
+median run the reference, the foreground's spread). Asserts no timing.
 Usage: check_result.py RESULT_JSON"""
 import json
 import math
@@ -39,11 +40,44 @@ def check_live_run(run, where):
         fail(f"{where}: more preemption latencies than preemptions")
     if latency["mean"] > latency["max"] or (latency["count"] == 0 and latency["max"] != 0):
         fail(f"{where}: preemption latency mean, max and count disagree")
-    # The priority policy's runs start from the profile cache its unmeasured first run filled.
+    # The runs of the policies that follow the profiler start from the profile cache that the
+    # unmeasured first run filled.
     if "profiles_at_start" not in run:
         fail(f"{where}: no profiles_at_start")
-    if run["policy"] == "priority" and run["profiles_at_start"] == 0:
+    profiled = run["policy"] == "priority" or run["policy"].startswith("priority-budget")
+    if profiled and run["profiles_at_start"] == 0:
         fail(f"{where}: the profiler started with an empty cache")
+    if "measured_slowdown" not in run:
+        fail(f"{where}: no measured_slowdown")
+    measured = run["measured_slowdown"]
+    if measured is not None and (not run["policy"].startswith("priority-budget") or measured < 0):
+        fail(f"{where}: a measured slowdown of {measured}")
+
+
+def check_alone_runs(load, result, where):
+    """Every open-loop job ran alone `alone_runs` times; its reference is the run of median p99;
+    the foreground's spread is largest / smallest - 1, averaged over its open-loop jobs."""
+    runs = result["scenario"]["alone_runs"]
+    p99s = load.get("alone_p99s_us")
+    if p99s is None or len(p99s) != len(result["jobs"]):
+        fail(f"{where}: no alone_p99s_us per job")
+    spreads = []
+    for job, job_p99s in zip(load["runs"][0]["jobs"], p99s):
+        if not job["open_loop"]:
+            if job_p99s:
+                fail(f"{where}, {job['name']}: p99s alone of a closed-loop job")
+            continue
+        if len(job_p99s) != runs:
+            fail(f"{where}, {job['name']}: {len(job_p99s)} runs alone, not {runs}")
+        if not close(job["alone_latency_us"]["p99"], sorted(job_p99s)[(runs - 1) // 2]):
+            fail(f"{where}, {job['name']}: the reference alone is not the median run")
+        if job["role"] == "foreground" and runs > 1:
+            spreads.append(max(job_p99s) / min(job_p99s) - 1)
+    spread = load.get("foreground_alone_p99_spread", "absent")
+    expected = sum(spreads) / len(spreads) if spreads else None
+    if spread == "absent" or (spread is None) != (expected is None) or (
+            expected is not None and not close(spread, expected)):
+        fail(f"{where}: foreground_alone_p99_spread {spread}, expected {expected}")
 
 
 def main(path):
@@ -67,6 +101,8 @@ def main(path):
         where = f"load {load['load']}"
         if [r["policy"] for r in load["runs"]] != policies:
             fail(f"{where}: runs {[r['policy'] for r in load['runs']]} != policies {policies}")
+        if live:
+            check_alone_runs(load, result, where)
         for run in load["runs"]:
             w = f"{where}, {run['policy']}"
             for key in ("foreground_p99_overhead", "background_throughput", "system_throughput",

@@ -32,14 +32,17 @@ std::string PrivateSocket() {
       .string();
 }
 
-absl::StatusOr<ChildProcess> StartServer(const LiveOptions& options, const std::string& policy,
+absl::StatusOr<ChildProcess> StartServer(const LiveOptions& options, const PolicyVariant& policy,
                                          const fs::path& dir, const std::string& socket) {
   std::vector<std::string> argv = {options.server};
   if (!options.gpu) argv.push_back("--emulate");
   const std::string cache =
       options.profile_cache.empty() ? (dir / "profiles.json").string() : options.profile_cache;
-  argv.insert(argv.end(), {"--socket", socket, "--policy=" + policy, "--profile-cache=" + cache,
-                           "--code-cache=none"});
+  argv.insert(argv.end(), {"--socket", socket, "--policy=" + policy.policy,
+                           "--profile-cache=" + cache, "--code-cache=none"});
+  if (policy.policy == "priority-budget") {
+    argv.push_back(fmt::format("--slowdown-budget={:g}%", policy.budget * 100));
+  }
   TALLY_ASSIGN_OR_RETURN(ChildProcess server,
                          ChildProcess::Start(argv, (dir / "server.log").string(), false));
   const absl::Time deadline = absl::Now() + absl::Seconds(30);
@@ -128,7 +131,8 @@ absl::StatusOr<JobRun> ReadJobRun(const LiveJob& job, const JobFiles& files, sim
 }
 
 // Preemptions, their latency as the server measured it on the device, and risky launches,
-// summed over the clients (this run's jobs are the server's only clients).
+// summed over the clients (this run's jobs are the server's only clients); the largest slowdown
+// the policy measured (only foreground clients have one).
 absl::Status ReadCounters(const std::string& socket, LiveCaseOutcome& outcome) {
   TALLY_ASSIGN_OR_RETURN(const ipc::StatusReport report, ipc::QueryStatus(socket));
   outcome.device = report.server.device_name;
@@ -140,6 +144,9 @@ absl::Status ReadCounters(const std::string& socket, LiveCaseOutcome& outcome) {
     run.preemption_latencies += client.preemption_latencies;
     latency_ns += client.preemption_latency_ns_total;
     latency_max_ns = std::max(latency_max_ns, client.preemption_latency_ns_max);
+    if (client.measured_slowdown >= 0) {
+      run.measured_slowdown = std::max(run.measured_slowdown.value_or(0), client.measured_slowdown);
+    }
   }
   if (run.preemption_latencies > 0) {
     run.preemption_latency_mean_us = latency_ns / 1e3 / run.preemption_latencies;
@@ -166,7 +173,7 @@ absl::Status CheckExit(const absl::StatusOr<int>& exit, std::string_view what,
 
 }  // namespace
 
-absl::StatusOr<LiveCaseOutcome> RunLiveCase(const LiveOptions& options, const std::string& policy,
+absl::StatusOr<LiveCaseOutcome> RunLiveCase(const LiveOptions& options, const PolicyVariant& policy,
                                             const std::string& dir, sim::Duration window,
                                             const std::vector<LiveJob>& jobs) {
   fs::remove_all(dir);  // no files of an earlier run (nor its private profile cache)
@@ -196,7 +203,7 @@ absl::StatusOr<LiveCaseOutcome> RunLiveCase(const LiveOptions& options, const st
     TALLY_RETURN_IF_ERROR(process.AwaitLine("FINISHED", finish_timeout));
   }
   LiveCaseOutcome outcome;
-  outcome.run.policy = policy;
+  outcome.run.policy = policy.label;
   outcome.run.profiles_at_start = known.size();
   outcome.run.wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

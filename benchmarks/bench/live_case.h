@@ -26,10 +26,11 @@ struct LiveCaseOutcome {
   std::string device;  // as the server names it
 };
 
-// `dir` (emptied first) keeps the server's log and socket, its private profile cache (unless
-// `options` names a shared one) and each job's log and files; `window` is the closed-loop jobs'
-// working time.
-absl::StatusOr<LiveCaseOutcome> RunLiveCase(const LiveOptions& options, const std::string& policy,
+// `policy` is the server's --policy (and, for priority-budget, its --slowdown-budget: the budget
+// of clients that give none), its label the run's. `dir` (emptied first) keeps the server's log
+// and socket, its private profile cache (unless `options` names a shared one) and each job's log
+// and files; `window` is the closed-loop jobs' working time.
+absl::StatusOr<LiveCaseOutcome> RunLiveCase(const LiveOptions& options, const PolicyVariant& policy,
                                             const std::string& dir, sim::Duration window,
                                             const std::vector<LiveJob>& jobs);
 

@@ -9,9 +9,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
+#include <string_view>
 
 #include "benchmarks/bench/live_case.h"
 #include "benchmarks/bench/report.h"
@@ -24,12 +26,20 @@ namespace fs = std::filesystem;
 
 constexpr size_t kCalibrationRequests = 10;
 constexpr const char* kAlonePolicy = "fifo";
-// The policy whose choices come from the profiler: it runs once with the first load's jobs
-// before anything is measured, so that its measured runs find the profiles a long-running
-// server would have (the cache every server of the run shares), not an empty cache.
+// The policies whose choices come from the profiler. The first runs once with the first load's
+// jobs before anything is measured, so that their measured runs find the profiles a
+// long-running server would have (the cache every server of the run shares), not an empty cache.
 constexpr const char* kProfiledPolicy = "priority";
+constexpr std::array<std::string_view, 2> kProfiledPolicies = {kProfiledPolicy, "priority-budget"};
 
 double Seconds(sim::Duration d) { return std::chrono::duration<double>(d).count(); }
+
+// A run's folder under its load's: its label without spaces or '%' ("priority-budget-20").
+std::string FolderName(std::string label) {
+  std::ranges::replace(label, ' ', '-');
+  std::erase(label, '%');
+  return label;
+}
 
 // A path (resolved against the scenario's folder when it loaded), or a bare name looked up in
 // `programs`, then on PATH.
@@ -72,12 +82,17 @@ absl::StatusOr<std::vector<LiveJob>> LiveJobs(const Scenario& scenario,
   return jobs;
 }
 
+// The job alone under `fifo` in `dir`.
+absl::StatusOr<LiveCaseOutcome> RunAlone(const LiveOptions& options, const LiveJob& job,
+                                         const fs::path& dir, sim::Duration window) {
+  return RunLiveCase(options, {kAlonePolicy, kAlonePolicy}, dir.string(), window, {job});
+}
+
 // One request's time alone: kCalibrationRequests requests arriving at once, served in turn.
 absl::StatusOr<sim::Duration> ServiceTime(const LiveOptions& options, LiveJob job,
                                           const std::string& dir, sim::Duration window) {
   job.arrival_ms = std::vector<double>(kCalibrationRequests, 0.0);
-  TALLY_ASSIGN_OR_RETURN(const LiveCaseOutcome outcome,
-                         RunLiveCase(options, kAlonePolicy, dir, window, {job}));
+  TALLY_ASSIGN_OR_RETURN(const LiveCaseOutcome outcome, RunAlone(options, job, dir, window));
   const std::vector<double>& done_us = outcome.run.jobs[0].latencies_us;  // in completion order
   std::vector<double> gaps_us;
   for (size_t i = 1; i < done_us.size(); ++i) gaps_us.push_back(done_us[i] - done_us[i - 1]);
@@ -100,6 +115,16 @@ std::vector<double> ArrivalMs(sim::ArrivalSpec spec, double rate, sim::Duration 
   return ms;
 }
 
+// Of an open-loop job's runs alone, the one of median p99 (the lower middle one of an even
+// count): the reference, so that one unlucky run does not set it.
+const JobRun& MedianRun(const std::vector<JobRun>& runs) {
+  std::vector<const JobRun*> sorted;
+  for (const JobRun& run : runs) sorted.push_back(&run);
+  std::ranges::sort(sorted, {},
+                    [](const JobRun* run) { return Percentile(run->latencies_us, 99); });
+  return *sorted[(sorted.size() - 1) / 2];
+}
+
 }  // namespace
 
 absl::StatusOr<BenchResult> RunLive(
@@ -109,18 +134,22 @@ absl::StatusOr<BenchResult> RunLive(
   LiveOptions options = shared_options;
   options.profile_cache = (fs::path(options.work_dir) / "profiles.json").string();
   fs::remove(options.profile_cache);
-  const bool warm_up = std::ranges::find(policies, kProfiledPolicy) != policies.end();
+  const bool warm_up = std::ranges::any_of(policies, [](const std::string& policy) {
+    return std::ranges::find(kProfiledPolicies, policy) != kProfiledPolicies.end();
+  });
   BenchResult result;
   result.mode = "live";
   result.scenario = scenario;
-  result.policies = policies;
+  const std::vector<PolicyVariant> variants = PolicyVariants(scenario, policies);
+  for (const PolicyVariant& variant : variants) result.policies.push_back(variant.label);
   TALLY_ASSIGN_OR_RETURN(std::vector<LiveJob> jobs, LiveJobs(scenario, options.programs));
   const fs::path work = options.work_dir;
   const sim::Duration window = scenario.duration;
   const auto open_jobs = std::count_if(scenario.jobs.begin(), scenario.jobs.end(),
                                        [](const ScenarioJob& j) { return j.arrivals.has_value(); });
+  const bool repeats = scenario.alone_runs > 1 && open_jobs > 0;
   const int steps = static_cast<int>(open_jobs + (warm_up ? 1 : 0) +
-                                     scenario.loads.size() * (policies.size() + 1));
+                                     scenario.loads.size() * (variants.size() + 1 + repeats));
   int step = 0;
   result.alone_times.resize(jobs.size());
   for (size_t j = 0; j < jobs.size(); ++j) {
@@ -144,37 +173,59 @@ absl::StatusOr<BenchResult> RunLive(
       run.rates.push_back(rate);
     }
     progress(++step, steps, fmt::format("load {:.2f}: each job alone", load));
+    std::vector<std::vector<JobRun>> alone_runs(jobs.size());
     for (size_t j = 0; j < jobs.size(); ++j) {
-      if (closed_alone[j]) {
-        run.alone.push_back(*closed_alone[j]);
-        continue;
-      }
+      if (closed_alone[j]) continue;
       TALLY_ASSIGN_OR_RETURN(
           const LiveCaseOutcome alone,
-          RunLiveCase(options, kAlonePolicy, (load_dir / ("alone-" + jobs[j].name)).string(),
-                      window, {jobs[j]}));
+          RunAlone(options, jobs[j], load_dir / ("alone-" + jobs[j].name), window));
       result.device = alone.device;
-      run.alone.push_back(alone.run.jobs[0]);
+      alone_runs[j].push_back(alone.run.jobs[0]);
       if (jobs[j].arrival_ms) continue;
-      closed_alone[j] = run.alone.back();
-      if (run.alone.back().completed_per_s > 0) {
+      closed_alone[j] = alone.run.jobs[0];
+      if (closed_alone[j]->completed_per_s > 0) {
         result.alone_times[j] = std::chrono::duration_cast<sim::Duration>(
-            std::chrono::duration<double>(1 / run.alone.back().completed_per_s));
+            std::chrono::duration<double>(1 / closed_alone[j]->completed_per_s));
       }
     }
     if (warm_up && load == scenario.loads.front()) {
       progress(++step, steps, fmt::format("load {:.2f}: {} once to fill the profile cache "
                                           "(not measured)", load, kProfiledPolicy));
-      TALLY_RETURN_IF_ERROR(
-          RunLiveCase(options, kProfiledPolicy, (work / "warm-up").string(), window, jobs)
-              .status());
+      TALLY_RETURN_IF_ERROR(RunLiveCase(options, {kProfiledPolicy, kProfiledPolicy},
+                                        (work / "warm-up").string(), window, jobs)
+                                .status());
     }
-    for (const std::string& policy : policies) {
-      progress(++step, steps, fmt::format("load {:.2f}: {}", load, policy));
+    for (const PolicyVariant& variant : variants) {
+      progress(++step, steps, fmt::format("load {:.2f}: {}", load, variant.label));
       TALLY_ASSIGN_OR_RETURN(
           LiveCaseOutcome outcome,
-          RunLiveCase(options, policy, (load_dir / policy).string(), window, jobs));
+          RunLiveCase(options, variant, (load_dir / FolderName(variant.label)).string(), window,
+                      jobs));
       run.runs.push_back(std::move(outcome.run));
+    }
+    if (repeats) {
+      progress(++step, steps,
+               fmt::format("load {:.2f}: each open-loop job alone {} more times (the noise)", load,
+                           scenario.alone_runs - 1));
+    }
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      if (!jobs[j].arrival_ms) {
+        run.alone.push_back(*closed_alone[j]);
+        run.alone_p99s_us.emplace_back();
+        continue;
+      }
+      for (int k = 2; k <= scenario.alone_runs; ++k) {
+        TALLY_ASSIGN_OR_RETURN(
+            const LiveCaseOutcome alone,
+            RunAlone(options, jobs[j], load_dir / fmt::format("alone-{}-{}", jobs[j].name, k),
+                     window));
+        alone_runs[j].push_back(alone.run.jobs[0]);
+      }
+      run.alone.push_back(MedianRun(alone_runs[j]));
+      run.alone_p99s_us.emplace_back();
+      for (const JobRun& alone : alone_runs[j]) {
+        run.alone_p99s_us.back().push_back(Percentile(alone.latencies_us, 99));
+      }
     }
     result.loads.push_back(std::move(run));
   }

@@ -48,6 +48,36 @@ ordered_json JobJson(const ScenarioJob& job, bool foreground, const JobRun& shar
   return j;
 }
 
+std::string Milliseconds(const std::vector<double>& us) {
+  std::string out;
+  for (double v : us) out += fmt::format("{}{:.2f}", out.empty() ? "" : ", ", v / 1000);
+  return out;
+}
+
+// Below a live table: the foreground's p99s alone (the noise of a rerun) and the slowdown the
+// server's priority-budget policy measured itself.
+std::string LiveNotes(const BenchResult& result, const LoadRun& load) {
+  std::string out;
+  const std::vector<bool> foreground = ForegroundJobs(result.scenario);
+  for (size_t j = 0; j < load.alone_p99s_us.size(); ++j) {
+    if (!foreground[j] || load.alone_p99s_us[j].size() < 2) continue;
+    out += fmt::format("\n{} alone {} times: p99 {} ms (the reference: the median run)",
+                       result.scenario.jobs[j].name, load.alone_p99s_us[j].size(),
+                       Milliseconds(load.alone_p99s_us[j]));
+  }
+  if (const std::optional<double> spread = AloneP99Spread(result, load)) {
+    out += fmt::format("\nforeground p99 alone, spread (largest / smallest - 1): {:+.1f}%\n",
+                       100 * *spread);
+  }
+  for (const PolicyRun& run : load.runs) {
+    if (!run.measured_slowdown) continue;
+    out += fmt::format("\n{}: the server's measured slowdown of the foreground {:+.1f}%",
+                       run.policy, 100 * *run.measured_slowdown);
+  }
+  if (!out.empty() && out.back() != '\n') out += '\n';
+  return out;
+}
+
 }  // namespace
 
 double Percentile(std::vector<double> samples, double p) {
@@ -91,6 +121,20 @@ std::vector<PolicySummary> Summarise(const BenchResult& result, const LoadRun& l
   return out;
 }
 
+std::optional<double> AloneP99Spread(const BenchResult& result, const LoadRun& load) {
+  const std::vector<bool> foreground = ForegroundJobs(result.scenario);
+  double sum = 0;
+  int jobs = 0;
+  for (size_t j = 0; j < load.alone_p99s_us.size(); ++j) {
+    const std::vector<double>& p99s = load.alone_p99s_us[j];
+    if (!foreground[j] || p99s.size() < 2) continue;
+    const auto [low, high] = std::ranges::minmax(p99s);
+    sum += Ratio(high, low) - 1;
+    ++jobs;
+  }
+  return jobs > 0 ? std::optional<double>(sum / jobs) : std::nullopt;
+}
+
 ordered_json ResultToJson(const BenchResult& result, const std::string& command) {
   const Scenario& sc = result.scenario;
   const std::vector<bool> foreground = ForegroundJobs(sc);
@@ -121,10 +165,19 @@ ordered_json ResultToJson(const BenchResult& result, const std::string& command)
                                              {"max", run.preemption_latency_max_us},
                                              {"count", run.preemption_latencies}};
         run_json["profiles_at_start"] = run.profiles_at_start;
+        run_json["measured_slowdown"] =
+            run.measured_slowdown ? ordered_json(*run.measured_slowdown) : ordered_json(nullptr);
       }
       runs.push_back(std::move(run_json));
     }
-    loads.push_back({{"load", load.load}, {"rates_per_s", load.rates}, {"runs", std::move(runs)}});
+    ordered_json load_json = {{"load", load.load}, {"rates_per_s", load.rates}};
+    if (result.mode == "live") {
+      load_json["alone_p99s_us"] = load.alone_p99s_us;
+      const std::optional<double> spread = AloneP99Spread(result, load);
+      load_json["foreground_alone_p99_spread"] = spread ? ordered_json(*spread) : ordered_json();
+    }
+    load_json["runs"] = std::move(runs);
+    loads.push_back(std::move(load_json));
   }
   ordered_json jobs = ordered_json::array();
   for (size_t j = 0; j < sc.jobs.size(); ++j) {
@@ -148,6 +201,7 @@ ordered_json ResultToJson(const BenchResult& result, const std::string& command)
             {"description", sc.description},
             {"duration_s", std::chrono::duration<double>(sc.duration).count()},
             {"seed", sc.seed},
+            {"alone_runs", sc.alone_runs},
             {"device", result.device},
             {"sm_count", sc.device.sm_count}}},
           {"policies", result.policies},
@@ -173,6 +227,7 @@ std::string MarkdownReport(const BenchResult& result) {
           100 * s.fg_p99_overhead, s.bg_throughput, s.system_throughput, s.preemptions,
           s.turnaround_p99_us);
     }
+    out += LiveNotes(result, load);
   }
   return out;
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,11 @@ struct PolicySummary {
 };
 
 std::vector<PolicySummary> Summarise(const BenchResult& result, const LoadRun& load);
+
+// Live, with the foreground's open-loop jobs run alone more than once: the spread of their p99s
+// alone (largest / smallest - 1, averaged over those jobs), the noise of a rerun against which a
+// policy's p99 overhead is judged; none otherwise.
+std::optional<double> AloneP99Spread(const BenchResult& result, const LoadRun& load);
 
 // `command` is the command line that produced the result, recorded in it.
 nlohmann::ordered_json ResultToJson(const BenchResult& result, const std::string& command);

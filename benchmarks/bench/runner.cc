@@ -26,15 +26,11 @@ JobRun ToJobRun(const sim::JobOutcome& outcome, sim::Duration window) {
   return run;
 }
 
-// One run per policy, and one per budget for priority-budget, labelled "priority-budget 5%".
-struct Variant {
-  std::string label;
-  std::string policy;
-  double budget = 0;
-};
+}  // namespace
 
-std::vector<Variant> Variants(const Scenario& scenario, const std::vector<std::string>& policies) {
-  std::vector<Variant> variants;
+std::vector<PolicyVariant> PolicyVariants(const Scenario& scenario,
+                                          const std::vector<std::string>& policies) {
+  std::vector<PolicyVariant> variants;
   for (const std::string& name : policies) {
     if (name != "priority-budget") {
       variants.push_back({name, name});
@@ -46,8 +42,6 @@ std::vector<Variant> Variants(const Scenario& scenario, const std::vector<std::s
   }
   return variants;
 }
-
-}  // namespace
 
 std::vector<bool> ForegroundJobs(const Scenario& scenario) {
   ClientPriority top = scenario.jobs.front().priority;
@@ -62,8 +56,8 @@ absl::StatusOr<BenchResult> RunSimulated(
     const std::function<void(int, int, const std::string&)>& progress) {
   BenchResult result;
   result.scenario = scenario;
-  const std::vector<Variant> variants = Variants(scenario, policies);
-  for (const Variant& variant : variants) result.policies.push_back(variant.label);
+  const std::vector<PolicyVariant> variants = PolicyVariants(scenario, policies);
+  for (const PolicyVariant& variant : variants) result.policies.push_back(variant.label);
   result.device = scenario.device.name;
   const sim::SimOptions options{
       .device = scenario.device,
@@ -119,7 +113,7 @@ absl::StatusOr<BenchResult> RunSimulated(
       run.alone.push_back(ToJobRun(alone.jobs[0], scenario.duration));
       if (!jobs[j].open_loop) closed_alone[j] = run.alone.back();
     }
-    for (const Variant& variant : variants) {
+    for (const PolicyVariant& variant : variants) {
       progress(++step, steps, fmt::format("load {:.2f}: {}", load, variant.label));
       config.budget.slowdown = variant.budget;
       TALLY_ASSIGN_OR_RETURN(std::unique_ptr<scheduler::Policy> policy,

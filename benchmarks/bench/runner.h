@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,9 @@ struct PolicyRun {
   // Live: the launch configurations the server's profiler knew when the jobs began (from the
   // profile cache the run's servers share).
   uint64_t profiles_at_start = 0;
+  // Live, priority-budget: the foreground's slowdown as the server's policy last measured it (at
+  // its budget's percentile, per busy period); none while unmeasured.
+  std::optional<double> measured_slowdown;
   uint64_t events = 0;  // sim: events simulated
   double wall_s = 0;    // real time the run took
 };
@@ -38,7 +42,10 @@ struct PolicyRun {
 struct LoadRun {
   double load = 0;
   std::vector<double> rates;  // per job: mean requests per second (0: closed loop)
-  std::vector<JobRun> alone;  // each job alone on the device
+  std::vector<JobRun> alone;  // each job alone on the device (live: the reference run)
+  // Live: per job, the p99 latency of each of its runs alone, in the order they ran (empty for a
+  // closed-loop job).
+  std::vector<std::vector<double>> alone_p99s_us;
   std::vector<PolicyRun> runs;
 };
 
@@ -52,6 +59,17 @@ struct BenchResult {
   std::vector<sim::Duration> alone_times;
   std::vector<LoadRun> loads;
 };
+
+// What one run of a policy is: its label in the results, the policy, and (priority-budget) the
+// slowdown budget its foreground gets. Both modes run priority-budget once per budget of the
+// scenario, labelled "priority-budget 5%" and so on; every other policy once, by its name.
+struct PolicyVariant {
+  std::string label;
+  std::string policy;
+  double budget = 0;
+};
+std::vector<PolicyVariant> PolicyVariants(const Scenario& scenario,
+                                          const std::vector<std::string>& policies);
 
 // Simulated mode. `progress` is told what runs next, with the step's number and the total.
 absl::StatusOr<BenchResult> RunSimulated(

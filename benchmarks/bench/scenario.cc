@@ -160,7 +160,7 @@ absl::StatusOr<ScenarioJob> ReadJob(const Table& t, size_t index,
 absl::StatusOr<Scenario> Parse(const Table& data, const std::string& path) {
   TALLY_RETURN_IF_ERROR(CheckKeys(data,
                                   {"name", "description", "duration_s", "seed", "policies", "loads",
-                                   "device", "policy", "jobs"},
+                                   "alone_runs", "device", "policy", "jobs"},
                                   "scenario"));
   Scenario s;
   s.path = path;
@@ -181,6 +181,11 @@ absl::StatusOr<Scenario> Parse(const Table& data, const std::string& path) {
       s.loads.push_back(load);
     }
   }
+  TALLY_ASSIGN_OR_RETURN(const double alone_runs, Number(data, "alone_runs", s.alone_runs));
+  if (!(alone_runs >= 1 && alone_runs <= 100) || alone_runs != static_cast<int>(alone_runs)) {
+    return absl::InvalidArgumentError("'alone_runs' must be a whole number from 1 to 100");
+  }
+  s.alone_runs = static_cast<int>(alone_runs);
   if (data.contains("device")) TALLY_RETURN_IF_ERROR(ReadDevice(data.at("device"), s.device));
   if (data.contains("policy")) TALLY_RETURN_IF_ERROR(ReadPolicySettings(data.at("policy"), s));
   if (!data.contains("jobs") || data.at("jobs").as_array().empty()) {

@@ -41,6 +41,10 @@ struct Scenario {
   scheduler::TgsOptions tgs;
   // priority-budget runs once per budget (0.05: the foreground may run 5% slower than alone).
   std::vector<double> slowdown_budgets = {0, 0.05, 0.10, 0.20};
+  // Live mode: the runs alone of each open-loop job per load (the first before the policies'
+  // runs, the others after them). Their p99s' spread is the noise of a rerun; the run of median
+  // p99 is the reference the shared runs are compared with. Sim mode runs alone once: it is exact.
+  int alone_runs = 1;
   std::vector<ScenarioJob> jobs;
 };
 

@@ -28,6 +28,7 @@ description = "an inference job beside a training job"
 duration_s = 3
 policies = ["priority", "mps"]
 loads = [0.1, 0.5]
+alone_runs = 3
 [device]
 sm_count = 80
 launch_latency_us = 2.5
@@ -58,6 +59,12 @@ command = ["priority_jobs", "train"]
   CHECK(s->priority.min_idle == std::chrono::microseconds(50));
   CHECK(s->time_slice.slice == std::chrono::milliseconds(4));
   CHECK(s->slowdown_budgets == std::vector<double>{0.0, 0.1});
+  CHECK(s->alone_runs == 3);
+  std::vector<std::string> labels;
+  for (const PolicyVariant& v : PolicyVariants(*s, {"priority-budget", "mps"})) {
+    labels.push_back(v.label);
+  }
+  CHECK(labels == std::vector<std::string>{"priority-budget 0%", "priority-budget 10%", "mps"});
   REQUIRE(s->jobs.size() == 2);
   CHECK(s->jobs[0].priority == ClientPriority::High());
   CHECK(s->jobs[0].trace == (fs::path(path).parent_path() / "traces/infer.json").string());
@@ -94,6 +101,9 @@ TEST_CASE("Scenario mistakes are named") {
   CHECK(message("g.toml", "[[jobs]]\nname = \"x\"\ncommand = []\n") == bad_command);
   CHECK(message("i.toml", "[policy]\nslowdown_budgets = [-0.1]\n[[jobs]]\nname = \"x\"\n") ==
         "'slowdown_budgets': -0.1 is not between 0 and 10 (1000%)");
+  const std::string bad_runs = "'alone_runs' must be a whole number from 1 to 100";
+  CHECK(message("j.toml", "alone_runs = 0\n[[jobs]]\nname = \"x\"\n") == bad_runs);
+  CHECK(message("k.toml", "alone_runs = 1.5\n[[jobs]]\nname = \"x\"\n") == bad_runs);
   CHECK(message("h.toml", "[[jobs]]\nname = \"x\"\ncommand = [\"a\", 1]\n") == bad_command);
 }
 
@@ -109,6 +119,17 @@ TEST_CASE("A scenario is found by its path or by the name tally-bench list print
   // A path is only ever itself, never looked up among the shipped ones.
   CHECK(!FindScenario("elsewhere/named.toml", dir).ok());
   CHECK(!FindScenario("", dir).ok());
+}
+
+TEST_CASE("The noise of a rerun: the spread of the foreground's p99s alone") {
+  BenchResult result;
+  result.scenario.jobs = {{.name = "fg", .priority = ClientPriority::High()},
+                          {.name = "bg", .priority = ClientPriority::BestEffort()}};
+  LoadRun load;
+  load.alone_p99s_us = {{10, 20, 15}, {}};
+  CHECK(AloneP99Spread(result, load) == 1.0);  // 20 / 10 - 1
+  load.alone_p99s_us = {{10}, {}};
+  CHECK_FALSE(AloneP99Spread(result, load).has_value());  // one run alone: no spread
 }
 
 TEST_CASE("Percentiles are nearest-rank") {
