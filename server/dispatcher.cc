@@ -359,6 +359,7 @@ void Dispatcher::DispatchLoop(const std::function<void()>& thread_setup) {
         Apply(now);
       }
       AnnounceHeads(now);
+      told_ = now;
       FinishLeaving();
       RecoverFromFault();
       return absl::OkStatus();
@@ -398,6 +399,7 @@ void Dispatcher::HandleControl(Time now) {
     std::lock_guard lock(mutex_);
     events.swap(control_);
   }
+  if (!events.empty()) told_ = now;
   for (Control& event : events) {
     ClientQueue& queue = *event.queue;
     decisions_.Clear();
@@ -455,6 +457,10 @@ void Dispatcher::PollRuns(Time now) {
   ended_.clear();
   runs_->Poll(ended_);
   if (!ended_.empty()) activity_ = true;
+  // The policy hears of them in the order they ended, each at its end where its events timed it.
+  std::stable_sort(ended_.begin(), ended_.end(), [&](const EndedRun& a, const EndedRun& b) {
+    return a.ended_at.value_or(now) < b.ended_at.value_or(now);
+  });
   for (EndedRun& ended : ended_) EndRun(now, ended);
 }
 
@@ -467,7 +473,9 @@ void Dispatcher::EndRun(Time now, EndedRun& ended) {
     Consume(*queue, CUDA_SUCCESS, {});
   }
   decisions_.Clear();
-  policy_->RunEnded(now, ended.client, ended.end, decisions_);
+  // Never earlier than what the policy was told before: its clock does not go back.
+  told_ = std::max(told_, std::min(ended.ended_at.value_or(now), now));
+  policy_->RunEnded(told_, ended.client, ended.end, decisions_);
   queue->measured_slowdown.store(policy_->MeasuredSlowdown(ended.client).value_or(-1),
                                  std::memory_order_relaxed);
   Apply(now);

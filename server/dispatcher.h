@@ -226,6 +226,9 @@ class Dispatcher {
   std::array<ClassLatencyHistograms, ipc::kPriorityClassCount> latencies_;
   BusyTime high_busy_;                   // outlives the kernel runs of a context reset
   std::optional<scheduler::Time> wake_;  // the policy's earliest pending WakeAt
+  // The latest time the policy was told: the ends of runs go to it at their device times
+  // (EndedRun::ended_at), which may precede the round's.
+  scheduler::Time told_{scheduler::Time::min()};
   std::vector<ClientQueue*> clients_;     // joined, not yet left (dispatch thread's view)
   std::vector<std::shared_ptr<ClientQueue>> leaving_;  // left; their runs are still on the device
   std::vector<EndedRun> ended_;           // reused by PollRuns

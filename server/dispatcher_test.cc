@@ -6,9 +6,10 @@
 // an unfenced kernel waits while another client holds memory (and fails after the gate's wait),
 // runs once it left, and keeps other clients from memory until it has ended; the runs of a client
 // above best-effort count as busy time, a best-effort client's do not; a client removed during
-// a PTB run is stopped and never resumed; where a fault poisons the shared context, a run whose
-// launch went out but could not be followed counts for the fault's attribution. A kernel's
-// transformed forms are made once, whichever clients' threads ask; made on the background
+// a PTB run is stopped and never resumed; a reported original-form run's end is its end on the
+// device as its events time it, not the late poll's; where a fault poisons the shared context, a
+// run whose launch went out but could not be followed counts for the fault's attribution. A
+// kernel's transformed forms are made once, whichever clients' threads ask; made on the background
 // worker, a best-effort launch waits for them (bounded) while a more important client is
 // connected and in validation, and runs at once in its original form alone; a high-priority
 // launch never waits; a module unloaded while its job is queued is left alone by the job.
@@ -524,6 +525,37 @@ TEST_CASE("A preempted PTB kernel resumes with the workers its resumption asks f
                                        CountingLaunch::widths.end());
   CHECK(ptb_runs == std::vector<unsigned>{1, 4});
   CHECK(stats.resumes == 1u);
+}
+
+TEST_CASE("A reported original-form run ends when it ended on the device, not at its poll") {
+  // The poll that finds a run ended may come long after its end (the dispatcher's polls back
+  // off); priority-budget times the foreground's kernels from these ends.
+  auto runs = KernelRuns::Create(TheDevice().backend, nullptr);
+  REQUIRE(runs.ok());
+  constexpr uint32_t kBlocks = 4;
+  Stream stream;
+  Ints done(kBlocks), ids(kBlocks);
+  const KernelLaunch launch =
+      TwoBufferLaunch("SlowRecordBlocks", {kBlocks, 1, 1}, done, ids, stream.get(), 20'000);
+  SchedulingStats stats;
+  ClassLatencyHistograms latencies;
+  const RunOwner owner{ClientId(4), &stats, &latencies};
+  const scheduler::Time before = BusyTime::Now();
+  REQUIRE((*runs)->IssueOriginal(owner, launch, /*notify=*/true) == CUDA_SUCCESS);
+  REQUIRE((*runs)->IssueOriginal(owner, launch, /*notify=*/true) == CUDA_SUCCESS);
+  REQUIRE(Api().cuStreamSynchronize(stream.get()) == CUDA_SUCCESS);
+  const scheduler::Time synchronised = BusyTime::Now();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // a late poll
+  std::vector<EndedRun> ended;
+  (*runs)->Poll(ended);
+  REQUIRE(ended.size() == 2);
+  REQUIRE(ended[0].ended_at.has_value());
+  REQUIRE(ended[1].ended_at.has_value());
+  CHECK(before <= *ended[0].ended_at);
+  // The second began after the first ended (one stream), and both ended before the stream
+  // was found idle.
+  CHECK(*ended[0].ended_at <= *ended[1].ended_at);
+  CHECK(*ended[1].ended_at <= synchronised);
 }
 
 TEST_CASE("A best-effort vendor library call waits while a high-priority kernel runs") {

@@ -54,7 +54,8 @@ struct KernelRuns::DeviceRun {
   bool forgotten = false;
   uint32_t slice_blocks = 0;
   uint64_t blocks_total = 0;
-  CUevent start = nullptr;       // timing, when measured
+  CUevent start = nullptr;       // timing: when measured, or when its end is reported (original)
+  scheduler::Time issued{0};     // original form reporting its end: just before `start`
   CUevent kernel_end = nullptr;  // PTB: right after the kernel, before the readback
   CUevent raised = nullptr;      // PTB: on the control stream, when the flag went up
   CUevent reset = nullptr;       // PTB: on the control stream, after the flag was lowered
@@ -299,6 +300,9 @@ CUresult KernelRuns::IssueOriginal(const RunOwner& owner, const KernelLaunch& la
       if (start != nullptr) measured = info;
     }
   }
+  // A reported end is timed by the run's events (EndedRun::ended_at).
+  const scheduler::Time issued = BusyTime::Now();
+  if (notify && start == nullptr) start = RecordNow(launch.stream);
   const CUresult launched = LaunchOriginal(api_, launch);
   if (launched != CUDA_SUCCESS || (!notify && !measured && !track_all_ && owner.busy == nullptr)) {
     ReleaseEvent(start);
@@ -309,6 +313,7 @@ CUresult KernelRuns::IssueOriginal(const RunOwner& owner, const KernelLaunch& la
   run.notify = notify;
   run.blocks_total = launch.grid.x * uint64_t{launch.grid.y} * launch.grid.z;
   run.start = start;
+  run.issued = issued;
   run.measured = std::move(measured);
   if (run.measured) run.name = LaunchName(launch);
   return Track(std::move(run), launch);
@@ -529,6 +534,7 @@ void KernelRuns::Preempt(ClientId client) {
 
 void KernelRuns::Forget(ClientId client) {
   Preempt(client);
+  last_ended_at_.erase(client);
   for (DeviceRun& run : runs_) {
     if (run.owner.client == client) run.forgotten = true;
   }
@@ -561,11 +567,9 @@ void KernelRuns::Poll(std::vector<EndedRun>& ended) {
       faulted_clients_.insert(run.owner.client);
       if (first_fault_ == CUDA_SUCCESS) first_fault_ = state;
     }
-    if (run.owner.busy != nullptr) {
-      if (!now) now = BusyTime::Now();
-      run.owner.busy->Ended(*now);
-    }
-    if (std::optional<EndedRun> end = Finish(run, state)) ended.push_back(std::move(*end));
+    if (!now) now = BusyTime::Now();
+    if (run.owner.busy != nullptr) run.owner.busy->Ended(*now);
+    if (std::optional<EndedRun> end = Finish(run, state, *now)) ended.push_back(std::move(*end));
   }
   runs_.resize(kept);
 }
@@ -585,7 +589,7 @@ void KernelRuns::TakeFaultedClients(absl::flat_hash_set<ClientId>& clients) {
   faulted_clients_.clear();
 }
 
-std::optional<EndedRun> KernelRuns::Finish(DeviceRun& run, CUresult state) {
+std::optional<EndedRun> KernelRuns::Finish(DeviceRun& run, CUresult state, scheduler::Time polled) {
   std::optional<EndedRun> result;
   if (run.transformed) {
     auto it = transformed_.find(run.owner.client);
@@ -612,6 +616,7 @@ std::optional<EndedRun> KernelRuns::Finish(DeviceRun& run, CUresult state) {
     if (run.notify && !run.forgotten) {
       result = EndedRun{
           run.owner.client, {run.form, true, run.blocks_total, run.blocks_total}, state, {}};
+      if (state == CUDA_SUCCESS) result->ended_at = EndedAt(run, polled);
     }
   }
   for (CUevent* event : {&run.start, &run.kernel_end, &run.raised, &run.reset, &run.done}) {
@@ -619,6 +624,24 @@ std::optional<EndedRun> KernelRuns::Finish(DeviceRun& run, CUresult state) {
     *event = nullptr;
   }
   return result;
+}
+
+std::optional<scheduler::Time> KernelRuns::EndedAt(const DeviceRun& run, scheduler::Time polled) {
+  float ms = 0;
+  if (run.start == nullptr || api_.cuEventElapsedTime(&ms, run.start, run.done) != CUDA_SUCCESS) {
+    return std::nullopt;
+  }
+  // Its start event ran when the stream reached it: at its issue, or after the client's work
+  // before it (the previous run's end, as far as it is known).
+  scheduler::Time begin = run.issued;
+  if (auto it = last_ended_at_.find(run.owner.client); it != last_ended_at_.end()) {
+    begin = std::max(begin, it->second);
+  }
+  const auto took = std::chrono::duration_cast<scheduler::Duration>(
+      std::chrono::duration<double, std::milli>(std::max(ms, 0.0f)));
+  const scheduler::Time end = std::min(begin + took, polled);
+  last_ended_at_[run.owner.client] = end;
+  return end;
 }
 
 EndedRun KernelRuns::EndTransformed(DeviceRun& run, Transformed& kernel) {

@@ -51,6 +51,13 @@ struct EndedRun {
   scheduler::RunEnd end;
   CUresult result = CUDA_SUCCESS;  // the kernel's failure, reported at the client's next sync
   std::string what;                // the failed launch, when result is not CUDA_SUCCESS
+  // An original-form run that reports its end: when it ended on the device (steady clock, as
+  // BusyTime::Now), from its timing events: its issue, or the end of its client's previous such
+  // run if later, plus the time between its start and end events; at most the time of the poll
+  // that found it ended. Polls back off to the dispatcher's max_poll, which may be longer than
+  // the kernel; a policy that times kernels (priority-budget) needs their ends, not the polls'.
+  // None when its events could not time it.
+  std::optional<scheduler::Time> ended_at{};
 };
 
 class KernelRuns {
@@ -121,8 +128,11 @@ class KernelRuns {
   // that is the shared context's fault, the run (which may be its cause: a kernel can fault
   // before the call after its launch) counts as one that ended with it.
   void NoteUnfollowed(ClientId client, CUresult result);
-  // The report of a run that ended (`state`: its event's), if its client hears of it.
-  std::optional<EndedRun> Finish(DeviceRun& run, CUresult state);
+  // The report of a run that ended (`state`: its event's), if its client hears of it; `polled`:
+  // when the poll found it ended.
+  std::optional<EndedRun> Finish(DeviceRun& run, CUresult state, scheduler::Time polled);
+  // EndedRun::ended_at of a reported original-form run.
+  std::optional<scheduler::Time> EndedAt(const DeviceRun& run, scheduler::Time polled);
   EndedRun EndTransformed(DeviceRun& run, Transformed& kernel);
   // Gives the profiler what the run measured (`kernel`: null for an original-form kernel).
   void Measure(const DeviceRun& run, Transformed* kernel);
@@ -149,6 +159,8 @@ class KernelRuns {
   absl::flat_hash_set<ClientId> faulted_clients_;  // TakeFaultedClients
   CUresult first_fault_ = CUDA_SUCCESS;
   std::vector<DeviceRun> runs_;  // on the device, in issue order
+  // Per client, the latest EndedRun::ended_at reported (a client's runs end in issue order).
+  absl::flat_hash_map<ClientId, scheduler::Time> last_ended_at_;
   absl::flat_hash_map<ClientId, std::unique_ptr<Transformed>> transformed_;
   std::vector<CUevent> free_events_;  // all with timing
   std::vector<PtbSlot> free_slots_;
