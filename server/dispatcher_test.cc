@@ -474,6 +474,31 @@ TEST_CASE("A high-priority kernel stops a best-effort PTB kernel, which resumes 
   dispatcher->RemoveClient(*background);
 }
 
+std::unique_ptr<KernelRuns> MakeKernelRuns(const Backend& backend) {
+  auto runs = KernelRuns::Create(backend, nullptr);
+  REQUIRE(runs.ok());
+  return *std::move(runs);
+}
+
+// Kernel runs of `backend` and a slow kernel of `blocks` blocks for them to run, owned by
+// `client`.
+struct SlowKernelRuns {
+  SlowKernelRuns(const Backend& backend, uint32_t blocks, uint32_t iterations, ClientId client)
+      : runs(MakeKernelRuns(backend)),
+        done(blocks),
+        ids(blocks),
+        launch(TwoBufferLaunch("SlowRecordBlocks", {blocks, 1, 1}, done, ids, stream.get(),
+                               iterations)),
+        owner{client, &stats, &latencies} {}
+  std::unique_ptr<KernelRuns> runs;
+  Stream stream;
+  Ints done, ids;
+  KernelLaunch launch;
+  SchedulingStats stats;
+  ClassLatencyHistograms latencies;
+  RunOwner owner;
+};
+
 // Records the grid width of every launch, forwarding each to the driver.
 struct CountingLaunch {
   static CUresult Call(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
@@ -496,29 +521,22 @@ TEST_CASE("A preempted PTB kernel resumes with the workers its resumption asks f
   CountingLaunch::real = api.cuLaunchKernel;
   CountingLaunch::widths.clear();
   api.cuLaunchKernel = &CountingLaunch::Call;
-  auto runs = KernelRuns::Create(*backend, nullptr);
-  REQUIRE(runs.ok());
   constexpr uint32_t kBlocks = 16;
-  Stream stream;
-  Ints done(kBlocks), ids(kBlocks);
-  const KernelLaunch launch =
-      TwoBufferLaunch("SlowRecordBlocks", {kBlocks, 1, 1}, done, ids, stream.get(), 200'000);
-  SchedulingStats stats;
-  ClassLatencyHistograms latencies;
-  const RunOwner owner{ClientId(3), &stats, &latencies};
+  SlowKernelRuns slow(*backend, kBlocks, 200'000, ClientId(3));
+  auto& [runs, stream, done, ids, launch, stats, latencies, owner] = slow;
   const auto run_ends = [&] {
     std::vector<EndedRun> ended;
     REQUIRE(Eventually([&] {
-      (*runs)->Poll(ended);
+      runs->Poll(ended);
       return !ended.empty();
     }));
     return ended.front().end;
   };
-  REQUIRE((*runs)->IssueTransformed(owner, launch, LaunchForm::Preemptible(1)) == CUDA_SUCCESS);
-  (*runs)->Preempt(ClientId(3));
+  REQUIRE(runs->IssueTransformed(owner, launch, LaunchForm::Preemptible(1)) == CUDA_SUCCESS);
+  runs->Preempt(ClientId(3));
   const scheduler::RunEnd stopped = run_ends();
   REQUIRE_FALSE(stopped.finished);
-  REQUIRE((*runs)->IssueTransformed(owner, launch, LaunchForm::Preemptible(4)) == CUDA_SUCCESS);
+  REQUIRE(runs->IssueTransformed(owner, launch, LaunchForm::Preemptible(4)) == CUDA_SUCCESS);
   CHECK(run_ends().finished);
   CHECK(done.Download(stream.get()) == std::vector<int>(kBlocks, 1));
   const std::vector<unsigned> ptb_runs(CountingLaunch::widths.end() - 2,
@@ -530,24 +548,15 @@ TEST_CASE("A preempted PTB kernel resumes with the workers its resumption asks f
 TEST_CASE("A reported original-form run ends when it ended on the device, not at its poll") {
   // The poll that finds a run ended may come long after its end (the dispatcher's polls back
   // off); priority-budget times the foreground's kernels from these ends.
-  auto runs = KernelRuns::Create(TheDevice().backend, nullptr);
-  REQUIRE(runs.ok());
-  constexpr uint32_t kBlocks = 4;
-  Stream stream;
-  Ints done(kBlocks), ids(kBlocks);
-  const KernelLaunch launch =
-      TwoBufferLaunch("SlowRecordBlocks", {kBlocks, 1, 1}, done, ids, stream.get(), 20'000);
-  SchedulingStats stats;
-  ClassLatencyHistograms latencies;
-  const RunOwner owner{ClientId(4), &stats, &latencies};
+  SlowKernelRuns slow(TheDevice().backend, 4, 20'000, ClientId(4));
   const scheduler::Time before = BusyTime::Now();
-  REQUIRE((*runs)->IssueOriginal(owner, launch, /*notify=*/true) == CUDA_SUCCESS);
-  REQUIRE((*runs)->IssueOriginal(owner, launch, /*notify=*/true) == CUDA_SUCCESS);
-  REQUIRE(Api().cuStreamSynchronize(stream.get()) == CUDA_SUCCESS);
+  REQUIRE(slow.runs->IssueOriginal(slow.owner, slow.launch, /*notify=*/true) == CUDA_SUCCESS);
+  REQUIRE(slow.runs->IssueOriginal(slow.owner, slow.launch, /*notify=*/true) == CUDA_SUCCESS);
+  REQUIRE(Api().cuStreamSynchronize(slow.stream.get()) == CUDA_SUCCESS);
   const scheduler::Time synchronised = BusyTime::Now();
   std::this_thread::sleep_for(std::chrono::milliseconds(50));  // a late poll
   std::vector<EndedRun> ended;
-  (*runs)->Poll(ended);
+  slow.runs->Poll(ended);
   REQUIRE(ended.size() == 2);
   REQUIRE(ended[0].ended_at.has_value());
   REQUIRE(ended[1].ended_at.has_value());
