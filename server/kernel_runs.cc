@@ -553,7 +553,7 @@ bool KernelRuns::HasRuns(ClientId client) const {
 }
 
 void KernelRuns::Poll(std::vector<EndedRun>& ended) {
-  std::optional<scheduler::Time> now;  // read once, at the first measured run that ended
+  std::optional<scheduler::Time> now;  // read once, at the first run that ended
   size_t kept = 0;
   for (size_t i = 0; i < runs_.size(); ++i) {
     DeviceRun& run = runs_[i];
