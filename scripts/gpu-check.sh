@@ -473,7 +473,7 @@ run_tally_bench() {
   note "\`tally-bench run $(basename "$scenario") --mode live\`: a tally-server per policy;"
   note "every sample in tally-bench/result.json."
   note ""
-  if bounded 150 "$bin/tally-bench" run "$scenario" --mode live "${mode[@]}" --no-plot \
+  if bounded 210 "$bin/tally-bench" run "$scenario" --mode live "${mode[@]}" --no-plot \
       --server-bin "$bin/tally-server" --run-bin "$bin/tally-run" \
       --programs "$bundle_dir/programs" --out "$result" > "$work/tally-bench.out" \
       2> "$out/tally-bench.log" &&
