@@ -1,7 +1,9 @@
 // Memory fencing (passes/fence_memory.h): what is checked and how, which kernels are refused and
 // why (each stays unfenced, with its signature unchanged), and fenced callees. The golden file
 // testdata/passes/fence_accesses.ptx holds the exact output for a small kernel.
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <iterator>
 
 #include "ptx_transform/kernel_signature.h"
 #include "ptx_transform/parser.h"
@@ -115,15 +117,13 @@ ret;)",
   CHECK(sig->params[1].offset == 8);
   // The six global data accesses through %rd1 share one check of their span (fence_spans.h);
   // the two generic ones and the prefetch hint are checked each. One flag store per check (not
-  // for the hint), one isspacep per generic access, three range comparisons per check (and for
-  // the span the lower bound of each range).
+  // for the hint), one isspacep per generic access, one branch past the other ranges per check.
   CHECK(f.Count("k", "st.global.u32") == 3);
   CHECK(f.Count("k", "isspacep.global") == 2);
   CHECK(f.Count("k", "selp.b64") == 4);
-  CHECK(f.Count("k", "setp.ge.u64") + f.Count("k", "setp.ge.and.u64") == 12);
-  CHECK(f.Count("k", "setp.lt.or.u64") == 3);
-  // The fence values are read once, at entry.
-  CHECK(f.Count("k", "ld.param.u64") == 7 + 1);
+  CHECK(f.Count("k", "bra") == 4);
+  // Range 0 is read at entry, ranges 1 and 2 and the flag (five values) past each branch.
+  CHECK(f.Count("k", "ld.param.u64") == 2 + 1 + 5 * 4);
   // Variants take the fence after the original parameters.
   for (const std::string& variant : {forms.sliced, forms.preemptible}) {
     REQUIRE_FALSE(variant.empty());
@@ -131,6 +131,93 @@ ret;)",
     REQUIRE(v.ok());
     CHECK(v->params[1].size == 56);
     CHECK(v->params.size() == 6);
+  }
+}
+
+// The kernel's body as lines: instructions spelled with their guard (`@%p bra`, `ld.param.u64
+// [__tally_fence+8]` with the address of a parameter load), labels as `NAME:`.
+std::vector<std::string> Lines(const Fenced& f) {
+  std::vector<std::string> lines;
+  for (const Statement& s : f.module.FindFunction("k")->body->statements) {
+    if (const auto* label = std::get_if<Label>(&s.value)) lines.push_back(label->name + ":");
+    const auto* inst = std::get_if<Instruction>(&s.value);
+    if (inst == nullptr) continue;
+    std::string line = inst->guard.empty() ? "" : "@" + inst->guard + " ";
+    line += inst->opcode;
+    for (const auto& m : inst->modifiers) line += "." + m;
+    if (inst->opcode == "ld" && inst->HasModifier("param")) {
+      const Operand& address = inst->operands[1].elements[0];
+      line += " " + address.name + "+" + std::to_string(address.offset);
+    }
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+TEST_CASE("a check compares with range 0 and reads the other ranges only when that fails") {
+  Fenced f = Fence(std::string(kRegs) +
+                   "ld.param.u64 %rd1, [p];\nst.global.u32 [%rd1+8], 1;\n"
+                   "ret;");
+  REQUIRE(f.Forms().fenced);
+  const std::vector<std::string> expected = {
+      // Entry: range 0 only.
+      "ld.param.u64 __tally_fence+0", "ld.param.u64 __tally_fence+24", "ld.param.u64 p+0",
+      // The fast path: the address, its distance from base[0], in range 0: on to the access.
+      "add.s64", "sub.s64", "setp.lt.u64", "@%__tally_fence_ok bra",
+      // Outside range 0: ranges 1 and 2 and the flag read, compared, redirected, flagged.
+      "ld.param.u64 __tally_fence+8", "ld.param.u64 __tally_fence+32",
+      "ld.param.u64 __tally_fence+16", "ld.param.u64 __tally_fence+40",
+      "ld.param.u64 __tally_fence+48", "sub.s64", "setp.ge.u64", "sub.s64", "setp.ge.and.u64",
+      "selp.b64", "@%__tally_fence_bad st.global.u32", "__tally_fence_checked:", "st.global.u32",
+      "ret"};
+  CHECK(Lines(f) == expected);
+}
+
+TEST_CASE("accesses by name inside a .global variable of the module are not checked") {
+  auto checks = [](const std::string& access) {
+    Fenced f = Fence(std::string(kRegs) + access + "\nret;",
+                     ".global .align 4 .u32 g[4];\n.extern .global .align 4 .u32 e[4];\n"
+                     ".global .align 4 .b8 open[];\n.shared .align 4 .u32 s[4];");
+    REQUIRE(f.Forms().fenced);
+    return f.Count("k", "selp.b64");
+  };
+  CHECK(checks("ld.global.u32 %r1, [g];") == 0);
+  CHECK(checks("st.global.u32 [g+12], 1;") == 0);
+  CHECK(checks("atom.global.add.u32 %r1, [g+8], 1;") == 0);
+  CHECK(checks("ld.u32 %r1, [g+4];") == 0);  // a generic access by the name of a global
+  // Past either end, an extern or unsized variable, a shared one: checked as before.
+  CHECK(checks("st.global.u32 [g+16], 1;") == 1);
+  CHECK(checks("st.global.u32 [g+-4], 1;") == 1);
+  CHECK(checks("ld.global.u32 %r1, [e];") == 1);
+  CHECK(checks("ld.global.u32 %r1, [open];") == 1);
+  CHECK(checks("ld.shared.u32 %r1, [s];") == 0);
+  // A register holding the address is checked, whatever it was made from.
+  CHECK(checks("mov.u64 %rd1, g;\nld.global.u32 %r1, [%rd1];") == 1);
+}
+
+TEST_CASE("a guarded generic access that does not run takes the fast path") {
+  // ok = in range 0, or no global address (isspacep negated), or the guard false (negated in
+  // setp's third operand; a negated guard enters as it is).
+  for (const char* guard : {"@%p1", "@!%p1"}) {
+    INFO(guard);
+    Fenced f = Fence(std::string(kRegs) + "ld.param.u64 %rd1, [p];\nsetp.eq.u64 %p1, %rd1, 0;\n" +
+                     guard + " st.u32 [%rd1], 1;\nret;");
+    REQUIRE(f.Forms().fenced);
+    const std::vector<std::string> lines = Lines(f);
+    const auto at = std::find(lines.begin(), lines.end(), "isspacep.global");
+    REQUIRE(std::distance(at, lines.end()) > 5);
+    CHECK(std::vector<std::string>(at, at + 6) ==
+          std::vector<std::string>{"isspacep.global", "not.pred", "sub.s64", "setp.lt.or.u64",
+                                   "or.pred", "@%__tally_fence_ok bra"});
+    const Function* k = f.module.FindFunction("k");
+    bool found = false;
+    passes::ForEachInstruction(k->body->statements, [&](const Instruction& inst) {
+      if (inst.opcode != "setp" || !inst.HasModifier("lt")) return;
+      found = true;
+      CHECK(inst.operands[3].name == "%p1");
+      CHECK(inst.operands[3].negated == (std::string(guard) == "@%p1"));
+    });
+    CHECK(found);
   }
 }
 
@@ -185,6 +272,74 @@ ret;)",
   std::string printed = PrintModule(f.module);
   CHECK(printed.find("call.uni\tg__tally_fence, (param0, __tally_fence_arg);") !=
         std::string::npos);
+}
+
+TEST_CASE("a called function that touches no memory through the fence is called as it is") {
+  // fib recurses and computes; a and b call each other and only a stores: b still passes the
+  // fence on to a.
+  constexpr char kFunctions[] = R"(
+.func (.param .b32 r) fib(.param .b32 n)
+{
+  .reg .b32 %r<3>;
+  ld.param.u32 %r1, [n];
+  {
+    .param .b32 n1;
+    st.param.b32 [n1], %r1;
+    .param .b32 r1;
+    call.uni (r1), fib, (n1);
+    ld.param.b32 %r2, [r1];
+  }
+  st.param.b32 [r], %r2;
+  ret;
+}
+.func b(.param .b64 q);
+.func a(.param .b64 q)
+{
+  .reg .b64 %rd1;
+  ld.param.u64 %rd1, [q];
+  st.u32 [%rd1], 1;
+  {
+    .param .b64 q1;
+    st.param.b64 [q1], %rd1;
+    call.uni b, (q1);
+  }
+  ret;
+}
+.func b(.param .b64 q)
+{
+  .reg .b64 %rd1;
+  ld.param.u64 %rd1, [q];
+  {
+    .param .b64 q1;
+    st.param.b64 [q1], %rd1;
+    call.uni a, (q1);
+  }
+  ret;
+}
+)";
+  Fenced f = Fence(std::string(kRegs) + R"(
+ld.param.u64 %rd1, [p];
+{
+  .param .b32 n1;
+  st.param.b32 [n1], 5;
+  .param .b32 r1;
+  call.uni (r1), fib, (n1);
+}
+{
+  .param .b64 q1;
+  st.param.b64 [q1], %rd1;
+  call.uni b, (q1);
+}
+ret;)",
+                   kFunctions);
+  REQUIRE(f.Forms().fenced);
+  CHECK(f.module.FindFunction("fib__tally_fence") == nullptr);
+  CHECK(f.module.FindFunction("a__tally_fence") != nullptr);
+  CHECK(f.module.FindFunction("b__tally_fence") != nullptr);
+  const std::string printed = PrintModule(f.module);
+  CHECK(printed.find("call.uni\t(r1), fib, (n1);") != std::string::npos);
+  CHECK(printed.find("call.uni\tb__tally_fence, (q1, __tally_fence_arg);") != std::string::npos);
+  CHECK(f.Count("k", "st.param.b64") == 1 + 7);
 }
 
 TEST_CASE("wmma tiles are checked at their first and last byte, with the dense stride as sink") {

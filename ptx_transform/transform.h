@@ -46,8 +46,9 @@ static_assert(alignof(FenceParams) == 8);
 // measurements of older variants (the profiler's cache) are not reused.
 inline constexpr uint32_t kTransformVersion = 1;
 // The version of the fence (passes/fence_memory.h), bumped whenever fenced code changes (2: one
-// check for a span of accesses through one base, fenced printf and assert).
-inline constexpr uint32_t kFenceVersion = 2;
+// check for a span of accesses through one base, fenced printf and assert; 3: range 0 checked
+// first, the other ranges read and checked only past its branch).
+inline constexpr uint32_t kFenceVersion = 3;
 // The version of the forms made with or without the fence: fenced forms run other code, so their
 // measurements are kept apart from the unfenced forms' (kFenceVersion above any kTransformVersion).
 constexpr uint32_t FormsVersion(bool fenced) {

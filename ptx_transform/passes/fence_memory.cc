@@ -343,6 +343,17 @@ std::string PointerArgumentRefusal(const std::vector<Statement>& statements,
   return "";
 }
 
+// The bytes a module-scope variable occupies; 0 when its declaration does not say (an unsized
+// array, an unknown type).
+uint64_t VariableBytes(const VarDecl& var) {
+  uint64_t bytes = ScalarTypeSize(var.type) * std::max<uint64_t>(var.vector_width, 1);
+  for (const std::optional<uint64_t>& dim : var.dims) {
+    if (!dim || *dim == 0 || bytes > (uint64_t{1} << 40) / *dim) return 0;
+    bytes *= *dim;
+  }
+  return bytes;
+}
+
 Operand Negated(Operand op, bool negated) {
   op.negated = negated;
   return op;
@@ -352,10 +363,10 @@ Operand Negated(Operand op, bool negated) {
 
 // The fence values and scratch registers of one function.
 struct MemoryFencer::Registers {
-  std::string base[3], size[3], flag;  // b64
+  std::string fence;                   // the fence parameter
+  std::string base[3], size[3], flag;  // b64; only base[0] and size[0] are read at entry
   std::string address, difference;     // b64 scratch
-  std::string one;                     // b32 holding 1, the value stored to the flag
-  std::string bad, global;             // pred scratch
+  std::string ok, bad, global;         // pred scratch: in range 0 (fast path), outside all
   std::string param;                   // pred scratch, when generic param addresses exist
   // When the function has wmma.load/store: the tile's last byte (b64), its stride (b32) and
   // whether it leaves one range (pred).
@@ -373,6 +384,11 @@ MemoryFencer::MemoryFencer(Module& module, NameAllocator& names, FenceTarget tar
   for (const TopLevel& item : module.items) {
     if (const auto* var = std::get_if<VarDecl>(&item.value)) {
       module_variables_[var->name] = var->state_space;
+      if (var->state_space == "global" && var->linkage != "extern") {
+        if (const uint64_t bytes = VariableBytes(*var); bytes != 0) {
+          global_variable_bytes_[var->name] = bytes;
+        }
+      }
     }
     const auto* f = std::get_if<Function>(&item.value);
     if (f == nullptr || !f->body) continue;
@@ -383,6 +399,7 @@ MemoryFencer::MemoryFencer(Module& module, NameAllocator& names, FenceTarget tar
       }
     });
   }
+  FindFunctionsNeedingFence();
 }
 
 const MemoryFencer::OwnFacts& MemoryFencer::FactsOf(const Function& function) {
@@ -428,6 +445,46 @@ const MemoryFencer::OwnFacts& MemoryFencer::FactsOf(const Function& function) {
   return facts_.emplace(function.name, std::move(facts)).first->second;
 }
 
+// Which functions (with a body) check an access, call a function without a body (vprintf and
+// __assertfail, whose pointer arguments are checked), or call one that needs the fence: the
+// least fixed point over the module's calls (recursion included), computed before anything is
+// fenced.
+void MemoryFencer::FindFunctionsNeedingFence() {
+  std::vector<const Function*> functions;
+  for (const TopLevel& item : module_.items) {
+    const auto* f = std::get_if<Function>(&item.value);
+    if (f == nullptr || !f->body) continue;
+    functions.push_back(f);
+    const FunctionNames names(*f);
+    bool own = false;
+    ForEachInstruction(f->body->statements, [&](const Instruction& inst) {
+      if (inst.opcode == "call") {
+        const Operand* target = CallTarget(inst);
+        const Function* callee = target != nullptr ? functions_.Find(target->name) : nullptr;
+        own = own || callee == nullptr || !callee->body;
+      } else {
+        own = own || Classify(inst, names, module_variables_).check != Access::Check::kNone;
+      }
+    });
+    needs_fence_[f->name] = own;
+  }
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const Function* f : functions) {
+      bool& needs = needs_fence_[f->name];
+      for (const Function* callee : FactsOf(*f).callees) {
+        if (!needs && needs_fence_[callee->name]) needs = changed = true;
+      }
+    }
+  }
+}
+
+// A function the module did not have when it was made (a fenced clone) needs the fence.
+bool MemoryFencer::NeedsFence(const Function& function) const {
+  auto it = needs_fence_.find(function.name);
+  return it == needs_fence_.end() || it->second;
+}
+
 void MemoryFencer::CollectRefusals(const Function& function, std::vector<std::string>& reasons,
                                    std::set<std::string>& visited) {
   if (!visited.insert(function.name).second) return;  // recursion and shared callees: once
@@ -471,6 +528,7 @@ void MemoryFencer::FenceFunction(Function& function, const std::string& param,
   function.params.push_back(std::move(decl));
 
   Registers regs;
+  regs.fence = param;
   std::vector<std::string> b64;
   for (int i = 0; i < 3; ++i) {
     regs.base[i] = local_names.Fresh(fmt::format("%__tally_fence_base{}", i));
@@ -481,13 +539,13 @@ void MemoryFencer::FenceFunction(Function& function, const std::string& param,
   regs.flag = local_names.Fresh("%__tally_fence_flag");
   regs.address = local_names.Fresh("%__tally_fence_address");
   regs.difference = local_names.Fresh("%__tally_fence_difference");
-  regs.one = local_names.Fresh("%__tally_fence_one");
+  regs.ok = local_names.Fresh("%__tally_fence_ok");
   regs.bad = local_names.Fresh("%__tally_fence_bad");
   regs.global = local_names.Fresh("%__tally_fence_global");
   if (generic_params_) regs.param = local_names.Fresh("%__tally_fence_param");
   b64.insert(b64.end(), {regs.flag, regs.address, regs.difference});
-  std::vector<std::string> b32 = {regs.one};
-  std::vector<std::string> preds = {regs.bad, regs.global};
+  std::vector<std::string> b32;
+  std::vector<std::string> preds = {regs.ok, regs.bad, regs.global};
   if (generic_params_) preds.push_back(regs.param);
   bool tiles = false;
   ForEachInstruction(function.body->statements,
@@ -503,16 +561,12 @@ void MemoryFencer::FenceFunction(Function& function, const std::string& param,
 
   std::vector<Statement> prologue;
   prologue.push_back(DeclareRegisters("b64", std::move(b64)));
-  prologue.push_back(DeclareRegisters("b32", std::move(b32)));
+  if (!b32.empty()) prologue.push_back(DeclareRegisters("b32", std::move(b32)));
   prologue.push_back(DeclareRegisters("pred", std::move(preds)));
-  // FenceParams: base[3] at 0, size[3] at 24, violation_flag at 48.
-  for (int i = 0; i < 3; ++i) {
-    prologue.push_back(Stmt(Inst("ld", {"param", "u64"}, {Reg(regs.base[i]), Addr(param, 8 * i)})));
-    prologue.push_back(
-        Stmt(Inst("ld", {"param", "u64"}, {Reg(regs.size[i]), Addr(param, 24 + 8 * i)})));
-  }
-  prologue.push_back(Stmt(Inst("ld", {"param", "u64"}, {Reg(regs.flag), Addr(param, 48)})));
-  prologue.push_back(Stmt(Inst("mov", {"u32"}, {Reg(regs.one), Imm(1)})));
+  // Range 0 (the client's partition) is what almost every access hits: its bounds are read at
+  // entry, the rest where an access outside it, a call or a tile needs them (LoadOtherRanges).
+  prologue.push_back(Stmt(Inst("ld", {"param", "u64"}, {Reg(regs.base[0]), Addr(param, 0)})));
+  prologue.push_back(Stmt(Inst("ld", {"param", "u64"}, {Reg(regs.size[0]), Addr(param, 24)})));
 
   const FunctionNames names(function);
   auto& body = function.body->statements;
@@ -520,6 +574,18 @@ void MemoryFencer::FenceFunction(Function& function, const std::string& param,
   if (!regs.span_bases.empty()) prologue.push_back(DeclareRegisters("b64", regs.span_bases));
   body.insert(body.begin() + static_cast<std::ptrdiff_t>(FirstExecutableIndex(body)),
               std::make_move_iterator(prologue.begin()), std::make_move_iterator(prologue.end()));
+}
+
+// FenceParams: base[3] at 0, size[3] at 24, violation_flag at 48. Ranges 1 and 2 and the flag,
+// read from the fence parameter where they are needed (ld.param of a kernel's or a function's
+// own parameter is valid anywhere in its body).
+void MemoryFencer::LoadOtherRanges(const Registers& regs, std::vector<Statement>& out) {
+  for (int i = 1; i < 3; ++i) {
+    out.push_back(Stmt(Inst("ld", {"param", "u64"}, {Reg(regs.base[i]), Addr(regs.fence, 8 * i)})));
+    out.push_back(
+        Stmt(Inst("ld", {"param", "u64"}, {Reg(regs.size[i]), Addr(regs.fence, 24 + 8 * i)})));
+  }
+  out.push_back(Stmt(Inst("ld", {"param", "u64"}, {Reg(regs.flag), Addr(regs.fence, 48)})));
 }
 
 void MemoryFencer::FenceStatements(std::vector<Statement>& statements, Registers& regs,
@@ -551,7 +617,9 @@ void MemoryFencer::FenceStatements(std::vector<Statement>& statements, Registers
     Statement& statement = statements[index];
     if (spans.group_of[index] != SpanPlan::kNone) {
       const SpanGroup& group = spans.groups[spans.group_of[index]];
-      if (group.members[0] == index) CheckSpan(group, regs, out);
+      if (group.members[0] == index) {
+        CheckSpan(group, regs, local_names.Fresh("__tally_fence_checked"), out);
+      }
       auto& inst = std::get<Instruction>(statement.value);
       const Access access = Classify(inst, names, module_variables_);
       inst.operands[access.operand].elements[0].name = regs.span_bases[group.slot];
@@ -574,7 +642,8 @@ void MemoryFencer::FenceStatements(std::vector<Statement>& statements, Registers
                                    ? functions_.Find(inst->operands[target_index].name)
                                    : nullptr;
       const bool runtime = callee == nullptr || !callee->body;  // __assertfail, vprintf
-      if (runtime && target_ != FenceTarget::kKernelsBeforeDeviceOutput) {
+      if ((runtime && target_ != FenceTarget::kKernelsBeforeDeviceOutput) ||
+          (!runtime && !NeedsFence(*callee))) {
         out.push_back(std::move(statement));
         continue;
       }
@@ -587,6 +656,7 @@ void MemoryFencer::FenceStatements(std::vector<Statement>& statements, Registers
       decl.dims.push_back(kFenceParamBytes);
       Block sequence;
       sequence.statements.push_back({Box<VarDecl>(std::move(decl))});
+      LoadOtherRanges(regs, sequence.statements);
       const std::string* values[7] = {&regs.base[0], &regs.base[1], &regs.base[2], &regs.size[0],
                                       &regs.size[1], &regs.size[2], &regs.flag};
       for (int i = 0; i < 7; ++i) {
@@ -613,32 +683,25 @@ void MemoryFencer::FenceStatements(std::vector<Statement>& statements, Registers
     if (target_ == FenceTarget::kDeviceOutput && !access.generic) {
       access.check = Access::Check::kNone;  // Tally's own memory (fence_memory.h)
     }
-    if (access.check == Access::Check::kNone) {
+    if (access.check == Access::Check::kNone ||
+        (!access.tile && InModuleVariable(inst->operands[access.operand].elements[0], names))) {
       out.push_back(std::move(statement));
       continue;
     }
-    // The start address into `address` (or read from the base register as it is).
+    // The start address into `address`, which the access then reads.
     Operand& operand = inst->operands[access.operand];
     const Operand& base = operand.elements[0];
-    std::string address = regs.address;
+    const std::string& address = regs.address;
     if (base.kind == Operand::Kind::kImmediate) {
       out.push_back(Stmt(Inst("mov", {"u64"}, {Reg(address), base})));
-    } else if (!names.RegisterType(base.name).empty()) {
-      if (base.offset == 0) {
-        address = base.name;
-      } else {
-        out.push_back(
-            Stmt(Inst("add", {"s64"}, {Reg(regs.address), Reg(base.name), Imm(base.offset)})));
-      }
+    } else if (!names.RegisterType(base.name).empty() && base.offset != 0) {
+      out.push_back(Stmt(Inst("add", {"s64"}, {Reg(address), Reg(base.name), Imm(base.offset)})));
     } else {
       out.push_back(Stmt(Inst("mov", {"u64"}, {Reg(address), Reg(base.name)})));
       if (base.offset != 0) {
         out.push_back(Stmt(Inst("add", {"s64"}, {Reg(address), Reg(address), Imm(base.offset)})));
       }
     }
-    // bad = the access executes (its guard holds) and the address is global and in no range.
-    // The first comparison takes the guard (or, unguarded, the global test) as its third input;
-    // a guarded generic access ANDs the global test in at the end.
     if (access.generic) {
       out.push_back(Stmt(Inst("isspacep", {"global"}, {Reg(regs.global), Reg(address)})));
       if (generic_params_) {
@@ -650,42 +713,22 @@ void MemoryFencer::FenceStatements(std::vector<Statement>& statements, Registers
             Stmt(Inst("and", {"pred"}, {Reg(regs.global), Reg(regs.global), Reg(regs.param)})));
       }
     }
+    const std::string checked = local_names.Fresh("__tally_fence_checked");
     if (access.tile) {
-      FenceTile(*inst, *access.tile, access.operand, address, regs, out);
+      FenceTile(*inst, *access.tile, access.operand, address, regs, checked, out);
       out.push_back(std::move(statement));
       continue;
     }
-    for (int i = 0; i < 3; ++i) {
-      out.push_back(
-          Stmt(Inst("sub", {"s64"}, {Reg(regs.difference), Reg(address), Reg(regs.base[i])})));
-      std::vector<Operand> operands = {Reg(regs.bad), Reg(regs.difference), Reg(regs.size[i])};
-      if (i > 0) {
-        operands.push_back(Reg(regs.bad));
-      } else if (!inst->guard.empty()) {
-        operands.push_back(Negated(Reg(inst->guard), inst->guard_negated));
-      } else if (access.generic) {
-        operands.push_back(Reg(regs.global));
-      }
-      out.push_back(operands.size() == 4 ? Stmt(Inst("setp", {"ge", "and", "u64"}, operands))
-                                         : Stmt(Inst("setp", {"ge", "u64"}, operands)));
-    }
-    if (access.generic && !inst->guard.empty()) {
-      out.push_back(Stmt(Inst("and", {"pred"}, {Reg(regs.bad), Reg(regs.bad), Reg(regs.global)})));
-    }
-    out.push_back(Stmt(Inst("selp", {"b64"},
-                            {Reg(regs.address), Reg(regs.base[0]), Reg(address), Reg(regs.bad)})));
-    if (access.check == Access::Check::kData) {
-      out.push_back(
-          Stmt(Guard(Inst("st", {"global", "u32"}, {Addr(regs.flag), Reg(regs.one)}), regs.bad)));
-    }
-    operand.elements[0] = Reg(regs.address);
-    if (pointer_argument) operand = Reg(regs.address);
+    CheckAccess(*inst, access.generic, access.check == Access::Check::kData, regs, checked, out);
+    operand.elements[0] = Reg(address);
+    if (pointer_argument) operand = Reg(address);
     if (target_ == FenceTarget::kDeviceOutput && inst->opcode == "ld") {
-      // What was loaded from outside reads 0 (Tally's code loads into one register).
+      // What was loaded from outside reads 0 (Tally's code loads into one register); `ok` is
+      // false exactly when the load executed redirected.
       const Operand& value = inst->operands[0];
       const std::string type = names.RegisterType(value.name);
       TALLY_CHECK(value.kind == Operand::Kind::kName && !type.empty());
-      Instruction zero = Guard(Inst("mov", {type}, {value, Imm(0)}), regs.bad);
+      Instruction zero = Guard(Inst("mov", {type}, {value, Imm(0)}), regs.ok, /*negated=*/true);
       out.push_back(std::move(statement));
       out.push_back(Stmt(std::move(zero)));
       continue;
@@ -695,21 +738,90 @@ void MemoryFencer::FenceStatements(std::vector<Statement>& statements, Registers
   statements = std::move(out);
 }
 
+// Whether an address `base` (a name plus an offset) starts inside a `.global` variable the
+// module defines: the server puts every variable of a fenced module in range 2
+// (module_registry.cc's VariableRangeOf), so a check of an access there would always pass. (Not
+// for a tile, which may end past the variable.)
+bool MemoryFencer::InModuleVariable(const Operand& base, const FunctionNames& names) const {
+  if (base.kind != Operand::Kind::kName || !names.RegisterType(base.name).empty() ||
+      names.VariableSpace(base.name) != nullptr) {
+    return false;  // a register, or a name of the function's own that hides the module's
+  }
+  auto it = global_variable_bytes_.find(base.name);
+  return it != global_variable_bytes_.end() && base.offset >= 0 &&
+         static_cast<uint64_t>(base.offset) < it->second;
+}
+
+namespace {
+
+// `@bad st.global.u32 [flag], 1`: the violation the server reports as an illegal address.
+Statement RaiseFlag(const std::string& flag, const std::string& bad) {
+  return Stmt(Guard(Inst("st", {"global", "u32"}, {Addr(flag), Imm(1)}), bad));
+}
+
+}  // namespace
+
+// The check of one access at `regs.address` (global, or where %global holds for a generic one).
+// The fast path: ok = the access does not execute, or its address is no global one, or it lies
+// in range 0; then it branches to `checked`, just before the access. Otherwise (it executes, at
+// a global address outside range 0) the other ranges are read and checked, and bad = outside
+// them all redirects the access to base[0] and raises the flag (not for a hint).
+void MemoryFencer::CheckAccess(const Instruction& inst, bool generic, bool raise_flag,
+                               const Registers& regs, const std::string& checked,
+                               std::vector<Statement>& out) {
+  const bool guarded = !inst.guard.empty();
+  if (generic && guarded) {
+    // ok takes one negated predicate from setp; the other is ORed in, negated here.
+    out.push_back(Stmt(Inst("not", {"pred"}, {Reg(regs.global), Reg(regs.global)})));
+  }
+  out.push_back(
+      Stmt(Inst("sub", {"s64"}, {Reg(regs.difference), Reg(regs.address), Reg(regs.base[0])})));
+  std::vector<Operand> operands = {Reg(regs.ok), Reg(regs.difference), Reg(regs.size[0])};
+  if (guarded) {
+    operands.push_back(Negated(Reg(inst.guard), !inst.guard_negated));
+  } else if (generic) {
+    operands.push_back(Negated(Reg(regs.global), true));
+  }
+  out.push_back(operands.size() == 4 ? Stmt(Inst("setp", {"lt", "or", "u64"}, operands))
+                                     : Stmt(Inst("setp", {"lt", "u64"}, operands)));
+  if (generic && guarded) {
+    out.push_back(Stmt(Inst("or", {"pred"}, {Reg(regs.ok), Reg(regs.ok), Reg(regs.global)})));
+  }
+  out.push_back(Stmt(Guard(Inst("bra", {}, {Reg(checked)}), regs.ok)));
+  LoadOtherRanges(regs, out);
+  for (int i = 1; i < 3; ++i) {
+    out.push_back(
+        Stmt(Inst("sub", {"s64"}, {Reg(regs.difference), Reg(regs.address), Reg(regs.base[i])})));
+    std::vector<Operand> compare = {Reg(regs.bad), Reg(regs.difference), Reg(regs.size[i])};
+    if (i > 1) compare.push_back(Reg(regs.bad));
+    out.push_back(compare.size() == 4 ? Stmt(Inst("setp", {"ge", "and", "u64"}, compare))
+                                      : Stmt(Inst("setp", {"ge", "u64"}, compare)));
+  }
+  out.push_back(Stmt(Inst(
+      "selp", {"b64"}, {Reg(regs.address), Reg(regs.base[0]), Reg(regs.address), Reg(regs.bad)})));
+  if (raise_flag) out.push_back(RaiseFlag(regs.flag, regs.bad));
+  if (target_ == FenceTarget::kDeviceOutput) {
+    out.push_back(Stmt(Inst("not", {"pred"}, {Reg(regs.ok), Reg(regs.bad)})));
+  }
+  out.push_back(LabelAt(checked));
+}
+
 // One check for the accesses of `group`, before its first member (fence_spans.h says why it
 // suffices): bad = the highest start H = base + max_offset lies, for every range i, outside
 // [base_i + D, base_i + size_i) (D the span), i.e. H - base_i >= size_i or H - base_i < D. The
-// group's span register gets the base or, when bad, base[0] + (base mod 256) - (the lowest
-// offset rounded down to 256): each member then lands in base[0]'s first kMaxSpanBytes + 768
-// bytes at an address congruent to its own modulo 256, so its alignment is kept.
+// fast path tests range 0 alone and branches to `checked`; the others are read and tested only
+// when it fails. The group's span register gets the base or, when bad, base[0] + (base mod 256)
+// - (the lowest offset rounded down to 256): each member then lands in base[0]'s first
+// kMaxSpanBytes + 768 bytes at an address congruent to its own modulo 256, so its alignment is
+// kept.
 void MemoryFencer::CheckSpan(const SpanGroup& group, const Registers& regs,
-                             std::vector<Statement>& out) {
+                             const std::string& checked_label, std::vector<Statement>& out) {
   const std::string& checked = regs.span_bases[group.slot];
   const int64_t span = group.max_offset - group.min_offset;
   out.push_back(
       Stmt(Inst("add", {"s64"}, {Reg(regs.address), Reg(group.base), Imm(group.max_offset)})));
-  for (int i = 0; i < 3; ++i) {
-    // regs.global is free: a group's accesses are global, never generic.
-    const std::string& outside = i == 0 ? regs.bad : regs.global;
+  // outside_i = H is outside [base_i + D, base_i + size_i).
+  auto compare = [&](int i, const std::string& outside) {
     out.push_back(
         Stmt(Inst("sub", {"s64"}, {Reg(regs.difference), Reg(regs.address), Reg(regs.base[i])})));
     out.push_back(
@@ -718,21 +830,27 @@ void MemoryFencer::CheckSpan(const SpanGroup& group, const Registers& regs,
       out.push_back(Stmt(Inst("setp", {"lt", "or", "u64"},
                               {Reg(outside), Reg(regs.difference), Imm(span), Reg(outside)})));
     }
-    if (i > 0) {
-      out.push_back(Stmt(Inst("and", {"pred"}, {Reg(regs.bad), Reg(regs.bad), Reg(outside)})));
-    }
-  }
+  };
+  compare(0, regs.bad);
+  out.push_back(Stmt(Inst("mov", {"b64"}, {Reg(checked), Reg(group.base)})));
+  out.push_back(Stmt(Guard(Inst("bra", {}, {Reg(checked_label)}), regs.bad, /*negated=*/true)));
+  LoadOtherRanges(regs, out);
+  compare(1, regs.bad);
+  compare(2, regs.global);  // regs.global is free: a group's accesses are global, never generic
+  out.push_back(Stmt(Inst("and", {"pred"}, {Reg(regs.bad), Reg(regs.bad), Reg(regs.global)})));
   const int64_t lowest_block = group.min_offset >= 0 ? group.min_offset / 256 * 256
                                                      : -((-group.min_offset + 255) / 256 * 256);
-  out.push_back(Stmt(Inst("and", {"b64"}, {Reg(checked), Reg(group.base), Imm(255)})));
-  out.push_back(Stmt(Inst("add", {"s64"}, {Reg(checked), Reg(checked), Reg(regs.base[0])})));
+  out.push_back(Stmt(Inst("and", {"b64"}, {Reg(regs.address), Reg(group.base), Imm(255)})));
+  out.push_back(
+      Stmt(Inst("add", {"s64"}, {Reg(regs.address), Reg(regs.address), Reg(regs.base[0])})));
   if (lowest_block != 0) {
-    out.push_back(Stmt(Inst("sub", {"s64"}, {Reg(checked), Reg(checked), Imm(lowest_block)})));
+    out.push_back(
+        Stmt(Inst("sub", {"s64"}, {Reg(regs.address), Reg(regs.address), Imm(lowest_block)})));
   }
-  out.push_back(
-      Stmt(Inst("selp", {"b64"}, {Reg(checked), Reg(checked), Reg(group.base), Reg(regs.bad)})));
-  out.push_back(
-      Stmt(Guard(Inst("st", {"global", "u32"}, {Addr(regs.flag), Reg(regs.one)}), regs.bad)));
+  out.push_back(Stmt(
+      Inst("selp", {"b64"}, {Reg(checked), Reg(regs.address), Reg(group.base), Reg(regs.bad)})));
+  out.push_back(RaiseFlag(regs.flag, regs.bad));
+  out.push_back(LabelAt(checked_label));
 }
 
 // A wmma tile: its first byte `address` and its last byte must lie in the same range (a range
@@ -746,7 +864,7 @@ void MemoryFencer::CheckSpan(const SpanGroup& group, const Registers& regs,
 // %global already says (for a generic tile) whether the address is global and no parameter's.
 void MemoryFencer::FenceTile(Instruction& inst, const WmmaTile& tile, size_t operand,
                              const std::string& address, const Registers& regs,
-                             std::vector<Statement>& out) {
+                             const std::string& checked, std::vector<Statement>& out) {
   const bool generic = AccessSpace(inst) == Space::kGeneric;
   Operand& stride = inst.operands[tile.stride];
   out.push_back(Stmt(Inst("mov", {"b32"}, {Reg(regs.stride), stride})));
@@ -758,6 +876,20 @@ void MemoryFencer::FenceTile(Instruction& inst, const WmmaTile& tile, size_t ope
                 {Reg(regs.end), Reg(regs.end),
                  Imm(static_cast<int64_t>(tile.line_elements * tile.element_bytes - 1))})));
   out.push_back(Stmt(Inst("add", {"s64"}, {Reg(regs.end), Reg(regs.end), Reg(address)})));
+  // The fast path: both ends in range 0 and the stride not negative leave nothing to change
+  // (whatever the guard and the space; a tile they exempt takes the slow path, which says so).
+  out.push_back(
+      Stmt(Inst("sub", {"s64"}, {Reg(regs.difference), Reg(address), Reg(regs.base[0])})));
+  out.push_back(
+      Stmt(Inst("setp", {"lt", "u64"}, {Reg(regs.ok), Reg(regs.difference), Reg(regs.size[0])})));
+  out.push_back(
+      Stmt(Inst("sub", {"s64"}, {Reg(regs.difference), Reg(regs.end), Reg(regs.base[0])})));
+  out.push_back(Stmt(Inst("setp", {"lt", "and", "u64"},
+                          {Reg(regs.ok), Reg(regs.difference), Reg(regs.size[0]), Reg(regs.ok)})));
+  out.push_back(Stmt(
+      Inst("setp", {"ge", "and", "s32"}, {Reg(regs.ok), Reg(regs.stride), Imm(0), Reg(regs.ok)})));
+  out.push_back(Stmt(Guard(Inst("bra", {}, {Reg(checked)}), regs.ok)));
+  LoadOtherRanges(regs, out);
   // outside_i = first or last byte not in range i; bad = outside every range.
   for (int i = 0; i < 3; ++i) {
     const std::string& outside = i == 0 ? regs.bad : regs.outside;
@@ -781,7 +913,7 @@ void MemoryFencer::FenceTile(Instruction& inst, const WmmaTile& tile, size_t ope
   if (!inst.guard.empty()) {
     // A guarded tile that does not execute raises nothing: bad = false unless the guard holds.
     out.push_back(
-        Stmt(Guard(Inst("setp", {"ne", "u32"}, {Reg(regs.bad), Reg(regs.one), Reg(regs.one)}),
+        Stmt(Guard(Inst("setp", {"ne", "u64"}, {Reg(regs.bad), Reg(regs.end), Reg(regs.end)}),
                    inst.guard, !inst.guard_negated)));
   }
   out.push_back(Stmt(
@@ -789,8 +921,8 @@ void MemoryFencer::FenceTile(Instruction& inst, const WmmaTile& tile, size_t ope
   out.push_back(Stmt(Inst("selp", {"b32"},
                           {Reg(regs.stride), Imm(static_cast<int64_t>(tile.line_elements)),
                            Reg(regs.stride), Reg(regs.bad)})));
-  out.push_back(
-      Stmt(Guard(Inst("st", {"global", "u32"}, {Addr(regs.flag), Reg(regs.one)}), regs.bad)));
+  out.push_back(RaiseFlag(regs.flag, regs.bad));
+  out.push_back(LabelAt(checked));
   inst.operands[operand].elements[0] = Reg(regs.address);
   stride = Reg(regs.stride);
 }

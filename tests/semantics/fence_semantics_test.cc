@@ -20,7 +20,8 @@ using semantics::TransformedModule;
 
 // Thread 0 of each block accesses `p`: a global load into out[0] (steal), a global store
 // (smash), a generic store in a called function (smash_generic), a global atomic (bump); the
-// whole warp stores a 16x16 f32 tensor-core tile of 2.0f with a stride (tile_smash).
+// whole warp stores a 16x16 f32 tensor-core tile of 2.0f with a stride (tile_smash); every
+// thread stores through a generic pointer where `go` is not 0 (maybe_smash).
 constexpr char kAttacks[] = R"(
 .version 7.0
 .target sm_80
@@ -104,6 +105,18 @@ DONE:
   ret;
 }
 
+.visible .entry maybe_smash(.param .u64 p, .param .u32 go)
+{
+  .reg .pred %p1;
+  .reg .b32 %r<2>;
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [p];
+  ld.param.u32 %r1, [go];
+  setp.ne.u32 %p1, %r1, 0;
+  @%p1 st.u32 [%rd1], 0xfeed;
+  ret;
+}
+
 .visible .entry bump(.param .u64 p)
 {
   .reg .b32 %r<2>;
@@ -154,12 +167,22 @@ void Run(const TransformedModule& module, const std::string& kernel, Form form,
   }
 }
 
-TEST_CASE("fenced kernels cannot reach memory outside their ranges, in every form") {
-  emu::testing::EnsureContext();
+TransformOptions Fencing() {
   TransformOptions options;
   options.fence = true;
-  TransformedModule module(kAttacks, options);
-  EMU_OK(module.Load());
+  return options;
+}
+
+// `ptx` fenced, every form made, loaded on the emulated GPU.
+struct FencedModule : TransformedModule {
+  explicit FencedModule(const char* ptx) : TransformedModule(ptx, Fencing()) {
+    emu::testing::EnsureContext();
+    EMU_OK(Load());
+  }
+};
+
+TEST_CASE("fenced kernels cannot reach memory outside their ranges, in every form") {
+  FencedModule module(kAttacks);
   for (const char* kernel : {"steal", "smash", "smash_generic", "bump", "tile_smash"}) {
     INFO(kernel);
     const KernelForms& forms = module.Forms(kernel);
@@ -244,6 +267,56 @@ TEST_CASE("fenced kernels cannot reach memory outside their ranges, in every for
   }
 }
 
+// The fence checks range 0 first and reads ranges 1 and 2 only for an address outside it: an
+// access in range 1 or 2 runs as written and raises nothing, one outside all three goes to
+// base[0], and a guarded access that does not execute raises nothing wherever it points.
+TEST_CASE("accesses in ranges 1 and 2 pass, outside every range they go to base[0]") {
+  FencedModule module(kAttacks);
+  Buffer sink, one, two, victim, flag;
+  FenceParams fence{
+      {sink.address, one.address, two.address}, {kBytes, kBytes, kBytes}, flag.address};
+  for (Form form : {Form::kOriginal, Form::kSliced, Form::kPtb}) {
+    INFO("form " << static_cast<int>(form));
+    auto reset = [&] {
+      for (const Buffer* b : {&sink, &one, &two, &victim}) b->Fill(0x5151);
+      flag.Fill(0);
+    };
+    for (const Buffer* range : {&one, &two}) {
+      const uint64_t inside = range->address + 64;
+      INFO("range at " << inside);
+      reset();
+      Run(module, "smash", form, {&inside, &fence});
+      CHECK(range->At(16) == 0xdead);
+      reset();
+      Run(module, "smash_generic", form, {&inside, &fence});
+      CHECK(range->At(16) == 0xbeef);
+      reset();
+      Run(module, "bump", form, {&inside, &fence});
+      CHECK(range->At(16) == 0x5151 + 3 * 32);
+      const uint32_t go = 1;
+      reset();
+      Run(module, "maybe_smash", form, {&inside, &go, &fence});
+      CHECK(range->At(16) == 0xfeed);
+      CHECK(sink.At(0) == 0x5151);
+      CHECK(flag.At(0) == 0);
+    }
+    const uint64_t outside = victim.address + 64;
+    for (uint32_t go : {0u, 1u}) {
+      INFO("go " << go);
+      reset();
+      Run(module, "maybe_smash", form, {&outside, &go, &fence});
+      CHECK(victim.At(16) == 0x5151);
+      CHECK(sink.At(0) == (go != 0 ? 0xfeedu : 0x5151u));
+      CHECK(flag.At(0) == go);
+    }
+    reset();
+    Run(module, "bump", form, {&outside, &fence});
+    CHECK(victim.At(16) == 0x5151);
+    CHECK(sink.At(0) == 0x5151 + 3 * 32);
+    CHECK(flag.At(0) == 1);
+  }
+}
+
 // Accesses that share one check of their span (ptx_transform/passes/fence_spans.h), attacked:
 // a constant offset from a base inside the range reaching outside it (pair), negative offsets
 // (around: a store 8 bytes below the base, an 8-byte load after it), a base redefined between
@@ -302,11 +375,7 @@ LOOP:
 )";
 
 TEST_CASE("accesses checked together cannot reach outside their range, in every form") {
-  emu::testing::EnsureContext();
-  TransformOptions options;
-  options.fence = true;
-  TransformedModule module(kSpanAttacks, options);
-  EMU_OK(module.Load());
+  FencedModule module(kSpanAttacks);
   // One allocation: its first half is the range, its second the victim.
   Buffer memory(2 * kBytes), flag;
   FenceParams fence{{memory.address, 0, 0}, {kBytes, 0, 0}, flag.address};
@@ -362,6 +431,23 @@ TEST_CASE("accesses checked together cannot reach outside their range, in every 
     CHECK(memory.At(0) == 3);
     CHECK(victim_intact());
     CHECK(flag.At(0) == 1);
+
+    // The same span in range 2, range 0 elsewhere: checked past the fast path, as written
+    // inside, to the sink at base[0] when it reaches the victim.
+    Buffer sink;
+    FenceParams in_two{{sink.address, 0, memory.address}, {kBytes, 0, kBytes}, flag.address};
+    for (const uint64_t p : {inside, uint64_t{memory.address + kBytes - 256}}) {
+      memory.Fill(0x7777);
+      sink.Fill(0x5151);
+      flag.Fill(0);
+      Run(module, "pair", form, {&p, &in_two});
+      const bool outside = p != inside;
+      CHECK(victim_intact());
+      CHECK(memory.At(word(p)) == (outside ? 0x7777u : 0xa1u));
+      CHECK(sink.At(0) == (outside ? 0xa1u : 0x5151u));
+      CHECK(sink.At(2048 / 4) == (outside ? 0xa2u : 0x5151u));
+      CHECK(flag.At(0) == (outside ? 1u : 0u));
+    }
   }
 }
 
