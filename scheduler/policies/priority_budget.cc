@@ -65,6 +65,28 @@ class PriorityBudgetPolicy final : public internal::HoldingPolicy {
   };
 
   FormChoice BackgroundForm(const KernelInfo& kernel) override { return advisor_.Choose(kernel); }
+  // A background kernel whose time alone is known runs unshaped (no PTB or slicing cost, nothing
+  // to preempt: it ends by itself) when that time fits the budget: while the foreground is idle,
+  // within every foreground client's allowance (a request that arrives meanwhile waits for at
+  // most about that); beside a busy period, within what is left of each one's allowance.
+  bool RunsOriginal(const KernelInfo&, const FormChoice& choice, bool beside) override {
+    if (!choice.original_time || foreground_.empty()) return false;
+    const Duration time = *choice.original_time;
+    for (const auto& [id, fg] : foreground_) {
+      const Duration allowed = beside ? fg.budget.Left() : fg.budget.Allowance();
+      if (allowed <= Duration::zero() || time > allowed) return false;
+    }
+    if (beside) {
+      for (auto& [id, fg] : foreground_) fg.budget.Commit(time);
+    }
+    return true;
+  }
+  bool MayRunOriginalBeside() const override {
+    return !foreground_.empty() &&
+           std::all_of(foreground_.begin(), foreground_.end(), [](const auto& entry) {
+             return entry.second.budget.Left() > Duration::zero();
+           });
+  }
   uint32_t BesideWorkers(const KernelInfo& kernel) const override {
     if (foreground_.empty()) return 0;
     uint32_t workers = UINT32_MAX;
