@@ -15,6 +15,7 @@
 #include <deque>
 #include <map>
 
+#include "absl/container/flat_hash_set.h"
 #include "scheduler/internal/holding_policy.h"
 #include "scheduler/internal/slowdown_budget.h"
 
@@ -64,7 +65,11 @@ class PriorityBudgetPolicy final : public internal::HoldingPolicy {
     Time last_end = Time::min();
   };
 
-  FormChoice BackgroundForm(const KernelInfo& kernel) override { return advisor_.Choose(kernel); }
+  FormChoice BackgroundForm(const KernelInfo& kernel) override {
+    FormChoice choice = advisor_.Choose(kernel);
+    if (choice.original_time) timed_.insert(kernel.shape);
+    return choice;
+  }
   // A background kernel whose time alone is known runs unshaped (no PTB or slicing cost, nothing
   // to preempt: it ends by itself) when that time fits the budget: while the foreground is idle,
   // within every foreground client's allowance (a request that arrives meanwhile waits for at
@@ -87,8 +92,12 @@ class PriorityBudgetPolicy final : public internal::HoldingPolicy {
              return entry.second.budget.Left() > Duration::zero();
            });
   }
+  // A narrow PTB kernel beside the foreground keeps its slots from task to task, so the
+  // foreground's next kernel waits for them (unshaped blocks give theirs to the foreground's stream
+  // first): where a kernel's time alone is known, the budget is spent on it unshaped or not at
+  // all (benchmarks/RESULTS.md, "A slowdown budget"); the bound serves kernels not yet timed.
   uint32_t BesideWorkers(const KernelInfo& kernel) const override {
-    if (foreground_.empty()) return 0;
+    if (foreground_.empty() || timed_.contains(kernel.shape)) return 0;
     uint32_t workers = UINT32_MAX;
     for (const auto& [id, fg] : foreground_) workers = std::min(workers, fg.budget.Workers(kernel));
     return workers;
@@ -129,6 +138,7 @@ class PriorityBudgetPolicy final : public internal::HoldingPolicy {
   const Duration min_idle_;
   std::map<ClientId, SlowdownBudget> budgets_;  // the clients' own (BudgetChanged)
   std::map<ClientId, Foreground> foreground_;
+  absl::flat_hash_set<KernelShape> timed_;  // background shapes whose time alone is known
   bool lower_running_ = false;
 };
 

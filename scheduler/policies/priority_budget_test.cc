@@ -136,22 +136,27 @@ TEST_CASE_METHOD(KnownTimes, "In idle time a kernel that fits the allowance runs
 }
 
 TEST_CASE_METHOD(KnownTimes, "Beside a busy period only what is left of its allowance") {
-  // 5 us committed, then 5 more: the allowance (10 us) is spent, and the next kernel runs as the
-  // bound allows (one worker after a period alone).
+  // 5 us committed, then 5 more: the allowance (10 us) is spent. The next kernel's time alone is
+  // known, so it is held, not run narrow beside the foreground (the bound is one worker after a
+  // period alone).
   CHECK(p.Arrive(301, 2, Head::Kernel(Kernel(8))) == Actions{Unshaped(2)});
   CHECK(p.Arrive(302, 2, Head::Kernel(Kernel(8))) == Actions{Unshaped(2)});
   CHECK(p.End(310, 2, Finished(FormKind::kOriginal)).empty());
-  CHECK(p.Arrive(311, 2, Head::Kernel(Kernel(8))) == Actions{IssueOf(2, Ptb(1))});
+  CHECK(p.Arrive(311, 2, Head::Kernel(Kernel(8))).empty());
   CHECK(p.End(330, 2, Finished(FormKind::kOriginal)).empty());
-  CHECK(p.End(340, 2, Finished(FormKind::kPreemptible)).empty());
-  // The foreground's kernel took 108 us beside them (8% over: the bound grows to two workers);
-  // the next period starts with the whole allowance again.
+  // The foreground's kernel took 108 us beside them (8% over, within the budget); once it has
+  // been idle for min_idle, the held kernel fits the allowance of idle time.
   CHECK(p.End(408, 1, Finished(FormKind::kOriginal)).empty());
+  CHECK(p.Wake(508) == Actions{Unshaped(2)});
+  CHECK(p.End(510, 2, Finished(FormKind::kOriginal)).empty());
+  // The next period starts with the whole allowance again.
   CHECK(p.Arrive(700, 1, Head::Kernel(Kernel(1))) == Actions{Foreground(1, true)});
   CHECK(p.Arrive(701, 2, Head::Kernel(Kernel(8))) == Actions{Unshaped(2)});
-  CHECK(p.End(710, 2, Finished(FormKind::kOriginal)).empty());
-  // 50 us does not fit the 5 left.
-  CHECK(p.Arrive(711, 2, Head::Kernel(Kernel(6))) == Actions{IssueOf(2, Ptb(2))});
+  // 50 us does not fit the 5 left: held. A kernel not yet timed runs as the bound allows (two
+  // workers after a period within the budget).
+  CHECK(p.Arrive(711, 2, Head::Kernel(Kernel(6))).empty());
+  p.Join(712, 3, kBestEffort);
+  CHECK(p.Arrive(713, 3, Head::Kernel(Kernel(7))) == Actions{IssueOf(3, Ptb(2))});
 }
 
 TEST_CASE("The allowance is the budget of a typical period, less what the period spent") {
