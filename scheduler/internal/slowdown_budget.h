@@ -6,7 +6,8 @@
 // background work on the device. The bound grows after each period while the percentile of the
 // latest periods' slowdowns is within the budget and halves when it is over; inside a period, the
 // moment the extra time so far passes the budget of a typical period, the bound is zero until
-// the period ends (what runs beside is preempted).
+// the period ends (what runs beside is preempted). The allowance (the budget of a typical period)
+// is what background kernels run unshaped may spend.
 #pragma once
 
 #include <deque>

@@ -1,9 +1,10 @@
-// `priority-budget`: Tally's hold, shape, preempt (internal/holding_policy.h), except that while
-// the foreground has work, background kernels may run beside it as PTB kernels of a bounded
-// number of workers; the bound follows the foreground's measured slowdown per busy period against
-// its time alone (internal/slowdown_budget.h). Each foreground client has its own budget and
-// bound; the background runs within the smallest bound of the foreground clients, so a client
-// with a budget of 0 is served as `priority` serves it.
+// `priority-budget`: Tally's hold, shape, preempt (internal/holding_policy.h), except that a
+// background kernel whose time alone fits the budget runs unshaped (RunsOriginal below), and that
+// while the foreground has work, background kernels not yet timed may run beside it as PTB
+// kernels of a bounded number of workers; the allowance comes from the foreground's busy periods'
+// times alone, the bound follows their measured slowdown (internal/slowdown_budget.h). Each
+// foreground client has its own budget and bound; the background runs within the smallest of
+// them, so a client with a budget of 0 is served as `priority` serves it.
 //
 // A foreground kernel's duration is measured from the policy's own events: from its issue (or
 // its predecessor's reported end, if later: one client's kernels run in order) to its reported
