@@ -51,7 +51,10 @@ internal::ShapeProfile& Profiler::ProfileOf(const KernelInfo& kernel) {
 
 FormChoice Profiler::Choose(const KernelInfo& kernel) {
   std::lock_guard lock(mutex_);
-  return ProfileOf(kernel).Choose(options_.turnaround_threshold);
+  internal::ShapeProfile& profile = ProfileOf(kernel);
+  FormChoice choice = profile.Choose(options_.turnaround_threshold);
+  if (!profile.original().empty()) choice.original_time = profile.original().Time();
+  return choice;
 }
 
 bool Profiler::WantsMeasurement(const KernelInfo& kernel, const LaunchForm& form) const {

@@ -120,6 +120,13 @@ TEST_CASE("The original form competes once it is measured under the threshold") 
   CHECK(Only(*profiler).normalized_speed == 1.0);
 }
 
+TEST_CASE("A choice carries the original form's time alone once it is measured") {
+  auto profiler = MakeProfiler();
+  CHECK_FALSE(profiler->Choose(kKernel).original_time.has_value());
+  profiler->Record(kKernel, "gemm", OriginalRun(300));
+  CHECK(profiler->Choose(kKernel).original_time == std::chrono::microseconds(300));
+}
+
 TEST_CASE("A long original form is never chosen, even when it is the fastest") {
   auto profiler = MakeProfiler();
   profiler->Record(kKernel, "gemm", OriginalRun(300));

@@ -2,6 +2,8 @@
 // (profiler/) implements this from its measurements; tests and the simulator may use others.
 #pragma once
 
+#include <optional>
+
 #include "scheduler/types.h"
 
 namespace tally::scheduler {
@@ -12,6 +14,10 @@ struct FormChoice {
   // under the threshold. A transformed form is always usable; an original form that is not
   // known to be short may only run after a long idle period of the more important clients.
   bool short_turnaround = false;
+  // How long the whole kernel takes in its original form alone on the device, when known
+  // (measured by the profiler; computed by the simulator's oracle). `priority-budget` runs a
+  // background kernel in its original form when this fits what its budget allows.
+  std::optional<Duration> original_time = std::nullopt;
 };
 
 class FormAdvisor {

@@ -102,9 +102,12 @@ std::unique_ptr<Policy> MakeValidationPolicy(LaunchForm form, bool preempt);
 // preempted when more important work arrives. `advisor` must outlive the policy.
 std::unique_ptr<Policy> MakePriorityPolicy(const PriorityOptions& options, FormAdvisor& advisor);
 
-// `priority`, except that while the foreground has work, background kernels may run beside it
-// as PTB kernels with a bounded number of workers (started so, or resumed so after a preemption,
-// and widened again once the foreground is idle). Each foreground client has a bound of its own,
+// `priority`, except that a background kernel whose time alone is known (FormChoice::original_time)
+// runs unshaped when that time fits the budget: in idle time within a typical period's
+// allowance, beside the foreground within what is left of the current period's; and that while
+// the foreground has work, background kernels not yet timed may run beside it as PTB kernels with
+// a bounded number of workers (started so, or resumed so after a preemption, and widened again
+// once the foreground is idle). Each foreground client has a bound of its own,
 // judged per busy period (a request, as the server sees it): grown while the periods' measured
 // slowdown (at its budget's percentile) is within its budget, halved when over, and zero (running
 // ones preempted) for the rest of a period whose extra time passes a typical period's budget;

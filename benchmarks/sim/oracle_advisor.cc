@@ -50,8 +50,8 @@ scheduler::FormChoice OracleAdvisor::Choose(const scheduler::KernelInfo& info) {
   if (it == kernels_.end()) return {scheduler::LaunchForm::Preemptible(), true};
   const std::vector<FormEstimate> candidates = Candidates(it->second);
   const FormEstimate& original = candidates.front();
-  if (original.time <= threshold_) return {original.form, /*short_turnaround=*/true};
-  if (candidates.size() == 1) return {original.form, /*short_turnaround=*/false};
+  if (original.time <= threshold_) return {original.form, /*short_turnaround=*/true, original.time};
+  if (candidates.size() == 1) return {original.form, /*short_turnaround=*/false, original.time};
   const FormEstimate* best = nullptr;
   for (size_t i = 1; i < candidates.size(); ++i) {
     const FormEstimate& c = candidates[i];
@@ -63,7 +63,7 @@ scheduler::FormChoice OracleAdvisor::Choose(const scheduler::KernelInfo& info) {
           return a.turnaround != b.turnaround ? a.turnaround < b.turnaround : a.time < b.time;
         });
   }
-  return {best->form, /*short_turnaround=*/true};
+  return {best->form, /*short_turnaround=*/true, original.time};
 }
 
 }  // namespace tally::sim

@@ -204,15 +204,20 @@ void HoldingPolicy::IssueBackground(Time now, ClientId id, Client& client, Decis
     return;
   }
   const FormChoice choice = BackgroundForm(client.head->kernel);
+  if (choice.form.kind != FormKind::kOriginal &&
+      RunsOriginal(client.head->kernel, choice, /*beside=*/false)) {
+    if (client.originals_running < options_.unshaped_in_flight) {
+      IssueOriginal(id, client, /*risky=*/false, out);
+    }
+    return;
+  }
   if (choice.form.kind == FormKind::kOriginal) {
     const bool risky = !choice.short_turnaround;
     if (risky && now < idle_since + options_.long_idle) {
       out.WakeAt(idle_since + options_.long_idle);
       return;
     }
-    out.Issue(id, LaunchForm::Original(), /*notify=*/true, /*foreground=*/false, risky);
-    ++client.originals_running;
-    client.head.reset();
+    IssueOriginal(id, client, risky, out);
     return;
   }
   out.Issue(id, choice.form);
@@ -221,11 +226,27 @@ void HoldingPolicy::IssueBackground(Time now, ClientId id, Client& client, Decis
   client.in_flight = true;
 }
 
+void HoldingPolicy::IssueOriginal(ClientId id, Client& client, bool risky, Decisions& out) {
+  out.Issue(id, LaunchForm::Original(), /*notify=*/true, /*foreground=*/false, risky);
+  ++client.originals_running;
+  client.head.reset();
+}
+
 void HoldingPolicy::IssueBeside(ClientId id, Client& client, Decisions& out) {
-  const uint32_t allowed = BesideWorkers(client.head->kernel);
-  if (allowed == 0) return;
   const KernelInfo& kernel = client.head->kernel;
-  LaunchForm full = client.started ? client.full_form : BackgroundForm(kernel).form;
+  std::optional<FormChoice> choice;  // asked of the advisor once: its answers may count tries
+  if (!client.started && MayRunOriginalBeside()) {
+    choice = BackgroundForm(kernel);
+    if (client.originals_running < options_.unshaped_in_flight &&
+        RunsOriginal(kernel, *choice, /*beside=*/true)) {
+      IssueOriginal(id, client, /*risky=*/false, out);
+      return;
+    }
+  }
+  const uint32_t allowed = BesideWorkers(kernel);
+  if (allowed == 0) return;
+  LaunchForm full = client.full_form;
+  if (!client.started) full = (choice ? *choice : BackgroundForm(kernel)).form;
   // Beside more important work only PTB runs: its width is what the bound limits.
   if (!client.started && full.kind != FormKind::kPreemptible && kernel.preemptible) {
     full = LaunchForm::Preemptible();

@@ -36,6 +36,12 @@ class HoldingPolicy : public Policy {
   // How many PTB workers a background kernel of `kernel` may keep on the device while more
   // important work is queued or runs (or has been idle for less than min_idle); 0 holds it.
   virtual uint32_t BesideWorkers(const KernelInfo&) const { return 0; }
+  // Whether a background kernel runs in its original form instead of `choice`'s, which may delay
+  // more important work by up to its time alone: `beside` while that work is busy (or idle for
+  // less than min_idle). At most unshaped_in_flight such originals of a client run at a time.
+  virtual bool RunsOriginal(const KernelInfo&, const FormChoice&, bool /*beside*/) { return false; }
+  // Whether RunsOriginal may answer true beside more important work now.
+  virtual bool MayRunOriginalBeside() const { return false; }
   // A most-important client's kernel issued in its original form with its end reported (a less
   // important client is connected).
   virtual void ForegroundTracked(Time, ClientId, const KernelInfo&) {}
@@ -65,6 +71,8 @@ class HoldingPolicy : public Policy {
   void IssueBackground(Time now, ClientId id, Client& client, Decisions& out);
   // While more important work is not idle long enough: a PTB kernel within BesideWorkers.
   void IssueBeside(ClientId id, Client& client, Decisions& out);
+  // A background kernel in its original form, its end reported.
+  void IssueOriginal(ClientId id, Client& client, bool risky, Decisions& out);
   bool MayRunBeside(const Client& client) const;
   // The PTB workers `form` runs `kernel` with (0 in a form: as many as can be resident).
   static uint32_t WorkersOf(const LaunchForm& form, const KernelInfo& kernel);

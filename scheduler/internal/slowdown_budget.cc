@@ -42,7 +42,7 @@ SlowdownBudget::Verdict SlowdownBudget::PeriodEnded() {
   const double slowdown =
       static_cast<double>(period_extra_.count()) / static_cast<double>(period_alone_.count());
   Smooth(typical_alone_, period_alone_);
-  period_alone_ = period_extra_ = Duration::zero();
+  period_alone_ = period_extra_ = period_committed_ = Duration::zero();
   period_beside_ = stopped_ = false;
   if (budget_ <= 0) return Verdict::kNone;
   if (beside) {
@@ -66,6 +66,16 @@ void SlowdownBudget::SetBudget(double budget, double percentile) {
   percentile_ = percentile;
   slowdowns_.clear();
   if (budget_ <= 0) bound_ = 0;
+}
+
+Duration SlowdownBudget::Allowance() const {
+  if (budget_ <= 0) return Duration::zero();
+  return Duration{
+      static_cast<Duration::rep>(budget_ * static_cast<double>(typical_alone_.count()))};
+}
+
+Duration SlowdownBudget::Left() const {
+  return std::max(Duration::zero(), Allowance() - period_extra_ - period_committed_);
 }
 
 double SlowdownBudget::Percentile() const {

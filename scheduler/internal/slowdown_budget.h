@@ -6,7 +6,8 @@
 // background work on the device. The bound grows after each period while the percentile of the
 // latest periods' slowdowns is within the budget and halves when it is over; inside a period, the
 // moment the extra time so far passes the budget of a typical period, the bound is zero until
-// the period ends (what runs beside is preempted).
+// the period ends (what runs beside is preempted). The allowance (the budget of a typical period)
+// is what background kernels run unshaped may spend.
 #pragma once
 
 #include <deque>
@@ -43,6 +44,16 @@ class SlowdownBudget {
   // The bound for a kernel of `kernel`: its resident workers per SM times the SMs, scaled.
   uint32_t Workers(const KernelInfo& kernel) const;
 
+  // The extra time the budget allows a typical busy period: the budget times the periods' smoothed
+  // time alone (what the running check judges a period against). Zero before a period ended.
+  Duration Allowance() const;
+  // What is left of it in the current period: the allowance less the period's measured extra
+  // time and the time alone of the background originals committed to it.
+  Duration Left() const;
+  // A background kernel in its original form, `time_alone` long, issued beside the current
+  // period: it may delay the period by up to that much.
+  void Commit(Duration time_alone) { period_committed_ += time_alone; }
+
   // Growth per period within the budget, as a share of the device.
   static constexpr double kStep = 1.0 / 32;
   // Periods the percentile is taken over (the latest ones since the bound last shrank).
@@ -57,9 +68,11 @@ class SlowdownBudget {
   std::optional<double> measured_;
   absl::flat_hash_map<KernelShape, Duration> alone_;  // smoothed duration alone per shape
   std::deque<double> slowdowns_;                      // the latest periods' slowdowns, newest last
-  // The current period: its kernels' times alone and their extra time beside background work.
+  // The current period: its kernels' times alone, their extra time beside background work, and
+  // the time alone of the background originals issued beside it.
   Duration period_alone_{0};
   Duration period_extra_{0};
+  Duration period_committed_{0};
   bool period_beside_ = false;
   bool stopped_ = false;
   Duration typical_alone_{0};  // smoothed time alone of the periods so far

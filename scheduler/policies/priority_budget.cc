@@ -1,9 +1,10 @@
-// `priority-budget`: Tally's hold, shape, preempt (internal/holding_policy.h), except that while
-// the foreground has work, background kernels may run beside it as PTB kernels of a bounded
-// number of workers; the bound follows the foreground's measured slowdown per busy period against
-// its time alone (internal/slowdown_budget.h). Each foreground client has its own budget and
-// bound; the background runs within the smallest bound of the foreground clients, so a client
-// with a budget of 0 is served as `priority` serves it.
+// `priority-budget`: Tally's hold, shape, preempt (internal/holding_policy.h), except that a
+// background kernel whose time alone fits the budget runs unshaped (RunsOriginal below), and that
+// while the foreground has work, background kernels not yet timed may run beside it as PTB
+// kernels of a bounded number of workers; the allowance comes from the foreground's busy periods'
+// times alone, the bound follows their measured slowdown (internal/slowdown_budget.h). Each
+// foreground client has its own budget and bound; the background runs within the smallest of
+// them, so a client with a budget of 0 is served as `priority` serves it.
 //
 // A foreground kernel's duration is measured from the policy's own events: from its issue (or
 // its predecessor's reported end, if later: one client's kernels run in order) to its reported
@@ -15,6 +16,7 @@
 #include <deque>
 #include <map>
 
+#include "absl/container/flat_hash_set.h"
 #include "scheduler/internal/holding_policy.h"
 #include "scheduler/internal/slowdown_budget.h"
 
@@ -64,9 +66,39 @@ class PriorityBudgetPolicy final : public internal::HoldingPolicy {
     Time last_end = Time::min();
   };
 
-  FormChoice BackgroundForm(const KernelInfo& kernel) override { return advisor_.Choose(kernel); }
+  FormChoice BackgroundForm(const KernelInfo& kernel) override {
+    FormChoice choice = advisor_.Choose(kernel);
+    if (choice.original_time) timed_.insert(kernel.shape);
+    return choice;
+  }
+  // A background kernel whose time alone is known runs unshaped (no PTB or slicing cost, nothing
+  // to preempt: it ends by itself) when that time fits the budget: while the foreground is idle,
+  // within every foreground client's allowance (a request that arrives meanwhile waits for at
+  // most about that); beside a busy period, within what is left of each one's allowance.
+  bool RunsOriginal(const KernelInfo&, const FormChoice& choice, bool beside) override {
+    if (!choice.original_time || foreground_.empty()) return false;
+    const Duration time = *choice.original_time;
+    for (const auto& [id, fg] : foreground_) {
+      const Duration allowed = beside ? fg.budget.Left() : fg.budget.Allowance();
+      if (allowed <= Duration::zero() || time > allowed) return false;
+    }
+    if (beside) {
+      for (auto& [id, fg] : foreground_) fg.budget.Commit(time);
+    }
+    return true;
+  }
+  bool MayRunOriginalBeside() const override {
+    return !foreground_.empty() &&
+           std::all_of(foreground_.begin(), foreground_.end(), [](const auto& entry) {
+             return entry.second.budget.Left() > Duration::zero();
+           });
+  }
+  // A narrow PTB kernel beside the foreground keeps its slots from task to task, so the
+  // foreground's next kernel waits for them (unshaped blocks give theirs to the foreground's stream
+  // first): where a kernel's time alone is known, the budget is spent on it unshaped or not at
+  // all (benchmarks/RESULTS.md, "A slowdown budget"); the bound serves kernels not yet timed.
   uint32_t BesideWorkers(const KernelInfo& kernel) const override {
-    if (foreground_.empty()) return 0;
+    if (foreground_.empty() || timed_.contains(kernel.shape)) return 0;
     uint32_t workers = UINT32_MAX;
     for (const auto& [id, fg] : foreground_) workers = std::min(workers, fg.budget.Workers(kernel));
     return workers;
@@ -107,6 +139,7 @@ class PriorityBudgetPolicy final : public internal::HoldingPolicy {
   const Duration min_idle_;
   std::map<ClientId, SlowdownBudget> budgets_;  // the clients' own (BudgetChanged)
   std::map<ClientId, Foreground> foreground_;
+  absl::flat_hash_set<KernelShape> timed_;  // background shapes whose time alone is known
   bool lower_running_ = false;
 };
 

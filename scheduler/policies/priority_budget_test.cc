@@ -2,7 +2,9 @@
 // foreground grows after each busy period whose slowdown is within the budget, halves after one
 // over it, and drops to zero (preempting what runs beside) the moment a period's extra time passes
 // the budget; a kernel started or resumed narrow beside the foreground is widened once the
-// foreground is idle; at budget 0 every decision is `priority`'s.
+// foreground is idle; a kernel whose time alone fits the allowance runs unshaped (in idle time,
+// within the allowance; beside a period, within what is left of it); at budget 0 every decision
+// is `priority`'s.
 #include <catch2/catch.hpp>
 #include <functional>
 
@@ -107,6 +109,75 @@ TEST_CASE_METHOD(Fixture, "Each foreground client measures against its own budge
   CHECK_FALSE(p.policy().MeasuredSlowdown(Client(3)).has_value());
 }
 
+// Two periods of the foreground alone, 100 us each: the budget of 10% allows a typical period
+// 10 us more from the second one on. The background's kernel 8 takes 5 us alone, kernel 6 50 us.
+struct KnownTimes : Fixture {
+  KnownTimes() {
+    advisor.choices[KernelId(8)] = {Ptb(0), true, Us(5)};
+    advisor.choices[KernelId(6)] = {Ptb(0), true, Us(50)};
+    CHECK(p.Arrive(0, 1, Head::Kernel(Kernel(1))) == Actions{Foreground(1, true)});
+    CHECK(p.End(100, 1, Finished(FormKind::kOriginal)).empty());
+    CHECK(p.Arrive(300, 1, Head::Kernel(Kernel(1))) == Actions{Foreground(1, true)});
+  }
+  static Action Unshaped(uint64_t client) { return IssueOf(client, {}, /*notify=*/true); }
+};
+
+TEST_CASE_METHOD(KnownTimes, "In idle time a kernel that fits the allowance runs unshaped") {
+  CHECK(p.End(400, 1, Finished(FormKind::kOriginal)).empty());
+  CHECK(p.Arrive(600, 2, Head::Kernel(Kernel(8))) == Actions{Unshaped(2)});
+  CHECK(p.Arrive(601, 2, Head::Kernel(Kernel(8))) == Actions{Unshaped(2)});
+  // Two unshaped kernels are on the device: the third waits for the first's end.
+  CHECK(p.Arrive(602, 2, Head::Kernel(Kernel(8))).empty());
+  CHECK(p.End(610, 2, Finished(FormKind::kOriginal)) == Actions{Unshaped(2)});
+  CHECK(p.End(615, 2, Finished(FormKind::kOriginal)).empty());
+  CHECK(p.End(620, 2, Finished(FormKind::kOriginal)).empty());
+  // 50 us does not fit 10: the advisor's form.
+  CHECK(p.Arrive(621, 2, Head::Kernel(Kernel(6))) == Actions{IssueOf(2, Ptb(0))});
+}
+
+TEST_CASE_METHOD(KnownTimes, "Beside a busy period only what is left of its allowance") {
+  // 5 us committed, then 5 more: the allowance (10 us) is spent. The next kernel's time alone is
+  // known, so it is held, not run narrow beside the foreground (the bound is one worker after a
+  // period alone).
+  CHECK(p.Arrive(301, 2, Head::Kernel(Kernel(8))) == Actions{Unshaped(2)});
+  CHECK(p.Arrive(302, 2, Head::Kernel(Kernel(8))) == Actions{Unshaped(2)});
+  CHECK(p.End(310, 2, Finished(FormKind::kOriginal)).empty());
+  CHECK(p.Arrive(311, 2, Head::Kernel(Kernel(8))).empty());
+  CHECK(p.End(330, 2, Finished(FormKind::kOriginal)).empty());
+  // The foreground's kernel took 108 us beside them (8% over, within the budget); once it has
+  // been idle for min_idle, the held kernel fits the allowance of idle time.
+  CHECK(p.End(408, 1, Finished(FormKind::kOriginal)).empty());
+  CHECK(p.Wake(508) == Actions{Unshaped(2)});
+  CHECK(p.End(510, 2, Finished(FormKind::kOriginal)).empty());
+  // The next period starts with the whole allowance again.
+  CHECK(p.Arrive(700, 1, Head::Kernel(Kernel(1))) == Actions{Foreground(1, true)});
+  CHECK(p.Arrive(701, 2, Head::Kernel(Kernel(8))) == Actions{Unshaped(2)});
+  // 50 us does not fit the 5 left: held. A kernel not yet timed runs as the bound allows (two
+  // workers after a period within the budget).
+  CHECK(p.Arrive(711, 2, Head::Kernel(Kernel(6))).empty());
+  p.Join(712, 3, kBestEffort);
+  CHECK(p.Arrive(713, 3, Head::Kernel(Kernel(7))) == Actions{IssueOf(3, Ptb(2))});
+}
+
+TEST_CASE("The allowance is the budget of a typical period, less what the period spent") {
+  internal::SlowdownBudget budget(0.10, 0.99);
+  const KernelShape shape = Kernel(1).shape;
+  CHECK(budget.Allowance() == Us(0));  // nothing measured yet
+  budget.KernelEnded(shape, Us(200), false);
+  budget.PeriodEnded();
+  CHECK(budget.Allowance() == Us(20));
+  budget.Commit(Us(5));
+  CHECK(budget.Left() == Us(15));
+  budget.KernelEnded(shape, Us(212), true);  // 12 us over alone
+  CHECK(budget.Left() == Us(3));
+  budget.Commit(Us(5));
+  CHECK(budget.Left() == Us(0));  // never negative
+  budget.PeriodEnded();
+  CHECK(budget.Left() == budget.Allowance());
+  budget.SetBudget(0, 0.99);
+  CHECK(budget.Allowance() == Us(0));
+}
+
 TEST_CASE_METHOD(Fixture, "A client's budget of 0 holds the background as priority does") {
   p.Budget(0, 1, {.slowdown = 0});
   CHECK(p.Arrive(0, 1, Head::Kernel(Kernel(1))) == Actions{Foreground(1, true)});
@@ -143,8 +214,10 @@ TEST_CASE(
 
 TEST_CASE("At budget 0 every decision is priority's") {
   FakeAdvisor advisor;
-  advisor.choices[KernelId(4)] = {LaunchForm::Original(), /*short_turnaround=*/true};
-  advisor.choices[KernelId(9)] = {LaunchForm::Sliced(4), true};
+  // Times alone known: at budget 0 none fits, so none runs unshaped.
+  advisor.choices[KernelId(4)] = {LaunchForm::Original(), /*short_turnaround=*/true, Us(15)};
+  advisor.choices[KernelId(9)] = {LaunchForm::Sliced(4), true, Us(1)};
+  advisor.fallback.original_time = Us(1);
   PolicyHarness budget(MakePriorityBudgetPolicy(kOptions, {.slowdown = 0}, advisor));
   PolicyHarness priority(MakePriorityPolicy(kOptions, advisor));
   const std::vector<std::function<Actions(PolicyHarness&)>> script = {
