@@ -28,11 +28,9 @@
 namespace tally::server {
 namespace {
 
-// The background worker (FormsWorker): one thread, so that transformations take at most one core
-// from the serving threads; its queue holds as many jobs as a client's command queue holds
-// commands by default (--max-queued-commands), and a request it refuses is made again at the
-// kernel's next launch or by the dispatcher.
-constexpr size_t kFormsThreads = 1;
+// The background worker's queue (FormsWorker) holds as many jobs as a client's command queue
+// holds commands by default (--max-queued-commands); a request it refuses is made again by the
+// dispatcher while the kernel waits at its queue's head.
 constexpr size_t kFormsQueue = 1024;
 
 // Module-scope variables a program can write (PTX ISA, "State Spaces": .global is per-context
@@ -408,7 +406,7 @@ absl::Status SharedModule::ResetVariables(CUstream stream) const {
 
 ModuleRegistry::ModuleRegistry(const Backend& backend, bool build_forms, bool fence,
                                std::shared_ptr<CodeCache> code_cache,
-                               std::shared_ptr<FormsWorker> forms_worker)
+                               std::shared_ptr<FormsWorker> forms_worker, size_t forms_threads)
     : backend_(backend),
       build_forms_(build_forms),
       fence_(fence),
@@ -424,7 +422,7 @@ ModuleRegistry::ModuleRegistry(const Backend& backend, bool build_forms, bool fe
   forms_cache_ = std::make_shared<const FormsCache>(
       std::move(code_cache), DeviceName(backend, device_arch_), DriverVersion(backend.api()));
   if (build_forms_ && forms_worker_ == nullptr) {
-    forms_worker_ = std::make_shared<FormsWorker>(kFormsThreads, kFormsQueue, [&backend] {
+    forms_worker_ = std::make_shared<FormsWorker>(forms_threads, kFormsQueue, [&backend] {
       if (const absl::Status current = backend.MakeCurrent(); !current.ok()) {
         TALLY_LOG_ERROR("forms worker: {}", current.ToString());
       }

@@ -222,17 +222,17 @@ class SharedModule : public std::enable_shared_from_this<SharedModule> {
 class ModuleRegistry {
  public:
   // With `build_forms`, kernels also get sliced and preemptible forms (for a scheduling policy
-  // that uses them): each kernel's after its first launch on a background worker
-  // (SharedModule::RequestForms; FormsWorker, one thread at a lower OS priority), or every
+  // that uses them): each kernel's once the policy would run a launch of it shaped, on a
+  // background worker (SharedModule::RequestForms; FormsWorker, at a lower OS priority), or every
   // kernel's at the parse for a module with state its variants must share (module variables,
   // the device output binding); with `fence`, every kernel that can be is fenced
   // (--isolation fenced|strict), its variants too, all at the parse (strict refuses a module
   // with an unfenceable kernel at its load). Transformed forms are looked for in `code_cache`
   // first, and stored there when made (null: none). The background worker is `forms_worker` (a
-  // test's), else, with `build_forms`, one of the registry's own.
+  // test's), else, with `build_forms`, one of the registry's own with `forms_threads` threads.
   ModuleRegistry(const Backend& backend, bool build_forms, bool fence = false,
                  std::shared_ptr<CodeCache> code_cache = nullptr,
-                 std::shared_ptr<FormsWorker> forms_worker = nullptr);
+                 std::shared_ptr<FormsWorker> forms_worker = nullptr, size_t forms_threads = 1);
   ~ModuleRegistry();  // StopForms
 
   // A module of this fatbin, cubin or NUL-terminated PTX text (cuModuleLoadData's images) for
