@@ -318,6 +318,33 @@ void SharedModule::PrepareForms(const Kernel& kernel) {
   }
   form_modules_.push_back(forms);
   counters_->forms_loaded += AttachForms(api_, device_, forms, *code, mine);
+  auto set = attributes_.find(mine.signature.name);
+  if (set == attributes_.end()) return;
+  for (const auto& [attribute, value] : set->second) SetFormsAttribute(mine, attribute, value);
+  attributes_.erase(set);
+}
+
+void SharedModule::SetAttribute(const Kernel& kernel, CUfunction_attribute attribute, int value) {
+  if (kernel.forms_pending.get()) {
+    std::lock_guard lock(forms_mutex_);
+    if (kernel.forms_pending.get()) {  // else made meanwhile
+      attributes_[kernel.signature.name].emplace_back(attribute, value);
+      return;
+    }
+  }
+  SetFormsAttribute(kernel, attribute, value);
+}
+
+void SharedModule::SetFormsAttribute(const Kernel& kernel, CUfunction_attribute attribute,
+                                     int value) const {
+  for (const std::optional<KernelVariant>* variant : {&kernel.sliced, &kernel.preemptible}) {
+    if (!variant->has_value()) continue;
+    if (attribute == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) {
+      AllowDynamicShared(api_, device_, **variant, value);
+    } else {
+      api_.cuFuncSetAttribute((*variant)->function, attribute, value);
+    }
+  }
 }
 
 void SharedModule::RequestForms(const Kernel& kernel) {
@@ -732,7 +759,7 @@ absl::StatusOr<std::shared_ptr<SharedModule>> ModuleRegistry::Load(
                  parsed->ptx_arch != 0 ? "fatbin" : "PTX image", parsed->ptx_arch, kernels.size(),
                  !parsed->state_variables.empty() ? ", per-client module state" : "",
                  transformed          ? ", with transformed forms"
-                 : parsed->lazy_forms ? ", transformed forms made per kernel after its first launch"
+                 : parsed->lazy_forms ? ", transformed forms made per kernel when first wanted"
                                       : "");
   return std::make_shared<SharedModule>(backend_, counters_, forms_cache_, module,
                                         std::move(parsed), std::move(kernels), *variables,
