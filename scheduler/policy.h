@@ -54,11 +54,18 @@ class Policy {
 
   // Whether the policy may issue transformed forms: only then does the server build them.
   virtual bool UsesTransformedForms() const = 0;
-  // Whether a kernel of `client` whose transformed forms are still being made waits for them
+  // Whether the client's kernels would run in a transformed form now (pure: a query of the
+  // policy's state). The driver has a kernel's forms made only once this is true of a client
+  // launching it, and a kernel of such a client whose forms are not made yet waits for them
   // before it is announced (the driver holds it, for a bounded time) rather than being decided
   // on as a kernel that has none (KernelInfo's sliceable and preemptible false). A kernel that
-  // would run in its original form anyway never waits.
+  // would run in its original form anyway never waits, and its forms are not made.
   virtual bool WaitsForForms(ClientId) const { return false; }
+  // The announced head of `client`, announced with KernelInfo::forms_pending and not issued yet,
+  // as it is now that its forms are made (or were given up: forms_pending false either way).
+  // Only a policy that can see such a head (it announced kernels of a client whose kernels it
+  // ran unshaped, then shapes them) needs it.
+  virtual void HeadUpdated(Time, ClientId, const Head&, Decisions&) {}
 };
 
 // Settings of the policies that hold background work (SCHEDULING.md, "hold, shape, preempt").

@@ -64,6 +64,10 @@ struct KernelInfo {
   // candidates' worker counts are made of. 0 when unknown.
   uint32_t resident_per_sm = 0;
   uint32_t sm_count = 0;
+  // Its transformed forms are not made yet (they are made once the policy would run the client's
+  // kernels shaped, Policy::WaitsForForms): sliceable and preemptible say nothing yet, and the
+  // driver tells the policy the kernel anew (Policy::HeadUpdated) once they are made, or given up.
+  bool forms_pending = false;
 };
 
 // The head of a client's ordered command queue: a kernel launch, or other stream work (copies,

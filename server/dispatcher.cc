@@ -53,6 +53,16 @@ CUresult Guarded(ClientId client, Issue&& issue) {
   return absl::IsResourceExhausted(status) ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_UNKNOWN;
 }
 
+// Whether the launch could run in a transformed form that is still to be made.
+bool FormsToMake(const KernelLaunch& launch) {
+  return !launch.OriginalOnly() && launch.kernel != nullptr && launch.kernel->forms_pending.get();
+}
+
+// Has the background worker make the launch's forms (at once if already asked: cheap).
+void RequestForms(const KernelLaunch& launch) {
+  if (FormsToMake(launch)) launch.module->RequestForms(*launch.kernel);
+}
+
 }  // namespace
 
 struct Dispatcher::ClientQueue {
@@ -78,8 +88,14 @@ struct Dispatcher::ClientQueue {
   ipc::PriorityClass latency_class = ipc::PriorityClass::kBestEffort;
   bool head_announced = false;
   Time announced_at{0};
-  // Since when the head kernel waits for its transformed forms (HoldForForms).
+  // Since when the head kernel waits for its transformed forms (WaitForForms).
   std::optional<Time> forms_wait_since;
+  // The announced head was told to the policy with its forms still to be made
+  // (KernelInfo::forms_pending): it is told anew once they are (UpdateHeadForms).
+  bool head_forms_pending = false;
+  // The policy would run the client's kernels shaped (Policy::WaitsForForms), as of the dispatch
+  // thread's latest control events: its launches have their forms made as they are queued.
+  std::atomic<bool> shaped{false};
   // The head kernel while it runs in a transformed form; the queue's front is then an empty
   // placeholder that keeps the client's later work behind it.
   std::unique_ptr<KernelLaunch> started;
@@ -227,6 +243,7 @@ void Dispatcher::Enqueue(ClientQueue& queue, Command command) {
 }
 
 void Dispatcher::EnqueueKernel(ClientQueue& queue, KernelLaunch launch) {
+  if (queue.shaped.load(std::memory_order_relaxed)) RequestForms(launch);
   auto kernel = std::make_unique<KernelLaunch>(std::move(launch));
   {
     std::lock_guard lock(mutex_);
@@ -250,6 +267,11 @@ void Dispatcher::WaitForRoom(ClientQueue& queue, std::chrono::steady_clock::time
 }
 
 void Dispatcher::Enqueue(ClientQueue& queue, std::vector<QueuedCommand>& commands) {
+  if (queue.shaped.load(std::memory_order_relaxed)) {
+    for (const QueuedCommand& command : commands) {
+      if (command.kernel != nullptr) RequestForms(*command.kernel);
+    }
+  }
   {
     std::lock_guard lock(mutex_);
     if (!queue.removed) {
@@ -437,6 +459,22 @@ void Dispatcher::HandleControl(Time now) {
     }
     Apply(now);
   }
+  if (!events.empty()) NoteShaped();
+}
+
+void Dispatcher::NoteShaped() {
+  if (!uses_transformed_forms_) return;
+  for (ClientQueue* queue : clients_) {
+    const bool shaped = policy_->WaitsForForms(queue->client);
+    if (shaped && !queue->shaped.load(std::memory_order_relaxed)) {
+      // Its queued kernels will run shaped: their forms are made from now on, in queue order.
+      std::lock_guard lock(mutex_);
+      for (const QueuedCommand& command : queue->commands) {
+        if (command.kernel != nullptr) RequestForms(*command.kernel);
+      }
+    }
+    queue->shaped.store(shaped, std::memory_order_relaxed);
+  }
 }
 
 void Dispatcher::FinishLeaving() {
@@ -487,6 +525,7 @@ void Dispatcher::AnnounceHeads(Time now) {
   forms_deadline_.reset();
   for (size_t i = 0; i < clients_.size(); ++i) {
     ClientQueue& queue = *clients_[i];
+    if (queue.head_announced && queue.head_forms_pending) UpdateHeadForms(queue, now);
     // A head issued at once is consumed, and the next one is announced in this same loop.
     while (!queue.head_announced) {
       if (Throttled(queue)) {
@@ -504,13 +543,17 @@ void Dispatcher::AnnounceHeads(Time now) {
         if (queue.alone_waiting_since) break;
         continue;  // refused and consumed: the next head
       }
-      if (front->kernel != nullptr && HoldForForms(queue, *front->kernel, now)) break;
+      const FormsWait wait =
+          front->kernel != nullptr ? WaitForForms(queue, *front->kernel, now) : FormsWait::kNone;
+      if (wait == FormsWait::kHeld) break;
       queue.head_announced = true;
       queue.announced_at = now;
+      queue.head_forms_pending = wait == FormsWait::kUnwanted;
       const RunOwner owner = OwnerOf(queue);
-      const scheduler::Head head =
+      scheduler::Head head =
           front->kernel ? scheduler::Head::Kernel(runs_->DescribeHead(owner, *front->kernel))
                         : scheduler::Head::Other();
+      head.kernel.forms_pending = queue.head_forms_pending;
       decisions_.Clear();
       policy_->HeadArrived(now, queue.client, head, decisions_);
       Apply(now);
@@ -518,12 +561,37 @@ void Dispatcher::AnnounceHeads(Time now) {
   }
 }
 
-bool Dispatcher::HoldForForms(ClientQueue& queue, const KernelLaunch& launch, Time now) {
+void Dispatcher::UpdateHeadForms(ClientQueue& queue, Time now) {
+  const QueuedCommand* front = nullptr;
+  {
+    std::lock_guard lock(mutex_);
+    if (!queue.commands.empty()) front = &queue.commands.front();
+  }
+  if (queue.started != nullptr || front == nullptr || front->kernel == nullptr) {
+    queue.head_forms_pending = false;
+    return;
+  }
+  const KernelLaunch& launch = *front->kernel;
+  const FormsWait wait = WaitForForms(queue, launch, now);
+  if (wait == FormsWait::kHeld || wait == FormsWait::kUnwanted) return;
+  queue.head_forms_pending = false;
+  decisions_.Clear();
+  policy_->HeadUpdated(now, queue.client,
+                       scheduler::Head::Kernel(runs_->DescribeHead(OwnerOf(queue), launch)),
+                       decisions_);
+  Apply(now);
+}
+
+Dispatcher::FormsWait Dispatcher::WaitForForms(ClientQueue& queue, const KernelLaunch& launch,
+                                               Time now) {
   // A vendor library call has no kernel, and a kernel without pending forms has all it gets.
-  const bool pending = launch.kernel != nullptr && launch.kernel->forms_pending.get();
-  if (!pending || !policy_->WaitsForForms(queue.client)) {
+  if (!FormsToMake(launch)) {
     queue.forms_wait_since.reset();
-    return false;
+    return FormsWait::kNone;
+  }
+  if (!policy_->WaitsForForms(queue.client)) {
+    queue.forms_wait_since.reset();
+    return FormsWait::kUnwanted;
   }
   if (!queue.forms_wait_since) {
     queue.forms_wait_since = now;
@@ -537,12 +605,13 @@ bool Dispatcher::HoldForForms(ClientQueue& queue, const KernelLaunch& launch, Ti
         DescribeLaunch(launch),
         std::chrono::duration_cast<std::chrono::milliseconds>(forms_wait_).count());
     queue.forms_wait_since.reset();
-    return false;
+    return FormsWait::kGivenUp;
   }
-  // Asked again in case the worker's full queue refused the launch handler's request.
-  launch.module->RequestForms(*launch.kernel);
+  // The first request when the kernel reaches the head of a client that has just become shaped;
+  // else asked again in case the worker's full queue refused an earlier one.
+  RequestForms(launch);
   forms_deadline_ = std::min(forms_deadline_.value_or(Time::max()), until);
-  return true;
+  return FormsWait::kHeld;
 }
 
 void Dispatcher::Apply(Time now) {

@@ -79,11 +79,15 @@ class Dispatcher {
   // KernelLaunch::unfenced is told to the policy only once the gate admits its client, and the
   // admission lasts until the kernel has ended on the device; a launch not admitted within the
   // gate's wait fails with CUDA_ERROR_NOT_SUPPORTED.
-  // A kernel whose transformed forms the background worker is still making (Kernel::
-  // forms_pending) is held at its queue's head, unannounced, while the policy wants its client
-  // to wait for them (Policy::WaitsForForms), for at most `forms_wait`; then, or as soon as the
-  // policy no longer wants that, it is announced as a kernel without transformed forms. Wake
-  // the dispatcher when forms are made (ModuleRegistry::SetFormsDone).
+  // A kernel's transformed forms are made (by the background worker, SharedModule::RequestForms)
+  // only once the policy would run its client's kernels shaped (Policy::WaitsForForms): its
+  // launches are then requested as they are queued, and those already queued when the client
+  // became shaped. A kernel whose forms are not made yet (Kernel::forms_pending) is held at its
+  // queue's head, unannounced, while the policy shapes its client, for at most `forms_wait`;
+  // then, or as soon as the policy no longer shapes the client, it is announced as a kernel
+  // without transformed forms. A head announced while its client ran unshaped is waited for in
+  // the same way once the client is shaped (UpdateHeadForms). Wake the dispatcher when forms
+  // are made (ModuleRegistry::SetFormsDone).
   static constexpr scheduler::Duration kFormsWait = std::chrono::seconds(10);
   static absl::StatusOr<std::unique_ptr<Dispatcher>> Create(
       const Backend& backend, std::unique_ptr<scheduler::Policy> policy,
@@ -196,8 +200,18 @@ class Dispatcher {
   void HandleControl(scheduler::Time now);
   void PollRuns(scheduler::Time now);
   void AnnounceHeads(scheduler::Time now);
-  // Whether the queue's head kernel stays unannounced this round, waiting for its forms.
-  bool HoldForForms(ClientQueue& queue, const KernelLaunch& launch, scheduler::Time now);
+  // Where the queue's head kernel stands with its transformed forms: nothing to make; to make,
+  // but its client runs unshaped now; held this round, waiting for them (they are requested);
+  // waited for `forms_wait` in vain (the log says so): scheduled without them.
+  enum class FormsWait : uint8_t { kNone, kUnwanted, kHeld, kGivenUp };
+  FormsWait WaitForForms(ClientQueue& queue, const KernelLaunch& launch, scheduler::Time now);
+  // A head announced with its forms to make (its client ran unshaped): once the client is
+  // shaped they are requested and waited for like an unannounced head's, and the policy is told
+  // the head anew (Policy::HeadUpdated) when they are made or given up.
+  void UpdateHeadForms(ClientQueue& queue, scheduler::Time now);
+  // After control events: notes which clients the policy shapes now, and requests the forms of
+  // the queued kernels of those it did not shape before.
+  void NoteShaped();
   void Apply(scheduler::Time now);
   // A host function at the head: an event and the wait on its gate go on its stream, the head
   // is consumed, and once the event completed (PollHostFunctions) the client is asked to run it.

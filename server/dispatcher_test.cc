@@ -102,7 +102,7 @@ class HeldForms {
   ModuleRegistry modules_;
 };
 
-// The module's kernel `name` with its transformed forms made, as at its first launch.
+// The module's kernel `name` with its transformed forms made, as when the scheduler wants them.
 const Kernel* PreparedKernel(SharedModule& module, const std::string& name) {
   auto kernel = module.FindKernel(name);
   REQUIRE(kernel.ok());
@@ -198,7 +198,7 @@ bool Eventually(F done, std::chrono::seconds limit = std::chrono::seconds(120)) 
   return true;
 }
 
-TEST_CASE("A kernel's transformed forms are made at its first launch, its alone") {
+TEST_CASE("A kernel's transformed forms are made when asked for, its alone") {
   const ModuleCounters& counters = TheDevice().modules.counters();
   const uint64_t indexed = counters.kernels_indexed;
   const uint64_t transformed = counters.kernels_transformed;
@@ -218,6 +218,29 @@ TEST_CASE("A kernel's transformed forms are made at its first launch, its alone"
   CHECK(counters.kernels_transformed.load() == transformed + 1);
   CHECK(counters.forms_loaded.load() == loaded + 2);
   CHECK_FALSE((*module->FindKernel("ReadSmid"))->sliced.has_value());
+}
+
+TEST_CASE("A kernel's attributes set before its forms are made go to them when they are") {
+  HeldForms held;
+  held.Release();
+  const auto module = LoadTestModule(held.modules());
+  const Kernel* kernel = *module->FindKernel("RecordBlocks");
+  module->SetAttribute(*kernel, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 1024);
+  CHECK(kernel->forms_pending.get());  // a setting makes no forms
+  CHECK(held.counters().kernels_transformed.load() == 0);
+  module->PrepareForms(*kernel);
+  REQUIRE(kernel->sliced.has_value());
+  REQUIRE(kernel->preemptible.has_value());
+  const auto allowed = [](const KernelVariant& variant) {
+    int bytes = -1;
+    REQUIRE(Api().cuFuncGetAttribute(&bytes, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                     variant.function) == CUDA_SUCCESS);
+    return bytes;
+  };
+  CHECK(allowed(*kernel->sliced) == 1024);
+  CHECK(allowed(*kernel->preemptible) == 1024);
+  module->SetAttribute(*kernel, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 2048);  // made
+  CHECK(allowed(*kernel->sliced) == 2048);
 }
 
 TEST_CASE("Clients' threads launching a shared module's kernels at once transform each once") {
@@ -253,17 +276,25 @@ std::unique_ptr<Dispatcher> MakePriorityDispatcher(
   return *std::move(dispatcher);
 }
 
-TEST_CASE("A best-effort launch waits for its forms beside a high client, which never waits") {
+// A priority dispatcher, and the test module in a registry whose forms worker the test holds up.
+struct HeldFormsDispatch {
+  explicit HeldFormsDispatch(scheduler::Duration forms_wait = Dispatcher::kFormsWait)
+      : dispatcher(MakePriorityDispatcher(advisor, forms_wait)),
+        held(dispatcher.get()),
+        module(LoadTestModule(held.modules())) {}
+  const Kernel* Find(const char* name) const { return *module->FindKernel(name); }
+
   scheduler::testing::FakeAdvisor advisor;
-  auto dispatcher = MakePriorityDispatcher(advisor);
-  HeldForms held(dispatcher.get());
+  std::unique_ptr<Dispatcher> dispatcher;
+  HeldForms held;  // stops before the dispatcher it wakes
+  std::shared_ptr<SharedModule> module;
+};
+
+TEST_CASE_METHOD(HeldFormsDispatch,
+                 "A best-effort launch beside a high client has its forms made, waits for them") {
   auto background = dispatcher->AddClient(ClientId(1), ClientPriority::BestEffort());
   auto foreground = dispatcher->AddClient(ClientId(2), ClientPriority::High());
-  const auto module = LoadTestModule(held.modules());
-  const Kernel* kernel = *module->FindKernel("RecordBlocks");
-  module->RequestForms(*kernel);  // as the launch handler does
-  module->RequestForms(*kernel);  // queued once
-  CHECK(held.counters().forms_queued.load() == 1);
+  const Kernel* kernel = Find("RecordBlocks");
   Stream stream, other;
   Ints runs(4), ids(4), high_runs(4), high_ids(4);
   dispatcher->EnqueueKernel(*background,
@@ -274,9 +305,11 @@ TEST_CASE("A best-effort launch waits for its forms beside a high client, which 
   REQUIRE(Eventually([&] { return dispatcher->Issued(*foreground, 1); }, std::chrono::seconds(30)));
   CHECK(dispatcher->stats(*foreground).original == 1u);
   CHECK(kernel->forms_pending.get());
-  // The best-effort launch is held, not run unshaped, until they are.
+  // The best-effort launch had them made (once: requests of a kernel queued are not repeated),
+  // and is held, not run unshaped, until they are.
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   CHECK_FALSE(dispatcher->Issued(*background, 1));
+  CHECK(held.counters().forms_queued.load() == 1);
   CHECK(held.counters().forms_waited.load() == 1);
   held.Release();
   REQUIRE(Eventually([&] { return dispatcher->Issued(*background, 1); }, std::chrono::seconds(30)));
@@ -300,7 +333,6 @@ TEST_CASE("A best-effort client alone, or one held past the bound, runs without 
   if (!alone) foreground = dispatcher->AddClient(ClientId(2), ClientPriority::High());
   const auto module = LoadTestModule(held.modules());
   const Kernel* kernel = *module->FindKernel("RecordBlocks");
-  module->RequestForms(*kernel);
   Stream stream;
   Ints runs(4), ids(4);
   const auto start = std::chrono::steady_clock::now();
@@ -312,8 +344,76 @@ TEST_CASE("A best-effort client alone, or one held past the bound, runs without 
   CHECK(dispatcher->stats(*background).original == 1u);
   CHECK(runs.Download(stream.get()) == std::vector<int>(4, 1));
   CHECK(held.counters().forms_waited.load() == (alone ? 0u : 1u));
+  CHECK(held.counters().forms_queued.load() == (alone ? 0u : 1u));  // alone: not even asked for
   if (!alone) CHECK(waited >= std::chrono::milliseconds(100));
   if (foreground) dispatcher->RemoveClient(*foreground);
+  dispatcher->RemoveClient(*background);
+}
+
+TEST_CASE_METHOD(HeldFormsDispatch,
+                 "Clients whose kernels run in their original form have no forms made") {
+  // Alone at any level, or on top beside a less important client: the policy never shapes them.
+  const int32_t level = GENERATE(ClientPriority::kHighLevel, 0, 7, -3);
+  const bool beside_lower = GENERATE(false, true);
+  INFO("level " << level << (beside_lower ? ", beside a lower client" : ", alone"));
+  held.Release();  // the worker would make whatever it was asked for
+  auto queue = dispatcher->AddClient(ClientId(1), ClientPriority::Level(level));
+  std::shared_ptr<Dispatcher::ClientQueue> lower;
+  if (beside_lower) lower = dispatcher->AddClient(ClientId(2), ClientPriority::Level(level - 1));
+  const Kernel* kernel = Find("RecordBlocks");
+  Stream stream;
+  Ints runs(4), ids(4);
+  for (int i = 0; i < 2; ++i) {
+    dispatcher->EnqueueKernel(*queue,
+                              TwoBufferLaunch(module, kernel, {4, 1, 1}, runs, ids, stream.get()));
+  }
+  dispatcher->WaitIssued(*queue, 2);
+  CHECK(runs.Download(stream.get()) == std::vector<int>(4, 2));
+  CHECK(dispatcher->stats(*queue).original == 2u);
+  REQUIRE(held.Drain());
+  CHECK(held.counters().forms_queued.load() == 0);
+  CHECK(held.counters().forms_made.load() == 0);
+  CHECK(held.counters().kernels_transformed.load() == 0);
+  CHECK(kernel->forms_pending.get());
+  if (lower) dispatcher->RemoveClient(*lower);
+  dispatcher->RemoveClient(*queue);
+}
+
+TEST_CASE_METHOD(HeldFormsDispatch,
+                 "A priority change that shapes a client has its queued kernels' forms made") {
+  // A best-effort client beside another runs unshaped, two kernels at a time: the third waits,
+  // announced, the fourth behind it. Once the other is raised to high, the forms of both are
+  // made, and the announced one waits for them and runs shaped.
+  auto background = dispatcher->AddClient(ClientId(1), ClientPriority::BestEffort());
+  auto other = dispatcher->AddClient(ClientId(2), ClientPriority::BestEffort());
+  const Kernel* slow = Find("SlowRecordBlocks");
+  const Kernel* fast = Find("RecordBlocks");
+  constexpr uint32_t kBlocks = 8;
+  Stream stream;
+  Ints slow_runs(kBlocks), slow_ids(kBlocks), runs(kBlocks), ids(kBlocks);
+  for (int i = 0; i < 3; ++i) {
+    dispatcher->EnqueueKernel(*background, TwoBufferLaunch(module, slow, {kBlocks, 1, 1}, slow_runs,
+                                                           slow_ids, stream.get(), 400'000));
+  }
+  dispatcher->EnqueueKernel(
+      *background, TwoBufferLaunch(module, fast, {kBlocks, 1, 1}, runs, ids, stream.get()));
+  REQUIRE(Eventually([&] { return dispatcher->Issued(*background, 2); }));
+  CHECK(held.counters().forms_queued.load() == 0);
+  dispatcher->SetPriority(*other, ClientPriority::High());
+  REQUIRE(Eventually([&] { return held.counters().forms_queued.load() == 2; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  CHECK_FALSE(dispatcher->Issued(*background, 3));  // not run unshaped meanwhile
+  CHECK(slow->forms_pending.get());
+  held.Release();
+  REQUIRE(Eventually([&] { return dispatcher->Issued(*background, 4); }));
+  CHECK(held.counters().forms_made.load() == 2);
+  CHECK(held.counters().forms_waited.load() >= 1);
+  const SchedulingStats& stats = dispatcher->stats(*background);
+  CHECK(stats.original == 2u);
+  CHECK(stats.preemptible == 2u);
+  CHECK(slow_runs.Download(stream.get()) == std::vector<int>(kBlocks, 3));
+  CHECK(runs.Download(stream.get()) == std::vector<int>(kBlocks, 1));
+  dispatcher->RemoveClient(*other);
   dispatcher->RemoveClient(*background);
 }
 
@@ -323,13 +423,13 @@ TEST_CASE("Validation waits for a kernel's forms and runs it in the form under v
   auto queue = dispatcher->AddClient(ClientId(1), ClientPriority::Unset());
   const auto module = LoadTestModule(held.modules());
   const Kernel* kernel = *module->FindKernel("RecordBlocks");
-  module->RequestForms(*kernel);
   Stream stream;
   Ints runs(4), ids(4);
   dispatcher->EnqueueKernel(*queue,
                             TwoBufferLaunch(module, kernel, {4, 1, 1}, runs, ids, stream.get()));
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   CHECK_FALSE(dispatcher->Issued(*queue, 1));
+  CHECK(held.counters().forms_queued.load() == 1);  // every client's kernels run shaped
   held.Release();
   dispatcher->WaitIssued(*queue, 1);
   CHECK(dispatcher->stats(*queue).sliced == 1u);

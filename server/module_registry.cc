@@ -28,11 +28,9 @@
 namespace tally::server {
 namespace {
 
-// The background worker (FormsWorker): one thread, so that transformations take at most one core
-// from the serving threads; its queue holds as many jobs as a client's command queue holds
-// commands by default (--max-queued-commands), and a request it refuses is made again at the
-// kernel's next launch or by the dispatcher.
-constexpr size_t kFormsThreads = 1;
+// The background worker's queue (FormsWorker) holds as many jobs as a client's command queue
+// holds commands by default (--max-queued-commands); a request it refuses is made again by the
+// dispatcher while the kernel waits at its queue's head.
 constexpr size_t kFormsQueue = 1024;
 
 // Module-scope variables a program can write (PTX ISA, "State Spaces": .global is per-context
@@ -320,6 +318,33 @@ void SharedModule::PrepareForms(const Kernel& kernel) {
   }
   form_modules_.push_back(forms);
   counters_->forms_loaded += AttachForms(api_, device_, forms, *code, mine);
+  auto set = attributes_.find(mine.signature.name);
+  if (set == attributes_.end()) return;
+  for (const auto& [attribute, value] : set->second) SetFormsAttribute(mine, attribute, value);
+  attributes_.erase(set);
+}
+
+void SharedModule::SetAttribute(const Kernel& kernel, CUfunction_attribute attribute, int value) {
+  if (kernel.forms_pending.get()) {
+    std::lock_guard lock(forms_mutex_);
+    if (kernel.forms_pending.get()) {  // else made meanwhile
+      attributes_[kernel.signature.name].emplace_back(attribute, value);
+      return;
+    }
+  }
+  SetFormsAttribute(kernel, attribute, value);
+}
+
+void SharedModule::SetFormsAttribute(const Kernel& kernel, CUfunction_attribute attribute,
+                                     int value) const {
+  for (const std::optional<KernelVariant>* variant : {&kernel.sliced, &kernel.preemptible}) {
+    if (!variant->has_value()) continue;
+    if (attribute == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) {
+      AllowDynamicShared(api_, device_, **variant, value);
+    } else {
+      api_.cuFuncSetAttribute((*variant)->function, attribute, value);
+    }
+  }
 }
 
 void SharedModule::RequestForms(const Kernel& kernel) {
@@ -408,7 +433,7 @@ absl::Status SharedModule::ResetVariables(CUstream stream) const {
 
 ModuleRegistry::ModuleRegistry(const Backend& backend, bool build_forms, bool fence,
                                std::shared_ptr<CodeCache> code_cache,
-                               std::shared_ptr<FormsWorker> forms_worker)
+                               std::shared_ptr<FormsWorker> forms_worker, size_t forms_threads)
     : backend_(backend),
       build_forms_(build_forms),
       fence_(fence),
@@ -424,7 +449,7 @@ ModuleRegistry::ModuleRegistry(const Backend& backend, bool build_forms, bool fe
   forms_cache_ = std::make_shared<const FormsCache>(
       std::move(code_cache), DeviceName(backend, device_arch_), DriverVersion(backend.api()));
   if (build_forms_ && forms_worker_ == nullptr) {
-    forms_worker_ = std::make_shared<FormsWorker>(kFormsThreads, kFormsQueue, [&backend] {
+    forms_worker_ = std::make_shared<FormsWorker>(forms_threads, kFormsQueue, [&backend] {
       if (const absl::Status current = backend.MakeCurrent(); !current.ok()) {
         TALLY_LOG_ERROR("forms worker: {}", current.ToString());
       }
@@ -734,7 +759,7 @@ absl::StatusOr<std::shared_ptr<SharedModule>> ModuleRegistry::Load(
                  parsed->ptx_arch != 0 ? "fatbin" : "PTX image", parsed->ptx_arch, kernels.size(),
                  !parsed->state_variables.empty() ? ", per-client module state" : "",
                  transformed          ? ", with transformed forms"
-                 : parsed->lazy_forms ? ", transformed forms made per kernel after its first launch"
+                 : parsed->lazy_forms ? ", transformed forms made per kernel when first wanted"
                                       : "");
   return std::make_shared<SharedModule>(backend_, counters_, forms_cache_, module,
                                         std::move(parsed), std::move(kernels), *variables,

@@ -93,7 +93,8 @@ struct Kernel {
   // (they take ptx::FenceParams after the original parameters), or else why not.
   bool fenced = false;
   std::string fence_refusal;
-  // The variants are still to be made (SharedModule::RequestForms, at the kernel's first launch):
+  // The variants are still to be made (SharedModule::RequestForms, once a client the policy
+  // shapes launches it):
   // until this is cleared, only the original form may be read or run.
   FormsPending forms_pending;
 };
@@ -132,9 +133,9 @@ struct ParsedImage {
   // Made at the parse (with the fence, or when the variants share module state with the
   // originals): the module with every kernel's variants added.
   std::optional<TransformedCode> transformed;
-  // Otherwise, where the policy uses transformed forms, each kernel's variants are made at its
-  // first launch, in a module of their own, from that kernel's text alone (`index`: where each
-  // kernel is in `ptx`).
+  // Otherwise, where the policy uses transformed forms, each kernel's variants are made once the
+  // policy would run a launch of it shaped, in a module of their own, from that kernel's text alone
+  // (`index`: where each kernel is in `ptx`).
   bool lazy_forms = false;
   ptx::ModuleIndex index;
 };
@@ -178,11 +179,16 @@ class SharedModule : public std::enable_shared_from_this<SharedModule> {
   // whose variants cannot be made or loaded runs in its original form (the log says why).
   void PrepareForms(const Kernel& kernel);
   // Queues PrepareForms(kernel) for the background worker, once, if its variants are still to be
-  // made: the original form is ready meanwhile. Cheap and non-blocking: called at every launch
-  // of the kernel while its variants are pending (a request the full queue refused is made
-  // again), and by the dispatcher while it holds a launch for them. A module unloaded before its
-  // job runs is not touched by it.
+  // made: the original form is ready meanwhile. Cheap and non-blocking: called by the dispatcher
+  // for each launch of the kernel queued by a client the policy shapes, and while it holds a
+  // launch for them (a request the full queue refused is made again). A module unloaded before
+  // its job runs is not touched by it.
   void RequestForms(const Kernel& kernel);
+  // Gives `kernel`'s variants a setting of cuFuncSetAttribute that its original got, the dynamic
+  // shared memory as far as each variant's own static shared memory leaves room for it (so that
+  // a transformed launch may ask for what the original may); variants still to be made get it
+  // when they are (it does not make them).
+  void SetAttribute(const Kernel& kernel, CUfunction_attribute attribute, int value);
   // A launch of one of the module's kernels waited for its variants (tally-ctl status).
   void NoteFormsWaited() { ++counters_->forms_waited; }
   // Address and size of a module-scope variable; CUDA_ERROR_NOT_FOUND when there is none.
@@ -207,9 +213,12 @@ class SharedModule : public std::enable_shared_from_this<SharedModule> {
   std::shared_ptr<const ParsedImage> parsed_;
   absl::flat_hash_map<std::string, Kernel> kernels_;
   ModuleVariableRange variables_;
+  void SetFormsAttribute(const Kernel& kernel, CUfunction_attribute attribute, int value) const;
   // The modules of the variants made per kernel, unloaded with this one.
   std::mutex forms_mutex_;
   std::vector<CUmodule> form_modules_;
+  // Settings for variants still to be made, by kernel name, in the order given (forms_mutex_).
+  absl::flat_hash_map<std::string, std::vector<std::pair<CUfunction_attribute, int>>> attributes_;
   // The kernels whose variants the worker has been asked for.
   std::mutex requested_mutex_;
   absl::flat_hash_set<const Kernel*> requested_;
@@ -222,17 +231,17 @@ class SharedModule : public std::enable_shared_from_this<SharedModule> {
 class ModuleRegistry {
  public:
   // With `build_forms`, kernels also get sliced and preemptible forms (for a scheduling policy
-  // that uses them): each kernel's after its first launch on a background worker
-  // (SharedModule::RequestForms; FormsWorker, one thread at a lower OS priority), or every
+  // that uses them): each kernel's once the policy would run a launch of it shaped, on a
+  // background worker (SharedModule::RequestForms; FormsWorker, at a lower OS priority), or every
   // kernel's at the parse for a module with state its variants must share (module variables,
   // the device output binding); with `fence`, every kernel that can be is fenced
   // (--isolation fenced|strict), its variants too, all at the parse (strict refuses a module
   // with an unfenceable kernel at its load). Transformed forms are looked for in `code_cache`
   // first, and stored there when made (null: none). The background worker is `forms_worker` (a
-  // test's), else, with `build_forms`, one of the registry's own.
+  // test's), else, with `build_forms`, one of the registry's own with `forms_threads` threads.
   ModuleRegistry(const Backend& backend, bool build_forms, bool fence = false,
                  std::shared_ptr<CodeCache> code_cache = nullptr,
-                 std::shared_ptr<FormsWorker> forms_worker = nullptr);
+                 std::shared_ptr<FormsWorker> forms_worker = nullptr, size_t forms_threads = 1);
   ~ModuleRegistry();  // StopForms
 
   // A module of this fatbin, cubin or NUL-terminated PTX text (cuModuleLoadData's images) for

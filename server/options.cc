@@ -181,6 +181,14 @@ constexpr Flag kFlags[] = {
      "modules (of code without module variables) kept loaded, with their transformed forms, "
      "after their last client left, the most recently used (default 16; 0: unloaded at once), "
      "so that the next process of the same program does not load them again"},
+    {"forms-threads", "TALLY_FORMS_THREADS", "N",
+     "threads that make kernels' transformed forms in the background, at a lower OS priority "
+     "than the serving threads (default 1, at most 64). A kernel's forms are made once the "
+     "policy would run its client's kernels shaped, never for a client whose kernels run in "
+     "their original form"},
+    {"forms-wait-ms", "TALLY_FORMS_WAIT_MS", "MS",
+     "how long a kernel that the policy would run shaped waits for its transformed forms to be "
+     "made; after that it is scheduled without them, and the log says so (default 10000)"},
 };
 
 void PrintUsage() {
@@ -237,6 +245,8 @@ absl::StatusOr<double> ParseMilliseconds(const Flag& flag, std::string_view valu
 
 // More kept modules would only hold the device's memory: a program loads a few modules.
 constexpr size_t kMaxKeptModules = 4096;
+// Transformations are bounded by the cores: more threads than a large machine has gain nothing.
+constexpr size_t kMaxFormsThreads = 64;
 
 // A positive count of things.
 template <typename T>
@@ -385,6 +395,14 @@ absl::Status Apply(const Flag& flag, std::string_view value, ServerOptions& opti
       return absl::InvalidArgumentError(absl::StrFormat(
           "--kept-modules wants a count from 0 to %d, not '%s'", kMaxKeptModules, value));
     }
+  } else if (name == "forms-threads") {
+    TALLY_ASSIGN_OR_RETURN(options.forms_threads, ParseCountFlag<size_t>(flag, value));
+    if (options.forms_threads > kMaxFormsThreads) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "--forms-threads wants a count from 1 to %d, not '%s'", kMaxFormsThreads, value));
+    }
+  } else if (name == "forms-wait-ms") {
+    TALLY_ASSIGN_OR_RETURN(options.forms_wait_ms, ParseMilliseconds(flag, value));
   } else if (name == "code-cache-size") {
     TALLY_ASSIGN_OR_RETURN(options.code_cache_size, ParseSizeFlag(flag, value));
     if (options.code_cache_size == 0) {

@@ -66,6 +66,11 @@ struct ServerOptions {
   // recently used first, so that the next process of the same program finds them loaded
   // (ModuleRegistry::KeepModules); 0: unloaded at once.
   size_t kept_modules = 16;
+  // Threads of the background worker that makes kernels' transformed forms (FormsWorker).
+  size_t forms_threads = 1;
+  // How long a kernel whose client the policy shapes waits for its transformed forms before it
+  // is scheduled without them (Dispatcher's forms_wait).
+  double forms_wait_ms = 10000;
   // How long a leaving client's work may still run before its resources are abandoned (left
   // allocated, with a log line) so that the server never hangs on a kernel that does not end.
   double teardown_timeout_ms = 10000;

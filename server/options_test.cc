@@ -101,6 +101,31 @@ TEST_CASE("--kept-modules: 16 by default, 0 to unload at once, a bounded count")
   }
 }
 
+TEST_CASE("The forms worker: --forms-threads (1 to 64) and --forms-wait-ms (10 s by default)") {
+  unsetenv("TALLY_FORMS_THREADS");
+  unsetenv("TALLY_FORMS_WAIT_MS");
+  CHECK((*Parse({}))->forms_threads == 1);
+  CHECK((*Parse({}))->forms_wait_ms == 10000);
+  CHECK((*Parse({"--forms-threads=4"}))->forms_threads == 4);
+  CHECK((*Parse({"--forms-wait-ms=250"}))->forms_wait_ms == 250);
+  setenv("TALLY_FORMS_THREADS", "2", 1);
+  setenv("TALLY_FORMS_WAIT_MS", "0.5", 1);
+  CHECK((*Parse({}))->forms_threads == 2);
+  CHECK((*Parse({}))->forms_wait_ms == 0.5);
+  CHECK((*Parse({"--forms-threads=3"}))->forms_threads == 3);  // the flag wins
+  unsetenv("TALLY_FORMS_THREADS");
+  unsetenv("TALLY_FORMS_WAIT_MS");
+  for (const char* bad :
+       {"--forms-threads=0", "--forms-threads=65", "--forms-threads=two", "--forms-wait-ms=0",
+        "--forms-wait-ms=-5", "--forms-wait-ms=soon", "--forms-wait-ms=4000000"}) {
+    INFO(bad);
+    auto result = Parse({bad});
+    REQUIRE_FALSE(result.ok());
+    const std::string flag(std::string_view(bad).substr(0, std::string_view(bad).find('=')));
+    CHECK(result.status().message().find(flag) != absl::string_view::npos);
+  }
+}
+
 TEST_CASE("--code-cache: a folder or none, bounded by --code-cache-size (1 GiB by default)") {
   unsetenv("TALLY_CODE_CACHE");
   unsetenv("TALLY_CODE_CACHE_SIZE");

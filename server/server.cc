@@ -324,7 +324,8 @@ Server::Server(Backend backend, ipc::GetDeviceInfoResponse device_info, ipc::Lis
       profiler_(std::move(profiler)),
       reread_(std::move(reread)),
       settings_(options),
-      modules_(backend_, build_forms, options.isolation != Isolation::kNone, std::move(code_cache)),
+      modules_(backend_, build_forms, options.isolation != Isolation::kNone, std::move(code_cache),
+               /*forms_worker=*/nullptr, options.forms_threads),
       listener_(std::move(listener)),
       grants_(std::move(grants)) {
   modules_.KeepModules(options.kept_modules);
@@ -353,6 +354,8 @@ absl::Status Server::Start(std::unique_ptr<scheduler::Policy> policy,
     unfenced_gate_ = std::make_unique<UnfencedGate>(
         std::chrono::milliseconds(static_cast<int64_t>(settings_.unfenceable_wait_ms)));
   }
+  const auto forms_wait = std::chrono::duration_cast<scheduler::Duration>(
+      std::chrono::duration<double, std::milli>(settings_.forms_wait_ms));
   TALLY_ASSIGN_OR_RETURN(dispatcher_, Dispatcher::Create(
                                           backend_, std::move(policy), profiler_.get(), max_poll,
                                           [this] {
@@ -361,7 +364,7 @@ absl::Status Server::Start(std::unique_ptr<scheduler::Policy> policy,
                                               TALLY_LOG_ERROR("dispatcher: {}", current.ToString());
                                             }
                                           },
-                                          std::move(recovery), unfenced_gate_.get()));
+                                          std::move(recovery), unfenced_gate_.get(), forms_wait));
   if (faults_ != nullptr) faults_->set_wake([this] { dispatcher_->Wake(); });
   // A launch held for its transformed forms is announced as soon as they are made.
   modules_.SetFormsDone([this] { dispatcher_->Wake(); });

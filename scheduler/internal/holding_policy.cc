@@ -30,6 +30,12 @@ void HoldingPolicy::HeadArrived(Time now, ClientId client, const Head& head, Dec
   Decide(now, out);
 }
 
+void HoldingPolicy::HeadUpdated(Time now, ClientId client, const Head& head, Decisions& out) {
+  auto it = clients_.find(client);
+  if (it != clients_.end() && AwaitsForms(it->second)) it->second.head = head;
+  Decide(now, out);
+}
+
 void HoldingPolicy::RunEnded(Time now, ClientId id, const RunEnd& end, Decisions& out) {
   auto it = clients_.find(id);
   if (it != clients_.end()) {
@@ -161,6 +167,7 @@ void HoldingPolicy::IssueForeground(Time now, ClientId id, Client& client, bool 
   const bool bounded = kernel && client.level < ClientPriority::kHighLevel;
   if (bounded && client.originals_running >= options_.unshaped_in_flight) return;
   if (kernel && client.level < options_.always_shape_below) {
+    if (AwaitsForms(client)) return;
     const FormChoice choice = BackgroundForm(client.head->kernel);
     if (choice.form.kind != FormKind::kOriginal) {
       out.Issue(id, choice.form, false, /*foreground=*/true);
@@ -185,6 +192,7 @@ void HoldingPolicy::IssueBackground(Time now, ClientId id, Client& client, Decis
     client.head.reset();
     return;
   }
+  if (AwaitsForms(client)) return;  // HeadUpdated decides again
   if (BusyAbove(client.level)) {  // its arrival or end decides again
     IssueBeside(id, client, out);
     return;

@@ -29,6 +29,9 @@ class HoldingPolicy : public Policy {
   // alone (always_shape_below): its kernels would run in a transformed form. The top level's
   // run in their original form at once and never wait.
   bool WaitsForForms(ClientId client) const override;
+  // A head announced while its client ran unshaped, whose forms were still to be made, is held
+  // (not run unshaped) once the client is shaped, until this says they are made or given up.
+  void HeadUpdated(Time now, ClientId client, const Head& head, Decisions& out) override;
 
  protected:
   // The form of a kernel launched while more important clients are connected.
@@ -82,6 +85,11 @@ class HoldingPolicy : public Policy {
   void WidenWhenIdle(Time now, Decisions& out);
   // Records which levels are busy, and when each busy level became idle.
   void UpdateLevels(Time now);
+  // The head is a kernel not started yet whose forms the driver has still to make.
+  static bool AwaitsForms(const Client& client) {
+    return !client.started && client.head && client.head->kind == Head::Kind::kKernel &&
+           client.head->kernel.forms_pending;
+  }
   static bool Busy(const Client& client) {
     return client.head.has_value() || client.in_flight || client.originals_running > 0;
   }

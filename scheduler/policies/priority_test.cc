@@ -182,6 +182,27 @@ TEST_CASE_METHOD(Fixture, "Only a client below the top level (or shaped alone) w
   CHECK_FALSE(unshaped.policy().WaitsForForms(Client(2)));  // it has no forms to wait for
 }
 
+TEST_CASE_METHOD(Fixture, "A head announced unshaped, forms pending, waits for them once shaped") {
+  KernelInfo pending = Kernel(7, 64, /*transformable=*/false);
+  pending.forms_pending = true;
+  p.Join(0, 2, kBestEffort);
+  // Alone, the client's kernels run in their original form, at most two at once.
+  CHECK(p.Arrive(0, 2, Head::Kernel(pending)) == Actions{Foreground(2, true)});
+  CHECK(p.Arrive(1, 2, Head::Kernel(pending)) == Actions{Foreground(2, true)});
+  CHECK(p.Arrive(2, 2, Head::Kernel(pending)).empty());
+  // A high client connects: the third is background now, and is not run unshaped meanwhile.
+  CHECK(p.Join(10, 1, kHigh).empty());
+  CHECK(p.End(20, 2, Finished(FormKind::kOriginal)).empty());
+  CHECK(p.End(30, 2, Finished(FormKind::kOriginal)).empty());
+  CHECK(p.Wake(50'000).empty());
+  // Its forms made, it runs as the advisor says.
+  CHECK(p.Update(50'010, 2, Head::Kernel(Kernel(7))) == Actions{IssueOf(2, kPtb)});
+  // Back on top before its forms were made, a client runs such a head in its original form.
+  CHECK(p.End(50'100, 2, Finished(FormKind::kPreemptible)).empty());
+  CHECK(p.Arrive(50'110, 2, Head::Kernel(pending)).empty());
+  CHECK(p.Leave(50'120, 1) == Actions{Foreground(2, true)});
+}
+
 TEST_CASE_METHOD(Fixture, "Slices are issued one at a time, and not while the foreground runs") {
   advisor.choices[KernelId(9)] = {LaunchForm::Sliced(4), true};
   p.Join(0, 1, kHigh);

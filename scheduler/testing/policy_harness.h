@@ -61,6 +61,9 @@ class PolicyHarness {
   std::vector<Action> Arrive(int64_t us, uint64_t client, const Head& head) {
     return Deliver([&] { policy_->HeadArrived(Us(us), Client(client), head, out_); });
   }
+  std::vector<Action> Update(int64_t us, uint64_t client, const Head& head) {
+    return Deliver([&] { policy_->HeadUpdated(Us(us), Client(client), head, out_); });
+  }
   std::vector<Action> End(int64_t us, uint64_t client, const RunEnd& end) {
     return Deliver([&] { policy_->RunEnded(Us(us), Client(client), end, out_); });
   }

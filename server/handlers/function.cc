@@ -32,19 +32,8 @@ absl::StatusOr<Reply<ipc::FuncSetAttributeResponse>> Handle(
   TALLY_RETURN_IF_ERROR(
       CheckCu(session.api().cuFuncSetAttribute(kernel.function, attribute, request.fields.value),
               "cuFuncSetAttribute"));
-  // Every form of the kernel gets the setting, so that a transformed launch may ask for what
-  // the original may; the dynamic shared memory as far as the form's own static shared memory
-  // leaves room for it. The forms are made first, if they are still to be.
-  entry->module->PrepareForms(kernel);
-  for (const std::optional<KernelVariant>* variant : {&kernel.sliced, &kernel.preemptible}) {
-    if (!variant->has_value()) continue;
-    if (attribute == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) {
-      AllowDynamicShared(session.api(), session.server().backend.device(), **variant,
-                         request.fields.value);
-    } else {
-      session.api().cuFuncSetAttribute((*variant)->function, attribute, request.fields.value);
-    }
-  }
+  // Every form of the kernel gets the setting, now or when its forms are made.
+  entry->module->SetAttribute(kernel, attribute, request.fields.value);
   return Reply<ipc::FuncSetAttributeResponse>{};
 }
 

@@ -54,9 +54,8 @@ absl::Status Handle(Session& session, const ipc::Decoded<ipc::LaunchKernelReques
   launch.cooperative = (r.flags & ipc::kLaunchCooperative) != 0;
   launch.cluster = {r.cluster.x, r.cluster.y, r.cluster.z};
   TALLY_RETURN_IF_ERROR(session.Fence(launch));
-  // Its transformed forms are made on the background worker; the launch is queued at once
-  // (the dispatcher holds it while the policy wants it to wait for them).
-  entry->module->RequestForms(*kernel);
+  // Queued at once: the dispatcher has its transformed forms made if the policy shapes the
+  // client's kernels (and holds it while they are made).
   session.EnqueueKernel(std::move(launch));
   session.CountLibraryCall(*library);
   return absl::OkStatus();
