@@ -59,7 +59,8 @@ CodeKey MachineCode::Key(const std::string& ptx) const {
           .driver_version = driver_version_};
 }
 
-absl::StatusOr<std::string> MachineCode::Link(const std::string& ptx) const {
+absl::StatusOr<std::string> MachineCode::LinkAndLoad(CUmodule* module,
+                                                     const std::string& ptx) const {
   // The log options are the link's: the driver writes its log there until cuLinkDestroy (CUDA
   // Driver API, cuLinkCreate: "optionValues must remain valid for the life of the CUlinkState
   // if output options are used"), so both outlive the state.
@@ -82,7 +83,13 @@ absl::StatusOr<std::string> MachineCode::Link(const std::string& ptx) const {
     return absl::InternalError(
         absl::StrFormat("%s: %s", CuResultText(result), LogText(std::move(log))));
   }
-  // The image is the link state's until cuLinkDestroy: copied before `destroy` runs.
+  // "The cubin is owned by state, so it should be loaded before state is destroyed"
+  // (cuLinkComplete); copied for the cache before `destroy` runs too.
+  const LoadOutcome loaded = LoadImage(api_, module, cubin);
+  if (loaded.result != CUDA_SUCCESS) {
+    return absl::InternalError(absl::StrFormat("the machine code it made did not load: %s: %s",
+                                               CuResultText(loaded.result), loaded.log));
+  }
   return std::string(static_cast<const char*>(cubin), size);
 }
 
@@ -100,7 +107,7 @@ LoadOutcome MachineCode::Load(CUmodule* module, const std::string& ptx) const {
     TALLY_LOG_WARN("code cache: the driver refused machine code from it ({}: {}): compiled again",
                    CuResultText(loaded.result), loaded.log);
   }
-  absl::StatusOr<std::string> image = Link(ptx);
+  absl::StatusOr<std::string> image = LinkAndLoad(module, ptx);
   if (!image.ok()) {
     ++counters_.link_failed;
     TALLY_LOG_WARN("the linker did not compile a module ({}): loading its PTX",
@@ -108,14 +115,8 @@ LoadOutcome MachineCode::Load(CUmodule* module, const std::string& ptx) const {
     return LoadImage(api_, module, ptx.c_str());
   }
   ++counters_.linked;
-  const LoadOutcome loaded = LoadImage(api_, module, image->data());
-  if (loaded.result == CUDA_SUCCESS) {
-    cache_->Store(key, *image);  // only machine code that loaded
-    return loaded;
-  }
-  TALLY_LOG_WARN("the machine code the linker made did not load ({}: {}): loading its PTX",
-                 CuResultText(loaded.result), loaded.log);
-  return LoadImage(api_, module, ptx.c_str());
+  cache_->Store(key, *image);  // only machine code that loaded
+  return LoadOutcome{};
 }
 
 }  // namespace tally::server

@@ -45,7 +45,7 @@ class MachineCode {
   MachineCode(const DriverApi& api, std::shared_ptr<CodeCache> cache, std::string device,
               int driver_version);
 
-  // Loads `ptx` into `module`: the machine code from the cache, else linked, stored and loaded,
+  // Loads `ptx` into `module`: the machine code from the cache, else linked, loaded and stored,
   // else the PTX itself (whose outcome, with the driver's log, is the answer).
   LoadOutcome Load(CUmodule* module, const std::string& ptx) const;
   const MachineCodeCounters& counters() const { return counters_; }
@@ -53,8 +53,9 @@ class MachineCode {
   CodeKey Key(const std::string& ptx) const;
 
  private:
-  // `ptx` compiled for the device through the driver's linker; the error log on failure.
-  absl::StatusOr<std::string> Link(const std::string& ptx) const;
+  // `ptx` compiled for the device through the driver's linker and loaded into `module`: a copy
+  // of the machine code; the error log (or the load's) on failure, `module` then untouched.
+  absl::StatusOr<std::string> LinkAndLoad(CUmodule* module, const std::string& ptx) const;
 
   const DriverApi& api_;
   std::shared_ptr<CodeCache> cache_;

@@ -5,7 +5,6 @@
 #include "common/status.h"
 #include "emulator/internal/cuda_status.h"
 #include "emulator/internal/machine_code.h"
-#include "emulator/internal/module.h"
 #include "ptx_transform/link.h"
 #include "ptx_transform/printer.h"
 
@@ -55,8 +54,17 @@ absl::StatusOr<std::string_view> LinkState::Complete(DeviceMemory& memory, uint6
       Module::FromParsed(units_.front(), memory, context_id);
   if (!loaded.ok()) return Fail(loaded.status());
   units_.clear();
+  module_ = *std::move(loaded);
   image_ = MakeMachineCode(text, arch_);
   return std::string_view(image_);
+}
+
+std::shared_ptr<Module> LinkState::TakeModule(const void* image, uint64_t context_id) {
+  std::lock_guard lock(mutex_);
+  if (image != image_.data() || module_ == nullptr || module_->context_id() != context_id) {
+    return nullptr;
+  }
+  return std::move(module_);
 }
 
 }  // namespace tally::emu

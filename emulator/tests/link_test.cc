@@ -22,7 +22,13 @@ class Link {
     return Emu().cuLinkAddData_v2(state_, CU_JIT_INPUT_PTX, const_cast<char*>(ptx.c_str()),
                                   ptx.size() + 1, name, 0, nullptr, nullptr);
   }
-  // The machine code of what was added, copied out of the link state.
+  // The machine code of what was added, as the link state owns it.
+  const char* CompleteInPlace() {
+    void* image = nullptr;
+    EMU_OK(Emu().cuLinkComplete(state_, &image, nullptr));
+    return static_cast<const char*>(image);
+  }
+  // ... copied out of the link state.
   std::string Complete() {
     void* image = nullptr;
     size_t size = 0;
@@ -42,9 +48,9 @@ class Link {
 };
 
 // vec_add of the module in `image` adds two vectors correctly.
-void CheckVecAdd(const std::string& image) {
+void CheckVecAdd(const void* image) {
   CUmodule module = nullptr;
-  EMU_OK(Emu().cuModuleLoadData(&module, image.data()));
+  EMU_OK(Emu().cuModuleLoadData(&module, image));
   CUfunction vec_add = nullptr;
   EMU_OK(Emu().cuModuleGetFunction(&vec_add, module, "vec_add"));
   const int n = 300;
@@ -79,7 +85,15 @@ TEST_CASE("linked PTX is machine code that loads and runs, also after the link i
   }
   CHECK(image.size() > 32);
   CHECK(image.find(".entry vec_add") != std::string::npos);  // it is the PTX behind a header
-  CheckVecAdd(image);
+  CheckVecAdd(image.data());
+}
+
+TEST_CASE("the image a link state owns loads before the state is destroyed, more than once") {
+  Link link;
+  EMU_OK(link.AddPtx(ReadKernelFile("basic.ptx")));
+  const char* image = link.CompleteInPlace();
+  CheckVecAdd(image);  // takes the module the link loaded
+  CheckVecAdd(image);  // a module of its own again
 }
 
 TEST_CASE("PTX that does not compile fails at the link, the reason in the error log") {
@@ -160,7 +174,7 @@ TEST_CASE("files, input kinds and handles the linker refuses") {
   CHECK(Emu().cuLinkComplete(link.state(), &image, nullptr) == CUDA_ERROR_INVALID_VALUE);
   const std::string path = std::string(TALLY_EMU_KERNEL_DIR) + "/basic.ptx";
   EMU_OK(Emu().cuLinkAddFile_v2(link.state(), CU_JIT_INPUT_PTX, path.c_str(), 0, nullptr, nullptr));
-  CheckVecAdd(link.Complete());
+  CheckVecAdd(link.Complete().data());
   CUlinkState gone = nullptr;
   EMU_OK(Emu().cuLinkCreate_v2(0, nullptr, nullptr, &gone));
   EMU_OK(Emu().cuLinkDestroy(gone));
