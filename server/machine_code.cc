@@ -80,8 +80,8 @@ absl::StatusOr<std::string> MachineCode::LinkAndLoad(CUmodule* module,
   size_t size = 0;
   if (result == CUDA_SUCCESS) result = api_.cuLinkComplete(state, &cubin, &size);
   if (result != CUDA_SUCCESS) {
-    return absl::InternalError(
-        absl::StrFormat("%s: %s", CuResultText(result), LogText(std::move(log))));
+    // A copy of the log: its buffer stays the link state's until cuLinkDestroy.
+    return absl::InternalError(absl::StrFormat("%s: %s", CuResultText(result), LogText(log)));
   }
   // "The cubin is owned by state, so it should be loaded before state is destroyed"
   // (cuLinkComplete); copied for the cache before `destroy` runs too.
