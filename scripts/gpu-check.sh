@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Tally on a machine with an NVIDIA GPU: bundles this build, then runs tally-server on NVIDIA's
 # driver with the end-to-end programs, fenced kernels (--isolation), the priority benchmark,
-# tally-bench's live mode and PyTorch loops through tally-run, and writes a Markdown summary.
+# tally-bench's live mode, the start-up benchmark and PyTorch loops through tally-run, and writes
+# a Markdown summary.
 # Every step is bounded in time; the whole run fits a budget.
 #
 #   scripts/gpu-check.sh bundle [--build DIR] [--with-emulator] BUNDLE_DIR
@@ -81,6 +82,13 @@ bundle() {
   cp "$root/benchmarks/priority/priority_bench.py" "$root/benchmarks/fence/run_fence_cost.sh" \
      "$out/bench/"
   cp "$here/gpu_check_torch.py" "$out/bench/"
+  # The start-up benchmark, and the libcudart its run without Tally needs (run_startup).
+  if [[ -x $build/benchmarks/startup ]]; then
+    cp "$build/benchmarks/startup" "$root/benchmarks/startup/run_startup.sh" "$out/bench/"
+    mkdir -p "$out/bench/cudart"
+    ldd "$build/benchmarks/startup" | awk '$1 ~ /^libcudart/ {print $3}' |
+      xargs -r -I{} cp -L {} "$out/bench/cudart/"
+  fi
   cp "$root/benchmarks/bench/check_result.py" "$root/benchmarks/scenarios/live_smoke.toml" \
      "$root/benchmarks/scenarios/gpu_pair.toml" "$out/bench/"
   cp "$self" "$out/gpu-check.sh"
@@ -175,6 +183,7 @@ run() {
   run_fence
   run_bench "$small"
   run_tally_bench "$small"
+  run_startup
   run_torch
   echo >> "$summary"
   if [[ $failures -eq 0 ]]; then note "**Result: PASS**"; else note "**Result: FAIL** ($failures)"; fi
@@ -405,6 +414,43 @@ run_fence_cost() {
     failures=$((failures + 1))
   fi
   note ""
+}
+
+# Time to first kernel end (benchmarks/startup/run_startup.sh): the program without Tally, and
+# through Tally cold, warm (a second process) and after a restart, which finds the kernels' forms
+# and the machine code compiled from them in the code cache. With the default flags the first
+# kernel runs in its original form (compiled from PTX at every load); with --validate=slice:2 in
+# its sliced form; with --isolation=fenced every kernel's forms are compiled with the module.
+run_startup() {
+  note "## Start-up: time to first kernel end (benchmarks/startup/run_startup.sh)"
+  note ""
+  if [[ ! -x $bundle_dir/bench/startup ]]; then
+    note "Skipped: the bundle has no startup program (benchmarks/startup was not built)."
+    note ""
+    return
+  fi
+  local sizes=(1 100 1000) rounds=3 backend=(--gpu) emulator=- flags
+  local flag_sets=("" --validate=slice:2 --isolation=fenced)
+  # The dry run checks that the step works, in seconds: the defaults alone.
+  [[ $small -eq 1 ]] && sizes=(1 10) rounds=1 flag_sets=("")
+  if [[ $emulate -eq 1 ]]; then
+    backend=(--server-arg "--emulator-library=$bundle_dir/lib/libtally_emu.so")
+    emulator=$bundle_dir/lib/libtally_emu.so
+  fi
+  for flags in "${flag_sets[@]}"; do
+    note "Server flags: ${flags:-(defaults)}; medians of $rounds rounds, milliseconds:"
+    note ""
+    if bounded 180 "$bundle_dir/bench/run_startup.sh" "${backend[@]}" \
+        ${flags:+--server-arg "$flags"} --floor-libraries "$bundle_dir/bench/cudart" \
+        "$bin/tally-server" "$bin/tally-run" "$bundle_dir/bench/startup" "$emulator" "$rounds" \
+        "${sizes[@]}" > "$work/startup.out" 2> "$out/startup.log"; then
+      cat "$work/startup.out" >> "$summary"
+    else
+      note "**FAIL** (exit $?): $(reason "$out/startup.log" 5)"
+      failures=$((failures + 1))
+    fi
+    note ""
+  done
 }
 
 run_bench() {

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <string>
 #include <variant>
 
@@ -180,25 +179,6 @@ uint64_t AttachForms(const DriverApi& api, CUdevice device, CUmodule module,
   return uint64_t{kernel.sliced.has_value()} + uint64_t{kernel.preemptible.has_value()};
 }
 
-// cuModuleLoadDataEx with the JIT error log (CUDA Driver API, CUjit_option
-// CU_JIT_ERROR_LOG_BUFFER): NVIDIA's PTX compiler and the emulator both write there why a module
-// did not load, the instruction or construct they could not handle. The log, or "" on success.
-struct LoadOutcome {
-  CUresult result = CUDA_SUCCESS;
-  std::string log;
-};
-LoadOutcome LoadModule(const DriverApi& api, CUmodule* module, const void* image) {
-  std::string log(4096, '\0');
-  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
-  void* values[] = {log.data(), reinterpret_cast<void*>(uintptr_t{log.size()})};
-  LoadOutcome outcome;
-  outcome.result = api.cuModuleLoadDataEx(module, image, 2, options, values);
-  if (outcome.result == CUDA_SUCCESS) return outcome;
-  log.resize(std::strlen(log.c_str()));
-  outcome.log = log.empty() ? "the driver gave no reason" : std::move(log);
-  return outcome;
-}
-
 // The kernel across servers and runs (Kernel::identity): its module's content hash continued
 // with its name.
 KernelId KernelIdentity(const ParsedImage& parsed, const std::string& name) {
@@ -308,7 +288,7 @@ void SharedModule::PrepareForms(const Kernel& kernel) {
   if (!code) return;
   ++counters_->kernels_transformed;
   CUmodule forms = nullptr;
-  const LoadOutcome loaded = LoadModule(api_, &forms, code->ptx.c_str());
+  const LoadOutcome loaded = machine_code_->Load(&forms, code->ptx);
   if (loaded.result != CUDA_SUCCESS) {
     TALLY_LOG_WARN(
         "the transformed forms of kernel {} did not load ({}: {}): it runs in its "
@@ -446,8 +426,11 @@ ModuleRegistry::ModuleRegistry(const Backend& backend, bool build_forms, bool fe
   backend.api().cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
                                      backend.device());
   device_arch_ = static_cast<uint32_t>(major * 10 + minor);
-  forms_cache_ = std::make_shared<const FormsCache>(
-      std::move(code_cache), DeviceName(backend, device_arch_), DriverVersion(backend.api()));
+  const std::string device = DeviceName(backend, device_arch_);
+  const int driver_version = DriverVersion(backend.api());
+  machine_code_ =
+      std::make_shared<const MachineCode>(backend.api(), code_cache, device, driver_version);
+  forms_cache_ = std::make_shared<const FormsCache>(std::move(code_cache), device, driver_version);
   if (build_forms_ && forms_worker_ == nullptr) {
     forms_worker_ = std::make_shared<FormsWorker>(forms_threads, kFormsQueue, [&backend] {
       if (const absl::Status current = backend.MakeCurrent(); !current.ok()) {
@@ -672,7 +655,7 @@ absl::StatusOr<DeviceCode> ModuleRegistry::ImageCode(std::span<const std::byte> 
 absl::StatusOr<std::shared_ptr<SharedModule>> ModuleRegistry::LoadMachineCode(
     std::shared_ptr<const ParsedImage> parsed) {
   CUmodule module = nullptr;
-  const LoadOutcome loaded = LoadModule(backend_.api(), &module, parsed->image.data());
+  const LoadOutcome loaded = LoadImage(backend_.api(), &module, parsed->image.data());
   if (loaded.result != CUDA_SUCCESS) {
     TALLY_LOG_ERROR("cannot load a module ({}-byte image without PTX for the device): {}: {}",
                     parsed->image.size(), CuResultText(loaded.result), loaded.log);
@@ -684,7 +667,7 @@ absl::StatusOr<std::shared_ptr<SharedModule>> ModuleRegistry::LoadMachineCode(
       "loaded a module ({}-byte image of machine code: its kernels run in their original form "
       "only)",
       parsed->image.size());
-  return std::make_shared<SharedModule>(backend_, counters_, forms_cache_, module,
+  return std::make_shared<SharedModule>(backend_, counters_, forms_cache_, machine_code_, module,
                                         std::move(parsed),
                                         absl::flat_hash_map<std::string, Kernel>{});
 }
@@ -697,7 +680,7 @@ absl::StatusOr<std::shared_ptr<SharedModule>> ModuleRegistry::Load(
   CUmodule module = nullptr;
   bool transformed = false;
   if (parsed->transformed) {
-    const LoadOutcome loaded = LoadModule(api, &module, parsed->transformed->ptx.c_str());
+    const LoadOutcome loaded = machine_code_->Load(&module, parsed->transformed->ptx);
     transformed = loaded.result == CUDA_SUCCESS;
     if (!transformed) {
       TALLY_LOG_WARN(
@@ -707,7 +690,7 @@ absl::StatusOr<std::shared_ptr<SharedModule>> ModuleRegistry::Load(
     }
   }
   if (!transformed) {
-    const LoadOutcome loaded = LoadModule(api, &module, parsed->ptx.c_str());
+    const LoadOutcome loaded = LoadImage(api, &module, parsed->ptx.c_str());
     if (loaded.result != CUDA_SUCCESS) {
       std::string why = loaded.log;
       if (!parsed->unresolved_functions.empty()) {
@@ -761,7 +744,7 @@ absl::StatusOr<std::shared_ptr<SharedModule>> ModuleRegistry::Load(
                  transformed          ? ", with transformed forms"
                  : parsed->lazy_forms ? ", transformed forms made per kernel when first wanted"
                                       : "");
-  return std::make_shared<SharedModule>(backend_, counters_, forms_cache_, module,
+  return std::make_shared<SharedModule>(backend_, counters_, forms_cache_, machine_code_, module,
                                         std::move(parsed), std::move(kernels), *variables,
                                         forms_worker_);
 }

@@ -38,6 +38,7 @@
 #include "server/device_code.h"
 #include "server/forms_cache.h"
 #include "server/forms_worker.h"
+#include "server/machine_code.h"
 
 namespace tally::server {
 
@@ -153,7 +154,8 @@ class SharedModule : public std::enable_shared_from_this<SharedModule> {
   // `worker` makes the variants of a module that makes them per kernel (RequestForms); null:
   // they are made on the thread that requests them.
   SharedModule(const Backend& backend, std::shared_ptr<ModuleCounters> counters,
-               std::shared_ptr<const FormsCache> forms_cache, CUmodule module,
+               std::shared_ptr<const FormsCache> forms_cache,
+               std::shared_ptr<const MachineCode> machine_code, CUmodule module,
                std::shared_ptr<const ParsedImage> parsed,
                absl::flat_hash_map<std::string, Kernel> kernels, ModuleVariableRange variables = {},
                std::shared_ptr<FormsWorker> worker = nullptr)
@@ -162,6 +164,7 @@ class SharedModule : public std::enable_shared_from_this<SharedModule> {
         worker_(std::move(worker)),
         counters_(std::move(counters)),
         forms_cache_(std::move(forms_cache)),
+        machine_code_(std::move(machine_code)),
         module_(module),
         parsed_(std::move(parsed)),
         kernels_(std::move(kernels)),
@@ -209,6 +212,7 @@ class SharedModule : public std::enable_shared_from_this<SharedModule> {
   std::shared_ptr<FormsWorker> worker_;
   std::shared_ptr<ModuleCounters> counters_;
   std::shared_ptr<const FormsCache> forms_cache_;
+  std::shared_ptr<const MachineCode> machine_code_;
   CUmodule module_;
   std::shared_ptr<const ParsedImage> parsed_;
   absl::flat_hash_map<std::string, Kernel> kernels_;
@@ -270,6 +274,8 @@ class ModuleRegistry {
   const ModuleCounters& counters() const { return *counters_; }
   // Null without a code cache.
   CodeCache* code_cache() const { return forms_cache_->cache(); }
+  // How transformed forms were loaded: their machine code from the code cache, or linked.
+  const MachineCode& machine_code() const { return *machine_code_; }
 
  private:
   // One content hash. Its mutex is held while its image is parsed and its module loaded.
@@ -320,6 +326,8 @@ class ModuleRegistry {
   // Shared with the modules, which may outlive the registry (abandoned clients').
   std::shared_ptr<ModuleCounters> counters_ = std::make_shared<ModuleCounters>();
   std::shared_ptr<const FormsCache> forms_cache_;
+  // Transformed forms are loaded through it (shared with the modules, as the forms cache is).
+  std::shared_ptr<const MachineCode> machine_code_;
   std::shared_ptr<FormsWorker> forms_worker_;  // with build_forms
 };
 

@@ -6,8 +6,23 @@
 # Each round's server starts with an empty code cache of its own (TALLY_CODE_CACHE, which a
 # server without the code cache ignores), kept across the restart.
 # Prints one Markdown row per size, medians of ROUNDS rounds (milliseconds).
-# Usage: run_startup.sh TALLY_SERVER TALLY_RUN STARTUP LIBTALLY_EMU ROUNDS SIZES...
+# --gpu: on NVIDIA's driver, the floor the program run on it without Tally (LIBTALLY_EMU is then
+# unused); --server-arg ARG (repeatable): one more argument for the server (--validate=slice:2
+# puts the kernel's transformed forms before its first end, --isolation=fenced every kernel's
+# forms before the module's load); --floor-libraries DIR: where the program run without Tally
+# finds the libraries it needs beside the driver (its libcudart on a GPU machine).
+# Usage: run_startup.sh [--gpu] [--server-arg ARG]... [--floor-libraries DIR] TALLY_SERVER
+#        TALLY_RUN STARTUP LIBTALLY_EMU ROUNDS SIZES...
 set -euo pipefail
+backend=(--emulate) server_args=() floor_libraries=
+while [[ $# -gt 0 && $1 == --* ]]; do
+  case $1 in
+    --gpu) backend=(); shift ;;
+    --server-arg) server_args+=("$2"); shift 2 ;;
+    --floor-libraries) floor_libraries=$2; shift 2 ;;
+    *) echo "run_startup.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+done
 server=$1 run=$2 program=$3 emulator=$4 rounds=$5
 shift 5
 work=$(mktemp -d /tmp/tally-startup-XXXXXX)
@@ -22,19 +37,23 @@ stop_server() {
 trap 'stop_server; rm -rf "$work"' EXIT
 start_server() {
   TALLY_CODE_CACHE=$work/code-cache \
-    "$server" --emulate --socket "$socket" --profile-cache none 2>>"$work/server.log" &
+    "$server" "${backend[@]}" --socket "$socket" --profile-cache none "${server_args[@]}" \
+    2>>"$work/server.log" &
   server_pid=$!
   for _ in $(seq 200); do [[ -S $socket ]] && return; sleep 0.05; done
   cat "$work/server.log" >&2
   exit 1
 }
-# The emulator's library as libcuda.so.1, for the program run without Tally.
+# The emulator's library as libcuda.so.1, for the program run without Tally (on a GPU: the
+# driver's own).
 mkdir "$work/driver"
-ln -s "$(realpath "$emulator")" "$work/driver/libcuda.so.1"
+[[ ${#backend[@]} -eq 0 ]] || ln -s "$(realpath "$emulator")" "$work/driver/libcuda.so.1"
 
 # The first-kernel-end time of one run (its line: "... first_kernel_end_ms T").
 first_end() { "$@" | awk '{print $NF}'; }
-direct() { LD_LIBRARY_PATH="$work/driver" first_end "$program" "$1"; }
+direct() {
+  LD_LIBRARY_PATH="$work/driver${floor_libraries:+:$floor_libraries}" first_end "$program" "$1"
+}
 tally() { first_end timeout 600 "$run" --server "$socket" -- "$program" "$1"; }
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 

@@ -3,11 +3,9 @@
 #include <cuda.h>
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <cstring>
-
 #include "emulator/exec/occupancy.h"
 #include "emulator/internal/entry.h"
+#include "emulator/internal/jit_log.h"
 
 using tally::emu::CheckOut;
 using tally::emu::CudaError;
@@ -18,12 +16,22 @@ using tally::emu::Run;
 namespace tally::emu {
 namespace {
 
+// The module a live link state loaded when it made `image` (internal/link_state.h), or null.
+std::shared_ptr<Module> LinkedModule(Driver& driver, const void* image, uint64_t context_id) {
+  for (const std::shared_ptr<LinkState>& link : driver.links().All()) {
+    if (std::shared_ptr<Module> module = link->TakeModule(image, context_id)) return module;
+  }
+  return nullptr;
+}
+
 absl::Status LoadModule(Driver& driver, CUmodule* out, const void* image) {
   TALLY_RETURN_IF_ERROR(CheckOut(out));
   TALLY_ASSIGN_OR_RETURN(auto context, driver.CurrentContext());
   uint32_t arch = driver.config().cc_major * 10 + driver.config().cc_minor;
-  TALLY_ASSIGN_OR_RETURN(std::shared_ptr<Module> module,
-                         Module::Load(image, driver.memory(), context->id(), arch));
+  std::shared_ptr<Module> module = LinkedModule(driver, image, context->id());
+  if (module == nullptr) {
+    TALLY_ASSIGN_OR_RETURN(module, Module::Load(image, driver.memory(), context->id(), arch));
+  }
   auto entry = std::make_shared<ModuleEntry>();
   entry->module = module;
   for (const exec::Function& function : module->functions()) {
@@ -36,25 +44,6 @@ absl::Status LoadModule(Driver& driver, CUmodule* out, const void* image) {
   }
   *out = driver.modules().Insert(std::move(entry));
   return absl::OkStatus();
-}
-
-// CU_JIT_ERROR_LOG_BUFFER receives the reason a load failed (CUDA driver API, CUjit_option).
-void WriteErrorLog(const absl::Status& status, unsigned num_options, CUjit_option* options,
-                   void** values) {
-  if (options == nullptr || values == nullptr) return;
-  char* buffer = nullptr;
-  size_t size = 0;
-  for (unsigned i = 0; i < num_options; ++i) {
-    if (options[i] == CU_JIT_ERROR_LOG_BUFFER) buffer = static_cast<char*>(values[i]);
-    if (options[i] == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES) {
-      size = reinterpret_cast<uintptr_t>(values[i]);
-    }
-  }
-  if (buffer == nullptr || size == 0) return;
-  std::string message(status.message());
-  size_t n = std::min(message.size(), size - 1);
-  std::memcpy(buffer, message.data(), n);
-  buffer[n] = '\0';
 }
 
 }  // namespace
@@ -70,7 +59,11 @@ CUresult cuModuleLoadDataEx(CUmodule* module, const void* image, unsigned int nu
                             CUjit_option* options, void** optionValues) {
   return Run([&](Driver& driver) {
     absl::Status status = tally::emu::LoadModule(driver, module, image);
-    if (!status.ok()) tally::emu::WriteErrorLog(status, numOptions, options, optionValues);
+    // CU_JIT_ERROR_LOG_BUFFER receives the reason a load failed (CUDA Driver API, CUjit_option).
+    if (!status.ok()) {
+      tally::emu::JitErrorLog(numOptions, options, optionValues)
+          .Write(std::string(status.message()));
+    }
     return status;
   });
 }

@@ -16,6 +16,7 @@
 #include "emulator/internal/device_memory.h"
 #include "emulator/internal/event.h"
 #include "emulator/internal/handle_table.h"
+#include "emulator/internal/link_state.h"
 #include "emulator/internal/module.h"
 #include "emulator/internal/stream.h"
 #include "emulator/internal/tenant_faults.h"
@@ -32,6 +33,7 @@ using StreamTable = HandleTable<Stream, CUstream, 2, CUDA_ERROR_INVALID_HANDLE>;
 using EventTable = HandleTable<Event, CUevent, 3, CUDA_ERROR_INVALID_HANDLE>;
 using ModuleTable = HandleTable<ModuleEntry, CUmodule, 4, CUDA_ERROR_INVALID_HANDLE>;
 using KernelTable = HandleTable<Kernel, CUfunction, 5, CUDA_ERROR_INVALID_HANDLE>;
+using LinkTable = HandleTable<LinkState, CUlinkState, 8, CUDA_ERROR_INVALID_HANDLE>;
 
 class Driver {
  public:
@@ -56,6 +58,7 @@ class Driver {
   EventTable& events() { return events_; }
   ModuleTable& modules() { return modules_; }
   KernelTable& kernels() { return kernels_; }
+  LinkTable& links() { return links_; }
   // The kernel behind `handle` where the emulated GPU can run it; CUDA_ERROR_INVALID_PTX ("a PTX
   // JIT compilation failed"), naming the construct, for a kernel lowering refused.
   absl::StatusOr<std::shared_ptr<Kernel>> UsableKernel(CUfunction handle);
@@ -113,6 +116,7 @@ class Driver {
   EventTable events_;
   ModuleTable modules_;
   KernelTable kernels_;
+  LinkTable links_;
   ArrayTable arrays_;
   TextureTable textures_;
   TenantFaults tenant_faults_;

@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "common/status.h"
 #include "emulator/internal/cuda_status.h"
+#include "emulator/internal/machine_code.h"
 #include "ptx_transform/fatbin.h"
 #include "ptx_transform/kernel_signature.h"
 #include "ptx_transform/parser.h"
@@ -22,7 +23,13 @@ constexpr uint32_t kFatbinMagic = 0xBA55ED50;         // fatbin header
 constexpr uint32_t kFatbinWrapperMagic = 0x466243B1;  // __fatBinC_Wrapper_t
 constexpr uint32_t kElfMagic = 0x464C457F;            // "\x7fELF"
 
-// The PTX text inside `image`.
+// Whether `c` may begin PTX text: printable, white space, or UTF-8 (a comment's).
+bool BeginsText(unsigned char c) {
+  return c >= 0x20 ? c != 0x7f : c == '\t' || c == '\n' || c == '\r';
+}
+
+// The PTX text inside `image`: PTX text itself, a fatbin's PTX for `arch`, or the PTX of the
+// emulator's own machine code (machine_code.h).
 absl::StatusOr<std::string> PtxOf(const void* image, uint32_t arch) {
   if (image == nullptr) return CudaError(CUDA_ERROR_INVALID_VALUE, "null image");
   uint32_t magic = 0;
@@ -31,7 +38,15 @@ absl::StatusOr<std::string> PtxOf(const void* image, uint32_t arch) {
     return CudaError(CUDA_ERROR_NOT_SUPPORTED,
                      "cubin (SASS) images cannot be executed by the emulator; load PTX");
   }
+  if (IsMachineCode(image)) {
+    TALLY_ASSIGN_OR_RETURN(std::string_view ptx, MachineCodePtx(image, arch));
+    return std::string(ptx);
+  }
   if (magic != kFatbinMagic && magic != kFatbinWrapperMagic) {
+    if (!BeginsText(*static_cast<const unsigned char*>(image))) {
+      return CudaError(CUDA_ERROR_INVALID_IMAGE,
+                       "the image is no PTX text, fatbin or machine code of the emulated GPU");
+    }
     return std::string(static_cast<const char*>(image));
   }
   absl::StatusOr<std::vector<ptx::FatbinEntry>> entries;
@@ -142,6 +157,12 @@ absl::Status WriteInitializer(const ptx::Expr& expr, const std::string& type,
   return absl::OkStatus();
 }
 
+// cuModuleLoadData can only return a code: every reason to refuse a module is also logged.
+absl::Status RefuseModule(absl::Status status) {
+  TALLY_LOG_ERROR("emu: cannot load module: {}", std::string(status.message()));
+  return status;
+}
+
 // Module variables get their own allocation owner, distinct from every context id, so that they
 // are freed exactly once: by the module.
 std::atomic<uint64_t> g_next_module_owner{1ull << 63};
@@ -206,9 +227,7 @@ absl::Status Module::PlaceGlobals(const ptx::Module& module, const exec::CallGra
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::shared_ptr<Module>> Module::Load(const void* image, DeviceMemory& memory,
-                                                     uint64_t context_id, uint32_t arch) {
-  TALLY_ASSIGN_OR_RETURN(std::string ptx_text, PtxOf(image, arch));
+absl::StatusOr<ptx::Module> ParseForDevice(std::string_view ptx_text, uint32_t arch) {
   ptx::DiagnosticSink sink;
   ptx::Module parsed = ptx::ParseModule(ptx_text, sink);
   if (sink.HasErrors()) {
@@ -216,29 +235,37 @@ absl::StatusOr<std::shared_ptr<Module>> Module::Load(const void* image, DeviceMe
     TALLY_LOG_ERROR("emu: PTX does not parse:\n{}", diagnostics);
     return CudaError(CUDA_ERROR_INVALID_PTX, diagnostics);
   }
-  // cuModuleLoadData can only return a code: every reason to refuse a module is also logged.
-  auto refuse = [](absl::Status status) {
-    TALLY_LOG_ERROR("emu: cannot load module: {}", std::string(status.message()));
-    return status;
-  };
   // PTX for a newer GPU than the configured one is refused, as ptxas refuses it on a real
   // device ("SM version specified by .target is higher than default").
   for (const std::string& target : parsed.targets) {
     uint32_t sm = 0;
     if (target.starts_with("sm_") && std::sscanf(target.c_str() + 3, "%u", &sm) == 1 && sm > arch) {
-      return refuse(
+      return RefuseModule(
           CudaError(CUDA_ERROR_INVALID_PTX,
                     "PTX targets " + target + " but the device is sm_" + std::to_string(arch)));
     }
   }
+  return parsed;
+}
+
+absl::StatusOr<std::shared_ptr<Module>> Module::Load(const void* image, DeviceMemory& memory,
+                                                     uint64_t context_id, uint32_t arch) {
+  TALLY_ASSIGN_OR_RETURN(std::string ptx_text, PtxOf(image, arch));
+  TALLY_ASSIGN_OR_RETURN(ptx::Module parsed, ParseForDevice(ptx_text, arch));
+  return FromParsed(parsed, memory, context_id);
+}
+
+absl::StatusOr<std::shared_ptr<Module>> Module::FromParsed(const ptx::Module& parsed,
+                                                           DeviceMemory& memory,
+                                                           uint64_t context_id) {
   std::shared_ptr<Module> module(new Module(memory, context_id));
   module->ptx_version_ = parsed.version_major * 10 + parsed.version_minor;
   const exec::CallGraph calls = exec::AnalyzeCalls(parsed);
   if (absl::Status placed = module->PlaceGlobals(parsed, calls); !placed.ok()) {
-    return refuse(placed);
+    return RefuseModule(placed);
   }
   auto functions = exec::LowerModule(parsed, module->globals_, calls);
-  if (!functions.ok()) return refuse(functions.status());
+  if (!functions.ok()) return RefuseModule(functions.status());
   module->functions_ = std::move(*functions);
   return module;
 }

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -19,6 +20,10 @@
 namespace tally::emu {
 
 class Module;
+
+// `ptx_text` parsed, for sm_`arch`: CUDA_ERROR_INVALID_PTX (the diagnostics) when it does not
+// parse or targets a newer GPU, as ptxas refuses it.
+absl::StatusOr<ptx::Module> ParseForDevice(std::string_view ptx_text, uint32_t arch);
 
 // What a CUmodule names: the module and its kernels' CUfunction handles (cuModuleGetFunction
 // answers the same handle for the same name, as CUDA does).
@@ -39,9 +44,14 @@ struct Kernel {
 
 class Module {
  public:
-  // `image` is PTX text or a fatbin (its PTX for `arch` is used); cubins are refused.
+  // `image` is PTX text, a fatbin (its PTX for `arch` is used) or the emulator's machine code
+  // (machine_code.h); cubins are refused.
   static absl::StatusOr<std::shared_ptr<Module>> Load(const void* image, DeviceMemory& memory,
                                                       uint64_t context_id, uint32_t arch);
+  // The module of PTX already parsed (ParseForDevice): its variables placed, its kernels lowered.
+  static absl::StatusOr<std::shared_ptr<Module>> FromParsed(const ptx::Module& parsed,
+                                                            DeviceMemory& memory,
+                                                            uint64_t context_id);
   ~Module();
   Module(const Module&) = delete;
   Module& operator=(const Module&) = delete;

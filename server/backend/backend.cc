@@ -34,16 +34,22 @@ absl::Status ResolveEntries(void* library, DriverApi& api) {
   if (get_proc == nullptr) {
     return absl::NotFoundError("the driver library exports no cuGetProcAddress_v2");
   }
-#define TALLY_DRIVER_ENTRY(name, version)                                                        \
-  {                                                                                              \
-    void* entry = nullptr;                                                                       \
-    CUdriverProcAddressQueryResult found = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;                 \
-    if (get_proc(#name, &entry, version, CU_GET_PROC_ADDRESS_DEFAULT, &found) != CUDA_SUCCESS || \
-        entry == nullptr) {                                                                      \
-      return absl::NotFoundError(                                                                \
-          absl::StrFormat("the driver has no %s for CUDA version %d", #name, version));          \
-    }                                                                                            \
-    api.name = reinterpret_cast<PFN_##name##_v##version>(entry);                                 \
+  // The entry `name` of CUDA `version`, or null.
+  auto lookup = [get_proc](const char* name, int version) -> void* {
+    void* entry = nullptr;
+    CUdriverProcAddressQueryResult found = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    if (get_proc(name, &entry, version, CU_GET_PROC_ADDRESS_DEFAULT, &found) != CUDA_SUCCESS) {
+      return nullptr;
+    }
+    return entry;
+  };
+#define TALLY_DRIVER_OPTIONAL(name, version) \
+  api.name = reinterpret_cast<PFN_##name##_v##version>(lookup(#name, version));
+#define TALLY_DRIVER_ENTRY(name, version)                                             \
+  api.name = reinterpret_cast<PFN_##name##_v##version>(lookup(#name, version));       \
+  if (api.name == nullptr) {                                                          \
+    return absl::NotFoundError(                                                       \
+        absl::StrFormat("the driver has no %s for CUDA version %d", #name, version)); \
   }
 #include "server/backend/driver_api.def"
   return absl::OkStatus();

@@ -20,6 +20,7 @@ namespace tally::server {
 // the same way).
 struct DriverApi {
 #define TALLY_DRIVER_ENTRY(name, version) PFN_##name##_v##version name = nullptr;
+#define TALLY_DRIVER_OPTIONAL(name, version) PFN_##name##_v##version name = nullptr;
 #include "server/backend/driver_api.def"
 };
 

@@ -1,9 +1,10 @@
 # code_cache [server flags...]: the code cache (tally-server --code-cache) across processes and
 # restarts. many_kernels's launched kernel runs in its sliced form (--validate=slice:2), so its
 # result comes from forms that were made, or read from the cache:
-# - the first process makes the kernel's forms and stores them (a miss); a second process of the
-#   same server finds them (a hit), and so does the first after a restart on the same folder;
-# - an entry damaged on disk is detected (corrupt), made again, and the program still right;
+# - the first process makes the kernel's forms and stores them, and the machine code the driver's
+#   linker compiled from them (two misses, two entries); a second process of the same server
+#   finds both (two hits), and so does the first after a restart on the same folder;
+# - entries damaged on disk are detected (corrupt), made again, and the program still right;
 # - tally-ctl cache shows the folder and clears it;
 # - two servers filling one empty folder at once leave whole entries only;
 # - with modules kept loaded after their last client (--kept-modules, on by default), a second
@@ -30,27 +31,30 @@ many() {
 
 start_cached "$@"
 many first
-expect_cache "c['misses'] == 1 and c['stored'] == 1 and c['hits'] == 0 and c['entries'] == 1"
+expect_cache "c['misses'] == 2 and c['stored'] == 2 and c['hits'] == 0 and c['entries'] == 2"
 many second
-expect_cache "c['hits'] == 1 and c['misses'] == 1 and c['stored'] == 1"
+expect_cache "c['hits'] == 2 and c['misses'] == 2 and c['stored'] == 2"
 stop_server
 
 start_cached "$@"
 many restarted
-expect_cache "c['hits'] == 1 and c['misses'] == 0 and c['corrupt'] == 0"
+expect_cache "c['hits'] == 2 and c['misses'] == 0 and c['corrupt'] == 0"
 stop_server
 
-# Damage the entry: its payload's last bytes.
-entry=$(compgen -G "$cache/*.tcc") || fail "no entry in $cache: $(ls -A "$cache")"
-printf 'XXXX' | dd of="$entry" bs=1 seek=$(($(stat -c %s "$entry") - 4)) conv=notrunc status=none
+# Damage both entries (the forms and their machine code): their payloads' last bytes.
+entries=("$cache"/*.tcc)
+((${#entries[@]} == 2)) || fail "not two entries in $cache: $(ls -A "$cache")"
+for entry in "${entries[@]}"; do
+  printf 'XXXX' | dd of="$entry" bs=1 seek=$(($(stat -c %s "$entry") - 4)) conv=notrunc status=none
+done
 start_cached "$@"
 many damaged
-expect_cache "c['corrupt'] == 1 and c['hits'] == 0 and c['stored'] == 1 and c['entries'] == 1"
+expect_cache "c['corrupt'] == 2 and c['hits'] == 0 and c['stored'] == 2 and c['entries'] == 2"
 grep -q "is damaged" "$work/server.log" || fail "the server did not say the entry was damaged"
 
 timeout 30 "$TALLY_CTL" cache --json --server "$socket" > "$work/cache.json" ||
   fail "tally-ctl cache failed"
-json_check "$work/cache.json" "s['dir'] == '$cache' and s['entries'] == 1 and s['bytes'] > 0 and \
+json_check "$work/cache.json" "s['dir'] == '$cache' and s['entries'] == 2 and s['bytes'] > 0 and \
 s['limit_bytes'] == 1 << 30"
 timeout 30 "$TALLY_CTL" cache clear --server "$socket" > "$work/clear.out" ||
   fail "tally-ctl cache clear failed: $(cat "$work/clear.out")"
@@ -78,12 +82,12 @@ done
 for pid in "${pids[@]}"; do wait "$pid" || fail "a program beside the other server failed"; done
 kill -TERM "$second_pid"
 wait "$second_pid" 2>/dev/null
-[[ $(ls -A "$cache") == *.tcc && $(ls -A "$cache" | wc -l) == 1 ]] ||
-  fail "the shared folder holds more than the one entry: $(ls -A "$cache")"
+[[ $(ls -A "$cache" | grep -cv '\.tcc$') == 0 && $(ls -A "$cache" | wc -l) == 2 ]] ||
+  fail "the shared folder holds other than the two entries: $(ls -A "$cache")"
 stop_server
 start_cached "$@"
 many shared
-expect_cache "c['hits'] == 1 and c['corrupt'] == 0"
+expect_cache "c['hits'] == 2 and c['corrupt'] == 0"
 stop_server
 
 # Kept modules: the second process's module is the first's, forms and all.
@@ -91,6 +95,6 @@ rm -rf "$cache"
 start_server --code-cache "$cache" --validate=slice:2 "$@"
 many kept-first
 many kept-second
-expect_cache "c['misses'] == 1 and c['stored'] == 1 and c['hits'] == 0"
+expect_cache "c['misses'] == 2 and c['stored'] == 2 and c['hits'] == 0"
 json_check "$work/status.json" "s['modules']['registered'] == 2 and \
 s['modules']['kernels_indexed'] == 300 and s['modules']['kernels_transformed'] == 1"

@@ -1,0 +1,122 @@
+// PTX loaded as machine code from the code cache, linked once (machine_code.h).
+#include "server/machine_code.h"
+
+#include <cstring>
+#include <span>
+
+#include "absl/cleanup/cleanup.h"
+#include "absl/strings/str_format.h"
+#include "common/log.h"
+#include "ipc/content_hash.h"
+#include "server/cuda_result.h"
+
+namespace tally::server {
+namespace {
+
+// Entries of machine code: part of every key, so that they are never read as transformed PTX,
+// and a server with another layout never reads this one's.
+constexpr char kFormat[] = "machine-code-1";
+constexpr size_t kLogBytes = 4096;
+
+// The driver's error log from `log`, a buffer it may have written.
+std::string LogText(std::string log) {
+  log.resize(std::strlen(log.c_str()));
+  return log.empty() ? "the driver gave no reason" : log;
+}
+
+}  // namespace
+
+LoadOutcome LoadImage(const DriverApi& api, CUmodule* module, const void* image) {
+  std::string log(kLogBytes, '\0');
+  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void* values[] = {log.data(), reinterpret_cast<void*>(uintptr_t{log.size()})};
+  LoadOutcome outcome;
+  outcome.result = api.cuModuleLoadDataEx(module, image, 2, options, values);
+  if (outcome.result != CUDA_SUCCESS) outcome.log = LogText(std::move(log));
+  return outcome;
+}
+
+MachineCode::MachineCode(const DriverApi& api, std::shared_ptr<CodeCache> cache, std::string device,
+                         int driver_version)
+    : api_(api),
+      cache_(std::move(cache)),
+      device_(std::move(device)),
+      driver_version_(driver_version) {
+  const bool linker = api.cuLinkCreate != nullptr && api.cuLinkAddData != nullptr &&
+                      api.cuLinkComplete != nullptr && api.cuLinkDestroy != nullptr;
+  if (cache_ != nullptr && !linker) {
+    TALLY_LOG_WARN("the driver has no cuLink*: transformed forms are cached as PTX only");
+    cache_ = nullptr;
+  }
+}
+
+CodeKey MachineCode::Key(const std::string& ptx) const {
+  return {.ptx_hash = ipc::ContentHash(std::as_bytes(std::span(ptx))),
+          .kernel = "",
+          .transform_version = 0,
+          .options = kFormat,
+          .device = device_,
+          .driver_version = driver_version_};
+}
+
+absl::StatusOr<std::string> MachineCode::LinkAndLoad(CUmodule* module,
+                                                     const std::string& ptx) const {
+  // The log options are the link's: the driver writes its log there until cuLinkDestroy (CUDA
+  // Driver API, cuLinkCreate: "optionValues must remain valid for the life of the CUlinkState
+  // if output options are used"), so both outlive the state.
+  std::string log(kLogBytes, '\0');
+  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void* values[] = {log.data(), reinterpret_cast<void*>(uintptr_t{log.size()})};
+  CUlinkState state = nullptr;
+  CUresult result = api_.cuLinkCreate(2, options, values, &state);
+  if (result != CUDA_SUCCESS) {
+    return absl::InternalError(absl::StrFormat("cuLinkCreate: %s", CuResultText(result)));
+  }
+  absl::Cleanup destroy = [&] { api_.cuLinkDestroy(state); };
+  // "PTX must be NULL-terminated" (cuLinkAddData): the size counts the NUL.
+  result = api_.cuLinkAddData(state, CU_JIT_INPUT_PTX, const_cast<char*>(ptx.c_str()),
+                              ptx.size() + 1, "tally", 0, nullptr, nullptr);
+  void* cubin = nullptr;
+  size_t size = 0;
+  if (result == CUDA_SUCCESS) result = api_.cuLinkComplete(state, &cubin, &size);
+  if (result != CUDA_SUCCESS) {
+    // A copy of the log: its buffer stays the link state's until cuLinkDestroy.
+    return absl::InternalError(absl::StrFormat("%s: %s", CuResultText(result), LogText(log)));
+  }
+  // "The cubin is owned by state, so it should be loaded before state is destroyed"
+  // (cuLinkComplete); copied for the cache before `destroy` runs too.
+  const LoadOutcome loaded = LoadImage(api_, module, cubin);
+  if (loaded.result != CUDA_SUCCESS) {
+    return absl::InternalError(absl::StrFormat("the machine code it made did not load: %s: %s",
+                                               CuResultText(loaded.result), loaded.log));
+  }
+  return std::string(static_cast<const char*>(cubin), size);
+}
+
+LoadOutcome MachineCode::Load(CUmodule* module, const std::string& ptx) const {
+  if (cache_ == nullptr) return LoadImage(api_, module, ptx.c_str());
+  const CodeKey key = Key(ptx);
+  if (std::optional<std::string> found = cache_->Find(key)) {
+    const LoadOutcome loaded = LoadImage(api_, module, found->data());
+    if (loaded.result == CUDA_SUCCESS) {
+      ++counters_.found;
+      return loaded;
+    }
+    // Whole on disk (its checksum held) but not what this driver loads: made again, replaced.
+    ++counters_.refused;
+    TALLY_LOG_WARN("code cache: the driver refused machine code from it ({}: {}): compiled again",
+                   CuResultText(loaded.result), loaded.log);
+  }
+  absl::StatusOr<std::string> image = LinkAndLoad(module, ptx);
+  if (!image.ok()) {
+    ++counters_.link_failed;
+    TALLY_LOG_WARN("the linker did not compile a module ({}): loading its PTX",
+                   std::string(image.status().message()));
+    return LoadImage(api_, module, ptx.c_str());
+  }
+  ++counters_.linked;
+  cache_->Store(key, *image);  // only machine code that loaded
+  return LoadOutcome{};
+}
+
+}  // namespace tally::server
