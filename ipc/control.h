@@ -108,9 +108,9 @@ struct DepartedStatus {
 
 // What the server's module registry did since it started (server/module_registry.h,
 // ModuleCounters): registrations answered with a module, kernels of the images parsed (their
-// names and parameter layouts), kernels whose transformed forms were made (each after its first
-// launch, or its whole module's at the parse where they share module state or are fenced) and
-// the transformed forms loaded on the device; of the kernels made after their first launch, those
+// names and parameter layouts), kernels whose transformed forms were made (each once the
+// scheduler first wanted one, or its whole module's at the parse where they share module state or
+// are fenced) and the transformed forms loaded on the device; of the kernels made one by one, those
 // queued for the background worker and those it finished, and the launches the dispatcher held
 // until their kernel's forms were made.
 struct ModuleStatus {

@@ -1,6 +1,6 @@
 // Where each kernel's definition is in a module's PTX text, found by scanning the text rather
 // than parsing it, so that a server can read a module's kernels and parameter layouts without
-// parsing every kernel's body, and later parse one kernel alone when it is first launched.
+// parsing every kernel's body, and later parse one kernel alone when its forms are made.
 //
 // The scan follows only what delimits top-level items (comments, strings, braces and the
 // `.entry` directive, PTX ISA "Syntax" and "Kernel and Function Directives"); everything it
