@@ -623,26 +623,28 @@ TEST_CASE("A preempted PTB kernel resumes with the workers its resumption asks f
   api.cuLaunchKernel = &CountingLaunch::Call;
   constexpr uint32_t kBlocks = 16;
   SlowKernelRuns slow(*backend, kBlocks, 200'000, ClientId(3));
-  auto& [runs, stream, done, ids, launch, stats, latencies, owner] = slow;
+  // References, not a structured binding: clang 14 (the asan stage) cannot capture bindings.
+  KernelRuns& runs = *slow.runs;
+  const KernelLaunch& launch = slow.launch;
   const auto run_ends = [&] {
     std::vector<EndedRun> ended;
     REQUIRE(Eventually([&] {
-      runs->Poll(ended);
+      runs.Poll(ended);
       return !ended.empty();
     }));
     return ended.front().end;
   };
-  REQUIRE(runs->IssueTransformed(owner, launch, LaunchForm::Preemptible(1)) == CUDA_SUCCESS);
-  runs->Preempt(ClientId(3));
+  REQUIRE(runs.IssueTransformed(slow.owner, launch, LaunchForm::Preemptible(1)) == CUDA_SUCCESS);
+  runs.Preempt(ClientId(3));
   const scheduler::RunEnd stopped = run_ends();
   REQUIRE_FALSE(stopped.finished);
-  REQUIRE(runs->IssueTransformed(owner, launch, LaunchForm::Preemptible(4)) == CUDA_SUCCESS);
+  REQUIRE(runs.IssueTransformed(slow.owner, launch, LaunchForm::Preemptible(4)) == CUDA_SUCCESS);
   CHECK(run_ends().finished);
-  CHECK(done.Download(stream.get()) == std::vector<int>(kBlocks, 1));
+  CHECK(slow.done.Download(slow.stream.get()) == std::vector<int>(kBlocks, 1));
   const std::vector<unsigned> ptb_runs(CountingLaunch::widths.end() - 2,
                                        CountingLaunch::widths.end());
   CHECK(ptb_runs == std::vector<unsigned>{1, 4});
-  CHECK(stats.resumes == 1u);
+  CHECK(slow.stats.resumes == 1u);
 }
 
 TEST_CASE("A reported original-form run ends when it ended on the device, not at its poll") {
