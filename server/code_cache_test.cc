@@ -2,8 +2,6 @@
 // damaged and foreign entries removed and made again, and writers of one entry at once.
 #include "server/code_cache.h"
 
-#include <stdlib.h>
-
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <fstream>
@@ -11,19 +9,17 @@
 #include <thread>
 #include <vector>
 
+#include "ipc/testing/temp_dir.h"
+
 namespace tally::server {
 namespace {
 namespace fs = std::filesystem;
 
 // A fresh folder, removed with the test.
 struct TempDir {
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "tally-code-cache-XXXXXX").string();
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    path = pattern;
-  }
-  ~TempDir() { fs::remove_all(path); }
-  fs::path path;
+  TempDir() { REQUIRE_FALSE(folder.path().empty()); }
+  ipc::testing::TempDir folder;
+  fs::path path{folder.path()};
 };
 
 CodeKey Key(std::string kernel) {

@@ -5,13 +5,12 @@
 // transformed forms so, and a second registry finds their machine code.
 #include "server/machine_code.h"
 
-#include <stdlib.h>
-
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 
+#include "ipc/testing/temp_dir.h"
 #include "server/module_registry.h"
 
 namespace tally::server {
@@ -35,18 +34,14 @@ Device& TheDevice() {
 
 // A fresh cache folder, removed with the test.
 struct TempCache {
-  TempCache() {
-    std::string pattern = (fs::temp_directory_path() / "tally-machine-code-XXXXXX").string();
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    dir = pattern;
-  }
-  ~TempCache() { fs::remove_all(dir); }
+  TempCache() { REQUIRE_FALSE(folder.path().empty()); }
   std::shared_ptr<CodeCache> Open() const {
     auto cache = CodeCache::Open(dir, 1 << 24);
     REQUIRE(cache.ok());
     return *std::move(cache);
   }
-  fs::path dir;
+  ipc::testing::TempDir folder;
+  fs::path dir{folder.path()};
 };
 
 constexpr char kDevice[] = "emulated sm_80";
