@@ -185,7 +185,8 @@ constexpr Flag kFlags[] = {
      "threads that make kernels' transformed forms in the background, at a lower OS priority "
      "than the serving threads (default 1, at most 64). A kernel's forms are made once the "
      "policy would run its client's kernels shaped, never for a client whose kernels run in "
-     "their original form"},
+     "their original form (but for modules whose forms share state with them, and every module "
+     "under --isolation fenced|strict: their forms are made with the module, when it loads)"},
     {"forms-wait-ms", "TALLY_FORMS_WAIT_MS", "MS",
      "how long a kernel that the policy would run shaped waits for its transformed forms to be "
      "made; after that it is scheduled without them, and the log says so (default 10000)"},
