@@ -2,14 +2,13 @@
 // form is found by a second FormsCache (another server) on the same folder instead of made again.
 #include "server/forms_cache.h"
 
-#include <stdlib.h>
-
 #include <catch2/catch.hpp>
 #include <filesystem>
 
+#include "ipc/testing/temp_dir.h"
+
 namespace tally::server {
 namespace {
-namespace fs = std::filesystem;
 
 TransformedCode Sample() {
   TransformedCode code;
@@ -51,9 +50,9 @@ TEST_CASE("transformed code reads back as it was written; anything else is an er
 }
 
 TEST_CASE("forms made once are found by another server on the same folder, per key") {
-  std::string pattern = (fs::temp_directory_path() / "tally-forms-cache-XXXXXX").string();
-  REQUIRE(mkdtemp(pattern.data()) != nullptr);
-  const fs::path dir = pattern;
+  const ipc::testing::TempDir temp;
+  REQUIRE_FALSE(temp.path().empty());
+  const std::filesystem::path dir = temp.path();
   auto open = [&] { return std::shared_ptr<CodeCache>(*CodeCache::Open(dir, 1 << 20)); };
   const ptx::TransformOptions options{.slice = true, .preemptible = true};
   int made = 0;
@@ -79,7 +78,6 @@ TEST_CASE("forms made once are found by another server on the same folder, per k
   FormsCache none(nullptr, "emulated sm_80", 12040);
   none.FindOrMake(7, "k", options, false, make);
   CHECK(made == 5);
-  fs::remove_all(dir);
 }
 
 }  // namespace
