@@ -291,6 +291,21 @@ TEST_CASE("an address computed from a module variable compares with range 2 firs
   const std::string printed = PrintModule(f.module);
   CHECK(printed.find("sub.s64\t%__tally_fence_difference, %__tally_fence_address, "
                      "%__tally_fence_base2;") < printed.find("@%__tally_fence_ok bra"));
+
+  // Accesses through such a register that share one check of their span: range 2 first too.
+  Fenced span = Fence(std::string(kRegs) +
+                          "ld.param.u64 %rd3, [p];\nmov.u64 %rd1, g;\nadd.s64 %rd2, %rd1, %rd3;\n"
+                          "ld.global.u32 %r1, [%rd2];\nst.global.u32 [%rd2+8], %r1;\nret;",
+                      ".global .align 4 .u32 g[4];");
+  REQUIRE(span.Forms().fenced);
+  CHECK(span.Count("k", "selp.b64") == 1);
+  std::string first_size;
+  passes::ForEachInstruction(span.module.FindFunction("k")->body->statements,
+                             [&](const Instruction& inst) {
+                               if (first_size.empty() && inst.opcode == "setp")
+                                 first_size = inst.operands[2].name;
+                             });
+  CHECK(first_size == "%__tally_fence_size2");
 }
 
 TEST_CASE("a vprintf format made from a string variable is passed unchecked") {

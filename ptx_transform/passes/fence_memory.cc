@@ -621,8 +621,7 @@ void MemoryFencer::FenceFunction(Function& function, const std::string& param,
 
 // FenceParams: base[3] at 0, size[3] at 24, violation_flag at 48. Ranges 1 and 2 (range 1 alone
 // where range 2 was read at entry) and the flag, read from the fence parameter where they are
-// needed (ld.param of a kernel's or a function's
-// own parameter is valid anywhere in its body).
+// needed (ld.param of a kernel's or a function's own parameter is valid anywhere in its body).
 void MemoryFencer::LoadOtherRanges(const Registers& regs, std::vector<Statement>& out) {
   for (int i = 1; i < (regs.range2_at_entry ? 2 : 3); ++i) {
     out.push_back(Stmt(Inst("ld", {"param", "u64"}, {Reg(regs.base[i]), Addr(regs.fence, 8 * i)})));
@@ -714,12 +713,12 @@ void MemoryFencer::FenceStatements(std::vector<Statement>& statements, Registers
       out.push_back({std::move(sequence)});
       continue;
     }
-    // A pointer argument of __assertfail/vprintf is checked as a generic access at that address
-    // (an address in the client's shared or local memory passes), and the fenced value stored.
     if (variables.proven.contains(inst)) {  // inside a module variable: cannot fail
       out.push_back(std::move(statement));
       continue;
     }
+    // A pointer argument of __assertfail/vprintf is checked as a generic access at that address
+    // (an address in the client's shared or local memory passes), and the fenced value stored.
     const bool pointer_argument = StoresPointerArgument(*inst, pointer_params);
     Access access;
     if (pointer_argument) {
@@ -893,11 +892,10 @@ void MemoryFencer::CheckAccess(const Instruction& inst, bool generic, bool raise
 // suffices): bad = the highest start H = base + max_offset lies, for every range i, outside
 // [base_i + D, base_i + size_i) (D the span), i.e. H - base_i >= size_i or H - base_i < D. The
 // fast path tests range `first` alone (as CheckAccess) and branches to `checked`; the others are
-// read and tested only when it fails. The group's span register gets the base or, when bad, base[0]
-// + (base mod 256)
-// - (the lowest offset rounded down to 256): each member then lands in base[0]'s first
-// kMaxSpanBytes + 768 bytes at an address congruent to its own modulo 256, so its alignment is
-// kept.
+// read and tested only when it fails. The group's span register gets the base or, when bad,
+// base[0] + (base mod 256) - (the lowest offset rounded down to 256): each member then lands in
+// base[0]'s first kMaxSpanBytes + 768 bytes at an address congruent to its own modulo 256, so its
+// alignment is kept.
 void MemoryFencer::CheckSpan(const SpanGroup& group, const Registers& regs, int first,
                              const std::string& checked_label, std::vector<Statement>& out) {
   const std::string& checked = regs.span_bases[group.slot];

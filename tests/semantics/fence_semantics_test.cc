@@ -453,7 +453,8 @@ TEST_CASE("accesses checked together cannot reach outside their range, in every 
 
 // Accesses through registers made from a module variable's address (fence_variables.h): one
 // provably inside the variable runs unchecked (inside); an index added from a parameter is
-// checked, range 2 first (indexed); the variable's address set on one path only, or in an inner
+// checked, range 2 first, for one access and for two that share a check (indexed,
+// indexed_pair); the variable's address set on one path only, or in an inner
 // block's register of the same name, proves nothing about the register that reaches the store
 // (joined, shadowed): each of those, pointed at the victim, goes to base[0].
 constexpr char kVariableAttacks[] = R"(
@@ -479,6 +480,17 @@ constexpr char kVariableAttacks[] = R"(
   mov.u64 %rd2, g;
   add.s64 %rd3, %rd2, %rd1;
   st.global.u32 [%rd3], 0xb1;
+  ret;
+}
+
+.visible .entry indexed_pair(.param .u64 p)
+{
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [p];
+  mov.u64 %rd2, g;
+  add.s64 %rd3, %rd2, %rd1;
+  st.global.u32 [%rd3], 0xb1;
+  st.global.u32 [%rd3+8], 0xb2;
   ret;
 }
 
@@ -545,6 +557,17 @@ TEST_CASE("addresses made from a module variable cannot reach outside the ranges
     run("indexed", victim.address + 64 - g);
     CHECK(victim.At(16) == 0x7777);
     CHECK(own.At(0) == 0xb1);
+    CHECK(flag.At(0) == 1);
+    // The same with two stores that share one check of their span.
+    run("indexed_pair", 16);
+    CHECK(word_of_g(4) == 0xb1);
+    CHECK(word_of_g(6) == 0xb2);
+    CHECK(flag.At(0) == 0);
+    run("indexed_pair", victim.address + 64 - g);
+    CHECK(victim.At(16) == 0x7777);
+    CHECK(victim.At(18) == 0x7777);
+    CHECK(own.At(16) == 0xb1);  // base[0] + (64 mod 256)
+    CHECK(own.At(18) == 0xb2);
     CHECK(flag.At(0) == 1);
     // The variable's path is fine; the other path's pointer is checked.
     run("joined", 0);
