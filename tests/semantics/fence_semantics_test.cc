@@ -453,8 +453,8 @@ TEST_CASE("accesses checked together cannot reach outside their range, in every 
 
 // Accesses through registers made from a module variable's address (fence_variables.h): one
 // provably inside the variable runs unchecked (inside); an index added from a parameter is
-// checked, range 2 first, for one access and for two that share a check (indexed,
-// indexed_pair); the variable's address set on one path only, or in an inner
+// checked, range 2 first, for one generic access and for two global ones that share a check
+// (indexed, indexed_pair); the variable's address set on one path only, or in an inner
 // block's register of the same name, proves nothing about the register that reaches the store
 // (joined, shadowed): each of those, pointed at the victim, goes to base[0].
 constexpr char kVariableAttacks[] = R"(
@@ -479,16 +479,17 @@ constexpr char kVariableAttacks[] = R"(
   ld.param.u64 %rd1, [p];
   mov.u64 %rd2, g;
   add.s64 %rd3, %rd2, %rd1;
-  st.global.u32 [%rd3], 0xb1;
+  cvta.global.u64 %rd3, %rd3;
+  st.u32 [%rd3], 0xb1;
   ret;
 }
 
 .visible .entry indexed_pair(.param .u64 p)
 {
   .reg .b64 %rd<4>;
-  ld.param.u64 %rd1, [p];
   mov.u64 %rd2, g;
-  add.s64 %rd3, %rd2, %rd1;
+  ld.param.u64 %rd1, [p];
+  add.s64 %rd3, %rd1, %rd2;
   st.global.u32 [%rd3], 0xb1;
   st.global.u32 [%rd3+8], 0xb2;
   ret;
