@@ -191,8 +191,141 @@ TEST_CASE("accesses by name inside a .global variable of the module are not chec
   CHECK(checks("ld.global.u32 %r1, [e];") == 1);
   CHECK(checks("ld.global.u32 %r1, [open];") == 1);
   CHECK(checks("ld.shared.u32 %r1, [s];") == 0);
-  // A register holding the address is checked, whatever it was made from.
-  CHECK(checks("mov.u64 %rd1, g;\nld.global.u32 %r1, [%rd1];") == 1);
+}
+
+// How many checks fencing `body` makes, and how many of them compare with range 2 first (their
+// fast path: `setp.lt` against range 2's size).
+struct VariableChecks {
+  int checks, range2_first;
+  bool operator==(const VariableChecks&) const = default;
+};
+std::ostream& operator<<(std::ostream& os, const VariableChecks& c) {
+  return os << c.checks << " checks, " << c.range2_first << " range 2 first";
+}
+VariableChecks ChecksWithVariables(const std::string& body) {
+  Fenced f = Fence(std::string(kRegs) + "ld.param.u64 %rd3, [p];\n" + body + "\nret;",
+                   ".global .align 4 .u32 g[4];\n.extern .global .align 4 .u32 e[4];");
+  REQUIRE(f.Forms().fenced);
+  VariableChecks out{f.Count("k", "selp.b64"), 0};
+  passes::ForEachInstruction(f.module.FindFunction("k")->body->statements,
+                             [&](const Instruction& inst) {
+                               if (inst.opcode == "setp" && inst.HasModifier("lt") &&
+                                   inst.operands[2].name == "%__tally_fence_size2") {
+                                 ++out.range2_first;
+                               }
+                             });
+  return out;
+}
+
+TEST_CASE("accesses through a register holding a module variable's address plus a constant") {
+  // mov of the variable, then mov, cvta.global, cvta.to.global, add or sub of immediates, in
+  // straight-line code: a start inside the variable needs no check.
+  CHECK(ChecksWithVariables("mov.u64 %rd1, g;\nld.global.u32 %r1, [%rd1];").checks == 0);
+  CHECK(ChecksWithVariables("mov.u64 %rd1, g;\ncvta.global.u64 %rd2, %rd1;\n"
+                            "st.u32 [%rd2+12], 1;")
+            .checks == 0);
+  CHECK(ChecksWithVariables("mov.u64 %rd1, g;\ncvta.to.global.u64 %rd2, %rd1;\n"
+                            "add.s64 %rd2, %rd2, 16;\nsub.s64 %rd1, %rd2, 8;\n"
+                            "atom.global.add.u32 %r1, [%rd1+-4], 1;")
+            .checks == 0);
+  CHECK(ChecksWithVariables("mov.u64 %rd1, g;\nadd.s64 %rd2, 4, %rd1;\nmov.b64 %rd1, %rd2;\n"
+                            "ld.global.u32 %r1, [%rd1+8];")
+            .checks == 0);
+  // Past either end: checked, range 2 first (the register comes from the variable).
+  CHECK(ChecksWithVariables("mov.u64 %rd1, g;\nst.global.u32 [%rd1+16], 1;") ==
+        VariableChecks{1, 1});
+  CHECK(ChecksWithVariables("mov.u64 %rd1, g;\nsub.s64 %rd1, %rd1, 4;\nst.global.u32 [%rd1], 1;") ==
+        VariableChecks{1, 1});
+  // An index added: checked, range 2 first.
+  CHECK(ChecksWithVariables("mov.u64 %rd1, g;\nadd.s64 %rd2, %rd1, %rd3;\n"
+                            "ld.global.u32 %r1, [%rd2];") == VariableChecks{1, 1});
+  // An extern variable's size is unknown; a pointer loaded from memory is no address of one.
+  CHECK(ChecksWithVariables("mov.u64 %rd1, e;\nld.global.u32 %r1, [%rd1];") ==
+        VariableChecks{1, 0});
+  CHECK(ChecksWithVariables("ld.global.u64 %rd1, [g];\nld.global.u32 %r1, [%rd1];") ==
+        VariableChecks{1, 0});
+  // Nothing else is known: another path may arrive at a label with any value in the register
+  // (checked, range 2 first since one definition comes from the variable); a guarded or any
+  // other write, a declaration of the name in an inner block (another, uninitialised register),
+  // a definition inside a block (its names may be the block's own) all leave it checked.
+  CHECK(ChecksWithVariables("mov.u64 %rd1, g;\nL:\nld.global.u32 %r1, [%rd1];") ==
+        VariableChecks{1, 1});
+  CHECK(ChecksWithVariables("setp.eq.u64 %p1, %rd3, 0;\n@%p1 mov.u64 %rd1, g;\n"
+                            "ld.global.u32 %r1, [%rd1];")
+            .checks == 1);
+  CHECK(ChecksWithVariables("mov.u64 %rd1, g;\nld.param.u64 %rd1, [p];\n"
+                            "ld.global.u32 %r1, [%rd1];")
+            .checks == 1);
+  CHECK(ChecksWithVariables("mov.u64 %rd1, g;\nshl.b64 %rd1, %rd1, 1;\n"
+                            "ld.global.u32 %r1, [%rd1];")
+            .checks == 1);
+  CHECK(ChecksWithVariables("mov.u64 %rd1, g;\n{\n.reg .b64 %rd1;\nld.global.u32 %r1, [%rd1];\n}")
+            .checks == 1);
+  CHECK(ChecksWithVariables("{\n.reg .b64 %rd1;\nmov.u64 %rd1, g;\n}\nld.global.u32 %r1, [%rd1];")
+            .checks == 1);
+  // A name of the function's own hides the module's variable.
+  CHECK(ChecksWithVariables(".local .align 4 .b8 g[16];\nmov.u64 %rd1, g;\n"
+                            "ld.global.u32 %r1, [%rd1];")
+            .checks == 1);
+}
+
+TEST_CASE("an address computed from a module variable compares with range 2 first") {
+  Fenced f = Fence(std::string(kRegs) +
+                       "ld.param.u64 %rd3, [p];\nmov.u64 %rd1, g;\nadd.s64 %rd2, %rd1, %rd3;\n"
+                       "st.global.u32 [%rd2], 1;\nret;",
+                   ".global .align 4 .u32 g[4];");
+  REQUIRE(f.Forms().fenced);
+  const std::vector<std::string> expected = {
+      // Entry: ranges 0 and 2.
+      "ld.param.u64 __tally_fence+0", "ld.param.u64 __tally_fence+24",
+      "ld.param.u64 __tally_fence+16", "ld.param.u64 __tally_fence+40", "ld.param.u64 p+0",
+      "mov.u64", "add.s64",
+      // The fast path against range 2.
+      "mov.u64", "sub.s64", "setp.lt.u64", "@%__tally_fence_ok bra",
+      // Outside range 2: range 1 and the flag read, ranges 0 and 1 compared.
+      "ld.param.u64 __tally_fence+8", "ld.param.u64 __tally_fence+32",
+      "ld.param.u64 __tally_fence+48", "sub.s64", "setp.ge.u64", "sub.s64", "setp.ge.and.u64",
+      "selp.b64", "@%__tally_fence_bad st.global.u32", "__tally_fence_checked:", "st.global.u32",
+      "ret"};
+  CHECK(Lines(f) == expected);
+  const std::string printed = PrintModule(f.module);
+  CHECK(printed.find("sub.s64\t%__tally_fence_difference, %__tally_fence_address, "
+                     "%__tally_fence_base2;") < printed.find("@%__tally_fence_ok bra"));
+
+  // Accesses through such a register that share one check of their span: range 2 first too.
+  Fenced span = Fence(std::string(kRegs) +
+                          "ld.param.u64 %rd3, [p];\nmov.u64 %rd1, g;\nadd.s64 %rd2, %rd1, %rd3;\n"
+                          "ld.global.u32 %r1, [%rd2];\nst.global.u32 [%rd2+8], %r1;\nret;",
+                      ".global .align 4 .u32 g[4];");
+  REQUIRE(span.Forms().fenced);
+  CHECK(span.Count("k", "selp.b64") == 1);
+  std::string first_size;
+  passes::ForEachInstruction(span.module.FindFunction("k")->body->statements,
+                             [&](const Instruction& inst) {
+                               if (first_size.empty() && inst.opcode == "setp")
+                                 first_size = inst.operands[2].name;
+                             });
+  CHECK(first_size == "%__tally_fence_size2");
+}
+
+TEST_CASE("a vprintf format made from a string variable is passed unchecked") {
+  Fenced f = Fence(std::string(kRegs) + R"(
+mov.u64 %rd1, $str;
+cvta.global.u64 %rd2, %rd1;
+{
+.param .b64 param0;
+st.param.b64 [param0], %rd2;
+.param .b64 param1;
+st.param.b64 [param1], 0;
+.param .b32 retval0;
+call.uni (retval0), vprintf, (param0, param1);
+}
+ret;)",
+                   ".extern .func (.param .b32 r) vprintf(.param .b64 f, .param .b64 a);\n"
+                   ".global .align 1 .b8 $str[4] = {104, 105, 10, 0};");
+  REQUIRE(f.Forms().fenced);
+  CHECK(f.Count("k", "isspacep.global") == 0);
+  CHECK(PrintModule(f.module).find("st.param.b64\t[param0], %rd2;") != std::string::npos);
 }
 
 TEST_CASE("a guarded generic access that does not run takes the fast path") {

@@ -47,8 +47,10 @@ static_assert(alignof(FenceParams) == 8);
 inline constexpr uint32_t kTransformVersion = 1;
 // The version of the fence (passes/fence_memory.h), bumped whenever fenced code changes (2: one
 // check for a span of accesses through one base, fenced printf and assert; 3: range 0 checked
-// first, the other ranges read and checked only past its branch).
-inline constexpr uint32_t kFenceVersion = 3;
+// first, the other ranges read and checked only past its branch; 4: accesses through a register
+// holding a module variable's address plus a constant unchecked inside it, range 2 first for
+// other addresses computed from a variable's).
+inline constexpr uint32_t kFenceVersion = 4;
 // The version of the forms made with or without the fence: fenced forms run other code, so their
 // measurements are kept apart from the unfenced forms' (kFenceVersion above any kTransformVersion).
 constexpr uint32_t FormsVersion(bool fenced) {

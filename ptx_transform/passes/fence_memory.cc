@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cstdio>
 #include <iterator>
@@ -343,6 +344,33 @@ std::string PointerArgumentRefusal(const std::vector<Statement>& statements,
   return "";
 }
 
+// The stores of pointer arguments of the runtime's functions in `statements` and nested blocks.
+std::set<const Instruction*> PointerStores(const std::vector<Statement>& statements) {
+  std::set<const Instruction*> stores;
+  const std::set<std::string> params = PointerParams(statements);
+  for (const Statement& s : statements) {
+    if (const auto* block = std::get_if<Block>(&s.value)) {
+      stores.merge(PointerStores(block->statements));
+    } else if (const auto* inst = std::get_if<Instruction>(&s.value);
+               inst != nullptr && StoresPointerArgument(*inst, params)) {
+      stores.insert(inst);
+    }
+  }
+  return stores;
+}
+
+// Whether an instruction of `statements` or nested blocks reads one of `registers`.
+bool Reads(const std::vector<Statement>& statements, std::initializer_list<std::string> registers) {
+  bool reads = false;
+  ForEachInstruction(statements, [&](const Instruction& inst) {
+    ForEachOperand(inst, [&](const Operand& op) {
+      reads = reads || (op.kind == Operand::Kind::kName &&
+                        std::find(registers.begin(), registers.end(), op.name) != registers.end());
+    });
+  });
+  return reads;
+}
+
 // The bytes a module-scope variable occupies; 0 when its declaration does not say (an unsized
 // array, an unknown type).
 uint64_t VariableBytes(const VarDecl& var) {
@@ -373,6 +401,9 @@ struct MemoryFencer::Registers {
   std::string end, stride, outside;
   // b64: the checked bases of span groups (fence_spans.h), as many as the groups need at once.
   std::vector<std::string> span_bases;
+  // Whether range 2 is read at entry too: where accesses through registers computed from a
+  // module variable compare with it first (fence_variables.h).
+  bool range2_at_entry = false;
 };
 
 MemoryFencer::MemoryFencer(Module& module, NameAllocator& names, FenceTarget target)
@@ -563,24 +594,36 @@ void MemoryFencer::FenceFunction(Function& function, const std::string& param,
   prologue.push_back(DeclareRegisters("b64", std::move(b64)));
   if (!b32.empty()) prologue.push_back(DeclareRegisters("b32", std::move(b32)));
   prologue.push_back(DeclareRegisters("pred", std::move(preds)));
-  // Range 0 (the client's partition) is what almost every access hits: its bounds are read at
-  // entry, the rest where an access outside it, a call or a tile needs them (LoadOtherRanges).
-  prologue.push_back(Stmt(Inst("ld", {"param", "u64"}, {Reg(regs.base[0]), Addr(param, 0)})));
-  prologue.push_back(Stmt(Inst("ld", {"param", "u64"}, {Reg(regs.size[0]), Addr(param, 24)})));
-
   const FunctionNames names(function);
   auto& body = function.body->statements;
-  FenceStatements(body, regs, names, local_names);
+  const std::set<const Instruction*> pointer_stores = PointerStores(body);
+  const VariableAddresses variables = FindVariableAddresses(
+      body, [&](const std::string& name) { return ModuleVariableBytes(name, names); },
+      [&](const Instruction& inst) { return CheckedOperand(inst, names, pointer_stores); });
+  regs.range2_at_entry = variables.derived_access;
+  FenceStatements(body, regs, names, variables, local_names);
   if (!regs.span_bases.empty()) prologue.push_back(DeclareRegisters("b64", regs.span_bases));
+  // Range 0 (the client's partition) is what almost every access hits: its bounds are read at
+  // entry, and range 2's where accesses compare with it first; the rest where an access outside
+  // those, a call or a tile needs them (LoadOtherRanges). A function whose accesses all go
+  // unchecked reads none.
+  for (int i : {0, 2}) {
+    if ((i == 0 || regs.range2_at_entry) && Reads(body, {regs.base[i], regs.size[i]})) {
+      prologue.push_back(
+          Stmt(Inst("ld", {"param", "u64"}, {Reg(regs.base[i]), Addr(param, 8 * i)})));
+      prologue.push_back(
+          Stmt(Inst("ld", {"param", "u64"}, {Reg(regs.size[i]), Addr(param, 24 + 8 * i)})));
+    }
+  }
   body.insert(body.begin() + static_cast<std::ptrdiff_t>(FirstExecutableIndex(body)),
               std::make_move_iterator(prologue.begin()), std::make_move_iterator(prologue.end()));
 }
 
-// FenceParams: base[3] at 0, size[3] at 24, violation_flag at 48. Ranges 1 and 2 and the flag,
-// read from the fence parameter where they are needed (ld.param of a kernel's or a function's
-// own parameter is valid anywhere in its body).
+// FenceParams: base[3] at 0, size[3] at 24, violation_flag at 48. Ranges 1 and 2 (range 1 alone
+// where range 2 was read at entry) and the flag, read from the fence parameter where they are
+// needed (ld.param of a kernel's or a function's own parameter is valid anywhere in its body).
 void MemoryFencer::LoadOtherRanges(const Registers& regs, std::vector<Statement>& out) {
-  for (int i = 1; i < 3; ++i) {
+  for (int i = 1; i < (regs.range2_at_entry ? 2 : 3); ++i) {
     out.push_back(Stmt(Inst("ld", {"param", "u64"}, {Reg(regs.base[i]), Addr(regs.fence, 8 * i)})));
     out.push_back(
         Stmt(Inst("ld", {"param", "u64"}, {Reg(regs.size[i]), Addr(regs.fence, 24 + 8 * i)})));
@@ -589,14 +632,15 @@ void MemoryFencer::LoadOtherRanges(const Registers& regs, std::vector<Statement>
 }
 
 void MemoryFencer::FenceStatements(std::vector<Statement>& statements, Registers& regs,
-                                   const FunctionNames& names, NameAllocator& local_names) {
+                                   const FunctionNames& names, const VariableAddresses& variables,
+                                   NameAllocator& local_names) {
   const std::set<std::string> pointer_params = PointerParams(statements);
   // Unguarded global data accesses through a register may share one check (fence_spans.h); the
   // device output functions' global accesses are to Tally's own memory and are not checked.
   const SpanPlan spans =
       PlanSpans(statements, [&](const Instruction& inst) -> std::optional<size_t> {
         if (target_ == FenceTarget::kDeviceOutput || !inst.guard.empty() ||
-            StoresPointerArgument(inst, pointer_params)) {
+            StoresPointerArgument(inst, pointer_params) || variables.proven.contains(&inst)) {
           return std::nullopt;
         }
         const Access access = Classify(inst, names, module_variables_);
@@ -618,7 +662,8 @@ void MemoryFencer::FenceStatements(std::vector<Statement>& statements, Registers
     if (spans.group_of[index] != SpanPlan::kNone) {
       const SpanGroup& group = spans.groups[spans.group_of[index]];
       if (group.members[0] == index) {
-        CheckSpan(group, regs, local_names.Fresh("__tally_fence_checked"), out);
+        CheckSpan(group, regs, FirstRange(group.base, regs, variables),
+                  local_names.Fresh("__tally_fence_checked"), out);
       }
       auto& inst = std::get<Instruction>(statement.value);
       const Access access = Classify(inst, names, module_variables_);
@@ -627,7 +672,7 @@ void MemoryFencer::FenceStatements(std::vector<Statement>& statements, Registers
       continue;
     }
     if (auto* block = std::get_if<Block>(&statement.value)) {
-      FenceStatements(block->statements, regs, names, local_names);
+      FenceStatements(block->statements, regs, names, variables, local_names);
       out.push_back(std::move(statement));
       continue;
     }
@@ -668,6 +713,10 @@ void MemoryFencer::FenceStatements(std::vector<Statement>& statements, Registers
       out.push_back({std::move(sequence)});
       continue;
     }
+    if (variables.proven.contains(inst)) {  // inside a module variable: cannot fail
+      out.push_back(std::move(statement));
+      continue;
+    }
     // A pointer argument of __assertfail/vprintf is checked as a generic access at that address
     // (an address in the client's shared or local memory passes), and the fenced value stored.
     const bool pointer_argument = StoresPointerArgument(*inst, pointer_params);
@@ -691,6 +740,7 @@ void MemoryFencer::FenceStatements(std::vector<Statement>& statements, Registers
     // The start address into `address`, which the access then reads.
     Operand& operand = inst->operands[access.operand];
     const Operand& base = operand.elements[0];
+    const int first = FirstRange(base.name, regs, variables);
     const std::string& address = regs.address;
     if (base.kind == Operand::Kind::kImmediate) {
       out.push_back(Stmt(Inst("mov", {"u64"}, {Reg(address), base})));
@@ -719,7 +769,8 @@ void MemoryFencer::FenceStatements(std::vector<Statement>& statements, Registers
       out.push_back(std::move(statement));
       continue;
     }
-    CheckAccess(*inst, access.generic, access.check == Access::Check::kData, regs, checked, out);
+    CheckAccess(*inst, access.generic, access.check == Access::Check::kData, regs, first, checked,
+                out);
     operand.elements[0] = Reg(address);
     if (pointer_argument) operand = Reg(address);
     if (target_ == FenceTarget::kDeviceOutput && inst->opcode == "ld") {
@@ -743,16 +794,46 @@ void MemoryFencer::FenceStatements(std::vector<Statement>& statements, Registers
 // (module_registry.cc's VariableRangeOf), so a check of an access there would always pass. (Not
 // for a tile, which may end past the variable.)
 bool MemoryFencer::InModuleVariable(const Operand& base, const FunctionNames& names) const {
-  if (base.kind != Operand::Kind::kName || !names.RegisterType(base.name).empty() ||
-      names.VariableSpace(base.name) != nullptr) {
-    return false;  // a register, or a name of the function's own that hides the module's
+  return base.kind == Operand::Kind::kName && base.offset >= 0 &&
+         static_cast<uint64_t>(base.offset) < ModuleVariableBytes(base.name, names);
+}
+
+// The bytes of the module's `.global` variable `name` means in a function; 0 where it means
+// none: a register, or a name of the function's own that hides the module's.
+uint64_t MemoryFencer::ModuleVariableBytes(const std::string& name,
+                                           const FunctionNames& names) const {
+  if (!names.RegisterType(name).empty() || names.VariableSpace(name) != nullptr) return 0;
+  auto it = global_variable_bytes_.find(name);
+  return it == global_variable_bytes_.end() ? 0 : it->second;
+}
+
+// Which range the check of an access through `base` compares with first: range 2 where the
+// register is computed from a module variable (fence_variables.h) and range 2 is read at entry.
+int MemoryFencer::FirstRange(const std::string& base, const Registers& regs,
+                             const VariableAddresses& variables) {
+  return regs.range2_at_entry && variables.derived.contains(base) ? 2 : 0;
+}
+
+// The address operand the fence checks in `inst` (FindVariableAddresses' question): a pointer
+// argument's register, or the address of a data access or hint other than a tile.
+std::optional<size_t> MemoryFencer::CheckedOperand(
+    const Instruction& inst, const FunctionNames& names,
+    const std::set<const Instruction*>& pointer_stores) const {
+  if (pointer_stores.contains(&inst)) return 1;
+  const Access access = Classify(inst, names, module_variables_);
+  if (access.check == Access::Check::kNone || access.tile ||
+      (target_ == FenceTarget::kDeviceOutput && !access.generic)) {
+    return std::nullopt;
   }
-  auto it = global_variable_bytes_.find(base.name);
-  return it != global_variable_bytes_.end() && base.offset >= 0 &&
-         static_cast<uint64_t>(base.offset) < it->second;
+  return access.operand;
 }
 
 namespace {
+
+// The two ranges a check compares with after range `first`, in order.
+std::array<int, 2> OtherRanges(int first) {
+  return first == 0 ? std::array{1, 2} : std::array{0, 1};
+}
 
 // `@bad st.global.u32 [flag], 1`: the violation the server reports as an illegal address.
 Statement RaiseFlag(const std::string& flag, const std::string& bad) {
@@ -763,11 +844,12 @@ Statement RaiseFlag(const std::string& flag, const std::string& bad) {
 
 // The check of one access at `regs.address` (global, or where %global holds for a generic one).
 // The fast path: ok = the access does not execute, or its address is no global one, or it lies
-// in range 0; then it branches to `checked`, just before the access. Otherwise (it executes, at
-// a global address outside range 0) the other ranges are read and checked, and bad = outside
-// them all redirects the access to base[0] and raises the flag (not for a hint).
+// in range `first` (0, or 2 for an address computed from a module variable); then it branches
+// to `checked`, just before the access. Otherwise (it executes, at a global address outside
+// that range) the other ranges are read and checked, and bad = outside them all redirects the
+// access to base[0] and raises the flag (not for a hint).
 void MemoryFencer::CheckAccess(const Instruction& inst, bool generic, bool raise_flag,
-                               const Registers& regs, const std::string& checked,
+                               const Registers& regs, int first, const std::string& checked,
                                std::vector<Statement>& out) {
   const bool guarded = !inst.guard.empty();
   if (generic && guarded) {
@@ -775,8 +857,8 @@ void MemoryFencer::CheckAccess(const Instruction& inst, bool generic, bool raise
     out.push_back(Stmt(Inst("not", {"pred"}, {Reg(regs.global), Reg(regs.global)})));
   }
   out.push_back(
-      Stmt(Inst("sub", {"s64"}, {Reg(regs.difference), Reg(regs.address), Reg(regs.base[0])})));
-  std::vector<Operand> operands = {Reg(regs.ok), Reg(regs.difference), Reg(regs.size[0])};
+      Stmt(Inst("sub", {"s64"}, {Reg(regs.difference), Reg(regs.address), Reg(regs.base[first])})));
+  std::vector<Operand> operands = {Reg(regs.ok), Reg(regs.difference), Reg(regs.size[first])};
   if (guarded) {
     operands.push_back(Negated(Reg(inst.guard), !inst.guard_negated));
   } else if (generic) {
@@ -789,11 +871,11 @@ void MemoryFencer::CheckAccess(const Instruction& inst, bool generic, bool raise
   }
   out.push_back(Stmt(Guard(Inst("bra", {}, {Reg(checked)}), regs.ok)));
   LoadOtherRanges(regs, out);
-  for (int i = 1; i < 3; ++i) {
+  for (int i : OtherRanges(first)) {
     out.push_back(
         Stmt(Inst("sub", {"s64"}, {Reg(regs.difference), Reg(regs.address), Reg(regs.base[i])})));
     std::vector<Operand> compare = {Reg(regs.bad), Reg(regs.difference), Reg(regs.size[i])};
-    if (i > 1) compare.push_back(Reg(regs.bad));
+    if (i != OtherRanges(first)[0]) compare.push_back(Reg(regs.bad));
     out.push_back(compare.size() == 4 ? Stmt(Inst("setp", {"ge", "and", "u64"}, compare))
                                       : Stmt(Inst("setp", {"ge", "u64"}, compare)));
   }
@@ -809,12 +891,12 @@ void MemoryFencer::CheckAccess(const Instruction& inst, bool generic, bool raise
 // One check for the accesses of `group`, before its first member (fence_spans.h says why it
 // suffices): bad = the highest start H = base + max_offset lies, for every range i, outside
 // [base_i + D, base_i + size_i) (D the span), i.e. H - base_i >= size_i or H - base_i < D. The
-// fast path tests range 0 alone and branches to `checked`; the others are read and tested only
-// when it fails. The group's span register gets the base or, when bad, base[0] + (base mod 256)
-// - (the lowest offset rounded down to 256): each member then lands in base[0]'s first
-// kMaxSpanBytes + 768 bytes at an address congruent to its own modulo 256, so its alignment is
-// kept.
-void MemoryFencer::CheckSpan(const SpanGroup& group, const Registers& regs,
+// fast path tests range `first` alone (as CheckAccess) and branches to `checked`; the others are
+// read and tested only when it fails. The group's span register gets the base or, when bad,
+// base[0] + (base mod 256) - (the lowest offset rounded down to 256): each member then lands in
+// base[0]'s first kMaxSpanBytes + 768 bytes at an address congruent to its own modulo 256, so its
+// alignment is kept.
+void MemoryFencer::CheckSpan(const SpanGroup& group, const Registers& regs, int first,
                              const std::string& checked_label, std::vector<Statement>& out) {
   const std::string& checked = regs.span_bases[group.slot];
   const int64_t span = group.max_offset - group.min_offset;
@@ -831,12 +913,13 @@ void MemoryFencer::CheckSpan(const SpanGroup& group, const Registers& regs,
                               {Reg(outside), Reg(regs.difference), Imm(span), Reg(outside)})));
     }
   };
-  compare(0, regs.bad);
+  compare(first, regs.bad);
   out.push_back(Stmt(Inst("mov", {"b64"}, {Reg(checked), Reg(group.base)})));
   out.push_back(Stmt(Guard(Inst("bra", {}, {Reg(checked_label)}), regs.bad, /*negated=*/true)));
   LoadOtherRanges(regs, out);
-  compare(1, regs.bad);
-  compare(2, regs.global);  // regs.global is free: a group's accesses are global, never generic
+  compare(OtherRanges(first)[0], regs.bad);
+  // regs.global is free: a group's accesses are global, never generic.
+  compare(OtherRanges(first)[1], regs.global);
   out.push_back(Stmt(Inst("and", {"pred"}, {Reg(regs.bad), Reg(regs.bad), Reg(regs.global)})));
   const int64_t lowest_block = group.min_offset >= 0 ? group.min_offset / 256 * 256
                                                      : -((-group.min_offset + 255) / 256 * 256);

@@ -21,13 +21,14 @@
 // Range 0 is the client's partition, where its device memory lies, so almost every access takes
 // the fast path: six instructions fewer at entry and four or five fewer per access than testing
 // every range each time. Ranges 1 and 2 (the client's host memory, the module's variables) take the
-// slow path. Unguarded global accesses through one unchanged base register in straight-line code
-// share one check of their span (fence_spans.h). A guard enters %ok negated (an access that does
-// not run takes the fast path). A generic access adds `isspacep.global %g, %fa;` and enters %ok
-// with !%g, so that generic addresses of shared and local memory pass unchanged; in a module
-// that makes generic addresses of kernel parameters (cvta.param), `isspacep.param` exempts those
-// too. Generic addresses of `.const` variables lie in the global window: the server's range 2
-// must cover them.
+// slow path, except that an address computed from a module variable compares with range 2 first,
+// and one that provably lies inside a variable is not checked (fence_variables.h). Unguarded global
+// accesses through one unchanged base register in straight-line code share one check of their span
+// (fence_spans.h). A guard enters %ok negated (an access that does not run takes the fast path). A
+// generic access adds `isspacep.global %g, %fa;` and enters %ok with !%g, so that generic addresses
+// of shared and local memory pass unchanged; in a module that makes generic addresses of kernel
+// parameters (cvta.param), `isspacep.param` exempts those too. Generic addresses of `.const`
+// variables lie in the global window: the server's range 2 must cover them.
 //
 // Why only the start address is checked: PTX requires every access to be naturally aligned
 // (PTX ISA "Addresses as Operands": the address must be a multiple of the access size, else the
@@ -56,6 +57,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -63,6 +65,7 @@
 #include "ptx_transform/ir.h"
 #include "ptx_transform/passes/builder.h"
 #include "ptx_transform/passes/fence_spans.h"
+#include "ptx_transform/passes/fence_variables.h"
 #include "ptx_transform/passes/function_clones.h"
 #include "ptx_transform/passes/ir_walk.h"
 
@@ -120,13 +123,19 @@ class MemoryFencer {
   struct Registers;
   void FenceFunction(Function& function, const std::string& param, NameAllocator& local_names);
   void FenceStatements(std::vector<Statement>& statements, Registers& regs,
-                       const FunctionNames& names, NameAllocator& local_names);
+                       const FunctionNames& names, const VariableAddresses& variables,
+                       NameAllocator& local_names);
   bool InModuleVariable(const Operand& base, const FunctionNames& names) const;
+  uint64_t ModuleVariableBytes(const std::string& name, const FunctionNames& names) const;
+  static int FirstRange(const std::string& base, const Registers& regs,
+                        const VariableAddresses& variables);
+  std::optional<size_t> CheckedOperand(const Instruction& inst, const FunctionNames& names,
+                                       const std::set<const Instruction*>& pointer_stores) const;
   void LoadOtherRanges(const Registers& regs, std::vector<Statement>& out);
   void CheckAccess(const Instruction& inst, bool generic, bool raise_flag, const Registers& regs,
-                   const std::string& checked, std::vector<Statement>& out);
-  void CheckSpan(const SpanGroup& group, const Registers& regs, const std::string& checked_label,
-                 std::vector<Statement>& out);
+                   int first, const std::string& checked, std::vector<Statement>& out);
+  void CheckSpan(const SpanGroup& group, const Registers& regs, int first,
+                 const std::string& checked_label, std::vector<Statement>& out);
   void FenceTile(Instruction& inst, const WmmaTile& tile, size_t operand,
                  const std::string& address, const Registers& regs, const std::string& checked,
                  std::vector<Statement>& out);

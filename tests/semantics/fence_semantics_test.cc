@@ -451,5 +451,137 @@ TEST_CASE("accesses checked together cannot reach outside their range, in every 
   }
 }
 
+// Accesses through registers made from a module variable's address (fence_variables.h): one
+// provably inside the variable runs unchecked (inside); an index added from a parameter is
+// checked, range 2 first, for one generic access and for two global ones that share a check
+// (indexed, indexed_pair); the variable's address set on one path only, or in an inner
+// block's register of the same name, proves nothing about the register that reaches the store
+// (joined, shadowed): each of those, pointed at the victim, goes to base[0].
+constexpr char kVariableAttacks[] = R"(
+.version 7.0
+.target sm_80
+.address_size 64
+
+.global .align 4 .u32 g[64];
+
+.visible .entry inside(.param .u64 p)
+{
+  .reg .b64 %rd<3>;
+  mov.u64 %rd1, g;
+  add.s64 %rd2, %rd1, 8;
+  st.global.u32 [%rd2+4], 0xa1;
+  ret;
+}
+
+.visible .entry indexed(.param .u64 p)
+{
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [p];
+  mov.u64 %rd2, g;
+  add.s64 %rd3, %rd2, %rd1;
+  cvta.global.u64 %rd3, %rd3;
+  st.u32 [%rd3], 0xb1;
+  ret;
+}
+
+.visible .entry indexed_pair(.param .u64 p)
+{
+  .reg .b64 %rd<4>;
+  mov.u64 %rd2, g;
+  ld.param.u64 %rd1, [p];
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], 0xb1;
+  st.global.u32 [%rd3+8], 0xb2;
+  ret;
+}
+
+.visible .entry joined(.param .u64 p)
+{
+  .reg .pred %p1;
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [p];
+  setp.ne.u64 %p1, %rd1, 0;
+  @%p1 bra STORE;
+  mov.u64 %rd1, g;
+STORE:
+  st.global.u32 [%rd1], 0xc1;
+  ret;
+}
+
+.visible .entry shadowed(.param .u64 p)
+{
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [p];
+  {
+    .reg .b64 %rd1;
+    mov.u64 %rd1, g;
+  }
+  st.global.u32 [%rd1], 0xd1;
+  ret;
+}
+)";
+
+TEST_CASE("addresses made from a module variable cannot reach outside the ranges") {
+  FencedModule module(kVariableAttacks);
+  CUdeviceptr g = 0;
+  size_t g_bytes = 0;
+  EMU_OK(Emu().cuModuleGetGlobal_v2(&g, &g_bytes, module.handle(), "g"));
+  REQUIRE(g_bytes == 256);
+  Buffer own, victim, flag;
+  // Range 2 covers the variable (the server puts a fenced module's variables there).
+  FenceParams fence{{own.address, 0, g}, {kBytes, 0, g_bytes}, flag.address};
+  auto word_of_g = [&](size_t word) {
+    uint32_t v = 0;
+    EMU_OK(Emu().cuMemcpyDtoH_v2(&v, g + word * 4, 4));
+    return v;
+  };
+  for (Form form : {Form::kOriginal, Form::kSliced, Form::kPtb}) {
+    INFO("form " << static_cast<int>(form));
+    auto run = [&](const char* kernel, uint64_t p) {
+      INFO(kernel << " at " << p);
+      own.Fill(0x5151);
+      victim.Fill(0x7777);
+      flag.Fill(0);
+      EMU_OK(Emu().cuMemsetD32_v2(g, 0, g_bytes / 4));
+      Run(module, kernel, form, {&p, &fence});
+    };
+    run("inside", 0);
+    CHECK(word_of_g(3) == 0xa1);
+    CHECK(flag.At(0) == 0);
+    // An index inside the variable, into range 0, and onto the victim.
+    run("indexed", 16);
+    CHECK(word_of_g(4) == 0xb1);
+    CHECK(flag.At(0) == 0);
+    run("indexed", own.address + 64 - g);
+    CHECK(own.At(16) == 0xb1);
+    CHECK(flag.At(0) == 0);
+    run("indexed", victim.address + 64 - g);
+    CHECK(victim.At(16) == 0x7777);
+    CHECK(own.At(0) == 0xb1);
+    CHECK(flag.At(0) == 1);
+    // The same with two stores that share one check of their span.
+    run("indexed_pair", 16);
+    CHECK(word_of_g(4) == 0xb1);
+    CHECK(word_of_g(6) == 0xb2);
+    CHECK(flag.At(0) == 0);
+    run("indexed_pair", victim.address + 64 - g);
+    CHECK(victim.At(16) == 0x7777);
+    CHECK(victim.At(18) == 0x7777);
+    CHECK(own.At(16) == 0xb1);  // base[0] + (64 mod 256)
+    CHECK(own.At(18) == 0xb2);
+    CHECK(flag.At(0) == 1);
+    // The variable's path is fine; the other path's pointer is checked.
+    run("joined", 0);
+    CHECK(word_of_g(0) == 0xc1);
+    CHECK(flag.At(0) == 0);
+    for (const char* kernel : {"joined", "shadowed"}) {
+      run(kernel, victim.address + 64);
+      CHECK(victim.At(16) == 0x7777);
+      CHECK(own.At(0) == (std::string(kernel) == "joined" ? 0xc1u : 0xd1u));
+      CHECK(flag.At(0) == 1);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tally::ptx
