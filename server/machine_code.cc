@@ -96,6 +96,11 @@ absl::StatusOr<std::string> MachineCode::LinkAndLoad(CUmodule* module,
   return std::string(static_cast<const char*>(cubin), size);
 }
 
+size_t MachineCode::filling() const {
+  std::lock_guard lock(filling_mutex_);
+  return filling_.size();
+}
+
 bool MachineCode::LinkAndStore(const CodeKey& key, const std::string& ptx, CUmodule* module) const {
   CUmodule checked = nullptr;
   absl::StatusOr<std::string> image = LinkAndLoad(module != nullptr ? module : &checked, ptx);

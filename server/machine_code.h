@@ -62,6 +62,8 @@ class MachineCode : public std::enable_shared_from_this<MachineCode> {
   // answer); with a filler, PTX that loaded is linked and stored there afterwards.
   LoadOutcome Load(CUmodule* module, const std::string& ptx) const;
   const MachineCodeCounters& counters() const { return counters_; }
+  // Links queued or running on the filler now.
+  size_t filling() const;
   // The code cache's key of `ptx`'s machine code.
   CodeKey Key(const std::string& ptx) const;
 
