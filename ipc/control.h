@@ -123,6 +123,18 @@ struct ModuleStatus {
   uint64_t forms_waited;
 };
 
+// The machine code of modules with PTX in the code cache (server/machine_code.h), since the server
+// started: linked by the driver and stored, loaded from the cache, refused by the driver when
+// loaded from it (linked again), and PTX the linker refused (loaded as PTX, never cached); and the
+// links queued or running on the server's filler now.
+struct MachineCodeStatus {
+  uint64_t linked;
+  uint64_t loaded;
+  uint64_t refused;
+  uint64_t link_failed;
+  uint64_t filling;
+};
+
 // The server's code cache (server/code_cache.h): its folder now and its counters since the server
 // started.
 struct CodeCacheStatus {
@@ -135,7 +147,8 @@ struct CodeCacheStatus {
   uint64_t misses;
   uint64_t stored;
   uint64_t evicted;
-  uint64_t corrupt;            // entries found damaged or of another key, and removed
+  uint64_t corrupt;  // entries found damaged or of another key, and removed
+  MachineCodeStatus machine_code;
   char dir[kControlTextSize];  // NUL-terminated
 };
 

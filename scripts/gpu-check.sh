@@ -416,11 +416,30 @@ run_fence_cost() {
   note ""
 }
 
+# Whether the start-up step's servers linked machine code on the driver (run_startup.sh --ctl's
+# last line in FILE): a failed link is a FAIL (the module then loads as PTX, compiled by the driver
+# at every load, and start-up keeps paying the JIT); none linked and none loaded, too.
+startup_links() {
+  local pattern='^machine code: ([0-9]+) linked, ([0-9]+) loaded .* ([0-9]+) links failed$'
+  if [[ ! $(grep '^machine code: ' "$1") =~ $pattern ]]; then
+    note "**FAIL**: run_startup.sh printed no machine-code counters"
+  elif ((BASH_REMATCH[3] > 0)); then
+    note "**FAIL**: ${BASH_REMATCH[3]} machine-code link(s) failed on the driver: those modules" \
+      "load as PTX (why: $(reason "$out/startup.log" 3))"
+  elif ((BASH_REMATCH[1] + BASH_REMATCH[2] == 0)); then
+    note "**FAIL**: no machine code was linked or loaded from the code cache"
+  else
+    return 0
+  fi
+  failures=$((failures + 1))
+}
+
 # Time to first kernel end (benchmarks/startup/run_startup.sh): the program without Tally, and
-# through Tally cold, warm (a second process) and after a restart, which finds the kernels' forms
-# and the machine code compiled from them in the code cache. With the default flags the first
-# kernel runs in its original form (compiled from PTX at every load); with --validate=slice:2 in
-# its sliced form; with --isolation=fenced every kernel's forms are compiled with the module.
+# through Tally cold, warm (a second process) and after a restart, which finds the modules' machine
+# code (the originals' and the forms') and the kernels' forms in the code cache. With the default
+# flags the first kernel runs in its original form; with --validate=slice:2 in its sliced form; with
+# --isolation=fenced every kernel's forms are compiled with the module. The servers' machine-code
+# counters are summed after each table; a failed link fails the step (startup_links).
 run_startup() {
   note "## Start-up: time to first kernel end (benchmarks/startup/run_startup.sh)"
   note ""
@@ -442,9 +461,10 @@ run_startup() {
     note ""
     if bounded 180 "$bundle_dir/bench/run_startup.sh" "${backend[@]}" \
         ${flags:+--server-arg "$flags"} --floor-libraries "$bundle_dir/bench/cudart" \
-        "$bin/tally-server" "$bin/tally-run" "$bundle_dir/bench/startup" "$emulator" "$rounds" \
-        "${sizes[@]}" > "$work/startup.out" 2> "$out/startup.log"; then
+        --ctl "$bin/tally-ctl" "$bin/tally-server" "$bin/tally-run" "$bundle_dir/bench/startup" \
+        "$emulator" "$rounds" "${sizes[@]}" > "$work/startup.out" 2> "$out/startup.log"; then
       cat "$work/startup.out" >> "$summary"
+      startup_links "$work/startup.out"
     else
       note "**FAIL** (exit $?): $(reason "$out/startup.log" 5)"
       failures=$((failures + 1))

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
+#include "ipc/testing/eventually.h"
 #include "scheduler/policy.h"
 #include "scheduler/testing/policy_harness.h"
 #include "server/kernel_runs.h"
@@ -187,16 +188,7 @@ Command CopyInts(const Ints& to, const Ints& from, size_t count, CUstream stream
   };
 }
 
-// Waits (bounded) until `done` holds.
-template <typename F>
-bool Eventually(F done, std::chrono::seconds limit = std::chrono::seconds(120)) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return true;
-}
+using ipc::testing::Eventually;
 
 TEST_CASE("A kernel's transformed forms are made when asked for, its alone") {
   const ModuleCounters& counters = TheDevice().modules.counters();

@@ -37,15 +37,18 @@ LoadOutcome LoadImage(const DriverApi& api, CUmodule* module, const void* image)
 }
 
 MachineCode::MachineCode(const DriverApi& api, std::shared_ptr<CodeCache> cache, std::string device,
-                         int driver_version)
+                         int driver_version, std::shared_ptr<FormsWorker> filler)
     : api_(api),
       cache_(std::move(cache)),
       device_(std::move(device)),
-      driver_version_(driver_version) {
+      driver_version_(driver_version),
+      filler_(std::move(filler)) {
   const bool linker = api.cuLinkCreate != nullptr && api.cuLinkAddData != nullptr &&
                       api.cuLinkComplete != nullptr && api.cuLinkDestroy != nullptr;
   if (cache_ != nullptr && !linker) {
-    TALLY_LOG_WARN("the driver has no cuLink*: transformed forms are cached as PTX only");
+    TALLY_LOG_WARN(
+        "the driver has no cuLink*: modules load from PTX, transformed forms are cached as PTX "
+        "only");
     cache_ = nullptr;
   }
 }
@@ -93,6 +96,45 @@ absl::StatusOr<std::string> MachineCode::LinkAndLoad(CUmodule* module,
   return std::string(static_cast<const char*>(cubin), size);
 }
 
+size_t MachineCode::filling() const {
+  std::lock_guard lock(filling_mutex_);
+  return filling_.size();
+}
+
+bool MachineCode::LinkAndStore(const CodeKey& key, const std::string& ptx, CUmodule* module) const {
+  CUmodule checked = nullptr;
+  absl::StatusOr<std::string> image = LinkAndLoad(module != nullptr ? module : &checked, ptx);
+  if (!image.ok()) {
+    ++counters_.link_failed;
+    TALLY_LOG_WARN("the linker did not compile a module ({}): it loads as PTX",
+                   std::string(image.status().message()));
+    return false;
+  }
+  if (checked != nullptr) api_.cuModuleUnload(checked);
+  cache_->Store(key, *image);  // only machine code that loaded
+  ++counters_.linked;          // once stored: a reader of the counter finds the entry
+  return true;
+}
+
+void MachineCode::FillLater(const CodeKey& key, const std::string& ptx) const {
+  std::string text = key.Text();
+  {
+    std::lock_guard lock(filling_mutex_);
+    if (!filling_.insert(text).second) return;
+  }
+  const bool queued = filler_->Submit([self = weak_from_this(), key, ptx, text] {
+    const std::shared_ptr<const MachineCode> held = self.lock();
+    if (held == nullptr) return;  // its registry went while the job waited
+    held->LinkAndStore(key, ptx, nullptr);
+    std::lock_guard lock(held->filling_mutex_);
+    held->filling_.erase(text);
+  });
+  if (queued) return;
+  // The queue is full or stopped: a later load of the same PTX asks again.
+  std::lock_guard lock(filling_mutex_);
+  filling_.erase(text);
+}
+
 LoadOutcome MachineCode::Load(CUmodule* module, const std::string& ptx) const {
   if (cache_ == nullptr) return LoadImage(api_, module, ptx.c_str());
   const CodeKey key = Key(ptx);
@@ -107,16 +149,13 @@ LoadOutcome MachineCode::Load(CUmodule* module, const std::string& ptx) const {
     TALLY_LOG_WARN("code cache: the driver refused machine code from it ({}: {}): compiled again",
                    CuResultText(loaded.result), loaded.log);
   }
-  absl::StatusOr<std::string> image = LinkAndLoad(module, ptx);
-  if (!image.ok()) {
-    ++counters_.link_failed;
-    TALLY_LOG_WARN("the linker did not compile a module ({}): loading its PTX",
-                   std::string(image.status().message()));
+  if (filler_ == nullptr) {
+    if (LinkAndStore(key, ptx, module)) return LoadOutcome{};
     return LoadImage(api_, module, ptx.c_str());
   }
-  ++counters_.linked;
-  cache_->Store(key, *image);  // only machine code that loaded
-  return LoadOutcome{};
+  const LoadOutcome loaded = LoadImage(api_, module, ptx.c_str());
+  if (loaded.result == CUDA_SUCCESS) FillLater(key, ptx);
+  return loaded;
 }
 
 }  // namespace tally::server

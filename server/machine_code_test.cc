@@ -1,8 +1,9 @@
 // Machine code in the code cache, on the emulated GPU: PTX is linked once and stored, and a second
 // loader (another server, or a restarted one) loads the machine code without linking; machine
 // code the driver refuses is linked again and replaced; PTX the linker refuses, a driver without
-// a linker, and no cache at all load the PTX as before. The registry loads a kernel's
-// transformed forms so, and a second registry finds their machine code.
+// a linker, and no cache at all load the PTX as before. With a filler, a miss loads the PTX and
+// the machine code is linked and stored afterwards. The registry loads a module's original and a
+// kernel's transformed forms so, and a second registry finds their machine code.
 #include "server/machine_code.h"
 
 #include <catch2/catch.hpp>
@@ -10,6 +11,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "ipc/testing/eventually.h"
 #include "ipc/testing/temp_dir.h"
 #include "server/module_registry.h"
 
@@ -103,6 +105,21 @@ TEST_CASE("PTX is linked once; a second loader on the folder loads its machine c
   CHECK(cache->Usage().entries == 2);
 }
 
+TEST_CASE("with a filler, a miss loads the PTX, and its machine code is stored afterwards") {
+  TempCache folder;
+  const auto cache = folder.Open();
+  const auto filler =
+      std::make_shared<FormsWorker>(1, 4, [] { TheDevice().backend.MakeCurrent().IgnoreError(); });
+  const auto loader =
+      std::make_shared<const MachineCode>(TheDevice().api(), cache, kDevice, kDriver, filler);
+  CHECK(LoadAndRun(*loader) == 42);
+  REQUIRE(ipc::testing::Eventually([&] { return loader->counters().linked == 1; }));
+  CHECK(cache->Usage().entries == 1);
+  CHECK(LoadAndRun(*loader) == 42);
+  CHECK(loader->counters().found == 1);
+  CHECK(loader->counters().linked == 1);
+}
+
 TEST_CASE("machine code the driver refuses is linked again and replaced") {
   TempCache folder;
   const auto cache = folder.Open();
@@ -155,6 +172,23 @@ std::shared_ptr<SharedModule> RegisterFormsKernel(ModuleRegistry& registry) {
   return *module;
 }
 
+TEST_CASE("a module's original is loaded as machine code, which a second registry finds") {
+  TempCache folder;
+  {
+    ModuleRegistry first(TheDevice().backend, /*build_forms=*/false, /*fence=*/false,
+                         folder.Open());
+    RegisterFormsKernel(first);
+    REQUIRE(ipc::testing::Eventually([&] { return first.machine_code().counters().linked == 1; }));
+    CHECK(first.code_cache()->Usage().entries == 1);
+  }
+  ModuleRegistry second(TheDevice().backend, /*build_forms=*/false, /*fence=*/false, folder.Open());
+  const std::shared_ptr<SharedModule> module = RegisterFormsKernel(second);
+  CHECK(module->kernels().contains("RecordBlocks"));
+  CHECK(second.machine_code().counters().found == 1);
+  CHECK(second.machine_code().counters().linked == 0);
+  CHECK(second.code_cache()->counters().misses == 0);
+}
+
 TEST_CASE("a kernel's forms are loaded as machine code, which a second registry finds") {
   TempCache folder;
   auto made = [&](ModuleRegistry& registry) {
@@ -167,14 +201,15 @@ TEST_CASE("a kernel's forms are loaded as machine code, which a second registry 
   {
     ModuleRegistry first(TheDevice().backend, /*build_forms=*/true, /*fence=*/false, folder.Open());
     made(first);
-    CHECK(first.machine_code().counters().linked == 1);
+    // The original's machine code and the forms'.
+    REQUIRE(ipc::testing::Eventually([&] { return first.machine_code().counters().linked == 2; }));
   }
   ModuleRegistry second(TheDevice().backend, /*build_forms=*/true, /*fence=*/false, folder.Open());
   made(second);
-  CHECK(second.machine_code().counters().found == 1);
+  CHECK(second.machine_code().counters().found == 2);
   CHECK(second.machine_code().counters().linked == 0);
-  CHECK(second.code_cache()->counters().hits == 2);  // the forms and their machine code
-  CHECK(second.code_cache()->Usage().entries == 2);
+  CHECK(second.code_cache()->counters().hits == 3);  // the forms and both machine codes
+  CHECK(second.code_cache()->Usage().entries == 3);
 }
 
 }  // namespace

@@ -253,6 +253,15 @@ int DriverVersion(const DriverApi& api) {
   return version;
 }
 
+// A worker of the registry (FormsWorker) whose threads have the backend's context current.
+std::shared_ptr<FormsWorker> BackgroundWorker(const Backend& backend, size_t threads) {
+  return std::make_shared<FormsWorker>(threads, kFormsQueue, [&backend] {
+    if (const absl::Status current = backend.MakeCurrent(); !current.ok()) {
+      TALLY_LOG_ERROR("background worker: {}", current.ToString());
+    }
+  });
+}
+
 }  // namespace
 
 void AllowDynamicShared(const DriverApi& api, CUdevice device, const KernelVariant& variant,
@@ -386,11 +395,11 @@ absl::Status SharedModule::ResetVariables(CUstream stream) const {
     names.assign(found_globals_.begin(), found_globals_.end());
   }
   if (names.empty()) return absl::OkStatus();
-  const void* image = parsed_->machine_code ? static_cast<const void*>(parsed_->image.data())
-                                            : parsed_->ptx.c_str();
   CUmodule fresh = nullptr;
-  TALLY_RETURN_IF_ERROR(CheckCu(api_.cuModuleLoadData(&fresh, image),
-                                "cuModuleLoadData (initial values of module variables)"));
+  const CUresult loaded = parsed_->machine_code
+                              ? api_.cuModuleLoadData(&fresh, parsed_->image.data())
+                              : machine_code_->Load(&fresh, parsed_->ptx).result;
+  TALLY_RETURN_IF_ERROR(CheckCu(loaded, "cuModuleLoadData (initial values of module variables)"));
   CUresult result = CUDA_SUCCESS;
   for (const std::string& name : names) {
     CUdeviceptr initial = 0;
@@ -428,15 +437,13 @@ ModuleRegistry::ModuleRegistry(const Backend& backend, bool build_forms, bool fe
   device_arch_ = static_cast<uint32_t>(major * 10 + minor);
   const std::string device = DeviceName(backend, device_arch_);
   const int driver_version = DriverVersion(backend.api());
-  machine_code_ =
-      std::make_shared<const MachineCode>(backend.api(), code_cache, device, driver_version);
+  // One thread fills the cache with machine code: links run one at a time, beside the forms.
+  if (code_cache != nullptr) fill_worker_ = BackgroundWorker(backend, 1);
+  machine_code_ = std::make_shared<const MachineCode>(backend.api(), code_cache, device,
+                                                      driver_version, fill_worker_);
   forms_cache_ = std::make_shared<const FormsCache>(std::move(code_cache), device, driver_version);
   if (build_forms_ && forms_worker_ == nullptr) {
-    forms_worker_ = std::make_shared<FormsWorker>(forms_threads, kFormsQueue, [&backend] {
-      if (const absl::Status current = backend.MakeCurrent(); !current.ok()) {
-        TALLY_LOG_ERROR("forms worker: {}", current.ToString());
-      }
-    });
+    forms_worker_ = BackgroundWorker(backend, forms_threads);
   }
 }
 
@@ -447,15 +454,21 @@ void ModuleRegistry::SetFormsDone(std::function<void()> on_done) {
 }
 
 absl::Status ModuleRegistry::ResetContext(const std::function<absl::Status()>& reset) {
-  if (forms_worker_ != nullptr) forms_worker_->Pause();
+  for (FormsWorker* worker : {forms_worker_.get(), fill_worker_.get()}) {
+    if (worker != nullptr) worker->Pause();
+  }
   DropKeptModules();
   const absl::Status status = reset();
-  if (forms_worker_ != nullptr) forms_worker_->Resume();
+  for (FormsWorker* worker : {forms_worker_.get(), fill_worker_.get()}) {
+    if (worker != nullptr) worker->Resume();
+  }
   return status;
 }
 
 void ModuleRegistry::StopForms() {
-  if (forms_worker_ != nullptr) forms_worker_->Stop();
+  for (FormsWorker* worker : {forms_worker_.get(), fill_worker_.get()}) {
+    if (worker != nullptr) worker->Stop();
+  }
 }
 
 absl::StatusOr<std::shared_ptr<SharedModule>> ModuleRegistry::Register(
@@ -690,7 +703,7 @@ absl::StatusOr<std::shared_ptr<SharedModule>> ModuleRegistry::Load(
     }
   }
   if (!transformed) {
-    const LoadOutcome loaded = LoadImage(api, &module, parsed->ptx.c_str());
+    const LoadOutcome loaded = machine_code_->Load(&module, parsed->ptx);
     if (loaded.result != CUDA_SUCCESS) {
       std::string why = loaded.log;
       if (!parsed->unresolved_functions.empty()) {

@@ -243,6 +243,9 @@ class ModuleRegistry {
   // with an unfenceable kernel at its load). Transformed forms are looked for in `code_cache`
   // first, and stored there when made (null: none). The background worker is `forms_worker` (a
   // test's), else, with `build_forms`, one of the registry's own with `forms_threads` threads.
+  // Every module with PTX, originals and forms, loads through MachineCode: with `code_cache` its
+  // machine code is looked for there, and a miss is loaded as PTX and linked and stored
+  // afterwards on a worker of one thread (at the forms worker's lower OS priority).
   ModuleRegistry(const Backend& backend, bool build_forms, bool fence = false,
                  std::shared_ptr<CodeCache> code_cache = nullptr,
                  std::shared_ptr<FormsWorker> forms_worker = nullptr, size_t forms_threads = 1);
@@ -269,12 +272,13 @@ class ModuleRegistry {
   size_t loaded_count();
   // Called whenever the worker finished a kernel's variants (the dispatcher's wake-up).
   void SetFormsDone(std::function<void()> on_done);
-  // Stops the worker before what its wake-up reaches goes: variants not yet made stay pending.
+  // Stops the workers before what their jobs reach goes: variants not yet made stay pending,
+  // machine code not yet linked is not stored.
   void StopForms();
   const ModuleCounters& counters() const { return *counters_; }
   // Null without a code cache.
   CodeCache* code_cache() const { return forms_cache_->cache(); }
-  // How transformed forms were loaded: their machine code from the code cache, or linked.
+  // How modules with PTX were loaded: their machine code from the code cache, or linked.
   const MachineCode& machine_code() const { return *machine_code_; }
 
  private:
@@ -326,9 +330,10 @@ class ModuleRegistry {
   // Shared with the modules, which may outlive the registry (abandoned clients').
   std::shared_ptr<ModuleCounters> counters_ = std::make_shared<ModuleCounters>();
   std::shared_ptr<const FormsCache> forms_cache_;
-  // Transformed forms are loaded through it (shared with the modules, as the forms cache is).
+  // Modules with PTX are loaded through it (shared with the modules, as the forms cache is).
   std::shared_ptr<const MachineCode> machine_code_;
   std::shared_ptr<FormsWorker> forms_worker_;  // with build_forms
+  std::shared_ptr<FormsWorker> fill_worker_;   // with a code cache: MachineCode's filler
 };
 
 }  // namespace tally::server

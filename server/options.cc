@@ -171,9 +171,11 @@ constexpr Flag kFlags[] = {
      "~/.cache/tally/profiles-<device>.json, <device> a hash of the device's name, SMs, compute "
      "capability, driver and transformation version; none: no cache)"},
     {"code-cache", "TALLY_CODE_CACHE", "DIR",
-     "the folder of the cache of kernels' transformed forms and their machine code, shared by "
-     "servers and kept across restarts (default $XDG_CACHE_HOME/tally/code, else "
-     "~/.cache/tally/code; none: no cache, every server transforms every kernel it launches)"},
+     "the folder of the cache of kernels' transformed forms and of the machine code the driver "
+     "compiles from modules' PTX (originals and forms), shared by servers and kept across "
+     "restarts (default $XDG_CACHE_HOME/tally/code, else ~/.cache/tally/code; none: no cache, "
+     "every server transforms every kernel it launches and the driver compiles every module it "
+     "loads)"},
     {"code-cache-size", "TALLY_CODE_CACHE_SIZE", "BYTES",
      "the most the code cache's entries may take (e.g. 512M, 4G; default 1G); the least "
      "recently used entries are removed beyond it"},

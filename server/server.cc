@@ -671,11 +671,13 @@ void Server::AnswerControl(ipc::ControlConnection& control) {
 
 namespace {
 
-ipc::CodeCacheStatus CodeCacheStatusOf(const CodeCache* cache) {
+ipc::CodeCacheStatus CodeCacheStatusOf(const ModuleRegistry& modules) {
   ipc::CodeCacheStatus status{};
+  const CodeCache* cache = modules.code_cache();
   if (cache == nullptr) return status;
   const CodeCacheUsage usage = cache->Usage();
   const CodeCacheCounters& counters = cache->counters();
+  const MachineCodeCounters& machine_code = modules.machine_code().counters();
   status = {.enabled = 1,
             .reserved = 0,
             .entries = usage.entries,
@@ -686,6 +688,11 @@ ipc::CodeCacheStatus CodeCacheStatusOf(const CodeCache* cache) {
             .stored = counters.stored,
             .evicted = counters.evicted,
             .corrupt = counters.corrupt,
+            .machine_code = {.linked = machine_code.linked,
+                             .loaded = machine_code.found,
+                             .refused = machine_code.refused,
+                             .link_failed = machine_code.link_failed,
+                             .filling = modules.machine_code().filling()},
             .dir = {}};
   ipc::CopyText(cache->dir().string(), status.dir, sizeof(status.dir));
   return status;
@@ -708,7 +715,7 @@ void Server::AnswerCodeCache(ipc::ControlConnection& control) {
   } else if (cache != nullptr) {
     message = "";
   }
-  reply.cache = CodeCacheStatusOf(cache);
+  reply.cache = CodeCacheStatusOf(modules_);
   ipc::CopyText(message, reply.message, sizeof(reply.message));
   const absl::Status sent = control.SendCodeCache(reply);
   if (!sent.ok()) {
@@ -856,7 +863,7 @@ void Server::AnswerStatus(ipc::ControlConnection& control) {
                    modules.forms_loaded,       modules.forms_queued,    modules.forms_made,
                    modules.forms_waited};
   if (dispatcher_ != nullptr) reply.high_busy_ns = dispatcher_->HighBusyNs();
-  reply.code_cache = CodeCacheStatusOf(modules_.code_cache());
+  reply.code_cache = CodeCacheStatusOf(modules_);
   for (const ipc::PriorityClass c : ipc::kPriorityClasses) {
     if (dispatcher_ != nullptr) {
       reply.latencies[static_cast<size_t>(c)] = dispatcher_->latencies(c).Snapshot();

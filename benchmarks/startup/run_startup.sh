@@ -10,16 +10,21 @@
 # unused); --server-arg ARG (repeatable): one more argument for the server (--validate=slice:2
 # puts the kernel's transformed forms before its first end, --isolation=fenced every kernel's
 # forms before the module's load); --floor-libraries DIR: where the program run without Tally
-# finds the libraries it needs beside the driver (its libcudart on a GPU machine).
-# Usage: run_startup.sh [--gpu] [--server-arg ARG]... [--floor-libraries DIR] TALLY_SERVER
-#        TALLY_RUN STARTUP LIBTALLY_EMU ROUNDS SIZES...
+# finds the libraries it needs beside the driver (its libcudart on a GPU machine); --ctl
+# TALLY_CTL: before each server stops, waits (bounded) until its filler has no machine code left
+# to link, and prints after the table the machine-code counters of every server summed
+# (tally-ctl status: "machine code: N linked, N loaded from the cache, N refused by the driver, N
+# links failed"), the linker's complaints on stderr when a link failed.
+# Usage: run_startup.sh [--gpu] [--server-arg ARG]... [--floor-libraries DIR] [--ctl TALLY_CTL]
+#        TALLY_SERVER TALLY_RUN STARTUP LIBTALLY_EMU ROUNDS SIZES...
 set -euo pipefail
-backend=(--emulate) server_args=() floor_libraries=
+backend=(--emulate) server_args=() floor_libraries= ctl=
 while [[ $# -gt 0 && $1 == --* ]]; do
   case $1 in
     --gpu) backend=(); shift ;;
     --server-arg) server_args+=("$2"); shift 2 ;;
     --floor-libraries) floor_libraries=$2; shift 2 ;;
+    --ctl) ctl=$2; shift 2 ;;
     *) echo "run_startup.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -44,6 +49,26 @@ start_server() {
   cat "$work/server.log" >&2
   exit 1
 }
+# The running server's machine-code counters (tally-ctl status --json's code_cache.machine_code):
+# "linked loaded refused link_failed filling"; nothing without a code cache.
+machine_counts() {
+  "$ctl" status --json --server "$socket" | grep -o '"machine_code": {[^}]*}' | grep -o '[0-9]\+' |
+    tr '\n' ' '
+}
+machine_code=(0 0 0 0)
+# Adds the running server's counters to machine_code, once its filler is idle (at most 60 s).
+count_machine_code() {
+  [[ -z $ctl ]] && return
+  local counts=() i
+  for _ in $(seq 600); do
+    read -ra counts <<< "$(machine_counts)"
+    [[ ${#counts[@]} -ne 5 || ${counts[4]} -eq 0 ]] && break
+    sleep 0.1
+  done
+  [[ ${#counts[@]} -eq 5 ]] || return 0
+  for i in 0 1 2 3; do machine_code[i]=$((machine_code[i] + counts[i])); done
+}
+
 # The emulator's library as libcuda.so.1, for the program run without Tally (on a GPU: the
 # driver's own).
 mkdir "$work/driver"
@@ -67,12 +92,20 @@ for size in "$@"; do
     start_server
     cold+=("$(tally "$size")")
     warm+=("$(tally "$size")")
+    count_machine_code
     stop_server
     start_server
     restarted+=("$(tally "$size")")
+    count_machine_code
     stop_server
   done
   f=$(median "${floor[@]}") c=$(median "${cold[@]}")
   printf '| %s | %s | %s | %s | %s | %s |\n' "$size" "$f" "$c" "$(median "${warm[@]}")" \
     "$(median "${restarted[@]}")" "$(awk -v c="$c" -v f="$f" 'BEGIN {printf "%.1f", c / f}')"
 done
+if [[ -n $ctl ]]; then
+  printf '\nmachine code: %s linked, %s loaded from the cache, %s refused by the driver, %s %s\n' \
+    "${machine_code[@]}" "links failed"
+  ((machine_code[3] == 0)) || grep "the linker did not compile" "$work/server.log" | head -5 >&2 ||
+    true
+fi

@@ -205,18 +205,24 @@ std::string FormatCodeCacheText(const ipc::CodeCacheStatus& cache) {
   if (cache.enabled == 0) return "code cache: none\n";
   return fmt::format(
       "code cache: {} ({} entries, {} of {} bytes); since the server started: {} hits, {} "
-      "misses, {} stored, {} evicted, {} corrupt\n",
+      "misses, {} stored, {} evicted, {} corrupt; machine code: {} linked, {} loaded from the "
+      "cache, {} refused by the driver, {} links failed, {} linking now\n",
       cache.dir, cache.entries, cache.bytes, cache.limit_bytes, cache.hits, cache.misses,
-      cache.stored, cache.evicted, cache.corrupt);
+      cache.stored, cache.evicted, cache.corrupt, cache.machine_code.linked,
+      cache.machine_code.loaded, cache.machine_code.refused, cache.machine_code.link_failed,
+      cache.machine_code.filling);
 }
 
 std::string FormatCodeCacheJson(const ipc::CodeCacheStatus& cache) {
   if (cache.enabled == 0) return "null";
   return fmt::format(
       "{{\"dir\": {}, \"entries\": {}, \"bytes\": {}, \"limit_bytes\": {}, \"hits\": {}, "
-      "\"misses\": {}, \"stored\": {}, \"evicted\": {}, \"corrupt\": {}}}",
+      "\"misses\": {}, \"stored\": {}, \"evicted\": {}, \"corrupt\": {}, \"machine_code\": "
+      "{{\"linked\": {}, \"loaded\": {}, \"refused\": {}, \"link_failed\": {}, \"filling\": {}}}}}",
       JsonString(cache.dir), cache.entries, cache.bytes, cache.limit_bytes, cache.hits,
-      cache.misses, cache.stored, cache.evicted, cache.corrupt);
+      cache.misses, cache.stored, cache.evicted, cache.corrupt, cache.machine_code.linked,
+      cache.machine_code.loaded, cache.machine_code.refused, cache.machine_code.link_failed,
+      cache.machine_code.filling);
 }
 
 std::string FormatStatusText(const ipc::StatusReport& report, const std::string& socket) {

@@ -165,15 +165,18 @@ TEST_CASE("the code cache: none, or its folder and counters, as text and as JSON
            .stored = 2,
            .evicted = 1,
            .corrupt = 1,
+           .machine_code = {.linked = 4, .loaded = 6, .refused = 1, .link_failed = 0, .filling = 1},
            .dir = {}};
   ipc::CopyText("/cache/\"code\"", cache.dir, sizeof(cache.dir));
   CHECK(FormatCodeCacheText(cache) ==
         "code cache: /cache/\"code\" (3 entries, 4096 of 1073741824 bytes); since the server "
-        "started: 5 hits, 2 misses, 2 stored, 1 evicted, 1 corrupt\n");
+        "started: 5 hits, 2 misses, 2 stored, 1 evicted, 1 corrupt; machine code: 4 linked, 6 "
+        "loaded from the cache, 1 refused by the driver, 0 links failed, 1 linking now\n");
   CHECK(FormatCodeCacheJson(cache) ==
         "{\"dir\": \"/cache/\\\"code\\\"\", \"entries\": 3, \"bytes\": 4096, "
         "\"limit_bytes\": 1073741824, \"hits\": 5, \"misses\": 2, \"stored\": 2, "
-        "\"evicted\": 1, \"corrupt\": 1}");
+        "\"evicted\": 1, \"corrupt\": 1, \"machine_code\": {\"linked\": 4, \"loaded\": 6, "
+        "\"refused\": 1, \"link_failed\": 0, \"filling\": 1}}");
   ipc::StatusReport report = Report(false);
   report.server.code_cache = cache;
   CHECK(FormatStatusText(report, "/s").find("code cache: /cache/") != std::string::npos);

@@ -2,8 +2,10 @@
 # restarts. many_kernels's launched kernel runs in its sliced form (--validate=slice:2), so its
 # result comes from forms that were made, or read from the cache:
 # - the first process makes the kernel's forms and stores them, and the machine code the driver's
-#   linker compiled from them (two misses, two entries); a second process of the same server
-#   finds both (two hits), and so does the first after a restart on the same folder;
+#   linker compiled from them and from the module's original PTX, linked on the server's filler
+#   after each loaded as PTX (three misses, three entries, two images linked); a second process of
+#   the same server finds all three (three hits, two images loaded from the cache, none linked),
+#   and so does the first after a restart on the same folder;
 # - entries damaged on disk are detected (corrupt), made again, and the program still right;
 # - tally-ctl cache shows the folder and clears it;
 # - two servers filling one empty folder at once leave whole entries only;
@@ -17,10 +19,11 @@ stop_server() {
   wait "$server_pid" 2>/dev/null
   server_pid=
 }
-# expect_cache <expression over `c`, status's code_cache>
+# expect_cache <expression over `c`, status's code_cache, and `m`, its machine_code>: polled
+# (bounded), as machine code is stored by the server's filler after the load that missed it.
 expect_cache() {
-  status_json "$work/status.json"
-  json_check "$work/status.json" "(lambda c: $1)(s['code_cache'])"
+  await_status "$work/status.json" \
+    "(lambda c: (lambda m: $1)(c['machine_code']))(s['code_cache'])"
 }
 # many <name>: many_kernels, right, and gone from the server (its module with it, so that the
 # next process's module is its own and looks for the forms again).
@@ -31,31 +34,35 @@ many() {
 
 start_cached "$@"
 many first
-expect_cache "c['misses'] == 2 and c['stored'] == 2 and c['hits'] == 0 and c['entries'] == 2"
+expect_cache "c['misses'] == 3 and c['stored'] == 3 and c['hits'] == 0 and c['entries'] == 3 and \
+m == {'linked': 2, 'loaded': 0, 'refused': 0, 'link_failed': 0, 'filling': 0}"
 many second
-expect_cache "c['hits'] == 2 and c['misses'] == 2 and c['stored'] == 2"
+expect_cache "c['hits'] == 3 and c['misses'] == 3 and c['stored'] == 3 and m['loaded'] == 2 and \
+m['linked'] == 2"
 stop_server
 
 start_cached "$@"
 many restarted
-expect_cache "c['hits'] == 2 and c['misses'] == 0 and c['corrupt'] == 0"
+expect_cache "c['hits'] == 3 and c['misses'] == 0 and c['corrupt'] == 0 and m['loaded'] == 2 and \
+m['linked'] == 0"
 stop_server
 
-# Damage both entries (the forms and their machine code): their payloads' last bytes.
+# Damage every entry (the forms and both machine codes): their payloads' last bytes.
 entries=("$cache"/*.tcc)
-((${#entries[@]} == 2)) || fail "not two entries in $cache: $(ls -A "$cache")"
+((${#entries[@]} == 3)) || fail "not three entries in $cache: $(ls -A "$cache")"
 for entry in "${entries[@]}"; do
   printf 'XXXX' | dd of="$entry" bs=1 seek=$(($(stat -c %s "$entry") - 4)) conv=notrunc status=none
 done
 start_cached "$@"
 many damaged
-expect_cache "c['corrupt'] == 2 and c['hits'] == 0 and c['stored'] == 2 and c['entries'] == 2"
+expect_cache "c['corrupt'] == 3 and c['hits'] == 0 and c['stored'] == 3 and c['entries'] == 3 and \
+m['linked'] == 2"
 grep -q "is damaged" "$work/server.log" || fail "the server did not say the entry was damaged"
 
 timeout 30 "$TALLY_CTL" cache --json --server "$socket" > "$work/cache.json" ||
   fail "tally-ctl cache failed"
-json_check "$work/cache.json" "s['dir'] == '$cache' and s['entries'] == 2 and s['bytes'] > 0 and \
-s['limit_bytes'] == 1 << 30"
+json_check "$work/cache.json" "s['dir'] == '$cache' and s['entries'] == 3 and s['bytes'] > 0 and \
+s['limit_bytes'] == 1 << 30 and s['machine_code']['linked'] == 2"
 timeout 30 "$TALLY_CTL" cache clear --server "$socket" > "$work/clear.out" ||
   fail "tally-ctl cache clear failed: $(cat "$work/clear.out")"
 grep -q "^code cache: $cache (0 entries" "$work/clear.out" ||
@@ -80,14 +87,20 @@ for i in 1 2; do
   pids+=($!)
 done
 for pid in "${pids[@]}"; do wait "$pid" || fail "a program beside the other server failed"; done
+# The machine code is stored by the servers' fillers after the programs' loads: all three
+# entries there (bounded) before the servers stop.
+for _ in $(seq 200); do
+  [[ $(find "$cache" -name '*.tcc' | wc -l) == 3 ]] && break
+  sleep 0.05
+done
 kill -TERM "$second_pid"
 wait "$second_pid" 2>/dev/null
-[[ $(ls -A "$cache" | grep -cv '\.tcc$') == 0 && $(ls -A "$cache" | wc -l) == 2 ]] ||
-  fail "the shared folder holds other than the two entries: $(ls -A "$cache")"
 stop_server
+[[ $(ls -A "$cache" | grep -cv '\.tcc$') == 0 && $(ls -A "$cache" | wc -l) == 3 ]] ||
+  fail "the shared folder holds other than the three entries: $(ls -A "$cache")"
 start_cached "$@"
 many shared
-expect_cache "c['hits'] == 2 and c['corrupt'] == 0"
+expect_cache "c['hits'] == 3 and c['corrupt'] == 0"
 stop_server
 
 # Kept modules: the second process's module is the first's, forms and all.
@@ -95,6 +108,6 @@ rm -rf "$cache"
 start_server --code-cache "$cache" --validate=slice:2 "$@"
 many kept-first
 many kept-second
-expect_cache "c['misses'] == 2 and c['stored'] == 2 and c['hits'] == 0"
+expect_cache "c['misses'] == 3 and c['stored'] == 3 and c['hits'] == 0"
 json_check "$work/status.json" "s['modules']['registered'] == 2 and \
 s['modules']['kernels_indexed'] == 300 and s['modules']['kernels_transformed'] == 1"
