@@ -93,6 +93,31 @@ class PriorityBudgetPolicy final : public internal::HoldingPolicy {
              return entry.second.budget.Left() > Duration::zero();
            });
   }
+  uint32_t SliceBlocks(const KernelInfo& kernel, Duration time_alone, uint64_t remaining,
+                       bool beside) override {
+    if (foreground_.empty()) return 0;
+    const uint64_t slots = uint64_t{kernel.resident_per_sm} * kernel.sm_count;
+    const uint64_t grid = kernel.shape.grid.Count();
+    if (slots == 0 || remaining == 0 || time_alone <= Duration::zero()) return 0;
+    const Duration wave = time_alone / static_cast<Duration::rep>((grid + slots - 1) / slots);
+    Duration allowed = Duration::max();
+    for (const auto& [id, fg] : foreground_) {
+      allowed = std::min(allowed, beside ? fg.budget.Left() : fg.budget.Allowance());
+    }
+    uint64_t waves = wave > Duration::zero() ? static_cast<uint64_t>(allowed / wave) : 1;
+    if (waves == 0) {
+      // In idle time a kernel started in slices goes on, a wave at a time; none is started so
+      // without an allowance (a budget of 0 is `priority`).
+      if (beside || remaining == grid) return 0;
+      waves = 1;
+    }
+    const uint64_t blocks = std::min({remaining, waves * slots, uint64_t{UINT32_MAX}});
+    if (beside) {
+      const Duration cost = wave * static_cast<Duration::rep>((blocks + slots - 1) / slots);
+      for (auto& [id, fg] : foreground_) fg.budget.Commit(cost);
+    }
+    return static_cast<uint32_t>(blocks);
+  }
   // A narrow PTB kernel beside the foreground keeps its slots from task to task, so the
   // foreground's next kernel waits for them (unshaped blocks give theirs to the foreground's stream
   // first): where a kernel's time alone is known, the budget is spent on it unshaped or not at
