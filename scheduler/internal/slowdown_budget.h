@@ -47,8 +47,9 @@ class SlowdownBudget {
   // The extra time the budget allows a typical busy period: the budget times the periods' smoothed
   // time alone (what the running check judges a period against). Zero before a period ended.
   Duration Allowance() const;
-  // What is left of it in the current period: the allowance less the period's measured extra
-  // time and the time alone of the background originals committed to it.
+  // What is left of it in the current period: the allowance less the larger of the period's
+  // measured extra time and the times alone committed to it (what the committed work delayed is
+  // in the measured extra already: their sum would count it twice).
   Duration Left() const;
   // A background kernel in its original form, `time_alone` long, issued beside the current
   // period: it may delay the period by up to that much.

@@ -1,5 +1,6 @@
 // `priority-budget`: Tally's hold, shape, preempt (internal/holding_policy.h), except that a
-// background kernel whose time alone fits the budget runs unshaped (RunsOriginal below), and that
+// background kernel whose time alone fits the budget runs unshaped (RunsOriginal below), one whose
+// time alone is known but does not fit runs in slices sized to the budget (SliceBlocks), and that
 // while the foreground has work, background kernels not yet timed may run beside it as PTB
 // kernels of a bounded number of workers; the allowance comes from the foreground's busy periods'
 // times alone, the bound follows their measured slowdown (internal/slowdown_budget.h). Each
@@ -93,6 +94,12 @@ class PriorityBudgetPolicy final : public internal::HoldingPolicy {
              return entry.second.budget.Left() > Duration::zero();
            });
   }
+  // A timed kernel that does not fit runs in slices: ordinary blocks on the background's stream,
+  // which the device serves after the foreground's (as an unshaped kernel's) and which end by
+  // themselves, each slice sized to the budget as RunsOriginal sizes a whole kernel. Sized in
+  // whole waves (the resident blocks per SM times the SMs; the PTB form's occupancy, taken for
+  // the sliced form's): a wave takes the kernel's time alone over its waves, and a slice of fewer
+  // blocks than a wave still takes a wave's time.
   uint32_t SliceBlocks(const KernelInfo& kernel, Duration time_alone, uint64_t remaining,
                        bool beside) override {
     if (foreground_.empty()) return 0;
