@@ -75,7 +75,7 @@ Duration SlowdownBudget::Allowance() const {
 }
 
 Duration SlowdownBudget::Left() const {
-  return std::max(Duration::zero(), Allowance() - std::max(period_extra_, period_committed_));
+  return std::max(Duration::zero(), Allowance() - period_extra_ - period_committed_);
 }
 
 double SlowdownBudget::Percentile() const {
