@@ -111,7 +111,9 @@ std::unique_ptr<Policy> MakePriorityPolicy(const PriorityOptions& options, FormA
 
 // `priority`, except that a background kernel whose time alone is known (FormChoice::original_time)
 // runs unshaped when that time fits the budget: in idle time within a typical period's
-// allowance, beside the foreground within what is left of the current period's; and that while
+// allowance, beside the foreground within what is left of the current period's; one that does not
+// fit runs in slices sized the same way (LaunchForm::Slice: whole waves, at least one in idle
+// time, held beside the foreground while not even one fits); and that while
 // the foreground has work, background kernels not yet timed may run beside it as PTB kernels with
 // a bounded number of workers (started so, or resumed so after a preemption, and widened again
 // once the foreground is idle). Each foreground client has a bound of its own,

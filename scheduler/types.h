@@ -31,6 +31,9 @@ struct LaunchForm {
   FormKind kind = FormKind::kOriginal;
   uint32_t slices = 0;   // kSliced: consecutive pieces of the grid, issued one at a time
   uint32_t workers = 0;  // kPreemptible: worker blocks; 0 for as many as can be resident
+  // kSliced, when not 0: the next slice is this many blocks (or the rest of the grid, if
+  // fewer), its size chosen anew at each issue (priority-budget sizes them to its allowance).
+  uint32_t slice_blocks = 0;
   friend bool operator==(const LaunchForm&, const LaunchForm&) = default;
 
   static constexpr LaunchForm Original() { return {}; }
@@ -38,6 +41,8 @@ struct LaunchForm {
   static constexpr LaunchForm Preemptible(uint32_t workers = 0) {
     return {FormKind::kPreemptible, 0, workers};
   }
+  static constexpr LaunchForm Slice(uint32_t blocks) { return {FormKind::kSliced, 0, 0, blocks}; }
+  bool sized_slice() const { return kind == FormKind::kSliced && slice_blocks > 0; }
 };
 
 // What identifies a launch configuration for the profiler: the kernel (its module's content
@@ -97,6 +102,8 @@ struct Action {
     // Issue the client's head: other work, or a kernel in `form`. A kernel already started
     // (sliced, or a preempted PTB kernel) goes on in the form it started with: its next slice,
     // or its resumption from the task counter, with the workers of this `form` when it is PTB.
+    // A kernel started in sized slices (LaunchForm::Slice) runs its next slice with this
+    // `form`'s slice_blocks.
     kIssue,
     // Raise the preemption flag of the client's running PTB kernel.
     kPreempt,

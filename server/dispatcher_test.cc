@@ -24,6 +24,7 @@
 #include <future>
 #include <iterator>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -446,6 +447,18 @@ TEST_CASE("A module unloaded while its forms job is queued is left alone by the 
   CHECK(held.counters().kernels_transformed.load() == 0);
 }
 
+// What RecordBlocks writes for each block of `grid`, in linear order: x + 100 y + 10000 z.
+std::vector<int> BlockIds(const ptx::Dim3& grid) {
+  std::vector<int> ids;
+  for (uint32_t z = 0; z < grid.z; ++z) {
+    for (uint32_t y = 0; y < grid.y; ++y) {
+      for (uint32_t x = 0; x < grid.x; ++x)
+        ids.push_back(static_cast<int>(x + 100 * y + 10000 * z));
+    }
+  }
+  return ids;
+}
+
 TEST_CASE("Every form runs every block of the grid once, with its original index") {
   const auto module = LoadTestModule();
   const Kernel* kernel = PreparedKernel(*module, "RecordBlocks");
@@ -454,12 +467,7 @@ TEST_CASE("Every form runs every block of the grid once, with its original index
   Stream stream;
   const ptx::Dim3 grid{5, 3, 2};
   const uint32_t blocks = 30;
-  std::vector<int> ids;
-  for (uint32_t z = 0; z < grid.z; ++z) {
-    for (uint32_t y = 0; y < grid.y; ++y) {
-      for (uint32_t x = 0; x < grid.x; ++x) ids.push_back(static_cast<int>(x + 100 * y + 10000 * z));
-    }
-  }
+  const std::vector<int> ids = BlockIds(grid);
   struct Case {
     LaunchForm form;
     bool preempt = false;
@@ -500,6 +508,67 @@ TEST_CASE("Every form runs every block of the grid once, with its original index
     CHECK(dispatcher->TakeDeferredError(*queue).result == CUDA_SUCCESS);
     dispatcher->RemoveClient(*queue);
   }
+}
+
+// Issues every kernel in slices sized anew at each issue (as priority-budget does): 1 block, then
+// 2, then 3, ...
+class GrowingSlicesPolicy final : public scheduler::Policy {
+ public:
+  void ClientJoined(scheduler::Time, ClientId, ClientPriority, scheduler::Decisions&) override {}
+  void ClientLeft(scheduler::Time, ClientId, scheduler::Decisions&) override {}
+  void PriorityChanged(scheduler::Time, ClientId, ClientPriority, scheduler::Decisions&) override {}
+  void HeadArrived(scheduler::Time, ClientId client, const scheduler::Head&,
+                   scheduler::Decisions& out) override {
+    size_ = 1;
+    out.Issue(client, LaunchForm::Slice(size_));
+  }
+  void RunEnded(scheduler::Time, ClientId client, const scheduler::RunEnd& end,
+                scheduler::Decisions& out) override {
+    {
+      std::lock_guard lock(mutex_);  // the dispatch thread writes, the test reads
+      done_.push_back(end.blocks_done);
+    }
+    if (!end.finished) out.Issue(client, LaunchForm::Slice(++size_));
+  }
+  void Woken(scheduler::Time, scheduler::Decisions&) override {}
+  bool UsesTransformedForms() const override { return true; }
+  bool WaitsForForms(ClientId) const override { return true; }
+  // The blocks done after each slice.
+  std::vector<uint64_t> done() const {
+    std::lock_guard lock(mutex_);
+    return done_;
+  }
+
+ private:
+  uint32_t size_ = 1;
+  mutable std::mutex mutex_;
+  std::vector<uint64_t> done_;
+};
+
+TEST_CASE("Slices sized at each issue run every block once, from where the last one ended") {
+  const auto module = LoadTestModule();
+  PreparedKernel(*module, "RecordBlocks");
+  auto owned = std::make_unique<GrowingSlicesPolicy>();
+  const GrowingSlicesPolicy& policy = *owned;
+  auto dispatcher = MakeDispatcher(std::move(owned));
+  auto queue = dispatcher->AddClient(ClientId(1), ClientPriority::Unset());
+  Stream stream;
+  const ptx::Dim3 grid{5, 3, 2};
+  const uint32_t blocks = 30;
+  const std::vector<int> ids = BlockIds(grid);
+  Ints runs(blocks), block_ids(blocks);
+  dispatcher->EnqueueKernel(*queue,
+                            TwoBufferLaunch("RecordBlocks", grid, runs, block_ids, stream.get()));
+  dispatcher->WaitIssued(*queue, 1);
+  CHECK(runs.Download(stream.get()) == std::vector<int>(blocks, 1));
+  CHECK(block_ids.Download(stream.get()) == ids);
+  // 1 + 2 + ... + 7 = 28 blocks, then the last 2 in a slice asked for 8.
+  CHECK(policy.done() == std::vector<uint64_t>{1, 3, 6, 10, 15, 21, 28, 30});
+  const SchedulingStats& stats = dispatcher->stats(*queue);
+  CHECK(stats.sliced == 1u);
+  CHECK(stats.slices == 8u);
+  CHECK(dispatcher->TakeDeferredError(*queue).result == CUDA_SUCCESS);
+  dispatcher->RemoveClient(*queue);
 }
 
 TEST_CASE("A kernel the analysis refuses runs in its original form") {

@@ -29,7 +29,7 @@ struct KernelRuns::Transformed {
   uint64_t blocks_done = 0;
   bool in_flight = false;
   bool forgotten = false;
-  // Sliced.
+  // Sliced: planned at the start, or (form.sized_slice()) each the size its issue asks for.
   std::vector<ptx::Slice> slices;
   size_t next_slice = 0;
   // PTB.
@@ -329,7 +329,10 @@ CUresult KernelRuns::IssueTransformed(const RunOwner& owner, const KernelLaunch&
                     owner.client.value(), DescribeLaunch(*kernel.launch));
     return CUDA_SUCCESS;
   }
-  if (kernel.form.kind == FormKind::kSliced) return IssueSlice(kernel);
+  if (kernel.form.kind == FormKind::kSliced) {
+    if (kernel.form.sized_slice() && form.sized_slice()) kernel.form = form;
+    return IssueSlice(kernel);
+  }
   ++owner.stats->resumes;
   if (form.kind == FormKind::kPreemptible) {
     // A resumption as wide as the policy says now (priority-budget narrows a kernel beside more
@@ -363,8 +366,15 @@ CUresult KernelRuns::StartTransformed(const RunOwner& owner, const KernelLaunch&
   kernel->info = info;
   kernel->form = form;
   kernel->total = *ptx::LinearBlockCount(launch.grid);
-  kernel->measure = profiler_ != nullptr && profiler_->WantsMeasurement(info, form);
+  // Slices sized by the policy are no candidate of the profiler's.
+  kernel->measure =
+      profiler_ != nullptr && !form.sized_slice() && profiler_->WantsMeasurement(info, form);
   Transformed& started = *kernel;
+  if (form.sized_slice()) {
+    ++owner.stats->sliced;
+    transformed_[owner.client] = std::move(kernel);
+    return IssueSlice(started);
+  }
   if (form.kind == FormKind::kSliced) {
     const uint32_t slices = std::clamp<uint32_t>(form.slices, 1, started.total);
     const uint32_t per_slice = (started.total + slices - 1) / slices;
@@ -402,7 +412,13 @@ CUresult KernelRuns::StartTransformed(const RunOwner& owner, const KernelLaunch&
 CUresult KernelRuns::IssueSlice(Transformed& kernel) {
   const KernelLaunch& launch = *kernel.launch;
   const KernelVariant& sliced = *launch.kernel->sliced;
-  const ptx::Slice& slice = kernel.slices[kernel.next_slice];
+  // One run at a time: the blocks done are those issued before.
+  const ptx::Slice slice =
+      kernel.form.sized_slice()
+          ? ptx::Slice{static_cast<uint32_t>(kernel.blocks_done),
+                       std::min(kernel.form.slice_blocks,
+                                kernel.total - static_cast<uint32_t>(kernel.blocks_done))}
+          : kernel.slices[kernel.next_slice];
   auto params = ptx::SlicedParams(sliced.signature, ArgumentPointers(launch), slice, launch.grid);
   if (!params.ok()) {
     TALLY_LOG_ERROR("{}: {}", sliced.signature.name, params.status().ToString());
@@ -649,7 +665,8 @@ EndedRun KernelRuns::EndTransformed(DeviceRun& run, Transformed& kernel) {
   EndedRun ended{run.owner.client, {kernel.form.kind, false, 0, kernel.total}, CUDA_SUCCESS, {}};
   if (kernel.form.kind == FormKind::kSliced) {
     kernel.blocks_done += run.slice_blocks;
-    ended.end.finished = kernel.next_slice == kernel.slices.size();
+    ended.end.finished = kernel.form.sized_slice() ? kernel.blocks_done >= kernel.total
+                                                   : kernel.next_slice == kernel.slices.size();
   } else {
     const uint32_t taken = std::min(kernel.slot.readback->next_task, kernel.total);
     kernel.blocks_done = taken;

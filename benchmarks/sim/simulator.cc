@@ -173,6 +173,9 @@ class Simulation {
       if (c.form.kind == FormKind::kPreemptible && action.form.kind == FormKind::kPreemptible) {
         c.form.workers = action.form.workers;
       }
+      // A kernel in sized slices (or a PTB kernel stopped, going on in them) runs its next slice
+      // at the size the policy gives it now.
+      if (action.form.sized_slice()) c.form = action.form;
       if (!c.in_flight) LaunchPiece(index, action.foreground);
       return;
     }
@@ -208,7 +211,8 @@ class Simulation {
     PieceKind kind;
     if (c.form.kind == FormKind::kSliced) {
       const uint64_t slices = std::max<uint32_t>(c.form.slices, 1);
-      spec.units = std::min(remaining, (total + slices - 1) / slices);
+      spec.units = std::min(remaining, c.form.sized_slice() ? uint64_t{c.form.slice_blocks}
+                                                            : (total + slices - 1) / slices);
       spec.unit_time =
           std::chrono::duration_cast<Duration>(kernel.block_time * kernel.sliced_slowdown);
       kind = PieceKind::kSlice;

@@ -1,8 +1,8 @@
 // The simulator as a driver of the policy contract, against hand-computed timelines on a two-SM
 // device (16 slots for 256-thread blocks; 1 us launch and preemption latencies, 5 us from a
-// kernel's end to the driver knowing): a job alone; a sliced kernel; a foreground request
-// preempting a background PTB kernel under the priority policy with the oracle advisor; a PTB
-// kernel resumed narrower than it started.
+// kernel's end to the driver knowing): a job alone; a sliced kernel, also in slices of a size; a
+// foreground request preempting a background PTB kernel under the priority policy with the oracle
+// advisor; a PTB kernel resumed narrower than it started.
 #include "benchmarks/sim/simulator.h"
 
 #include <catch2/catch.hpp>
@@ -66,6 +66,12 @@ TEST_CASE("A sliced kernel runs slice after slice, each reported before the next
   CHECK(whole->jobs[0].latencies[0] == microseconds(26));  // 1 + 2 waves of 10 + 5
   // Slice 1 at 1-11, known at 16; slice 2 at 17-27, known at 32.
   CHECK(pieces->jobs[0].latencies[0] == microseconds(32));
+  // Slices of a size (priority-budget's): 24 blocks (two waves, 1-21, known at 26), then the 8
+  // left (one wave, 27-37, known at 42).
+  auto sized = scheduler::MakeValidationPolicy(scheduler::LaunchForm::Slice(24), false);
+  auto sized_pieces = Simulate(Options(), {Request(trace, 0, ClientPriority::High())}, *sized);
+  REQUIRE(sized_pieces.ok());
+  CHECK(sized_pieces->jobs[0].latencies[0] == microseconds(42));
 }
 
 TEST_CASE("A foreground request preempts the background PTB kernel at a task boundary") {

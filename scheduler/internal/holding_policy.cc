@@ -46,6 +46,7 @@ void HoldingPolicy::RunEnded(Time now, ClientId id, const RunEnd& end, Decisions
     } else {
       client.in_flight = false;
       client.preempt_sent = false;
+      client.blocks_done = end.blocks_done;
       if (end.finished) {
         client.started = false;
         client.head.reset();
@@ -205,6 +206,10 @@ void HoldingPolicy::IssueBackground(Time now, ClientId id, Client& client, Decis
     return;
   }
   if (client.started) {
+    if (client.form.sized_slice() &&
+        IssueSizedSlice(id, client, client.time_alone, /*beside=*/false, out)) {
+      return;
+    }
     // The next slice, or the resumption: at full width again if it was started narrow.
     client.form = client.full_form;
     out.Issue(id, client.form);
@@ -219,6 +224,10 @@ void HoldingPolicy::IssueBackground(Time now, ClientId id, Client& client, Decis
     }
     return;
   }
+  if (choice.form.kind != FormKind::kOriginal &&
+      IssueSizedSlice(id, client, choice.original_time, /*beside=*/false, out)) {
+    return;
+  }
   if (choice.form.kind == FormKind::kOriginal) {
     const bool risky = !choice.short_turnaround;
     if (risky && now < idle_since + options_.long_idle) {
@@ -229,9 +238,35 @@ void HoldingPolicy::IssueBackground(Time now, ClientId id, Client& client, Decis
     return;
   }
   out.Issue(id, choice.form);
+  Start(client, choice.form, choice.original_time);
+}
+
+void HoldingPolicy::Start(Client& client, const LaunchForm& form,
+                          std::optional<Duration> time_alone) {
   client.started = true;
-  client.form = client.full_form = choice.form;
+  client.form = client.full_form = form;
   client.in_flight = true;
+  client.blocks_done = 0;
+  client.time_alone = time_alone;
+}
+
+bool HoldingPolicy::IssueSizedSlice(ClientId id, Client& client, std::optional<Duration> time_alone,
+                                    bool beside, Decisions& out) {
+  const KernelInfo& kernel = client.head->kernel;
+  if (!time_alone || !kernel.sliceable) return false;
+  const uint64_t grid = kernel.shape.grid.Count();
+  const uint64_t remaining = client.started ? grid - std::min(grid, client.blocks_done) : grid;
+  const uint32_t blocks = SliceBlocks(kernel, *time_alone, remaining, beside);
+  if (blocks == 0) return false;
+  const LaunchForm form = LaunchForm::Slice(blocks);
+  out.Issue(id, form);
+  if (!client.started) {
+    Start(client, form, time_alone);
+    return true;
+  }
+  client.form = client.full_form = form;
+  client.in_flight = true;
+  return true;
 }
 
 void HoldingPolicy::IssueOriginal(ClientId id, Client& client, bool risky, Decisions& out) {
@@ -242,12 +277,21 @@ void HoldingPolicy::IssueOriginal(ClientId id, Client& client, bool risky, Decis
 
 void HoldingPolicy::IssueBeside(ClientId id, Client& client, Decisions& out) {
   const KernelInfo& kernel = client.head->kernel;
+  if (client.started && client.form.sized_slice()) {
+    // Its next slice once what is left of the budget allows one; held until then.
+    IssueSizedSlice(id, client, client.time_alone, /*beside=*/true, out);
+    return;
+  }
   std::optional<FormChoice> choice;  // asked of the advisor once: its answers may count tries
   if (!client.started && MayRunOriginalBeside()) {
     choice = BackgroundForm(kernel);
     if (client.originals_running < options_.unshaped_in_flight &&
         RunsOriginal(kernel, *choice, /*beside=*/true)) {
       IssueOriginal(id, client, /*risky=*/false, out);
+      return;
+    }
+    if (choice->form.kind != FormKind::kOriginal &&
+        IssueSizedSlice(id, client, choice->original_time, /*beside=*/true, out)) {
       return;
     }
   }
@@ -263,7 +307,7 @@ void HoldingPolicy::IssueBeside(ClientId id, Client& client, Decisions& out) {
   const LaunchForm form =
       allowed >= WorkersOf(full, kernel) ? full : LaunchForm::Preemptible(allowed);
   out.Issue(id, form);  // a start, or a resumption, as narrow as the bound is now
-  client.started = true;
+  if (!client.started) Start(client, full, choice ? choice->original_time : std::nullopt);
   client.form = form;
   client.full_form = full;
   client.in_flight = true;

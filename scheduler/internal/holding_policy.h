@@ -45,6 +45,15 @@ class HoldingPolicy : public Policy {
   virtual bool RunsOriginal(const KernelInfo&, const FormChoice&, bool /*beside*/) { return false; }
   // Whether RunsOriginal may answer true beside more important work now.
   virtual bool MayRunOriginalBeside() const { return false; }
+  // The blocks of the next slice of a background kernel run in slices sized to a budget
+  // (LaunchForm::Slice): `time_alone` is the whole kernel's in its original form, `remaining` its
+  // blocks not run yet; `beside` while more important work is busy (or idle for less than
+  // min_idle). 0: no such slice now (beside, the kernel is held; otherwise it runs as it would
+  // without this hook).
+  virtual uint32_t SliceBlocks(const KernelInfo&, Duration /*time_alone*/, uint64_t /*remaining*/,
+                               bool /*beside*/) {
+    return 0;
+  }
   // A most-important client's kernel issued in its original form with its end reported (a less
   // important client is connected).
   virtual void ForegroundTracked(Time, ClientId, const KernelInfo&) {}
@@ -63,6 +72,8 @@ class HoldingPolicy : public Policy {
     bool in_flight = false;    // a run (slice or PTB run) of it is on the device
     bool preempt_sent = false;
     uint32_t originals_running = 0;  // original-form kernels issued with notify, not ended
+    uint64_t blocks_done = 0;        // of the started kernel, as its latest run's end says
+    std::optional<Duration> time_alone;  // of the started kernel in its original form, if known
   };
   struct Level {
     bool busy = false;
@@ -74,6 +85,11 @@ class HoldingPolicy : public Policy {
   void IssueBackground(Time now, ClientId id, Client& client, Decisions& out);
   // While more important work is not idle long enough: a PTB kernel within BesideWorkers.
   void IssueBeside(ClientId id, Client& client, Decisions& out);
+  // The next slice of the head sized by SliceBlocks (its first, if not started); false if none.
+  bool IssueSizedSlice(ClientId id, Client& client, std::optional<Duration> time_alone, bool beside,
+                       Decisions& out);
+  // The head's first run in a transformed `form`.
+  static void Start(Client& client, const LaunchForm& form, std::optional<Duration> time_alone);
   // A background kernel in its original form, its end reported.
   void IssueOriginal(ClientId id, Client& client, bool risky, Decisions& out);
   bool MayRunBeside(const Client& client) const;

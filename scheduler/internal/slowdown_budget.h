@@ -47,11 +47,14 @@ class SlowdownBudget {
   // The extra time the budget allows a typical busy period: the budget times the periods' smoothed
   // time alone (what the running check judges a period against). Zero before a period ended.
   Duration Allowance() const;
-  // What is left of it in the current period: the allowance less the period's measured extra
-  // time and the time alone of the background originals committed to it.
+  // What is left of it in the current period: the allowance less the sum of the period's
+  // measured extra time and the times alone of the background work committed to it. What the
+  // committed work delayed is in both; counted once (the larger of the two), the background
+  // could spend up to twice as much beside a period, and at high load queued requests magnified
+  // that far past the budget (benchmarks/RESULTS.md, "A slowdown budget").
   Duration Left() const;
-  // A background kernel in its original form, `time_alone` long, issued beside the current
-  // period: it may delay the period by up to that much.
+  // Background work (a kernel in its original form or a slice), `time_alone` long, issued
+  // beside the current period: it may delay the period by up to that much.
   void Commit(Duration time_alone) { period_committed_ += time_alone; }
 
   // Growth per period within the budget, as a share of the device.

@@ -1,5 +1,6 @@
 // `priority-budget`: Tally's hold, shape, preempt (internal/holding_policy.h), except that a
-// background kernel whose time alone fits the budget runs unshaped (RunsOriginal below), and that
+// background kernel whose time alone fits the budget runs unshaped (RunsOriginal below), one whose
+// time alone is known but does not fit runs in slices sized to the budget (SliceBlocks), and that
 // while the foreground has work, background kernels not yet timed may run beside it as PTB
 // kernels of a bounded number of workers; the allowance comes from the foreground's busy periods'
 // times alone, the bound follows their measured slowdown (internal/slowdown_budget.h). Each
@@ -92,6 +93,37 @@ class PriorityBudgetPolicy final : public internal::HoldingPolicy {
            std::all_of(foreground_.begin(), foreground_.end(), [](const auto& entry) {
              return entry.second.budget.Left() > Duration::zero();
            });
+  }
+  // A timed kernel that does not fit runs in slices: ordinary blocks on the background's stream,
+  // which the device serves after the foreground's (as an unshaped kernel's) and which end by
+  // themselves, each slice sized to the budget as RunsOriginal sizes a whole kernel. Sized in
+  // whole waves (the resident blocks per SM times the SMs; the PTB form's occupancy, taken for
+  // the sliced form's): a wave takes the kernel's time alone over its waves, and a slice of fewer
+  // blocks than a wave still takes a wave's time.
+  uint32_t SliceBlocks(const KernelInfo& kernel, Duration time_alone, uint64_t remaining,
+                       bool beside) override {
+    if (foreground_.empty()) return 0;
+    const uint64_t slots = uint64_t{kernel.resident_per_sm} * kernel.sm_count;
+    const uint64_t grid = kernel.shape.grid.Count();
+    if (slots == 0 || remaining == 0 || time_alone <= Duration::zero()) return 0;
+    const Duration wave = time_alone / static_cast<Duration::rep>((grid + slots - 1) / slots);
+    Duration allowed = Duration::max();
+    for (const auto& [id, fg] : foreground_) {
+      allowed = std::min(allowed, beside ? fg.budget.Left() : fg.budget.Allowance());
+    }
+    uint64_t waves = wave > Duration::zero() ? static_cast<uint64_t>(allowed / wave) : 1;
+    if (waves == 0) {
+      // In idle time a kernel started in slices goes on, a wave at a time; none is started so
+      // without an allowance (a budget of 0 is `priority`).
+      if (beside || remaining == grid) return 0;
+      waves = 1;
+    }
+    const uint64_t blocks = std::min({remaining, waves * slots, uint64_t{UINT32_MAX}});
+    if (beside) {
+      const Duration cost = wave * static_cast<Duration::rep>((blocks + slots - 1) / slots);
+      for (auto& [id, fg] : foreground_) fg.budget.Commit(cost);
+    }
+    return static_cast<uint32_t>(blocks);
   }
   // A narrow PTB kernel beside the foreground keeps its slots from task to task, so the
   // foreground's next kernel waits for them (unshaped blocks give theirs to the foreground's stream

@@ -3,8 +3,8 @@
 // over it, and drops to zero (preempting what runs beside) the moment a period's extra time passes
 // the budget; a kernel started or resumed narrow beside the foreground is widened once the
 // foreground is idle; a kernel whose time alone fits the allowance runs unshaped (in idle time,
-// within the allowance; beside a period, within what is left of it); at budget 0 every decision
-// is `priority`'s.
+// within the allowance; beside a period, within what is left of it), and one that does not fit
+// runs in slices sized the same way; at budget 0 every decision is `priority`'s.
 #include <catch2/catch.hpp>
 #include <functional>
 
@@ -157,6 +157,51 @@ TEST_CASE_METHOD(KnownTimes, "Beside a busy period only what is left of its allo
   CHECK(p.Arrive(711, 2, Head::Kernel(Kernel(6))).empty());
   p.Join(712, 3, kBestEffort);
   CHECK(p.Arrive(713, 3, Head::Kernel(Kernel(7))) == Actions{IssueOf(3, Ptb(2))});
+}
+
+TEST_CASE_METHOD(KnownTimes, "Beside a busy period its measured extra and its commitments add up") {
+  // 5 us committed; the foreground's kernel then takes 104 us beside it: 4 us measured over
+  // alone. Left: 10 - (5 + 4) = 1 us, not 10 - 5 (the larger of the two), so the next 5 us
+  // kernel is held while the period goes on.
+  CHECK(p.Arrive(301, 2, Head::Kernel(Kernel(8))) == Actions{Unshaped(2)});
+  CHECK(p.End(310, 2, Finished(FormKind::kOriginal)).empty());
+  CHECK(p.End(404, 1, Finished(FormKind::kOriginal)).empty());
+  CHECK(p.Arrive(405, 1, Head::Kernel(Kernel(1))) == Actions{Foreground(1, true)});
+  CHECK(p.Arrive(406, 2, Head::Kernel(Kernel(8))).empty());
+  // Once the foreground has been idle for min_idle, it runs within the allowance of idle time.
+  CHECK(p.End(505, 1, Finished(FormKind::kOriginal)).empty());
+  CHECK(p.Wake(605) == Actions{Unshaped(2)});
+}
+
+TEST_CASE_METHOD(KnownTimes, "A kernel that does not fit runs in slices sized to the allowance") {
+  // 40 blocks, 16 us alone: a wave of 32 blocks (4 per SM on 8 SMs), then one of 8, 8 us each.
+  advisor.choices[KernelId(5)] = {Ptb(0), true, Us(16)};
+  const auto slice = [](uint32_t blocks) { return IssueOf(2, LaunchForm::Slice(blocks)); };
+  // Beside the busy period one wave fits the 10 us left.
+  CHECK(p.Arrive(301, 2, Head::Kernel(Kernel(5, 40))) == Actions{slice(32)});
+  // The 8 blocks left take a wave's time, more than the 2 us left: held.
+  CHECK(p.End(311, 2, {FormKind::kSliced, false, 32, 40}).empty());
+  CHECK(p.End(400, 1, Finished(FormKind::kOriginal)).empty());
+  // Idle: the next slice as large as the allowance allows, the rest of the kernel here.
+  CHECK(p.Wake(500) == Actions{slice(8)});
+  CHECK(p.End(510, 2, {FormKind::kSliced, true, 40, 40}).empty());
+  // The next one is started in slices in idle time too.
+  CHECK(p.Arrive(511, 2, Head::Kernel(Kernel(5, 40))) == Actions{slice(32)});
+  // A new period: the last 8 blocks fit its 10 us, at a whole wave's cost (8 us, not 8/32 of it),
+  // so a 5 us kernel of another client does not fit what is left.
+  CHECK(p.Arrive(700, 1, Head::Kernel(Kernel(1))) == Actions{Foreground(1, true)});
+  CHECK(p.End(705, 2, {FormKind::kSliced, false, 32, 40}) == Actions{slice(8)});
+  p.Join(706, 3, kBestEffort);
+  CHECK(p.Arrive(707, 3, Head::Kernel(Kernel(8))).empty());
+}
+
+TEST_CASE_METHOD(KnownTimes, "Without an allowance no kernel is started in slices") {
+  advisor.choices[KernelId(5)] = {Ptb(0), true, Us(16)};
+  p.Budget(301, 1, {.slowdown = 0});
+  // Beside the period: held, as priority holds it; in idle time the advisor's form.
+  CHECK(p.Arrive(302, 2, Head::Kernel(Kernel(5, 40))).empty());
+  CHECK(p.End(400, 1, Finished(FormKind::kOriginal)).empty());
+  CHECK(p.Wake(500) == Actions{IssueOf(2, Ptb(0))});
 }
 
 TEST_CASE("The allowance is the budget of a typical period, less what the period spent") {
