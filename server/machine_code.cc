@@ -62,8 +62,7 @@ CodeKey MachineCode::Key(const std::string& ptx) const {
           .driver_version = driver_version_};
 }
 
-absl::StatusOr<std::string> MachineCode::LinkAndLoad(CUmodule* module,
-                                                     const std::string& ptx) const {
+absl::StatusOr<std::string> MachineCode::Link(const std::string& ptx) const {
   // The log options are the link's: the driver writes its log there until cuLinkDestroy (CUDA
   // Driver API, cuLinkCreate: "optionValues must remain valid for the life of the CUlinkState
   // if output options are used"), so both outlive the state.
@@ -86,13 +85,7 @@ absl::StatusOr<std::string> MachineCode::LinkAndLoad(CUmodule* module,
     // A copy of the log: its buffer stays the link state's until cuLinkDestroy.
     return absl::InternalError(absl::StrFormat("%s: %s", CuResultText(result), LogText(log)));
   }
-  // "The cubin is owned by state, so it should be loaded before state is destroyed"
-  // (cuLinkComplete); copied for the cache before `destroy` runs too.
-  const LoadOutcome loaded = LoadImage(api_, module, cubin);
-  if (loaded.result != CUDA_SUCCESS) {
-    return absl::InternalError(absl::StrFormat("the machine code it made did not load: %s: %s",
-                                               CuResultText(loaded.result), loaded.log));
-  }
+  // "The cubin is owned by state" (cuLinkComplete): copied before `destroy` runs.
   return std::string(static_cast<const char*>(cubin), size);
 }
 
@@ -102,17 +95,25 @@ size_t MachineCode::filling() const {
 }
 
 bool MachineCode::LinkAndStore(const CodeKey& key, const std::string& ptx, CUmodule* module) const {
-  CUmodule checked = nullptr;
-  absl::StatusOr<std::string> image = LinkAndLoad(module != nullptr ? module : &checked, ptx);
+  absl::StatusOr<std::string> image = Link(ptx);
+  if (image.ok() && module != nullptr) {
+    const LoadOutcome loaded = LoadImage(api_, module, image->data());
+    if (loaded.result != CUDA_SUCCESS) {
+      image = absl::InternalError(absl::StrFormat("the machine code it made did not load: %s: %s",
+                                                  CuResultText(loaded.result), loaded.log));
+    }
+  }
   if (!image.ok()) {
     ++counters_.link_failed;
     TALLY_LOG_WARN("the linker did not compile a module ({}): it loads as PTX",
                    std::string(image.status().message()));
     return false;
   }
-  if (checked != nullptr) api_.cuModuleUnload(checked);
-  cache_->Store(key, *image);  // only machine code that loaded
-  ++counters_.linked;          // once stored: a reader of the counter finds the entry
+  // On the filler the image is stored unloaded: loading it there would take device memory for
+  // its variables behind the clients' backs (cuMemGetInfo). Should the driver refuse it later,
+  // Load counts it refused and links it again.
+  cache_->Store(key, *image);
+  ++counters_.linked;  // once stored: a reader of the counter finds the entry
   return true;
 }
 

@@ -68,11 +68,11 @@ class MachineCode : public std::enable_shared_from_this<MachineCode> {
   CodeKey Key(const std::string& ptx) const;
 
  private:
-  // `ptx` compiled for the device through the driver's linker and loaded into `module`: a copy
-  // of the machine code; the error log (or the load's) on failure, `module` then untouched.
-  absl::StatusOr<std::string> LinkAndLoad(CUmodule* module, const std::string& ptx) const;
-  // The machine code of `ptx` linked and stored under `key`; `module`: where it is loaded (null:
-  // loaded only to check it, and unloaded). False, counted and logged, when the linker refused.
+  // `ptx` compiled for the device through the driver's linker: a copy of the machine code; the
+  // error log on failure.
+  absl::StatusOr<std::string> Link(const std::string& ptx) const;
+  // The machine code of `ptx` linked and stored under `key`; `module`: where it is loaded first
+  // (null: not loaded). False, counted and logged, when the linker refused it or it did not load.
   bool LinkAndStore(const CodeKey& key, const std::string& ptx, CUmodule* module) const;
   // Queues LinkAndStore of `ptx` on the filler, unless one of the same key is queued already.
   void FillLater(const CodeKey& key, const std::string& ptx) const;

@@ -81,8 +81,8 @@ CUresult cuLinkComplete(CUlinkState state, void** cubinOut, size_t* sizeOut) {
   return Run([&](Driver& driver) -> absl::Status {
     TALLY_RETURN_IF_ERROR(CheckOut(cubinOut));
     TALLY_ASSIGN_OR_RETURN(std::shared_ptr<LinkState> link, driver.links().Lookup(state));
-    TALLY_ASSIGN_OR_RETURN(auto context, driver.CurrentContext());
-    TALLY_ASSIGN_OR_RETURN(std::string_view image, link->Complete(driver.memory(), context->id()));
+    TALLY_RETURN_IF_ERROR(driver.CurrentContext().status());  // INVALID_CONTEXT without one
+    TALLY_ASSIGN_OR_RETURN(std::string_view image, link->Complete());
     // The image stays in the link state, which the caller destroys after loading it.
     *cubinOut = const_cast<char*>(image.data());
     if (sizeOut != nullptr) *sizeOut = image.size();

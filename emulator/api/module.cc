@@ -16,22 +16,12 @@ using tally::emu::Run;
 namespace tally::emu {
 namespace {
 
-// The module a live link state loaded when it made `image` (internal/link_state.h), or null.
-std::shared_ptr<Module> LinkedModule(Driver& driver, const void* image, uint64_t context_id) {
-  for (const std::shared_ptr<LinkState>& link : driver.links().All()) {
-    if (std::shared_ptr<Module> module = link->TakeModule(image, context_id)) return module;
-  }
-  return nullptr;
-}
-
 absl::Status LoadModule(Driver& driver, CUmodule* out, const void* image) {
   TALLY_RETURN_IF_ERROR(CheckOut(out));
   TALLY_ASSIGN_OR_RETURN(auto context, driver.CurrentContext());
   uint32_t arch = driver.config().cc_major * 10 + driver.config().cc_minor;
-  std::shared_ptr<Module> module = LinkedModule(driver, image, context->id());
-  if (module == nullptr) {
-    TALLY_ASSIGN_OR_RETURN(module, Module::Load(image, driver.memory(), context->id(), arch));
-  }
+  TALLY_ASSIGN_OR_RETURN(std::shared_ptr<Module> module,
+                         Module::Load(image, driver.memory(), context->id(), arch));
   auto entry = std::make_shared<ModuleEntry>();
   entry->module = module;
   for (const exec::Function& function : module->functions()) {

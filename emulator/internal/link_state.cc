@@ -5,6 +5,7 @@
 #include "common/status.h"
 #include "emulator/internal/cuda_status.h"
 #include "emulator/internal/machine_code.h"
+#include "emulator/internal/module.h"
 #include "ptx_transform/link.h"
 #include "ptx_transform/printer.h"
 
@@ -34,7 +35,7 @@ absl::Status LinkState::AddPtx(std::string_view text, std::string_view name) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string_view> LinkState::Complete(DeviceMemory& memory, uint64_t context_id) {
+absl::StatusOr<std::string_view> LinkState::Complete() {
   std::lock_guard lock(mutex_);
   if (!image_.empty()) return std::string_view(image_);
   if (units_.empty()) return Fail(CudaError(CUDA_ERROR_INVALID_VALUE, "nothing was added"));
@@ -50,21 +51,9 @@ absl::StatusOr<std::string_view> LinkState::Complete(DeviceMemory& memory, uint6
     units_.push_back(std::move(linked->module));
     text = ptx::PrintModule(units_.front());
   }
-  absl::StatusOr<std::shared_ptr<Module>> loaded =
-      Module::FromParsed(units_.front(), memory, context_id);
-  if (!loaded.ok()) return Fail(loaded.status());
   units_.clear();
-  module_ = *std::move(loaded);
   image_ = MakeMachineCode(text, arch_);
   return std::string_view(image_);
-}
-
-std::shared_ptr<Module> LinkState::TakeModule(const void* image, uint64_t context_id) {
-  std::lock_guard lock(mutex_);
-  if (image != image_.data() || module_ == nullptr || module_->context_id() != context_id) {
-    return nullptr;
-  }
-  return std::move(module_);
 }
 
 }  // namespace tally::emu

@@ -1,6 +1,7 @@
 // The JIT linker (cuLinkCreate ... cuLinkDestroy): PTX becomes the emulated GPU's machine code,
 // which cuModuleLoadData loads and whose kernels run; PTX that does not compile fails at the link,
-// with the reason in the error log; a damaged image is refused at the load.
+// with the reason in the error log; the link takes no device memory; a damaged image is refused
+// at the load.
 #include <cstring>
 #include <string>
 #include <vector>
@@ -92,8 +93,32 @@ TEST_CASE("the image a link state owns loads before the state is destroyed, more
   Link link;
   EMU_OK(link.AddPtx(ReadKernelFile("basic.ptx")));
   const char* image = link.CompleteInPlace();
-  CheckVecAdd(image);  // takes the module the link loaded
-  CheckVecAdd(image);  // a module of its own again
+  CheckVecAdd(image);
+  CheckVecAdd(image);  // each load a module of its own
+}
+
+// The device memory free now.
+size_t FreeBytes() {
+  size_t free = 0;
+  size_t total = 0;
+  EMU_OK(Emu().cuMemGetInfo_v2(&free, &total));
+  return free;
+}
+
+TEST_CASE("a link takes no device memory: a module's variables are placed when it is loaded") {
+  const size_t before = FreeBytes();
+  Link link;
+  EMU_OK(
+      link.AddPtx(".version 8.0\n.target sm_80\n.address_size 64\n"
+                  ".visible .global .align 4 .b8 table[1048576];\n"
+                  ".visible .entry k() {\n  ret;\n}\n"));
+  const char* image = link.CompleteInPlace();
+  CHECK(FreeBytes() == before);
+  CUmodule module = nullptr;
+  EMU_OK(Emu().cuModuleLoadData(&module, image));
+  CHECK(FreeBytes() + 1048576 <= before);
+  EMU_OK(Emu().cuModuleUnload(module));
+  CHECK(FreeBytes() == before);
 }
 
 TEST_CASE("PTX that does not compile fails at the link, the reason in the error log") {
