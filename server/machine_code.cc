@@ -90,8 +90,13 @@ absl::StatusOr<std::string> MachineCode::Link(const std::string& ptx) const {
 }
 
 size_t MachineCode::filling() const {
-  std::lock_guard lock(filling_mutex_);
+  std::lock_guard lock(mutex_);
   return filling_.size();
+}
+
+bool MachineCode::Unlinkable(const CodeKey& key) const {
+  std::lock_guard lock(mutex_);
+  return unlinkable_.contains(key.Text());
 }
 
 bool MachineCode::LinkAndStore(const CodeKey& key, const std::string& ptx, CUmodule* module) const {
@@ -107,6 +112,8 @@ bool MachineCode::LinkAndStore(const CodeKey& key, const std::string& ptx, CUmod
     ++counters_.link_failed;
     TALLY_LOG_WARN("the linker did not compile a module ({}): it loads as PTX",
                    std::string(image.status().message()));
+    std::lock_guard lock(mutex_);
+    unlinkable_.insert(key.Text());
     return false;
   }
   // On the filler the image is stored unloaded: loading it there would take device memory for
@@ -120,19 +127,19 @@ bool MachineCode::LinkAndStore(const CodeKey& key, const std::string& ptx, CUmod
 void MachineCode::FillLater(const CodeKey& key, const std::string& ptx) const {
   std::string text = key.Text();
   {
-    std::lock_guard lock(filling_mutex_);
+    std::lock_guard lock(mutex_);
     if (!filling_.insert(text).second) return;
   }
   const bool queued = filler_->Submit([self = weak_from_this(), key, ptx, text] {
     const std::shared_ptr<const MachineCode> held = self.lock();
     if (held == nullptr) return;  // its registry went while the job waited
     held->LinkAndStore(key, ptx, nullptr);
-    std::lock_guard lock(held->filling_mutex_);
+    std::lock_guard lock(held->mutex_);
     held->filling_.erase(text);
   });
   if (queued) return;
   // The queue is full or stopped: a later load of the same PTX asks again.
-  std::lock_guard lock(filling_mutex_);
+  std::lock_guard lock(mutex_);
   filling_.erase(text);
 }
 
@@ -150,6 +157,8 @@ LoadOutcome MachineCode::Load(CUmodule* module, const std::string& ptx) const {
     TALLY_LOG_WARN("code cache: the driver refused machine code from it ({}: {}): compiled again",
                    CuResultText(loaded.result), loaded.log);
   }
+  // PTX the linker refused once is not linked again (on NVIDIA's driver, another JIT of it).
+  if (Unlinkable(key)) return LoadImage(api_, module, ptx.c_str());
   if (filler_ == nullptr) {
     if (LinkAndStore(key, ptx, module)) return LoadOutcome{};
     return LoadImage(api_, module, ptx.c_str());

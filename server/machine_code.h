@@ -76,6 +76,8 @@ class MachineCode : public std::enable_shared_from_this<MachineCode> {
   bool LinkAndStore(const CodeKey& key, const std::string& ptx, CUmodule* module) const;
   // Queues LinkAndStore of `ptx` on the filler, unless one of the same key is queued already.
   void FillLater(const CodeKey& key, const std::string& ptx) const;
+  // Whether the linker refused the PTX of `key` before (it then loads as PTX, unlinked).
+  bool Unlinkable(const CodeKey& key) const;
 
   const DriverApi& api_;
   std::shared_ptr<CodeCache> cache_;
@@ -83,10 +85,11 @@ class MachineCode : public std::enable_shared_from_this<MachineCode> {
   int driver_version_ = 0;
   mutable MachineCodeCounters counters_;
   std::shared_ptr<FormsWorker> filler_;
+  mutable std::mutex mutex_;
   // The key texts of the fills queued or running (a module loaded by several clients at once is
-  // linked once).
-  mutable std::mutex filling_mutex_;
+  // linked once), and of PTX the linker refused (for the server's life: linked once).
   mutable absl::flat_hash_set<std::string> filling_;
+  mutable absl::flat_hash_set<std::string> unlinkable_;
 };
 
 }  // namespace tally::server

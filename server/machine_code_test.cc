@@ -1,9 +1,10 @@
 // Machine code in the code cache, on the emulated GPU: PTX is linked once and stored, and a second
 // loader (another server, or a restarted one) loads the machine code without linking; machine
 // code the driver refuses is linked again and replaced; PTX the linker refuses, a driver without
-// a linker, and no cache at all load the PTX as before. With a filler, a miss loads the PTX and
-// the machine code is linked and stored afterwards. The registry loads a module's original and a
-// kernel's transformed forms so, and a second registry finds their machine code.
+// a linker, and no cache at all load the PTX as before, and PTX the linker refused is not linked
+// again. With a filler, a miss loads the PTX and the machine code is linked and stored afterwards.
+// The registry loads a module's original and a kernel's transformed forms so, and a second
+// registry finds their machine code.
 #include "server/machine_code.h"
 
 #include <catch2/catch.hpp>
@@ -118,6 +119,35 @@ TEST_CASE("with a filler, a miss loads the PTX, and its machine code is stored a
   CHECK(LoadAndRun(*loader) == 42);
   CHECK(loader->counters().found == 1);
   CHECK(loader->counters().linked == 1);
+}
+
+// A linker that refuses everything; the rest of the driver as it is.
+CUresult RefusingLinkComplete(CUlinkState, void**, size_t*) { return CUDA_ERROR_INVALID_PTX; }
+
+TEST_CASE("PTX the linker refused once loads as PTX from then on, not linked again") {
+  TempCache folder;
+  const auto cache = folder.Open();
+  DriverApi refusing = TheDevice().api();
+  refusing.cuLinkComplete = &RefusingLinkComplete;
+  SECTION("linked at the load") {
+    const MachineCode loader(refusing, cache, kDevice, kDriver);
+    CHECK(LoadAndRun(loader) == 42);
+    CHECK(LoadAndRun(loader) == 42);
+    CHECK(loader.counters().link_failed == 1);
+  }
+  SECTION("linked on a filler") {
+    const auto filler = std::make_shared<FormsWorker>(
+        1, 4, [] { TheDevice().backend.MakeCurrent().IgnoreError(); });
+    const auto loader =
+        std::make_shared<const MachineCode>(refusing, cache, kDevice, kDriver, filler);
+    CHECK(LoadAndRun(*loader) == 42);
+    REQUIRE(ipc::testing::Eventually([&] { return loader->filling() == 0; }));
+    CHECK(loader->counters().link_failed == 1);
+    CHECK(LoadAndRun(*loader) == 42);
+    CHECK(loader->filling() == 0);  // nothing queued
+    CHECK(loader->counters().link_failed == 1);
+  }
+  CHECK(cache->Usage().entries == 0);
 }
 
 TEST_CASE("machine code the driver refuses is linked again and replaced") {
