@@ -453,22 +453,24 @@ void ModuleRegistry::SetFormsDone(std::function<void()> on_done) {
   if (forms_worker_ != nullptr) forms_worker_->SetOnDone(std::move(on_done));
 }
 
-absl::Status ModuleRegistry::ResetContext(const std::function<absl::Status()>& reset) {
+std::vector<FormsWorker*> ModuleRegistry::Workers() const {
+  std::vector<FormsWorker*> workers;
   for (FormsWorker* worker : {forms_worker_.get(), fill_worker_.get()}) {
-    if (worker != nullptr) worker->Pause();
+    if (worker != nullptr) workers.push_back(worker);
   }
+  return workers;
+}
+
+absl::Status ModuleRegistry::ResetContext(const std::function<absl::Status()>& reset) {
+  for (FormsWorker* worker : Workers()) worker->Pause();
   DropKeptModules();
   const absl::Status status = reset();
-  for (FormsWorker* worker : {forms_worker_.get(), fill_worker_.get()}) {
-    if (worker != nullptr) worker->Resume();
-  }
+  for (FormsWorker* worker : Workers()) worker->Resume();
   return status;
 }
 
 void ModuleRegistry::StopForms() {
-  for (FormsWorker* worker : {forms_worker_.get(), fill_worker_.get()}) {
-    if (worker != nullptr) worker->Stop();
-  }
+  for (FormsWorker* worker : Workers()) worker->Stop();
 }
 
 absl::StatusOr<std::shared_ptr<SharedModule>> ModuleRegistry::Register(

@@ -282,6 +282,8 @@ class ModuleRegistry {
   const MachineCode& machine_code() const { return *machine_code_; }
 
  private:
+  // The background workers the registry has (the forms worker, the machine code's filler).
+  std::vector<FormsWorker*> Workers() const;
   // One content hash. Its mutex is held while its image is parsed and its module loaded.
   struct Entry {
     std::mutex mutex;
