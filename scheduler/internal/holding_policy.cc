@@ -295,10 +295,16 @@ void HoldingPolicy::IssueBeside(ClientId id, Client& client, Decisions& out) {
       return;
     }
   }
-  const uint32_t allowed = BesideWorkers(kernel);
+  uint32_t allowed = BesideWorkers(kernel);
   if (allowed == 0) return;
+  if (!client.started && !choice) {
+    // What the advisor knows of the kernel (its time alone) may change the bound for it.
+    choice = BackgroundForm(kernel);
+    allowed = BesideWorkers(kernel);
+    if (allowed == 0) return;
+  }
   LaunchForm full = client.full_form;
-  if (!client.started) full = (choice ? *choice : BackgroundForm(kernel)).form;
+  if (!client.started) full = choice->form;
   // Beside more important work only PTB runs: its width is what the bound limits.
   if (!client.started && full.kind != FormKind::kPreemptible && kernel.preemptible) {
     full = LaunchForm::Preemptible();

@@ -159,6 +159,19 @@ TEST_CASE_METHOD(KnownTimes, "Beside a busy period only what is left of its allo
   CHECK(p.Arrive(713, 3, Head::Kernel(Kernel(7))) == Actions{IssueOf(3, Ptb(2))});
 }
 
+TEST_CASE_METHOD(KnownTimes, "A timed kernel first seen when the allowance is spent is held") {
+  CHECK(p.Arrive(301, 2, Head::Kernel(Kernel(8))) == Actions{Unshaped(2)});
+  CHECK(p.Arrive(302, 2, Head::Kernel(Kernel(8))) == Actions{Unshaped(2)});
+  // Nothing left of the allowance, and kernel 6 never asked about: the advisor knows its time
+  // alone, so it is not run as narrow PTB beside the period (which the foreground's next kernel
+  // would have to preempt), but held as a kernel known to be timed is.
+  p.Join(303, 3, kBestEffort);
+  CHECK(p.Arrive(304, 3, Head::Kernel(Kernel(6))).empty());
+  // A kernel the advisor has no time for still runs as the bound allows (one worker).
+  p.Join(305, 4, kBestEffort);
+  CHECK(p.Arrive(306, 4, Head::Kernel(Kernel(7))) == Actions{IssueOf(4, Ptb(1))});
+}
+
 TEST_CASE_METHOD(KnownTimes, "Beside a busy period its measured extra and its commitments add up") {
   // 5 us committed; the foreground's kernel then takes 104 us beside it: 4 us measured over
   // alone. Left: 10 - (5 + 4) = 1 us, not 10 - 5 (the larger of the two), so the next 5 us
