@@ -30,14 +30,6 @@ namespace kernels = tally::libraries::kernels;
 
 extern "C" {
 
-cudnnStatus_t cudnnCreateActivationDescriptor(cudnnActivationDescriptor_t* desc) {
-  return Live<ActivationDescriptor>::CreateEntry(__func__, desc);
-}
-
-cudnnStatus_t cudnnDestroyActivationDescriptor(cudnnActivationDescriptor_t desc) {
-  return Live<ActivationDescriptor>::DestroyEntry(__func__, desc);
-}
-
 cudnnStatus_t cudnnSetActivationDescriptor(cudnnActivationDescriptor_t desc,
                                            cudnnActivationMode_t mode, cudnnNanPropagation_t nan,
                                            double coef) {

@@ -100,14 +100,6 @@ cudnnStatus_t cudnnTransformTensor(cudnnHandle_t handle, const void* alpha,
   });
 }
 
-cudnnStatus_t cudnnCreateOpTensorDescriptor(cudnnOpTensorDescriptor_t* desc) {
-  return Live<OpTensorDescriptor>::CreateEntry(__func__, desc);
-}
-
-cudnnStatus_t cudnnDestroyOpTensorDescriptor(cudnnOpTensorDescriptor_t desc) {
-  return Live<OpTensorDescriptor>::DestroyEntry(__func__, desc);
-}
-
 cudnnStatus_t cudnnSetOpTensorDescriptor(cudnnOpTensorDescriptor_t desc, cudnnOpTensorOp_t op,
                                          cudnnDataType_t compute, cudnnNanPropagation_t nan) {
   return CudnnCall(__func__, [&] {
