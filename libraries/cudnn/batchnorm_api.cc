@@ -116,8 +116,7 @@ void Backward(cudnnHandle_t handle, cudnnBatchNormMode_t mode, const void* alpha
 void NoSpace(cudnnHandle_t handle, cudnnBatchNormOps_t ops, size_t* size) {
   FindHandle(handle);
   RequireBatchNormOnly(ops);
-  RequireNotNull(size, "the size pointer");
-  *size = 0;
+  PutZeroSize(size);
 }
 
 }  // namespace
