@@ -32,6 +32,7 @@ kernels::ConvolutionProblem ProblemWith(cudnnHandle_t handle, cudnnTensorDescrip
                                         cudnnFilterDescriptor_t w,
                                         cudnnConvolutionDescriptor_t conv,
                                         cudnnTensorDescriptor_t y, Algo algo) {
+  static_assert(kAlgorithms<Algo> > 0, "Algo is not the algorithm type of a direction");
   const kernels::ConvolutionProblem problem = Problem(handle, x, w, conv, y);
   Require(algo >= 0 && algo < kAlgorithms<Algo>, CUDNN_STATUS_BAD_PARAM, "unknown algorithm");
   return problem;
