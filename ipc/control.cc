@@ -97,6 +97,20 @@ void TerminateGrant(GrantStatus& grant) {
   Terminate(grant.socket, sizeof(grant.socket));
 }
 
+// A request of `kind`, every other field zero.
+ControlRequest RequestOf(ControlKind kind) {
+  ControlRequest request{};
+  request.kind = static_cast<uint32_t>(kind);
+  return request;
+}
+
+// A request of `kind` about the client `client_id`.
+ControlRequest AboutClient(ControlKind kind, ClientId client_id) {
+  ControlRequest request = RequestOf(kind);
+  request.client_id = client_id;
+  return request;
+}
+
 // A change to one client (`request` names it): the reply, its message terminated.
 template <typename Reply>
 absl::StatusOr<Reply> ChangeClient(const std::string& path, const ControlRequest& request,
@@ -194,8 +208,7 @@ absl::Status ControlConnection::SendProfiles(std::span<const ProfileStatus> prof
 absl::StatusOr<StatusReport> QueryStatus(const std::string& path, absl::Duration timeout,
                                          const ServerTrust& trust) {
   const absl::Time deadline = absl::Now() + timeout;
-  ControlRequest request{};
-  request.kind = static_cast<uint32_t>(ControlKind::kStatus);
+  const ControlRequest request = RequestOf(ControlKind::kStatus);
   UniqueFd socket;
   StatusReport report{};
   TALLY_ASSIGN_OR_RETURN(report.server, Ask<StatusReply>(path, request, deadline, trust, socket));
@@ -219,9 +232,7 @@ absl::StatusOr<StatusReport> QueryStatus(const std::string& path, absl::Duration
 absl::StatusOr<PriorityReply> SetClientPriority(const std::string& path, ClientId client_id,
                                                 int32_t priority, absl::Duration timeout,
                                                 const ServerTrust& trust) {
-  ControlRequest request{};
-  request.kind = static_cast<uint32_t>(ControlKind::kSetPriority);
-  request.client_id = client_id;
+  ControlRequest request = AboutClient(ControlKind::kSetPriority, client_id);
   request.client_priority_level = priority;
   return ChangeClient<PriorityReply>(path, request, timeout, trust);
 }
@@ -229,9 +240,7 @@ absl::StatusOr<PriorityReply> SetClientPriority(const std::string& path, ClientI
 absl::StatusOr<BudgetReply> SetClientBudget(const std::string& path, ClientId client_id,
                                             const SlowdownBudget& budget, absl::Duration timeout,
                                             const ServerTrust& trust) {
-  ControlRequest request{};
-  request.kind = static_cast<uint32_t>(ControlKind::kSetBudget);
-  request.client_id = client_id;
+  ControlRequest request = AboutClient(ControlKind::kSetBudget, client_id);
   request.slowdown_budget = WireSlowdownBudget::From(budget);
   return ChangeClient<BudgetReply>(path, request, timeout, trust);
 }
@@ -239,25 +248,21 @@ absl::StatusOr<BudgetReply> SetClientBudget(const std::string& path, ClientId cl
 absl::StatusOr<LimitReply> SetClientMemoryLimit(const std::string& path, ClientId client_id,
                                                 uint64_t memory_limit, absl::Duration timeout,
                                                 const ServerTrust& trust) {
-  ControlRequest request{};
-  request.kind = static_cast<uint32_t>(ControlKind::kSetMemoryLimit);
-  request.client_id = client_id;
+  ControlRequest request = AboutClient(ControlKind::kSetMemoryLimit, client_id);
   request.memory_limit = memory_limit;
   return ChangeClient<LimitReply>(path, request, timeout, trust);
 }
 
 absl::StatusOr<DrainReply> DrainServer(const std::string& path, absl::Duration timeout,
                                        const ServerTrust& trust) {
-  ControlRequest request{};
-  request.kind = static_cast<uint32_t>(ControlKind::kDrain);
+  const ControlRequest request = RequestOf(ControlKind::kDrain);
   return ChangeClient<DrainReply>(path, request, timeout, trust);
 }
 
 absl::StatusOr<CodeCacheReply> QueryCodeCache(const std::string& path, bool clear,
                                               absl::Duration timeout, const ServerTrust& trust) {
-  ControlRequest request{};
-  request.kind =
-      static_cast<uint32_t>(clear ? ControlKind::kClearCodeCache : ControlKind::kCodeCache);
+  const ControlRequest request =
+      RequestOf(clear ? ControlKind::kClearCodeCache : ControlKind::kCodeCache);
   TALLY_ASSIGN_OR_RETURN(CodeCacheReply reply,
                          ChangeClient<CodeCacheReply>(path, request, timeout, trust));
   Terminate(reply.cache.dir, sizeof(reply.cache.dir));
@@ -266,8 +271,7 @@ absl::StatusOr<CodeCacheReply> QueryCodeCache(const std::string& path, bool clea
 
 absl::StatusOr<GrantReply> MakeGrant(const std::string& path, const ClientCeiling& terms,
                                      absl::Duration timeout, const ServerTrust& trust) {
-  ControlRequest request{};
-  request.kind = static_cast<uint32_t>(ControlKind::kGrant);
+  ControlRequest request = RequestOf(ControlKind::kGrant);
   CopyText(terms.grant, request.grant_name, sizeof(request.grant_name));
   request.client_priority_level = terms.max_priority.level();
   request.memory_limit = terms.memory_limit;
@@ -278,8 +282,7 @@ absl::StatusOr<GrantReply> MakeGrant(const std::string& path, const ClientCeilin
 absl::StatusOr<GrantReply> RevokeGrant(const std::string& path, const std::string& name,
                                        bool end_clients, absl::Duration timeout,
                                        const ServerTrust& trust) {
-  ControlRequest request{};
-  request.kind = static_cast<uint32_t>(ControlKind::kRevoke);
+  ControlRequest request = RequestOf(ControlKind::kRevoke);
   CopyText(name, request.grant_name, sizeof(request.grant_name));
   request.end_clients = end_clients ? 1 : 0;
   return AskAboutGrant(path, request, timeout, trust);
@@ -289,8 +292,7 @@ absl::StatusOr<std::vector<ProfileStatus>> QueryProfiles(const std::string& path
                                                          absl::Duration timeout,
                                                          const ServerTrust& trust) {
   const absl::Time deadline = absl::Now() + timeout;
-  ControlRequest request{};
-  request.kind = static_cast<uint32_t>(ControlKind::kProfiles);
+  const ControlRequest request = RequestOf(ControlKind::kProfiles);
   UniqueFd socket;
   TALLY_ASSIGN_OR_RETURN(const ProfilesReply reply,
                          Ask<ProfilesReply>(path, request, deadline, trust, socket));

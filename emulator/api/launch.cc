@@ -321,6 +321,21 @@ absl::Status ApplyAttributes(const CUlaunchConfig& config, LaunchRequest& reques
   return absl::OkStatus();
 }
 
+// The launch a CUlaunchConfig describes (cuLaunchKernelEx), its attributes applied.
+absl::StatusOr<LaunchRequest> RequestOf(const CUlaunchConfig& config, CUfunction function,
+                                        void** kernel_params, void** extra) {
+  LaunchRequest request{function,
+                        {config.gridDimX, config.gridDimY, config.gridDimZ},
+                        {config.blockDimX, config.blockDimY, config.blockDimZ},
+                        config.sharedMemBytes,
+                        config.hStream,
+                        kernel_params,
+                        extra,
+                        false};
+  TALLY_RETURN_IF_ERROR(ApplyAttributes(config, request));
+  return request;
+}
+
 // cuOccupancyMaxActiveClusters: the emulated GPU schedules a cluster's blocks together on any
 // of its SMs (it has no GPCs), so as many clusters fit at once as the blocks resident on the
 // whole device hold. The cluster shape is resolved as a launch's (the grid is taken to be one
@@ -328,15 +343,7 @@ absl::Status ApplyAttributes(const CUlaunchConfig& config, LaunchRequest& reques
 // one in the configuration.
 absl::StatusOr<int> MaxActiveClusters(Driver& driver, CUfunction function,
                                       const CUlaunchConfig& config) {
-  LaunchRequest request{function,
-                        {config.gridDimX, config.gridDimY, config.gridDimZ},
-                        {config.blockDimX, config.blockDimY, config.blockDimZ},
-                        config.sharedMemBytes,
-                        config.hStream,
-                        nullptr,
-                        nullptr,
-                        false};
-  TALLY_RETURN_IF_ERROR(ApplyAttributes(config, request));
+  TALLY_ASSIGN_OR_RETURN(LaunchRequest request, RequestOf(config, function, nullptr, nullptr));
   TALLY_ASSIGN_OR_RETURN(std::shared_ptr<Kernel> kernel, driver.UsableKernel(function));
   const exec::Function& f = *kernel->function;
   if (!request.cluster && f.required_cluster[0] == 0) {
@@ -357,10 +364,21 @@ absl::StatusOr<int> MaxActiveClusters(Driver& driver, CUfunction function,
   return static_cast<int>(resident / setup.cluster.Count());
 }
 
+// cuLaunchKernel and cuLaunchCooperativeKernel: a grid given by its dimensions.
+CUresult LaunchGrid(CUfunction function, exec::Dim3 grid, exec::Dim3 block,
+                    uint32_t dynamic_shared, CUstream stream, void** kernel_params, void** extra,
+                    bool cooperative) noexcept {
+  return Run([&](Driver& driver) {
+    return Launch(driver, {function, grid, block, dynamic_shared, stream, kernel_params, extra,
+                           cooperative});
+  });
+}
+
 }  // namespace
 }  // namespace tally::emu
 
 using tally::emu::Launch;
+using tally::emu::LaunchGrid;
 using tally::emu::LaunchRequest;
 
 extern "C" {
@@ -369,16 +387,8 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDi
                         unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
                         unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
                         void** kernelParams, void** extra) {
-  return Run([&](Driver& driver) {
-    return Launch(driver, {f,
-                           {gridDimX, gridDimY, gridDimZ},
-                           {blockDimX, blockDimY, blockDimZ},
-                           sharedMemBytes,
-                           hStream,
-                           kernelParams,
-                           extra,
-                           false});
-  });
+  return LaunchGrid(f, {gridDimX, gridDimY, gridDimZ}, {blockDimX, blockDimY, blockDimZ},
+                    sharedMemBytes, hStream, kernelParams, extra, false);
 }
 
 CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
@@ -386,31 +396,16 @@ CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX, unsigned
                                    unsigned int blockDimY, unsigned int blockDimZ,
                                    unsigned int sharedMemBytes, CUstream hStream,
                                    void** kernelParams) {
-  return Run([&](Driver& driver) {
-    return Launch(driver, {f,
-                           {gridDimX, gridDimY, gridDimZ},
-                           {blockDimX, blockDimY, blockDimZ},
-                           sharedMemBytes,
-                           hStream,
-                           kernelParams,
-                           nullptr,
-                           true});
-  });
+  return LaunchGrid(f, {gridDimX, gridDimY, gridDimZ}, {blockDimX, blockDimY, blockDimZ},
+                    sharedMemBytes, hStream, kernelParams, nullptr, true);
 }
 
 CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** kernelParams,
                           void** extra) {
   return Run([&](Driver& driver) -> absl::Status {
     if (config == nullptr) return CudaError(CUDA_ERROR_INVALID_VALUE, "null launch config");
-    LaunchRequest request{f,
-                          {config->gridDimX, config->gridDimY, config->gridDimZ},
-                          {config->blockDimX, config->blockDimY, config->blockDimZ},
-                          config->sharedMemBytes,
-                          config->hStream,
-                          kernelParams,
-                          extra,
-                          false};
-    TALLY_RETURN_IF_ERROR(tally::emu::ApplyAttributes(*config, request));
+    TALLY_ASSIGN_OR_RETURN(const LaunchRequest request,
+                           tally::emu::RequestOf(*config, f, kernelParams, extra));
     return Launch(driver, request);
   });
 }

@@ -234,58 +234,36 @@ using tally::emu::Form;
 using tally::emu::WaitValue;
 using tally::emu::WriteValue;
 
+// The five entry points of one form: `suffix` is _v2 for the v2 forms and empty for the v1 ones.
+// Waits are the same in both; v1 writes also accept CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER and
+// v1 batches have no memory barrier operation (Form).
+#define TALLY_STREAM_MEMOPS(suffix, form)                                                         \
+  CUresult cuStreamWaitValue32##suffix(CUstream stream, CUdeviceptr addr, cuuint32_t value,       \
+                                       unsigned int flags) {                                      \
+    return WaitValue(stream, addr, value, 4, flags);                                              \
+  }                                                                                               \
+  CUresult cuStreamWaitValue64##suffix(CUstream stream, CUdeviceptr addr, cuuint64_t value,       \
+                                       unsigned int flags) {                                      \
+    return WaitValue(stream, addr, value, 8, flags);                                              \
+  }                                                                                               \
+  CUresult cuStreamWriteValue32##suffix(CUstream stream, CUdeviceptr addr, cuuint32_t value,      \
+                                        unsigned int flags) {                                     \
+    return WriteValue(stream, addr, value, 4, flags, form);                                       \
+  }                                                                                               \
+  CUresult cuStreamWriteValue64##suffix(CUstream stream, CUdeviceptr addr, cuuint64_t value,      \
+                                        unsigned int flags) {                                     \
+    return WriteValue(stream, addr, value, 8, flags, form);                                       \
+  }                                                                                               \
+  CUresult cuStreamBatchMemOp##suffix(CUstream stream, unsigned int count,                        \
+                                      CUstreamBatchMemOpParams* paramArray, unsigned int flags) { \
+    return Batch(stream, count, paramArray, flags, form);                                         \
+  }
+
 extern "C" {
 
-CUresult cuStreamWaitValue32_v2(CUstream stream, CUdeviceptr addr, cuuint32_t value,
-                                unsigned int flags) {
-  return WaitValue(stream, addr, value, 4, flags);
-}
-
-CUresult cuStreamWaitValue64_v2(CUstream stream, CUdeviceptr addr, cuuint64_t value,
-                                unsigned int flags) {
-  return WaitValue(stream, addr, value, 8, flags);
-}
-
-CUresult cuStreamWriteValue32_v2(CUstream stream, CUdeviceptr addr, cuuint32_t value,
-                                 unsigned int flags) {
-  return WriteValue(stream, addr, value, 4, flags, Form::kV2);
-}
-
-CUresult cuStreamWriteValue64_v2(CUstream stream, CUdeviceptr addr, cuuint64_t value,
-                                 unsigned int flags) {
-  return WriteValue(stream, addr, value, 8, flags, Form::kV2);
-}
-
-CUresult cuStreamBatchMemOp_v2(CUstream stream, unsigned int count,
-                               CUstreamBatchMemOpParams* paramArray, unsigned int flags) {
-  return Batch(stream, count, paramArray, flags, Form::kV2);
-}
-
-// The v1 forms: waits are the same; writes also accept CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER
-// and batches have no memory barrier operation.
-CUresult cuStreamWaitValue32(CUstream stream, CUdeviceptr addr, cuuint32_t value,
-                             unsigned int flags) {
-  return WaitValue(stream, addr, value, 4, flags);
-}
-
-CUresult cuStreamWaitValue64(CUstream stream, CUdeviceptr addr, cuuint64_t value,
-                             unsigned int flags) {
-  return WaitValue(stream, addr, value, 8, flags);
-}
-
-CUresult cuStreamWriteValue32(CUstream stream, CUdeviceptr addr, cuuint32_t value,
-                              unsigned int flags) {
-  return WriteValue(stream, addr, value, 4, flags, Form::kV1);
-}
-
-CUresult cuStreamWriteValue64(CUstream stream, CUdeviceptr addr, cuuint64_t value,
-                              unsigned int flags) {
-  return WriteValue(stream, addr, value, 8, flags, Form::kV1);
-}
-
-CUresult cuStreamBatchMemOp(CUstream stream, unsigned int count,
-                            CUstreamBatchMemOpParams* paramArray, unsigned int flags) {
-  return Batch(stream, count, paramArray, flags, Form::kV1);
-}
+TALLY_STREAM_MEMOPS(_v2, Form::kV2)
+TALLY_STREAM_MEMOPS(, Form::kV1)
 
 }  // extern "C"
+
+#undef TALLY_STREAM_MEMOPS

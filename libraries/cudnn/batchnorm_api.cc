@@ -45,11 +45,19 @@ void RequireBatchNormOnly(cudnnBatchNormOps_t ops) {
   }
 }
 
-void Training(cudnnHandle_t handle, cudnnBatchNormMode_t mode, const void* alpha,
-              const void* beta, cudnnTensorDescriptor_t x_desc, const void* x,
-              cudnnTensorDescriptor_t y_desc, void* y, cudnnTensorDescriptor_t params_desc,
-              const void* scale, const void* bias, double factor, void* running_mean,
-              void* running_variance, double epsilon, void* save_mean, void* save_inv_std) {
+// What training and inference check alike: x and y of one shape, the parameter tensor as the
+// mode derives it from x, the scale and the bias.
+struct ForwardCall {
+  Handle& live;
+  const TensorDescriptor& in;
+  const TensorDescriptor& out;
+  const TensorDescriptor& params;
+  kernels::BatchNorm bn;
+};
+
+ForwardCall CheckForward(cudnnHandle_t handle, cudnnBatchNormMode_t mode, double epsilon,
+                         cudnnTensorDescriptor_t x_desc, cudnnTensorDescriptor_t y_desc,
+                         cudnnTensorDescriptor_t params_desc, const void* scale, const void* bias) {
   Handle& live = FindHandle(handle);
   const TensorDescriptor& in = FindTensor(x_desc);
   const TensorDescriptor& out = FindTensor(y_desc);
@@ -59,6 +67,16 @@ void Training(cudnnHandle_t handle, cudnnBatchNormMode_t mode, const void* alpha
   CheckShapes(bn, in, params);
   RequireNotNull(scale, "the scale");
   RequireNotNull(bias, "the bias");
+  return {live, in, out, params, bn};
+}
+
+void Training(cudnnHandle_t handle, cudnnBatchNormMode_t mode, const void* alpha, const void* beta,
+              cudnnTensorDescriptor_t x_desc, const void* x, cudnnTensorDescriptor_t y_desc,
+              void* y, cudnnTensorDescriptor_t params_desc, const void* scale, const void* bias,
+              double factor, void* running_mean, void* running_variance, double epsilon,
+              void* save_mean, void* save_inv_std) {
+  const auto [live, in, out, params, bn] =
+      CheckForward(handle, mode, epsilon, x_desc, y_desc, params_desc, scale, bias);
   Require((running_mean == nullptr) == (running_variance == nullptr), CUDNN_STATUS_BAD_PARAM,
           "only one of the running mean and variance is given");
   Require((save_mean == nullptr) == (save_inv_std == nullptr), CUDNN_STATUS_BAD_PARAM,
@@ -116,8 +134,7 @@ void Backward(cudnnHandle_t handle, cudnnBatchNormMode_t mode, const void* alpha
 void NoSpace(cudnnHandle_t handle, cudnnBatchNormOps_t ops, size_t* size) {
   FindHandle(handle);
   RequireBatchNormOnly(ops);
-  RequireNotNull(size, "the size pointer");
-  *size = 0;
+  PutZeroSize(size);
 }
 
 }  // namespace
@@ -176,15 +193,8 @@ cudnnStatus_t cudnnBatchNormalizationForwardInference(
     void* y, const cudnnTensorDescriptor_t params_desc, const void* scale, const void* bias,
     const void* mean, const void* variance, double epsilon) {
   return CudnnCall(__func__, [&] {
-    Handle& live = FindHandle(handle);
-    const TensorDescriptor& in = FindTensor(x_desc);
-    const TensorDescriptor& out = FindTensor(y_desc);
-    const TensorDescriptor& params = FindTensor(params_desc);
-    const kernels::BatchNorm bn = BatchNormOf(mode, epsilon);
-    RequireSameShape(in, out, "x and y");
-    CheckShapes(bn, in, params);
-    RequireNotNull(scale, "the scale");
-    RequireNotNull(bias, "the bias");
+    const auto [live, in, out, params, bn] =
+        CheckForward(handle, mode, epsilon, x_desc, y_desc, params_desc, scale, bias);
     RequireNotNull(mean, "the estimated mean");
     RequireNotNull(variance, "the estimated variance");
     CheckLaunch(kernels::LaunchBatchNormInference(

@@ -15,9 +15,27 @@ kernels::ConvolutionProblem Problem(cudnnHandle_t handle, cudnnTensorDescriptor_
   return ProblemOf(FindTensor(x), FindFilter(w), FindConvolution(conv), FindTensor(y));
 }
 
+// How many algorithms cuDNN has for the direction whose algorithms are of type Algo.
 template <typename Algo>
-void CheckAlgorithm(Algo algo, int count) {
-  Require(algo >= 0 && algo < count, CUDNN_STATUS_BAD_PARAM, "unknown algorithm");
+constexpr int kAlgorithms = 0;
+template <>
+constexpr int kAlgorithms<cudnnConvolutionFwdAlgo_t> = CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
+template <>
+constexpr int kAlgorithms<cudnnConvolutionBwdDataAlgo_t> = CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT;
+template <>
+constexpr int kAlgorithms<cudnnConvolutionBwdFilterAlgo_t> =
+    CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT;
+
+// The convolution of a call that names one of its direction's algorithms.
+template <typename Algo>
+kernels::ConvolutionProblem ProblemWith(cudnnHandle_t handle, cudnnTensorDescriptor_t x,
+                                        cudnnFilterDescriptor_t w,
+                                        cudnnConvolutionDescriptor_t conv,
+                                        cudnnTensorDescriptor_t y, Algo algo) {
+  static_assert(kAlgorithms<Algo> > 0, "Algo is not the algorithm type of a direction");
+  const kernels::ConvolutionProblem problem = Problem(handle, x, w, conv, y);
+  Require(algo >= 0 && algo < kAlgorithms<Algo>, CUDNN_STATUS_BAD_PARAM, "unknown algorithm");
+  return problem;
 }
 
 // The answer of the algorithm queries (Get..._v7, Find..., Find...Ex): `algo`, which needs no
@@ -39,16 +57,17 @@ void OfferAlgorithm(Algo algo, cudnnConvolutionDescriptor_t conv, int requested,
   *returned = 1;
 }
 
-void NoWorkspace(size_t* size) {
-  RequireNotNull(size, "the size pointer");
-  *size = 0;
-}
-
 double Scalar(const void* scalar, const kernels::ConvolutionProblem& problem, const char* what) {
   return ReadScalar(scalar,
                     problem.type == kernels::ElementType::kF64 ? CUDNN_DATA_DOUBLE
                                                                : CUDNN_DATA_FLOAT,
                     what);
+}
+
+// The call's alpha and beta.
+kernels::Blend BlendOf(const void* alpha, const void* beta,
+                       const kernels::ConvolutionProblem& problem) {
+  return {Scalar(alpha, problem, "alpha"), Scalar(beta, problem, "beta")};
 }
 
 void RequireData(const void* x, const void* w, const void* y) {
@@ -126,9 +145,8 @@ cudnnStatus_t cudnnGetConvolutionForwardWorkspaceSize(cudnnHandle_t handle,
                                                       cudnnConvolutionFwdAlgo_t algo,
                                                       size_t* size) {
   return CudnnCall(__func__, [&] {
-    Problem(handle, x, w, conv, y);
-    CheckAlgorithm(algo, CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
-    NoWorkspace(size);
+    ProblemWith(handle, x, w, conv, y, algo);
+    PutZeroSize(size);
   });
 }
 
@@ -140,11 +158,11 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t handle, const void* alpha,
                                       size_t /*workspace_bytes*/, const void* beta,
                                       const cudnnTensorDescriptor_t y_desc, void* y) {
   return CudnnCall(__func__, [&] {
-    const kernels::ConvolutionProblem problem = Problem(handle, x_desc, w_desc, conv, y_desc);
-    CheckAlgorithm(algo, CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
+    const kernels::ConvolutionProblem problem =
+        ProblemWith(handle, x_desc, w_desc, conv, y_desc, algo);
     RequireData(x, w, y);
     kernels::ForwardEpilogue epilogue;
-    epilogue.blend = {Scalar(alpha, problem, "alpha"), Scalar(beta, problem, "beta")};
+    epilogue.blend = BlendOf(alpha, beta, problem);
     epilogue.z = y;  // y = alpha conv + beta y
     epilogue.z_shape = problem.y;
     CheckLaunch(kernels::LaunchConvolutionForward(problem, x, w, y, epilogue,
@@ -161,8 +179,8 @@ cudnnStatus_t cudnnConvolutionBiasActivationForward(
     const void* bias, const cudnnActivationDescriptor_t activation,
     const cudnnTensorDescriptor_t y_desc, void* y) {
   return CudnnCall(__func__, [&] {
-    const kernels::ConvolutionProblem problem = Problem(handle, x_desc, w_desc, conv, y_desc);
-    CheckAlgorithm(algo, CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
+    const kernels::ConvolutionProblem problem =
+        ProblemWith(handle, x_desc, w_desc, conv, y_desc, algo);
     RequireData(x, w, y);
     const TensorDescriptor& z_tensor = FindTensor(z_desc);
     RequireSameShape(z_tensor, FindTensor(y_desc), "z and y");
@@ -223,9 +241,8 @@ cudnnStatus_t cudnnGetConvolutionBackwardDataWorkspaceSize(
     const cudnnConvolutionDescriptor_t conv, const cudnnTensorDescriptor_t dx,
     cudnnConvolutionBwdDataAlgo_t algo, size_t* size) {
   return CudnnCall(__func__, [&] {
-    Problem(handle, dx, w, conv, dy);
-    CheckAlgorithm(algo, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
-    NoWorkspace(size);
+    ProblemWith(handle, dx, w, conv, dy, algo);
+    PutZeroSize(size);
   });
 }
 
@@ -238,10 +255,10 @@ cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t handle, const void* alp
                                            const void* beta,
                                            const cudnnTensorDescriptor_t dx_desc, void* dx) {
   return CudnnCall(__func__, [&] {
-    const kernels::ConvolutionProblem problem = Problem(handle, dx_desc, w_desc, conv, dy_desc);
-    CheckAlgorithm(algo, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
+    const kernels::ConvolutionProblem problem =
+        ProblemWith(handle, dx_desc, w_desc, conv, dy_desc, algo);
     RequireData(dy, w, dx);
-    const kernels::Blend blend{Scalar(alpha, problem, "alpha"), Scalar(beta, problem, "beta")};
+    const kernels::Blend blend = BlendOf(alpha, beta, problem);
     CheckLaunch(kernels::LaunchConvolutionBackwardData(problem, w, dy, dx, blend,
                                                        FindHandle(handle).stream));
   });
@@ -283,9 +300,8 @@ cudnnStatus_t cudnnGetConvolutionBackwardFilterWorkspaceSize(
     const cudnnConvolutionDescriptor_t conv, const cudnnFilterDescriptor_t dw,
     cudnnConvolutionBwdFilterAlgo_t algo, size_t* size) {
   return CudnnCall(__func__, [&] {
-    Problem(handle, x, dw, conv, dy);
-    CheckAlgorithm(algo, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
-    NoWorkspace(size);
+    ProblemWith(handle, x, dw, conv, dy, algo);
+    PutZeroSize(size);
   });
 }
 
@@ -299,10 +315,10 @@ cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t handle, const void* a
                                              const void* beta,
                                              const cudnnFilterDescriptor_t dw_desc, void* dw) {
   return CudnnCall(__func__, [&] {
-    const kernels::ConvolutionProblem problem = Problem(handle, x_desc, dw_desc, conv, dy_desc);
-    CheckAlgorithm(algo, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
+    const kernels::ConvolutionProblem problem =
+        ProblemWith(handle, x_desc, dw_desc, conv, dy_desc, algo);
     RequireData(x, dy, dw);
-    const kernels::Blend blend{Scalar(alpha, problem, "alpha"), Scalar(beta, problem, "beta")};
+    const kernels::Blend blend = BlendOf(alpha, beta, problem);
     CheckLaunch(kernels::LaunchConvolutionBackwardFilter(problem, x, dy, dw, blend,
                                                          FindHandle(handle).stream));
   });

@@ -41,14 +41,6 @@ using namespace tally::libraries::cudnn;  // NOLINT: the C entry points below
 
 extern "C" {
 
-cudnnStatus_t cudnnCreateConvolutionDescriptor(cudnnConvolutionDescriptor_t* desc) {
-  return Live<ConvolutionDescriptor>::CreateEntry(__func__, desc);
-}
-
-cudnnStatus_t cudnnDestroyConvolutionDescriptor(cudnnConvolutionDescriptor_t desc) {
-  return Live<ConvolutionDescriptor>::DestroyEntry(__func__, desc);
-}
-
 cudnnStatus_t cudnnSetConvolution2dDescriptor(cudnnConvolutionDescriptor_t desc, int pad_h,
                                               int pad_w, int u, int v, int dilation_h,
                                               int dilation_w, cudnnConvolutionMode_t mode,

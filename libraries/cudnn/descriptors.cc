@@ -100,6 +100,13 @@ void RequireSameShape(const TensorDescriptor& a, const TensorDescriptor& b, cons
   if (!same) Refuse(CUDNN_STATUS_BAD_PARAM, std::string(what) + " differ in type or dimensions");
 }
 
+InAndOut FindSameShape(cudnnTensorDescriptor_t x_desc, cudnnTensorDescriptor_t y_desc) {
+  const TensorDescriptor& in = FindTensor(x_desc);
+  const TensorDescriptor& out = FindTensor(y_desc);
+  RequireSameShape(in, out, "x and y");
+  return {in, out};
+}
+
 void RequireRank4(const TensorDescriptor& desc, const char* what) {
   if (desc.shape.rank != 4) {
     RefuseUnsupported(std::string(what) + " of " + std::to_string(desc.shape.rank) +

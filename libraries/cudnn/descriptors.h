@@ -94,6 +94,14 @@ void CheckDimensions(int rank, const int* dims, int min_rank);
 kernels::Tensor TensorAt(const TensorDescriptor& desc, const void* data, const char* what);
 // Both descriptors describe the same dimensions and type (BAD_PARAM otherwise).
 void RequireSameShape(const TensorDescriptor& a, const TensorDescriptor& b, const char* what);
+// x and y of a call from one to the other element by element: found as FindTensor finds them,
+// of the same dimensions and type (their strides, the layouts, may differ).
+struct InAndOut {
+  const TensorDescriptor& in;
+  const TensorDescriptor& out;
+};
+InAndOut FindSameShape(cudnnTensorDescriptor_t x_desc, cudnnTensorDescriptor_t y_desc);
+
 // A 4-D tensor (NOT_SUPPORTED for another rank).
 void RequireRank4(const TensorDescriptor& desc, const char* what);
 

@@ -73,14 +73,6 @@ using namespace tally::libraries::cudnn;  // NOLINT: the C entry points below
 
 extern "C" {
 
-cudnnStatus_t cudnnCreateDropoutDescriptor(cudnnDropoutDescriptor_t* desc) {
-  return Live<DropoutDescriptor>::CreateEntry(__func__, desc);
-}
-
-cudnnStatus_t cudnnDestroyDropoutDescriptor(cudnnDropoutDescriptor_t desc) {
-  return Live<DropoutDescriptor>::DestroyEntry(__func__, desc);
-}
-
 cudnnStatus_t cudnnDropoutGetStatesSize(cudnnHandle_t handle, size_t* size) {
   return CudnnCall(__func__, [&] {
     FindHandle(handle);

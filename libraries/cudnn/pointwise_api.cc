@@ -30,14 +30,6 @@ namespace kernels = tally::libraries::kernels;
 
 extern "C" {
 
-cudnnStatus_t cudnnCreateActivationDescriptor(cudnnActivationDescriptor_t* desc) {
-  return Live<ActivationDescriptor>::CreateEntry(__func__, desc);
-}
-
-cudnnStatus_t cudnnDestroyActivationDescriptor(cudnnActivationDescriptor_t desc) {
-  return Live<ActivationDescriptor>::DestroyEntry(__func__, desc);
-}
-
 cudnnStatus_t cudnnSetActivationDescriptor(cudnnActivationDescriptor_t desc,
                                            cudnnActivationMode_t mode, cudnnNanPropagation_t nan,
                                            double coef) {
@@ -85,9 +77,7 @@ cudnnStatus_t cudnnActivationForward(cudnnHandle_t handle, cudnnActivationDescri
                                      const cudnnTensorDescriptor_t y_desc, void* y) {
   return CudnnCall(__func__, [&] {
     Handle& live = FindHandle(handle);
-    const TensorDescriptor& in = FindTensor(x_desc);
-    const TensorDescriptor& out = FindTensor(y_desc);
-    RequireSameShape(in, out, "x and y");
+    const auto [in, out] = FindSameShape(x_desc, y_desc);
     CheckLaunch(kernels::LaunchActivationForward(
         ElementTypeOf(in.type), StandaloneActivation(activation), ReadBlend(alpha, beta, in.type),
         TensorAt(in, x, "x"), TensorAt(out, y, "y"), live.stream));
@@ -124,9 +114,7 @@ cudnnStatus_t cudnnSoftmaxForward(cudnnHandle_t handle, cudnnSoftmaxAlgorithm_t 
                                   void* y) {
   return CudnnCall(__func__, [&] {
     Handle& live = FindHandle(handle);
-    const TensorDescriptor& in = FindTensor(x_desc);
-    const TensorDescriptor& out = FindTensor(y_desc);
-    RequireSameShape(in, out, "x and y");
+    const auto [in, out] = FindSameShape(x_desc, y_desc);
     RequireRank4(in, "softmax");
     CheckLaunch(kernels::LaunchSoftmaxForward(ElementTypeOf(in.type), SoftmaxOf(algo, mode),
                                               ReadBlend(alpha, beta, in.type),

@@ -83,14 +83,6 @@ namespace kernels = tally::libraries::kernels;
 
 extern "C" {
 
-cudnnStatus_t cudnnCreatePoolingDescriptor(cudnnPoolingDescriptor_t* desc) {
-  return Live<PoolingDescriptor>::CreateEntry(__func__, desc);
-}
-
-cudnnStatus_t cudnnDestroyPoolingDescriptor(cudnnPoolingDescriptor_t desc) {
-  return Live<PoolingDescriptor>::DestroyEntry(__func__, desc);
-}
-
 cudnnStatus_t cudnnSetPooling2dDescriptor(cudnnPoolingDescriptor_t desc, cudnnPoolingMode_t mode,
                                           cudnnNanPropagation_t nan, int window_h, int window_w,
                                           int pad_h, int pad_w, int stride_h, int stride_w) {

@@ -204,14 +204,6 @@ using namespace tally::libraries::cudnn;  // NOLINT: the C entry points below
 
 extern "C" {
 
-cudnnStatus_t cudnnCreateRNNDescriptor(cudnnRNNDescriptor_t* desc) {
-  return Live<RnnDescriptor>::CreateEntry(__func__, desc);
-}
-
-cudnnStatus_t cudnnDestroyRNNDescriptor(cudnnRNNDescriptor_t desc) {
-  return Live<RnnDescriptor>::DestroyEntry(__func__, desc);
-}
-
 cudnnStatus_t cudnnSetRNNDescriptor_v8(cudnnRNNDescriptor_t desc, cudnnRNNAlgo_t algo,
                                        cudnnRNNMode_t cell, cudnnRNNBiasMode_t bias,
                                        cudnnDirectionMode_t direction, cudnnRNNInputMode_t input,
@@ -315,14 +307,6 @@ cudnnStatus_t cudnnGetRNNWeightParams(cudnnHandle_t handle, cudnnRNNDescriptor_t
     WeightParams(handle, desc, pseudo_layer, space_bytes, space, id, matrix_desc, matrix, bias_desc,
                  bias);
   });
-}
-
-cudnnStatus_t cudnnCreateRNNDataDescriptor(cudnnRNNDataDescriptor_t* desc) {
-  return Live<RnnDataDescriptor>::CreateEntry(__func__, desc);
-}
-
-cudnnStatus_t cudnnDestroyRNNDataDescriptor(cudnnRNNDataDescriptor_t desc) {
-  return Live<RnnDataDescriptor>::DestroyEntry(__func__, desc);
 }
 
 cudnnStatus_t cudnnSetRNNDataDescriptor(cudnnRNNDataDescriptor_t desc, cudnnDataType_t type,

@@ -32,6 +32,12 @@ void RequireNotNull(const T* pointer, const char* what) {
   if (pointer == nullptr) Refuse(CUDNN_STATUS_BAD_PARAM_NULL_POINTER, std::string(what) + " is null");
 }
 
+// Answers a size query whose answer is that no memory is needed.
+inline void PutZeroSize(size_t* size) {
+  RequireNotNull(size, "the size pointer");
+  *size = 0;
+}
+
 // Throws for a launch of Tally's kernels that failed.
 void CheckLaunch(cudaError_t launched);
 

@@ -52,14 +52,6 @@ using namespace tally::libraries::cudnn;  // NOLINT: the C entry points below
 
 extern "C" {
 
-cudnnStatus_t cudnnCreateTensorDescriptor(cudnnTensorDescriptor_t* desc) {
-  return Live<TensorDescriptor>::CreateEntry(__func__, desc);
-}
-
-cudnnStatus_t cudnnDestroyTensorDescriptor(cudnnTensorDescriptor_t desc) {
-  return Live<TensorDescriptor>::DestroyEntry(__func__, desc);
-}
-
 cudnnStatus_t cudnnSetTensor4dDescriptor(cudnnTensorDescriptor_t desc, cudnnTensorFormat_t format,
                                          cudnnDataType_t type, int n, int c, int h, int w) {
   return CudnnCall(__func__, [&] {
@@ -127,14 +119,6 @@ cudnnStatus_t cudnnGetTensorSizeInBytes(const cudnnTensorDescriptor_t desc, size
     RequireNotNull(size, "the size pointer");
     *size = SpanBytes(tensor.shape, tensor.type);
   });
-}
-
-cudnnStatus_t cudnnCreateFilterDescriptor(cudnnFilterDescriptor_t* desc) {
-  return Live<FilterDescriptor>::CreateEntry(__func__, desc);
-}
-
-cudnnStatus_t cudnnDestroyFilterDescriptor(cudnnFilterDescriptor_t desc) {
-  return Live<FilterDescriptor>::DestroyEntry(__func__, desc);
 }
 
 cudnnStatus_t cudnnSetFilter4dDescriptor(cudnnFilterDescriptor_t desc, cudnnDataType_t type,

@@ -91,21 +91,11 @@ cudnnStatus_t cudnnTransformTensor(cudnnHandle_t handle, const void* alpha,
                                    void* y) {
   return CudnnCall(__func__, [&] {
     Handle& live = FindHandle(handle);
-    const TensorDescriptor& in = FindTensor(x_desc);
-    const TensorDescriptor& out = FindTensor(y_desc);
-    RequireSameShape(in, out, "x and y");  // their strides (layouts) may differ
+    const auto [in, out] = FindSameShape(x_desc, y_desc);
     CheckLaunch(kernels::LaunchAddTensor(ElementTypeOf(out.type), ReadBlend(alpha, beta, out.type),
                                          TensorAt(in, x, "x"), TensorAt(out, y, "y"),
                                          live.stream));
   });
-}
-
-cudnnStatus_t cudnnCreateOpTensorDescriptor(cudnnOpTensorDescriptor_t* desc) {
-  return Live<OpTensorDescriptor>::CreateEntry(__func__, desc);
-}
-
-cudnnStatus_t cudnnDestroyOpTensorDescriptor(cudnnOpTensorDescriptor_t desc) {
-  return Live<OpTensorDescriptor>::DestroyEntry(__func__, desc);
 }
 
 cudnnStatus_t cudnnSetOpTensorDescriptor(cudnnOpTensorDescriptor_t desc, cudnnOpTensorOp_t op,

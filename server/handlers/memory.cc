@@ -29,32 +29,44 @@ absl::StatusOr<Deferred<ipc::MemFreeResponse>> Handle(
   return ReleaseAfterIssued<ipc::MemFreeResponse>(session, std::move(released));
 }
 
-// Copies with host memory are issued in the client's order on the stream and waited for: the
-// bulk block is only valid until the response (cudaMemcpy semantics for pageable memory).
+namespace {
+
+// A copy between the device range [device, device + bulk.size) and the bulk block, issued in the
+// client's order on the stream and waited for: the bulk block is only valid until the response
+// (cudaMemcpy semantics for pageable memory). `copy(api, host, stream)` issues it.
+template <typename Response, typename Copy>
+absl::StatusOr<Deferred<Response>> CopyWithHost(Session& session, uint64_t device,
+                                                const ipc::BulkRef& bulk, uint64_t stream_handle,
+                                                Copy copy) {
+  TALLY_RETURN_IF_ERROR(session.CheckDeviceRange(device, bulk.size));
+  TALLY_ASSIGN_OR_RETURN(std::span<std::byte> host, session.ResolveBulk(bulk));
+  TALLY_ASSIGN_OR_RETURN(StreamRef held, session.HoldStream(stream_handle));
+  TALLY_ASSIGN_OR_RETURN(CUstream stream, session.StreamForWork(stream_handle));
+  const DriverApi* api = &session.api();
+  session.Enqueue(stream, [=] { return copy(*api, host, stream); });
+  return AfterStreams<Response>(session, {std::move(held)});
+}
+
+}  // namespace
+
 absl::StatusOr<Deferred<ipc::MemcpyHtoDResponse>> Handle(
     Session& session, const ipc::Decoded<ipc::MemcpyHtoDRequest>& request) {
-  const ipc::MemcpyHtoDRequest& r = request.fields;
-  TALLY_RETURN_IF_ERROR(session.CheckDeviceRange(r.dst, r.src.size));
-  TALLY_ASSIGN_OR_RETURN(std::span<std::byte> src, session.ResolveBulk(r.src));
-  TALLY_ASSIGN_OR_RETURN(StreamRef held, session.HoldStream(r.stream));
-  TALLY_ASSIGN_OR_RETURN(CUstream stream, session.StreamForWork(r.stream));
-  const DriverApi* api = &session.api();
-  session.Enqueue(stream,
-                  [=] { return api->cuMemcpyHtoDAsync(r.dst, src.data(), src.size(), stream); });
-  return AfterStreams<ipc::MemcpyHtoDResponse>(session, {std::move(held)});
+  const uint64_t dst = request.fields.dst;
+  return CopyWithHost<ipc::MemcpyHtoDResponse>(
+      session, dst, request.fields.src, request.fields.stream,
+      [dst](const DriverApi& api, std::span<std::byte> src, CUstream stream) {
+        return api.cuMemcpyHtoDAsync(dst, src.data(), src.size(), stream);
+      });
 }
 
 absl::StatusOr<Deferred<ipc::MemcpyDtoHResponse>> Handle(
     Session& session, const ipc::Decoded<ipc::MemcpyDtoHRequest>& request) {
-  const ipc::MemcpyDtoHRequest& r = request.fields;
-  TALLY_RETURN_IF_ERROR(session.CheckDeviceRange(r.src, r.dst.size));
-  TALLY_ASSIGN_OR_RETURN(std::span<std::byte> dst, session.ResolveBulk(r.dst));
-  TALLY_ASSIGN_OR_RETURN(StreamRef held, session.HoldStream(r.stream));
-  TALLY_ASSIGN_OR_RETURN(CUstream stream, session.StreamForWork(r.stream));
-  const DriverApi* api = &session.api();
-  session.Enqueue(stream,
-                  [=] { return api->cuMemcpyDtoHAsync(dst.data(), r.src, dst.size(), stream); });
-  return AfterStreams<ipc::MemcpyDtoHResponse>(session, {std::move(held)});
+  const uint64_t src = request.fields.src;
+  return CopyWithHost<ipc::MemcpyDtoHResponse>(
+      session, src, request.fields.dst, request.fields.stream,
+      [src](const DriverApi& api, std::span<std::byte> dst, CUstream stream) {
+        return api.cuMemcpyDtoHAsync(dst.data(), src, dst.size(), stream);
+      });
 }
 
 absl::Status Handle(Session& session, const ipc::Decoded<ipc::MemcpyDtoDRequest>& request) {
