@@ -134,6 +134,7 @@ absl::StatusOr<BenchResult> RunLive(
   LiveOptions options = shared_options;
   options.profile_cache = (fs::path(options.work_dir) / "profiles.json").string();
   fs::remove(options.profile_cache);
+  if (!options.gpu) options.server_environment = EmulatorEnvironment(scenario.emulator);
   const bool warm_up = std::ranges::any_of(policies, [](const std::string& policy) {
     return std::ranges::find(kProfiledPolicies, policy) != kProfiledPolicies.end();
   });
