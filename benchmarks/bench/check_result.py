@@ -89,10 +89,10 @@ EMU_RESERVED_PER_BLOCK = 1024
 
 
 def check_emulated_device(result, path):
-    """With [emulator] sm_count, the servers' profile cache (OUT/live/profiles.json) is of a
+    """With [emulator] sm_count given to the servers (not with --gpu), their profile cache (OUT/live/profiles.json) is of a
     device of that many SMs, and no kernel has more blocks resident per SM than its shared
     memory allows there (its transformed forms' own static shared memory only lowers that)."""
-    variables = dict(v.split("=", 1) for v in result["scenario"].get("emulator_environment", []))
+    variables = dict(v.split("=", 1) for v in result["scenario"]["server_environment"])
     if "TALLY_EMU_SM_COUNT" not in variables:
         return
     sms = int(variables["TALLY_EMU_SM_COUNT"])

@@ -140,6 +140,7 @@ absl::StatusOr<BenchResult> RunLive(
   });
   BenchResult result;
   result.mode = "live";
+  result.server_environment = options.server_environment;
   result.scenario = scenario;
   const std::vector<PolicyVariant> variants = PolicyVariants(scenario, policies);
   for (const PolicyVariant& variant : variants) result.policies.push_back(variant.label);

@@ -204,7 +204,7 @@ ordered_json ResultToJson(const BenchResult& result, const std::string& command)
             {"alone_runs", sc.alone_runs},
             {"device", result.device},
             {"sm_count", sc.device.sm_count},
-            {"emulator_environment", EmulatorEnvironment(sc.emulator)}}},
+            {"server_environment", result.server_environment}}},
           {"policies", result.policies},
           {"jobs", std::move(jobs)},
           {"loads", std::move(loads)}};
