@@ -3,11 +3,13 @@
 tally_bench_live_smoke tests): every policy at every load, every metric present, percentiles
 ordered, every sample kept, the throughput ratios and sums agreeing with their parts; in live
 mode also the server's preemption counters, every job's command, every latency accounted for
-(completed or unfinished), and the open-loop jobs' repeated runs alone (each one's p99, the
-median run the reference, the foreground's spread). Asserts no timing.
+(completed or unfinished), the open-loop jobs' repeated runs alone (each one's p99, the
+median run the reference, the foreground's spread), and that the servers ran on the emulated
+device the scenario's [emulator] table asked for. Asserts no timing.
 Usage: check_result.py RESULT_JSON"""
 import json
 import math
+import os
 import sys
 
 
@@ -80,6 +82,31 @@ def check_alone_runs(load, result, where):
         fail(f"{where}: foreground_alone_p99_spread {spread}, expected {expected}")
 
 
+# The emulated GPU's shared memory per SM, and what it reserves per resident block
+# (emulator/README.md, "Grids").
+EMU_SHARED_PER_SM = 164 * 1024
+EMU_RESERVED_PER_BLOCK = 1024
+
+
+def check_emulated_device(result, path):
+    """With [emulator] sm_count given to the servers (not with --gpu), their profile cache (OUT/live/profiles.json) is of a
+    device of that many SMs, and no kernel has more blocks resident per SM than its shared
+    memory allows there (its transformed forms' own static shared memory only lowers that)."""
+    variables = dict(v.split("=", 1) for v in result["scenario"]["server_environment"])
+    if "TALLY_EMU_SM_COUNT" not in variables:
+        return
+    sms = int(variables["TALLY_EMU_SM_COUNT"])
+    with open(os.path.join(os.path.dirname(path), "live", "profiles.json")) as f:
+        cache = json.load(f)
+    if cache["device"]["sm_count"] != sms:
+        fail(f"the servers' device had {cache['device']['sm_count']} SMs, not {sms}")
+    for profile in cache["profiles"]:
+        fits = EMU_SHARED_PER_SM // (profile["shared_bytes"] + EMU_RESERVED_PER_BLOCK)
+        if profile["sm_count"] != sms or profile["resident_per_sm"] > fits:
+            fail(f"profile of {profile['grid']} blocks: {profile['resident_per_sm']} resident "
+                 f"per SM on {profile['sm_count']} SMs (at most {fits} on {sms})")
+
+
 def main(path):
     with open(path) as f:
         result = json.load(f)
@@ -90,6 +117,7 @@ def main(path):
         fail(f"mode {result['mode']}")
     live = result["mode"] == "live"
     if live:
+        check_emulated_device(result, path)
         for job in result["jobs"]:
             if not job["command"]:
                 fail(f"job {job['name']}: no command in live mode")

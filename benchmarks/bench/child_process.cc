@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <thread>
@@ -32,6 +33,26 @@ absl::StatusOr<std::pair<ipc::UniqueFd, ipc::UniqueFd>> Pipe() {
   return std::pair{ipc::UniqueFd(fds[0]), ipc::UniqueFd(fds[1])};
 }
 
+// Ours with `extra`'s variables added, each replacing ours of the same name.
+std::vector<std::string> Environment(const std::vector<std::string>& extra) {
+  const auto name = [](std::string_view variable) {
+    return variable.substr(0, variable.find('='));
+  };
+  std::vector<std::string> environment(extra);
+  for (char** variable = environ; *variable != nullptr; ++variable) {
+    const auto same_name = [&](const std::string& added) { return name(added) == name(*variable); };
+    if (std::none_of(extra.begin(), extra.end(), same_name)) environment.emplace_back(*variable);
+  }
+  return environment;
+}
+
+std::vector<char*> NullTerminated(const std::vector<std::string>& strings) {
+  std::vector<char*> pointers;
+  for (const std::string& s : strings) pointers.push_back(const_cast<char*>(s.c_str()));
+  pointers.push_back(nullptr);
+  return pointers;
+}
+
 int ExitStatus(int status) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
@@ -39,7 +60,8 @@ int ExitStatus(int status) {
 }  // namespace
 
 absl::StatusOr<ChildProcess> ChildProcess::Start(const std::vector<std::string>& argv,
-                                                 const std::string& log, bool talks) {
+                                                 const std::string& log, bool talks,
+                                                 const std::vector<std::string>& environment) {
   ipc::UniqueFd log_fd(open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   if (!log_fd.valid()) return Errno("cannot write " + log);
   ipc::UniqueFd null_fd(open("/dev/null", O_RDONLY | O_CLOEXEC));
@@ -58,11 +80,11 @@ absl::StatusOr<ChildProcess> ChildProcess::Start(const std::vector<std::string>&
   posix_spawn_file_actions_adddup2(&actions, child_in.get(), STDIN_FILENO);
   posix_spawn_file_actions_adddup2(&actions, talks ? child_out.get() : log_fd.get(), STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&actions, log_fd.get(), STDERR_FILENO);
-  std::vector<char*> args;
-  for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
-  args.push_back(nullptr);
+  std::vector<char*> args = NullTerminated(argv);
+  const std::vector<std::string> variables = Environment(environment);
+  std::vector<char*> envp = NullTerminated(variables);
   pid_t pid;
-  const int error = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
+  const int error = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   if (error != 0) {
     return absl::InternalError(fmt::format("cannot start {}: {}", argv[0], std::strerror(error)));

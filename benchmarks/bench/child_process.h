@@ -18,9 +18,11 @@ namespace tally::bench {
 
 class ChildProcess {
  public:
-  // `argv[0]` is a path. `log` receives stderr (and stdout when `talks` is false).
+  // `argv[0]` is a path. `log` receives stderr (and stdout when `talks` is false). The child
+  // has our environment with `environment`'s variables ("NAME=value") added or replacing ours.
   static absl::StatusOr<ChildProcess> Start(const std::vector<std::string>& argv,
-                                            const std::string& log, bool talks);
+                                            const std::string& log, bool talks,
+                                            const std::vector<std::string>& environment = {});
 
   ChildProcess(ChildProcess&& other) noexcept;
   ChildProcess& operator=(ChildProcess&&) = delete;

@@ -67,5 +67,19 @@ TEST_CASE("A server-like child writes its output to the log and stops on SIGTERM
   CHECK(*status == 128 + SIGTERM);
 }
 
+TEST_CASE("A child gets our environment with the variables it is given") {
+  REQUIRE(setenv("TALLY_CHILD_TEST_KEPT", "ours", 1) == 0);
+  REQUIRE(setenv("TALLY_CHILD_TEST_REPLACED", "ours", 1) == 0);
+  auto child = ChildProcess::Start(
+      {"/bin/sh", "-c",
+       "echo \"$TALLY_CHILD_TEST_KEPT $TALLY_CHILD_TEST_REPLACED $TALLY_CHILD_TEST_ADDED\""},
+      Log("environment"), false, {"TALLY_CHILD_TEST_REPLACED=given", "TALLY_CHILD_TEST_ADDED=new"});
+  REQUIRE(child.ok());
+  auto status = child->Wait(absl::Seconds(10));
+  REQUIRE(status.ok());
+  CHECK(*status == 0);
+  CHECK(Contents(child->log()) == "ours given new\n");
+}
+
 }  // namespace
 }  // namespace tally::bench

@@ -43,8 +43,9 @@ absl::StatusOr<ChildProcess> StartServer(const LiveOptions& options, const Polic
   if (policy.policy == "priority-budget") {
     argv.push_back(fmt::format("--slowdown-budget={:g}%", policy.budget * 100));
   }
-  TALLY_ASSIGN_OR_RETURN(ChildProcess server,
-                         ChildProcess::Start(argv, (dir / "server.log").string(), false));
+  TALLY_ASSIGN_OR_RETURN(
+      ChildProcess server,
+      ChildProcess::Start(argv, (dir / "server.log").string(), false, options.server_environment));
   const absl::Time deadline = absl::Now() + absl::Seconds(30);
   while (!fs::exists(socket)) {
     if (absl::Now() > deadline) {

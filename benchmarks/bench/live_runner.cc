@@ -134,11 +134,13 @@ absl::StatusOr<BenchResult> RunLive(
   LiveOptions options = shared_options;
   options.profile_cache = (fs::path(options.work_dir) / "profiles.json").string();
   fs::remove(options.profile_cache);
+  if (!options.gpu) options.server_environment = EmulatorEnvironment(scenario.emulator);
   const bool warm_up = std::ranges::any_of(policies, [](const std::string& policy) {
     return std::ranges::find(kProfiledPolicies, policy) != kProfiledPolicies.end();
   });
   BenchResult result;
   result.mode = "live";
+  result.server_environment = options.server_environment;
   result.scenario = scenario;
   const std::vector<PolicyVariant> variants = PolicyVariants(scenario, policies);
   for (const PolicyVariant& variant : variants) result.policies.push_back(variant.label);

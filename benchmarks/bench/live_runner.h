@@ -29,6 +29,8 @@ struct LiveOptions {
   std::string work_dir{};  // server logs, job logs, arrival and latency files, profile caches
   // The --profile-cache of every server of the run; empty: a private one per server run.
   std::string profile_cache{};
+  // Variables ("NAME=value") every server of the run gets: the scenario's [emulator] shape.
+  std::vector<std::string> server_environment{};
 };
 
 absl::StatusOr<BenchResult> RunLive(

@@ -203,7 +203,8 @@ ordered_json ResultToJson(const BenchResult& result, const std::string& command)
             {"seed", sc.seed},
             {"alone_runs", sc.alone_runs},
             {"device", result.device},
-            {"sm_count", sc.device.sm_count}}},
+            {"sm_count", sc.device.sm_count},
+            {"server_environment", result.server_environment}}},
           {"policies", result.policies},
           {"jobs", std::move(jobs)},
           {"loads", std::move(loads)}};

@@ -52,6 +52,9 @@ struct LoadRun {
 struct BenchResult {
   std::string mode = "sim";  // or "live"
   std::string device;        // the simulated device, or the one the live server names
+  // Live: the variables ("NAME=value") the servers got beyond ours (the scenario's [emulator],
+  // not with --gpu).
+  std::vector<std::string> server_environment{};
   Scenario scenario;
   std::vector<std::string> policies;
   // Per job: one request or iteration alone (live: a request's measured service time, or a

@@ -69,6 +69,34 @@ absl::Status ReadDevice(const Table& t, sim::DeviceSpec& d) {
   return ReadDuration(t, "preempt_latency_us", 1, d.preempt_latency);
 }
 
+// The emulator's own limits for both variables (emulator/internal/config.cc).
+constexpr uint32_t kMaxEmulatedSms = 1024;
+
+absl::StatusOr<std::optional<uint32_t>> WholeNumber(const Table& t, const std::string& key,
+                                                    uint32_t max) {
+  if (!t.contains(key)) return std::nullopt;
+  const Table& value = t.at(key);
+  if (!value.is_integer() || value.as_integer() < 1 || value.as_integer() > max) {
+    return absl::InvalidArgumentError(
+        fmt::format("[emulator]: '{}' must be a whole number from 1 to {}", key, max));
+  }
+  return static_cast<uint32_t>(value.as_integer());
+}
+
+absl::Status ReadEmulator(const Table& t, EmulatedDevice& d) {
+  TALLY_RETURN_IF_ERROR(CheckKeys(t, {"sm_count", "host_threads"}, "[emulator]"));
+  TALLY_ASSIGN_OR_RETURN(d.sm_count, WholeNumber(t, "sm_count", kMaxEmulatedSms));
+  TALLY_ASSIGN_OR_RETURN(d.host_threads, WholeNumber(t, "host_threads", kMaxEmulatedSms));
+  // Each host thread runs whole SMs; the emulator would quietly start fewer.
+  if (d.sm_count && d.host_threads && *d.host_threads > *d.sm_count) {
+    return absl::InvalidArgumentError(
+        fmt::format("[emulator]: 'host_threads' ({}) must not exceed 'sm_count' ({}): each host "
+                    "thread runs whole SMs",
+                    *d.host_threads, *d.sm_count));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ReadPolicySettings(const Table& t, Scenario& s) {
   TALLY_RETURN_IF_ERROR(
       CheckKeys(t,
@@ -160,7 +188,7 @@ absl::StatusOr<ScenarioJob> ReadJob(const Table& t, size_t index,
 absl::StatusOr<Scenario> Parse(const Table& data, const std::string& path) {
   TALLY_RETURN_IF_ERROR(CheckKeys(data,
                                   {"name", "description", "duration_s", "seed", "policies", "loads",
-                                   "alone_runs", "device", "policy", "jobs"},
+                                   "alone_runs", "device", "emulator", "policy", "jobs"},
                                   "scenario"));
   Scenario s;
   s.path = path;
@@ -187,6 +215,9 @@ absl::StatusOr<Scenario> Parse(const Table& data, const std::string& path) {
   }
   s.alone_runs = static_cast<int>(alone_runs);
   if (data.contains("device")) TALLY_RETURN_IF_ERROR(ReadDevice(data.at("device"), s.device));
+  if (data.contains("emulator")) {
+    TALLY_RETURN_IF_ERROR(ReadEmulator(data.at("emulator"), s.emulator));
+  }
   if (data.contains("policy")) TALLY_RETURN_IF_ERROR(ReadPolicySettings(data.at("policy"), s));
   if (!data.contains("jobs") || data.at("jobs").as_array().empty()) {
     return absl::InvalidArgumentError("a scenario needs [[jobs]]");
@@ -201,6 +232,17 @@ absl::StatusOr<Scenario> Parse(const Table& data, const std::string& path) {
 }
 
 }  // namespace
+
+std::vector<std::string> EmulatorEnvironment(const EmulatedDevice& device) {
+  std::vector<std::string> environment;
+  if (device.sm_count) {
+    environment.push_back(fmt::format("TALLY_EMU_SM_COUNT={}", *device.sm_count));
+  }
+  if (device.host_threads) {
+    environment.push_back(fmt::format("TALLY_EMU_HOST_THREADS={}", *device.host_threads));
+  }
+  return environment;
+}
 
 absl::StatusOr<Scenario> LoadScenario(const std::string& path) {
   try {

@@ -25,6 +25,16 @@ struct ScenarioJob {
   std::optional<sim::ArrivalSpec> arrivals{};
 };
 
+// Live mode on the emulated GPU: the device each `tally-server --emulate` of the run emulates,
+// through the emulator's TALLY_EMU_* variables (emulator/README.md); unset, its defaults.
+struct EmulatedDevice {
+  std::optional<uint32_t> sm_count{};      // TALLY_EMU_SM_COUNT: virtual SMs
+  std::optional<uint32_t> host_threads{};  // TALLY_EMU_HOST_THREADS: host threads running them
+};
+
+// The environment ("NAME=value") that gives tally-server --emulate this device.
+std::vector<std::string> EmulatorEnvironment(const EmulatedDevice& device);
+
 struct Scenario {
   std::string path;
   std::string name;
@@ -45,6 +55,7 @@ struct Scenario {
   // runs, the others after them). Their p99s' spread is the noise of a rerun; the run of median
   // p99 is the reference the shared runs are compared with. Sim mode runs alone once: it is exact.
   int alone_runs = 1;
+  EmulatedDevice emulator;  // [emulator]: live mode without --gpu only
   std::vector<ScenarioJob> jobs;
 };
 

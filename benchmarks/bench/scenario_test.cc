@@ -107,6 +107,40 @@ TEST_CASE("Scenario mistakes are named") {
   CHECK(message("h.toml", "[[jobs]]\nname = \"x\"\ncommand = [\"a\", 1]\n") == bad_command);
 }
 
+TEST_CASE("An [emulator] table shapes the emulated GPU of the live servers") {
+  auto shaped = LoadScenario(Write("shaped.toml", R"(
+[emulator]
+sm_count = 2
+host_threads = 2
+[[jobs]]
+name = "x"
+)"));
+  REQUIRE(shaped.ok());
+  CHECK(shaped->emulator.sm_count == 2u);
+  CHECK(shaped->emulator.host_threads == 2u);
+  CHECK(EmulatorEnvironment(shaped->emulator) ==
+        std::vector<std::string>{"TALLY_EMU_SM_COUNT=2", "TALLY_EMU_HOST_THREADS=2"});
+  // Without the table the servers keep the emulator's defaults: no variable is set.
+  auto plain = LoadScenario(Write("plain.toml", "[[jobs]]\nname = \"x\"\n"));
+  REQUIRE(plain.ok());
+  CHECK(EmulatorEnvironment(plain->emulator).empty());
+
+  const auto message = [](const std::string& name, const std::string& table) {
+    const std::string path = Write(name, "[emulator]\n" + table + "[[jobs]]\nname = \"x\"\n");
+    return std::string(LoadScenario(path).status().message()).substr(path.size() + 2);
+  };
+  CHECK(message("e1.toml", "sms = 2\n") == "[emulator]: unknown key 'sms'");
+  CHECK(message("e2.toml", "sm_count = 0\n") ==
+        "[emulator]: 'sm_count' must be a whole number from 1 to 1024");
+  CHECK(message("e3.toml", "host_threads = 1.5\n") ==
+        "[emulator]: 'host_threads' must be a whole number from 1 to 1024");
+  CHECK(message("e4.toml", "sm_count = \"2\"\n") ==
+        "[emulator]: 'sm_count' must be a whole number from 1 to 1024");
+  CHECK(message("e5.toml", "sm_count = 2\nhost_threads = 4\n") ==
+        "[emulator]: 'host_threads' (4) must not exceed 'sm_count' (2): each host thread runs "
+        "whole SMs");
+}
+
 TEST_CASE("A scenario is found by its path or by the name tally-bench list prints") {
   const std::string path = Write("named.toml", "name = \"named\"\n");
   const std::string dir = fs::path(path).parent_path().string();

@@ -1,6 +1,8 @@
 // The two jobs of the priority tests and benchmark, each checking its own results:
 //   priority_jobs train  — best-effort: long kernels of many blocks, back to back
 //   priority_jobs serve  — latency-critical: requests of a few short kernels at random moments
+//   priority_jobs occupancy — prints "blocks_per_sm N sms M": how many of the kernel's blocks
+//                         (with --shared-kb) an SM holds at once, and the device's SMs
 // Every kernel records, on the device clock (%globaltimer, one clock for all clients of a
 // server), when its first block started and its last block ended, so that a test can tell
 // which kernel overtook which. Options:
@@ -8,6 +10,9 @@
 //   --blocks B        blocks per kernel (64 threads each)
 //   --work W          loop steps per thread: how long a block computes
 //   --per-request K   serve: kernels per request (default 1)
+//   --shared-kb K     K KiB of dynamic shared memory per block (default 0), reserved, not used:
+//                     it limits how many blocks an SM holds at once (beyond 48 KiB opted in
+//                     with cudaFuncSetAttribute)
 //   --max-gap-ms G    serve: a random pause of up to G ms before each request (seeded)
 //   --arrivals FILE   serve: follow an arrival trace instead, one request per line at that
 //                     time in ms from the start (after the handshake); --kernels is ignored.
@@ -68,6 +73,7 @@ struct Options {
   unsigned blocks = 64;
   unsigned work = 1000;
   unsigned per_request = 1;
+  unsigned shared_kb = 0;
   double max_gap_ms = 0;
   std::optional<std::vector<double>> arrival_ms;  // from --arrivals
   double duration_ms = 0;
@@ -109,6 +115,8 @@ Options Parse(int argc, char** argv) {
     else if (arg == "--blocks") options.blocks = std::stoul(value());
     else if (arg == "--work") options.work = std::stoul(value());
     else if (arg == "--per-request") options.per_request = std::stoul(value());
+    else if (arg == "--shared-kb")
+      options.shared_kb = std::stoul(value());
     else if (arg == "--max-gap-ms") options.max_gap_ms = std::stod(value());
     else if (arg == "--arrivals") options.arrival_ms = ReadArrivals(value());
     else if (arg == "--duration-ms") options.duration_ms = std::stod(value());
@@ -121,8 +129,8 @@ Options Parse(int argc, char** argv) {
       std::exit(2);
     }
   }
-  if (options.mode != "train" && options.mode != "serve") {
-    std::fprintf(stderr, "the mode is train or serve, not %s\n", options.mode.c_str());
+  if (options.mode != "train" && options.mode != "serve" && options.mode != "occupancy") {
+    std::fprintf(stderr, "the mode is train, serve or occupancy, not %s\n", options.mode.c_str());
     std::exit(2);
   }
   if (options.arrival_ms) options.kernels = options.arrival_ms->size();
@@ -164,9 +172,27 @@ struct Device {
   size_t elements;
 };
 
+size_t SharedBytes(const Options& options) { return size_t{options.shared_kb} * 1024; }
+
+// Lets Work launch with --shared-kb: above 48 KiB a kernel must opt in (CUDA C++ Programming
+// Guide, "Shared Memory").
+void AllowSharedMemory(const Options& options) {
+  if (options.shared_kb == 0) return;
+  CHECK_CUDA(cudaFuncSetAttribute(Work, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(SharedBytes(options))));
+}
+
+void PrintOccupancy(const Options& options) {
+  int per_sm = 0, sms = 0;
+  CHECK_CUDA(
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Work, kThreads, SharedBytes(options)));
+  CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  std::printf("blocks_per_sm %d sms %d\n", per_sm, sms);
+}
+
 void Launch(const Options& options, const Device& device, unsigned k) {
-  Work<<<options.blocks, kThreads, 0, device.stream>>>(device.out + k * device.elements,
-                                                       options.work, k, device.spans + 2 * k);
+  Work<<<options.blocks, kThreads, SharedBytes(options), device.stream>>>(
+      device.out + k * device.elements, options.work, k, device.spans + 2 * k);
   CHECK_CUDA(cudaGetLastError());
 }
 
@@ -217,6 +243,11 @@ unsigned Train(const Options& options, const Device& device,
 
 int main(int argc, char** argv) {
   const Options options = Parse(argc, argv);
+  AllowSharedMemory(options);
+  if (options.mode == "occupancy") {
+    PrintOccupancy(options);
+    return 0;
+  }
   const bool serve = options.mode == "serve";
   // At least one slot: an arrival trace may hold no request.
   const unsigned launches = std::max(1u, options.kernels * (serve ? options.per_request : 1));
