@@ -1,5 +1,6 @@
 // Reads scenario files with toml11. Every key is checked against the known ones, numbers may be
-// written as integers or decimals, and paths are relative to the scenario file.
+// written as integers or decimals, and paths are relative to the scenario file. Every mistake is
+// reported at its line and column (of the value, or of the table that lacks a key).
 #include "benchmarks/bench/scenario.h"
 
 #include <fmt/format.h>
@@ -16,12 +17,23 @@ namespace {
 
 using Table = toml::value;
 
+// A mistake in `at` (a value, or the table a key is missing from): "LINE:COLUMN: message".
+absl::Status Invalid(const Table& at, std::string_view message) {
+  const toml::source_location where(at.location());
+  return absl::InvalidArgumentError(
+      fmt::format("{}:{}: {}", where.line(), where.column(), message));
+}
+
+// The value of `key`, or the table itself where the key is not given.
+const Table& ValueOr(const Table& table, const std::string& key) {
+  return table.contains(key) ? table.at(key) : table;
+}
+
 absl::Status CheckKeys(const Table& table, const std::set<std::string>& known,
                        std::string_view where) {
   for (const auto& [key, value] : table.as_table()) {
-    if (!known.contains(key)) {
-      return absl::InvalidArgumentError(fmt::format("{}: unknown key '{}'", where, key));
-    }
+    if (!known.contains(key))
+      return Invalid(value, fmt::format("{}: unknown key '{}'", where, key));
   }
   return absl::OkStatus();
 }
@@ -31,7 +43,7 @@ absl::StatusOr<double> Number(const Table& table, const std::string& key, double
   const Table& v = table.at(key);
   if (v.is_integer()) return static_cast<double>(v.as_integer());
   if (v.is_floating()) return v.as_floating();
-  return absl::InvalidArgumentError(fmt::format("'{}' must be a number", key));
+  return Invalid(v, fmt::format("'{}' must be a number", key));
 }
 
 sim::Duration Micros(double us) {
@@ -43,7 +55,7 @@ double ToMicros(sim::Duration d) { return std::chrono::duration<double, std::mic
 absl::Status ReadDuration(const Table& table, const std::string& key, double unit,
                           sim::Duration& out) {
   TALLY_ASSIGN_OR_RETURN(const double value, Number(table, key, ToMicros(out) / unit));
-  if (!(value >= 0)) return absl::InvalidArgumentError(fmt::format("'{}' must be >= 0", key));
+  if (!(value >= 0)) return Invalid(ValueOr(table, key), fmt::format("'{}' must be >= 0", key));
   out = Micros(value * unit);
   return absl::OkStatus();
 }
@@ -61,7 +73,7 @@ absl::Status ReadDevice(const Table& t, sim::DeviceSpec& d) {
                             {"registers_per_sm", &d.registers_per_sm},
                             {"shared_bytes_per_sm", &d.shared_bytes_per_sm}}) {
     TALLY_ASSIGN_OR_RETURN(const double value, Number(t, key, *field));
-    if (!(value >= 1)) return absl::InvalidArgumentError(fmt::format("'{}' must be >= 1", key));
+    if (!(value >= 1)) return Invalid(ValueOr(t, key), fmt::format("'{}' must be >= 1", key));
     *field = static_cast<uint32_t>(value);
   }
   TALLY_RETURN_IF_ERROR(ReadDuration(t, "launch_latency_us", 1, d.launch_latency));
@@ -77,8 +89,8 @@ absl::StatusOr<std::optional<uint32_t>> WholeNumber(const Table& t, const std::s
   if (!t.contains(key)) return std::nullopt;
   const Table& value = t.at(key);
   if (!value.is_integer() || value.as_integer() < 1 || value.as_integer() > max) {
-    return absl::InvalidArgumentError(
-        fmt::format("[emulator]: '{}' must be a whole number from 1 to {}", key, max));
+    return Invalid(value,
+                   fmt::format("[emulator]: '{}' must be a whole number from 1 to {}", key, max));
   }
   return static_cast<uint32_t>(value.as_integer());
 }
@@ -89,10 +101,10 @@ absl::Status ReadEmulator(const Table& t, EmulatedDevice& d) {
   TALLY_ASSIGN_OR_RETURN(d.host_threads, WholeNumber(t, "host_threads", kMaxEmulatedSms));
   // Each host thread runs whole SMs; the emulator would quietly start fewer.
   if (d.sm_count && d.host_threads && *d.host_threads > *d.sm_count) {
-    return absl::InvalidArgumentError(
-        fmt::format("[emulator]: 'host_threads' ({}) must not exceed 'sm_count' ({}): each host "
-                    "thread runs whole SMs",
-                    *d.host_threads, *d.sm_count));
+    return Invalid(t.at("host_threads"),
+                   fmt::format("[emulator]: 'host_threads' ({}) must not exceed 'sm_count' ({}): "
+                               "each host thread runs whole SMs",
+                               *d.host_threads, *d.sm_count));
   }
   return absl::OkStatus();
 }
@@ -111,16 +123,19 @@ absl::Status ReadPolicySettings(const Table& t, Scenario& s) {
   TALLY_RETURN_IF_ERROR(ReadDuration(t, "tgs_budget_ms", 1000, s.tgs.budget_period));
   TALLY_ASSIGN_OR_RETURN(const double in_flight,
                          Number(t, "time_slice_in_flight", s.time_slice.max_in_flight));
-  if (!(in_flight >= 1)) return absl::InvalidArgumentError("'time_slice_in_flight' must be >= 1");
+  if (!(in_flight >= 1)) {
+    return Invalid(ValueOr(t, "time_slice_in_flight"), "'time_slice_in_flight' must be >= 1");
+  }
   s.time_slice.max_in_flight = static_cast<uint32_t>(in_flight);
   if (t.contains("slowdown_budgets")) {
-    s.slowdown_budgets = toml::find<std::vector<double>>(t, "slowdown_budgets");
-    if (s.slowdown_budgets.empty()) {
-      return absl::InvalidArgumentError("'slowdown_budgets' must not be empty");
-    }
-    for (double budget : s.slowdown_budgets) {
+    const Table& budgets = t.at("slowdown_budgets");
+    s.slowdown_budgets = toml::get<std::vector<double>>(budgets);
+    if (s.slowdown_budgets.empty()) return Invalid(budgets, "'slowdown_budgets' must not be empty");
+    for (size_t i = 0; i < s.slowdown_budgets.size(); ++i) {
+      const double budget = s.slowdown_budgets[i];
       if (!(budget >= 0 && budget <= 10)) {
-        return absl::InvalidArgumentError(
+        return Invalid(
+            budgets.as_array()[i],
             fmt::format("'slowdown_budgets': {} is not between 0 and 10 (1000%)", budget));
       }
     }
@@ -137,9 +152,9 @@ absl::StatusOr<std::vector<std::string>> ReadCommand(const Table& t, const std::
   const auto is_string = [](const Table& word) { return word.is_string(); };
   if (!value.is_array() || value.as_array().empty() ||
       !std::all_of(value.as_array().begin(), value.as_array().end(), is_string)) {
-    return absl::InvalidArgumentError(fmt::format(
-        "job {}: 'command' must be a non-empty array of strings: the program and its arguments",
-        job));
+    return Invalid(value, fmt::format("job {}: 'command' must be a non-empty array of strings: "
+                                      "the program and its arguments",
+                                      job));
   }
   std::vector<std::string> command;
   for (const Table& word : value.as_array()) command.push_back(word.as_string());
@@ -159,11 +174,11 @@ absl::StatusOr<ScenarioJob> ReadJob(const Table& t, size_t index,
                                   where));
   ScenarioJob job;
   job.name = toml::find_or<std::string>(t, "name", "");
-  if (job.name.empty()) return absl::InvalidArgumentError(where + ": 'name' is required");
+  if (job.name.empty()) return Invalid(ValueOr(t, "name"), where + ": 'name' is required");
   auto priority = ClientPriority::Parse(toml::find_or<std::string>(t, "priority", ""));
   if (!priority.ok()) {
-    return absl::InvalidArgumentError(
-        fmt::format("job {}: {}", job.name, std::string(priority.status().message())));
+    return Invalid(ValueOr(t, "priority"),
+                   fmt::format("job {}: {}", job.name, std::string(priority.status().message())));
   }
   job.priority = *priority;
   const std::string trace = toml::find_or<std::string>(t, "trace", "");
@@ -172,8 +187,8 @@ absl::StatusOr<ScenarioJob> ReadJob(const Table& t, size_t index,
   if (t.contains("arrivals")) {
     auto kind = sim::ParseArrivalKind(toml::find<std::string>(t, "arrivals"));
     if (!kind.ok()) {
-      return absl::InvalidArgumentError(
-          fmt::format("job {}: {}", job.name, std::string(kind.status().message())));
+      return Invalid(t.at("arrivals"),
+                     fmt::format("job {}: {}", job.name, std::string(kind.status().message())));
     }
     sim::ArrivalSpec spec{.kind = *kind};
     TALLY_RETURN_IF_ERROR(ReadDuration(t, "burst_on_ms", 1000, spec.on_mean));
@@ -195,7 +210,9 @@ absl::StatusOr<Scenario> Parse(const Table& data, const std::string& path) {
   s.name = toml::find_or<std::string>(data, "name", std::filesystem::path(path).stem().string());
   s.description = toml::find_or<std::string>(data, "description", "");
   TALLY_RETURN_IF_ERROR(ReadDuration(data, "duration_s", 1e6, s.duration));
-  if (s.duration <= sim::Duration{0}) return absl::InvalidArgumentError("'duration_s' must be > 0");
+  if (s.duration <= sim::Duration{0}) {
+    return Invalid(ValueOr(data, "duration_s"), "'duration_s' must be > 0");
+  }
   TALLY_ASSIGN_OR_RETURN(const double seed, Number(data, "seed", 1));
   s.seed = static_cast<uint64_t>(seed);
   s.policies = toml::find_or<std::vector<std::string>>(data, "policies", {});
@@ -204,14 +221,15 @@ absl::StatusOr<Scenario> Parse(const Table& data, const std::string& path) {
     for (const Table& v : data.at("loads").as_array()) {
       const double load = v.is_integer() ? static_cast<double>(v.as_integer()) : v.as_floating();
       if (!(load > 0 && load < 1)) {
-        return absl::InvalidArgumentError("'loads' are fractions of capacity in (0, 1)");
+        return Invalid(v, "'loads' are fractions of capacity in (0, 1)");
       }
       s.loads.push_back(load);
     }
   }
   TALLY_ASSIGN_OR_RETURN(const double alone_runs, Number(data, "alone_runs", s.alone_runs));
   if (!(alone_runs >= 1 && alone_runs <= 100) || alone_runs != static_cast<int>(alone_runs)) {
-    return absl::InvalidArgumentError("'alone_runs' must be a whole number from 1 to 100");
+    return Invalid(ValueOr(data, "alone_runs"),
+                   "'alone_runs' must be a whole number from 1 to 100");
   }
   s.alone_runs = static_cast<int>(alone_runs);
   if (data.contains("device")) TALLY_RETURN_IF_ERROR(ReadDevice(data.at("device"), s.device));
@@ -220,7 +238,7 @@ absl::StatusOr<Scenario> Parse(const Table& data, const std::string& path) {
   }
   if (data.contains("policy")) TALLY_RETURN_IF_ERROR(ReadPolicySettings(data.at("policy"), s));
   if (!data.contains("jobs") || data.at("jobs").as_array().empty()) {
-    return absl::InvalidArgumentError("a scenario needs [[jobs]]");
+    return Invalid(ValueOr(data, "jobs"), "a scenario needs [[jobs]]");
   }
   const std::filesystem::path dir = std::filesystem::path(path).parent_path();
   const auto& jobs = data.at("jobs").as_array();
@@ -248,8 +266,9 @@ absl::StatusOr<Scenario> LoadScenario(const std::string& path) {
   try {
     const Table data = toml::parse(path);
     auto scenario = Parse(data, path);
-    if (!scenario.ok()) {
-      return absl::InvalidArgumentError(path + ": " + std::string(scenario.status().message()));
+    if (!scenario.ok()) {  // the message starts with the line and column
+      return absl::InvalidArgumentError(
+          fmt::format("{}:{}", path, std::string(scenario.status().message())));
     }
     return scenario;
   } catch (const std::exception& e) {

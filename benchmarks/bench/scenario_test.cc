@@ -82,29 +82,40 @@ command = ["priority_jobs", "train"]
   CHECK(ForegroundJobs(*s) == std::vector<bool>{true, false});
 }
 
-TEST_CASE("Scenario mistakes are named") {
+TEST_CASE("Scenario mistakes are named at their line and column") {
   const auto message = [](const std::string& name, const std::string& text) {
     const std::string path = Write(name, text);
-    return std::string(LoadScenario(path).status().message()).substr(path.size() + 2);
+    return std::string(LoadScenario(path).status().message()).substr(path.size() + 1);
   };
-  CHECK(message("a.toml", "nme = 1\n[[jobs]]\nname = \"x\"\n") == "scenario: unknown key 'nme'");
-  CHECK(message("b.toml", "duration_s = 1\n") == "a scenario needs [[jobs]]");
+  CHECK(message("a.toml", "nme = 1\n[[jobs]]\nname = \"x\"\n") ==
+        "1:7: scenario: unknown key 'nme'");
+  CHECK(message("b.toml", "duration_s = 1\n") == "1:1: a scenario needs [[jobs]]");
   CHECK(message("c.toml", "[[jobs]]\nname = \"x\"\narrivals = \"steady\"\n") ==
-        "job x: unknown arrivals 'steady' (known: poisson, bursty, serverless)");
+        "3:12: job x: unknown arrivals 'steady' (known: poisson, bursty, serverless)");
   CHECK(message("d.toml", "loads = [1.5]\n[[jobs]]\nname = \"x\"\n") ==
-        "'loads' are fractions of capacity in (0, 1)");
-  CHECK(
-      message("e.toml", "[[jobs]]\nname = \"x\"\npriority = \"urgent\"\n").starts_with("job x: "));
+        "1:10: 'loads' are fractions of capacity in (0, 1)");
+  CHECK(message("e.toml", "[[jobs]]\nname = \"x\"\npriority = \"urgent\"\n")
+            .starts_with("3:12: job x: "));
   const std::string bad_command =
-      "job x: 'command' must be a non-empty array of strings: the program and its arguments";
+      "3:11: job x: 'command' must be a non-empty array of strings: the program and its arguments";
   CHECK(message("f.toml", "[[jobs]]\nname = \"x\"\ncommand = \"serve\"\n") == bad_command);
   CHECK(message("g.toml", "[[jobs]]\nname = \"x\"\ncommand = []\n") == bad_command);
   CHECK(message("i.toml", "[policy]\nslowdown_budgets = [-0.1]\n[[jobs]]\nname = \"x\"\n") ==
-        "'slowdown_budgets': -0.1 is not between 0 and 10 (1000%)");
-  const std::string bad_runs = "'alone_runs' must be a whole number from 1 to 100";
+        "2:21: 'slowdown_budgets': -0.1 is not between 0 and 10 (1000%)");
+  const std::string bad_runs = "1:14: 'alone_runs' must be a whole number from 1 to 100";
   CHECK(message("j.toml", "alone_runs = 0\n[[jobs]]\nname = \"x\"\n") == bad_runs);
   CHECK(message("k.toml", "alone_runs = 1.5\n[[jobs]]\nname = \"x\"\n") == bad_runs);
   CHECK(message("h.toml", "[[jobs]]\nname = \"x\"\ncommand = [\"a\", 1]\n") == bad_command);
+  // A key that is missing: the table that lacks it.
+  CHECK(message("l.toml", "[[jobs]]\nname = \"x\"\n[[jobs]]\npriority = \"high\"\n") ==
+        "3:1: job 2: 'name' is required");
+  CHECK(message("m.toml", "[device]\nsm_count = 0\n[[jobs]]\nname = \"x\"\n") ==
+        "2:12: 'sm_count' must be >= 1");
+  CHECK(message("n.toml", "duration_s = 0\n[[jobs]]\nname = \"x\"\n") ==
+        "1:14: 'duration_s' must be > 0");
+  // As compilers write it: the file, the line, the column.
+  const std::string path = Write("o.toml", "\nseed = \"one\"\n[[jobs]]\nname = \"x\"\n");
+  CHECK(LoadScenario(path).status().message() == path + ":2:8: 'seed' must be a number");
 }
 
 TEST_CASE("An [emulator] table shapes the emulated GPU of the live servers") {
@@ -127,18 +138,19 @@ name = "x"
 
   const auto message = [](const std::string& name, const std::string& table) {
     const std::string path = Write(name, "[emulator]\n" + table + "[[jobs]]\nname = \"x\"\n");
-    return std::string(LoadScenario(path).status().message()).substr(path.size() + 2);
+    return std::string(LoadScenario(path).status().message()).substr(path.size() + 1);
   };
-  CHECK(message("e1.toml", "sms = 2\n") == "[emulator]: unknown key 'sms'");
+  CHECK(message("e1.toml", "sms = 2\n") == "2:7: [emulator]: unknown key 'sms'");
   CHECK(message("e2.toml", "sm_count = 0\n") ==
-        "[emulator]: 'sm_count' must be a whole number from 1 to 1024");
+        "2:12: [emulator]: 'sm_count' must be a whole number from 1 to 1024");
   CHECK(message("e3.toml", "host_threads = 1.5\n") ==
-        "[emulator]: 'host_threads' must be a whole number from 1 to 1024");
+        "2:16: [emulator]: 'host_threads' must be a whole number from 1 to 1024");
   CHECK(message("e4.toml", "sm_count = \"2\"\n") ==
-        "[emulator]: 'sm_count' must be a whole number from 1 to 1024");
-  CHECK(message("e5.toml", "sm_count = 2\nhost_threads = 4\n") ==
-        "[emulator]: 'host_threads' (4) must not exceed 'sm_count' (2): each host thread runs "
-        "whole SMs");
+        "2:12: [emulator]: 'sm_count' must be a whole number from 1 to 1024");
+  CHECK(
+      message("e5.toml", "sm_count = 2\nhost_threads = 4\n") ==
+      "3:16: [emulator]: 'host_threads' (4) must not exceed 'sm_count' (2): each host thread runs "
+      "whole SMs");
 }
 
 TEST_CASE("A scenario is found by its path or by the name tally-bench list prints") {
