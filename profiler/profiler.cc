@@ -53,7 +53,7 @@ FormChoice Profiler::Choose(const KernelInfo& kernel) {
   std::lock_guard lock(mutex_);
   internal::ShapeProfile& profile = ProfileOf(kernel);
   FormChoice choice = profile.Choose(options_.turnaround_threshold);
-  if (!profile.original().empty()) choice.original_time = profile.original().Time();
+  choice.original_time = profile.TimeAlone();
   return choice;
 }
 

@@ -43,7 +43,8 @@ class Profiler final : public scheduler::FormAdvisor {
   // form whose turnaround is under the threshold (the original form among them once measured
   // short), else the fastest candidate within 1.25x of the smallest turnaround (README.md says
   // why). A kernel without transformed forms gets its original form, short only once measured
-  // under the threshold.
+  // under the threshold. The choice carries the kernel's time alone: the original form's
+  // measured time, else the fastest measured candidate's (README.md, "Time alone").
   scheduler::FormChoice Choose(const scheduler::KernelInfo& kernel) override;
   // Whether a complete run of `kernel` in `form` is worth timing: the original form until it
   // has a few measurements; a candidate while the shape is being profiled, and the chosen form

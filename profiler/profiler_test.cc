@@ -127,6 +127,33 @@ TEST_CASE("A choice carries the original form's time alone once it is measured")
   CHECK(profiler->Choose(kKernel).original_time == std::chrono::microseconds(300));
 }
 
+TEST_CASE("Until the original is timed, the time alone is the fastest candidate's") {
+  auto profiler = MakeProfiler();
+  // A background kernel of a client that never runs alone: its original form is never timed.
+  CHECK(profiler->Choose(kKernel).form == kPtbFull);
+  profiler->Record(kKernel, "gemm", Run(kPtbFull, 520, 50));
+  CHECK(profiler->Choose(kKernel).original_time == Us(520));
+  // The fastest of the candidates' fastest runs: a run slowed down beside other work moves
+  // nothing, a faster run of another candidate lowers it.
+  profiler->Record(kKernel, "gemm", Run(kPtbFull, 900, 50));
+  CHECK(profiler->Choose(kKernel).original_time == Us(520));
+  profiler->Record(kKernel, "gemm", Run(LaunchForm::Preemptible(16), 480, 50));
+  CHECK(profiler->Choose(kKernel).original_time == Us(480));
+  // A measured original replaces the estimate, also when it is slower.
+  profiler->Record(kKernel, "gemm", OriginalRun(500));
+  CHECK(profiler->Choose(kKernel).original_time == Us(500));
+  // tally-ctl profiles lists only the measured original time.
+  CHECK(Only(*profiler).original_time == Us(500));
+}
+
+TEST_CASE("A kernel without transformed forms has no time alone until its original is timed") {
+  const KernelInfo plain = Kernel(9, 100, false, false);
+  auto profiler = MakeProfiler();
+  CHECK_FALSE(profiler->Choose(plain).original_time.has_value());
+  profiler->Record(plain, "reduce", Run(kPtbFull, 400, 50));  // not a candidate: ignored
+  CHECK_FALSE(profiler->Choose(plain).original_time.has_value());
+}
+
 TEST_CASE("A long original form is never chosen, even when it is the fastest") {
   auto profiler = MakeProfiler();
   profiler->Record(kKernel, "gemm", OriginalRun(300));

@@ -15,8 +15,10 @@ struct FormChoice {
   // known to be short may only run after a long idle period of the more important clients.
   bool short_turnaround = false;
   // How long the whole kernel takes in its original form alone on the device, when known
-  // (measured by the profiler; computed by the simulator's oracle). `priority-budget` runs a
-  // background kernel in its original form when this fits what its budget allows.
+  // (computed by the simulator's oracle; the profiler's measurement, or until it has one, its
+  // estimate from the kernel's transformed forms: profiler/README.md). `priority-budget` runs a
+  // background kernel in its original form when this fits what its budget allows, and sizes its
+  // slices with it.
   std::optional<Duration> original_time = std::nullopt;
 };
 

@@ -85,6 +85,16 @@ bool ShapeProfile::Complete() const {
                       [](const Form& form) { return form.samples.empty(); });
 }
 
+std::optional<Duration> ShapeProfile::TimeAlone() const {
+  if (!original_.empty()) return original_.Time();
+  std::optional<Duration> fastest;
+  for (const Form& form : forms_) {
+    if (form.samples.empty()) continue;
+    fastest = std::min(fastest.value_or(form.samples.Time()), form.samples.Time());
+  }
+  return fastest;
+}
+
 FormChoice ShapeProfile::Choose(Duration threshold) {
   Form* probe = nullptr;
   for (Form& form : forms_) {
@@ -164,20 +174,14 @@ ProfileRecord ShapeProfile::Describe(Duration threshold) const {
   record.chosen = choice.form;
   record.short_turnaround = choice.short_turnaround;
   record.candidates = static_cast<uint32_t>(forms_.size());
-  std::optional<Duration> fastest_candidate;
-  for (const Form& form : forms_) {
-    if (form.samples.empty()) continue;
-    ++record.measured;
-    fastest_candidate =
-        std::min(fastest_candidate.value_or(form.samples.Time()), form.samples.Time());
-  }
+  record.measured = static_cast<uint32_t>(std::count_if(
+      forms_.begin(), forms_.end(), [](const Form& form) { return !form.samples.empty(); }));
   record.complete = Complete();
   const Samples* chosen = choice.form.kind == FormKind::kOriginal ? &original_ : nullptr;
   if (const std::optional<size_t> index = IndexOf(choice.form)) chosen = &forms_[*index].samples;
   if (chosen == nullptr || chosen->empty()) return record;
   record.turnaround = chosen->Turnaround();
-  const std::optional<Duration> base =
-      record.original_time ? record.original_time : fastest_candidate;
+  const std::optional<Duration> base = TimeAlone();
   if (base && chosen->Time() > Duration::zero()) {
     record.normalized_speed =
         static_cast<double>(base->count()) / static_cast<double>(chosen->Time().count());

@@ -83,6 +83,10 @@ class ShapeProfile {
   bool Measured() const;
   // Every candidate measured (without candidates: the original form measured).
   bool Complete() const;
+  // The kernel's time alone in its original form: measured, or until it is, estimated by the
+  // fastest measured candidate (which runs the same blocks and the transformation's overhead,
+  // and whose minimum over recent runs leaves out most interference). Unknown before either.
+  std::optional<Duration> TimeAlone() const;
   ProfileRecord Describe(Duration threshold) const;
 
   const Samples& original() const { return original_; }
