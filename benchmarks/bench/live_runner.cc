@@ -1,7 +1,8 @@
 // The live runs of a scenario, laid out like the simulated ones (runner.cc): per load each job
 // alone, then all jobs under each policy. A load is a fraction of an open-loop job's capacity,
 // which live mode measures first: the job alone with a few requests arriving at once, the
-// median time between two completions being one request's service time. The arrivals are
+// median time between two completions being one request's service time (the smallest of a few
+// such runs: calibration.h). The arrivals are
 // generated as in sim mode (same generator, same seeds).
 #include "benchmarks/bench/live_runner.h"
 
@@ -15,6 +16,7 @@
 #include <optional>
 #include <string_view>
 
+#include "benchmarks/bench/calibration.h"
 #include "benchmarks/bench/live_case.h"
 #include "benchmarks/bench/report.h"
 #include "common/status.h"
@@ -88,21 +90,23 @@ absl::StatusOr<LiveCaseOutcome> RunAlone(const LiveOptions& options, const LiveJ
   return RunLiveCase(options, {kAlonePolicy, kAlonePolicy}, dir.string(), window, {job});
 }
 
-// One request's time alone: kCalibrationRequests requests arriving at once, served in turn.
-absl::StatusOr<sim::Duration> ServiceTime(const LiveOptions& options, LiveJob job,
-                                          const std::string& dir, sim::Duration window) {
+// One request's time alone: kCalibrationRuns runs of kCalibrationRequests requests arriving at
+// once, served in turn (calibration.h), in `dir`, `dir`-2 and so on.
+absl::StatusOr<sim::Duration> CalibratedServiceTime(const LiveOptions& options, LiveJob job,
+                                                    const std::string& dir, sim::Duration window) {
   job.arrival_ms = std::vector<double>(kCalibrationRequests, 0.0);
-  TALLY_ASSIGN_OR_RETURN(const LiveCaseOutcome outcome, RunAlone(options, job, dir, window));
-  const std::vector<double>& done_us = outcome.run.jobs[0].latencies_us;  // in completion order
-  std::vector<double> gaps_us;
-  for (size_t i = 1; i < done_us.size(); ++i) gaps_us.push_back(done_us[i] - done_us[i - 1]);
-  if (gaps_us.empty()) {
-    return absl::InternalError(fmt::format("job {}: its calibration completed {} requests (in {})",
-                                           job.name, done_us.size(), dir));
+  std::vector<std::vector<double>> runs;  // each run's latencies, in completion order
+  for (int run = 1; run <= kCalibrationRuns; ++run) {
+    const std::string run_dir = run == 1 ? dir : fmt::format("{}-{}", dir, run);
+    TALLY_ASSIGN_OR_RETURN(const LiveCaseOutcome outcome, RunAlone(options, job, run_dir, window));
+    runs.push_back(outcome.run.jobs[0].latencies_us);
   }
-  const double median_us = Percentile(gaps_us, 50);
-  return std::chrono::duration_cast<sim::Duration>(
-      std::chrono::duration<double, std::micro>(std::max(median_us, 1.0)));
+  absl::StatusOr<sim::Duration> time = ServiceTime(runs);
+  if (!time.ok()) {
+    return absl::InternalError(
+        fmt::format("job {}: {} (in {})", job.name, std::string(time.status().message()), dir));
+  }
+  return time;
 }
 
 std::vector<double> ArrivalMs(sim::ArrivalSpec spec, double rate, sim::Duration window,
@@ -156,10 +160,13 @@ absl::StatusOr<BenchResult> RunLive(
   result.alone_times.resize(jobs.size());
   for (size_t j = 0; j < jobs.size(); ++j) {
     if (!scenario.jobs[j].arrivals) continue;
-    progress(++step, steps, fmt::format("{}: one request's time alone", jobs[j].name));
+    progress(++step, steps,
+             fmt::format("{}: one request's time alone (the least of {} runs)", jobs[j].name,
+                         kCalibrationRuns));
     TALLY_ASSIGN_OR_RETURN(
         result.alone_times[j],
-        ServiceTime(options, jobs[j], (work / ("calibrate-" + jobs[j].name)).string(), window));
+        CalibratedServiceTime(options, jobs[j], (work / ("calibrate-" + jobs[j].name)).string(),
+                              window));
   }
   std::vector<std::optional<JobRun>> closed_alone(jobs.size());
   for (double load : scenario.loads) {
