@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <vector>
 
 namespace tally::scheduler::internal {
@@ -10,6 +11,37 @@ namespace {
 // A smoothed mean: one odd value moves it by an eighth of its difference.
 void Smooth(Duration& mean, Duration value) {
   mean = mean == Duration::zero() ? value : mean + (value - mean) / 8;
+}
+
+// The value at `quantile` (0.5: the median) of `values`, the nearest rank; not empty.
+template <typename T>
+T Quantile(const std::deque<T>& values, double quantile) {
+  std::vector<T> sorted(values.begin(), values.end());
+  const size_t rank = static_cast<size_t>(std::ceil(quantile * static_cast<double>(sorted.size())));
+  const size_t index = std::clamp<size_t>(rank, 1, sorted.size()) - 1;
+  std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(index),
+                   sorted.end());
+  return sorted[index];
+}
+
+// The mean of `values` without those above their `kept` quantile; not empty.
+Duration TrimmedMean(const std::deque<Duration>& values, double kept) {
+  const Duration cut = Quantile(values, kept);
+  Duration sum{0};
+  Duration::rep count = 0;
+  for (const Duration value : values) {
+    if (value > cut) continue;
+    sum += value;
+    ++count;
+  }
+  return sum / count;
+}
+
+// Keeps the latest `window` values of `values`, `value` the newest.
+template <typename T>
+void Append(std::deque<T>& values, T value, size_t window) {
+  values.push_back(value);
+  if (values.size() > window) values.pop_front();
 }
 
 }  // namespace
@@ -41,14 +73,14 @@ SlowdownBudget::Verdict SlowdownBudget::PeriodEnded() {
   const bool beside = period_beside_;
   const double slowdown =
       static_cast<double>(period_extra_.count()) / static_cast<double>(period_alone_.count());
-  Smooth(typical_alone_, period_alone_);
+  Append(periods_alone_, period_alone_, kWindow);
+  typical_alone_ = TrimmedMean(periods_alone_, kTypicalKept);
   period_alone_ = period_extra_ = period_committed_ = Duration::zero();
   period_beside_ = stopped_ = false;
   if (budget_ <= 0) return Verdict::kNone;
   if (beside) {
-    slowdowns_.push_back(slowdown);
-    if (slowdowns_.size() > kWindow) slowdowns_.pop_front();
-    measured_ = Percentile();
+    Append(slowdowns_, slowdown, kWindow);
+    measured_ = Quantile(slowdowns_, percentile_);
     if (*measured_ > budget_) {
       bound_ = bound_ / 2 < kStep ? 0 : bound_ / 2;
       slowdowns_.clear();  // the next verdict is about the new bound
@@ -75,17 +107,10 @@ Duration SlowdownBudget::Allowance() const {
 }
 
 Duration SlowdownBudget::Left() const {
-  return std::max(Duration::zero(), Allowance() - period_extra_ - period_committed_);
-}
-
-double SlowdownBudget::Percentile() const {
-  std::vector<double> sorted(slowdowns_.begin(), slowdowns_.end());
-  const size_t rank =
-      static_cast<size_t>(std::ceil(percentile_ * static_cast<double>(sorted.size())));
-  const size_t index = std::clamp<size_t>(rank, 1, sorted.size()) - 1;
-  std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(index),
-                   sorted.end());
-  return sorted[index];
+  // Kernels that ran faster than their smoothed time alone earn the background nothing: that is
+  // noise in the measure, not time the foreground can spare.
+  return std::max(Duration::zero(),
+                  Allowance() - std::max(Duration::zero(), period_extra_) - period_committed_);
 }
 
 uint32_t SlowdownBudget::Workers(const KernelInfo& kernel) const {

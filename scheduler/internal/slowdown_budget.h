@@ -44,11 +44,13 @@ class SlowdownBudget {
   // The bound for a kernel of `kernel`: its resident workers per SM times the SMs, scaled.
   uint32_t Workers(const KernelInfo& kernel) const;
 
-  // The extra time the budget allows a typical busy period: the budget times the periods' smoothed
-  // time alone (what the running check judges a period against). Zero before a period ended.
+  // The extra time the budget allows a typical busy period: the budget times the typical time
+  // alone of the latest periods (below; what the running check judges a period against). Zero
+  // before a period ended.
   Duration Allowance() const;
   // What is left of it in the current period: the allowance less the sum of the period's
-  // measured extra time and the times alone of the background work committed to it. What the
+  // measured extra time (none when negative) and the times alone of the background work
+  // committed to it. What the
   // committed work delayed is in both; counted once (the larger of the two), the background
   // could spend up to twice as much beside a period, and at high load queued requests magnified
   // that far past the budget (benchmarks/RESULTS.md, "A slowdown budget").
@@ -61,10 +63,10 @@ class SlowdownBudget {
   static constexpr double kStep = 1.0 / 32;
   // Periods the percentile is taken over (the latest ones since the bound last shrank).
   static constexpr size_t kWindow = 100;
+  // The share of those periods, the shortest, that a typical period is the mean of.
+  static constexpr double kTypicalKept = 0.9;
 
  private:
-  double Percentile() const;
-
   double budget_;
   double percentile_;
   double bound_ = 0;
@@ -78,7 +80,11 @@ class SlowdownBudget {
   Duration period_committed_{0};
   bool period_beside_ = false;
   bool stopped_ = false;
-  Duration typical_alone_{0};  // smoothed time alone of the periods so far
+  // The latest periods' times alone, and the time alone of a typical period: their mean without
+  // the longest tenth (kTypicalKept). A plain mean would follow a few long periods (requests queued
+  // behind each other merge into one), and the allowance with it, into the queueing it causes.
+  std::deque<Duration> periods_alone_;
+  Duration typical_alone_{0};
 };
 
 }  // namespace tally::scheduler::internal

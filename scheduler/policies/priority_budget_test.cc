@@ -236,6 +236,35 @@ TEST_CASE("The allowance is the budget of a typical period, less what the period
   CHECK(budget.Allowance() == Us(0));
 }
 
+TEST_CASE("A typical period leaves out the longest tenth: a few long, queued ones do not grow it") {
+  internal::SlowdownBudget budget(0.10, 0.99);
+  const KernelShape shape = Kernel(1).shape;
+  const auto period = [&](int kernels) {
+    for (int i = 0; i < kernels; ++i) budget.KernelEnded(shape, Us(100), false);
+    budget.PeriodEnded();
+  };
+  for (int i = 0; i < 36; ++i) period(1);  // one request: 100 us alone
+  CHECK(budget.Allowance() == Us(10));
+  // Four periods of forty queued requests each: a plain mean would have grown the allowance
+  // more than fivefold and, with it, the background work each period waits for.
+  for (int i = 0; i < 4; ++i) period(40);
+  CHECK(budget.Allowance() == Us(10));
+  period(40);  // more than a tenth of the latest periods are long now
+  CHECK(budget.Allowance() > Us(40));
+}
+
+TEST_CASE("Foreground kernels that ran faster than alone leave the background no more") {
+  internal::SlowdownBudget budget(0.10, 0.99);
+  const KernelShape shape = Kernel(1).shape;
+  budget.KernelEnded(shape, Us(200), false);
+  budget.PeriodEnded();
+  REQUIRE(budget.Allowance() == Us(20));
+  budget.KernelEnded(shape, Us(150), true);  // 50 us under its time alone: noise, not a credit
+  CHECK(budget.Left() == Us(20));
+  budget.Commit(Us(5));
+  CHECK(budget.Left() == Us(15));
+}
+
 TEST_CASE_METHOD(Fixture, "A client's budget of 0 holds the background as priority does") {
   p.Budget(0, 1, {.slowdown = 0});
   CHECK(p.Arrive(0, 1, Head::Kernel(Kernel(1))) == Actions{Foreground(1, true)});
