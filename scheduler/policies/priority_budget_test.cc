@@ -4,7 +4,8 @@
 // the budget; a kernel started or resumed narrow beside the foreground is widened once the
 // foreground is idle; a kernel whose time alone fits the allowance runs unshaped (in idle time,
 // within the allowance; beside a period, within what is left of it), and one that does not fit
-// runs in slices sized the same way; at budget 0 every decision is `priority`'s.
+// runs in slices sized the same way; a budget changed to 0 preempts what runs beside at once; at
+// budget 0 every decision is `priority`'s.
 #include <catch2/catch.hpp>
 #include <functional>
 
@@ -244,6 +245,15 @@ TEST_CASE_METHOD(Fixture, "A client's budget of 0 holds the background as priori
   CHECK(p.Wake(200) == Actions{IssueOf(2, Ptb(0))});
   CHECK(p.Arrive(300, 1, Head::Kernel(Kernel(1))) == Actions{PreemptOf(2), Foreground(1, true)});
   CHECK(p.End(305, 2, Stopped(10)).empty());  // no first, narrow bound
+}
+
+TEST_CASE_METHOD(Fixture, "A budget changed to 0 stops what runs beside the foreground at once") {
+  GrowToTwo();  // the background runs two workers wide beside the kernel issued at 600
+  // tally-ctl budget: not at the foreground kernel's end, which may be far off.
+  CHECK(p.Budget(606, 1, {.slowdown = 0}) == Actions{PreemptOf(2)});
+  CHECK(p.End(610, 2, Stopped(40)).empty());  // held while the foreground runs
+  CHECK(p.End(700, 1, Finished(FormKind::kOriginal)).empty());
+  CHECK(p.Wake(800) == Actions{IssueOf(2, Ptb(0))});
 }
 
 TEST_CASE(
