@@ -4,8 +4,9 @@
 // the budget; a kernel started or resumed narrow beside the foreground is widened once the
 // foreground is idle; a kernel whose time alone fits the allowance runs unshaped (in idle time,
 // within the allowance; beside a period, within what is left of it), and one that does not fit
-// runs in slices sized the same way; a budget changed to 0 preempts what runs beside at once; at
-// budget 0 every decision is `priority`'s.
+// runs in slices sized the same way; a budget changed to 0 preempts what runs beside at once, and
+// a kernel in slices goes on through a budget of 0 and back; at budget 0 every decision is
+// `priority`'s.
 #include <catch2/catch.hpp>
 #include <functional>
 
@@ -216,6 +217,22 @@ TEST_CASE_METHOD(KnownTimes, "Without an allowance no kernel is started in slice
   CHECK(p.Arrive(302, 2, Head::Kernel(Kernel(5, 40))).empty());
   CHECK(p.End(400, 1, Finished(FormKind::kOriginal)).empty());
   CHECK(p.Wake(500) == Actions{IssueOf(2, Ptb(0))});
+}
+
+TEST_CASE_METHOD(KnownTimes, "A kernel in slices goes on through a budget of 0 and back") {
+  // 40 blocks, 16 us alone: waves of 32 blocks, 8 us each; the allowance is 10 us.
+  advisor.choices[KernelId(5)] = {Ptb(0), true, Us(16)};
+  const auto slice = [](uint32_t blocks) { return IssueOf(2, LaunchForm::Slice(blocks)); };
+  CHECK(p.Arrive(301, 2, Head::Kernel(Kernel(5, 40))) == Actions{slice(32)});
+  CHECK(p.Budget(305, 1, {.slowdown = 0}).empty());  // a slice is not preempted: it ends
+  CHECK(p.End(311, 2, {FormKind::kSliced, false, 32, 40}).empty());  // held beside the period
+  CHECK(p.End(400, 1, Finished(FormKind::kOriginal)).empty());
+  // In idle time a started kernel goes on a wave at a time, without an allowance too.
+  CHECK(p.Wake(500) == Actions{slice(8)});
+  CHECK(p.End(510, 2, {FormKind::kSliced, true, 40, 40}).empty());
+  // Back to 10%: the durations alone were kept, so the allowance is back at once.
+  CHECK(p.Budget(511, 1, {.slowdown = 0.10}).empty());
+  CHECK(p.Arrive(512, 2, Head::Kernel(Kernel(5, 40))) == Actions{slice(32)});
 }
 
 TEST_CASE("The allowance is the budget of a typical period, less what the period spent") {
