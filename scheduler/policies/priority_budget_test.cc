@@ -219,6 +219,14 @@ TEST_CASE_METHOD(KnownTimes, "Without an allowance no kernel is started in slice
   CHECK(p.Wake(500) == Actions{IssueOf(2, Ptb(0))});
 }
 
+TEST_CASE_METHOD(KnownTimes, "A kernel not one wave of which fits the allowance is not sliced") {
+  // 40 blocks, 64 us alone: waves of 32 us, more than the 10 us allowance.
+  advisor.choices[KernelId(5)] = {Ptb(0), true, Us(64)};
+  CHECK(p.End(400, 1, Finished(FormKind::kOriginal)).empty());
+  CHECK(p.Arrive(401, 2, Head::Kernel(Kernel(5, 40))).empty());  // held until min_idle
+  CHECK(p.Wake(500) == Actions{IssueOf(2, Ptb(0))});             // the advisor's form
+}
+
 TEST_CASE_METHOD(KnownTimes, "A kernel in slices goes on through a budget of 0 and back") {
   // 40 blocks, 16 us alone: waves of 32 blocks, 8 us each; the allowance is 10 us.
   advisor.choices[KernelId(5)] = {Ptb(0), true, Us(16)};
