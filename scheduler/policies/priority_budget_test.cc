@@ -274,8 +274,11 @@ TEST_CASE_METHOD(Fixture, "A client's budget of 0 holds the background as priori
 
 TEST_CASE_METHOD(Fixture, "A budget changed to 0 stops what runs beside the foreground at once") {
   GrowToTwo();  // the background runs two workers wide beside the kernel issued at 600
+  CHECK(p.policy().MeasuredSlowdown(Client(1)).has_value());
   // tally-ctl budget: not at the foreground kernel's end, which may be far off.
   CHECK(p.Budget(606, 1, {.slowdown = 0}) == Actions{PreemptOf(2)});
+  // What was measured against the old budget is not shown against the new one.
+  CHECK_FALSE(p.policy().MeasuredSlowdown(Client(1)).has_value());
   CHECK(p.End(610, 2, Stopped(40)).empty());  // held while the foreground runs
   CHECK(p.End(700, 1, Finished(FormKind::kOriginal)).empty());
   CHECK(p.Wake(800) == Actions{IssueOf(2, Ptb(0))});

@@ -3,7 +3,8 @@
 # server in slices sized to the budget, with correct results (each trainer checks its own); a
 # trainer killed while held between two slices (a long burst of requests has spent the budget)
 # leaves the server sound: the next best-effort client's kernels (in PTB form: a new shape) run
-# and check out, and the request server completes.
+# and check out, and the request server completes; its measured slowdown is dropped when
+# tally-ctl budget gives it a new budget.
 # The allowance (the budget times a request's time alone, about 4 ms) holds a few waves of the
 # trainer's kernel: 16 waves of its 256 blocks (2 per SM on 8 SMs, for its shared memory).
 start_server --policy priority-budget --slowdown-budget 100% --min-idle-ms 50
@@ -52,6 +53,13 @@ await_status "$work/killed_gone.json" "$killed_id not in [c['id'] for c in s['cl
 run priority_jobs train --blocks 300 --work 400 --shared-kb 64 --kernels 3 > "$work/next.out" \
   2>&1 || fail "the next trainer failed: $(cat "$work/next.out")"
 await_line serve FINISHED
+# Its slowdown was measured beside the trainers; a new budget shows none until measured anew.
+status_json "$work/measured.json"
+measured="[c for c in s['clients'] if c['id'] == $serve_id][0]['slowdown_budget']['measured_slowdown']"
+json_check "$work/measured.json" "$measured is not None"
+timeout 30 "$TALLY_CTL" budget "$serve_id" 50% --server "$socket" > "$work/changed.out" ||
+  fail "tally-ctl budget failed: $(cat "$work/changed.out")"
+await_status "$work/remeasured.json" "$measured is None"
 send_line serve BYE
 wait "$serve_pid" || fail "the request server failed: $(cat "$work/serve.out")"
 await_status "$work/end.json" "s['clients'] == []"
