@@ -21,7 +21,7 @@ run "${train[@]}" --kernels 2 > "$work/alone.out" 2>&1 || fail "alone: $(cat "$w
 } > "$work/arrivals"
 start_job serve high priority_jobs serve --blocks 16 --work 2000 --arrivals "$work/arrivals" \
   --handshake
-start_job sliced best-effort "${train[@]}" --kernels 4 --handshake
+start_job sliced best-effort "${train[@]}" --kernels 8 --handshake
 start_job killed best-effort "${train[@]}" --kernels 2000 --handshake
 await_line serve READY
 await_line sliced READY
