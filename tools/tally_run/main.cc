@@ -167,6 +167,9 @@ int main(int argc, char** argv) {
       priority = arg.substr(11);
     } else if (arg.starts_with("--server=")) {
       server = arg.substr(9);
+    } else if (arg == "--priority" || arg == "--server" || arg == "--device" ||
+               arg == "--memory-limit" || arg == "--slowdown-budget") {
+      return Fail(std::string(arg) + " needs a value (see --help)");  // the last argument
     } else if (arg.starts_with("-")) {
       return Fail(std::string("unknown option ") + std::string(arg) + " (see --help)");
     } else {

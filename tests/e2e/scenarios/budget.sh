@@ -52,6 +52,9 @@ timeout 120 "$run_bin" --slowdown-budget "" --server "$socket" -- "$programs/vec
   > "$work/empty.out" 2>&1 && fail "tally-run took an empty --slowdown-budget"
 grep -qF -- "--slowdown-budget: a slowdown budget is a percentage, optionally at a percentile: 10%, 10%@p95, not ''" \
   "$work/empty.out" || fail "tally-run's refusal of an empty budget: $(cat "$work/empty.out")"
+timeout 30 "$run_bin" --slowdown-budget > "$work/none.out" 2>&1 && fail "tally-run ran without a budget"
+grep -qF -- "--slowdown-budget needs a value" "$work/none.out" ||
+  fail "tally-run's refusal of a missing budget: $(cat "$work/none.out")"
 TALLY_SLOWDOWN_BUDGET=fast timeout 120 "$run_bin" --server "$socket" -- "$programs/vector_add" \
   > "$work/env.out" 2>&1 && fail "a program ran with TALLY_SLOWDOWN_BUDGET=fast"
 grep -qF "TALLY_SLOWDOWN_BUDGET: a slowdown budget is a percentage" "$work/env.out" ||
