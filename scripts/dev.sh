@@ -144,11 +144,13 @@ build_and_test() {
 # benchmarks' tests (label bench: the harness's own, and its live smoke run), e2e_priority
 # and e2e_priority_swapped: a minute each here, for scheduling outcomes over many kernel runs,
 # where the code they run (preemption, resumption, the priority policy) is also that of
-# server_dispatcher_test and e2e_validate_preempt, which run here; and the e2e_fenced_* runs
+# server_dispatcher_test and e2e_validate_preempt, which run here; e2e_budget_slices, for the
+# same reason (its slices sized to measured times; KernelRuns' slices are server_dispatcher_test's
+# too); and the e2e_fenced_* runs
 # of whole programs fenced (three and a half minutes here) and the e2e_fence_*_printer runs of
 # printf, whose server code is that of the other e2e_fence_* tests and e2e_fence_strict_refuses,
 # which run here.
-asan_skipped="e2e_gpu_check_dry|e2e_priority|e2e_priority_swapped|e2e_fenced_.*|e2e_fence_.*_printer"
+asan_skipped="e2e_gpu_check_dry|e2e_priority|e2e_priority_swapped|e2e_budget_slices|e2e_fenced_.*|e2e_fence_.*_printer"
 asan_selection=(-L "^(unit|e2e)\$" -LE "^bench\$" -E "^($asan_skipped)\$")
 asan() {
   main_targets e2e_programs tally_conformance_ptx tally_catch_main

@@ -439,6 +439,7 @@ void Dispatcher::HandleControl(Time now) {
       case Control::Kind::kBudget:
         if (Find(queue.client) == nullptr) continue;
         policy_->BudgetChanged(now, queue.client, event.budget, decisions_);
+        NoteMeasuredSlowdown(queue);  // measured against the old budget: none now
         break;
       case Control::Kind::kLeave: {
         {
@@ -514,9 +515,13 @@ void Dispatcher::EndRun(Time now, EndedRun& ended) {
   // Never earlier than what the policy was told before: its clock does not go back.
   told_ = std::max(told_, std::min(ended.ended_at.value_or(now), now));
   policy_->RunEnded(told_, ended.client, ended.end, decisions_);
-  queue->measured_slowdown.store(policy_->MeasuredSlowdown(ended.client).value_or(-1),
-                                 std::memory_order_relaxed);
+  NoteMeasuredSlowdown(*queue);
   Apply(now);
+}
+
+void Dispatcher::NoteMeasuredSlowdown(ClientQueue& queue) {
+  queue.measured_slowdown.store(policy_->MeasuredSlowdown(queue.client).value_or(-1),
+                                std::memory_order_relaxed);
 }
 
 void Dispatcher::AnnounceHeads(Time now) {

@@ -223,6 +223,9 @@ class Dispatcher {
   void Consume(ClientQueue& queue, CUresult result, std::string what);
   // Tells the policy of a run's end (the head is consumed first when the kernel finished).
   void EndRun(scheduler::Time now, EndedRun& ended);
+  // Keeps the policy's measured slowdown of the client for the status (after each event that
+  // may change it).
+  void NoteMeasuredSlowdown(ClientQueue& queue);
   void FinishLeaving();
   // A fault of the shared context: attributes it, and resets the context once it may.
   void RecoverFromFault();

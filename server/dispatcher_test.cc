@@ -6,7 +6,8 @@
 // an unfenced kernel waits while another client holds memory (and fails after the gate's wait),
 // runs once it left, and keeps other clients from memory until it has ended; the runs of a client
 // above best-effort count as busy time, a best-effort client's do not; a client removed during
-// a PTB run is stopped and never resumed; a reported original-form run's end is its end on the
+// a PTB run is stopped and never resumed, and one removed between slices hands no empty PTB
+// state to the next PTB kernel; a reported original-form run's end is its end on the
 // device as its events time it, not the late poll's; where a fault poisons the shared context, a
 // run whose launch went out but could not be followed counts for the fault's attribution. A
 // kernel's transformed forms are made once, whichever clients' threads ask; made on the background
@@ -706,6 +707,40 @@ TEST_CASE("A preempted PTB kernel resumes with the workers its resumption asks f
                                        CountingLaunch::widths.end());
   CHECK(ptb_runs == std::vector<unsigned>{1, 4});
   CHECK(slow.stats.resumes == 1u);
+}
+
+TEST_CASE("A sliced kernel forgotten between slices leaves no PTB state to the next kernel") {
+  // priority-budget holds a kernel between sized slices while no slice fits beside the
+  // foreground, and its client may leave then; the next PTB kernel must still have a state.
+  constexpr uint32_t kBlocks = 8;
+  SlowKernelRuns sliced(TheDevice().backend, kBlocks, 1, ClientId(5));
+  KernelRuns& runs = *sliced.runs;
+  std::vector<EndedRun> ended;
+  const auto run_ends = [&] {
+    ended.clear();
+    REQUIRE(Eventually([&] {
+      runs.Poll(ended);
+      return !ended.empty();
+    }));
+    return ended.front();
+  };
+  REQUIRE(runs.IssueTransformed(sliced.owner, sliced.launch, LaunchForm::Slice(2)) == CUDA_SUCCESS);
+  REQUIRE_FALSE(run_ends().end.finished);
+  runs.Forget(ClientId(5));
+  CHECK_FALSE(runs.HasRuns(ClientId(5)));
+
+  Ints done(kBlocks), ids(kBlocks);
+  const KernelLaunch ptb =
+      TwoBufferLaunch("RecordBlocks", {kBlocks, 1, 1}, done, ids, sliced.stream.get());
+  const RunOwner owner{ClientId(6), &sliced.stats, &sliced.latencies};
+  REQUIRE(runs.IssueTransformed(owner, ptb, LaunchForm::Preemptible(2)) == CUDA_SUCCESS);
+  const EndedRun end = run_ends();
+  CHECK(end.end.finished);
+  CHECK(end.result == CUDA_SUCCESS);
+  CHECK(done.Download(sliced.stream.get()) == std::vector<int>(kBlocks, 1));
+  std::vector<int> first_slice(kBlocks, 0);
+  first_slice[0] = first_slice[1] = 1;
+  CHECK(sliced.done.Download(sliced.stream.get()) == first_slice);
 }
 
 TEST_CASE("A reported original-form run ends when it ended on the device, not at its poll") {

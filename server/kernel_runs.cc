@@ -556,11 +556,12 @@ void KernelRuns::Forget(ClientId client) {
   }
   auto it = transformed_.find(client);
   if (it == transformed_.end()) return;
-  it->second->forgotten = true;
-  if (!it->second->in_flight) {
-    free_slots_.push_back(it->second->slot);
-    transformed_.erase(it);
-  }
+  Transformed& kernel = *it->second;
+  kernel.forgotten = true;
+  if (kernel.in_flight) return;
+  // Only a PTB kernel has a slot: a sliced one's is empty, and would be handed out next.
+  if (kernel.form.kind == FormKind::kPreemptible) free_slots_.push_back(kernel.slot);
+  transformed_.erase(it);
 }
 
 bool KernelRuns::HasRuns(ClientId client) const {

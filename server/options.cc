@@ -55,7 +55,8 @@ constexpr Flag kFlags[] = {
      "(tally-run --slowdown-budget): how much longer than alone their busy periods (from work "
      "arriving to the queue going idle: a request) may take at the percentile (p99 unless "
      "given) while background work runs beside them, e.g. 10% or "
-     "20%@p95 (default 0%: the background is held as by --policy priority)"},
+     "20%@p95 (default 0%: the background is held as by --policy priority; above 0% "
+     "refused under another policy, which has no budgets)"},
     {"min-idle-ms", "TALLY_MIN_IDLE_MS", "MS",
      "a lower priority level's kernels wait until every higher level has been idle this long "
      "(default 0.1; on the emulated GPU 2)"},
@@ -551,6 +552,11 @@ absl::StatusOr<std::optional<ServerOptions>> ParseOptions(
   if (options.unfenceable == Unfenceable::kAlone && options.isolation != Isolation::kFenced) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "--unfenceable alone needs --isolation fenced, not %s", IsolationName(options.isolation)));
+  }
+  if (options.slowdown_budget.slowdown > 0 && options.policy != "priority-budget") {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--slowdown-budget %s needs --policy priority-budget: --policy %s has no budgets",
+        options.slowdown_budget.ToString(), options.policy));
   }
   return options;
 }

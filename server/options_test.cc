@@ -151,10 +151,18 @@ TEST_CASE("--code-cache: a folder or none, bounded by --code-cache-size (1 GiB b
 TEST_CASE("--slowdown-budget: 0% by default, a budget at a percentile, clear errors") {
   unsetenv("TALLY_DEFAULT_SLOWDOWN_BUDGET");
   CHECK((*Parse({}))->slowdown_budget == SlowdownBudget{0, 0.99});
-  CHECK((*Parse({"--slowdown-budget", "10%@p95"}))->slowdown_budget == SlowdownBudget{0.1, 0.95});
+  CHECK((*Parse({"--policy=priority-budget", "--slowdown-budget", "10%@p95"}))->slowdown_budget ==
+        SlowdownBudget{0.1, 0.95});
   auto bad = Parse({"--slowdown-budget", "10"});
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.status().message().find("--slowdown-budget: a slowdown budget is a percentage") == 0);
+  // A budget the policy would ignore is refused, not taken silently; 0% is every policy's.
+  auto unused = Parse({"--slowdown-budget", "10%"});
+  REQUIRE_FALSE(unused.ok());
+  CHECK(unused.status().message() ==
+        "--slowdown-budget 10%@p99 needs --policy priority-budget: --policy priority has no "
+        "budgets");
+  CHECK(Parse({"--policy=fifo", "--slowdown-budget", "0%"}).ok());
 }
 
 TEST_CASE("Library kernels: by-priority by default, a named rule, a vendor folder") {

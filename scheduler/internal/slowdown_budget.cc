@@ -97,6 +97,7 @@ void SlowdownBudget::SetBudget(double budget, double percentile) {
   budget_ = budget;
   percentile_ = percentile;
   slowdowns_.clear();
+  measured_.reset();
   if (budget_ <= 0) bound_ = 0;
 }
 

@@ -24,7 +24,8 @@ class SlowdownBudget {
   SlowdownBudget(double budget, double percentile) : budget_(budget), percentile_(percentile) {}
 
   // A new budget (tally-ctl budget): the durations alone are kept, the slowdowns measured
-  // against the old budget are not; a budget of 0 drops the bound to zero at once.
+  // against the old budget (and their percentile, measured()) are not; a budget of 0 drops the
+  // bound to zero at once.
   void SetBudget(double budget, double percentile);
 
   enum class Verdict { kNone, kGrew, kShrank, kStopped };

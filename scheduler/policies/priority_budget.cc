@@ -44,11 +44,15 @@ class PriorityBudgetPolicy final : public internal::HoldingPolicy {
     foreground_.erase(client);  // tracked again from its next kernel if still in the foreground
     HoldingPolicy::PriorityChanged(now, client, priority, out);
   }
-  void BudgetChanged(Time, ClientId client, const SlowdownBudget& budget, Decisions&) override {
+  void BudgetChanged(Time now, ClientId client, const SlowdownBudget& budget,
+                     Decisions& out) override {
     budgets_[client] = budget;
     if (auto it = foreground_.find(client); it != foreground_.end()) {
       it->second.budget.SetBudget(budget.slowdown, budget.percentile);
     }
+    // Effective at once (Policy::BudgetChanged): what runs beside the foreground beyond the new
+    // bound is preempted now, not at the next event, which may be far off.
+    Woken(now, out);
   }
   std::optional<double> MeasuredSlowdown(ClientId client) const override {
     auto it = foreground_.find(client);

@@ -4,7 +4,9 @@
 // the budget; a kernel started or resumed narrow beside the foreground is widened once the
 // foreground is idle; a kernel whose time alone fits the allowance runs unshaped (in idle time,
 // within the allowance; beside a period, within what is left of it), and one that does not fit
-// runs in slices sized the same way; at budget 0 every decision is `priority`'s.
+// runs in slices sized the same way; a budget changed to 0 preempts what runs beside at once, and
+// a kernel in slices goes on through a budget of 0 and back; at budget 0 every decision is
+// `priority`'s.
 #include <catch2/catch.hpp>
 #include <functional>
 
@@ -217,6 +219,30 @@ TEST_CASE_METHOD(KnownTimes, "Without an allowance no kernel is started in slice
   CHECK(p.Wake(500) == Actions{IssueOf(2, Ptb(0))});
 }
 
+TEST_CASE_METHOD(KnownTimes, "A kernel not one wave of which fits the allowance is not sliced") {
+  // 40 blocks, 64 us alone: waves of 32 us, more than the 10 us allowance.
+  advisor.choices[KernelId(5)] = {Ptb(0), true, Us(64)};
+  CHECK(p.End(400, 1, Finished(FormKind::kOriginal)).empty());
+  CHECK(p.Arrive(401, 2, Head::Kernel(Kernel(5, 40))).empty());  // held until min_idle
+  CHECK(p.Wake(500) == Actions{IssueOf(2, Ptb(0))});             // the advisor's form
+}
+
+TEST_CASE_METHOD(KnownTimes, "A kernel in slices goes on through a budget of 0 and back") {
+  // 40 blocks, 16 us alone: waves of 32 blocks, 8 us each; the allowance is 10 us.
+  advisor.choices[KernelId(5)] = {Ptb(0), true, Us(16)};
+  const auto slice = [](uint32_t blocks) { return IssueOf(2, LaunchForm::Slice(blocks)); };
+  CHECK(p.Arrive(301, 2, Head::Kernel(Kernel(5, 40))) == Actions{slice(32)});
+  CHECK(p.Budget(305, 1, {.slowdown = 0}).empty());  // a slice is not preempted: it ends
+  CHECK(p.End(311, 2, {FormKind::kSliced, false, 32, 40}).empty());  // held beside the period
+  CHECK(p.End(400, 1, Finished(FormKind::kOriginal)).empty());
+  // In idle time a started kernel goes on a wave at a time, without an allowance too.
+  CHECK(p.Wake(500) == Actions{slice(8)});
+  CHECK(p.End(510, 2, {FormKind::kSliced, true, 40, 40}).empty());
+  // Back to 10%: the durations alone were kept, so the allowance is back at once.
+  CHECK(p.Budget(511, 1, {.slowdown = 0.10}).empty());
+  CHECK(p.Arrive(512, 2, Head::Kernel(Kernel(5, 40))) == Actions{slice(32)});
+}
+
 TEST_CASE("The allowance is the budget of a typical period, less what the period spent") {
   internal::SlowdownBudget budget(0.10, 0.99);
   const KernelShape shape = Kernel(1).shape;
@@ -273,6 +299,18 @@ TEST_CASE_METHOD(Fixture, "A client's budget of 0 holds the background as priori
   CHECK(p.Wake(200) == Actions{IssueOf(2, Ptb(0))});
   CHECK(p.Arrive(300, 1, Head::Kernel(Kernel(1))) == Actions{PreemptOf(2), Foreground(1, true)});
   CHECK(p.End(305, 2, Stopped(10)).empty());  // no first, narrow bound
+}
+
+TEST_CASE_METHOD(Fixture, "A budget changed to 0 stops what runs beside the foreground at once") {
+  GrowToTwo();  // the background runs two workers wide beside the kernel issued at 600
+  CHECK(p.policy().MeasuredSlowdown(Client(1)).has_value());
+  // tally-ctl budget: not at the foreground kernel's end, which may be far off.
+  CHECK(p.Budget(606, 1, {.slowdown = 0}) == Actions{PreemptOf(2)});
+  // What was measured against the old budget is not shown against the new one.
+  CHECK_FALSE(p.policy().MeasuredSlowdown(Client(1)).has_value());
+  CHECK(p.End(610, 2, Stopped(40)).empty());  // held while the foreground runs
+  CHECK(p.End(700, 1, Finished(FormKind::kOriginal)).empty());
+  CHECK(p.Wake(800) == Actions{IssueOf(2, Ptb(0))});
 }
 
 TEST_CASE(

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -133,7 +134,7 @@ tally::tools::JobDemand JobOf(const std::string& priority, const std::string& me
 int main(int argc, char** argv) {
   std::string priority;
   std::string memory_limit;
-  std::string slowdown_budget;
+  std::optional<std::string> slowdown_budget;  // given, if only as "" (refused)
   std::string server;
   std::string device;
   bool verbose = false;
@@ -166,6 +167,9 @@ int main(int argc, char** argv) {
       priority = arg.substr(11);
     } else if (arg.starts_with("--server=")) {
       server = arg.substr(9);
+    } else if (arg == "--priority" || arg == "--server" || arg == "--device" ||
+               arg == "--memory-limit" || arg == "--slowdown-budget") {
+      return Fail(std::string(arg) + " needs a value (see --help)");  // the last argument
     } else if (arg.starts_with("-")) {
       return Fail(std::string("unknown option ") + std::string(arg) + " (see --help)");
     } else {
@@ -185,8 +189,8 @@ int main(int argc, char** argv) {
                                                    : std::string(bytes.status().message())));
     }
   }
-  if (!slowdown_budget.empty()) {
-    if (auto parsed = tally::SlowdownBudget::Parse(slowdown_budget); !parsed.ok()) {
+  if (slowdown_budget) {
+    if (auto parsed = tally::SlowdownBudget::Parse(*slowdown_budget); !parsed.ok()) {
       return Fail("--slowdown-budget: " + std::string(parsed.status().message()));
     }
   }
@@ -221,7 +225,7 @@ int main(int argc, char** argv) {
   PrependToVariable("LD_PRELOAD", shim_path);
   if (!priority.empty()) setenv("TALLY_PRIORITY", priority.c_str(), 1);
   if (!memory_limit.empty()) setenv("TALLY_MEMORY_LIMIT", memory_limit.c_str(), 1);
-  if (!slowdown_budget.empty()) setenv("TALLY_SLOWDOWN_BUDGET", slowdown_budget.c_str(), 1);
+  if (slowdown_budget) setenv("TALLY_SLOWDOWN_BUDGET", slowdown_budget->c_str(), 1);
   if (!server.empty()) setenv("TALLY_SERVER", server.c_str(), 1);
   execvp(argv[i], argv + i);
   return Fail(std::string("cannot run ") + argv[i] + ": " + std::strerror(errno));

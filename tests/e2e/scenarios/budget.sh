@@ -1,6 +1,7 @@
 # budget: a client's slowdown budget (tally-run --slowdown-budget) reaches the server and shows in
 # tally-ctl status; tally-ctl budget changes it while the client runs and refuses malformed
-# values clearly; a malformed TALLY_SLOWDOWN_BUDGET fails the program at once, saying why.
+# values clearly; a malformed TALLY_SLOWDOWN_BUDGET fails the program at once, saying why; a
+# server of another policy refuses a budget above 0% from tally-ctl budget.
 start_server --policy priority-budget --slowdown-budget 5%
 start_hog --priority high --slowdown-budget 15%
 await_status "$work/budget.json" "len(s['clients']) == 1"
@@ -47,7 +48,28 @@ timeout 120 "$run_bin" --slowdown-budget ten --server "$socket" -- "$programs/ve
   > "$work/flag.out" 2>&1 && fail "tally-run took --slowdown-budget ten"
 grep -qF -- "--slowdown-budget: a slowdown budget is a percentage" "$work/flag.out" ||
   fail "tally-run's refusal: $(cat "$work/flag.out")"
+timeout 120 "$run_bin" --slowdown-budget "" --server "$socket" -- "$programs/vector_add" \
+  > "$work/empty.out" 2>&1 && fail "tally-run took an empty --slowdown-budget"
+grep -qF -- "--slowdown-budget: a slowdown budget is a percentage, optionally at a percentile: 10%, 10%@p95, not ''" \
+  "$work/empty.out" || fail "tally-run's refusal of an empty budget: $(cat "$work/empty.out")"
+timeout 30 "$run_bin" --slowdown-budget > "$work/none.out" 2>&1 && fail "tally-run ran without a budget"
+grep -qF -- "--slowdown-budget needs a value" "$work/none.out" ||
+  fail "tally-run's refusal of a missing budget: $(cat "$work/none.out")"
 TALLY_SLOWDOWN_BUDGET=fast timeout 120 "$run_bin" --server "$socket" -- "$programs/vector_add" \
   > "$work/env.out" 2>&1 && fail "a program ran with TALLY_SLOWDOWN_BUDGET=fast"
 grep -qF "TALLY_SLOWDOWN_BUDGET: a slowdown budget is a percentage" "$work/env.out" ||
   fail "the program did not say why it failed: $(cat "$work/env.out")"
+
+# A policy without budgets refuses one above 0%, rather than show it as if it held; 0% is any
+# policy's.
+kill -KILL "$hog_pid"
+wait "$hog_pid" 2>/dev/null
+kill -TERM "$server_pid"
+wait "$server_pid" 2>/dev/null
+start_server --policy priority
+start_hog --priority high
+await_status "$work/priority.json" "len(s['clients']) == 1"
+id=$(client_id "$work/priority.json" "$hog_pid")
+refused_budget 1 "budget refused: --policy priority has no budgets" "$id" 10%
+timeout 30 "$TALLY_CTL" budget "$id" 0% --server "$socket" > "$work/zero.out" ||
+  fail "tally-ctl budget 0% failed under priority: $(cat "$work/zero.out")"
