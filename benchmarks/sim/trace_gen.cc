@@ -13,10 +13,11 @@ namespace {
 // 0.6, from Villarrubia, Costero, Igual and Olcoz, "A comprehensive evaluation of spatial
 // co-execution on GPUs using MPS and MIG technologies" (J. Supercomputing 82(4), 2026;
 // arXiv:2604.22430, abstract): co-execution under MPS with memory contention performs about 30%
-// worse than running the jobs one after the other. Two such jobs each holding half the device
-// take 1 + interference / 2 of that time in this model, so 1.3 gives 0.6. Compute-bound kernels
-// (matrix multiplications, convolutions): no public figure isolates their slowdown, so they keep
-// the default 0.5. ../workloads/README.md, "Interference", gives the sources in full.
+// worse (read here as against running the jobs one after the other; the abstract names neither
+// GPU nor jobs). Two such jobs each holding half the device take 1 + interference / 2 of that
+// time in this model, so 1.3 gives 0.6. Compute-bound kernels (matrix multiplications,
+// convolutions): no public figure isolates their slowdown, so they keep the default 0.5.
+// ../workloads/README.md, "Interference", gives the sources in full.
 struct Archetype {
   const char* name;
   uint32_t threads, registers, shared_bytes;
