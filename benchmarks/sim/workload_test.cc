@@ -1,7 +1,10 @@
 // Workloads as data: trace files round-trip and refuse what they cannot mean; generated traces
-// take their target time alone; arrival traces are ordered, within the horizon and near the
-// asked mean rate.
+// take their target time alone and give each kernel its archetype's interference; arrival traces
+// are ordered, within the horizon and near the asked mean rate.
 #include <catch2/catch.hpp>
+#include <map>
+#include <set>
+#include <string>
 
 #include "benchmarks/sim/arrivals.h"
 #include "benchmarks/sim/trace_gen.h"
@@ -54,6 +57,28 @@ TEST_CASE("Generated traces take their target time alone") {
   CHECK(std::abs((AloneTime(train, device) - milliseconds(100)).count()) < 1000);
   CHECK(infer.kernels.size() == 48);
   CHECK(train.kernels.size() == 16 * 7 + 4);
+}
+
+TEST_CASE("Generated kernels carry their archetype's interference sensitivity") {
+  // Matrix multiplications and convolutions keep the default; normalisations, activations and
+  // optimizer steps (memory-bound) take 0.6 (trace_gen.cc cites the figure).
+  const std::map<std::string, double> expected = {
+      {"gemm_in", 0.5},     {"gemm_out", 0.5}, {"conv_fwd", 0.5}, {"conv_dgrad", 0.5},
+      {"conv_wgrad", 0.5},  {"norm", 0.6},     {"norm_fwd", 0.6}, {"norm_bwd", 0.6},
+      {"elementwise", 0.6}, {"act_fwd", 0.6},  {"act_bwd", 0.6},  {"optimizer", 0.6}};
+  const DeviceSpec device;
+  std::set<std::string> seen;
+  for (const JobTrace& trace :
+       {GenerateInference({.name = "i", .layers = 2, .target = milliseconds(1)}, device),
+        GenerateTraining({.name = "t", .layers = 2, .target = milliseconds(10)}, device)}) {
+    for (const TraceKernel& k : trace.kernels) {
+      INFO(k.name);
+      REQUIRE(expected.contains(k.name));
+      CHECK(k.interference == expected.at(k.name));
+      seen.insert(k.name);
+    }
+  }
+  CHECK(seen.size() == expected.size());
 }
 
 TEST_CASE("Arrival traces keep their mean rate, in order, within the horizon") {
