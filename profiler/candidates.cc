@@ -38,7 +38,7 @@ std::vector<LaunchForm> Candidates(const KernelInfo& kernel) {
     }
   }
   if (kernel.sliceable) {
-    const uint64_t wave = std::max<uint64_t>(uint64_t{kernel.resident_per_sm} * kernel.sm_count, 1);
+    const uint64_t wave = std::max<uint64_t>(kernel.WaveBlocks(), 1);
     // LaunchForm counts slices in 32 bits; grids with more waves than that get larger slices.
     uint64_t slices =
         std::min<uint64_t>((blocks + wave - 1) / wave, std::numeric_limits<uint32_t>::max());

@@ -73,6 +73,16 @@ struct KernelInfo {
   // kernels shaped, Policy::WaitsForForms): sliceable and preemptible say nothing yet, and the
   // driver tells the policy the kernel anew (Policy::HeadUpdated) once they are made, or given up.
   bool forms_pending = false;
+
+  // A wave: the blocks the device runs at once, resident_per_sm x sm_count (the PTB form's
+  // occupancy, taken for every form); 0 when unknown.
+  uint64_t WaveBlocks() const { return uint64_t{resident_per_sm} * sm_count; }
+  // The waves `blocks` of its blocks take, a part wave counting whole (it takes as long as a
+  // whole one while its blocks run side by side); 0 when the wave is unknown.
+  uint64_t Waves(uint64_t blocks) const {
+    const uint64_t wave = WaveBlocks();
+    return wave == 0 ? 0 : (blocks + wave - 1) / wave;
+  }
 };
 
 // The head of a client's ordered command queue: a kernel launch, or other stream work (copies,

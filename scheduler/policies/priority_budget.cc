@@ -101,16 +101,15 @@ class PriorityBudgetPolicy final : public internal::HoldingPolicy {
   // A timed kernel that does not fit runs in slices: ordinary blocks on the background's stream,
   // which the device serves after the foreground's (as an unshaped kernel's) and which end by
   // themselves, each slice sized to the budget as RunsOriginal sizes a whole kernel. Sized in
-  // whole waves (the resident blocks per SM times the SMs; the PTB form's occupancy, taken for
-  // the sliced form's): a wave takes the kernel's time alone over its waves, and a slice of fewer
-  // blocks than a wave still takes a wave's time.
+  // whole waves (KernelInfo::Waves): a wave takes the kernel's time alone over its waves, and a
+  // slice of fewer blocks than a wave still takes a wave's time.
   uint32_t SliceBlocks(const KernelInfo& kernel, Duration time_alone, uint64_t remaining,
                        bool beside) override {
     if (foreground_.empty()) return 0;
-    const uint64_t slots = uint64_t{kernel.resident_per_sm} * kernel.sm_count;
+    const uint64_t slots = kernel.WaveBlocks();
     const uint64_t grid = kernel.shape.grid.Count();
     if (slots == 0 || remaining == 0 || time_alone <= Duration::zero()) return 0;
-    const Duration wave = time_alone / static_cast<Duration::rep>((grid + slots - 1) / slots);
+    const Duration wave = time_alone / static_cast<Duration::rep>(kernel.Waves(grid));
     Duration allowed = Duration::max();
     for (const auto& [id, fg] : foreground_) {
       allowed = std::min(allowed, beside ? fg.budget.Left() : fg.budget.Allowance());
@@ -124,7 +123,7 @@ class PriorityBudgetPolicy final : public internal::HoldingPolicy {
     }
     const uint64_t blocks = std::min({remaining, waves * slots, uint64_t{UINT32_MAX}});
     if (beside) {
-      const Duration cost = wave * static_cast<Duration::rep>((blocks + slots - 1) / slots);
+      const Duration cost = wave * static_cast<Duration::rep>(kernel.Waves(blocks));
       for (auto& [id, fg] : foreground_) fg.budget.Commit(cost);
     }
     return static_cast<uint32_t>(blocks);
