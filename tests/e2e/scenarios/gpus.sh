@@ -22,6 +22,16 @@ all_status() {  # all_status FILE: tally-ctl status --all --json, checked to be 
   python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$1" ||
     fail "status --all --json is not JSON: $(cat "$1")"
 }
+# await_all_status FILE EXPRESSION: polls status --all (bounded) until the expression holds; a
+# server notices a client's exit on its own time.
+await_all_status() {
+  for _ in $(seq 200); do
+    all_status "$1"
+    json_true "$1" "$2" && return
+    sleep 0.05
+  done
+  json_check "$1" "$2"
+}
 all_status "$work/all.json"
 json_check "$work/all.json" "sorted(d['device']['ordinal'] for d in s) == [0, 1]"
 json_check "$work/all.json" \
@@ -43,8 +53,7 @@ uuid1=$(python3 -c 'import json, sys; print([d["device"]["uuid"] for d in json.l
 timeout 120 "$run_bin" --device 1 -- "$programs/vector_add" || fail "--device 1 failed"
 timeout 120 "$run_bin" --device "${uuid1#GPU-}" -- "$programs/vector_add" ||
   fail "--device $uuid1 failed"
-all_status "$work/after.json"
-json_check "$work/after.json" \
+await_all_status "$work/after.json" \
   "{d['device']['ordinal']: d['departed']['clients'] for d in s} == {0: 0, 1: 2}"
 
 # auto: four jobs (each holding 256 MiB) go 0, 1, 0, 1: fewest clients first, then the most free
