@@ -21,6 +21,8 @@ json_check "$work/status.json" "s['modules'] == {'registered': 1, 'kernels_index
 'forms_made': $queued, 'forms_waited': s['modules']['forms_waited']} \
 and s['modules']['forms_waited'] <= $waited"
 if (( waited > 0 )); then
+  # The server counts the program as departed when it notices its exit, on its own time.
+  await_status "$work/status.json" "s['departed']['clients'] == 1"
   json_check "$work/status.json" "s['departed']['scheduling']['kernels_original'] == 0 and \
 s['departed']['scheduling']['kernels_sliced'] + s['departed']['scheduling']['kernels_preemptible'] == 2"
 fi
