@@ -11,7 +11,6 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -134,10 +133,23 @@ tally::tools::JobDemand JobOf(const std::string& priority, const std::string& me
 int main(int argc, char** argv) {
   std::string priority;
   std::string memory_limit;
-  std::optional<std::string> slowdown_budget;  // given, if only as "" (refused)
+  std::string slowdown_budget;
+  bool slowdown_budget_given = false;  // if only as "" (refused)
   std::string server;
   std::string device;
   bool verbose = false;
+  // The options with a value, as `--NAME VALUE` or `--NAME=VALUE`.
+  struct ValueOption {
+    std::string_view name;
+    std::string* value;
+    bool* given = nullptr;
+  };
+  const ValueOption value_options[] = {
+      {"--priority", &priority},
+      {"--server", &server},
+      {"--device", &device},
+      {"--memory-limit", &memory_limit},
+      {"--slowdown-budget", &slowdown_budget, &slowdown_budget_given}};
   int i = 1;
   for (; i < argc; ++i) {
     const std::string_view arg = argv[i];
@@ -149,27 +161,26 @@ int main(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       return 0;
     }
-    if ((arg == "--priority" || arg == "--server" || arg == "--device") && i + 1 < argc) {
-      (arg == "--priority" ? priority : arg == "--server" ? server : device) = argv[++i];
-    } else if (arg.starts_with("--device=")) {
-      device = arg.substr(9);
+    const ValueOption* option = nullptr;
+    std::string_view value;
+    for (const ValueOption& candidate : value_options) {
+      if (arg == candidate.name) {
+        if (i + 1 == argc) return Fail(std::string(arg) + " needs a value (see --help)");
+        option = &candidate;
+        value = argv[++i];
+        break;
+      }
+      if (arg.starts_with(candidate.name) && arg.substr(candidate.name.size()).starts_with('=')) {
+        option = &candidate;
+        value = arg.substr(candidate.name.size() + 1);
+        break;
+      }
+    }
+    if (option != nullptr) {
+      *option->value = value;
+      if (option->given != nullptr) *option->given = true;
     } else if (arg == "--verbose") {
       verbose = true;
-    } else if (arg == "--memory-limit" && i + 1 < argc) {
-      memory_limit = argv[++i];
-    } else if (arg.starts_with("--memory-limit=")) {
-      memory_limit = arg.substr(15);
-    } else if (arg == "--slowdown-budget" && i + 1 < argc) {
-      slowdown_budget = argv[++i];
-    } else if (arg.starts_with("--slowdown-budget=")) {
-      slowdown_budget = arg.substr(18);
-    } else if (arg.starts_with("--priority=")) {
-      priority = arg.substr(11);
-    } else if (arg.starts_with("--server=")) {
-      server = arg.substr(9);
-    } else if (arg == "--priority" || arg == "--server" || arg == "--device" ||
-               arg == "--memory-limit" || arg == "--slowdown-budget") {
-      return Fail(std::string(arg) + " needs a value (see --help)");  // the last argument
     } else if (arg.starts_with("-")) {
       return Fail(std::string("unknown option ") + std::string(arg) + " (see --help)");
     } else {
@@ -189,8 +200,8 @@ int main(int argc, char** argv) {
                                                    : std::string(bytes.status().message())));
     }
   }
-  if (slowdown_budget) {
-    if (auto parsed = tally::SlowdownBudget::Parse(*slowdown_budget); !parsed.ok()) {
+  if (slowdown_budget_given) {
+    if (auto parsed = tally::SlowdownBudget::Parse(slowdown_budget); !parsed.ok()) {
       return Fail("--slowdown-budget: " + std::string(parsed.status().message()));
     }
   }
@@ -225,7 +236,7 @@ int main(int argc, char** argv) {
   PrependToVariable("LD_PRELOAD", shim_path);
   if (!priority.empty()) setenv("TALLY_PRIORITY", priority.c_str(), 1);
   if (!memory_limit.empty()) setenv("TALLY_MEMORY_LIMIT", memory_limit.c_str(), 1);
-  if (slowdown_budget) setenv("TALLY_SLOWDOWN_BUDGET", slowdown_budget->c_str(), 1);
+  if (slowdown_budget_given) setenv("TALLY_SLOWDOWN_BUDGET", slowdown_budget.c_str(), 1);
   if (!server.empty()) setenv("TALLY_SERVER", server.c_str(), 1);
   execvp(argv[i], argv + i);
   return Fail(std::string("cannot run ") + argv[i] + ": " + std::strerror(errno));
