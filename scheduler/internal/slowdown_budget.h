@@ -51,10 +51,10 @@ class SlowdownBudget {
   Duration Allowance() const;
   // What is left of it in the current period: the allowance less the sum of the period's
   // measured extra time (none when negative) and the times alone of the background work
-  // committed to it. What the
-  // committed work delayed is in both; counted once (the larger of the two), the background
-  // could spend up to twice as much beside a period, and at high load queued requests magnified
-  // that far past the budget (benchmarks/RESULTS.md, "A slowdown budget").
+  // committed to it. What the committed work delayed is in both; counted once (the larger of
+  // the two), the background could spend up to twice as much beside a period, and at high load
+  // queued requests magnified that far past the budget (benchmarks/RESULTS.md, "A slowdown
+  // budget").
   Duration Left() const;
   // Background work (a kernel in its original form or a slice), `time_alone` long, issued
   // beside the current period: it may delay the period by up to that much.
