@@ -178,7 +178,10 @@ absl::StatusOr<std::unique_ptr<Policy>> MakePolicy(std::string_view name,
 struct PolicyDescription {
   std::string_view name;
   std::string_view summary;
+  bool takes_budgets = false;  // spends clients' slowdown budgets (Policy::BudgetChanged)
 };
 std::span<const PolicyDescription> PolicyDescriptions();
+// Whether the policy called `name` spends slowdown budgets; false for an unknown name.
+bool TakesBudgets(std::string_view name);
 
 }  // namespace tally::scheduler

@@ -15,6 +15,7 @@
 #include "common/config_file.h"
 #include "common/status.h"
 #include "ipc/peer_access.h"
+#include "scheduler/policy.h"
 
 namespace tally::server {
 namespace {
@@ -553,7 +554,7 @@ absl::StatusOr<std::optional<ServerOptions>> ParseOptions(
     return absl::InvalidArgumentError(absl::StrFormat(
         "--unfenceable alone needs --isolation fenced, not %s", IsolationName(options.isolation)));
   }
-  if (options.slowdown_budget.slowdown > 0 && options.policy != "priority-budget") {
+  if (options.slowdown_budget.slowdown > 0 && !scheduler::TakesBudgets(options.policy)) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "--slowdown-budget %s needs --policy priority-budget: --policy %s has no budgets",
         options.slowdown_budget.ToString(), options.policy));

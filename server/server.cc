@@ -905,7 +905,7 @@ void Server::AnswerBudget(ipc::ControlConnection& control) {
   std::string message;
   if (!valid.ok()) {
     message = absl::StrFormat("budget refused: %s", valid.message());
-  } else if (budget.slowdown > 0 && settings_.policy != "priority-budget") {
+  } else if (budget.slowdown > 0 && !scheduler::TakesBudgets(settings_.policy)) {
     // Taken, it would show in the status as if it held.
     message = absl::StrFormat("budget refused: --policy %s has no budgets (priority-budget has)",
                               settings_.policy);

@@ -16,6 +16,7 @@
 #include "benchmarks/bench/child_process.h"
 #include "common/status.h"
 #include "ipc/control.h"
+#include "scheduler/policy.h"
 
 namespace tally::bench {
 namespace {
@@ -40,7 +41,7 @@ absl::StatusOr<ChildProcess> StartServer(const LiveOptions& options, const Polic
       options.profile_cache.empty() ? (dir / "profiles.json").string() : options.profile_cache;
   argv.insert(argv.end(), {"--socket", socket, "--policy=" + policy.policy,
                            "--profile-cache=" + cache, "--code-cache=none"});
-  if (policy.policy == "priority-budget") {
+  if (scheduler::TakesBudgets(policy.policy)) {
     argv.push_back(fmt::format("--slowdown-budget={:g}%", policy.budget * 100));
   }
   TALLY_ASSIGN_OR_RETURN(

@@ -11,6 +11,7 @@
 #include "benchmarks/sim/oracle_advisor.h"
 #include "benchmarks/sim/simulator.h"
 #include "common/status.h"
+#include "scheduler/policy.h"
 
 namespace tally::bench {
 namespace {
@@ -32,7 +33,7 @@ std::vector<PolicyVariant> PolicyVariants(const Scenario& scenario,
                                           const std::vector<std::string>& policies) {
   std::vector<PolicyVariant> variants;
   for (const std::string& name : policies) {
-    if (name != "priority-budget") {
+    if (!scheduler::TakesBudgets(name)) {
       variants.push_back({name, name});
       continue;
     }

@@ -250,6 +250,9 @@ TEST_CASE("Registry: names, and the errors for unknown names and a missing advis
   CHECK(names == std::vector<std::string_view>{"priority", "priority-budget",
                                                "priority-no-transform", "fifo", "time-slice", "mps",
                                                "mps-priority", "tgs"});
+  // Only priority-budget spends slowdown budgets (tally-server refuses one above 0% otherwise).
+  for (std::string_view name : names) CHECK(TakesBudgets(name) == (name == "priority-budget"));
+  CHECK_FALSE(TakesBudgets("lottery"));
   auto unknown = MakePolicy("lottery", {});
   REQUIRE_FALSE(unknown.ok());
   CHECK(unknown.status().message() ==

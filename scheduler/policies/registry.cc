@@ -31,7 +31,8 @@ constexpr std::array kPolicies = {
         }},
     Entry{{"priority-budget",
            "priority, but lower priorities may run beside the foreground within a slowdown "
-           "budget"},
+           "budget",
+           /*takes_budgets=*/true},
           [](const PolicyConfig& config) -> absl::StatusOr<std::unique_ptr<Policy>> {
             if (config.advisor == nullptr) return NeedsAdvisor("priority-budget");
             const BudgetOptions& budget = config.budget;
@@ -85,6 +86,13 @@ absl::StatusOr<std::unique_ptr<Policy>> MakePolicy(std::string_view name,
   }
   return absl::InvalidArgumentError(
       fmt::format("unknown policy '{}' (known: {})", name, fmt::join(names, ", ")));
+}
+
+bool TakesBudgets(std::string_view name) {
+  for (const Entry& entry : kPolicies) {
+    if (entry.description.name == name) return entry.description.takes_budgets;
+  }
+  return false;
 }
 
 std::span<const PolicyDescription> PolicyDescriptions() {
