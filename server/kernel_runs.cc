@@ -457,8 +457,7 @@ CUresult KernelRuns::IssuePtbRun(Transformed& kernel) {
   const KernelLaunch& launch = *kernel.launch;
   const RunOwner owner = kernel.owner;
   const auto fail = [&](CUresult result) {
-    free_slots_.push_back(kernel.slot);
-    transformed_.erase(owner.client);  // destroys `kernel`
+    Drop(transformed_.find(owner.client));  // destroys `kernel`
     return result;
   };
   // The flag (and before the first run the counter) start at 0. They are written on the control
@@ -556,11 +555,12 @@ void KernelRuns::Forget(ClientId client) {
   }
   auto it = transformed_.find(client);
   if (it == transformed_.end()) return;
-  Transformed& kernel = *it->second;
-  kernel.forgotten = true;
-  if (kernel.in_flight) return;
-  // Only a PTB kernel has a slot: a sliced one's is empty, and would be handed out next.
-  if (kernel.form.kind == FormKind::kPreemptible) free_slots_.push_back(kernel.slot);
+  it->second->forgotten = true;
+  if (!it->second->in_flight) Drop(it);
+}
+
+void KernelRuns::Drop(TransformedKernels::iterator it) {
+  if (it->second->form.kind == FormKind::kPreemptible) free_slots_.push_back(it->second->slot);
   transformed_.erase(it);
 }
 
@@ -620,9 +620,8 @@ std::optional<EndedRun> KernelRuns::Finish(DeviceRun& run, CUresult state, sched
         ended.what = DescribeLaunch(*kernel.launch);
       }
       if (ended.end.finished || kernel.forgotten) {
-        if (kernel.form.kind == FormKind::kPreemptible) free_slots_.push_back(kernel.slot);
         const bool forgotten = kernel.forgotten;
-        transformed_.erase(it);
+        Drop(it);
         if (!forgotten) result = std::move(ended);
       } else {
         result = std::move(ended);

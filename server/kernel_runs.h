@@ -122,6 +122,10 @@ class KernelRuns {
                             const scheduler::LaunchForm& form);
   CUresult IssueSlice(Transformed& kernel);
   CUresult IssuePtbRun(Transformed& kernel);
+  using TransformedKernels = absl::flat_hash_map<ClientId, std::unique_ptr<Transformed>>;
+  // Removes a client's transformed kernel, a PTB kernel's state back to the free slots (a sliced
+  // kernel has none: its empty slot handed out would leave the next PTB kernel without one).
+  void Drop(TransformedKernels::iterator it);
   // Records the events that end a run on the launch's stream and tracks it.
   CUresult Track(DeviceRun run, const KernelLaunch& launch);
   // A run of `client` went to the device, but the call after its launch answered `result`: if
@@ -161,7 +165,7 @@ class KernelRuns {
   std::vector<DeviceRun> runs_;  // on the device, in issue order
   // Per client, the latest EndedRun::ended_at reported (a client's runs end in issue order).
   absl::flat_hash_map<ClientId, scheduler::Time> last_ended_at_;
-  absl::flat_hash_map<ClientId, std::unique_ptr<Transformed>> transformed_;
+  TransformedKernels transformed_;
   std::vector<CUevent> free_events_;  // all with timing
   std::vector<PtbSlot> free_slots_;
   std::vector<PtbSlot> slots_;  // every slot, for the destructor
