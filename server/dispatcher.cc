@@ -136,7 +136,21 @@ Dispatcher::Dispatcher(const Backend& backend, std::unique_ptr<scheduler::Policy
       forms_wait_(forms_wait),
       poll_interval_(kMinPoll),
       unfenced_(unfenced),
-      thread_([this, setup = std::move(thread_setup)] { DispatchLoop(setup); }) {}
+      thread_setup_(std::move(thread_setup)),
+      end_watcher_(MakeEndWatcher()),
+      thread_([this] { DispatchLoop(); }) {}
+
+std::unique_ptr<RunEndWatcher> Dispatcher::MakeEndWatcher() {
+  return std::make_unique<RunEndWatcher>(api_, thread_setup_, [this] { Wake(); });
+}
+
+void Dispatcher::WatchEnd(const scheduler::Action& action, CUstream stream) {
+  // The policy issues a background kernel's next slice or resumption, or the background's next
+  // kernel, when it hears of this run's end: the watcher tells it at once. (It would be busy
+  // with the foreground's reported kernels, whose ends are timed by their events anyway.)
+  const bool reported = action.notify || action.form.kind != scheduler::FormKind::kOriginal;
+  if (reported && !action.foreground) end_watcher_->Watch(stream);
+}
 
 Dispatcher::~Dispatcher() {
   Stop();
@@ -357,8 +371,8 @@ void Dispatcher::KeepRounding(std::chrono::nanoseconds at_most) {
   Wake();
 }
 
-void Dispatcher::DispatchLoop(const std::function<void()>& thread_setup) {
-  thread_setup();
+void Dispatcher::DispatchLoop() {
+  thread_setup_();
   std::unique_lock lock(mutex_);
   while (!stopping_) {
     pending_work_ = false;
@@ -661,6 +675,7 @@ void Dispatcher::Apply(Time now) {
         return runs_->IssueOriginal(owner, *front->kernel, action.notify);
       });
       std::string what = result != CUDA_SUCCESS ? DescribeLaunch(*front->kernel) : std::string();
+      if (result == CUDA_SUCCESS) WatchEnd(action, front->kernel->stream);
       NoteIssued(*queue, front->kernel->stream);
       FollowAlone(*queue, *front->kernel);
       Consume(*queue, result, std::move(what));
@@ -692,6 +707,7 @@ void Dispatcher::Apply(Time now) {
       return runs_->IssueTransformed(owner, *queue->started, action.form);
     });
     FollowAlone(*queue, *queue->started);
+    if (result == CUDA_SUCCESS) WatchEnd(action, queue->started->stream);
     if (result != CUDA_SUCCESS) {
       // Given up: reported now, and its end told to the policy as if it had finished.
       DeferError(*queue, result, DescribeLaunch(*queue->started));
@@ -852,12 +868,14 @@ void Dispatcher::RecoverFromFault() {
 void Dispatcher::ResetContext() {
   // Every object of the old context goes before it does; none is used after.
   DestroyFreeFences();
+  end_watcher_.reset();
   runs_.reset();
   absl::Status reset = recovery_.reset ? recovery_.reset() : absl::OkStatus();
   if (reset.ok()) {
     absl::StatusOr<std::unique_ptr<KernelRuns>> runs = KernelRuns::Create(backend_, profiler_);
     if (runs.ok()) {
       runs_ = *std::move(runs);
+      end_watcher_ = MakeEndWatcher();
     } else {
       reset = runs.status();
     }

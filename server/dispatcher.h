@@ -34,6 +34,7 @@
 #include "server/host_callbacks.h"
 #include "server/kernel_forms.h"
 #include "server/kernel_runs.h"
+#include "server/run_end_watcher.h"
 #include "server/scheduling_stats.h"
 #include "server/unfenced_gate.h"
 
@@ -172,7 +173,10 @@ class Dispatcher {
   void RecordFailure(ClientQueue& queue, CUresult result, std::string what);
   // The entry of queues_ that owns `queue` (end() once it has left).
   std::vector<std::shared_ptr<ClientQueue>>::iterator Owner(const ClientQueue& queue);
-  void DispatchLoop(const std::function<void()>& thread_setup);
+  void DispatchLoop();
+  std::unique_ptr<RunEndWatcher> MakeEndWatcher();
+  // After `action` issued a run on `stream`: has its end watched if the policy waits for it.
+  void WatchEnd(const scheduler::Action& action, CUstream stream);
 
   // Dispatch thread only, without mutex_.
   // The device window: after every kFenceEvery commands issued on one of a client's streams an
@@ -291,6 +295,10 @@ class Dispatcher {
   std::vector<Control> control_;
   bool pending_work_ = false;  // commands arrived since the dispatch thread last looked
   bool stopping_ = false;
+  const std::function<void()> thread_setup_;  // the dispatch thread's and the end watcher's
+  // Wakes this thread at the end of a background run (Apply); made anew with the context, and
+  // destroyed before mutex_ and work_, which its thread's wake uses.
+  std::unique_ptr<RunEndWatcher> end_watcher_;
   std::thread thread_;  // last: starts after everything above exists
 };
 
