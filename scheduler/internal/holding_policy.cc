@@ -195,19 +195,19 @@ void HoldingPolicy::IssueBackground(Time now, ClientId id, Client& client, Decis
   }
   if (AwaitsForms(client)) return;  // HeadUpdated decides again
   if (BusyAbove(client.level)) {  // its arrival or end decides again
-    IssueBeside(id, client, out);
+    IssueBeside(now, id, client, Above::kBusy, out);
     return;
   }
   const Time idle_since = IdleAboveSince(client.level, now);
   // Sums, not differences: idle_since may be Time::min() (never busy).
   if (now < idle_since + options_.min_idle) {
     out.WakeAt(idle_since + options_.min_idle);
-    IssueBeside(id, client, out);
+    IssueBeside(now, id, client, Above::kJustIdle, out);
     return;
   }
   if (client.started) {
     if (client.form.sized_slice() &&
-        IssueSizedSlice(id, client, client.time_alone, /*beside=*/false, out)) {
+        IssueSizedSlice(now, id, client, client.time_alone, Above::kIdle, out)) {
       return;
     }
     // The next slice, or the resumption: at full width again if it was started narrow.
@@ -218,14 +218,14 @@ void HoldingPolicy::IssueBackground(Time now, ClientId id, Client& client, Decis
   }
   const FormChoice choice = BackgroundForm(client.head->kernel);
   if (choice.form.kind != FormKind::kOriginal &&
-      RunsOriginal(client.head->kernel, choice, /*beside=*/false)) {
+      RunsOriginal(now, client.head->kernel, choice, Above::kIdle)) {
     if (client.originals_running < options_.unshaped_in_flight) {
       IssueOriginal(id, client, /*risky=*/false, out);
     }
     return;
   }
   if (choice.form.kind != FormKind::kOriginal &&
-      IssueSizedSlice(id, client, choice.original_time, /*beside=*/false, out)) {
+      IssueSizedSlice(now, id, client, choice.original_time, Above::kIdle, out)) {
     return;
   }
   if (choice.form.kind == FormKind::kOriginal) {
@@ -250,13 +250,14 @@ void HoldingPolicy::Start(Client& client, const LaunchForm& form,
   client.time_alone = time_alone;
 }
 
-bool HoldingPolicy::IssueSizedSlice(ClientId id, Client& client, std::optional<Duration> time_alone,
-                                    bool beside, Decisions& out) {
+bool HoldingPolicy::IssueSizedSlice(Time now, ClientId id, Client& client,
+                                    std::optional<Duration> time_alone, Above above,
+                                    Decisions& out) {
   const KernelInfo& kernel = client.head->kernel;
   if (!time_alone || !kernel.sliceable) return false;
   const uint64_t grid = kernel.shape.grid.Count();
   const uint64_t remaining = client.started ? grid - std::min(grid, client.blocks_done) : grid;
-  const uint32_t blocks = SliceBlocks(kernel, *time_alone, remaining, beside);
+  const uint32_t blocks = SliceBlocks(now, kernel, *time_alone, remaining, above);
   if (blocks == 0) return false;
   const LaunchForm form = LaunchForm::Slice(blocks);
   out.Issue(id, form);
@@ -275,23 +276,24 @@ void HoldingPolicy::IssueOriginal(ClientId id, Client& client, bool risky, Decis
   client.head.reset();
 }
 
-void HoldingPolicy::IssueBeside(ClientId id, Client& client, Decisions& out) {
+void HoldingPolicy::IssueBeside(Time now, ClientId id, Client& client, Above above,
+                                Decisions& out) {
   const KernelInfo& kernel = client.head->kernel;
   if (client.started && client.form.sized_slice()) {
     // Its next slice once what is left of the budget allows one; held until then.
-    IssueSizedSlice(id, client, client.time_alone, /*beside=*/true, out);
+    IssueSizedSlice(now, id, client, client.time_alone, above, out);
     return;
   }
   std::optional<FormChoice> choice;  // asked of the advisor once: its answers may count tries
   if (!client.started && MayRunOriginalBeside()) {
     choice = BackgroundForm(kernel);
     if (client.originals_running < options_.unshaped_in_flight &&
-        RunsOriginal(kernel, *choice, /*beside=*/true)) {
+        RunsOriginal(now, kernel, *choice, above)) {
       IssueOriginal(id, client, /*risky=*/false, out);
       return;
     }
     if (choice->form.kind != FormKind::kOriginal &&
-        IssueSizedSlice(id, client, choice->original_time, /*beside=*/true, out)) {
+        IssueSizedSlice(now, id, client, choice->original_time, above, out)) {
       return;
     }
   }

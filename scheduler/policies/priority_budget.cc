@@ -69,6 +69,9 @@ class PriorityBudgetPolicy final : public internal::HoldingPolicy {
     internal::SlowdownBudget budget;
     std::deque<Run> running;  // in issue order, which is the order they end in
     Time last_end = Time::min();
+    // The expected end of background work issued beside while no kernel of the client was on
+    // the device (Spend).
+    Time idle_work_until = Time::min();
   };
 
   FormChoice BackgroundForm(const KernelInfo& kernel) override {
@@ -79,17 +82,13 @@ class PriorityBudgetPolicy final : public internal::HoldingPolicy {
   // A background kernel whose time alone is known runs unshaped (no PTB or slicing cost, nothing
   // to preempt: it ends by itself) when that time fits the budget: while the foreground is idle,
   // within every foreground client's allowance (a request that arrives meanwhile waits for at
-  // most about that); beside a busy period, within what is left of each one's allowance.
-  bool RunsOriginal(const KernelInfo&, const FormChoice& choice, bool beside) override {
+  // most about that); beside a busy period, within what is left of each one's allowance (Spend).
+  bool RunsOriginal(Time now, const KernelInfo&, const FormChoice& choice, Above above) override {
     if (!choice.original_time || foreground_.empty()) return false;
     const Duration time = *choice.original_time;
-    for (const auto& [id, fg] : foreground_) {
-      const Duration allowed = beside ? fg.budget.Left() : fg.budget.Allowance();
-      if (allowed <= Duration::zero() || time > allowed) return false;
-    }
-    if (beside) {
-      for (auto& [id, fg] : foreground_) fg.budget.Commit(time);
-    }
+    const Duration allowed = Allowed(above);
+    if (allowed <= Duration::zero() || time > allowed) return false;
+    Spend(now, time, above);
     return true;
   }
   bool MayRunOriginalBeside() const override {
@@ -103,30 +102,50 @@ class PriorityBudgetPolicy final : public internal::HoldingPolicy {
   // themselves, each slice sized to the budget as RunsOriginal sizes a whole kernel. Sized in
   // whole waves (KernelInfo::Waves): a wave takes the kernel's time alone over its waves, and a
   // slice of fewer blocks than a wave still takes a wave's time.
-  uint32_t SliceBlocks(const KernelInfo& kernel, Duration time_alone, uint64_t remaining,
-                       bool beside) override {
+  uint32_t SliceBlocks(Time now, const KernelInfo& kernel, Duration time_alone, uint64_t remaining,
+                       Above above) override {
     if (foreground_.empty()) return 0;
     const uint64_t slots = kernel.WaveBlocks();
     const uint64_t grid = kernel.shape.grid.Count();
     if (slots == 0 || remaining == 0 || time_alone <= Duration::zero()) return 0;
     const Duration wave = time_alone / static_cast<Duration::rep>(kernel.Waves(grid));
-    Duration allowed = Duration::max();
-    for (const auto& [id, fg] : foreground_) {
-      allowed = std::min(allowed, beside ? fg.budget.Left() : fg.budget.Allowance());
-    }
+    const Duration allowed = Allowed(above);
     uint64_t waves = wave > Duration::zero() ? static_cast<uint64_t>(allowed / wave) : 1;
     if (waves == 0) {
       // In idle time a kernel started in slices goes on, a wave at a time; none is started so
       // without an allowance (a budget of 0 is `priority`).
-      if (beside || remaining == grid) return 0;
+      if (Beside(above) || remaining == grid) return 0;
       waves = 1;
     }
     const uint64_t blocks = std::min({remaining, waves * slots, uint64_t{UINT32_MAX}});
-    if (beside) {
-      const Duration cost = wave * static_cast<Duration::rep>(kernel.Waves(blocks));
-      for (auto& [id, fg] : foreground_) fg.budget.Commit(cost);
-    }
+    Spend(now, wave * static_cast<Duration::rep>(kernel.Waves(blocks)), above);
     return static_cast<uint32_t>(blocks);
+  }
+  // What background work issued now may take alone: within every foreground client's
+  // allowance while the foreground is idle, within what is left of it beside.
+  Duration Allowed(Above above) const {
+    Duration allowed = Duration::max();
+    for (const auto& [id, fg] : foreground_) {
+      const Duration own = Beside(above) ? fg.budget.Left() : fg.budget.Allowance();
+      allowed = std::min(allowed, std::max(own, Duration::zero()));
+    }
+    return allowed;
+  }
+  // Background work `time_alone` long, issued beside: a client with kernels on the device has it
+  // committed to its period at once; one that has just gone idle only at its next kernel, for
+  // what of the work is still expected to run then (that much delays the kernel): work that ends
+  // before the client's next request delayed no one, so the background may go on in the idle
+  // gap, a piece within what is left at a time. Work issued in idle time is not committed: the
+  // next period's measured extra time counts what it delayed.
+  void Spend(Time now, Duration time_alone, Above above) {
+    if (!Beside(above)) return;
+    for (auto& [id, fg] : foreground_) {
+      if (fg.running.empty()) {
+        fg.idle_work_until = std::max(fg.idle_work_until, now + time_alone);
+      } else {
+        fg.budget.Commit(time_alone);
+      }
+    }
   }
   // A narrow PTB kernel beside the foreground keeps its slots from task to task, so the
   // foreground's next kernel waits for them (unshaped blocks give theirs to the foreground's stream
@@ -143,12 +162,12 @@ class PriorityBudgetPolicy final : public internal::HoldingPolicy {
     if (it == foreground_.end()) {
       const auto own = budgets_.find(client);
       const SlowdownBudget& budget = own != budgets_.end() ? own->second : default_budget_;
-      it = foreground_
-               .emplace(client, Foreground{{budget.slowdown, budget.percentile}, {}, Time::min()})
-               .first;
+      it = foreground_.emplace(client, Foreground{{budget.slowdown, budget.percentile}, {}}).first;
     }
     Foreground& fg = it->second;
     if (fg.running.empty() && now >= fg.last_end + min_idle_) fg.budget.PeriodEnded();
+    if (fg.idle_work_until > now) fg.budget.Commit(fg.idle_work_until - now);
+    fg.idle_work_until = Time::min();
     fg.running.push_back({kernel.shape, now, lower_running_});
   }
   void OriginalEnded(Time now, ClientId client) override {

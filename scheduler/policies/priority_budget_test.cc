@@ -3,10 +3,11 @@
 // over it, and drops to zero (preempting what runs beside) the moment a period's extra time passes
 // the budget; a kernel started or resumed narrow beside the foreground is widened once the
 // foreground is idle; a kernel whose time alone fits the allowance runs unshaped (in idle time,
-// within the allowance; beside a period, within what is left of it), and one that does not fit
-// runs in slices sized the same way; a budget changed to 0 preempts what runs beside at once, and
-// a kernel in slices goes on through a budget of 0 and back; at budget 0 every decision is
-// `priority`'s.
+// within the allowance; beside a period, within what is left of it, and right after it, within
+// what is left without spending it unless the next kernel comes before the work's end), and one
+// that does not fit runs in slices sized the same way; a budget changed to 0 preempts what runs
+// beside at once, and a kernel in slices goes on through a budget of 0 and back; at budget 0 every
+// decision is `priority`'s.
 #include <catch2/catch.hpp>
 #include <functional>
 
@@ -186,6 +187,24 @@ TEST_CASE_METHOD(KnownTimes, "Beside a busy period its measured extra and its co
   // Once the foreground has been idle for min_idle, it runs within the allowance of idle time.
   CHECK(p.End(505, 1, Finished(FormKind::kOriginal)).empty());
   CHECK(p.Wake(605) == Actions{Unshaped(2)});
+}
+
+TEST_CASE_METHOD(KnownTimes, "Work that ends before the foreground's next kernel spends nothing") {
+  // The foreground has just gone idle (for less than min_idle): kernels of 5 us run one after
+  // another within the 10 us left, none committed, as each ends before its next kernel.
+  CHECK(p.End(400, 1, Finished(FormKind::kOriginal)).empty());
+  CHECK(p.Arrive(401, 2, Head::Kernel(Kernel(8))) == Actions{Unshaped(2)});
+  CHECK(p.End(406, 2, Finished(FormKind::kOriginal)).empty());
+  CHECK(p.Arrive(407, 2, Head::Kernel(Kernel(8))) == Actions{Unshaped(2)});
+  CHECK(p.End(412, 2, Finished(FormKind::kOriginal)).empty());
+  CHECK(p.Arrive(413, 2, Head::Kernel(Kernel(8))) == Actions{Unshaped(2)});
+  // The foreground's next kernel, in the same period, comes 3 us before the last one's expected
+  // end: those 3 us are committed, and 7 are left: one more 5 us kernel beside it, not two.
+  CHECK(p.Arrive(415, 1, Head::Kernel(Kernel(1))) == Actions{Foreground(1, true)});
+  CHECK(p.Arrive(416, 2, Head::Kernel(Kernel(8))) == Actions{Unshaped(2)});
+  CHECK(p.End(418, 2, Finished(FormKind::kOriginal)).empty());
+  CHECK(p.End(421, 2, Finished(FormKind::kOriginal)).empty());
+  CHECK(p.Arrive(422, 2, Head::Kernel(Kernel(8))).empty());
 }
 
 TEST_CASE_METHOD(KnownTimes, "A kernel that does not fit runs in slices sized to the allowance") {
