@@ -101,7 +101,7 @@ TEST_CASE("--config: the file overrides the environment, flags override the file
   CHECK((*options)->max_clients == 32);
 }
 
-TEST_CASE("--config: unknown names and bad values name the file and line") {
+TEST_CASE("--config: unknown names and bad values name the file, the line and the variable") {
   const ConfigFile file("TALLY_MAX_CLIENTS=32\nTALLY_MAX_CLIENT=3\n");
   auto options = Parse({"--config=" + file.path()});
   REQUIRE_FALSE(options.ok());
@@ -111,7 +111,7 @@ TEST_CASE("--config: unknown names and bad values name the file and line") {
   options = Parse({"--config=" + file.path()});
   REQUIRE_FALSE(options.ok());
   CHECK(options.status().message() ==
-        file.path() + ":1: --max-clients wants a positive integer, not '-1'");
+        file.path() + ":1: TALLY_MAX_CLIENTS wants a positive integer, not '-1'");
   file.Write("TALLY_CONFIG=/elsewhere\n");
   CHECK_FALSE(Parse({"--config=" + file.path()}).ok());
   CHECK_FALSE(Parse({"--config=/nonexistent/tally.env"}).ok());

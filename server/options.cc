@@ -5,12 +5,17 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
 #include "common/byte_size.h"
 #include "common/config_file.h"
 #include "common/status.h"
@@ -57,7 +62,7 @@ constexpr Flag kFlags[] = {
      "arriving to the queue going idle: a request) may take at the percentile (p99 unless "
      "given) while background work runs beside them, e.g. 10% or "
      "20%@p95 (default 0%: the background is held as by --policy priority; above 0% "
-     "refused under another policy, which has no budgets)"},
+     "refused under another policy or with --validate, which have no budgets)"},
     {"min-idle-ms", "TALLY_MIN_IDLE_MS", "MS",
      "a lower priority level's kernels wait until every higher level has been idle this long "
      "(default 0.1; on the emulated GPU 2)"},
@@ -278,7 +283,7 @@ absl::StatusOr<uint64_t> ParseSizeFlag(const Flag& flag, std::string_view value)
 absl::StatusOr<bool> ParseBoolFlag(const Flag& flag, std::string_view value) {
   if (value != "1" && value != "0" && value != "true" && value != "false") {
     return absl::InvalidArgumentError(
-        absl::StrFormat("%s must be 0, 1, true or false, not '%s'", flag.env, value));
+        absl::StrFormat("--%s must be 0, 1, true or false, not '%s'", flag.name, value));
   }
   return value == "1" || value == "true";
 }
@@ -464,7 +469,58 @@ const Flag* FlagOfVariable(std::string_view name) {
   return nullptr;
 }
 
+// The flag called `name`, which the table has.
+const Flag& FlagNamed(std::string_view name) {
+  const Flag* flag = std::find_if(std::begin(kFlags), std::end(kFlags),
+                                  [&](const Flag& candidate) { return name == candidate.name; });
+  TALLY_CHECK(flag != std::end(kFlags));
+  return *flag;
+}
+
+// How each setting's value was given, for errors about it: "--name" (a flag or the default),
+// "TALLY_NAME" (the environment) or "FILE:LINE: TALLY_NAME" (the configuration file). Its errors
+// then send the operator to where the value is, not to a flag they never passed.
+class GivenAs {
+ public:
+  std::string Of(const Flag& flag) const {
+    const auto it = given_.find(flag.name);
+    return it != given_.end() ? it->second : absl::StrCat("--", flag.name);
+  }
+
+  // Applies `value`, given `as`; an error names it so.
+  absl::Status ApplyAs(const Flag& flag, std::string_view value, std::string as,
+                       ServerOptions& options) {
+    given_[flag.name] = std::move(as);
+    return Named(flag, Apply(flag, value, options));
+  }
+
+  // `status`, an error about the value of `flag` that Apply worded naming --name first (else
+  // the name is put before it), naming the value as it was given. Flags' errors keep their text.
+  absl::Status Named(const Flag& flag, const absl::Status& status) const {
+    const std::string flag_name = absl::StrCat("--", flag.name);
+    const std::string as = Of(flag);
+    if (status.ok() || as == flag_name) return status;
+    absl::string_view rest = status.message();
+    if (absl::ConsumePrefix(&rest, flag_name) &&
+        (rest.empty() || rest.front() == ' ' || rest.front() == ':')) {
+      return absl::Status(status.code(), absl::StrCat(as, rest));
+    }
+    return absl::Status(status.code(), absl::StrCat(as, ": ", status.message()));
+  }
+
+ private:
+  absl::flat_hash_map<std::string_view, std::string> given_;
+};
+
 }  // namespace
+
+std::string ServerOptions::WhyNoBudgets() const {
+  if (validate) return "--validate replaces the policy with one that has no budgets";
+  if (!scheduler::TakesBudgets(policy)) {
+    return absl::StrFormat("--policy %s has no budgets (priority-budget has)", policy);
+  }
+  return "";
+}
 
 SchedulingTimes ServerOptions::Times(bool emulated) const {
   const SchedulingTimes defaults = emulated ? kEmulatorDefaults : kGpuDefaults;
@@ -520,44 +576,46 @@ absl::StatusOr<std::optional<ServerOptions>> ParseOptions(
     int argc, char** argv, const std::string& default_emulator_library) {
   ServerOptions options;
   options.emulator_library = default_emulator_library;
+  GivenAs given;
   for (const Flag& flag : kFlags) {
     if (const char* value = std::getenv(flag.env); value != nullptr && *value != '\0') {
-      TALLY_RETURN_IF_ERROR(Apply(flag, value, options));
+      TALLY_RETURN_IF_ERROR(given.ApplyAs(flag, value, flag.env, options));
     }
   }
   TALLY_ASSIGN_OR_RETURN(const std::optional<FlagValues> flags, ReadFlags(argc, argv));
   if (!flags) return std::nullopt;  // --help
+  const auto apply_flag = [&](const Flag& flag, const std::string& value) {
+    return given.ApplyAs(flag, value, absl::StrCat("--", flag.name), options);
+  };
   // The configuration file, named by --config or TALLY_CONFIG, between the two.
   for (const auto& [flag, value] : *flags) {
-    if (flag->name == std::string_view("config"))
-      TALLY_RETURN_IF_ERROR(Apply(*flag, value, options));
+    if (flag->name == std::string_view("config")) TALLY_RETURN_IF_ERROR(apply_flag(*flag, value));
   }
   if (!options.config_path.empty()) {
     TALLY_ASSIGN_OR_RETURN(const std::vector<ConfigEntry> entries,
                            ReadConfigFile(options.config_path));
     for (const ConfigEntry& entry : entries) {
+      const std::string where = absl::StrFormat("%s:%d", options.config_path, entry.line);
       const Flag* flag = FlagOfVariable(entry.name);
       if (flag == nullptr || flag->name == std::string_view("config")) {
-        return absl::InvalidArgumentError(
-            absl::StrFormat("%s:%d: %s is not a setting of tally-server (see --help)",
-                            options.config_path, entry.line, entry.name));
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "%s: %s is not a setting of tally-server (see --help)", where, entry.name));
       }
-      const absl::Status applied = Apply(*flag, entry.value, options);
-      if (!applied.ok()) {
-        return absl::InvalidArgumentError(
-            absl::StrFormat("%s:%d: %s", options.config_path, entry.line, applied.message()));
-      }
+      TALLY_RETURN_IF_ERROR(
+          given.ApplyAs(*flag, entry.value, absl::StrCat(where, ": ", entry.name), options));
     }
   }
-  for (const auto& [flag, value] : *flags) TALLY_RETURN_IF_ERROR(Apply(*flag, value, options));
+  for (const auto& [flag, value] : *flags) TALLY_RETURN_IF_ERROR(apply_flag(*flag, value));
   if (options.unfenceable == Unfenceable::kAlone && options.isolation != Isolation::kFenced) {
-    return absl::InvalidArgumentError(absl::StrFormat(
+    const absl::Status refused = absl::InvalidArgumentError(absl::StrFormat(
         "--unfenceable alone needs --isolation fenced, not %s", IsolationName(options.isolation)));
+    return given.Named(FlagNamed("unfenceable"), refused);
   }
-  if (options.slowdown_budget.slowdown > 0 && !scheduler::TakesBudgets(options.policy)) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "--slowdown-budget %s needs --policy priority-budget: --policy %s has no budgets",
-        options.slowdown_budget.ToString(), options.policy));
+  if (const std::string why = options.WhyNoBudgets();
+      options.slowdown_budget.slowdown > 0 && !why.empty()) {
+    const absl::Status refused = absl::InvalidArgumentError(absl::StrFormat(
+        "--slowdown-budget %s refused: %s", options.slowdown_budget.ToString(), why));
+    return given.Named(FlagNamed("slowdown-budget"), refused);
   }
   return options;
 }

@@ -96,6 +96,10 @@ struct ServerOptions {
   // --config: the file of TALLY_* settings read at the start and again on SIGHUP; empty: none.
   std::string config_path;
 
+  // Why a slowdown budget above 0% has no effect under these options (the policy in effect
+  // spends none), naming the setting; empty when budgets are spent. Said wherever one is refused:
+  // at start, by tally-ctl budget.
+  std::string WhyNoBudgets() const;
   // The times in effect on a backend that is (or is not) emulated.
   SchedulingTimes Times(bool emulated) const;
 };

@@ -1,11 +1,12 @@
 // tally-server's options: --validate's forms, the scheduling flags, --unfenceable, and clear
-// errors for bad values.
+// errors for bad values, naming the flag or the environment variable they were given as.
 #include "server/options.h"
 
 #include <stdlib.h>
 
 #include <catch2/catch.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tally::server {
@@ -159,10 +160,90 @@ TEST_CASE("--slowdown-budget: 0% by default, a budget at a percentile, clear err
   // A budget the policy would ignore is refused, not taken silently; 0% is every policy's.
   auto unused = Parse({"--slowdown-budget", "10%"});
   REQUIRE_FALSE(unused.ok());
-  CHECK(unused.status().message() ==
-        "--slowdown-budget 10%@p99 needs --policy priority-budget: --policy priority has no "
-        "budgets");
+  CHECK(
+      unused.status().message() ==
+      "--slowdown-budget 10%@p99 refused: --policy priority has no budgets (priority-budget has)");
   CHECK(Parse({"--policy=fifo", "--slowdown-budget", "0%"}).ok());
+  // --validate replaces even priority-budget with a policy that has none.
+  auto validated =
+      Parse({"--policy=priority-budget", "--validate=slice:2", "--slowdown-budget", "10%"});
+  REQUIRE_FALSE(validated.ok());
+  CHECK(validated.status().message() ==
+        "--slowdown-budget 10%@p99 refused: --validate replaces the policy with one that has no "
+        "budgets");
+  CHECK(Parse({"--validate=slice:2", "--slowdown-budget", "0%"}).ok());
+  // From the environment, the refusal names the variable.
+  setenv("TALLY_DEFAULT_SLOWDOWN_BUDGET", "10%", 1);
+  auto from_env = Parse({"--policy=fifo"});
+  unsetenv("TALLY_DEFAULT_SLOWDOWN_BUDGET");
+  REQUIRE_FALSE(from_env.ok());
+  CHECK(from_env.status().message() ==
+        "TALLY_DEFAULT_SLOWDOWN_BUDGET 10%@p99 refused: --policy fifo has no budgets "
+        "(priority-budget has)");
+}
+
+TEST_CASE("Why a budget has no effect: the policy, or --validate replacing it") {
+  ServerOptions options;
+  CHECK(options.WhyNoBudgets() == "--policy priority has no budgets (priority-budget has)");
+  options.policy = "priority-budget";
+  CHECK(options.WhyNoBudgets().empty());
+  options.validate = ValidateMode{LaunchForm::Sliced(2), false};
+  CHECK(options.WhyNoBudgets() == "--validate replaces the policy with one that has no budgets");
+}
+
+TEST_CASE("A bad value from the environment is reported naming its variable, not the flag") {
+  struct Setting {
+    const char* flag;
+    const char* variable;
+    const char* bad;
+  };
+  for (const Setting& setting :
+       std::vector<Setting>{{"--emulate", "TALLY_EMULATE", "maybe"},
+                            {"--device", "TALLY_DEVICE", "GPU-xyz"},
+                            {"--validate", "TALLY_VALIDATE", "slice:0"},
+                            {"--policy", "TALLY_POLICY", "lottery"},
+                            {"--slowdown-budget", "TALLY_DEFAULT_SLOWDOWN_BUDGET", "abc"},
+                            {"--min-idle-ms", "TALLY_MIN_IDLE_MS", "0"},
+                            {"--long-idle-ms", "TALLY_LONG_IDLE_MS", "x"},
+                            {"--shape-alone", "TALLY_SHAPE_ALONE", "sometimes"},
+                            {"--turnaround-ms", "TALLY_TURNAROUND_MS", "-1"},
+                            {"--max-client-priority", "TALLY_MAX_CLIENT_PRIORITY", "high"},
+                            {"--teardown-timeout-ms", "TALLY_TEARDOWN_TIMEOUT_MS", "0"},
+                            {"--handshake-timeout-ms", "TALLY_HANDSHAKE_TIMEOUT_MS", "soon"},
+                            {"--max-clients", "TALLY_MAX_CLIENTS", "0"},
+                            {"--admission", "TALLY_ADMISSION", "maybe"},
+                            {"--admission-timeout-ms", "TALLY_ADMISSION_TIMEOUT_MS", "0"},
+                            {"--max-queued-commands", "TALLY_MAX_QUEUED_COMMANDS", "0"},
+                            {"--max-streams", "TALLY_MAX_STREAMS", "-3"},
+                            {"--max-events", "TALLY_MAX_EVENTS", "many"},
+                            {"--max-modules", "TALLY_MAX_MODULES", "0"},
+                            {"--max-module-size", "TALLY_MAX_MODULE_SIZE", "2G"},
+                            {"--client-memory-limit", "TALLY_CLIENT_MEMORY_LIMIT", "lots"},
+                            {"--client-pinned-limit", "TALLY_CLIENT_PINNED_LIMIT", "4Q"},
+                            {"--library-kernels", "TALLY_LIBRARY_KERNELS", "fast"},
+                            {"--isolation", "TALLY_ISOLATION", "total"},
+                            {"--unfenceable", "TALLY_UNFENCEABLE", "sometimes"},
+                            {"--unfenceable-wait-ms", "TALLY_UNFENCEABLE_WAIT_MS", "0"},
+                            {"--access", "TALLY_ACCESS", "group:no-such-group-of-tally"},
+                            {"--code-cache-size", "TALLY_CODE_CACHE_SIZE", "0"},
+                            {"--kept-modules", "TALLY_KEPT_MODULES", "-1"},
+                            {"--forms-threads", "TALLY_FORMS_THREADS", "65"},
+                            {"--forms-wait-ms", "TALLY_FORMS_WAIT_MS", "0"}}) {
+    INFO(setting.variable << "=" << setting.bad);
+    // The flag's error stays as it was: it names the flag.
+    auto flag = Parse({std::string(setting.flag) + "=" + setting.bad});
+    REQUIRE_FALSE(flag.ok());
+    const std::string flag_error(flag.status().message());
+    REQUIRE(flag_error.starts_with(setting.flag));
+    setenv(setting.variable, setting.bad, 1);
+    std::string arg0 = "tally-server";  // not Parse, which clears TALLY_VALIDATE
+    char* argv[] = {arg0.data()};
+    auto env = ParseOptions(1, argv, "emu.so");
+    unsetenv(setting.variable);
+    REQUIRE_FALSE(env.ok());
+    CHECK(env.status().message() ==
+          setting.variable + flag_error.substr(std::string_view(setting.flag).size()));
+  }
 }
 
 TEST_CASE("Library kernels: by-priority by default, a named rule, a vendor folder") {
@@ -211,7 +292,9 @@ TEST_CASE("--unfenceable: refuse by default; alone only under --isolation fenced
   CHECK((*from_env)->unfenceable == Unfenceable::kAlone);
   REQUIRE_FALSE(without_fence.ok());
   CHECK(without_fence.status().message() ==
-        "--unfenceable alone needs --isolation fenced, not strict");
+        "TALLY_UNFENCEABLE alone needs --isolation fenced, not strict");  // where it was given
+  CHECK(Parse({"--unfenceable=alone"}).status().message() ==
+        "--unfenceable alone needs --isolation fenced, not none");
   auto bad = Parse({"--unfenceable=sometimes"});
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.status().message() == "--unfenceable wants refuse or alone, not 'sometimes'");

@@ -905,10 +905,10 @@ void Server::AnswerBudget(ipc::ControlConnection& control) {
   std::string message;
   if (!valid.ok()) {
     message = absl::StrFormat("budget refused: %s", valid.message());
-  } else if (budget.slowdown > 0 && !scheduler::TakesBudgets(settings_.policy)) {
+  } else if (const std::string why = Settings().WhyNoBudgets();
+             budget.slowdown > 0 && !why.empty()) {
     // Taken, it would show in the status as if it held.
-    message = absl::StrFormat("budget refused: --policy %s has no budgets (priority-budget has)",
-                              settings_.policy);
+    message = absl::StrFormat("budget refused: %s", why);
   } else if (!sessions_.SetBudget(request.client_id, budget)) {
     message = absl::StrFormat("no client %d is connected", request.client_id.value());
   } else {

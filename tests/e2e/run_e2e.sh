@@ -375,7 +375,7 @@ PY
     await_status "$work/after.json" "$limits == [536870912]"
     printf 'TALLY_CLIENT_MEMORY_LIMIT=lots\n' > "$work/tally.env"
     kill -HUP "$server_pid"
-    await_log "SIGHUP: settings kept: $work/tally.env:1: --client-memory-limit"
+    await_log "SIGHUP: settings kept: $work/tally.env:1: TALLY_CLIENT_MEMORY_LIMIT: "
     kill -KILL "$hog_pid"
     wait "$hog_pid" 2>/dev/null
     run vector_add || fail "vector_add failed after a refused reload"
