@@ -268,8 +268,11 @@ absl::StatusOr<std::variant<ServerConnection, ControlConnection>> Listener::Hand
                     kNoLimit,
                     "",
                     budget};
-  const std::string notice =
-      options_.ceiling ? ApplyCeiling(*options_.ceiling, client) : std::string();
+  std::vector<std::string> notices;
+  if (options_.ceiling) notices.push_back(ApplyCeiling(*options_.ceiling, client));
+  if (options_.notice) notices.push_back(options_.notice(client));
+  std::erase(notices, std::string());
+  const std::string notice = absl::StrJoin(notices, "; ");
   if (admit) {
     const AdmissionWait wait{[&](const std::string& reason, absl::Duration at_most) {
                                return SendReply(socket.get(), HelloStatus::kWaiting, schema,

@@ -91,6 +91,10 @@ struct ListenerOptions {
   PeerAccess access = PeerAccess::OwnerOnly();
   // A grant's socket: its clients get the ceiling, and control requests are refused there.
   std::optional<ClientCeiling> ceiling;
+  // What an accepted client should know about how it will be served (e.g. that the policy
+  // ignores its slowdown budget), sent with the reply for it to print beside the ceiling's
+  // text; empty text or no function: nothing. Called on the handshake's thread.
+  std::function<std::string(const ClientInfo&)> notice;
   // Shared by the listeners of one server so that client ids stay unique across them; null: the
   // listener counts on its own.
   std::shared_ptr<std::atomic<uint64_t>> next_client_id;

@@ -493,6 +493,36 @@ TEST_CASE("a grant's socket lowers what its clients ask, tells them, and takes n
   CHECK(absl::IsPermissionDenied(refused));
 }
 
+TEST_CASE("the listener's notice reaches the clients it has words for, after a grant's") {
+  TempDir dir;
+  ListenerOptions options = Options(dir.File("server.sock"));
+  options.notice = [](const ClientInfo& client) {
+    return client.slowdown_budget ? "budget " + client.slowdown_budget->ToString() : "";
+  };
+  // The notice a client of `listener` gets.
+  const auto notice_for = [](Listener& listener, std::optional<SlowdownBudget> budget) {
+    std::jthread server([&] { listener.Accept().IgnoreError(); });
+    ConnectOptions client_options = Client(listener.path());
+    client_options.slowdown_budget = budget;
+    auto client = ClientConnection::Connect(client_options);
+    server.join();
+    REQUIRE(client.ok());
+    return client->notice();
+  };
+  auto listener = Listener::Listen(options);
+  REQUIRE(listener.ok());
+  CHECK(notice_for(*listener, SlowdownBudget{0.15, 0.95}) == "budget 15%@p95");
+  CHECK(notice_for(*listener, std::nullopt).empty());
+
+  options.path = dir.File("grant.sock");
+  options.ceiling = ClientCeiling{"job-1", ClientPriority::BestEffort(), 1 << 20, kNoLimit};
+  auto grant = Listener::Listen(options);
+  REQUIRE(grant.ok());
+  CHECK_THAT(notice_for(*grant, SlowdownBudget{0.15, 0.95}),
+             Catch::StartsWith("grant 'job-1' gives this job priority") &&
+                 Catch::EndsWith("; budget 15%@p95"));
+}
+
 TEST_CASE("the socket's mode and group follow --access") {
   TempDir dir;
   ListenerOptions options = Options(dir.File("server.sock"));

@@ -62,7 +62,8 @@ constexpr Flag kFlags[] = {
      "arriving to the queue going idle: a request) may take at the percentile (p99 unless "
      "given) while background work runs beside them, e.g. 10% or "
      "20%@p95 (default 0%: the background is held as by --policy priority; above 0% "
-     "refused under another policy or with --validate, which have no budgets)"},
+     "refused under another policy or with --validate, which have no budgets; a client's own "
+     "budget there has no effect, which it and the log are told at connect)"},
     {"min-idle-ms", "TALLY_MIN_IDLE_MS", "MS",
      "a lower priority level's kernels wait until every higher level has been idle this long "
      "(default 0.1; on the emulated GPU 2)"},
@@ -520,6 +521,13 @@ std::string ServerOptions::WhyNoBudgets() const {
     return absl::StrFormat("--policy %s has no budgets (priority-budget has)", policy);
   }
   return "";
+}
+
+std::string ServerOptions::IgnoredBudget(const std::optional<SlowdownBudget>& asked) const {
+  if (!asked || asked->slowdown <= 0) return "";
+  const std::string why = WhyNoBudgets();
+  if (why.empty()) return "";
+  return absl::StrFormat("slowdown budget %s has no effect: %s", asked->ToString(), why);
 }
 
 SchedulingTimes ServerOptions::Times(bool emulated) const {

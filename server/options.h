@@ -97,9 +97,12 @@ struct ServerOptions {
   std::string config_path;
 
   // Why a slowdown budget above 0% has no effect under these options (the policy in effect
-  // spends none), naming the setting; empty when budgets are spent. Said wherever one is refused:
-  // at start, by tally-ctl budget.
+  // spends none), naming the setting; empty when budgets are spent. Said wherever one is refused
+  // or ignored: at start, by tally-ctl budget, to a client that brings its own.
   std::string WhyNoBudgets() const;
+  // What the log and a client that brings a budget above 0% (tally-run --slowdown-budget) are
+  // told when it has no effect here; empty when it has, or when the client brings none.
+  std::string IgnoredBudget(const std::optional<SlowdownBudget>& asked) const;
   // The times in effect on a backend that is (or is not) emulated.
   SchedulingTimes Times(bool emulated) const;
 };

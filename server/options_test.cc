@@ -189,6 +189,14 @@ TEST_CASE("Why a budget has no effect: the policy, or --validate replacing it") 
   CHECK(options.WhyNoBudgets().empty());
   options.validate = ValidateMode{LaunchForm::Sliced(2), false};
   CHECK(options.WhyNoBudgets() == "--validate replaces the policy with one that has no budgets");
+  // A client's own budget: said to have no effect only when above 0% and not spent.
+  CHECK(options.IgnoredBudget(SlowdownBudget{0.1, 0.95}) ==
+        "slowdown budget 10%@p95 has no effect: --validate replaces the policy with one that has "
+        "no budgets");
+  CHECK(options.IgnoredBudget(SlowdownBudget{0, 0.99}).empty());
+  CHECK(options.IgnoredBudget(std::nullopt).empty());
+  options.validate.reset();
+  CHECK(options.IgnoredBudget(SlowdownBudget{0.1, 0.95}).empty());
 }
 
 TEST_CASE("A bad value from the environment is reported naming its variable, not the flag") {

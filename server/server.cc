@@ -270,6 +270,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   listen.handshake_timeout = absl::Milliseconds(options.handshake_timeout_ms);
   TALLY_ASSIGN_OR_RETURN(listen.access, ipc::PeerAccess::Parse(options.access));
   listen.next_client_id = std::make_shared<std::atomic<uint64_t>>(1);
+  listen.notice = [options](const ipc::ClientInfo& client) {
+    return options.IgnoredBudget(client.slowdown_budget);
+  };
   auto grants = std::make_unique<Grants>(listen, Grants::DirectoryFor(listen.path));
   TALLY_ASSIGN_OR_RETURN(ipc::Listener listener, ipc::Listener::Listen(std::move(listen)));
   TALLY_LOG_INFO("tally-server: serving '{}' (device {}, {}) on {} for {}", info.name,
@@ -998,6 +1001,11 @@ void Server::Serve(std::unique_ptr<ipc::ServerConnection> connection, Grant* gra
     if (grant != nullptr) --grant->clients;
   };
   const ServerOptions settings = Settings();
+  // Said once, as the client is (ipc::ListenerOptions::notice).
+  if (const std::string ignored = settings.IgnoredBudget(client.slowdown_budget);
+      !ignored.empty()) {
+    TALLY_LOG_WARN("client {}: {}", client.client_id, ignored);
+  }
   const std::optional<int32_t> max_priority = settings.max_client_priority;
   if (max_priority && client.priority.level() > *max_priority) {
     client.priority = ClientPriority::Level(*max_priority);

@@ -1,7 +1,8 @@
 # budget: a client's slowdown budget (tally-run --slowdown-budget) reaches the server and shows in
 # tally-ctl status; tally-ctl budget changes it while the client runs and refuses malformed
 # values clearly; a malformed TALLY_SLOWDOWN_BUDGET fails the program at once, saying why; a
-# server of another policy refuses a budget above 0% from tally-ctl budget.
+# server of another policy refuses a budget above 0% from tally-ctl budget, and says once, to a
+# client that brings one and in its log, that it has no effect.
 start_server --policy priority-budget --slowdown-budget 5%
 start_hog --priority high --slowdown-budget 15%
 await_status "$work/budget.json" "len(s['clients']) == 1"
@@ -73,3 +74,14 @@ id=$(client_id "$work/priority.json" "$hog_pid")
 refused_budget 1 "budget refused: --policy priority has no budgets" "$id" 10%
 timeout 30 "$TALLY_CTL" budget "$id" 0% --server "$socket" > "$work/zero.out" ||
   fail "tally-ctl budget 0% failed under priority: $(cat "$work/zero.out")"
+
+# A client's own budget under that policy runs, but the client and the log say, once, that it
+# has no effect.
+ignored="slowdown budget 10%@p99 has no effect: --policy priority has no budgets (priority-budget has)"
+timeout 120 "$run_bin" --priority high --slowdown-budget 10% --server "$socket" -- \
+  "$programs/vector_add" > "$work/ignored.out" 2> "$work/ignored.err" ||
+  fail "a program with a budget failed under priority: $(cat "$work/ignored.out" "$work/ignored.err")"
+(($(grep -cF "tally: $ignored" "$work/ignored.err") == 1)) ||
+  fail "the program was not told once that its budget has no effect: $(cat "$work/ignored.err")"
+(($(grep -cF "$ignored" "$work/server.log") == 1)) ||
+  fail "the log did not say once that the budget has no effect: $(cat "$work/server.log")"
