@@ -63,7 +63,8 @@ constexpr Flag kFlags[] = {
      "given) while background work runs beside them, e.g. 10% or "
      "20%@p95 (default 0%: the background is held as by --policy priority; above 0% "
      "refused under another policy or with --validate, which have no budgets; a client's own "
-     "budget there has no effect, which it and the log are told at connect)"},
+     "budget there has no effect, which it and the log are told at connect). A budget counts "
+     "only while its client is in the foreground (the most important connected clients)"},
     {"min-idle-ms", "TALLY_MIN_IDLE_MS", "MS",
      "a lower priority level's kernels wait until every higher level has been idle this long "
      "(default 0.1; on the emulated GPU 2)"},
