@@ -155,9 +155,17 @@ void HoldingPolicy::IssueForeground(Time now, ClientId id, Client& client, bool 
                                     Decisions& out) {
   if (!client.head) return;
   if (client.started) {
-    // Became the most important while a transformed run was under way: it goes on unheld.
+    // Became the most important while a transformed run was under way: it goes on unheld, a
+    // kernel in slices sized to a budget in one slice of the rest (no one is left to wait for
+    // it), unless the client is shaped even alone.
     if (!client.in_flight) {
       client.form = client.full_form;
+      if (client.form.sized_slice() && client.level >= options_.always_shape_below) {
+        const uint64_t grid = client.head->kernel.shape.grid.Count();
+        const uint64_t rest = grid - std::min(grid, client.blocks_done);
+        client.form =
+            LaunchForm::Slice(static_cast<uint32_t>(std::min<uint64_t>(rest, UINT32_MAX)));
+      }
       out.Issue(id, client.form, false, /*foreground=*/true);
       client.in_flight = true;
     }

@@ -229,6 +229,17 @@ TEST_CASE_METHOD(KnownTimes, "A kernel that does not fit runs in slices sized to
   CHECK(p.Arrive(707, 3, Head::Kernel(Kernel(8))).empty());
 }
 
+TEST_CASE_METHOD(KnownTimes, "A kernel in slices whose foreground left runs the rest at once") {
+  // 320 blocks, 80 us alone: waves of 32 blocks, 8 us each; one fits the 10 us left.
+  advisor.choices[KernelId(9)] = {Ptb(0), true, Us(80)};
+  CHECK(p.Arrive(301, 2, Head::Kernel(Kernel(9, 320))) ==
+        Actions{IssueOf(2, LaunchForm::Slice(32))});
+  CHECK(p.Leave(305, 1).empty());
+  // Nothing more important is connected: the 288 blocks left in one slice, on the top's streams.
+  CHECK(p.End(311, 2, {FormKind::kSliced, false, 32, 320}) ==
+        Actions{IssueOf(2, LaunchForm::Slice(288), false, /*foreground=*/true)});
+}
+
 TEST_CASE_METHOD(KnownTimes, "Without an allowance no kernel is started in slices") {
   advisor.choices[KernelId(5)] = {Ptb(0), true, Us(16)};
   p.Budget(301, 1, {.slowdown = 0});
