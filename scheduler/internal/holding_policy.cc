@@ -161,10 +161,8 @@ void HoldingPolicy::IssueForeground(Time now, ClientId id, Client& client, bool 
     if (!client.in_flight) {
       client.form = client.full_form;
       if (client.form.sized_slice() && client.level >= options_.always_shape_below) {
-        const uint64_t grid = client.head->kernel.shape.grid.Count();
-        const uint64_t rest = grid - std::min(grid, client.blocks_done);
-        client.form =
-            LaunchForm::Slice(static_cast<uint32_t>(std::min<uint64_t>(rest, UINT32_MAX)));
+        client.form = LaunchForm::Slice(
+            static_cast<uint32_t>(std::min<uint64_t>(RemainingBlocks(client), UINT32_MAX)));
       }
       out.Issue(id, client.form, false, /*foreground=*/true);
       client.in_flight = true;
@@ -203,19 +201,19 @@ void HoldingPolicy::IssueBackground(Time now, ClientId id, Client& client, Decis
   }
   if (AwaitsForms(client)) return;  // HeadUpdated decides again
   if (BusyAbove(client.level)) {  // its arrival or end decides again
-    IssueBeside(now, id, client, Above::kBusy, out);
+    IssueBeside(now, id, client, out);
     return;
   }
   const Time idle_since = IdleAboveSince(client.level, now);
   // Sums, not differences: idle_since may be Time::min() (never busy).
   if (now < idle_since + options_.min_idle) {
     out.WakeAt(idle_since + options_.min_idle);
-    IssueBeside(now, id, client, Above::kJustIdle, out);
+    IssueBeside(now, id, client, out);
     return;
   }
   if (client.started) {
     if (client.form.sized_slice() &&
-        IssueSizedSlice(now, id, client, client.time_alone, Above::kIdle, out)) {
+        IssueSizedSlice(now, id, client, client.time_alone, /*beside=*/false, out)) {
       return;
     }
     // The next slice, or the resumption: at full width again if it was started narrow.
@@ -226,14 +224,14 @@ void HoldingPolicy::IssueBackground(Time now, ClientId id, Client& client, Decis
   }
   const FormChoice choice = BackgroundForm(client.head->kernel);
   if (choice.form.kind != FormKind::kOriginal &&
-      RunsOriginal(now, client.head->kernel, choice, Above::kIdle)) {
+      RunsOriginal(now, client.head->kernel, choice, /*beside=*/false)) {
     if (client.originals_running < options_.unshaped_in_flight) {
       IssueOriginal(id, client, /*risky=*/false, out);
     }
     return;
   }
   if (choice.form.kind != FormKind::kOriginal &&
-      IssueSizedSlice(now, id, client, choice.original_time, Above::kIdle, out)) {
+      IssueSizedSlice(now, id, client, choice.original_time, /*beside=*/false, out)) {
     return;
   }
   if (choice.form.kind == FormKind::kOriginal) {
@@ -259,13 +257,13 @@ void HoldingPolicy::Start(Client& client, const LaunchForm& form,
 }
 
 bool HoldingPolicy::IssueSizedSlice(Time now, ClientId id, Client& client,
-                                    std::optional<Duration> time_alone, Above above,
+                                    std::optional<Duration> time_alone, bool beside,
                                     Decisions& out) {
   const KernelInfo& kernel = client.head->kernel;
   if (!time_alone || !kernel.sliceable) return false;
   const uint64_t grid = kernel.shape.grid.Count();
-  const uint64_t remaining = client.started ? grid - std::min(grid, client.blocks_done) : grid;
-  const uint32_t blocks = SliceBlocks(now, kernel, *time_alone, remaining, above);
+  const uint64_t remaining = client.started ? RemainingBlocks(client) : grid;
+  const uint32_t blocks = SliceBlocks(now, kernel, *time_alone, remaining, beside);
   if (blocks == 0) return false;
   const LaunchForm form = LaunchForm::Slice(blocks);
   out.Issue(id, form);
@@ -284,24 +282,23 @@ void HoldingPolicy::IssueOriginal(ClientId id, Client& client, bool risky, Decis
   client.head.reset();
 }
 
-void HoldingPolicy::IssueBeside(Time now, ClientId id, Client& client, Above above,
-                                Decisions& out) {
+void HoldingPolicy::IssueBeside(Time now, ClientId id, Client& client, Decisions& out) {
   const KernelInfo& kernel = client.head->kernel;
   if (client.started && client.form.sized_slice()) {
     // Its next slice once what is left of the budget allows one; held until then.
-    IssueSizedSlice(now, id, client, client.time_alone, above, out);
+    IssueSizedSlice(now, id, client, client.time_alone, /*beside=*/true, out);
     return;
   }
   std::optional<FormChoice> choice;  // asked of the advisor once: its answers may count tries
   if (!client.started && MayRunOriginalBeside()) {
     choice = BackgroundForm(kernel);
     if (client.originals_running < options_.unshaped_in_flight &&
-        RunsOriginal(now, kernel, *choice, above)) {
+        RunsOriginal(now, kernel, *choice, /*beside=*/true)) {
       IssueOriginal(id, client, /*risky=*/false, out);
       return;
     }
     if (choice->form.kind != FormKind::kOriginal &&
-        IssueSizedSlice(now, id, client, choice->original_time, above, out)) {
+        IssueSizedSlice(now, id, client, choice->original_time, /*beside=*/true, out)) {
       return;
     }
   }

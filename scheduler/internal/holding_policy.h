@@ -7,6 +7,7 @@
 // the issue of slices; copies and other work of any client go in queue order.
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <optional>
 
@@ -39,22 +40,21 @@ class HoldingPolicy : public Policy {
   // How many PTB workers a background kernel of `kernel` may keep on the device while more
   // important work is queued or runs (or has been idle for less than min_idle); 0 holds it.
   virtual uint32_t BesideWorkers(const KernelInfo&) const { return 0; }
-  // Where more important work stands when a background kernel is issued: queued or running,
-  // idle for less than min_idle (the background runs "beside" it in both), or idle longer.
-  enum class Above : uint8_t { kBusy, kJustIdle, kIdle };
-  static bool Beside(Above above) { return above != Above::kIdle; }
   // Whether a background kernel runs in its original form instead of `choice`'s, which may delay
-  // more important work by up to its time alone. At most unshaped_in_flight such originals of a
-  // client run at a time.
-  virtual bool RunsOriginal(Time, const KernelInfo&, const FormChoice&, Above) { return false; }
+  // more important work by up to its time alone: `beside` while that work is busy (or idle for
+  // less than min_idle). At most unshaped_in_flight such originals of a client run at a time.
+  virtual bool RunsOriginal(Time, const KernelInfo&, const FormChoice&, bool /*beside*/) {
+    return false;
+  }
   // Whether RunsOriginal may answer true beside more important work now.
   virtual bool MayRunOriginalBeside() const { return false; }
   // The blocks of the next slice of a background kernel run in slices sized to a budget
   // (LaunchForm::Slice): `time_alone` is the whole kernel's in its original form, `remaining` its
-  // blocks not run yet. 0: no such slice now (beside, the kernel is held; otherwise it runs as it
-  // would without this hook).
+  // blocks not run yet; `beside` while more important work is busy (or idle for less than
+  // min_idle). 0: no such slice now (beside, the kernel is held; otherwise it runs as it would
+  // without this hook).
   virtual uint32_t SliceBlocks(Time, const KernelInfo&, Duration /*time_alone*/,
-                               uint64_t /*remaining*/, Above) {
+                               uint64_t /*remaining*/, bool /*beside*/) {
     return 0;
   }
   // A most-important client's kernel issued in its original form with its end reported (a less
@@ -86,12 +86,12 @@ class HoldingPolicy : public Policy {
   void Decide(Time now, Decisions& out);
   void IssueForeground(Time now, ClientId id, Client& client, bool notify, Decisions& out);
   void IssueBackground(Time now, ClientId id, Client& client, Decisions& out);
-  // While more important work is not idle long enough (`above` kBusy or kJustIdle): a kernel
-  // sized to the budget, or a PTB kernel within BesideWorkers.
-  void IssueBeside(Time now, ClientId id, Client& client, Above above, Decisions& out);
+  // While more important work is not idle long enough: a kernel sized to the budget, or a PTB
+  // kernel within BesideWorkers.
+  void IssueBeside(Time now, ClientId id, Client& client, Decisions& out);
   // The next slice of the head sized by SliceBlocks (its first, if not started); false if none.
   bool IssueSizedSlice(Time now, ClientId id, Client& client, std::optional<Duration> time_alone,
-                       Above above, Decisions& out);
+                       bool beside, Decisions& out);
   // The head's first run in a transformed `form`.
   static void Start(Client& client, const LaunchForm& form, std::optional<Duration> time_alone);
   // A background kernel in its original form, its end reported.
@@ -105,6 +105,11 @@ class HoldingPolicy : public Policy {
   void WidenWhenIdle(Time now, Decisions& out);
   // Records which levels are busy, and when each busy level became idle.
   void UpdateLevels(Time now);
+  // The blocks of the client's started kernel not run yet, as its latest run's end says.
+  static uint64_t RemainingBlocks(const Client& client) {
+    const uint64_t grid = client.head->kernel.shape.grid.Count();
+    return grid - std::min(grid, client.blocks_done);
+  }
   // The head is a kernel not started yet whose forms the driver has still to make.
   static bool AwaitsForms(const Client& client) {
     return !client.started && client.head && client.head->kind == Head::Kind::kKernel &&

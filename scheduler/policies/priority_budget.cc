@@ -83,12 +83,12 @@ class PriorityBudgetPolicy final : public internal::HoldingPolicy {
   // to preempt: it ends by itself) when that time fits the budget: while the foreground is idle,
   // within every foreground client's allowance (a request that arrives meanwhile waits for at
   // most about that); beside a busy period, within what is left of each one's allowance (Spend).
-  bool RunsOriginal(Time now, const KernelInfo&, const FormChoice& choice, Above above) override {
+  bool RunsOriginal(Time now, const KernelInfo&, const FormChoice& choice, bool beside) override {
     if (!choice.original_time || foreground_.empty()) return false;
     const Duration time = *choice.original_time;
-    const Duration allowed = Allowed(above);
+    const Duration allowed = Allowed(beside);
     if (allowed <= Duration::zero() || time > allowed) return false;
-    Spend(now, time, above);
+    Spend(now, time, beside);
     return true;
   }
   bool MayRunOriginalBeside() const override {
@@ -103,30 +103,30 @@ class PriorityBudgetPolicy final : public internal::HoldingPolicy {
   // whole waves (KernelInfo::Waves): a wave takes the kernel's time alone over its waves, and a
   // slice of fewer blocks than a wave still takes a wave's time.
   uint32_t SliceBlocks(Time now, const KernelInfo& kernel, Duration time_alone, uint64_t remaining,
-                       Above above) override {
+                       bool beside) override {
     if (foreground_.empty()) return 0;
     const uint64_t slots = kernel.WaveBlocks();
     const uint64_t grid = kernel.shape.grid.Count();
     if (slots == 0 || remaining == 0 || time_alone <= Duration::zero()) return 0;
     const Duration wave = time_alone / static_cast<Duration::rep>(kernel.Waves(grid));
-    const Duration allowed = Allowed(above);
+    const Duration allowed = Allowed(beside);
     uint64_t waves = wave > Duration::zero() ? static_cast<uint64_t>(allowed / wave) : 1;
     if (waves == 0) {
       // In idle time a kernel started in slices goes on, a wave at a time; none is started so
       // without an allowance (a budget of 0 is `priority`).
-      if (Beside(above) || remaining == grid) return 0;
+      if (beside || remaining == grid) return 0;
       waves = 1;
     }
     const uint64_t blocks = std::min({remaining, waves * slots, uint64_t{UINT32_MAX}});
-    Spend(now, wave * static_cast<Duration::rep>(kernel.Waves(blocks)), above);
+    Spend(now, wave * static_cast<Duration::rep>(kernel.Waves(blocks)), beside);
     return static_cast<uint32_t>(blocks);
   }
   // What background work issued now may take alone: within every foreground client's
   // allowance while the foreground is idle, within what is left of it beside.
-  Duration Allowed(Above above) const {
+  Duration Allowed(bool beside) const {
     Duration allowed = Duration::max();
     for (const auto& [id, fg] : foreground_) {
-      const Duration own = Beside(above) ? fg.budget.Left() : fg.budget.Allowance();
+      const Duration own = beside ? fg.budget.Left() : fg.budget.Allowance();
       allowed = std::min(allowed, std::max(own, Duration::zero()));
     }
     return allowed;
@@ -137,8 +137,8 @@ class PriorityBudgetPolicy final : public internal::HoldingPolicy {
   // before the client's next request delayed no one, so the background may go on in the idle
   // gap, a piece within what is left at a time. Work issued in idle time is not committed: the
   // next period's measured extra time counts what it delayed.
-  void Spend(Time now, Duration time_alone, Above above) {
-    if (!Beside(above)) return;
+  void Spend(Time now, Duration time_alone, bool beside) {
+    if (!beside) return;
     for (auto& [id, fg] : foreground_) {
       if (fg.running.empty()) {
         fg.idle_work_until = std::max(fg.idle_work_until, now + time_alone);
